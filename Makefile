@@ -1,0 +1,43 @@
+# One entry point per task. `make demo` and `make test` are all a new user needs.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: install services services-stop status test test-unit lint typecheck demo bench clean
+
+$(BIN)/driftgauge: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev,bench]'
+	@touch $@
+
+install: $(BIN)/driftgauge ## Create .venv with driftgauge and its dev tools
+
+services: ## Start the local PostgreSQL and OpenSearch (idempotent)
+	deploy/local/stack.sh start
+
+services-stop: ## Stop the local stack
+	deploy/local/stack.sh stop
+
+status: ## Report the local stack
+	deploy/local/stack.sh status
+
+lint: install ## ruff and mypy
+	$(BIN)/ruff check service tests bench
+	$(BIN)/mypy
+
+test: install services ## Start the stack and run every test (unit, integration, e2e)
+	$(BIN)/pytest -q
+
+test-unit: install ## Only the tests that need no stores
+	$(BIN)/pytest -q tests/unit
+
+demo: install services ## Plant drift on the local stack and watch driftgauge find it
+	$(BIN)/python -m driftgauge.demo
+
+bench: install services ## Benchmarks; results go to bench/RESULTS.md
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

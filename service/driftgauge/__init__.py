@@ -1,0 +1,3 @@
+"""driftgauge: reconcile derived data against its source of truth."""
+
+__version__ = "0.1.0"

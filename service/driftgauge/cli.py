@@ -1,0 +1,194 @@
+"""The `driftgauge` command: validate config, run a check, drill down, serve."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Sequence
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from driftgauge import __version__
+from driftgauge.config import Check, Config, load_file
+from driftgauge.errors import ConfigError, DriftgaugeError
+from driftgauge.render import ProgressBar, render_drill, render_run
+
+EXIT_OK, EXIT_DRIFT, EXIT_ERROR = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="driftgauge", description=__doc__)
+    p.add_argument("--version", action="version", version=f"driftgauge {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    cfg = sub.add_parser("config", help="work with a config file")
+    cfg_sub = cfg.add_subparsers(dest="config_command", required=True)
+    val = cfg_sub.add_parser("validate", help="print every problem in a config and exit 1 if any")
+    val.add_argument("file")
+    val.add_argument("--no-secrets", action="store_true",
+                     help="do not try to resolve env:/file: secret references")
+
+    def with_config(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--config", default=os.environ.get("DRIFTGAUGE_CONFIG"),
+                        help="config file (default: $DRIFTGAUGE_CONFIG)")
+
+    chk = sub.add_parser("check", help="reconcile one check now and print its day buckets")
+    chk.add_argument("name")
+    with_config(chk)
+    chk.add_argument("--since", type=date.fromisoformat, help="first day (YYYY-MM-DD)")
+    chk.add_argument("--until", type=date.fromisoformat, help="last day, inclusive")
+    chk.add_argument("--full", action="store_true", help="the full-history window")
+    chk.add_argument("--json", action="store_true", help="print the result as JSON")
+    chk.add_argument("--no-store", action="store_true",
+                     help="do not record the run in the state database")
+
+    drl = sub.add_parser("drill", help="drill into one day: hours, key prefixes, keys")
+    drl.add_argument("name")
+    drl.add_argument("day", type=date.fromisoformat)
+    with_config(drl)
+    drl.add_argument("--hour", type=int, choices=range(24), metavar="H")
+    drl.add_argument("--prefix", default=None, help="key-hash prefix (hex)")
+    drl.add_argument("--json", action="store_true")
+
+    srv = sub.add_parser("serve", help="run every check on its schedule; /metrics and REST API")
+    with_config(srv)
+    srv.add_argument("--host", default="0.0.0.0")
+    srv.add_argument("--port", type=int, default=8080)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI and return its exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "config":
+            return _validate(args.file, resolve_secrets=not args.no_secrets)
+        if args.config is None:
+            print("error: --config is required (or set DRIFTGAUGE_CONFIG)", file=sys.stderr)
+            return EXIT_ERROR
+        if args.command == "serve":
+            from driftgauge.server import serve
+
+            serve(args.config, args.host, args.port)
+            return EXIT_OK
+        config = load_file(args.config)
+        check = _check(config, args.name)
+        if args.command == "check":
+            return asyncio.run(_run_check(config, check, args))
+        return asyncio.run(_drill(config, check, args))
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return EXIT_ERROR
+    except DriftgaugeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+def _validate(path: str, *, resolve_secrets: bool) -> int:
+    try:
+        config = load_file(path, resolve_secrets=resolve_secrets)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(problem)
+        print(f"{path}: {len(exc.problems)} problem(s)", file=sys.stderr)
+        return 1
+    print(f"{path}: ok ({len(config.checks)} checks, {len(config.stores)} stores)")
+    return 0
+
+
+def _check(config: Config, name: str) -> Check:
+    if name not in config.checks:
+        known = ", ".join(sorted(config.checks)) or "none"
+        raise ConfigError([f"checks.{name}: no such check (configured: {known})"])
+    return config.checks[name]
+
+
+def _window(check: Check, args: argparse.Namespace, now: datetime) -> tuple[datetime, datetime]:
+    tz = check.timezone
+    if args.since or args.until:
+        until = args.until or now.astimezone(tz).date()
+        since = args.since or until - timedelta(days=check.schedule.recent_days - 1)
+        if since > until:
+            raise ConfigError([f"--since {since} is after --until {until}"])
+    else:
+        days = check.schedule.full_days if args.full else check.schedule.recent_days
+        until = now.astimezone(tz).date()
+        since = until - timedelta(days=days - 1)
+    start = datetime(since.year, since.month, since.day, tzinfo=tz)
+    end_day = until + timedelta(days=1)
+    end = min(datetime(end_day.year, end_day.month, end_day.day, tzinfo=tz), now)
+    return start, max(end, start + timedelta(microseconds=1))
+
+
+async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> int:
+    from driftgauge.engine import reconcile
+    from driftgauge.stores import open_adapter
+
+    now = datetime.now(UTC)
+    start, end = _window(check, args, now)
+    bar = ProgressBar(sys.stderr, label=check.name)
+    source = await open_adapter(check.source)
+    try:
+        reader = await open_adapter(check.reader)
+        try:
+            state = None if args.no_store else await _open_state(config)
+            run_id = (await state.begin_run(check.name, start, end, trigger="cli")
+                      if state else None)
+            result = await reconcile(check, source, reader, start, end, now=now,
+                                     sample_keys=config.api.sample_keys, progress=bar.update)
+            result.finished_at = datetime.now(UTC)
+            bar.close()
+            if state is not None and run_id is not None:
+                if result.error is None:
+                    await state.complete_run(run_id, result)
+                else:
+                    await state.fail_run(run_id, result.error)
+                await state.close()
+        finally:
+            await reader.close()
+    finally:
+        await source.close()
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        print(render_run(result))
+    if result.error is not None:
+        print(f"error: {result.error}", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_DRIFT if result.status == "drift" else EXIT_OK
+
+
+async def _open_state(config: Config) -> Any:
+    from driftgauge.state import StateStore
+
+    return await StateStore.open(config.state)
+
+
+async def _drill(config: Config, check: Check, args: argparse.Namespace) -> int:
+    from driftgauge.drill import drill_live
+    from driftgauge.stores import open_adapter
+
+    source = await open_adapter(check.source)
+    try:
+        reader = await open_adapter(check.reader)
+        try:
+            report = await drill_live(check, source, reader, args.day, args.hour, args.prefix)
+        finally:
+            await reader.close()
+    finally:
+        await source.close()
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(render_drill(report))
+    return EXIT_DRIFT if report["differs"] else EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

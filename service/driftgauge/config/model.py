@@ -1,0 +1,114 @@
+"""Pydantic models that mirror the YAML config and reject unknown keys."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+FieldTypeName = Literal["string", "integer", "decimal", "boolean", "timestamp"]
+
+
+class Strict(BaseModel):
+    """Base for every config section: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PostgresStoreModel(Strict):
+    kind: Literal["postgres"]
+    dsn: str = Field(description="Connection string, usually a secret reference (env:NAME).")
+    timeout_seconds: float = Field(30.0, gt=0)
+    pool_max: int = Field(4, ge=1, le=100)
+
+
+class OpenSearchStoreModel(Strict):
+    kind: Literal["opensearch"]
+    url: str = Field(description="Base URL of the cluster, e.g. http://127.0.0.1:9250.")
+    username: str | None = None
+    password: str | None = Field(None, description="Secret reference (env:NAME or file:/path).")
+    timeout_seconds: float = Field(30.0, gt=0)
+    verify_certs: bool = True
+
+
+StoreModel = Annotated[PostgresStoreModel | OpenSearchStoreModel, Field(discriminator="kind")]
+
+
+class StateModel(Strict):
+    dsn: str
+    schema_name: str = Field("driftgauge", alias="schema", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+class ApiModel(Strict):
+    tokens: list[str] = Field(default_factory=list)
+    public_read: bool = True
+    sample_keys: int = Field(100, ge=1, le=10_000)
+
+
+class ExclusionModel(Strict):
+    reason: str = Field(pattern=r"^[a-z][a-z0-9_]{0,62}$")
+    where: str | None = Field(None, description="SQL predicate, for a postgres source.")
+    query: dict[str, Any] | None = Field(None, description="Query DSL, for an opensearch source.")
+
+
+class ViewModel(Strict):
+    store: str
+    query: str | None = Field(None, description="postgres: a SELECT whose rows form the view.")
+    table: str | None = Field(None, description="postgres: a table or view name.")
+    index: str | None = Field(None, description="opensearch: index, alias or pattern.")
+    filter: dict[str, Any] | None = Field(None, description="opensearch: the reader's query DSL.")
+    key: str
+    time: str
+    fields: dict[str, str] = Field(
+        default_factory=dict, description="Canonical field name to this side's column."
+    )
+
+
+class ToleranceModel(Strict):
+    missing_ratio: float = Field(0.0, ge=0, le=1)
+    extra: int = Field(0, ge=0)
+    mismatched: int = Field(0, ge=0)
+    exclusion_rate: dict[str, float] = Field(default_factory=dict)
+
+
+class DrilldownModel(Strict):
+    leaf_rows: int = Field(2000, ge=1, le=1_000_000)
+    dense_ratio: float = Field(0.2, gt=0, le=1)
+    max_depth: int = Field(4, ge=1, le=8)
+
+
+class RecentScheduleModel(Strict):
+    every: str = "1h"
+    days: int = Field(7, ge=1, le=3660)
+
+
+class FullScheduleModel(Strict):
+    every: str | None = None
+    cron: str | None = None
+    days: int = Field(400, ge=1, le=36600)
+
+
+class ScheduleModel(Strict):
+    recent: RecentScheduleModel | None = Field(default_factory=RecentScheduleModel)
+    full: FullScheduleModel | None = None
+
+
+class CheckModel(Strict):
+    description: str = ""
+    source: ViewModel
+    reader: ViewModel
+    key_type: Literal["string", "integer"] = "string"
+    fields: dict[str, FieldTypeName] = Field(default_factory=dict)
+    timezone: str = "UTC"
+    exclusions: list[ExclusionModel] = Field(default_factory=list)
+    settle: str = "2h"
+    tolerance: ToleranceModel = Field(default_factory=ToleranceModel)
+    drilldown: DrilldownModel = Field(default_factory=DrilldownModel)
+    schedule: ScheduleModel = Field(default_factory=ScheduleModel)
+
+
+class ConfigModel(Strict):
+    stores: dict[str, StoreModel]
+    state: StateModel
+    api: ApiModel = Field(default_factory=ApiModel)
+    checks: dict[str, CheckModel]

@@ -1,0 +1,163 @@
+"""Frozen runtime objects built from the validated config models."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Literal
+from zoneinfo import ZoneInfo
+
+from driftgauge.config.secrets import Secret
+
+FieldType = Literal["string", "integer", "decimal", "boolean", "timestamp"]
+KeyType = Literal["string", "integer"]
+StoreKind = Literal["postgres", "opensearch"]
+
+
+@dataclass(frozen=True)
+class PostgresStore:
+    """A PostgreSQL store reached through an asyncpg pool."""
+
+    name: str
+    dsn: Secret
+    timeout: float = 30.0
+    pool_max: int = 4
+    kind: StoreKind = "postgres"
+
+
+@dataclass(frozen=True)
+class OpenSearchStore:
+    """An OpenSearch cluster reached over HTTP."""
+
+    name: str
+    url: str
+    username: str | None = None
+    password: Secret | None = None
+    timeout: float = 30.0
+    verify_certs: bool = True
+    kind: StoreKind = "opensearch"
+
+
+Store = PostgresStore | OpenSearchStore
+
+
+@dataclass(frozen=True)
+class Field:
+    """One content field of a check, by canonical name and type."""
+
+    name: str
+    type: FieldType
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """A rule that drops source rows on purpose, under a named reason."""
+
+    reason: str
+    where: str | None = None
+    query: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class View:
+    """One side of a check as its adapter needs it: where, which rows, which columns."""
+
+    store: Store
+    key_column: str
+    time_column: str
+    columns: tuple[str, ...]
+    """This side's column for each of `fields`, in the same order."""
+    fields: tuple[Field, ...]
+    key_type: KeyType
+    timezone: ZoneInfo
+    query: str | None = None
+    table: str | None = None
+    index: str | None = None
+    filter: dict[str, Any] | None = None
+    exclusions: tuple[Exclusion, ...] = ()
+
+    @property
+    def kind(self) -> StoreKind:
+        """Return the kind of store this view lives in."""
+        return self.store.kind
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """What a bucket may differ by before it counts as drift."""
+
+    missing_ratio: float = 0.0
+    extra: int = 0
+    mismatched: int = 0
+    exclusion_rate: tuple[tuple[str, float], ...] = ()
+
+    def exclusion_limit(self, reason: str) -> float | None:
+        """Return the exclusion-rate limit for a reason, if one is set."""
+        for name, limit in self.exclusion_rate:
+            if name == reason:
+                return limit
+        return None
+
+
+@dataclass(frozen=True)
+class Drilldown:
+    """How the engine descends from days to keys."""
+
+    leaf_rows: int = 2000
+    dense_ratio: float = 0.2
+    max_depth: int = 4
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """When a check runs: a recent window often, all history rarely."""
+
+    recent_every: timedelta | None = timedelta(hours=1)
+    recent_days: int = 7
+    full_every: timedelta | None = None
+    full_cron: str | None = None
+    full_days: int = 400
+
+
+@dataclass(frozen=True)
+class Check:
+    """One configured pair (source, reader view) and how to judge it."""
+
+    name: str
+    source: View
+    reader: View
+    fields: tuple[Field, ...]
+    key_type: KeyType
+    timezone: ZoneInfo
+    settle: timedelta
+    tolerance: Tolerance = field(default_factory=Tolerance)
+    drilldown: Drilldown = field(default_factory=Drilldown)
+    schedule: Schedule = field(default_factory=Schedule)
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class State:
+    """Where driftgauge keeps its own results."""
+
+    dsn: Secret
+    schema: str = "driftgauge"
+
+
+@dataclass(frozen=True)
+class Api:
+    """REST API settings."""
+
+    tokens: tuple[Secret, ...] = ()
+    public_read: bool = True
+    sample_keys: int = 100
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole validated configuration."""
+
+    stores: dict[str, Store]
+    state: State
+    api: Api
+    checks: dict[str, Check]

@@ -1,0 +1,59 @@
+"""Live drill-down of one day: its hours, an hour's key-hash prefixes, and the keys."""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from driftgauge.config.runtime import Check
+from driftgauge.engine import compare_hours, compare_prefixes
+from driftgauge.engine.join import join_rows
+from driftgauge.engine.plan import next_day
+from driftgauge.errors import ConfigError
+from driftgauge.stores.base import StoreAdapter
+
+_HEX = re.compile(r"^[0-9a-f]{1,8}$")
+
+
+def _range(check: Check, day: date, hour: int | None) -> tuple[datetime, datetime]:
+    start = datetime(day.year, day.month, day.day, tzinfo=check.timezone)
+    if hour is None:
+        return start, next_day(start, check.timezone)
+    h = (start + timedelta(hours=hour)).astimezone(check.timezone)
+    return h, h + timedelta(hours=1)
+
+
+async def drill_live(check: Check, source: StoreAdapter, reader: StoreAdapter, day: date,
+                     hour: int | None = None, prefix: str | None = None) -> dict[str, Any]:
+    """Return one level of the drill-down below (day, hour, prefix), and keys at a leaf."""
+    if prefix is not None and not _HEX.match(prefix):
+        raise ConfigError([f"prefix: {prefix!r} is not 1 to 8 lowercase hex digits"])
+    start, end = _range(check, day, hour)
+    if hour is None and prefix is None:
+        nodes = await compare_hours(check, source, reader, start, end)
+        level = "hour"
+    else:
+        depth = len(prefix) + 1 if prefix else 1
+        within = [prefix] if prefix else None
+        nodes = await compare_prefixes(check, source, reader, start, end, depth, within)
+        level = "prefix"
+    s_total = sum(n.source.count for n in nodes)
+    r_total = sum(n.reader.count for n in nodes)
+    report: dict[str, Any] = {
+        "check": check.name, "day": day.isoformat(), "hour": hour, "prefix": prefix,
+        "level": level, "differs": any(n.differs for n in nodes),
+        "nodes": [n.to_dict() for n in nodes], "keys": [],
+    }
+    if max(s_total, r_total) <= check.drilldown.leaf_rows and report["differs"]:
+        within = [prefix] if prefix else None
+        s_rows = [r async for r in source.iter_rows(start, end, within)]
+        r_rows = [r async for r in reader.iter_rows(start, end, within)]
+        diff = join_rows(s_rows, r_rows)
+        report["keys"] = [
+            {"key": k.key, "kind": k.kind, "source_copies": k.source_copies,
+             "reader_copies": k.reader_copies,
+             "event_time": k.event_time.isoformat() if k.event_time else None}
+            for k in sorted(diff.keys, key=lambda k: (k.kind, k.key))
+        ]
+    return report

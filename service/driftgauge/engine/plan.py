@@ -1,0 +1,66 @@
+"""Pure decisions of the drill-down: when to fetch rows, how wide to split by prefix."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from driftgauge.config.runtime import Drilldown
+from driftgauge.stores.base import Aggregate
+
+# Aim for this many prefixes per expected differing key, so that a leaf that differs
+# holds few clean rows and fetching it costs little more than the drift itself.
+FANOUT_PER_DIFF = 8
+
+
+def is_dense(source: Aggregate, reader: Aggregate, plan: Drilldown) -> bool:
+    """Return True when the count gap alone says most of the bucket differs."""
+    big = max(source.count, reader.count)
+    if big == 0:
+        return False
+    return abs(source.count - reader.count) / big > plan.dense_ratio
+
+
+def fits_leaf(source: Aggregate, reader: Aggregate, plan: Drilldown) -> bool:
+    """Return True when both sides are small enough to fetch and join in memory."""
+    return max(source.count, reader.count) <= plan.leaf_rows
+
+
+def estimate_diffs(differing: int, total: int) -> float:
+    """Estimate differing keys from how many of `total` equal parts differ (Poisson)."""
+    if total <= 0 or differing <= 0:
+        return 0.0
+    if differing >= total:
+        return float(total) * 4  # every part differs: at least several per part
+    return -total * math.log(1 - differing / total)
+
+
+def prefix_step(rows: int, est_diffs: float, plan: Drilldown, depth: int) -> int:
+    """Return how many hex digits to add so leaves are small and mostly clean."""
+    want = max(rows / max(plan.leaf_rows, 1), est_diffs * FANOUT_PER_DIFF, 2.0)
+    step = max(1, math.ceil(math.log(want, 16)))
+    return max(1, min(step, plan.max_depth - depth))
+
+
+def day_starts(start: datetime, end: datetime, tz: ZoneInfo) -> list[datetime]:
+    """Return the local-midnight starts of every day bucket overlapping [start, end)."""
+    day = start.astimezone(tz).date()
+    last = (end - timedelta(microseconds=1)).astimezone(tz).date()
+    out = []
+    while day <= last:
+        out.append(datetime(day.year, day.month, day.day, tzinfo=tz))
+        day += timedelta(days=1)
+    return out
+
+
+def next_day(start: datetime, tz: ZoneInfo) -> datetime:
+    """Return the next local midnight after a day bucket's start (DST-safe)."""
+    d = start.astimezone(tz).date() + timedelta(days=1)
+    return datetime(d.year, d.month, d.day, tzinfo=tz)
+
+
+def hour_of(moment: datetime, tz: ZoneInfo) -> datetime:
+    """Return the start of the local hour that holds `moment`."""
+    local = moment.astimezone(tz)
+    return local.replace(minute=0, second=0, microsecond=0)

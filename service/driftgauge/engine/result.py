@@ -1,0 +1,142 @@
+"""The reconciliation result tree: run → day bucket → hour → key prefix → keys."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from driftgauge.stores.base import Aggregate
+
+Status = Literal["ok", "drift", "settling", "error"]
+DriftKind = Literal["missing", "extra", "mismatched"]
+DRIFT_KINDS: tuple[DriftKind, ...] = ("missing", "extra", "mismatched")
+
+
+@dataclass
+class KeyDiff:
+    """One differing key and why it differs."""
+
+    key: str
+    kind: DriftKind
+    source_copies: int
+    reader_copies: int
+    event_time: datetime | None = None
+
+
+@dataclass
+class Node:
+    """One drill-down node: an hour or a key-hash prefix, with both sides' aggregates."""
+
+    level: Literal["hour", "prefix"]
+    label: str
+    """An hour's start (ISO 8601) or a hex prefix."""
+    source: Aggregate
+    reader: Aggregate
+    children: list[Node] = field(default_factory=list)
+    fetched: bool = False
+    """True when this node's rows were fetched and joined (a leaf)."""
+
+    @property
+    def differs(self) -> bool:
+        """Return True when the two sides disagree on this node."""
+        return not self.source.same_as(self.reader)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the node as a JSON-ready dict."""
+        return {
+            "level": self.level, "label": self.label, "differs": self.differs,
+            "fetched": self.fetched, "source": _agg(self.source), "reader": _agg(self.reader),
+            "children": [c.to_dict() for c in self.children],
+        }
+
+
+@dataclass
+class BucketResult:
+    """The verdict for one day bucket."""
+
+    start: datetime
+    status: Status
+    expected: int = 0
+    visible: int = 0
+    excluded: dict[str, int] = field(default_factory=dict)
+    missing: int = 0
+    extra: int = 0
+    mismatched: int = 0
+    duplicates: int = 0
+    """Keys with more than one copy on either side (each is also mismatched or extra)."""
+    source: Aggregate = field(default_factory=Aggregate)
+    reader: Aggregate = field(default_factory=Aggregate)
+    reasons: list[str] = field(default_factory=list)
+    """Why the status is what it is (tolerances crossed, errors)."""
+    tree: list[Node] = field(default_factory=list)
+    samples: list[KeyDiff] = field(default_factory=list)
+    """A bounded sample of differing keys."""
+    ledger_excluded: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def drift(self) -> int:
+        """Return missing + extra + mismatched."""
+        return self.missing + self.extra + self.mismatched
+
+    @property
+    def excluded_total(self) -> int:
+        """Return the number of excluded rows over all reasons."""
+        return sum(self.excluded.values())
+
+    def to_dict(self, *, with_tree: bool = False) -> dict[str, Any]:
+        """Return the bucket as a JSON-ready dict."""
+        out: dict[str, Any] = {
+            "day": self.start.date().isoformat(), "start": self.start.isoformat(),
+            "status": self.status, "expected": self.expected, "visible": self.visible,
+            "excluded": dict(self.excluded), "missing": self.missing, "extra": self.extra,
+            "mismatched": self.mismatched, "duplicates": self.duplicates,
+            "source": _agg(self.source), "reader": _agg(self.reader),
+            "reasons": list(self.reasons),
+        }
+        if with_tree:
+            out["tree"] = [n.to_dict() for n in self.tree]
+        return out
+
+
+@dataclass
+class RunResult:
+    """A whole reconciliation of one check over one window."""
+
+    check: str
+    window_start: datetime
+    window_end: datetime
+    started_at: datetime
+    finished_at: datetime | None = None
+    buckets: list[BucketResult] = field(default_factory=list)
+    error: str | None = None
+    queries: int = 0
+    """Store round trips made, both sides together."""
+    rows_fetched: int = 0
+
+    @property
+    def status(self) -> Status:
+        """Return the worst bucket status, or error when the run failed."""
+        if self.error is not None:
+            return "error"
+        statuses = {b.status for b in self.buckets}
+        if "error" in statuses:
+            return "error"
+        return "drift" if "drift" in statuses else "ok"
+
+    def to_dict(self, *, with_tree: bool = False) -> dict[str, Any]:
+        """Return the run as a JSON-ready dict."""
+        return {
+            "check": self.check, "status": self.status,
+            "window_start": self.window_start.isoformat(),
+            "window_end": self.window_end.isoformat(),
+            "started_at": self.started_at.isoformat(),
+            "finished_at": self.finished_at.isoformat() if self.finished_at else None,
+            "error": self.error, "queries": self.queries, "rows_fetched": self.rows_fetched,
+            "buckets": [b.to_dict(with_tree=with_tree) for b in self.buckets],
+        }
+
+
+def _agg(a: Aggregate) -> dict[str, Any]:
+    # Digests are 64-bit unsigned; JSON readers lose precision above 2^53, so send hex.
+    return {"count": a.count, "distinct_keys": a.distinct_keys, "digest": f"{a.digest:016x}"}

@@ -1,0 +1,78 @@
+"""The narrow Protocol every store adapter implements, and the values it returns."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, Protocol
+
+Granularity = Literal["day", "hour"]
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """Count, distinct-key count and digest (sum of row hashes mod 2^64) of a set of rows."""
+
+    count: int = 0
+    distinct_keys: int = 0
+    digest: int = 0
+
+    def same_as(self, other: Aggregate) -> bool:
+        """Return True when both sides hold the same rows by count, keys and content."""
+        return (self.count, self.distinct_keys, self.digest) == (
+            other.count, other.distinct_keys, other.digest)
+
+
+@dataclass(frozen=True)
+class BucketDigest:
+    """One time bucket's aggregate; `start` is an aware datetime (the bucket's first instant)."""
+
+    start: datetime
+    agg: Aggregate
+    excluded: Mapping[str, int] = field(default_factory=dict)
+    """Source rows dropped on purpose in this bucket, by reason (empty for reader views)."""
+
+
+@dataclass(frozen=True)
+class RowHash:
+    """One row as the engine needs it at a leaf: its key, key hash and row hash."""
+
+    key: str
+    """The key's canonical text (an integer key is its decimal form)."""
+    key_hash: str
+    """32 lowercase hex digits: md5 of the key's canonical encoding."""
+    row_hash: int
+    """Unsigned 64-bit hash of the row's canonical encoding."""
+    event_time: datetime
+
+
+class StoreAdapter(Protocol):
+    """What the engine may ask of one side of a check; computed inside the store."""
+
+    async def bucket_digests(self, start: datetime, end: datetime,
+                             granularity: Granularity) -> list[BucketDigest]:
+        """Return per-bucket aggregates of expected rows with event time in [start, end).
+
+        Buckets are days or hours in the view's time zone; buckets with no rows and no
+        exclusions may be omitted.
+        """
+        ...
+
+    async def prefix_digests(self, start: datetime, end: datetime, depth: int,
+                             within: Sequence[str] | None = None) -> dict[str, Aggregate]:
+        """Return aggregates grouped by the first `depth` hex digits of the key hash.
+
+        Only rows in [start, end) whose key hash starts with one of `within` (when given)
+        are counted; prefixes with no rows are omitted.
+        """
+        ...
+
+    def iter_rows(self, start: datetime, end: datetime,
+                  prefixes: Sequence[str] | None = None) -> AsyncIterator[RowHash]:
+        """Yield the expected rows in [start, end), optionally only under key-hash prefixes."""
+        ...
+
+    async def close(self) -> None:
+        """Release pools and clients."""
+        ...

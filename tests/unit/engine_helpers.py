@@ -1,0 +1,52 @@
+"""Builders for engine unit tests: a check, and rows hashed like a store would."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime, timedelta
+
+from driftgauge.config import Check, load_text
+from driftgauge.stores.base import RowHash
+
+BASE = datetime(2026, 3, 1, tzinfo=UTC)
+NOW = BASE + timedelta(days=30)
+
+CONFIG = """
+stores:
+  src: {kind: postgres, dsn: "postgresql://x@127.0.0.1/x"}
+  dst: {kind: opensearch, url: "http://127.0.0.1:9250"}
+state: {dsn: "postgresql://x@127.0.0.1/x"}
+checks:
+  reviews:
+    source: {store: src, table: tasks, key: task_id, time: completed_at}
+    reader: {store: dst, index: conversations, key: task_id, time: completed_at}
+    fields: {label: string}
+    timezone: {tz}
+    settle: {settle}
+    exclusions:
+      - {reason: no_join_key, where: "conversation_key IS NULL"}
+    tolerance: {tolerance}
+    drilldown: {drilldown}
+"""
+
+
+def make_check(tz: str = "UTC", settle: str = "2h", tolerance: str = "{}",
+               drilldown: str = "{leaf_rows: 50}") -> Check:
+    """Return a check built through the real config loader."""
+    text = (CONFIG.replace("{tz}", tz).replace("{settle}", settle)
+            .replace("{tolerance}", tolerance).replace("{drilldown}", drilldown))
+    return load_text(text).checks["reviews"]
+
+
+def row(key: str, when: datetime, label: str = "ok") -> RowHash:
+    """Return a row whose hashes are derived from its key and label."""
+    key_hash = hashlib.md5(key.encode()).hexdigest()
+    row_hash = int.from_bytes(hashlib.md5(f"{key}\x00{label}".encode()).digest()[:8], "big")
+    return RowHash(key, key_hash, row_hash, when)
+
+
+def day_rows(day: int, n: int, prefix: str = "t") -> list[RowHash]:
+    """Return n rows spread over the hours of day `day` after BASE."""
+    start = BASE + timedelta(days=day)
+    return [row(f"{prefix}{day}-{i}", start + timedelta(seconds=i * 86400 // n))
+            for i in range(n)]

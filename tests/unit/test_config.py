@@ -1,0 +1,101 @@
+"""Config validation: every problem named by its location, secrets never printed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from driftgauge.cli import main
+from driftgauge.config import load_file, load_text
+from driftgauge.errors import ConfigError
+
+EXAMPLE = Path(__file__).parents[2] / "deploy" / "examples" / "driftgauge.yml"
+
+
+def test_example_config_is_valid(monkeypatch: pytest.MonkeyPatch,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    for name in ("TASKS_DSN", "DRIFTGAUGE_STATE_DSN", "DRIFTGAUGE_API_TOKEN"):
+        monkeypatch.setenv(name, "s3cr3t-value")
+    assert main(["config", "validate", str(EXAMPLE)]) == 0
+    assert "ok (1 checks" in capsys.readouterr().out
+    check = load_file(EXAMPLE).checks["reviews"]
+    assert check.reader.columns == ("review_tier",)
+    assert check.source.exclusions[0].reason == "no_join_key"
+    assert str(check.timezone) == "Europe/Berlin"
+
+
+BROKEN = """
+stores:
+  tasks_db: {kind: postgres, dsn: "file:/nonexistent/secret", colour: blue}
+  search: {kind: opensearch, url: "http://x", password: "env:DG_MISSING_PASSWORD"}
+state: {dsn: "env:DG_STATE"}
+checks:
+  reviews:
+    source: {store: tasks_db, table: tasks, key: id, time: ts}
+    reader: {store: nowhere, index: conv, time: ts}
+    timezone: Mars/Olympus
+    fields: {label: string}
+"""
+
+
+def test_broken_config_reports_every_problem_by_location(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("DG_STATE", "postgresql://u:topsecret@h/db")
+    f = tmp_path / "broken.yml"
+    f.write_text(BROKEN)
+    assert main(["config", "validate", str(f)]) == 1
+    out = capsys.readouterr().out
+    assert "stores.tasks_db.colour: unknown key" in out
+    assert "checks.reviews.reader.key: field required" in out
+    # Schema errors come first; fix them and the cross-reference problems show.
+    fixed = BROKEN.replace(", colour: blue", "").replace("index: conv,", "index: conv, key: id,")
+    f.write_text(fixed)
+    assert main(["config", "validate", str(f)]) == 1
+    out = capsys.readouterr().out
+    assert "checks.reviews.timezone: unknown time zone 'Mars/Olympus'" in out
+    assert "checks.reviews.reader.store: unknown store 'nowhere'" in out
+    assert "stores.tasks_db.dsn: secret file /nonexistent/secret cannot be read" in out
+    assert "stores.search.password: environment variable DG_MISSING_PASSWORD is not set" in out
+    assert "topsecret" not in out
+
+
+def test_view_kind_rules() -> None:
+    text = BROKEN.replace(", colour: blue", "").replace(
+        "reader: {store: nowhere, index: conv, time: ts}",
+        "reader: {store: search, table: conv, key: id, time: ts}").replace("Mars/Olympus", "UTC")
+    with pytest.raises(ConfigError) as err:
+        load_text(text)
+    assert "checks.reviews.reader.index: field required for an opensearch view" in err.value.problems
+    assert "checks.reviews.reader.table: only for postgres views" in err.value.problems
+
+
+def test_bad_durations_and_cron_are_named() -> None:
+    text = BROKEN.replace(", colour: blue", "").replace(
+        "reader: {store: nowhere, index: conv, time: ts}",
+        "reader: {store: search, index: conv, key: id, time: ts}").replace(
+        "Mars/Olympus", "UTC") + "    settle: soon\n    schedule: {full: {cron: '* *'}}\n"
+    with pytest.raises(ConfigError) as err:
+        load_text(text)
+    assert any(p.startswith("checks.reviews.settle: 'soon' is not a duration")
+               for p in err.value.problems)
+    assert "checks.reviews.schedule.full.cron: expected 5 fields (min hour dom mon dow)" in \
+        err.value.problems
+
+
+def test_not_yaml_and_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "x.yml"
+    f.write_text("checks: [unclosed")
+    assert main(["config", "validate", str(f)]) == 1
+    assert "not valid YAML" in capsys.readouterr().out
+    assert main(["config", "validate", str(tmp_path / "absent.yml")]) == 1
+    assert "cannot read config" in capsys.readouterr().out
+
+
+def test_secret_repr_hides_value() -> None:
+    from driftgauge.config import Secret
+
+    s = Secret("postgresql://u:pw@h/db")
+    assert "pw" not in repr(s) and "pw" not in str(s)
+    assert s.reveal() == "postgresql://u:pw@h/db"

@@ -1,0 +1,232 @@
+"""Engine unit tests on the in-memory adapter: every drift class and the drill-down economy."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import timedelta
+
+from driftgauge.engine import reconcile
+from driftgauge.engine.result import RunResult
+from driftgauge.errors import StoreUnavailable
+from driftgauge.stores.base import RowHash
+from driftgauge.stores.memory import MemoryAdapter
+
+from .engine_helpers import BASE, NOW, day_rows, make_check, row
+
+
+def relabel(r: RowHash, label: str) -> RowHash:
+    """Return the same key and time with different content."""
+    return row(r.key, r.event_time, label)
+
+
+async def run(source: list[RowHash], reader: list[RowHash], days: int = 3,
+              check_kw: dict[str, str] | None = None, **kw: object) -> RunResult:
+    check = make_check(**(check_kw or {}))
+    return await reconcile(check, MemoryAdapter(source), MemoryAdapter(reader), BASE,
+                           BASE + timedelta(days=days), now=NOW, **kw)  # type: ignore[arg-type]
+
+
+async def test_identical_sides_are_ok_and_cost_one_query_per_side() -> None:
+    rows = day_rows(0, 300) + day_rows(1, 300) + day_rows(2, 300)
+    src, rdr = MemoryAdapter(list(rows)), MemoryAdapter(list(rows))
+    result = await reconcile(make_check(), src, rdr, BASE, BASE + timedelta(days=3), now=NOW)
+    assert [b.status for b in result.buckets] == ["ok", "ok", "ok"]
+    assert [b.expected for b in result.buckets] == [300, 300, 300]
+    assert [b.visible for b in result.buckets] == [300, 300, 300]
+    assert src.calls == ["buckets:day"] and rdr.calls == ["buckets:day"]
+    assert result.queries == 2
+
+
+async def test_each_drift_class_is_counted_on_its_day() -> None:
+    src = day_rows(0, 200) + day_rows(1, 200) + day_rows(2, 200)
+    rdr = list(src)
+    lost = rdr.pop(10)                      # day 0: missing
+    rdr[250] = relabel(rdr[250], "wrong")   # day 1: mismatched
+    rdr.append(row("ghost", BASE + timedelta(days=2, hours=3)))  # day 2: extra
+    result = await run(src, rdr)
+    got = [(b.missing, b.extra, b.mismatched) for b in result.buckets]
+    assert got == [(1, 0, 0), (0, 0, 1), (0, 1, 0)]
+    assert [b.status for b in result.buckets] == ["drift"] * 3
+    assert result.buckets[0].samples[0].key == lost.key
+    assert result.buckets[0].samples[0].kind == "missing"
+
+
+async def test_missing_and_extra_in_one_bucket_do_not_cancel() -> None:
+    src = day_rows(0, 400)
+    rdr = list(src)
+    rdr[5] = row("impostor", src[5].event_time)  # same count, different key
+    result = await run(src, rdr, days=1)
+    b = result.buckets[0]
+    assert b.source.count == b.reader.count
+    assert (b.missing, b.extra, b.mismatched) == (1, 1, 0)
+    assert b.status == "drift"
+
+
+async def test_duplicates_on_reader_side_are_mismatched() -> None:
+    src = day_rows(0, 300)
+    rdr = list(src) + [src[7], src[7]]       # three copies of one row
+    result = await run(src, rdr, days=1)
+    b = result.buckets[0]
+    assert (b.missing, b.extra, b.mismatched, b.duplicates) == (0, 0, 1, 1)
+    assert b.visible == 300                   # distinct keys the reader can see
+    assert b.reader.count == 302
+
+
+async def test_duplicates_on_both_sides_are_seen_through_distinct_keys() -> None:
+    src = day_rows(0, 300)
+    src_dup = list(src) + [src[3]]
+    rdr_dup = list(src) + [src[3]]
+    result = await run(src_dup, rdr_dup, days=1)
+    b = result.buckets[0]
+    # Both sides agree row for row, yet the key has two copies: still a mismatch.
+    assert b.source.same_as(b.reader)
+    assert b.source.count == 301 and b.source.distinct_keys == 300
+    assert b.status == "ok"  # identical digests: the day does not drill…
+    extra_copy = list(src) + [src[3], src[3]]
+    result = await run(src_dup, extra_copy, days=1)
+    assert result.buckets[0].mismatched == 1 and result.buckets[0].duplicates == 1
+
+
+async def test_sparse_drift_drills_by_prefix_and_fetches_few_rows() -> None:
+    src = day_rows(0, 2400)
+    rdr = list(src)
+    rdr[100] = relabel(rdr[100], "changed")
+    check_kw = {"drilldown": "{leaf_rows: 50, max_depth: 4}"}
+    result = await run(src, rdr, days=1, check_kw=check_kw)
+    b = result.buckets[0]
+    assert b.mismatched == 1
+    assert result.rows_fetched < 2 * 50   # a leaf per side, not the day
+    hours = [n for n in b.tree if n.level == "hour"]
+    assert len(hours) == 24
+    bad_hours = [h for h in hours if h.differs]
+    assert len(bad_hours) == 1 and bad_hours[0].children
+
+
+async def test_dense_drift_goes_straight_to_rows() -> None:
+    src = day_rows(0, 1000)
+    rdr = src[:500]                           # half the day never arrived
+    src_ad, rdr_ad = MemoryAdapter(src), MemoryAdapter(rdr)
+    result = await reconcile(make_check(), src_ad, rdr_ad, BASE, BASE + timedelta(days=1),
+                             now=NOW)
+    assert result.buckets[0].missing == 500
+    assert src_ad.calls == ["buckets:day", "rows"]
+    assert any(n.level == "hour" and n.differs for n in result.buckets[0].tree)
+
+
+async def test_drift_in_many_hours_is_found_exactly() -> None:
+    src = day_rows(0, 4800)
+    rdr = list(src)
+    for i in range(0, 4800, 97):              # ~50 changes spread over every hour
+        rdr[i] = relabel(rdr[i], "x")
+    del rdr[4799]
+    result = await run(src, rdr, days=1, check_kw={"drilldown": "{leaf_rows: 100}"})
+    b = result.buckets[0]
+    assert b.mismatched == len(range(0, 4800, 97))
+    assert b.missing == 1
+    assert result.rows_fetched < 4800          # never the whole day per side
+
+
+async def test_rule_exclusions_are_counted_not_missing() -> None:
+    src = day_rows(0, 100)
+    when = BASE + timedelta(hours=5)
+    excluded = [(when, "no_join_key")] * 40
+    check = make_check()
+    result = await reconcile(check, MemoryAdapter(src, excluded=excluded), MemoryAdapter(src),
+                             BASE, BASE + timedelta(days=1), now=NOW)
+    b = result.buckets[0]
+    assert (b.expected, b.visible, b.excluded, b.missing) == (140, 100, {"no_join_key": 40}, 0)
+    assert b.expected == b.visible + b.excluded_total
+    assert b.status == "ok"
+
+
+async def test_exclusion_rate_over_its_limit_is_drift() -> None:
+    src = day_rows(0, 100)
+    excluded = [(BASE + timedelta(hours=1), "no_join_key")] * 200  # 2/3 of expected
+    check = make_check(tolerance="{exclusion_rate: {no_join_key: 0.5}}")
+    result = await reconcile(check, MemoryAdapter(src, excluded=excluded), MemoryAdapter(src),
+                             BASE, BASE + timedelta(days=1), now=NOW)
+    b = result.buckets[0]
+    assert b.status == "drift" and "excluded[no_join_key]" in b.reasons[0]
+
+
+async def test_ledger_exclusions_turn_missing_into_excluded() -> None:
+    src = day_rows(0, 100)
+    rdr = src[3:]
+    ledger = {r.key: "no_document" for r in src[:2]}  # the job explained two of three
+    result = await run(src, rdr, days=1, ledger_excluded=ledger)
+    b = result.buckets[0]
+    assert b.excluded == {"no_document": 2} and b.missing == 1
+    assert b.ledger_excluded == {"no_document": 2}
+
+
+async def test_settling_bucket_never_drifts() -> None:
+    src = day_rows(0, 100)
+    check = make_check(settle="2h")
+    now = BASE + timedelta(days=1, hours=1)   # day 0 ended one hour ago
+    result = await reconcile(check, MemoryAdapter(src), MemoryAdapter([]), BASE,
+                             BASE + timedelta(days=1), now=now)
+    assert result.buckets[0].status == "settling"
+    assert result.buckets[0].missing == 0
+    later = await reconcile(check, MemoryAdapter(src), MemoryAdapter([]), BASE,
+                            BASE + timedelta(days=1), now=now + timedelta(hours=2))
+    assert later.buckets[0].status == "drift" and later.buckets[0].missing == 100
+
+
+async def test_missing_ratio_tolerance_edges() -> None:
+    src = day_rows(0, 100)
+    rdr = src[2:]                              # 2% missing
+    at_limit = await run(src, rdr, days=1, check_kw={"tolerance": "{missing_ratio: 0.02}"})
+    assert at_limit.buckets[0].status == "ok" and at_limit.buckets[0].missing == 2
+    below = await run(src, rdr, days=1, check_kw={"tolerance": "{missing_ratio: 0.019}"})
+    assert below.buckets[0].status == "drift"
+
+
+async def test_extra_and_mismatched_tolerances() -> None:
+    src = day_rows(0, 100)
+    rdr = list(src) + [row("x1", BASE), row("x2", BASE)]
+    ok = await run(src, rdr, days=1, check_kw={"tolerance": "{extra: 2}"})
+    assert ok.buckets[0].status == "ok"
+    bad = await run(src, rdr, days=1, check_kw={"tolerance": "{extra: 1}"})
+    assert bad.buckets[0].status == "drift"
+
+
+async def test_empty_days_are_reported_as_ok_zero() -> None:
+    result = await run(day_rows(1, 10), day_rows(1, 10), days=3)
+    assert [b.expected for b in result.buckets] == [0, 10, 0]
+    assert [b.status for b in result.buckets] == ["ok", "ok", "ok"]
+
+
+async def test_store_failure_is_an_error_run_with_no_buckets() -> None:
+    reader = MemoryAdapter([], fail_with=StoreUnavailable("search", "connection refused"))
+    result = await reconcile(make_check(), MemoryAdapter(day_rows(0, 10)), reader, BASE,
+                             BASE + timedelta(days=1), now=NOW)
+    assert result.status == "error" and result.buckets == []
+    assert result.error is not None and "connection refused" in result.error
+
+
+async def test_day_buckets_follow_the_check_time_zone() -> None:
+    tz_check = make_check(tz="America/New_York")
+    # 03:00 UTC on Mar 2 is 22:00 on Mar 1 in New York.
+    r = row("late", BASE + timedelta(days=1, hours=3))
+    result = await reconcile(tz_check, MemoryAdapter([r], timezone=tz_check.timezone),
+                             MemoryAdapter([], timezone=tz_check.timezone),
+                             BASE, BASE + timedelta(days=2), now=NOW)
+    with_rows = [b for b in result.buckets if b.expected]
+    assert len(with_rows) == 1
+    assert with_rows[0].start.date().isoformat() == "2026-03-01"
+    assert with_rows[0].missing == 1
+
+
+async def test_progress_reports_every_day() -> None:
+    seen: list[tuple[int, int]] = []
+    await run(day_rows(0, 5), day_rows(0, 5), days=4, progress=lambda d, t: seen.append((d, t)))
+    assert sorted(seen) == [(1, 4), (2, 4), (3, 4), (4, 4)]
+
+
+def test_results_serialise_digests_as_hex() -> None:
+    from driftgauge.engine.result import BucketResult
+    from driftgauge.stores.base import Aggregate
+
+    b = BucketResult(BASE, "ok", source=Aggregate(1, 1, (1 << 64) - 1))
+    assert b.to_dict()["source"]["digest"] == "ffffffffffffffff"
+    assert dataclasses.asdict(b)["source"]["digest"] == (1 << 64) - 1
