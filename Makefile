@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: install services services-stop status test test-unit lint typecheck demo bench clean
+.PHONY: install services services-stop status tools test test-unit lint typecheck demo bench clean
 
 $(BIN)/driftgauge: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -27,7 +27,12 @@ lint: install ## ruff and mypy
 	$(BIN)/ruff check service tests bench
 	$(BIN)/mypy
 
-test: install services ## Start the stack and run every test (unit, integration, e2e)
+tools: ## Install helm (built from the Go module proxy) and promtool (Debian's prometheus)
+	deploy/local/helm.sh install
+	command -v promtool >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	  apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+
+test: install services tools ## Start the stack and run every test (unit, integration, e2e)
 	$(BIN)/pytest -q
 
 test-unit: install ## Only the tests that need no stores

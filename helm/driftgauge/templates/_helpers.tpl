@@ -1,0 +1,49 @@
+{{/* Chart name, overridable. */}}
+{{- define "driftgauge.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Fully qualified name: release-name plus chart name unless the release already has it. */}}
+{{- define "driftgauge.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Labels that select the pod; never change them after the first install. */}}
+{{- define "driftgauge.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "driftgauge.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* Labels on every object. */}}
+{{- define "driftgauge.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "driftgauge.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* Secret the container reads its credentials from, or empty for none. */}}
+{{- define "driftgauge.secretName" -}}
+{{- if .Values.secret.existingSecret }}
+{{- .Values.secret.existingSecret }}
+{{- else if .Values.secret.values }}
+{{- include "driftgauge.fullname" . }}
+{{- end }}
+{{- end }}
+
+{{- define "driftgauge.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "driftgauge.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
