@@ -15,7 +15,8 @@ EXAMPLE = Path(__file__).parents[2] / "deploy" / "examples" / "driftgauge.yml"
 
 def test_example_config_is_valid(monkeypatch: pytest.MonkeyPatch,
                                  capsys: pytest.CaptureFixture[str]) -> None:
-    for name in ("TASKS_DSN", "DRIFTGAUGE_STATE_DSN", "DRIFTGAUGE_API_TOKEN"):
+    for name in ("TASKS_DSN", "DRIFTGAUGE_STATE_DSN", "DRIFTGAUGE_API_TOKEN",
+                 "REVIEW_SYNC_PASSWORD"):
         monkeypatch.setenv(name, "s3cr3t-value")
     assert main(["config", "validate", str(EXAMPLE)]) == 0
     assert "ok (1 checks" in capsys.readouterr().out
@@ -67,7 +68,8 @@ def test_view_kind_rules() -> None:
         "reader: {store: search, table: conv, key: id, time: ts}").replace("Mars/Olympus", "UTC")
     with pytest.raises(ConfigError) as err:
         load_text(text)
-    assert "checks.reviews.reader.index: field required for an opensearch view" in err.value.problems
+    problems = err.value.problems
+    assert "checks.reviews.reader.index: field required for an opensearch view" in problems
     assert "checks.reviews.reader.table: only for postgres views" in err.value.problems
 
 

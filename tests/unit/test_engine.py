@@ -64,7 +64,7 @@ async def test_missing_and_extra_in_one_bucket_do_not_cancel() -> None:
 
 async def test_duplicates_on_reader_side_are_mismatched() -> None:
     src = day_rows(0, 300)
-    rdr = list(src) + [src[7], src[7]]       # three copies of one row
+    rdr = [*src, src[7], src[7]]             # three copies of one row
     result = await run(src, rdr, days=1)
     b = result.buckets[0]
     assert (b.missing, b.extra, b.mismatched, b.duplicates) == (0, 0, 1, 1)
@@ -74,15 +74,15 @@ async def test_duplicates_on_reader_side_are_mismatched() -> None:
 
 async def test_duplicates_on_both_sides_are_seen_through_distinct_keys() -> None:
     src = day_rows(0, 300)
-    src_dup = list(src) + [src[3]]
-    rdr_dup = list(src) + [src[3]]
+    src_dup = [*list(src), src[3]]
+    rdr_dup = [*list(src), src[3]]
     result = await run(src_dup, rdr_dup, days=1)
     b = result.buckets[0]
     # Both sides agree row for row, yet the key has two copies: still a mismatch.
     assert b.source.same_as(b.reader)
     assert b.source.count == 301 and b.source.distinct_keys == 300
     assert b.status == "ok"  # identical digests: the day does not drill…
-    extra_copy = list(src) + [src[3], src[3]]
+    extra_copy = [*list(src), src[3], src[3]]
     result = await run(src_dup, extra_copy, days=1)
     assert result.buckets[0].mismatched == 1 and result.buckets[0].duplicates == 1
 
@@ -183,7 +183,7 @@ async def test_missing_ratio_tolerance_edges() -> None:
 
 async def test_extra_and_mismatched_tolerances() -> None:
     src = day_rows(0, 100)
-    rdr = list(src) + [row("x1", BASE), row("x2", BASE)]
+    rdr = [*list(src), row("x1", BASE), row("x2", BASE)]
     ok = await run(src, rdr, days=1, check_kw={"tolerance": "{extra: 2}"})
     assert ok.buckets[0].status == "ok"
     bad = await run(src, rdr, days=1, check_kw={"tolerance": "{extra: 1}"})

@@ -1,0 +1,251 @@
+"""The OpenSearch adapter: digests computed in the cluster by one constant Painless script."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from datetime import datetime
+from typing import Any, Self, TypeVar
+
+from driftgauge.config.runtime import OpenSearchStore, View
+from driftgauge.digest import from_epoch_micros
+from driftgauge.errors import (
+    IncompleteExport,
+    StoreError,
+    StorePermissionError,
+    StoreQueryError,
+    StoreTimeout,
+    StoreUnavailable,
+)
+from driftgauge.stores import os_requests as rq
+from driftgauge.stores.base import Aggregate, BucketDigest, Granularity, RowHash
+
+T = TypeVar("T")
+PIT_KEEP_ALIVE = "2m"
+MAX_PAGE = 10_000
+"""index.max_result_window: no page, and so no single key's copies, may exceed it."""
+
+
+class OpenSearchAdapter:
+    """Read a reader view (index + the reader's filter) or an OpenSearch source."""
+
+    def __init__(self, view: View, client: Any, *, page_size: int = 1000,
+                 max_chunk_rows: int = 200_000) -> None:
+        if not isinstance(view.store, OpenSearchStore) or not view.index:
+            raise ValueError("an opensearch view needs an opensearch store and an index")
+        self.view = view
+        self.store = view.store
+        self._client = client
+        self.page_size = page_size
+        self.max_chunk_rows = max_chunk_rows
+
+    @classmethod
+    async def open(cls, view: View) -> Self:
+        """Return an adapter with its own HTTP client (no request is made yet)."""
+        from opensearchpy import AsyncOpenSearch
+
+        store = view.store
+        if not isinstance(store, OpenSearchStore):
+            raise ValueError("an opensearch view needs an opensearch store")
+        auth = None
+        if store.username is not None:
+            password = store.password.reveal() if store.password is not None else ""
+            auth = (store.username, password)
+        client = AsyncOpenSearch(
+            hosts=[store.url], http_auth=auth, timeout=store.timeout,
+            verify_certs=store.verify_certs, ssl_show_warn=False,
+            max_retries=1, retry_on_timeout=False)
+        return cls(view, client)
+
+    async def close(self) -> None:
+        """Close the HTTP client."""
+        await self._client.close()
+
+    async def bucket_digests(self, start: datetime, end: datetime,
+                             granularity: Granularity) -> list[BucketDigest]:
+        """Return per-bucket aggregates, asking in chunks of whole days of bounded size."""
+        if start >= end:
+            return []
+        counts = rq.parse_day_counts(await self._search(
+            "count rows per day", rq.day_counts_body(self.view, start, end)))
+        if not counts:
+            return []
+        max_days = rq.MAX_BUCKETS_PER_REQUEST // (24 if granularity == "hour" else 1)
+        out: list[BucketDigest] = []
+        for chunk in rq.plan_chunks(start, end, counts, self.max_chunk_rows, max_days):
+            resp = await self._search(
+                "bucket digests", rq.bucket_body(self.view, chunk.start, chunk.end, granularity))
+            out.extend(self._parsed(rq.parse_buckets, resp, self.view))
+        return sorted(out, key=lambda b: b.start)
+
+    async def prefix_digests(self, start: datetime, end: datetime, depth: int,
+                             within: Sequence[str] | None = None) -> dict[str, Aggregate]:
+        """Return aggregates by key-hash prefix in one request."""
+        if not 1 <= depth <= 32:
+            raise ValueError(f"depth must be between 1 and 32, got {depth}")
+        if start >= end or (within is not None and not within):
+            return {}
+        resp = await self._search(
+            "prefix digests", rq.prefix_body(self.view, start, end, depth, within))
+        return self._parsed(rq.parse_prefixes, resp)
+
+    async def iter_rows(self, start: datetime, end: datetime,
+                        prefixes: Sequence[str] | None = None) -> AsyncIterator[RowHash]:
+        """Yield expected rows from a point in time, paging with search_after on the key."""
+        if start >= end or (prefixes is not None and not prefixes):
+            return
+        pit = await self._call("open a point in time", self._client.create_pit(
+            index=self.view.index, params={"keep_alive": PIT_KEEP_ALIVE}))
+        pit_id = self._parsed(lambda r: str(r["pit_id"]), pit)
+        try:
+            async for row in self._pages(pit_id, start, end, prefixes):
+                yield row
+        finally:
+            await self._delete_pit(pit_id)
+
+    async def _pages(self, pit_id: str, start: datetime, end: datetime,
+                     prefixes: Sequence[str] | None) -> AsyncIterator[RowHash]:
+        # Duplicated keys tie on the sort, and 2.x has no _shard_doc tiebreaker (sorting
+        # on _id loads deprecated fielddata), so a page is only ever cut between two
+        # keys: the trailing key is re-read whole on the next page.
+        size = self.page_size
+        after: list[Any] | None = None
+        total: int | None = None
+        received = 0
+        while True:
+            body = rq.rows_body(self.view, start, end, prefixes, size=size)
+            body["pit"] = {"id": pit_id, "keep_alive": PIT_KEEP_ALIVE}
+            body["track_total_hits"] = total is None
+            if after is not None:
+                body["search_after"] = after
+            resp = await self._search("export rows", body, with_index=False)
+            pit_id = str(resp.get("pit_id", pit_id))
+            if total is None:
+                total = self._parsed(_exact_total, resp)
+            hits: list[dict[str, Any]] = self._parsed(lambda r: list(r["hits"]["hits"]), resp)
+            last_page = len(hits) < size
+            if not last_page:
+                tail = hits[-1].get("sort")
+                hits = [h for h in hits if h.get("sort") != tail]
+                if not hits:
+                    if size >= MAX_PAGE:
+                        raise IncompleteExport(self.store.name, (
+                            f"index {self.view.index}: key sort value {tail!r} has more "
+                            f"than {MAX_PAGE} copies; cannot page past it"))
+                    size = min(size * 2, MAX_PAGE)
+                    continue
+            for hit in hits:
+                received += 1
+                yield self._parsed(_row, hit)
+            if last_page:
+                break
+            after = hits[-1]["sort"]
+        if received != total:
+            raise IncompleteExport(self.store.name, (
+                f"index {self.view.index}: point in time holds {total} rows, "
+                f"export received {received}"))
+
+    async def _delete_pit(self, pit_id: str) -> None:
+        # The PIT expires by itself; a failed delete must not hide the real outcome.
+        try:
+            await self._client.delete_pit(body={"pit_id": [pit_id]})
+        except Exception:
+            return
+
+    async def _search(self, what: str, body: dict[str, Any], *,
+                      with_index: bool = True) -> dict[str, Any]:
+        params = {"allow_partial_search_results": "false"}
+        if with_index:
+            coro = self._client.search(index=self.view.index, body=body, params=params)
+        else:
+            coro = self._client.search(body=body, params=params)
+        resp: dict[str, Any] = await self._call(what, coro)
+        # A partial answer would be a wrong digest, never a smaller one to accept.
+        shards = resp.get("_shards", {})
+        if resp.get("timed_out"):
+            raise StoreTimeout(self.store.name, f"{what} on index {self.view.index}: "
+                               "shards timed out (partial result refused)")
+        if shards.get("failed"):
+            failures = shards.get("failures") or [{}]
+            kind, reason = _cause({"error": failures[0].get("reason")})
+            raise StoreQueryError(self.store.name, (
+                f"{what} on index {self.view.index}: {shards['failed']} of "
+                f"{shards.get('total', '?')} shards failed ({kind}: {reason})"))
+        return resp
+
+    async def _call(self, what: str, coro: Any) -> Any:
+        try:
+            return await coro
+        except Exception as exc:
+            raise translate_error(self.store.name, f"{what} on index {self.view.index}",
+                                  exc) from exc
+
+    def _parsed(self, parse: Callable[..., T], *args: Any) -> T:
+        try:
+            return parse(*args)
+        except (rq.ResponseError, KeyError, TypeError, ValueError, IndexError) as exc:
+            raise StoreQueryError(self.store.name, (
+                f"index {self.view.index}: unexpected response ({exc})")) from exc
+
+
+def _exact_total(resp: dict[str, Any]) -> int:
+    total = resp["hits"]["total"]
+    if total.get("relation") != "eq":
+        raise rq.ResponseError(f"hits.total is a lower bound ({total})")
+    return int(total["value"])
+
+
+def _row(hit: dict[str, Any]) -> RowHash:
+    value = hit["fields"]["r"][0]
+    micros = value.get("time")
+    if micros is None:
+        raise rq.ResponseError(f"document {hit.get('_id')} has no event time")
+    return RowHash(key=str(value["key"]), key_hash=str(value["key_hash"]),
+                   row_hash=int(value["row_hash"]), event_time=from_epoch_micros(int(micros)))
+
+
+def translate_error(store: str, what: str, exc: BaseException) -> StoreError:
+    """Return our exception for an opensearch-py (or aiohttp) error."""
+    import opensearchpy as osp
+
+    if isinstance(exc, StoreError):
+        return exc
+    if isinstance(exc, osp.ConnectionTimeout | TimeoutError):
+        return StoreTimeout(store, f"{what}: no answer within the timeout")
+    if isinstance(exc, osp.ConnectionError):
+        return StoreUnavailable(store, f"{what}: cannot connect ({exc.error})")
+    if isinstance(exc, osp.TransportError):
+        status = exc.status_code
+        kind, reason = _cause(exc.info)
+        if status in (401, 403) or kind == "cluster_block_exception":
+            return StorePermissionError(store, f"{what}: refused ({status} {kind}: {reason})")
+        if status == 404:
+            return StoreQueryError(store, f"{what}: not found ({kind}: {reason})")
+        if status in (429, 502, 503, 504):
+            return StoreUnavailable(store, f"{what}: cluster answered {status} ({kind}: {reason})")
+        return StoreQueryError(store, f"{what}: rejected ({status} {kind}: {reason})")
+    if isinstance(exc, osp.SerializationError | ValueError):
+        return StoreQueryError(store, f"{what}: unreadable response ({exc})")
+    return StoreQueryError(store, f"{what}: {type(exc).__name__}: {exc}")
+
+
+def _cause(info: Any) -> tuple[str, str]:
+    """Return the innermost error type and reason of an OpenSearch error body.
+
+    Script errors say only "runtime error" at the top; the field and the problem sit
+    under failed_shards[].reason.caused_by.
+    """
+    if not isinstance(info, dict) or not isinstance(info.get("error"), dict):
+        return "error", str(info)[:300]
+    err: dict[str, Any] = info["error"]
+    for _ in range(8):
+        shards = err.get("failed_shards")
+        if isinstance(err.get("caused_by"), dict):
+            err = err["caused_by"]
+        elif shards and isinstance(shards[0], dict) and isinstance(shards[0].get("reason"), dict):
+            err = shards[0]["reason"]
+        else:
+            break
+    if err.get("type") == "search_phase_execution_exception":
+        root = info["error"].get("root_cause") or [{}]
+        err = root[0] if isinstance(root[0], dict) else err
+    return str(err.get("type", "error")), str(err.get("reason", ""))[:300]

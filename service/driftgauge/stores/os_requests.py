@@ -1,0 +1,236 @@
+"""OpenSearch request bodies and response parsing for the digest scripts (no I/O)."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import resources
+from typing import Any
+
+from driftgauge.config.runtime import View
+from driftgauge.stores.base import Aggregate, BucketDigest, Granularity
+
+SCRIPT_FILE = "digest.painless"
+_SECTION = "// @section "
+_HASHING = ("bucket_map", "prefix_map", "row_fields", "prefix_filter")
+TIME_FORMAT = "strict_date_optional_time_nanos"
+MAX_BUCKETS_PER_REQUEST = 1000
+"""Stay far below search.max_buckets (65,535) whatever the chunking decides."""
+
+
+class ResponseError(ValueError):
+    """A response did not have the shape the request asked for."""
+
+
+@functools.cache
+def scripts() -> dict[str, str]:
+    """Return each Painless script body by section, with the shared functions prepended."""
+    text = resources.files("driftgauge.stores").joinpath(SCRIPT_FILE).read_text("utf-8")
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        if line.startswith(_SECTION):
+            current = sections.setdefault(line[len(_SECTION):].strip(), [])
+        elif current is not None:
+            current.append(line)
+    bodies = {name: "\n".join(lines).strip() + "\n" for name, lines in sections.items()}
+    functions = bodies.pop("functions")
+    return {name: (functions + body if name in _HASHING else body)
+            for name, body in bodies.items()}
+
+
+def script(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """Return an inline Painless script object for one section with its params."""
+    return {"lang": "painless", "source": scripts()[name], "params": dict(params)}
+
+
+def script_params(view: View) -> dict[str, Any]:
+    """Return the params every digest script reads: key, fields, types, time field.
+
+    No value may be null: scripted_metric deep-copies params and fails on a null. An
+    absent `within` reads as null in Painless and means "no prefix restriction".
+    """
+    return {
+        "key_field": view.key_column, "key_type": view.key_type,
+        "fields": list(view.columns), "types": [f.type for f in view.fields],
+        "time_field": view.time_column, "within_lengths": [], "depth": 0, "encoding": False,
+    }
+
+
+def iso(moment: datetime) -> str:
+    """Return an aware datetime as UTC ISO 8601 with microseconds."""
+    if moment.tzinfo is None:
+        raise ValueError("window bounds must be timezone-aware")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def reader_filter(view: View) -> dict[str, Any] | None:
+    """Return the reader's query DSL, unwrapped from a {"query": …} body if given so."""
+    flt = view.filter
+    if flt is not None and set(flt) == {"query"}:
+        inner = flt["query"]
+        return inner if isinstance(inner, dict) else None
+    return flt
+
+
+def window_query(view: View, start: datetime, end: datetime, *,
+                 expected_only: bool, extra: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """Return the view's rows in [start, end): reader filter AND time range (AND not excluded)."""
+    filters: list[dict[str, Any]] = [{"range": {view.time_column: {
+        "gte": iso(start), "lt": iso(end), "format": TIME_FORMAT}}}]
+    flt = reader_filter(view)
+    if flt:
+        filters.append(flt)
+    filters.extend(extra)
+    query: dict[str, Any] = {"filter": filters}
+    if expected_only and view.exclusions:
+        query["must_not"] = _exclusion_queries(view)
+    return {"bool": query}
+
+
+def _exclusion_queries(view: View) -> list[dict[str, Any]]:
+    return [ex.query for ex in view.exclusions if ex.query is not None]
+
+
+def _histogram(view: View, granularity: Granularity) -> dict[str, Any]:
+    return {"field": view.time_column, "calendar_interval": granularity,
+            "time_zone": view.timezone.key, "min_doc_count": 1}
+
+
+def day_counts_body(view: View, start: datetime, end: datetime) -> dict[str, Any]:
+    """Return a request for doc counts per day, used to cut a window into bounded chunks."""
+    return {"size": 0, "track_total_hits": True,
+            "query": window_query(view, start, end, expected_only=False),
+            "aggs": {"b": {"date_histogram": _histogram(view, "day")}}}
+
+
+def bucket_body(view: View, start: datetime, end: datetime,
+                granularity: Granularity) -> dict[str, Any]:
+    """Return a request for (count, distinct keys, digest) and exclusions per bucket."""
+    metric = {"scripted_metric": {
+        "init_script": script("bucket_init", {}),
+        "map_script": script("bucket_map", script_params(view)),
+        "combine_script": script("bucket_combine", {}),
+        "reduce_script": script("bucket_reduce", {}),
+    }}
+    sub: dict[str, Any]
+    excl = _exclusion_queries(view)
+    if excl:
+        # First matching rule wins, as on the PostgreSQL side: rule i excludes the rows it
+        # matches that no earlier rule matched.
+        named = {str(i): {"bool": {"filter": [q], "must_not": excl[:i]}}
+                 for i, q in enumerate(excl)}
+        sub = {"e": {"filter": {"bool": {"must_not": excl}}, "aggs": {"d": metric}},
+               "x": {"filters": {"filters": named}}}
+    else:
+        sub = {"d": metric}
+    return {"size": 0, "query": window_query(view, start, end, expected_only=False),
+            "aggs": {"b": {"date_histogram": _histogram(view, granularity), "aggs": sub}}}
+
+
+def prefix_body(view: View, start: datetime, end: datetime, depth: int,
+                within: Sequence[str] | None) -> dict[str, Any]:
+    """Return a request for aggregates grouped by key-hash prefix of `depth` hex digits."""
+    params = script_params(view) | {"depth": depth} | _within(within)
+    return {"size": 0, "query": window_query(view, start, end, expected_only=True),
+            "aggs": {"p": {"scripted_metric": {
+                "init_script": script("prefix_init", {}),
+                "map_script": script("prefix_map", params),
+                "combine_script": script("prefix_combine", {}),
+                "reduce_script": script("prefix_reduce", {}),
+            }}}}
+
+
+def rows_body(view: View, start: datetime, end: datetime, prefixes: Sequence[str] | None, *,
+              size: int, encoding: bool = False) -> dict[str, Any]:
+    """Return a page request for row hashes sorted by key (PIT and search_after added later)."""
+    extra = []
+    if prefixes is not None:
+        extra.append({"script": {"script": script(
+            "prefix_filter", script_params(view) | _within(prefixes))}})
+    return {
+        "size": size, "_source": False,
+        "query": window_query(view, start, end, expected_only=True, extra=extra),
+        "sort": [{view.key_column: {"order": "asc", "missing": "_last"}}],
+        "script_fields": {"r": {"script": script(
+            "row_fields", script_params(view) | {"encoding": encoding})}},
+    }
+
+
+def _within(prefixes: Sequence[str] | None) -> dict[str, Any]:
+    if prefixes is None:
+        return {}
+    return {"within": sorted(set(prefixes)),
+            "within_lengths": sorted({len(p) for p in prefixes})}
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One request's share of a window, cut at day starts in the view's time zone."""
+
+    start: datetime
+    end: datetime
+
+
+def plan_chunks(start: datetime, end: datetime, day_counts: Sequence[tuple[int, int]],
+                max_rows: int, max_days: int) -> list[Chunk]:
+    """Return chunks of whole days, each with at most max_rows rows (or one day) and max_days."""
+    cuts: list[datetime] = []
+    rows = 0
+    days = 0
+    for key_ms, count in day_counts:
+        if days and (rows + count > max_rows or days >= max_days):
+            cuts.append(datetime.fromtimestamp(key_ms / 1000, tz=UTC))
+            rows = days = 0
+        rows += count
+        days += 1
+    bounds = [start, *[c for c in cuts if start < c < end], end]
+    return [Chunk(a, b) for a, b in itertools.pairwise(bounds)]
+
+
+def parse_day_counts(resp: Mapping[str, Any]) -> list[tuple[int, int]]:
+    """Return (day start in epoch ms, doc count) pairs from a day_counts response."""
+    try:
+        return [(int(b["key"]), int(b["doc_count"]))
+                for b in resp["aggregations"]["b"]["buckets"]]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ResponseError(f"day counts: {exc!r}") from exc
+
+
+def parse_buckets(resp: Mapping[str, Any], view: View) -> list[BucketDigest]:
+    """Return BucketDigests from a bucket_body response."""
+    out: list[BucketDigest] = []
+    reasons = [ex.reason for ex in view.exclusions if ex.query is not None]
+    try:
+        for b in resp["aggregations"]["b"]["buckets"]:
+            start = datetime.fromtimestamp(int(b["key"]) / 1000, tz=UTC).astimezone(view.timezone)
+            excluded: dict[str, int] = {}
+            if reasons:
+                agg = _metric(b["e"]["d"]["value"])
+                for i, reason in enumerate(reasons):
+                    n = int(b["x"]["buckets"][str(i)]["doc_count"])
+                    if n:
+                        excluded[reason] = excluded.get(reason, 0) + n
+            else:
+                agg = _metric(b["d"]["value"])
+            out.append(BucketDigest(start=start, agg=agg, excluded=excluded))
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise ResponseError(f"bucket digests: {exc!r}") from exc
+    return out
+
+
+def parse_prefixes(resp: Mapping[str, Any]) -> dict[str, Aggregate]:
+    """Return prefix → Aggregate from a prefix_body response."""
+    try:
+        value = resp["aggregations"]["p"]["value"]
+        return {str(p): _metric(v) for p, v in sorted(value.items())}
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise ResponseError(f"prefix digests: {exc!r}") from exc
+
+
+def _metric(value: Sequence[Any]) -> Aggregate:
+    count, digest, distinct = value
+    return Aggregate(count=int(count), distinct_keys=int(distinct), digest=int(digest))

@@ -1,0 +1,132 @@
+"""SQL for the canonical encoding and the digest queries on PostgreSQL (no I/O).
+
+Every identifier from config is quoted; every value is a bind parameter. Exclusion
+predicates and a view's `query` are SQL written by the operator and go in verbatim.
+"""
+
+from __future__ import annotations
+
+from driftgauge.config.runtime import FieldType, View
+
+ROW_HASH = "('x' || left(md5(renc), 16))::bit(64)::bigint"
+"""The first 8 bytes of md5(row encoding), big-endian, as a signed bigint (same bits)."""
+
+
+def quote_ident(name: str) -> str:
+    """Return a SQL identifier quoted so any name (case, spaces, quotes) is taken literally."""
+    if not name or "\x00" in name:
+        raise ValueError(f"invalid identifier {name!r}")
+    return '"' + name.replace('"', '""') + '"'
+
+
+def relation(view: View) -> str:
+    """Return the FROM item of a view: its query as a subquery, or its quoted table."""
+    if view.query is not None:
+        return f"({view.query.strip().rstrip(';')}) AS src"
+    if view.table is None:
+        raise ValueError("a postgres view needs a query or a table")
+    return ".".join(quote_ident(part) for part in view.table.split(".")) + " AS src"
+
+
+def token_sql(column: str, type_: FieldType) -> str:
+    """Return a SQL expression of a column's canonical token (see docs/digest.md)."""
+    col = quote_ident(column)
+    if type_ == "string":
+        enc = f"'S' || char_length(({col})::text) || ':' || ({col})::text"
+    elif type_ == "integer":
+        enc = f"'I' || (({col})::bigint)::text || ';'"
+    elif type_ == "decimal":
+        enc = f"'D' || trim_scale(({col})::numeric)::text || ';'"
+    elif type_ == "boolean":
+        enc = f"CASE WHEN ({col})::boolean THEN 'T' ELSE 'F' END"
+    elif type_ == "timestamp":
+        # The session runs in UTC, so a timestamp without time zone is read as UTC.
+        enc = (f"'M' || ((extract(epoch FROM ({col})::timestamptz) * 1000000)::bigint)::text"
+               " || ';'")
+    else:
+        raise ValueError(f"unknown field type {type_!r}")
+    return f"(CASE WHEN ({col}) IS NULL THEN 'N' ELSE {enc} END)"
+
+
+def key_text_sql(view: View) -> str:
+    """Return a SQL expression of the key's canonical text."""
+    col = quote_ident(view.key_column)
+    if view.key_type == "integer":
+        return f"(({col})::bigint)::text"
+    return f"({col})::text"
+
+
+def key_encoding_sql(view: View) -> str:
+    """Return a SQL expression of the key encoding."""
+    return token_sql(view.key_column, view.key_type)
+
+
+def row_encoding_sql(view: View) -> str:
+    """Return a SQL expression of the row encoding: key token then each field's token."""
+    parts = [key_encoding_sql(view)]
+    parts += [token_sql(col, f.type) for col, f in zip(view.columns, view.fields, strict=True)]
+    return " || ".join(parts)
+
+
+def exclusion_sql(view: View) -> str:
+    """Return the 1-based index of the first exclusion rule a row matches, else NULL."""
+    rules = [ex for ex in view.exclusions if ex.where is not None]
+    if not rules:
+        return "NULL::int"
+    whens = " ".join(f"WHEN ({ex.where}) IS TRUE THEN {i}" for i, ex in enumerate(rules, 1))
+    return f"CASE {whens} END"
+
+
+def base_sql(view: View) -> str:
+    """Return the rows in [$1, $2) with exclusion index, event time, key text and encodings."""
+    t = quote_ident(view.time_column)
+    return (
+        f"SELECT {exclusion_sql(view)} AS x, ({t})::timestamptz AS t, "
+        f"{key_text_sql(view)} AS ktext, {key_encoding_sql(view)} AS kenc, "
+        f"{row_encoding_sql(view)} AS renc "
+        f"FROM {relation(view)} "
+        f"WHERE {t} >= $1::timestamptz AND {t} < $2::timestamptz"
+    )
+
+
+def bucket_sql(view: View) -> str:
+    """Return the per-bucket query; $3 is 'day' or 'hour', $4 the time zone name.
+
+    One pass yields both the expected aggregate (rows no rule excludes) and the
+    excluded counts per rule, so both come from the same snapshot of the source.
+    """
+    return (
+        "SELECT date_trunc($3, r.t, $4) AS bucket, r.x AS rule, count(*) AS n, "
+        "count(DISTINCT r.kenc) FILTER (WHERE r.x IS NULL) AS keys, "
+        f"sum({ROW_HASH}) FILTER (WHERE r.x IS NULL) AS digest "
+        f"FROM ({base_sql(view)}) AS r GROUP BY 1, 2 ORDER BY 1, 2"
+    )
+
+
+def prefix_sql(view: View, *, within: bool) -> str:
+    """Return the per-prefix query; $3 is the depth, $4 LIKE patterns when `within`."""
+    restrict = " AND md5(r.kenc) LIKE ANY($4::text[])" if within else ""
+    return (
+        "SELECT left(md5(r.kenc), $3) AS prefix, count(*) AS n, "
+        f"count(DISTINCT r.kenc) AS keys, sum({ROW_HASH}) AS digest "
+        f"FROM ({base_sql(view)}) AS r WHERE r.x IS NULL{restrict} GROUP BY 1 ORDER BY 1"
+    )
+
+
+def rows_sql(view: View, *, within: bool) -> str:
+    """Return the expected rows' key text, key hash, row hash and event time."""
+    restrict = " AND md5(r.kenc) LIKE ANY($3::text[])" if within else ""
+    return (
+        f"SELECT r.ktext, md5(r.kenc) AS khash, {ROW_HASH} AS rhash, r.t "
+        f"FROM ({base_sql(view)}) AS r WHERE r.x IS NULL{restrict}"
+    )
+
+
+def like_patterns(prefixes: list[str]) -> list[str]:
+    """Return LIKE patterns for hex prefixes (hex digits hold no LIKE wildcards)."""
+    out = []
+    for p in prefixes:
+        if not p or any(c not in "0123456789abcdef" for c in p):
+            raise ValueError(f"key-hash prefix must be lowercase hex, got {p!r}")
+        out.append(p + "%")
+    return out

@@ -1,0 +1,176 @@
+"""The PostgreSQL adapter: digests computed by SQL inside the database (asyncpg pool)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from datetime import datetime
+from typing import Any, Self
+
+from driftgauge.config.runtime import PostgresStore, View
+from driftgauge.digest import unsigned64
+from driftgauge.errors import (
+    StoreError,
+    StorePermissionError,
+    StoreQueryError,
+    StoreTimeout,
+    StoreUnavailable,
+)
+from driftgauge.stores import pg_sql
+from driftgauge.stores.base import Aggregate, BucketDigest, Granularity, RowHash
+
+FETCH_ROWS = 2000
+"""Rows per round trip of the server-side cursor in iter_rows."""
+
+
+class PostgresAdapter:
+    """Read a PostgreSQL source (with exclusions) or a PostgreSQL reader view."""
+
+    def __init__(self, view: View, pool: Any) -> None:
+        if not isinstance(view.store, PostgresStore):
+            raise ValueError("a postgres view needs a postgres store")
+        self.view = view
+        self.store = view.store
+        self._pool = pool
+        self._reasons = [ex.reason for ex in view.exclusions if ex.where is not None]
+        self._sql_bucket = pg_sql.bucket_sql(view)
+
+    @classmethod
+    async def open(cls, view: View) -> Self:
+        """Return an adapter with its own pool, after checking the database encoding."""
+        import asyncpg
+
+        store = view.store
+        if not isinstance(store, PostgresStore):
+            raise ValueError("a postgres view needs a postgres store")
+        pg_sql.bucket_sql(view)  # refuse a malformed view before opening connections
+        try:
+            pool = await asyncio.wait_for(asyncpg.create_pool(
+                store.dsn.reveal(), min_size=1, max_size=store.pool_max,
+                timeout=store.timeout, command_timeout=store.timeout,
+                # UTC sessions make a timestamp without time zone read as UTC everywhere.
+                server_settings={"TimeZone": "UTC", "application_name": "driftgauge"},
+            ), timeout=store.timeout)
+        except Exception as exc:
+            raise translate_error(store.name, "connect", exc) from exc
+        adapter = cls(view, pool)
+        try:
+            encoding = await adapter._fetchval("check the encoding", "SHOW server_encoding")
+        except BaseException:
+            await pool.close()
+            raise
+        if encoding != "UTF8":
+            await pool.close()
+            # md5(text) hashes the database encoding's bytes, not UTF-8.
+            raise StoreQueryError(store.name, (
+                f"server_encoding is {encoding}; driftgauge needs a UTF8 database "
+                "so that md5() sees UTF-8 bytes"))
+        return adapter
+
+    async def close(self) -> None:
+        """Close the pool."""
+        await asyncio.wait_for(self._pool.close(), timeout=self.store.timeout)
+
+    async def bucket_digests(self, start: datetime, end: datetime,
+                             granularity: Granularity) -> list[BucketDigest]:
+        """Return per-bucket aggregates of expected rows and excluded counts by reason."""
+        if start >= end:
+            return []
+        rows = await self._fetch("bucket digests", self._sql_bucket, start, end,
+                                 granularity, self.view.timezone.key)
+        buckets: dict[datetime, tuple[Aggregate, dict[str, int]]] = {}
+        for r in rows:
+            begin = r["bucket"].astimezone(self.view.timezone)
+            agg, excluded = buckets.get(begin, (Aggregate(), {}))
+            if r["rule"] is None:
+                agg = Aggregate(count=r["n"], distinct_keys=r["keys"],
+                                digest=unsigned64(int(r["digest"])))
+            else:
+                reason = self._reasons[r["rule"] - 1]
+                excluded = excluded | {reason: excluded.get(reason, 0) + r["n"]}
+            buckets[begin] = (agg, excluded)
+        return [BucketDigest(start=b, agg=a, excluded=x) for b, (a, x) in sorted(buckets.items())]
+
+    async def prefix_digests(self, start: datetime, end: datetime, depth: int,
+                             within: Sequence[str] | None = None) -> dict[str, Aggregate]:
+        """Return aggregates grouped by the first `depth` hex digits of the key hash."""
+        if not 1 <= depth <= 32:
+            raise ValueError(f"depth must be between 1 and 32, got {depth}")
+        if start >= end or (within is not None and not within):
+            return {}
+        args: list[Any] = [start, end, depth]
+        if within is not None:
+            args.append(pg_sql.like_patterns(list(within)))
+        rows = await self._fetch("prefix digests",
+                                 pg_sql.prefix_sql(self.view, within=within is not None), *args)
+        return {r["prefix"]: Aggregate(count=r["n"], distinct_keys=r["keys"],
+                                       digest=unsigned64(int(r["digest"]))) for r in rows}
+
+    async def iter_rows(self, start: datetime, end: datetime,
+                        prefixes: Sequence[str] | None = None) -> AsyncIterator[RowHash]:
+        """Yield expected rows through a server-side cursor, FETCH_ROWS at a time."""
+        if start >= end or (prefixes is not None and not prefixes):
+            return
+        args: list[Any] = [start, end]
+        if prefixes is not None:
+            args.append(pg_sql.like_patterns(list(prefixes)))
+        sql = pg_sql.rows_sql(self.view, within=prefixes is not None)
+        timeout = self.store.timeout
+        try:
+            async with self._pool.acquire(timeout=timeout) as conn, conn.transaction(
+                    readonly=True, isolation="repeatable_read"):
+                cursor = await conn.cursor(sql, *args, timeout=timeout)
+                while True:
+                    batch = await cursor.fetch(FETCH_ROWS, timeout=timeout)
+                    for r in batch:
+                        yield RowHash(key=r["ktext"] or "", key_hash=r["khash"],
+                                      row_hash=unsigned64(r["rhash"]), event_time=r["t"])
+                    if len(batch) < FETCH_ROWS:
+                        break
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise translate_error(self.store.name, self._where("export rows"), exc) from exc
+
+    async def _fetch(self, what: str, sql: str, *args: Any) -> list[Any]:
+        try:
+            async with self._pool.acquire(timeout=self.store.timeout) as conn:
+                return list(await conn.fetch(sql, *args, timeout=self.store.timeout))
+        except Exception as exc:
+            raise translate_error(self.store.name, self._where(what), exc) from exc
+
+    async def _fetchval(self, what: str, sql: str) -> Any:
+        try:
+            async with self._pool.acquire(timeout=self.store.timeout) as conn:
+                return await conn.fetchval(sql, timeout=self.store.timeout)
+        except Exception as exc:
+            raise translate_error(self.store.name, self._where(what), exc) from exc
+
+    def _where(self, what: str) -> str:
+        target = self.view.table if self.view.table is not None else "view query"
+        return f"{what} on {target}"
+
+
+def translate_error(store: str, what: str, exc: BaseException) -> StoreError:
+    """Return our exception for an asyncpg or socket error."""
+    import asyncpg
+
+    if isinstance(exc, StoreError):
+        return exc
+    if isinstance(exc, TimeoutError | asyncpg.QueryCanceledError):
+        return StoreTimeout(store, f"{what}: no answer within the timeout")
+    if isinstance(exc, asyncpg.InsufficientPrivilegeError
+                  | asyncpg.InvalidAuthorizationSpecificationError
+                  | asyncpg.InvalidPasswordError):
+        return StorePermissionError(store, f"{what}: {exc.sqlstate} {_message(exc)}")
+    if isinstance(exc, asyncpg.InvalidCatalogNameError | asyncpg.CannotConnectNowError
+                  | asyncpg.TooManyConnectionsError | asyncpg.ConnectionDoesNotExistError
+                  | OSError):
+        return StoreUnavailable(store, f"{what}: cannot use the connection ({_message(exc)})")
+    if isinstance(exc, asyncpg.PostgresError):
+        return StoreQueryError(store, f"{what}: {exc.sqlstate} {_message(exc)}")
+    return StoreQueryError(store, f"{what}: {type(exc).__name__}: {exc}")
+
+
+def _message(exc: BaseException) -> str:
+    return str(getattr(exc, "message", None) or exc or type(exc).__name__)

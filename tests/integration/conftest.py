@@ -1,0 +1,94 @@
+"""Shared fixtures for tests on the real local PostgreSQL and OpenSearch.
+
+Every test gets uniquely named databases and indexes and drops them afterwards,
+because other people use the same servers at the same time.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable
+from zoneinfo import ZoneInfo
+
+import asyncpg
+import pytest
+from opensearchpy import AsyncOpenSearch
+
+from driftgauge.config.runtime import Field, OpenSearchStore, PostgresStore, View
+from driftgauge.config.secrets import Secret
+
+PG_DSN = os.environ.get("DRIFTGAUGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:55432/postgres")
+OS_URL = os.environ.get("DRIFTGAUGE_TEST_OS_URL", "http://127.0.0.1:9250")
+TIMEOUT = 30.0
+
+
+def unique_name(prefix: str) -> str:
+    """Return a lowercase name no other test run will pick."""
+    return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+def dsn_for(database: str) -> str:
+    """Return the test server's DSN pointed at another database."""
+    return PG_DSN.rsplit("/", 1)[0] + "/" + database
+
+
+def pg_store(dsn: str, name: str = "pg") -> PostgresStore:
+    """Return a PostgresStore for a DSN with a short timeout."""
+    return PostgresStore(name=name, dsn=Secret(dsn), timeout=TIMEOUT, pool_max=2)
+
+
+def os_store(url: str = OS_URL, name: str = "os") -> OpenSearchStore:
+    """Return an OpenSearchStore for a URL with a short timeout."""
+    return OpenSearchStore(name=name, url=url, timeout=TIMEOUT)
+
+
+def make_view(store: PostgresStore | OpenSearchStore, *, key: str, time: str,
+              fields: dict[str, tuple[str, str]], key_type: str = "string",
+              tz: str = "UTC", **where: object) -> View:
+    """Return a View; `fields` maps canonical name → (this side's column, type)."""
+    return View(
+        store=store, key_column=key, time_column=time,
+        columns=tuple(col for col, _ in fields.values()),
+        fields=tuple(Field(name, typ) for name, (_, typ) in fields.items()),  # type: ignore[arg-type]
+        key_type=key_type, timezone=ZoneInfo(tz), **where)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+async def pg_database() -> AsyncIterator[str]:
+    """Yield the DSN of a fresh UTF8 database, dropped after the module."""
+    name = unique_name("dg_test")
+    admin = await asyncpg.connect(PG_DSN, timeout=TIMEOUT)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}" ENCODING \'UTF8\' TEMPLATE template0',
+                            timeout=TIMEOUT)
+        yield dsn_for(name)
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', timeout=TIMEOUT)
+        await admin.close()
+
+
+@pytest.fixture(scope="module")
+async def os_client() -> AsyncIterator[AsyncOpenSearch]:
+    """Yield a raw OpenSearch client for loading test data."""
+    client = AsyncOpenSearch(hosts=[OS_URL], timeout=TIMEOUT)
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture(scope="module")
+async def os_index(os_client: AsyncOpenSearch) -> AsyncIterator[Callable[[str], str]]:
+    """Yield a factory of unique index names; every index it named is deleted after."""
+    names: list[str] = []
+
+    def new(prefix: str = "dg_test") -> str:
+        names.append(unique_name(prefix))
+        return names[-1]
+
+    try:
+        yield new
+    finally:
+        for name in names:
+            await os_client.indices.delete(index=name, ignore_unavailable=True)

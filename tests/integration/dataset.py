@@ -1,0 +1,156 @@
+"""One deterministic data set loaded into both stores, and what Python says about it."""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from driftgauge import digest as d
+from driftgauge.stores.base import Aggregate, BucketDigest
+
+TZ = ZoneInfo("America/New_York")  # non-UTC, and 2024-03-10 has 23 hours
+START = datetime(2024, 3, 8, tzinfo=TZ)
+END = datetime(2024, 3, 14, tzinfo=TZ)
+ROWS = 10_000
+ONLY_EXCLUDED = 40
+"""The last rows fall on 2024-03-13 with tier 'c': a bucket a PG source excludes entirely."""
+LABELS = ["hello", "", None, "a|b", "b|c", "S1:x;N", "café ü", "a😀b𝄞", "テスト", "e\u0301",
+          "l1\nl2\t'\"\\", "N", "ключ"]
+FIELDS = {"label": ("label", "string"), "amount": ("amount", "decimal"),
+          "qty": ("qty", "integer"), "flag": ("flag", "boolean"),
+          "updated_at": ("updated_at", "timestamp")}
+TYPES = [t for _, t in FIELDS.values()]
+
+PG_DDL = ("CREATE TABLE items (id text, ts timestamptz, label text, amount numeric(12,2), "
+          "qty bigint, flag boolean, updated_at timestamp(3) without time zone, tier text)")
+OS_MAPPING = {"properties": {
+    "id": {"type": "keyword"}, "ts": {"type": "date_nanos"}, "label": {"type": "keyword"},
+    "amount": {"type": "double"}, "qty": {"type": "long"}, "flag": {"type": "boolean"},
+    "updated_at": {"type": "date"}, "tier": {"type": "keyword"},
+    "label_text": {"type": "text"},
+}}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row as Python holds it (updated_at is naive: PG stores it without time zone)."""
+
+    id: str
+    ts: datetime
+    label: str | None
+    amount: Decimal | None
+    qty: int | None
+    flag: bool | None
+    updated_at: datetime | None
+    tier: str
+
+    def record(self) -> tuple[Any, ...]:
+        """Return the row as a PG record in table column order."""
+        return (self.id, self.ts, self.label, self.amount, self.qty, self.flag,
+                self.updated_at, self.tier)
+
+    def doc(self) -> dict[str, Any]:
+        """Return the row as an OpenSearch document (a NULL is a missing field)."""
+        doc: dict[str, Any] = {
+            "id": self.id, "ts": self.ts.isoformat(), "label": self.label,
+            "amount": None if self.amount is None else float(self.amount), "qty": self.qty,
+            "flag": self.flag, "tier": self.tier,
+            "updated_at": None if self.updated_at is None
+            else self.updated_at.replace(tzinfo=UTC).isoformat(timespec="milliseconds"),
+        }
+        return {k: v for k, v in doc.items() if v is not None}
+
+    def hashes(self) -> tuple[str, int]:
+        """Return (key_hash, row_hash) by the Python reference."""
+        return d.hash_row(self.id, "string", [self.label, self.amount, self.qty, self.flag,
+                                              self.updated_at], TYPES)
+
+    def with_label(self, label: str | None) -> Row:
+        """Return a copy with another label."""
+        return replace(self, label=label)
+
+
+def make_rows(seed: int = 20240310) -> list[Row]:
+    """Return ROWS rows over five days plus ONLY_EXCLUDED tier-c rows on a sixth."""
+    rnd = random.Random(seed)
+    rows = []
+    for i in range(ROWS):
+        last = i >= ROWS - ONLY_EXCLUDED
+        day0 = START + timedelta(days=5) if last else START
+        span = 86_400 if last else 5 * 86_400
+        ts = (day0 + timedelta(seconds=rnd.randrange(span),
+                               microseconds=rnd.randrange(1_000_000))).astimezone(UTC)
+        rows.append(Row(
+            id=f"ключ😀{i}" if i % 50 == 0 else f"k{i:05d}", ts=ts,
+            label=rnd.choice(LABELS) if rnd.random() < 0.5 else f"w{rnd.randrange(1000)}",
+            amount=None if rnd.random() < 0.05
+            else Decimal(rnd.randrange(-100_000, 10_000_000)) / 100,
+            qty=rnd.choice([None, 0, -1, 2**62, -(2**62), rnd.randrange(-10**9, 10**9)]),
+            flag=rnd.choice([True, False, None]),
+            updated_at=None if rnd.random() < 0.1 else datetime(2024, 1, 1) + timedelta(
+                milliseconds=rnd.randrange(10**10)),
+            tier="c" if last else rnd.choice("aabbc"),
+        ))
+    return rows
+
+
+def bucket_start(ts: datetime, granularity: str) -> datetime:
+    """Return the start of the day or hour holding ts, in TZ."""
+    local = ts.astimezone(TZ)
+    if granularity == "day":
+        return local.replace(hour=0, minute=0, second=0, microsecond=0)
+    return local.replace(minute=0, second=0, microsecond=0)
+
+
+def python_buckets(rows: Iterable[Row], granularity: str,
+                   reason: Callable[[Row], str | None] = lambda r: None) -> list[BucketDigest]:
+    """Return what a correct adapter answers for bucket_digests over rows."""
+    hashed: dict[datetime, list[tuple[str, int]]] = defaultdict(list)
+    excluded: dict[datetime, dict[str, int]] = defaultdict(dict)
+    for r in rows:
+        b = bucket_start(r.ts, granularity)
+        why = reason(r)
+        if why is None:
+            hashed[b].append(r.hashes())
+        else:
+            excluded[b][why] = excluded[b].get(why, 0) + 1
+    starts = sorted(set(hashed) | set(excluded))
+    return [BucketDigest(start=s, agg=d.aggregate(hashed.get(s, [])),
+                         excluded=excluded.get(s, {})) for s in starts]
+
+
+def python_prefixes(rows: Iterable[Row], depth: int,
+                    within: list[str] | None = None) -> dict[str, Aggregate]:
+    """Return what a correct adapter answers for prefix_digests over rows."""
+    groups: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for r in rows:
+        kh, rh = r.hashes()
+        if within is None or any(kh.startswith(p) for p in within):
+            groups[kh[:depth]].append((kh, rh))
+    return {p: d.aggregate(g) for p, g in sorted(groups.items())}
+
+
+def python_rows(rows: Iterable[Row],
+                prefixes: list[str] | None = None) -> list[tuple[str, str, int, datetime]]:
+    """Return the sorted (key, key_hash, row_hash, event_time) an adapter must yield."""
+    out = []
+    for r in rows:
+        kh, rh = r.hashes()
+        if prefixes is None or any(kh.startswith(p) for p in prefixes):
+            out.append((r.id, kh, rh, r.ts))
+    return sorted(out)
+
+
+def pg_reason(r: Row) -> str | None:
+    """Return the first exclusion rule a row matches (label IS NULL, then tier = 'c')."""
+    if r.label is None:
+        return "no_label"
+    if r.tier == "c":
+        return "tier_c"
+    return None
