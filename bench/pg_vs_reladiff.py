@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 PG = os.environ.get("DRIFTGAUGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:55432/postgres")
 DAYS = 40
+LEAF = int(os.environ.get("BENCH_LEAF_ROWS", "2000"))
 
 
 def dsn(db: str) -> str:
@@ -100,6 +101,7 @@ checks:
     key_type: integer
     fields: {{label: string}}
     settle: 0s
+    drilldown: {{leaf_rows: {leaf}}}
 """
 
 
@@ -124,7 +126,7 @@ def run_measured(cmd: list[str]) -> tuple[float, float, str]:
 def driftgauge(src: str, dst: str) -> tuple[float, float, Planted]:
     """Run `driftgauge check` over the 40 days and return wall, RSS and its counts."""
     with tempfile.NamedTemporaryFile("w", suffix=".yml", delete=False) as f:
-        f.write(CONFIG.format(src=dsn(src), dst=dsn(dst)))
+        f.write(CONFIG.format(src=dsn(src), dst=dsn(dst), leaf=LEAF))
     cmd = [PY, "-m", "driftgauge.cli", "check", "tasks", "--config", f.name, "--no-store",
            "--json", "--since", "2026-01-01", "--until", "2026-02-09"]
     wall, rss, out = run_measured(cmd)
