@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -11,7 +12,7 @@ from typing import TypeVar
 from driftgauge.config.runtime import Check
 from driftgauge.engine import plan
 from driftgauge.engine.join import LeafDiff, join_rows
-from driftgauge.engine.result import BucketResult, KeyDiff, Node, RunResult
+from driftgauge.engine.result import BucketResult, KeyDiff, Node, RunResult, needs_drill
 from driftgauge.engine.verdict import judge
 from driftgauge.errors import DriftgaugeError
 from driftgauge.stores.base import (
@@ -35,21 +36,35 @@ class _Counted:
         self.inner = inner
         self.queries = 0
         self.rows = 0
+        self.seconds = 0.0
+        """Time spent waiting on this store, summed over concurrent calls."""
 
     async def buckets(self, start: datetime, end: datetime,
                       granularity: Granularity) -> list[BucketDigest]:
         self.queries += 1
-        return await self.inner.bucket_digests(start, end, granularity)
+        t0 = time.perf_counter()
+        try:
+            return await self.inner.bucket_digests(start, end, granularity)
+        finally:
+            self.seconds += time.perf_counter() - t0
 
     async def prefixes(self, start: datetime, end: datetime, depth: int,
                        within: Sequence[str] | None) -> dict[str, Aggregate]:
         self.queries += 1
-        return await self.inner.prefix_digests(start, end, depth, within)
+        t0 = time.perf_counter()
+        try:
+            return await self.inner.prefix_digests(start, end, depth, within)
+        finally:
+            self.seconds += time.perf_counter() - t0
 
     async def rows_of(self, start: datetime, end: datetime,
                       prefixes: Sequence[str] | None) -> list[RowHash]:
         self.queries += 1
-        out = [row async for row in self.inner.iter_rows(start, end, prefixes)]
+        t0 = time.perf_counter()
+        try:
+            out = [row async for row in self.inner.iter_rows(start, end, prefixes)]
+        finally:
+            self.seconds += time.perf_counter() - t0
         self.rows += len(out)
         return out
 
@@ -103,6 +118,8 @@ async def reconcile(check: Check, source: StoreAdapter, reader: StoreAdapter,
         result.buckets = []
     result.queries = sides.source.queries + sides.reader.queries
     result.rows_fetched = sides.source.rows + sides.reader.rows
+    result.source_seconds = sides.source.seconds
+    result.reader_seconds = sides.reader.seconds
     return result
 
 
@@ -119,7 +136,7 @@ async def _judge_day(check: Check, sides: _Sides, start: datetime, src: BucketDi
     if end > now - check.settle:
         bucket.status = "settling"
         return bucket
-    if not s_agg.same_as(r_agg):
+    if needs_drill(s_agg, r_agg):
         tree, diff = await _drill_day(check, sides, start, end, s_agg, r_agg, ledger_excluded)
         bucket.tree = tree
         bucket.missing, bucket.extra = diff.missing, diff.extra

@@ -39,8 +39,8 @@ class Node:
 
     @property
     def differs(self) -> bool:
-        """Return True when the two sides disagree on this node."""
-        return not self.source.same_as(self.reader)
+        """Return True when the sides disagree, or either holds a key more than once."""
+        return needs_drill(self.source, self.reader)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the node as a JSON-ready dict."""
@@ -113,6 +113,9 @@ class RunResult:
     queries: int = 0
     """Store round trips made, both sides together."""
     rows_fetched: int = 0
+    source_seconds: float = 0.0
+    """Time spent waiting on the source (calls overlap, so this can exceed the wall time)."""
+    reader_seconds: float = 0.0
 
     @property
     def status(self) -> Status:
@@ -133,8 +136,15 @@ class RunResult:
             "started_at": self.started_at.isoformat(),
             "finished_at": self.finished_at.isoformat() if self.finished_at else None,
             "error": self.error, "queries": self.queries, "rows_fetched": self.rows_fetched,
+            "source_seconds": round(self.source_seconds, 3),
+            "reader_seconds": round(self.reader_seconds, 3),
             "buckets": [b.to_dict(with_tree=with_tree) for b in self.buckets],
         }
+
+
+def needs_drill(source: Aggregate, reader: Aggregate) -> bool:
+    """Return True when two aggregates differ or either side has duplicate keys."""
+    return (not source.same_as(reader)) or source.has_duplicates or reader.has_duplicates
 
 
 def _agg(a: Aggregate) -> dict[str, Any]:

@@ -18,6 +18,11 @@ class Aggregate:
     distinct_keys: int = 0
     digest: int = 0
 
+    @property
+    def has_duplicates(self) -> bool:
+        """Return True when some key has more than one row."""
+        return self.count != self.distinct_keys
+
     def same_as(self, other: Aggregate) -> bool:
         """Return True when both sides hold the same rows by count, keys and content."""
         return (self.count, self.distinct_keys, self.digest) == (
