@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from datetime import date, timedelta
 from pathlib import Path
 
 import asyncpg
@@ -24,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 PG = os.environ.get("DRIFTGAUGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:55432/postgres")
 DAYS = 40
+LAST_DAY = (date(2026, 1, 1) + timedelta(days=DAYS - 1)).isoformat()
 LEAF = int(os.environ.get("BENCH_LEAF_ROWS", "2000"))
 
 
@@ -128,7 +130,7 @@ def driftgauge(src: str, dst: str) -> tuple[float, float, Planted]:
     with tempfile.NamedTemporaryFile("w", suffix=".yml", delete=False) as f:
         f.write(CONFIG.format(src=dsn(src), dst=dsn(dst), leaf=LEAF))
     cmd = [PY, "-m", "driftgauge.cli", "check", "tasks", "--config", f.name, "--no-store",
-           "--json", "--since", "2026-01-01", "--until", "2026-02-09"]
+           "--json", "--since", "2026-01-01", "--until", LAST_DAY]
     wall, rss, out = run_measured(cmd)
     os.unlink(f.name)
     buckets = json.loads(out)["buckets"]
