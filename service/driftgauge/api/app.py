@@ -1,0 +1,260 @@
+"""The FastAPI app: its lifespan owns the state store, adapters, scheduler and registry."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.registry import CollectorRegistry
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from driftgauge import __version__
+from driftgauge.api.auth import TokenCheck
+from driftgauge.api.models import HealthOut
+from driftgauge.config.runtime import Config
+from driftgauge.errors import StateError, StoreError, StoreTimeout, UnknownCheck
+from driftgauge.logs import log_context
+from driftgauge.metrics import (
+    CollectorPart,
+    SnapshotCache,
+    build_registry,
+    process_part,
+    reconciliation_part,
+)
+from driftgauge.runner import AdapterPool, Opener
+from driftgauge.scheduler import CheckScheduler, job_specs, utc_now
+from driftgauge.state import StateStore
+from driftgauge.ticks import CheckBusy, TickRunner
+
+log = logging.getLogger("driftgauge.api")
+
+
+@dataclass
+class Runtime:
+    """Everything the lifespan opened; request handlers reach it through app.state."""
+
+    config: Config
+    state: StateStore
+    adapters: AdapterPool
+    snapshots: SnapshotCache
+    ticks: TickRunner
+    scheduler: CheckScheduler
+    registry: CollectorRegistry
+    tokens: TokenCheck
+    scheduler_enabled: bool
+    clock: Callable[[], datetime]
+
+
+def runtime(request: Request) -> Runtime:
+    """Return the app's runtime (set by the lifespan)."""
+    rt: Runtime = request.app.state.runtime
+    return rt
+
+
+def create_app(config: Config, *, start_scheduler: bool = True, opener: Opener | None = None,
+               clock: Callable[[], datetime] = utc_now, state_deadline: float = 10.0,
+               run_deadline: float | None = None, refresh_every: float | None = None,
+               metric_parts: Sequence[CollectorPart] = ()) -> FastAPI:
+    """Return the driftgauge app; nothing is opened until its lifespan starts.
+
+    `opener` opens a store adapter for a view (default: driftgauge.stores.open_adapter);
+    `metric_parts` adds collector parts after the reconciliation and process ones.
+    """
+    tokens = TokenCheck.from_config(config.api)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with _open_runtime(config, tokens, start_scheduler=start_scheduler,
+                                 opener=opener, clock=clock, state_deadline=state_deadline,
+                                 run_deadline=run_deadline, refresh_every=refresh_every,
+                                 metric_parts=metric_parts) as rt:
+            app.state.runtime = rt
+            yield
+
+    app = FastAPI(title="driftgauge", version=__version__, lifespan=lifespan,
+                  description="Reconcile derived data against its source of truth: day buckets,"
+                              " drill-down to hours, key-hash prefixes and keys.")
+    app.add_middleware(RequestContext)
+    _add_error_handlers(app)
+    _add_health(app)
+    from driftgauge.api.routes import router
+
+    app.include_router(router, prefix="/api/v1")
+    _document_check_names(app, sorted(config.checks))
+    return app
+
+
+def _document_check_names(app: FastAPI, names: list[str]) -> None:
+    """List the configured check names as the `check` parameter's values in /openapi.json."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = build()
+            for ops in schema.get("paths", {}).values():
+                for op in ops.values():
+                    for param in op.get("parameters", []):
+                        if param.get("name") == "check" and param.get("in") == "path":
+                            param["schema"]["enum"] = names
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _refresh_period(config: Config, refresh_every: float | None) -> float:
+    if refresh_every is not None:
+        return refresh_every
+    periods = [c.schedule.recent_every.total_seconds() for c in config.checks.values()
+               if c.schedule.recent_every is not None]
+    # Other replicas' runs reach this replica's /metrics within half a recent interval.
+    return min([30.0, *[max(1.0, p / 2) for p in periods]])
+
+
+@asynccontextmanager
+async def _open_runtime(config: Config, tokens: TokenCheck, *, start_scheduler: bool,
+                        opener: Opener | None, clock: Callable[[], datetime],
+                        state_deadline: float, run_deadline: float | None,
+                        refresh_every: float | None,
+                        metric_parts: Sequence[CollectorPart]) -> AsyncIterator[Runtime]:
+    state = await StateStore.open(config.state, deadline=state_deadline,
+                                  pool_max=max(4, len(config.checks) + 2))
+    adapters = AdapterPool(config.checks, opener)
+    snapshots = SnapshotCache(state, config.checks, clock)
+    ticks = TickRunner(config.checks, state, adapters, sample_keys=config.api.sample_keys,
+                       clock=clock, deadline=run_deadline, on_change=snapshots.refresh)
+    scheduler = CheckScheduler(job_specs(config.checks), ticks.tick, clock=clock)
+    registry = build_registry([reconciliation_part(snapshots.current),
+                               process_part(__version__), *metric_parts])
+    refresher: asyncio.Task[None] | None = None
+    try:
+        stale = await state.abandon_stale(
+            clock() - timedelta(hours=6),
+            "abandoned: no replica finished this run (it was interrupted)")
+        if stale:
+            log.warning("marked interrupted runs as failed", extra={"runs": stale})
+        try:
+            await snapshots.refresh()
+        except StateError as exc:
+            log.warning("could not load stored results", extra={"error": str(exc)})
+        if start_scheduler:
+            scheduler.start()
+        refresher = asyncio.create_task(_refresh_loop(snapshots,
+                                                      _refresh_period(config, refresh_every)),
+                                        name="driftgauge-snapshot-refresh")
+        yield Runtime(config, state, adapters, snapshots, ticks, scheduler, registry, tokens,
+                      start_scheduler, clock)
+    finally:
+        scheduler.stop()
+        if refresher is not None:
+            refresher.cancel()
+            with suppress(asyncio.CancelledError):
+                await refresher
+        await ticks.shutdown()
+        await adapters.close()
+        await state.close()
+        log.info("stopped")
+
+
+async def _refresh_loop(snapshots: SnapshotCache, every: float) -> None:
+    """Reload stored results now and then, so runs made by other replicas show up."""
+    while True:
+        await asyncio.sleep(every)
+        try:
+            await snapshots.refresh()
+        except StateError as exc:
+            log.warning("could not refresh stored results", extra={"error": str(exc)})
+
+
+class RequestContext:
+    """Bind a request id to the logs of each request, echo it, and log one access line."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve the request with its id bound."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = dict(scope.get("headers", [])).get(b"x-request-id", b"").decode("latin-1")
+        rid = given[:64] if given.isprintable() and given else uuid.uuid4().hex
+        started = time.monotonic()
+        code = 500
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal code
+            if message["type"] == "http.response.start":
+                code = message["status"]
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"],
+                                      (b"x-request-id", rid.encode("latin-1"))]
+            await send(message)
+
+        with log_context(request_id=rid):
+            try:
+                await self.app(scope, receive, send_with_id)
+            finally:
+                log.info("request", extra={
+                    "method": scope.get("method"), "path": scope.get("path"), "status": code,
+                    "duration_ms": round((time.monotonic() - started) * 1000, 1)})
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    async def unknown_check(request: Request, exc: Exception) -> Response:
+        return JSONResponse({"detail": str(exc)}, status_code=404)
+
+    async def busy(request: Request, exc: Exception) -> Response:
+        return JSONResponse({"detail": str(exc)}, status_code=409)
+
+    async def state_down(request: Request, exc: Exception) -> Response:
+        log.warning("state database error", extra={"error": str(exc)})
+        return JSONResponse({"detail": f"state database unavailable: {exc}"}, status_code=503)
+
+    async def store_down(request: Request, exc: Exception) -> Response:
+        code = 504 if isinstance(exc, StoreTimeout) else 502
+        return JSONResponse({"detail": f"store {exc}"}, status_code=code)
+
+    app.add_exception_handler(UnknownCheck, unknown_check)
+    app.add_exception_handler(CheckBusy, busy)
+    app.add_exception_handler(StateError, state_down)
+    app.add_exception_handler(StoreError, store_down)
+
+
+def _add_health(app: FastAPI) -> None:
+    @app.get("/healthz", response_model=HealthOut, tags=["health"])
+    async def healthz() -> HealthOut:
+        """Return ok while the process serves requests (touches no store)."""
+        return HealthOut(status="ok")
+
+    @app.get("/readyz", response_model=HealthOut, tags=["health"],
+             responses={503: {"model": HealthOut}})
+    async def readyz(request: Request) -> Response:
+        """Return ok when the state database answers and the scheduler runs."""
+        rt = runtime(request)
+        state = "ok"
+        try:
+            await rt.state.ping()
+        except StateError as exc:
+            state = str(exc)
+        sched = ("running" if rt.scheduler.running else "stopped") if rt.scheduler_enabled \
+            else "disabled"
+        ready = state == "ok" and sched != "stopped"
+        body = HealthOut(status="ok" if ready else "unavailable", state=state, scheduler=sched)
+        return JSONResponse(body.model_dump(), status_code=200 if ready else 503)
+
+    @app.get("/metrics", tags=["health"], response_class=Response)
+    async def metrics(request: Request) -> Response:
+        """Return the Prometheus exposition of the latest stored results."""
+        return Response(generate_latest(runtime(request).registry),
+                        media_type=CONTENT_TYPE_LATEST)

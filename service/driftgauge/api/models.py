@@ -1,0 +1,179 @@
+"""Response models of the REST API (they document the payloads in the OpenAPI schema)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+BucketStatus = Literal["ok", "drift", "settling", "error"]
+RunStatus = Literal["running", "ok", "drift", "error"]
+
+
+class AggregateOut(BaseModel):
+    """Count, distinct keys and digest of one side."""
+
+    count: int
+    distinct_keys: int
+    digest: str = Field(description="Sum of row hashes mod 2^64, 16 hex digits.")
+
+
+class NodeOut(BaseModel):
+    """A drill-down node: an hour or a key-hash prefix."""
+
+    level: Literal["hour", "prefix"]
+    label: str = Field(description="The hour's start (ISO 8601) or a hex key-hash prefix.")
+    differs: bool
+    fetched: bool
+    source: AggregateOut
+    reader: AggregateOut
+    children: list[NodeOut] = Field(default_factory=list)
+
+
+class BucketOut(BaseModel):
+    """One day bucket as the latest completed run that judged it left it."""
+
+    day: str
+    start: str
+    status: BucketStatus
+    expected: int
+    visible: int
+    excluded: dict[str, int]
+    missing: int
+    extra: int
+    mismatched: int
+    duplicates: int
+    source: AggregateOut
+    reader: AggregateOut
+    reasons: list[str]
+    run_id: int
+    checked_at: str | None
+
+
+class DaysOut(BaseModel):
+    """A range of day buckets of one check."""
+
+    check: str
+    since: str
+    until: str
+    days: list[BucketOut]
+
+
+class DayOut(BaseModel):
+    """One day bucket with its hours and any prefixes split over the whole day."""
+
+    check: str
+    bucket: BucketOut
+    hours: list[NodeOut]
+    prefixes: list[NodeOut]
+
+
+class HourOut(BaseModel):
+    """One hour of a day: both sides' aggregates per key-hash prefix."""
+
+    check: str
+    day: str
+    hour: int
+    start: str
+    end: str
+    live: bool
+    prefix: str | None
+    run_id: int | None
+    node: NodeOut | None = Field(description="The stored hour node, if the run kept one.")
+    differs: bool | None
+    prefixes: list[NodeOut]
+
+
+class KeyOut(BaseModel):
+    """One sampled differing key."""
+
+    key: str
+    kind: Literal["missing", "extra", "mismatched"]
+    source_copies: int
+    reader_copies: int
+    key_hash: str | None
+    event_time: str | None
+
+
+class KeysOut(BaseModel):
+    """A page of a bucket's sampled differing keys."""
+
+    check: str
+    day: str
+    run_id: int
+    page: int
+    page_size: int
+    total: int
+    keys: list[KeyOut]
+
+
+class RunOut(BaseModel):
+    """One run of a check."""
+
+    id: int
+    check: str
+    trigger: str
+    window_start: str
+    window_end: str
+    scheduled_for: str | None
+    started_at: str
+    finished_at: str | None
+    status: RunStatus
+    complete: bool
+    error: str | None
+    duration_seconds: float | None
+    queries: int
+    rows_fetched: int
+    replica: str
+
+
+class RunsOut(BaseModel):
+    """A page of runs, newest first."""
+
+    check: str
+    runs: list[RunOut]
+
+
+class ScheduleOut(BaseModel):
+    """When a check runs."""
+
+    recent_every_seconds: float | None
+    recent_days: int
+    full_every_seconds: float | None
+    full_cron: str | None
+    full_days: int
+
+
+class CheckOut(BaseModel):
+    """A configured check with its latest status."""
+
+    name: str
+    description: str
+    status: RunStatus | None = Field(description="Status of the latest finished run.")
+    running: bool
+    last_run: RunOut | None
+    last_success_at: str | None
+    schedule: ScheduleOut
+
+
+class ChecksOut(BaseModel):
+    """Every configured check."""
+
+    checks: list[CheckOut]
+
+
+class TriggeredOut(BaseModel):
+    """A run started on request."""
+
+    check: str
+    run_id: int
+    trigger: str
+    run: str = Field(description="Where to follow the run.")
+
+
+class HealthOut(BaseModel):
+    """Liveness or readiness."""
+
+    status: Literal["ok", "unavailable"]
+    state: str | None = None
+    scheduler: str | None = None

@@ -1,0 +1,251 @@
+"""REST endpoints under /api/v1: checks, day buckets, hours, prefixes, keys, runs."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import date, datetime, timedelta
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
+from fastapi.exceptions import RequestValidationError
+
+from driftgauge.api.app import Runtime, runtime
+from driftgauge.api.models import (
+    ChecksOut,
+    DayOut,
+    DaysOut,
+    HourOut,
+    KeysOut,
+    RunOut,
+    RunsOut,
+    TriggeredOut,
+)
+from driftgauge.config.runtime import Check
+from driftgauge.engine import compare_prefixes
+from driftgauge.errors import StoreTimeout, UnknownCheck
+from driftgauge.state import StoredBucket
+
+router = APIRouter()
+# Local midnights outside these years cannot be turned into bucket windows safely.
+FIRST_DAY, LAST_DAY = date(1900, 1, 1), date(9998, 12, 31)
+MAX_RANGE_DAYS = 3660
+LIVE_DEADLINE = 30.0
+
+CheckName = Annotated[str, Path(description="The check's configured name.", max_length=63)]
+Day = Annotated[date, Path(description="The bucket's local date (YYYY-MM-DD).")]
+Hex = r"^[0-9a-f]{1,32}$"
+
+
+def _read(request: Request) -> Runtime:
+    rt = runtime(request)
+    rt.tokens.require_read(request)
+    return rt
+
+
+def _write(request: Request) -> Runtime:
+    rt = runtime(request)
+    rt.tokens.require(request)
+    return rt
+
+
+Reader = Annotated[Runtime, Depends(_read)]
+Writer = Annotated[Runtime, Depends(_write)]
+
+
+def _check(rt: Runtime, name: str) -> Check:
+    check = rt.config.checks.get(name)
+    if check is None:
+        known = ", ".join(sorted(rt.config.checks)) or "none"
+        raise UnknownCheck(f"check: unknown check {name!r} (configured: {known})")
+    return check
+
+
+def _bad(where: str, name: str, value: Any, message: str) -> RequestValidationError:
+    return RequestValidationError([{"type": "value_error", "loc": (where, name),
+                                    "msg": f"{name}: {message}", "input": value}])
+
+
+def _day_ok(where: str, name: str, value: date) -> date:
+    if not FIRST_DAY <= value <= LAST_DAY:
+        raise _bad(where, name, str(value), f"must be between {FIRST_DAY} and {LAST_DAY}")
+    return value
+
+
+def _day_start(check: Check, day: date) -> datetime:
+    return datetime(day.year, day.month, day.day, tzinfo=check.timezone)
+
+
+def _hour_range(check: Check, day: date, hour: int) -> tuple[datetime, datetime]:
+    # Wall-clock hour `hour` of the local day; on a DST change the local hours shift.
+    start = (_day_start(check, day) + timedelta(hours=hour)).astimezone(check.timezone)
+    return start, start + timedelta(hours=1)
+
+
+@router.get("/checks", response_model=ChecksOut, tags=["checks"])
+async def list_checks(rt: Reader) -> dict[str, Any]:
+    """List every configured check with its latest status."""
+    latest = await rt.state.latest_runs()
+    out = []
+    for name, check in sorted(rt.config.checks.items()):
+        finished, success = await asyncio.gather(rt.state.latest_finished_run(name),
+                                                 rt.state.latest_success(name))
+        sched = check.schedule
+        out.append({
+            "name": name, "description": check.description,
+            "status": finished.status if finished else None,
+            "running": latest[name].status == "running" if name in latest else False,
+            "last_run": finished.to_dict() if finished else None,
+            "last_success_at": (success.finished_at.isoformat()
+                                if success and success.finished_at else None),
+            "schedule": {
+                "recent_every_seconds": (sched.recent_every.total_seconds()
+                                         if sched.recent_every else None),
+                "recent_days": sched.recent_days,
+                "full_every_seconds": (sched.full_every.total_seconds()
+                                       if sched.full_every else None),
+                "full_cron": sched.full_cron, "full_days": sched.full_days,
+            },
+        })
+    return {"checks": out}
+
+
+@router.get("/checks/{check}/days", response_model=DaysOut, tags=["drill-down"])
+async def list_days(rt: Reader, check: CheckName,
+                    since: Annotated[date | None, Query(
+                        description="First day (default: start of the recent window).")] = None,
+                    until: Annotated[date | None, Query(
+                        description="Last day, inclusive (default: today).")] = None,
+                    ) -> dict[str, Any]:
+    """Return each day's counts, digests and status from the latest run that judged it."""
+    c = _check(rt, check)
+    today = rt.clock().astimezone(c.timezone).date()
+    last = _day_ok("query", "until", until) if until is not None else today
+    first = (_day_ok("query", "since", since) if since is not None
+             else last - timedelta(days=c.schedule.recent_days - 1))
+    if first > last:
+        raise _bad("query", "since", str(first), f"is after until ({last})")
+    if (last - first).days >= MAX_RANGE_DAYS:
+        raise _bad("query", "since", str(first), f"the range exceeds {MAX_RANGE_DAYS} days")
+    days = await rt.state.day_buckets(c.name, first, last, c.timezone)
+    return {"check": c.name, "since": first.isoformat(), "until": last.isoformat(),
+            "days": [d.to_dict() for d in days]}
+
+
+async def _stored_day(rt: Runtime, c: Check, day: date) -> StoredBucket:
+    stored = await rt.state.day_bucket(c.name, day, c.timezone)
+    if stored is None:
+        raise HTTPException(404, f"day: no completed run of check {c.name!r} covers {day}")
+    return stored
+
+
+@router.get("/checks/{check}/days/{day}", response_model=DayOut, tags=["drill-down"])
+async def get_day(rt: Reader, check: CheckName, day: Day) -> dict[str, Any]:
+    """Return one day bucket and its hours (plus prefixes split over the whole day)."""
+    c = _check(rt, check)
+    stored = await _stored_day(rt, c, _day_ok("path", "day", day))
+    hours, prefixes = await rt.state.day_nodes(stored.run_id, day)
+    return {"check": c.name, "bucket": stored.to_dict(),
+            "hours": [h.to_dict() for h in hours], "prefixes": [p.to_dict() for p in prefixes]}
+
+
+@router.get("/checks/{check}/days/{day}/hours/{hour}", response_model=HourOut,
+            tags=["drill-down"])
+async def get_hour(rt: Reader, check: CheckName, day: Day,
+                   hour: Annotated[int, Path(ge=0, le=23, description="Local hour, 0-23.")],
+                   live: Annotated[bool, Query(
+                       description="Recompute from both stores instead of the stored run.")]
+                   = False,
+                   prefix: Annotated[str | None, Query(
+                       pattern=Hex, description="Live: split this key-hash prefix one digit "
+                                                "further (hex).")] = None,
+                   ) -> dict[str, Any]:
+    """Return an hour's key-hash prefixes with both sides' count and digest."""
+    c = _check(rt, check)
+    _day_ok("path", "day", day)
+    start, end = _hour_range(c, day, hour)
+    out: dict[str, Any] = {"check": c.name, "day": day.isoformat(), "hour": hour,
+                           "start": start.isoformat(), "end": end.isoformat(), "live": live,
+                           "prefix": prefix, "run_id": None, "node": None, "differs": None,
+                           "prefixes": []}
+    if live:
+        sides = await rt.adapters.get(c.name)
+        depth = len(prefix) + 1 if prefix else 1
+        try:
+            async with asyncio.timeout(LIVE_DEADLINE):
+                nodes = await compare_prefixes(c, sides.source, sides.reader, start, end, depth,
+                                               [prefix] if prefix else None)
+        except TimeoutError:
+            raise StoreTimeout(c.name, f"live drill-down exceeded {LIVE_DEADLINE:g}s") from None
+        out["prefixes"] = [n.to_dict() for n in nodes]
+        out["differs"] = any(n.differs for n in nodes)
+        return out
+    if prefix is not None:
+        raise _bad("query", "prefix", prefix, "only with live=true (stored trees are whole)")
+    stored = await _stored_day(rt, c, day)
+    out["run_id"] = stored.run_id
+    node = await rt.state.hour_tree(stored.run_id, day, start)
+    if node is not None:
+        out["node"] = {**node.to_dict(), "children": []}
+        out["differs"] = node.differs
+        out["prefixes"] = [n.to_dict() for n in node.children]
+    return out
+
+
+@router.get("/checks/{check}/days/{day}/keys", response_model=KeysOut, tags=["drill-down"])
+async def get_keys(rt: Writer, check: CheckName, day: Day,
+                   kind: Annotated[Literal["missing", "extra", "mismatched"] | None,
+                                   Query(description="Only keys of this kind.")] = None,
+                   prefix: Annotated[str | None, Query(
+                       pattern=Hex, description="Only keys whose key hash starts so.")] = None,
+                   hour: Annotated[int | None, Query(ge=0, le=23,
+                                                     description="Only keys of this local "
+                                                                 "hour.")] = None,
+                   page: Annotated[int, Query(ge=1, le=100_000)] = 1,
+                   page_size: Annotated[int, Query(ge=1, le=500)] = 50,
+                   ) -> dict[str, Any]:
+    """Return a page of the day's sampled differing keys (needs a bearer token)."""
+    c = _check(rt, check)
+    stored = await _stored_day(rt, c, _day_ok("path", "day", day))
+    start, end = _hour_range(c, day, hour) if hour is not None else (None, None)
+    total, keys = await rt.state.keys(stored.run_id, day, kind=kind, prefix=prefix,
+                                      start=start, end=end, limit=page_size,
+                                      offset=(page - 1) * page_size)
+    return {"check": c.name, "day": day.isoformat(), "run_id": stored.run_id, "page": page,
+            "page_size": page_size, "total": total, "keys": [k.to_dict() for k in keys]}
+
+
+@router.get("/checks/{check}/runs", response_model=RunsOut, tags=["runs"])
+async def list_runs(rt: Reader, check: CheckName,
+                    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+                    before: Annotated[int | None, Query(
+                        ge=1, le=2**63 - 1, description="Only runs with a smaller id.")] = None,
+                    ) -> dict[str, Any]:
+    """Return the check's runs, newest first."""
+    c = _check(rt, check)
+    runs = await rt.state.runs(c.name, limit=limit, before_id=before)
+    return {"check": c.name, "runs": [r.to_dict() for r in runs]}
+
+
+@router.get("/checks/{check}/runs/{run_id}", response_model=RunOut, tags=["runs"])
+async def get_run(rt: Reader, check: CheckName,
+                  run_id: Annotated[int, Path(ge=1, le=2**63 - 1)]) -> dict[str, Any]:
+    """Return one run of the check."""
+    c = _check(rt, check)
+    run = await rt.state.run(c.name, run_id)
+    if run is None:
+        raise HTTPException(404, f"run_id: check {c.name!r} has no run {run_id}")
+    return run.to_dict()
+
+
+@router.post("/checks/{check}/runs", response_model=TriggeredOut, status_code=202,
+             tags=["runs"], responses={409: {"description": "The check is already running."}})
+async def trigger_run(rt: Writer, check: CheckName,
+                      window: Annotated[Literal["recent", "full"], Query(
+                          description="Which window to reconcile.")] = "recent",
+                      ) -> dict[str, Any]:
+    """Start a run of the check now (needs a bearer token); 409 if one is in progress."""
+    c = _check(rt, check)
+    trigger = "manual" if window == "recent" else "manual-full"
+    run_id = await rt.ticks.trigger(c.name, trigger, window=window)
+    return {"check": c.name, "run_id": run_id, "trigger": trigger,
+            "run": f"/api/v1/checks/{c.name}/runs/{run_id}"}

@@ -1,0 +1,21 @@
+"""Prometheus metrics built at scrape time from the latest stored results."""
+
+from driftgauge.metrics.collector import (
+    CollectorPart,
+    PartsCollector,
+    build_registry,
+    process_part,
+    reconciliation_part,
+)
+from driftgauge.metrics.snapshot import CheckSnapshot, SnapshotCache, load_check
+
+__all__ = [
+    "CheckSnapshot",
+    "CollectorPart",
+    "PartsCollector",
+    "SnapshotCache",
+    "build_registry",
+    "load_check",
+    "process_part",
+    "reconciliation_part",
+]

@@ -1,0 +1,160 @@
+"""The /metrics collector: small parts, each yielding metric families from stored data."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from driftgauge.engine.result import DRIFT_KINDS, BucketResult
+from driftgauge.metrics.snapshot import CheckSnapshot
+
+CollectorPart = Callable[[], Iterable[Metric]]
+"""One source of metric families; called at every scrape."""
+ROW_KINDS = ("expected", "visible", "excluded", "missing", "extra", "mismatched", "duplicates")
+BUCKET_STATUSES = ("ok", "drift", "settling", "error")
+RUN_STATUSES = ("ok", "drift", "error")
+
+
+class PartsCollector(Collector):
+    """Yield the families of every part, in order."""
+
+    def __init__(self, parts: Sequence[CollectorPart]) -> None:
+        self._parts = list(parts)
+
+    def collect(self) -> Iterable[Metric]:
+        """Return every part's metric families for this scrape."""
+        for part in self._parts:
+            yield from part()
+
+
+def build_registry(parts: Sequence[CollectorPart]) -> CollectorRegistry:
+    """Return a fresh registry (never the global one) holding a collector of the parts."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(PartsCollector(parts))
+    return registry
+
+
+def process_part(version: str) -> CollectorPart:
+    """Return the part that yields driftgauge_build_info."""
+    def collect() -> Iterable[Metric]:
+        info = GaugeMetricFamily("driftgauge_build_info", "Always 1; labelled with the version.",
+                                 labels=["version"])
+        info.add_metric([version], 1)
+        yield info
+    return collect
+
+
+def _rows(b: BucketResult) -> dict[str, int]:
+    return {"expected": b.expected, "visible": b.visible, "excluded": b.excluded_total,
+            "missing": b.missing, "extra": b.extra, "mismatched": b.mismatched,
+            "duplicates": b.duplicates}
+
+
+def reconciliation_part(snapshots: Callable[[], Mapping[str, CheckSnapshot]]) -> CollectorPart:
+    """Return the part that yields per-check and per-bucket reconciliation metrics."""
+    def collect() -> Iterable[Metric]:
+        fam = _Families()
+        for name, snap in sorted(snapshots().items()):
+            fam.add_check(name, snap)
+        yield from fam.all()
+    return collect
+
+
+class _Families:
+    """The reconciliation families of one scrape, filled check by check."""
+
+    def __init__(self) -> None:
+        g, c = GaugeMetricFamily, CounterMetricFamily
+        self.up = g("driftgauge_check_up", "1 if the latest run completed, 0 if it failed.",
+                    labels=["check"])
+        self.last_run = g("driftgauge_check_last_run_timestamp_seconds",
+                          "When the latest run finished (or failed).", labels=["check"])
+        self.last_success = g("driftgauge_check_last_success_timestamp_seconds",
+                              "When the latest completed run finished.", labels=["check"])
+        self.duration = g("driftgauge_check_run_duration_seconds",
+                          "Wall time of the latest run.", labels=["check"])
+        self.runs = c("driftgauge_check_runs", "Runs recorded in the state database.",
+                      labels=["check", "status"])
+        self.schedule = g("driftgauge_check_schedule_seconds",
+                          "Interval of the recent-window schedule.", labels=["check"])
+        self.bucket_rows = g("driftgauge_bucket_rows",
+                             "Per-bucket row counts of the latest completed run.",
+                             labels=["check", "day", "kind"])
+        self.bucket_excluded = g("driftgauge_bucket_excluded_rows",
+                                 "Excluded rows per bucket and reason.",
+                                 labels=["check", "day", "reason"])
+        self.bucket_status = g("driftgauge_bucket_status",
+                               "1 for the bucket's current status, 0 otherwise.",
+                               labels=["check", "day", "status"])
+        self.rows = g("driftgauge_rows",
+                      "Row counts summed over the recent window (settling buckets excluded).",
+                      labels=["check", "kind"])
+        self.excluded = g("driftgauge_excluded_rows",
+                          "Excluded rows per reason over the recent window.",
+                          labels=["check", "reason"])
+        self.limits = g("driftgauge_exclusion_rate_limit",
+                        "The configured exclusion-rate tolerance per reason.",
+                        labels=["check", "reason"])
+        self.in_drift = g("driftgauge_buckets_in_drift",
+                          "Buckets of the window in drift with rows in that direction.",
+                          labels=["check", "direction"])
+
+    def add_check(self, name: str, snap: CheckSnapshot) -> None:
+        """Add one check's series."""
+        last = snap.last_run
+        if last is not None and last.finished_at is not None:
+            # A failed latest run reads 0 here; the row series below keep their last values.
+            self.up.add_metric([name], 0 if last.status == "error" else 1)
+            self.last_run.add_metric([name], last.finished_at.timestamp())
+            if last.duration_seconds is not None:
+                self.duration.add_metric([name], last.duration_seconds)
+        ok = snap.last_success
+        if ok is not None and ok.finished_at is not None:
+            self.last_success.add_metric([name], ok.finished_at.timestamp())
+        for status in RUN_STATUSES:
+            self.runs.add_metric([name, status], snap.run_counts.get(status, 0))
+        if snap.schedule_seconds is not None:
+            self.schedule.add_metric([name], snap.schedule_seconds)
+        for reason, limit in sorted(snap.exclusion_limits.items()):
+            self.limits.add_metric([name, reason], limit)
+        self._add_buckets(name, snap.buckets)
+
+    def _add_buckets(self, name: str, buckets: Sequence[BucketResult]) -> None:
+        totals = dict.fromkeys(ROW_KINDS, 0)
+        excluded: dict[str, int] = {}
+        drifting = dict.fromkeys(DRIFT_KINDS, 0)
+        for b in buckets:
+            day = b.start.date().isoformat()
+            rows = _rows(b)
+            for kind in ROW_KINDS:
+                self.bucket_rows.add_metric([name, day, kind], rows[kind])
+            for reason, n in sorted(b.excluded.items()):
+                self.bucket_excluded.add_metric([name, day, reason], n)
+            for status in BUCKET_STATUSES:
+                self.bucket_status.add_metric([name, day, status], int(b.status == status))
+            if b.status == "settling":
+                continue
+            for kind in ROW_KINDS:
+                totals[kind] += rows[kind]
+            for reason, n in b.excluded.items():
+                excluded[reason] = excluded.get(reason, 0) + n
+            if b.status == "drift":
+                for direction in DRIFT_KINDS:
+                    drifting[direction] += int(rows[direction] > 0)
+        if not buckets:
+            # No completed run yet: publish nothing rather than zeros that look like health.
+            return
+        for kind in ROW_KINDS:
+            self.rows.add_metric([name, kind], totals[kind])
+        for reason, n in sorted(excluded.items()):
+            self.excluded.add_metric([name, reason], n)
+        for direction in DRIFT_KINDS:
+            self.in_drift.add_metric([name, direction], drifting[direction])
+
+    def all(self) -> list[Metric]:
+        """Return every family, including empty ones (they print only HELP and TYPE)."""
+        return [self.up, self.last_run, self.last_success, self.duration, self.runs,
+                self.schedule, self.bucket_rows, self.bucket_excluded, self.bucket_status,
+                self.rows, self.excluded, self.limits, self.in_drift]

@@ -1,0 +1,204 @@
+"""Run one check over a window and record it: begin, reconcile, complete or fail."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
+
+from driftgauge import digest
+from driftgauge.config.runtime import Check, View
+from driftgauge.engine import reconcile
+from driftgauge.engine.result import RunResult
+from driftgauge.errors import DriftgaugeError, StateError
+from driftgauge.logs import log_context
+from driftgauge.state import KeyHasher, StateStore
+from driftgauge.stores.base import StoreAdapter
+
+log = logging.getLogger("driftgauge.runner")
+
+
+class Adapters(NamedTuple):
+    """The two sides of one check."""
+
+    source: StoreAdapter
+    reader: StoreAdapter
+
+
+AdapterSource = Adapters | Callable[[], Awaitable[Adapters]]
+
+
+def key_hasher(check: Check) -> KeyHasher:
+    """Return the function that gives a key's hash as the check's stores compute it."""
+    def hashed(key: str) -> str | None:
+        try:
+            value: str | int = int(key) if check.key_type == "integer" else key
+            return digest.key_hash(digest.key_encoding(value, check.key_type))
+        except (ValueError, TypeError):
+            return None
+    return hashed
+
+
+def day_window(check: Check, days: int, now: datetime) -> tuple[datetime, datetime]:
+    """Return [start, end): the last `days` day buckets in the check's time zone, up to now."""
+    today = now.astimezone(check.timezone).date()
+    first = today - timedelta(days=max(days, 1) - 1)
+    return datetime(first.year, first.month, first.day, tzinfo=check.timezone), now
+
+
+def recent_window(check: Check, now: datetime) -> tuple[datetime, datetime]:
+    """Return the window of the check's recent schedule."""
+    return day_window(check, check.schedule.recent_days, now)
+
+
+def full_window(check: Check, now: datetime) -> tuple[datetime, datetime]:
+    """Return the window of the check's full-history schedule."""
+    return day_window(check, check.schedule.full_days, now)
+
+
+def window_for(check: Check, trigger: str, now: datetime) -> tuple[datetime, datetime]:
+    """Return the window a trigger covers: `full` → full history, anything else → recent."""
+    return full_window(check, now) if trigger == "full" else recent_window(check, now)
+
+
+async def run_check(check: Check, adapters: AdapterSource, state: StateStore,
+                    window_start: datetime, window_end: datetime, *, trigger: str,
+                    now: datetime, sample_keys: int = 100, deadline: float | None = None,
+                    key_hash: KeyHasher | None = None) -> RunResult:
+    """Begin a run, reconcile the window, then complete or fail the run; return the result."""
+    run_id = await state.begin_run(check.name, window_start, window_end, trigger=trigger,
+                                   started_at=now)
+    return await execute_run(check, adapters, state, run_id, window_start, window_end,
+                             now=now, sample_keys=sample_keys, deadline=deadline,
+                             key_hash=key_hash)
+
+
+async def execute_run(check: Check, adapters: AdapterSource, state: StateStore, run_id: int,
+                      window_start: datetime, window_end: datetime, *, now: datetime,
+                      sample_keys: int = 100, deadline: float | None = None,
+                      key_hash: KeyHasher | None = None) -> RunResult:
+    """Reconcile an already-begun run and record how it ended.
+
+    Store failures, a missed deadline and internal errors all end as a failed run; a
+    cancellation (shutdown) fails the run too, then propagates. A run is only ever marked
+    complete together with its buckets.
+    """
+    clock = time.monotonic()
+    with log_context(check=check.name, run_id=run_id):
+        log.info("run started", extra={"window_start": window_start.isoformat(),
+                                       "window_end": window_end.isoformat()})
+        try:
+            async with asyncio.timeout(deadline):
+                sides = adapters if isinstance(adapters, Adapters) else await adapters()
+                result = await reconcile(check, sides.source, sides.reader, window_start,
+                                         window_end, now=now, sample_keys=sample_keys)
+        except asyncio.CancelledError:
+            await _shielded_fail(state, run_id, "cancelled: the service is shutting down",
+                                 time.monotonic() - clock)
+            raise
+        except TimeoutError:
+            result = _failed(check, window_start, window_end, now,
+                             f"the run exceeded its deadline of {deadline:g}s")
+        except DriftgaugeError as exc:
+            result = _failed(check, window_start, window_end, now,
+                             f"{type(exc).__name__}: {exc}")
+        except Exception as exc:
+            # A bug must fail this run, not the scheduler that owns it.
+            log.exception("run crashed")
+            result = _failed(check, window_start, window_end, now,
+                             f"internal error: {type(exc).__name__}: {exc}")
+        result.finished_at = result.finished_at or datetime.now(UTC)
+        duration = time.monotonic() - clock
+        if result.error is None:
+            await state.complete_run(run_id, result, duration=duration,
+                                     sample_keys=sample_keys,
+                                     key_hash=key_hash or key_hasher(check))
+        else:
+            await state.fail_run(run_id, result.error, finished_at=result.finished_at,
+                                 duration=duration, queries=result.queries,
+                                 rows_fetched=result.rows_fetched)
+        log.info("run finished", extra={"status": result.status, "error": result.error,
+                                        "duration_seconds": round(duration, 3),
+                                        "queries": result.queries,
+                                        "drift": sum(b.drift for b in result.buckets)})
+    return result
+
+
+def _failed(check: Check, start: datetime, end: datetime, now: datetime,
+            error: str) -> RunResult:
+    return RunResult(check.name, start, end, started_at=now, error=error)
+
+
+async def _shielded_fail(state: StateStore, run_id: int, error: str, duration: float) -> None:
+    """Record a cancelled run as failed, even though our own task is being cancelled."""
+    task = asyncio.ensure_future(state.fail_run(run_id, error, duration=duration))
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        # Cancelled again while waiting: give the write a bounded moment to land rather
+        # than abandoning it half-way.
+        await asyncio.wait({task}, timeout=5)
+        if task.done() and not task.cancelled() and task.exception() is not None:
+            log.warning("could not record the cancelled run",
+                        extra={"error": str(task.exception())})
+    except StateError as exc:
+        log.warning("could not record the cancelled run", extra={"error": str(exc)})
+
+
+Opener = Callable[[View], Awaitable[StoreAdapter]]
+
+
+async def _default_open(view: View) -> StoreAdapter:
+    from driftgauge.stores import open_adapter
+
+    return await open_adapter(view)
+
+
+class AdapterPool:
+    """One adapter per check side, opened on first use and kept until close()."""
+
+    def __init__(self, checks: Mapping[str, Check], opener: Opener | None = None) -> None:
+        self._checks = checks
+        self._open = opener or _default_open
+        self._sides: dict[str, Adapters] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def get(self, check: str) -> Adapters:
+        """Return the check's adapters, opening them if needed (StoreError if a side fails)."""
+        have = self._sides.get(check)
+        if have is not None:
+            return have
+        async with self._locks.setdefault(check, asyncio.Lock()):
+            have = self._sides.get(check)
+            if have is not None:
+                return have
+            c = self._checks[check]
+            source = await self._open(c.source)
+            try:
+                reader = await self._open(c.reader)
+            except BaseException:
+                await source.close()
+                raise
+            self._sides[check] = Adapters(source, reader)
+            return self._sides[check]
+
+    def getter(self, check: str) -> Callable[[], Awaitable[Adapters]]:
+        """Return a zero-argument opener for one check, as run_check accepts."""
+        async def get() -> Adapters:
+            return await self.get(check)
+        return get
+
+    async def close(self) -> None:
+        """Close every opened adapter; a failing close does not stop the others."""
+        sides, self._sides = self._sides, {}
+        for name, pair in sides.items():
+            for side in pair:
+                try:
+                    async with asyncio.timeout(10):
+                        await side.close()
+                except Exception as exc:
+                    log.warning("closing an adapter failed",
+                                extra={"check": name, "error": f"{type(exc).__name__}: {exc}"})

@@ -1,0 +1,58 @@
+"""Run the driftgauge service (scheduler, /metrics, REST API) under uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+
+import uvicorn
+
+from driftgauge import logs
+from driftgauge.api import create_app
+from driftgauge.config import Config, load_file
+from driftgauge.errors import ConfigError, DriftgaugeError
+from driftgauge.state import StateStore
+
+
+async def _reach_state(config: Config) -> None:
+    """Open and close the state store once, so a bad state.dsn fails before serving."""
+    store = await StateStore.open(config.state)
+    await store.close()
+
+
+def serve(config_path: str, host: str, port: int) -> None:
+    """Load the config, check the state database and serve until SIGINT/SIGTERM.
+
+    Raises ConfigError or StateError (with the field and the problem) before serving.
+    """
+    logs.configure()
+    config = load_file(config_path, resolve_secrets=True)
+    asyncio.run(_reach_state(config))
+    app = create_app(config)
+    uvicorn.run(app, host=host, port=port, log_config=None, access_log=False,
+                timeout_graceful_shutdown=15, lifespan="on")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse `--config/--host/--port` and serve; return the exit status."""
+    p = argparse.ArgumentParser(prog="python -m driftgauge.server", description=__doc__)
+    p.add_argument("--config", required=True, help="config file")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8080)
+    args = p.parse_args(argv)
+    try:
+        serve(args.config, args.host, args.port)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return 2
+    except DriftgaugeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,221 @@
+"""Turn result objects into state rows and back."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from driftgauge.engine.result import BucketResult, DriftKind, KeyDiff, Node
+from driftgauge.errors import StateError
+from driftgauge.stores.base import Aggregate
+
+MAX_DIGEST = (1 << 64) - 1
+RUN_COLUMNS = ("id, check_name, trigger, window_start, window_end, scheduled_for, started_at, "
+               "finished_at, status, complete, error, duration_seconds, queries, rows_fetched, "
+               "replica")
+BUCKET_COLUMNS = ("run_id, day, start_at, status, expected, visible, excluded, ledger_excluded, "
+                  "missing, extra, mismatched, duplicates, source_count, source_distinct, "
+                  "source_digest, reader_count, reader_distinct, reader_digest, reasons")
+NODE_COLUMNS = ("run_id", "day", "seq", "parent_seq", "level", "label", "hour_start", "fetched",
+                "source_count", "source_distinct", "source_digest", "reader_count",
+                "reader_distinct", "reader_digest")
+SAMPLE_COLUMNS = ("run_id", "day", "kind", "key", "key_hash", "source_copies", "reader_copies",
+                  "event_time")
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One row of the run table: who ran which check over which window, and how it ended."""
+
+    id: int
+    check: str
+    trigger: str
+    window_start: datetime
+    window_end: datetime
+    scheduled_for: datetime | None
+    started_at: datetime
+    finished_at: datetime | None
+    status: str
+    complete: bool
+    error: str | None
+    duration_seconds: float | None
+    queries: int
+    rows_fetched: int
+    replica: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the run as a JSON-ready dict."""
+        def iso(t: datetime | None) -> str | None:
+            return t.isoformat() if t is not None else None
+
+        return {
+            "id": self.id, "check": self.check, "trigger": self.trigger,
+            "window_start": self.window_start.isoformat(),
+            "window_end": self.window_end.isoformat(),
+            "scheduled_for": iso(self.scheduled_for), "started_at": self.started_at.isoformat(),
+            "finished_at": iso(self.finished_at), "status": self.status,
+            "complete": self.complete, "error": self.error,
+            "duration_seconds": self.duration_seconds, "queries": self.queries,
+            "rows_fetched": self.rows_fetched, "replica": self.replica,
+        }
+
+
+@dataclass(frozen=True)
+class StoredBucket:
+    """A day bucket as stored, with the run it came from."""
+
+    run_id: int
+    finished_at: datetime | None
+    bucket: BucketResult
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the bucket and its run as a JSON-ready dict."""
+        out = self.bucket.to_dict()
+        out["run_id"] = self.run_id
+        out["checked_at"] = self.finished_at.isoformat() if self.finished_at else None
+        return out
+
+
+@dataclass(frozen=True)
+class StoredKey:
+    """One sampled differing key, with its key hash when known."""
+
+    diff: KeyDiff
+    key_hash: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the key as a JSON-ready dict."""
+        d = self.diff
+        return {
+            "key": d.key, "kind": d.kind, "source_copies": d.source_copies,
+            "reader_copies": d.reader_copies, "key_hash": self.key_hash,
+            "event_time": d.event_time.isoformat() if d.event_time else None,
+        }
+
+
+def digest_param(value: int) -> Decimal:
+    """Return a digest as an exact numeric parameter, refusing values outside 64 bits."""
+    if not 0 <= value <= MAX_DIGEST:
+        raise StateError(f"digest {value} is not an unsigned 64-bit value")
+    return Decimal(value)
+
+
+def run_row(rec: Mapping[str, Any]) -> RunRow:
+    """Return a RunRow from a record of RUN_COLUMNS."""
+    return RunRow(
+        id=rec["id"], check=rec["check_name"], trigger=rec["trigger"],
+        window_start=rec["window_start"], window_end=rec["window_end"],
+        scheduled_for=rec["scheduled_for"], started_at=rec["started_at"],
+        finished_at=rec["finished_at"], status=rec["status"], complete=rec["complete"],
+        error=rec["error"], duration_seconds=rec["duration_seconds"], queries=rec["queries"],
+        rows_fetched=rec["rows_fetched"], replica=rec["replica"],
+    )
+
+
+def bucket_args(run_id: int, bucket: BucketResult, tz: ZoneInfo | None) -> tuple[Any, ...]:
+    """Return the parameters of one bucket row (day is the bucket's local date)."""
+    s, r = bucket.source, bucket.reader
+    return (
+        run_id, local_day(bucket.start, tz), bucket.start, bucket.status, bucket.expected,
+        bucket.visible, json.dumps(bucket.excluded), json.dumps(bucket.ledger_excluded),
+        bucket.missing, bucket.extra, bucket.mismatched, bucket.duplicates,
+        s.count, s.distinct_keys, digest_param(s.digest),
+        r.count, r.distinct_keys, digest_param(r.digest), json.dumps(bucket.reasons),
+    )
+
+
+def local_day(start: datetime, tz: ZoneInfo | None) -> date:
+    """Return the bucket's local date: its start in the check's time zone."""
+    return (start.astimezone(tz) if tz is not None else start).date()
+
+
+def bucket_from(rec: Mapping[str, Any], tz: ZoneInfo | None = None) -> StoredBucket:
+    """Return a StoredBucket from a bucket record joined with its run's finished_at."""
+    start: datetime = rec["start_at"]
+    bucket = BucketResult(
+        start=start.astimezone(tz) if tz is not None else start, status=rec["status"],
+        expected=rec["expected"], visible=rec["visible"],
+        excluded=_json_map(rec["excluded"]), missing=rec["missing"], extra=rec["extra"],
+        mismatched=rec["mismatched"], duplicates=rec["duplicates"],
+        source=Aggregate(rec["source_count"], rec["source_distinct"], int(rec["source_digest"])),
+        reader=Aggregate(rec["reader_count"], rec["reader_distinct"], int(rec["reader_digest"])),
+        reasons=[str(x) for x in json.loads(rec["reasons"])],
+        ledger_excluded=_json_map(rec["ledger_excluded"]),
+    )
+    return StoredBucket(rec["run_id"], rec.get("finished_at"), bucket)
+
+
+def _json_map(text: str) -> dict[str, int]:
+    raw = json.loads(text)
+    if not isinstance(raw, dict):
+        raise StateError("a stored exclusion map is not a JSON object")
+    return {str(k): int(v) for k, v in raw.items()}
+
+
+def node_records(run_id: int, day: date, tree: list[Node]) -> Iterator[tuple[Any, ...]]:
+    """Yield one row per node of a bucket's tree, depth first, parents before children."""
+    seq = 0
+
+    def walk(nodes: list[Node], parent: int | None,
+             hour: datetime | None) -> Iterator[tuple[Any, ...]]:
+        nonlocal seq
+        for node in nodes:
+            seq += 1
+            mine = seq
+            here = datetime.fromisoformat(node.label) if node.level == "hour" else hour
+            s, r = node.source, node.reader
+            yield (run_id, day, mine, parent, node.level, node.label, here, node.fetched,
+                   s.count, s.distinct_keys, digest_param(s.digest),
+                   r.count, r.distinct_keys, digest_param(r.digest))
+            yield from walk(node.children, mine, here)
+
+    yield from walk(tree, None, None)
+
+
+def nodes_from(records: list[Mapping[str, Any]]) -> list[Node]:
+    """Rebuild a forest from node records; a node whose parent is not among them is a root."""
+    by_seq: dict[int, Node] = {}
+    roots: list[Node] = []
+    for rec in sorted(records, key=lambda r: r["seq"]):
+        node = Node(
+            level=rec["level"], label=rec["label"],
+            source=Aggregate(rec["source_count"], rec["source_distinct"],
+                             int(rec["source_digest"])),
+            reader=Aggregate(rec["reader_count"], rec["reader_distinct"],
+                             int(rec["reader_digest"])),
+            fetched=rec["fetched"],
+        )
+        by_seq[rec["seq"]] = node
+        parent = by_seq.get(rec["parent_seq"]) if rec["parent_seq"] is not None else None
+        if parent is not None:
+            parent.children.append(node)
+        else:
+            roots.append(node)
+    return roots
+
+
+def sample_records(run_id: int, day: date, samples: list[KeyDiff], per_kind: int | None,
+                   key_hash: Callable[[str], str | None] | None) -> Iterator[tuple[Any, ...]]:
+    """Yield sample rows, at most `per_kind` keys of each kind."""
+    taken: dict[DriftKind, int] = {}
+    for diff in samples:
+        if per_kind is not None and taken.get(diff.kind, 0) >= per_kind:
+            continue
+        taken[diff.kind] = taken.get(diff.kind, 0) + 1
+        # Prefer the hash the store computed; fall back to recomputing it here.
+        hashed = getattr(diff, "key_hash", None)
+        if hashed is None and key_hash is not None:
+            hashed = key_hash(diff.key)
+        yield (run_id, day, diff.kind, diff.key, hashed, diff.source_copies,
+               diff.reader_copies, diff.event_time)
+
+
+def stored_key(rec: Mapping[str, Any]) -> StoredKey:
+    """Return a StoredKey from a key_samples record."""
+    return StoredKey(KeyDiff(rec["key"], rec["kind"], rec["source_copies"],
+                             rec["reader_copies"], rec["event_time"]), rec["key_hash"])

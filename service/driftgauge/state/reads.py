@@ -1,0 +1,156 @@
+"""Queries over stored runs: latest status, day buckets, drill-down nodes, sampled keys."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import date, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import asyncpg
+
+from driftgauge.engine.result import Node
+from driftgauge.errors import StateError
+from driftgauge.state import codec
+from driftgauge.state.codec import RunRow, StoredBucket, StoredKey
+
+DB_ERRORS = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError)
+_BUCKET_SELECT = ("SELECT DISTINCT ON (b.day) b.*, r.finished_at FROM buckets b"
+                  " JOIN runs r ON r.id = b.run_id"
+                  " WHERE r.check_name = $1 AND r.complete AND b.status <> 'error'")
+
+
+def describe(exc: BaseException) -> str:
+    """Return an exception's type and message on one line."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class Reads:
+    """Read queries of the state store; each runs under the store's deadline."""
+
+    def __init__(self, pool: Any, timeout: float) -> None:
+        self._pool = pool
+        self._timeout = timeout
+
+    @asynccontextmanager
+    async def _call(self, what: str, *, scale: float = 1.0) -> AsyncIterator[Any]:
+        """Yield a pooled connection under a deadline; translate failures into StateError."""
+        limit = self._timeout * scale
+        try:
+            async with asyncio.timeout(limit), self._pool.acquire() as conn:
+                yield conn
+        except TimeoutError:
+            raise StateError(f"state database: {what}: no answer within {limit:g}s") from None
+        except DB_ERRORS as exc:
+            raise StateError(f"state database: {what}: {describe(exc)}") from None
+
+    async def latest_runs(self) -> dict[str, RunRow]:
+        """Return the most recently started run of every check (running or not)."""
+        async with self._call("read the latest runs") as conn:
+            recs = await conn.fetch(
+                f"SELECT DISTINCT ON (check_name) {codec.RUN_COLUMNS} FROM runs"
+                " ORDER BY check_name, started_at DESC, id DESC")
+        return {r["check_name"]: codec.run_row(r) for r in recs}
+
+    async def latest_finished_run(self, check: str) -> RunRow | None:
+        """Return the check's most recently finished run, failed or not."""
+        return await self._one_run(
+            "read the latest finished run",
+            "WHERE check_name = $1 AND finished_at IS NOT NULL"
+            " ORDER BY finished_at DESC, id DESC LIMIT 1", check)
+
+    async def latest_completed_run(self, check: str) -> RunRow | None:
+        """Return the check's most recent run whose results were stored."""
+        return await self._one_run(
+            "read the latest completed run",
+            "WHERE check_name = $1 AND complete ORDER BY finished_at DESC, id DESC LIMIT 1",
+            check)
+
+    async def latest_success(self, check: str) -> RunRow | None:
+        """Return the check's most recent completed run with no bucket in error."""
+        return await self._one_run(
+            "read the latest successful run",
+            "WHERE check_name = $1 AND complete AND status IN ('ok', 'drift')"
+            " ORDER BY finished_at DESC, id DESC LIMIT 1", check)
+
+    async def run(self, check: str, run_id: int) -> RunRow | None:
+        """Return one run of a check by id."""
+        return await self._one_run("read a run", "WHERE check_name = $1 AND id = $2", check,
+                                   run_id)
+
+    async def runs(self, check: str, *, limit: int = 50,
+                   before_id: int | None = None) -> list[RunRow]:
+        """Return the check's runs, newest first, optionally those older than `before_id`."""
+        async with self._call("list runs") as conn:
+            recs = await conn.fetch(
+                f"SELECT {codec.RUN_COLUMNS} FROM runs WHERE check_name = $1"
+                " AND ($2::bigint IS NULL OR id < $2) ORDER BY id DESC LIMIT $3",
+                check, before_id, limit)
+        return [codec.run_row(r) for r in recs]
+
+    async def run_counts(self, check: str) -> dict[str, int]:
+        """Return how many runs of the check ended in each status."""
+        async with self._call("count runs") as conn:
+            recs = await conn.fetch(
+                "SELECT status, count(*) AS n FROM runs WHERE check_name = $1"
+                " AND status <> 'running' GROUP BY status", check)
+        return {r["status"]: r["n"] for r in recs}
+
+    async def _one_run(self, what: str, where: str, *args: Any) -> RunRow | None:
+        async with self._call(what) as conn:
+            rec = await conn.fetchrow(f"SELECT {codec.RUN_COLUMNS} FROM runs {where}", *args)
+        return codec.run_row(rec) if rec is not None else None
+
+    async def day_buckets(self, check: str, since: date, until: date,
+                          tz: ZoneInfo | None = None) -> list[StoredBucket]:
+        """Return each day in [since, until] from the latest completed run that judged it."""
+        async with self._call("read day buckets") as conn:
+            recs = await conn.fetch(
+                f"{_BUCKET_SELECT} AND b.day BETWEEN $2 AND $3"
+                " ORDER BY b.day, r.finished_at DESC, r.id DESC", check, since, until)
+        return [codec.bucket_from(r, tz) for r in recs]
+
+    async def day_bucket(self, check: str, day: date,
+                         tz: ZoneInfo | None = None) -> StoredBucket | None:
+        """Return one day from the latest completed run that judged it."""
+        found = await self.day_buckets(check, day, day, tz)
+        return found[0] if found else None
+
+    async def day_nodes(self, run_id: int, day: date) -> tuple[list[Node], list[Node]]:
+        """Return a day's hour nodes (without children) and its day-wide prefix tree."""
+        async with self._call("read a day's drill-down") as conn:
+            recs = await conn.fetch(
+                "SELECT * FROM nodes WHERE run_id = $1 AND day = $2"
+                " AND (level = 'hour' OR hour_start IS NULL) ORDER BY seq", run_id, day)
+        hours = codec.nodes_from([r for r in recs if r["level"] == "hour"])
+        prefixes = codec.nodes_from([r for r in recs if r["level"] == "prefix"])
+        return hours, prefixes
+
+    async def hour_tree(self, run_id: int, day: date, hour_start: datetime) -> Node | None:
+        """Return one stored hour node with its prefix subtree, or None if not stored."""
+        async with self._call("read an hour's drill-down") as conn:
+            recs = await conn.fetch(
+                "SELECT * FROM nodes WHERE run_id = $1 AND day = $2 AND hour_start = $3"
+                " ORDER BY seq", run_id, day, hour_start)
+        roots = [n for n in codec.nodes_from(recs) if n.level == "hour"]
+        return roots[0] if roots else None
+
+    async def keys(self, run_id: int, day: date, *, kind: str | None = None,
+                   prefix: str | None = None, start: datetime | None = None,
+                   end: datetime | None = None, limit: int = 100,
+                   offset: int = 0) -> tuple[int, list[StoredKey]]:
+        """Return (total, one page) of a bucket's sampled differing keys, filtered."""
+        where = ("run_id = $1 AND day = $2 AND ($3::text IS NULL OR kind = $3)"
+                 " AND ($4::text IS NULL OR starts_with(key_hash, $4))"
+                 " AND ($5::timestamptz IS NULL OR event_time >= $5)"
+                 " AND ($6::timestamptz IS NULL OR event_time < $6)")
+        args = (run_id, day, kind, prefix, start, end)
+        async with self._call("read sampled keys") as conn:
+            total = await conn.fetchval(f"SELECT count(*) FROM key_samples WHERE {where}", *args)
+            recs = await conn.fetch(
+                f"SELECT * FROM key_samples WHERE {where} ORDER BY kind, key"
+                " LIMIT $7 OFFSET $8", *args, limit, offset)
+        return int(total), [codec.stored_key(r) for r in recs]

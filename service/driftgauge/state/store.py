@@ -1,0 +1,213 @@
+"""The state database: runs, day buckets, drill-down trees and key samples, in one schema."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import asyncpg
+
+from driftgauge.config.runtime import State
+from driftgauge.engine.result import RunResult
+from driftgauge.errors import SecretError, StateError
+from driftgauge.state import codec, migrate
+from driftgauge.state.reads import DB_ERRORS, Reads, describe
+
+KeyHasher = Callable[[str], str | None]
+
+
+def default_replica() -> str:
+    """Return an id for this process: host, pid and a random tag."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+class StateStore(Reads):
+    """Driftgauge's own results in a PostgreSQL schema; every call has a deadline."""
+
+    def __init__(self, pool: Any, dsn: str, schema: str, *, timeout: float,
+                 replica: str) -> None:
+        super().__init__(pool, timeout)
+        self._dsn = dsn
+        self.schema = schema
+        self.replica = replica
+
+    @classmethod
+    async def open(cls, state: State, *, deadline: float = 10.0, pool_max: int = 4,
+                   replica: str | None = None) -> StateStore:
+        """Connect, apply pending migrations and return the store; raise StateError if not.
+
+        `deadline` bounds every call in seconds (migrations get a few times longer).
+        """
+        timeout = deadline
+        try:
+            dsn = state.dsn.reveal()
+        except SecretError as exc:
+            raise StateError(f"state.dsn: {exc.problems[0]}") from None
+        settings = {"search_path": migrate.quote_ident(state.schema),
+                    "application_name": "driftgauge"}
+        try:
+            async with asyncio.timeout(timeout * 2):
+                pool = await asyncpg.create_pool(
+                    dsn, min_size=1, max_size=pool_max, timeout=timeout,
+                    command_timeout=timeout, server_settings=settings)
+        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError,
+                ValueError) as exc:
+            raise StateError(f"state.dsn: cannot connect to the state database "
+                             f"({describe(exc)})") from None
+        store = cls(pool, dsn, state.schema, timeout=timeout,
+                    replica=replica or default_replica())
+        try:
+            await store.migrate()
+        except BaseException:
+            await store.close()
+            raise
+        return store
+
+    async def migrate(self) -> list[int]:
+        """Apply pending migrations; return the versions applied by this call."""
+        async with self._call("apply migrations", scale=6) as conn:
+            return await migrate.apply(conn, self.schema)
+
+    async def close(self) -> None:
+        """Close the pool, waiting a bounded time for connections in use."""
+        try:
+            await asyncio.wait_for(self._pool.close(), self._timeout)
+        except TimeoutError:
+            self._pool.terminate()
+
+    async def ping(self) -> None:
+        """Raise StateError unless the state database answers."""
+        async with self._call("ping") as conn:
+            await conn.fetchval("SELECT 1")
+
+    async def begin_run(self, check: str, window_start: datetime, window_end: datetime, *,
+                        trigger: str, started_at: datetime | None = None) -> int:
+        """Insert a run as `running` and return its id."""
+        async with self._call("begin a run") as conn:
+            run_id: int = await conn.fetchval(
+                "INSERT INTO runs (check_name, trigger, window_start, window_end, started_at,"
+                " replica) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+                check, trigger, window_start, window_end, started_at or datetime.now(UTC),
+                self.replica)
+        return run_id
+
+    async def claim_tick(self, check: str, window_start: datetime, window_end: datetime, *,
+                         trigger: str, scheduled_for: datetime, started_at: datetime,
+                         guard: timedelta) -> int | None:
+        """Insert a run for one scheduled tick unless a replica already took it.
+
+        Returns None when a run of this tick exists, or when a run of the same check and
+        trigger started within `guard` before `started_at` (replicas whose clocks disagree).
+        """
+        async with self._call("claim a scheduled tick") as conn:
+            run_id: int | None = await conn.fetchval(
+                "INSERT INTO runs (check_name, trigger, window_start, window_end, scheduled_for,"
+                " started_at, replica)"
+                " SELECT $1, $2, $3, $4, $5, $6, $7"
+                " WHERE NOT EXISTS (SELECT 1 FROM runs WHERE check_name = $1 AND trigger = $2"
+                "   AND started_at > $6::timestamptz - $8::interval"
+                "   AND started_at <= $6::timestamptz + $8::interval)"
+                " ON CONFLICT DO NOTHING RETURNING id",
+                check, trigger, window_start, window_end, scheduled_for, started_at,
+                self.replica, guard)
+        return run_id
+
+    async def complete_run(self, run_id: int, result: RunResult, *,
+                           duration: float | None = None,
+                           sample_keys: int | None = None,
+                           key_hash: KeyHasher | None = None) -> None:
+        """Write buckets, tree and samples and mark the run finished, in one transaction.
+
+        `sample_keys` caps the stored keys per bucket and kind; `key_hash` gives a key's hash
+        when the engine's key diffs do not carry it (for filtering keys by prefix).
+        """
+        finished = result.finished_at or datetime.now(UTC)
+        buckets = [codec.bucket_args(run_id, b, None) for b in result.buckets]
+        nodes = [rec for b in result.buckets
+                 for rec in codec.node_records(run_id, b.start.date(), b.tree)]
+        samples = [rec for b in result.buckets
+                   for rec in codec.sample_records(run_id, b.start.date(), b.samples,
+                                                   sample_keys, key_hash)]
+        status = result.status
+        async with self._call("complete a run", scale=3) as conn, conn.transaction():
+            flipped = await conn.fetchval(
+                "UPDATE runs SET status = $2, complete = true, finished_at = $3,"
+                " duration_seconds = coalesce($4, extract(epoch FROM $3 - started_at)),"
+                " queries = $5, rows_fetched = $6, error = NULL"
+                " WHERE id = $1 AND status = 'running' RETURNING id",
+                run_id, status, finished, duration, result.queries, result.rows_fetched)
+            if flipped is None:
+                raise StateError(f"run {run_id} is not running (finished or abandoned)")
+            await conn.executemany(
+                f"INSERT INTO buckets ({codec.BUCKET_COLUMNS}) VALUES ($1, $2, $3, $4, $5,"
+                " $6, $7::jsonb, $8::jsonb, $9, $10, $11, $12, $13, $14, $15, $16, $17,"
+                " $18, $19::jsonb)", buckets)
+            if nodes:
+                await conn.copy_records_to_table(
+                    "nodes", records=nodes, columns=codec.NODE_COLUMNS,
+                    schema_name=self.schema)
+            if samples:
+                await conn.copy_records_to_table(
+                    "key_samples", records=samples, columns=codec.SAMPLE_COLUMNS,
+                    schema_name=self.schema)
+
+    async def fail_run(self, run_id: int, error: str, *, finished_at: datetime | None = None,
+                       duration: float | None = None, queries: int = 0,
+                       rows_fetched: int = 0) -> None:
+        """Mark a running run as failed with its error; its buckets are never written."""
+        async with self._call("record a failed run") as conn:
+            await conn.execute(
+                "UPDATE runs SET status = 'error', complete = false, finished_at = $3,"
+                " duration_seconds = coalesce($4, extract(epoch FROM $3 - started_at)),"
+                " error = $2, queries = $5, rows_fetched = $6"
+                " WHERE id = $1 AND status = 'running'",
+                run_id, error, finished_at or datetime.now(UTC), duration, queries,
+                rows_fetched)
+
+    async def abandon_stale(self, started_before: datetime, reason: str) -> int:
+        """Fail runs still `running` that started before a cutoff; return how many."""
+        async with self._call("abandon stale runs") as conn:
+            done = await conn.fetch(
+                "UPDATE runs SET status = 'error', error = $2, finished_at = now()"
+                " WHERE status = 'running' AND started_at < $1 RETURNING id",
+                started_before, reason)
+        return len(done)
+
+    @asynccontextmanager
+    async def check_lock(self, check: str) -> AsyncIterator[bool]:
+        """Hold this check's advisory lock on a dedicated connection; yield False if taken."""
+        key = migrate.lock_key("check", self.schema, check)
+        try:
+            async with asyncio.timeout(self._timeout):
+                conn = await asyncpg.connect(self._dsn, timeout=self._timeout,
+                                             server_settings={"application_name":
+                                                              "driftgauge-lock"})
+                got = bool(await conn.fetchval("SELECT pg_try_advisory_lock($1)", key))
+        except DB_ERRORS as exc:
+            raise StateError(f"state database: take the lock of check {check!r}: "
+                             f"{describe(exc)}") from None
+        try:
+            yield got
+        finally:
+            # Closing the session releases the lock even if the unlock cannot be sent.
+            try:
+                if got:
+                    await conn.execute("SELECT pg_advisory_unlock($1)", key,
+                                       timeout=self._timeout)
+            except DB_ERRORS:
+                pass
+            finally:
+                await _close(conn, self._timeout)
+
+
+async def _close(conn: Any, deadline: float) -> None:
+    try:
+        await asyncio.wait_for(conn.close(), deadline)
+    except (TimeoutError, OSError, asyncpg.InterfaceError):
+        conn.terminate()

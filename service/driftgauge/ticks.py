@@ -1,0 +1,181 @@
+"""What one tick does: take the check's lock, claim the tick, run, record; owned tasks only."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import datetime, timedelta
+
+from driftgauge.config.runtime import Check
+from driftgauge.errors import DriftgaugeError, StateError
+from driftgauge.logs import log_context
+from driftgauge.runner import AdapterPool, execute_run, window_for
+from driftgauge.scheduler import JobSpec, utc_now
+from driftgauge.state import KeyHasher, StateStore
+
+log = logging.getLogger("driftgauge.ticks")
+MIN_DEADLINE = timedelta(minutes=10)
+Listener = Callable[[str], Awaitable[None]]
+
+
+class CheckBusy(DriftgaugeError):
+    """A run of this check is already in progress (here or on another replica)."""
+
+
+class TickRunner:
+    """Run scheduled ticks and manual runs, never two runs of one check at once.
+
+    In this process a lock per check serialises its jobs; across replicas a PostgreSQL
+    advisory lock does, and the run table accepts one run per scheduled tick.
+    """
+
+    def __init__(self, checks: Mapping[str, Check], state: StateStore, adapters: AdapterPool,
+                 *, sample_keys: int = 100, clock: Callable[[], datetime] = utc_now,
+                 deadline: float | None = None, on_change: Listener | None = None,
+                 key_hash: Callable[[Check], KeyHasher | None] | None = None) -> None:
+        self._checks = checks
+        self._state = state
+        self._adapters = adapters
+        self._sample_keys = sample_keys
+        self._clock = clock
+        self._deadline = deadline
+        self._on_change = on_change
+        self._key_hash = key_hash
+        self._locks = {name: asyncio.Lock() for name in checks}
+        self._tasks: set[asyncio.Task[object]] = set()
+
+    def busy(self, check: str) -> bool:
+        """Return True while this process runs the check."""
+        return self._locks[check].locked()
+
+    def _deadline_for(self, period: timedelta) -> float:
+        if self._deadline is not None:
+            return self._deadline
+        return max(MIN_DEADLINE, period).total_seconds()
+
+    async def tick(self, spec: JobSpec, scheduled_for: datetime) -> str:
+        """Run one scheduled tick unless another run holds the check; return the outcome."""
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        try:
+            with log_context(check=spec.check, job=spec.kind):
+                return await self._tick(spec, scheduled_for)
+        finally:
+            if task is not None:
+                self._tasks.discard(task)
+            await self._changed(spec.check)
+
+    async def _tick(self, spec: JobSpec, scheduled_for: datetime) -> str:
+        check = self._checks[spec.check]
+        lock = self._locks[check.name]
+        if lock.locked():
+            log.info("tick skipped: the check is already running here")
+            return "busy"
+        async with lock:
+            try:
+                async with self._state.check_lock(check.name) as got:
+                    if not got:
+                        log.info("tick skipped: another replica is running the check")
+                        return "busy"
+                    now = self._clock()
+                    period = spec.period(now)
+                    start, end = window_for(check, spec.kind, now)
+                    run_id = await self._state.claim_tick(
+                        check.name, start, end, trigger=spec.kind, scheduled_for=scheduled_for,
+                        started_at=now, guard=period / 2)
+                    if run_id is None:
+                        log.info("tick skipped: another replica ran it",
+                                 extra={"scheduled_for": scheduled_for.isoformat()})
+                        return "taken"
+                    result = await execute_run(
+                        check, self._adapters.getter(check.name), self._state, run_id, start,
+                        end, now=now, sample_keys=self._sample_keys,
+                        deadline=self._deadline_for(period), key_hash=self._hasher(check))
+                    return f"ran:{result.status}"
+            except StateError as exc:
+                log.error("tick failed: state database", extra={"error": str(exc)})
+                return "state-error"
+
+    def _hasher(self, check: Check) -> KeyHasher | None:
+        return self._key_hash(check) if self._key_hash is not None else None
+
+    async def trigger(self, check_name: str, kind: str = "manual",
+                      window: str = "recent") -> int:
+        """Start a run of the check now as an owned task; return its run id once begun.
+
+        Raises CheckBusy when the check is running here or on another replica.
+        """
+        if self._locks[check_name].locked():
+            raise CheckBusy(f"check {check_name!r} is already running")
+        begun: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        task = asyncio.create_task(self._manual(check_name, kind, window, begun),
+                                   name=f"driftgauge-run-{check_name}")
+        self._own(task)
+        try:
+            return await asyncio.shield(begun)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+
+    async def _manual(self, check_name: str, kind: str, window: str,
+                      begun: asyncio.Future[int]) -> None:
+        check = self._checks[check_name]
+        try:
+            with log_context(check=check_name, job=kind):
+                await self._run_manual(check, kind, window, begun)
+        except BaseException as exc:
+            if not begun.done():
+                begun.set_exception(exc if isinstance(exc, Exception)
+                                    else CheckBusy("the service is shutting down"))
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            await self._changed(check_name)
+
+    async def _run_manual(self, check: Check, kind: str, window: str,
+                          begun: asyncio.Future[int]) -> None:
+        lock = self._locks[check.name]
+        if lock.locked():
+            raise CheckBusy(f"check {check.name!r} is already running")
+        async with lock, self._state.check_lock(check.name) as got:
+            if not got:
+                raise CheckBusy(f"check {check.name!r} is running on another replica")
+            now = self._clock()
+            start, end = window_for(check, window, now)
+            run_id = await self._state.begin_run(check.name, start, end, trigger=kind,
+                                                 started_at=now)
+            begun.set_result(run_id)
+            period = check.schedule.recent_every or timedelta(hours=1)
+            await execute_run(check, self._adapters.getter(check.name), self._state, run_id,
+                              start, end, now=now, sample_keys=self._sample_keys,
+                              deadline=self._deadline_for(period),
+                              key_hash=self._hasher(check))
+
+    def _own(self, task: asyncio.Task[object]) -> None:
+        self._tasks.add(task)
+        task.add_done_callback(self._reap)
+
+    def _reap(self, task: asyncio.Task[object]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            exc = task.exception()
+            if not isinstance(exc, CheckBusy):
+                log.error("run task failed", extra={"error": f"{type(exc).__name__}: {exc}"})
+
+    async def _changed(self, check: str) -> None:
+        if self._on_change is None:
+            return
+        try:
+            await self._on_change(check)
+        except DriftgaugeError as exc:
+            log.warning("refreshing results after a run failed", extra={"error": str(exc)})
+
+    async def shutdown(self, grace: float = 10.0) -> None:
+        """Cancel every running tick and manual run, and wait (bounded) for them to record it."""
+        tasks = [t for t in self._tasks if not t.done()]
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=grace)

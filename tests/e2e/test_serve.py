@@ -1,0 +1,385 @@
+"""`driftgauge serve` as a subprocess: real PostgreSQL source, real OpenSearch reader, two replicas.
+
+Drift is planted per day (2 missing, 1 mismatched, 1 extra document); a second check loses
+its index half-way (its reader errors) and gets it back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+import asyncpg
+import httpx
+import pytest
+from opensearchpy import AsyncOpenSearch
+from opensearchpy.helpers import async_bulk
+from prometheus_client.parser import text_string_to_metric_families
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+PG = os.environ.get("DRIFTGAUGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:55432/postgres")
+OS_URL = os.environ.get("DRIFTGAUGE_TEST_OS_URL", "http://127.0.0.1:9250")
+TOKEN = "e2e-" + uuid.uuid4().hex
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+ROWS_PER_DAY = 60
+DAYS = 3
+MAPPING = {"properties": {"task_id": {"type": "keyword"}, "label": {"type": "keyword"},
+                          "completed_at": {"type": "date"}}}
+T = TypeVar("T")
+
+CONFIG = """
+stores:
+  pg: {kind: postgres, dsn: "<DSN>", timeout_seconds: 10, pool_max: 2}
+  os: {kind: opensearch, url: "<OS>", timeout_seconds: 10}
+state: {dsn: "<DSN>", schema: driftgauge_e2e}
+api: {tokens: ["<TOKEN>"], public_read: true, sample_keys: 20}
+checks:
+  reviews:
+    source: {store: pg, table: tasks, key: task_id, time: completed_at}
+    reader: {store: os, index: <INDEX>, key: task_id, time: completed_at}
+    fields: {label: string}
+    settle: 1m
+    drilldown: {leaf_rows: 20}
+    schedule: {recent: {every: 2s, days: 4}}
+  flaky:
+    source: {store: pg, table: tasks, key: task_id, time: completed_at}
+    reader: {store: os, index: <FLAKY>, key: task_id, time: completed_at}
+    fields: {label: string}
+    settle: 1m
+    schedule: {recent: {every: 2s, days: 4}}
+"""
+
+
+@dataclass
+class Stack:
+    """The planted data and the two running replicas."""
+
+    dsn: str
+    index: str
+    flaky: str
+    days: list[date]
+    planted: dict[str, dict[str, set[str]]]
+    urls: list[str]
+    logs: list[Path]
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+async def until(what: str, probe: Callable[[], Awaitable[T | None]],
+                limit: float = 90.0) -> T:
+    """Poll `probe` until it returns something truthy; fail naming `what` after `limit`."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit
+    while True:
+        got = await probe()
+        if got:
+            return got
+        if loop.time() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        await asyncio.sleep(0.25)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def make_rows(days: list[date]) -> list[dict[str, Any]]:
+    rows = []
+    for day in days:
+        start = datetime(day.year, day.month, day.day, tzinfo=UTC)
+        for i in range(ROWS_PER_DAY):
+            rows.append({"task_id": f"t{day:%m%d}-{i:03d}", "label": "ok",
+                         "completed_at": start + timedelta(seconds=30 + i * 86000 // ROWS_PER_DAY)})
+    return rows
+
+
+def _doc(row: dict[str, Any]) -> dict[str, Any]:
+    return {**row, "completed_at": row["completed_at"].isoformat()}
+
+
+async def load_index(client: AsyncOpenSearch, index: str, rows: list[dict[str, Any]]) -> None:
+    await client.indices.create(index=index, body={"mappings": MAPPING,
+                                                   "settings": {"number_of_replicas": 0}})
+    await async_bulk(client, ({"_index": index, "_id": r["task_id"], "_source": _doc(r)}
+                              for r in rows), refresh="wait_for")
+
+
+async def plant(client: AsyncOpenSearch, index: str,
+                rows: list[dict[str, Any]]) -> dict[str, dict[str, set[str]]]:
+    """Delete 2, alter 1 and add 1 document per day; return the truth per day."""
+    truth: dict[str, dict[str, set[str]]] = {}
+    by_day: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_day.setdefault(r["completed_at"].date().isoformat(), []).append(r)
+    for day, rs in by_day.items():
+        gone, changed = [rs[5]["task_id"], rs[33]["task_id"]], rs[12]["task_id"]
+        extra = {**rs[20], "task_id": f"x{day}"}
+        for key in gone:
+            await client.delete(index=index, id=key)
+        await client.update(index=index, id=changed, body={"doc": {"label": "wrong"}})
+        await client.index(index=index, id=extra["task_id"], body=_doc(extra))
+        truth[day] = {"missing": set(gone), "mismatched": {changed}, "extra": {extra["task_id"]}}
+    await client.indices.refresh(index=index)
+    return truth
+
+
+def start_replica(config: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+    exe = ROOT / ".venv" / "bin" / "driftgauge"
+    cmd = [str(exe), "serve"] if exe.exists() else [sys.executable, "-m", "driftgauge.server"]
+    with log.open("wb") as out:
+        return subprocess.Popen([*cmd, "--config", str(config), "--host", "127.0.0.1",
+                                 "--port", str(port)], stdout=out, stderr=subprocess.STDOUT,
+                                cwd=ROOT)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> int:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+    return proc.returncode
+
+
+@pytest.fixture(scope="module")
+async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack]:
+    suffix = uuid.uuid4().hex[:10]
+    db, index, flaky = f"dg_e2e_{suffix}", f"dg_e2e_{suffix}", f"dg_e2e_{suffix}_flaky"
+    dsn = PG.rsplit("/", 1)[0] + "/" + db
+    today = datetime.now(UTC).date()
+    days = [today - timedelta(days=d) for d in range(DAYS, 0, -1)]
+    rows = make_rows(days)
+    tmp = tmp_path_factory.mktemp("serve")
+    admin = await asyncpg.connect(PG, timeout=10)
+    client = AsyncOpenSearch(hosts=[OS_URL], timeout=30)
+    stack = Stack(dsn, index, flaky, days, {}, [], [tmp / "a.log", tmp / "b.log"], rows=rows)
+    try:
+        await admin.execute(f'CREATE DATABASE "{db}"', timeout=30)
+        conn = await asyncpg.connect(dsn, timeout=10)
+        try:
+            await conn.execute("CREATE TABLE tasks (task_id text PRIMARY KEY, label text,"
+                               " completed_at timestamptz NOT NULL)")
+            await conn.copy_records_to_table(
+                "tasks", records=[(r["task_id"], r["label"], r["completed_at"]) for r in rows],
+                columns=["task_id", "label", "completed_at"])
+        finally:
+            await conn.close()
+        await load_index(client, index, rows)
+        await load_index(client, flaky, rows)
+        stack.planted = await plant(client, index, rows)
+        config = tmp / "driftgauge.yml"
+        config.write_text(CONFIG.replace("<DSN>", dsn).replace("<OS>", OS_URL)
+                          .replace("<TOKEN>", TOKEN).replace("<INDEX>", index)
+                          .replace("<FLAKY>", flaky), encoding="utf-8")
+        for log in stack.logs:
+            port = free_port()
+            stack.procs.append(start_replica(config, port, log))
+            stack.urls.append(f"http://127.0.0.1:{port}")
+        async with httpx.AsyncClient(timeout=10) as http:
+            for url, proc, log in zip(stack.urls, stack.procs, stack.logs, strict=True):
+                async def ready(url: str = url, proc: subprocess.Popen[bytes] = proc,
+                                log: Path = log) -> bool:
+                    if proc.poll() is not None:
+                        raise AssertionError(f"serve exited, see {log}")
+                    try:
+                        return (await http.get(f"{url}/readyz")).status_code == 200
+                    except httpx.TransportError:
+                        return False
+                await until(f"{url}/readyz", ready, limit=60)
+        yield stack
+    finally:
+        for proc in stack.procs:
+            stop(proc)
+        await client.indices.delete(index=f"{index},{flaky}", ignore_unavailable=True)
+        await client.close()
+        await admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)', timeout=30)
+        await admin.close()
+
+
+def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Return every sample of an exposition by (name, sorted labels)."""
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for fam in text_string_to_metric_families(text) for s in fam.samples}
+
+
+async def scrape(http: httpx.AsyncClient, url: str) -> dict[tuple[str, tuple[tuple[str, str],
+                                                                           ...]], float]:
+    resp = await http.get(f"{url}/metrics")
+    assert resp.status_code == 200
+    return samples(resp.text)
+
+
+def rows_of(s: dict[Any, float], check: str, day: str, kind: str) -> float | None:
+    return s.get(("driftgauge_bucket_rows", (("check", check), ("day", day), ("kind", kind))))
+
+
+def up(s: dict[Any, float], check: str) -> float | None:
+    return s.get(("driftgauge_check_up", (("check", check),)))
+
+
+async def test_metrics_report_the_planted_drift_per_bucket(stack: Stack) -> None:
+    async with httpx.AsyncClient(timeout=10) as http:
+        for url in stack.urls:
+            async def ready(url: str = url) -> dict[Any, float] | None:
+                s = await scrape(http, url)
+                have = all(rows_of(s, check, d.isoformat(), "missing") is not None
+                           for d in stack.days for check in ("reviews", "flaky"))
+                return s if have else None
+            s = await until(f"bucket series on {url}", ready)
+            for day in stack.days:
+                d = day.isoformat()
+                assert rows_of(s, "reviews", d, "expected") == ROWS_PER_DAY
+                assert rows_of(s, "reviews", d, "missing") == 2
+                assert rows_of(s, "reviews", d, "extra") == 1
+                assert rows_of(s, "reviews", d, "mismatched") == 1
+                assert rows_of(s, "flaky", d, "missing") == 0
+                assert s[("driftgauge_bucket_status",
+                          (("check", "reviews"), ("day", d), ("status", "drift")))] == 1
+            assert up(s, "reviews") == 1
+            assert s[("driftgauge_check_schedule_seconds", (("check", "reviews"),))] == 2
+            assert s[("driftgauge_rows", (("check", "reviews"), ("kind", "missing")))] == 2 * DAYS
+
+
+async def test_a_lost_reader_flips_up_without_zeroing_rows_then_recovers(stack: Stack) -> None:
+    client = AsyncOpenSearch(hosts=[OS_URL], timeout=30)
+    day = stack.days[0].isoformat()
+    try:
+        async with httpx.AsyncClient(timeout=10) as http:
+            url = stack.urls[0]
+
+            async def healthy() -> dict[Any, float] | None:
+                s = await scrape(http, url)
+                return s if up(s, "flaky") == 1 and rows_of(s, "flaky", day, "visible") else None
+            before = await until("flaky to be up", healthy)
+            success = before[("driftgauge_check_last_success_timestamp_seconds",
+                              (("check", "flaky"),))]
+            await client.indices.delete(index=stack.flaky)
+
+            async def down() -> dict[Any, float] | None:
+                s = await scrape(http, url)
+                return s if up(s, "flaky") == 0 else None
+            failed = await until("flaky to go down", down)
+            assert rows_of(failed, "flaky", day, "visible") == ROWS_PER_DAY
+            assert rows_of(failed, "flaky", day, "expected") == ROWS_PER_DAY
+            assert failed[("driftgauge_check_last_success_timestamp_seconds",
+                           (("check", "flaky"),))] >= success
+            assert failed[("driftgauge_check_runs_total",
+                           (("check", "flaky"), ("status", "error")))] >= 1
+            assert up(failed, "reviews") == 1  # the other check is not held up
+
+            await load_index(client, stack.flaky, stack.rows)
+            await until("flaky to recover", healthy)
+    finally:
+        await client.close()
+
+
+async def test_two_replicas_run_each_tick_once_and_never_overlap(stack: Stack) -> None:
+    conn = await asyncpg.connect(stack.dsn, timeout=10)
+    try:
+        async def enough() -> list[Any] | None:
+            recs = await conn.fetch(
+                "SELECT check_name, scheduled_for, started_at, finished_at, replica"
+                " FROM driftgauge_e2e.runs WHERE trigger = 'recent' AND finished_at IS NOT NULL"
+                " ORDER BY check_name, started_at")
+            return recs if len({r["replica"] for r in recs}) == 2 and len(recs) >= 8 else None
+        recs = await until("runs by both replicas", enough)
+        dupes = await conn.fetch(
+            "SELECT check_name, scheduled_for, count(*) FROM driftgauge_e2e.runs"
+            " WHERE trigger = 'recent' GROUP BY 1, 2 HAVING count(*) > 1")
+    finally:
+        await conn.close()
+    assert dupes == []
+    for check in ("reviews", "flaky"):
+        mine = [r for r in recs if r["check_name"] == check]
+        assert mine
+        for prev, nxt in itertools.pairwise(mine):
+            assert nxt["started_at"] >= prev["finished_at"], "two runs of one check overlapped"
+            assert (nxt["scheduled_for"] - prev["scheduled_for"]) % timedelta(seconds=2) == \
+                timedelta(0)
+
+
+async def test_api_walk_reaches_the_planted_keys(stack: Stack) -> None:
+    url = stack.urls[1]
+    day = stack.days[1].isoformat()
+    truth = stack.planted[day]
+    found: dict[str, set[str]] = {"missing": set(), "extra": set(), "mismatched": set()}
+    async with httpx.AsyncClient(timeout=10) as other:
+        unknown = await other.get(f"{url}/api/v1/checks/nope/days")
+        assert unknown.status_code == 404 and "'nope'" in unknown.text
+    async with httpx.AsyncClient(base_url=f"{url}/api/v1/checks/reviews", timeout=30) as http:
+        days = (await http.get("/days")).json()["days"]
+        assert {d["day"] for d in days} >= {d.isoformat() for d in stack.days}
+        detail = (await http.get(f"/days/{day}")).json()
+        assert detail["bucket"]["missing"] == 2
+        hours = [datetime.fromisoformat(h["label"]).hour for h in detail["hours"] if h["differs"]]
+        assert hours
+        for hour in hours:
+            live = (await http.get(f"/days/{day}/hours/{hour}", params={"live": "true"})).json()
+            for prefix in [p["label"] for p in live["prefixes"] if p["differs"]]:
+                keys = (await http.get(f"/days/{day}/keys", headers=AUTH,
+                                       params={"hour": hour, "prefix": prefix})).json()["keys"]
+                for k in keys:
+                    found[k["kind"]].add(k["key"])
+        assert found == truth
+        assert (await http.get(f"/days/{day}/keys")).status_code == 401
+        assert (await http.post("/runs")).status_code == 401
+        assert (await http.get(f"/days/{day}/hours/24")).status_code == 422
+        triggered = await http.post("/runs", headers=AUTH)
+        assert triggered.status_code in (202, 409)
+
+
+def test_schemathesis_finds_no_server_errors(stack: Stack, tmp_path: Path) -> None:
+    exe = ROOT / ".venv" / "bin" / "schemathesis"
+    done = subprocess.run(
+        [str(exe), "run", f"{stack.urls[0]}/openapi.json", "--checks", "not_a_server_error",
+         "--max-examples", "30", "--phases", "examples,coverage,fuzzing", "--workers", "1",
+         "--request-timeout", "30", "--generation-database", "none",
+         "--seed", "1", "-H", f"Authorization: Bearer {TOKEN}", "--no-color"],
+        capture_output=True, timeout=400, check=False, cwd=tmp_path)
+    out = done.stdout.decode() + done.stderr.decode()
+    assert done.returncode == 0, out[-4000:]
+
+
+def test_logs_are_json_lines_with_the_run_bound(stack: Stack) -> None:
+    text = stack.logs[0].read_text(encoding="utf-8")
+    assert text.isascii()
+    lines = [json.loads(line) for line in text.split("\n") if line.startswith("{")]
+    finished = [rec for rec in lines if rec.get("msg") == "run finished"]
+    assert finished and all("check" in rec and "run_id" in rec for rec in finished)
+    assert any(rec.get("msg") == "request" and rec.get("request_id") for rec in lines)
+
+
+async def test_sigterm_stops_cleanly_and_leaves_no_run_looking_complete(stack: Stack) -> None:
+    codes = await asyncio.gather(*(asyncio.to_thread(stop, p) for p in stack.procs))
+    # uvicorn re-raises the SIGTERM it handled once shutdown is done.
+    assert set(codes) <= {0, -signal.SIGTERM}
+    for log in stack.logs:
+        text = log.read_text(encoding="utf-8")
+        last = [json.loads(line)["msg"] for line in text.split("\n") if line.startswith("{")]
+        assert "stopped" in last, f"{log}: the lifespan did not shut down"
+    conn = await asyncpg.connect(stack.dsn, timeout=10)
+    try:
+        left = await conn.fetch("SELECT id, status, complete FROM driftgauge_e2e.runs"
+                                " WHERE status = 'running' OR (complete AND finished_at IS NULL)")
+    finally:
+        await conn.close()
+    assert left == []

@@ -1,0 +1,123 @@
+"""Scheduler timing on a controllable clock: aligned ticks, coalescing, independent checks."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from driftgauge.config import load_text
+from driftgauge.scheduler import CheckScheduler, JobSpec, job_specs
+
+CONFIG = """
+stores:
+  src: {kind: postgres, dsn: "postgresql://x@127.0.0.1/x"}
+  dst: {kind: opensearch, url: "http://127.0.0.1:9250"}
+state: {dsn: "postgresql://x@127.0.0.1/x"}
+checks:
+  reviews:
+    source: {store: src, table: t, key: k, time: ts}
+    reader: {store: dst, index: i, key: k, time: ts}
+    timezone: Europe/Berlin
+    schedule: {recent: {every: 1h, days: 3}, full: {cron: "0 3 * * *", days: 90}}
+  orders:
+    source: {store: src, table: o, key: k, time: ts}
+    reader: {store: dst, index: o, key: k, time: ts}
+    schedule: {recent: {every: 15m}, full: {every: 1d}}
+"""
+T0 = datetime(2026, 3, 10, 10, 0, tzinfo=UTC)
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def specs() -> list[JobSpec]:
+    return job_specs(load_text(CONFIG).checks)
+
+
+def test_jobs_per_check_come_from_its_schedule() -> None:
+    got = {(s.id, s.every, s.cron) for s in specs()}
+    assert got == {
+        ("orders:recent", timedelta(minutes=15), None), ("orders:full", timedelta(days=1), None),
+        ("reviews:recent", timedelta(hours=1), None), ("reviews:full", None, "0 3 * * *")}
+
+
+def test_interval_ticks_sit_on_a_grid_every_replica_shares() -> None:
+    hourly = JobSpec("c", "recent", every=timedelta(hours=1))
+    assert hourly.latest_fire(T0 + timedelta(minutes=37, seconds=5)) == T0
+    assert hourly.latest_fire(T0) == T0
+    every2s = JobSpec("c", "recent", every=timedelta(seconds=2))
+    assert every2s.latest_fire(T0 + timedelta(seconds=5.5)) == T0 + timedelta(seconds=4)
+
+
+def test_cron_ticks_follow_the_checks_time_zone() -> None:
+    nightly = JobSpec("c", "full", cron="0 3 * * *", timezone=ZoneInfo("Europe/Berlin"))
+    # 03:00 in Berlin is 02:00 UTC in March (before the DST change).
+    assert nightly.latest_fire(datetime(2026, 3, 10, 5, 0, tzinfo=UTC)) == \
+        datetime(2026, 3, 10, 2, 0, tzinfo=UTC)
+    assert nightly.latest_fire(datetime(2026, 3, 10, 1, 0, tzinfo=UTC)) == \
+        datetime(2026, 3, 9, 2, 0, tzinfo=UTC)
+    assert nightly.period(T0) == timedelta(days=1)
+    every_minute = JobSpec("c", "full", cron="* * * * *")
+    assert every_minute.latest_fire(T0 + timedelta(seconds=59)) == T0
+
+
+async def test_run_due_fires_each_tick_once_and_coalesces_missed_ones() -> None:
+    clock = Clock(T0 + timedelta(minutes=1))
+    fired: list[tuple[str, datetime]] = []
+
+    async def tick(spec: JobSpec, at: datetime) -> str:
+        fired.append((spec.id, at))
+        return "ran"
+
+    sched = CheckScheduler(specs(), tick, clock=clock)
+    assert await sched.run_due(T0 + timedelta(minutes=10)) == {}
+    assert await sched.run_due(T0 + timedelta(minutes=15)) == {"orders:recent": "ran"}
+    assert await sched.run_due(T0 + timedelta(minutes=16)) == {}
+    fired.clear()
+    # Three hours pass without a tick: each job runs once, for its latest tick.
+    out = await sched.run_due(T0 + timedelta(hours=3, minutes=1))
+    assert sorted(out) == ["orders:recent", "reviews:recent"]
+    assert sorted(fired) == [("orders:recent", T0 + timedelta(hours=3)),
+                             ("reviews:recent", T0 + timedelta(hours=3))]
+
+
+async def test_a_slow_check_does_not_hold_up_another() -> None:
+    orders_done = asyncio.Event()
+
+    async def tick(spec: JobSpec, at: datetime) -> str:
+        if spec.check == "reviews":
+            # Finishes only once the other check's tick has run: they must be concurrent.
+            await orders_done.wait()
+            return "slow"
+        orders_done.set()
+        return "fast"
+
+    sched = CheckScheduler(specs(), tick, clock=Clock(T0 - timedelta(minutes=1)))
+    async with asyncio.timeout(10):
+        out = await sched.run_due(T0)
+    assert out == {"reviews:recent": "slow", "orders:recent": "fast"}
+
+
+async def test_apscheduler_jobs_never_overlap_and_coalesce() -> None:
+    async def tick(spec: JobSpec, at: datetime) -> str:
+        return "ran"
+
+    sched = CheckScheduler(specs(), tick)
+    sched.start()
+    try:
+        assert sched.running
+        jobs = {j.id: j for j in sched.jobs()}
+        assert set(jobs) == {"orders:recent", "orders:full", "reviews:recent", "reviews:full"}
+        assert all(j.max_instances == 1 and j.coalesce for j in jobs.values())
+        assert jobs["orders:recent"].misfire_grace_time == 450
+    finally:
+        sched.stop()
+    assert not sched.running and sched.jobs() == []
