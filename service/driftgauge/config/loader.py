@@ -12,6 +12,7 @@ import yaml
 from pydantic import ValidationError
 
 from driftgauge.config import model as m
+from driftgauge.config import signals
 from driftgauge.config.runtime import (
     Api,
     Check,
@@ -108,6 +109,7 @@ def build(parsed: m.ConfigModel, *, resolve_secrets: bool = False) -> Config:
         check = _build_check(name, cm, stores, problems)
         if check is not None:
             checks[name] = check
+    signals.check_shared_jobs(checks, problems)
     if resolve_secrets:
         problems.extend(_secret_problems(stores, state, api))
     if problems:
@@ -133,7 +135,8 @@ def _build_check(name: str, cm: m.CheckModel, stores: dict[str, Store],
         settle = timedelta(0)
     fields = tuple(Field(n, t) for n, t in cm.fields.items())
     for reason in cm.tolerance.exclusion_rate:
-        if reason not in {e.reason for e in cm.exclusions}:
+        # With a ledger, reasons also come from the sync job's no_match/skipped reports.
+        if cm.ledger is None and reason not in {e.reason for e in cm.exclusions}:
             problems.append(f"{where}.tolerance.exclusion_rate.{reason}: no exclusion has this "
                             "reason")
     source = _build_view(f"{where}.source", cm.source, cm, fields, tz, stores, problems,
@@ -141,7 +144,13 @@ def _build_check(name: str, cm: m.CheckModel, stores: dict[str, Store],
     reader = _build_view(f"{where}.reader", cm.reader, cm, fields, tz, stores, problems,
                          exclusions=[])
     schedule = _build_schedule(f"{where}.schedule", cm.schedule, problems)
-    if len(problems) > before or source is None or reader is None:
+    if source is None or reader is None:
+        return None
+    ledger = signals.build_ledger(f"{where}.ledger", cm.ledger, problems)
+    canary = signals.build_canary(f"{where}.canary", cm.canary, source, reader, stores, problems)
+    vocabulary = signals.build_vocabulary(f"{where}.vocabulary", cm.vocabulary, source, reader,
+                                          problems)
+    if len(problems) > before:
         return None
     tol = cm.tolerance
     return Check(
@@ -151,7 +160,8 @@ def _build_check(name: str, cm: m.CheckModel, stores: dict[str, Store],
                             tuple(sorted(tol.exclusion_rate.items()))),
         drilldown=Drilldown(cm.drilldown.leaf_rows, cm.drilldown.dense_ratio,
                             cm.drilldown.max_depth),
-        schedule=schedule, description=cm.description,
+        schedule=schedule, description=cm.description, ledger=ledger, canary=canary,
+        vocabulary=vocabulary, volume=signals.build_volume(cm.volume),
     )
 
 

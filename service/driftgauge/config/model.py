@@ -93,6 +93,52 @@ class ScheduleModel(Strict):
     full: FullScheduleModel | None = None
 
 
+class LedgerModel(Strict):
+    """How the check's sync job reports to the run ledger."""
+
+    job: str = Field(pattern=r"^[a-z][a-z0-9_.-]{0,62}$",
+                     description="The sync job's name, as it reports to the run ledger.")
+    summary_deadline: str = Field("6h", description="How long after a day window ends the "
+                                  "job's summary must have arrived.")
+    no_match_rate: float = Field(0.05, ge=0, le=1)
+    settle: str = Field("15m", description="Delay between a run closing and the reconciliation "
+                        "of its window.")
+
+
+class CanaryModel(Strict):
+    """A sentinel written as the sync job and read back through the reader."""
+
+    store: str = Field(description="A store entry holding the sync job's own credentials.")
+    index: str | None = Field(None, description="Where the job writes; default: reader.index.")
+    document: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Field layout of the sentinel; '{key}', '{now}' and '{token}' are filled in.")
+    marker: str = Field("driftgauge_canary", pattern=r"^[A-Za-z_][A-Za-z0-9_.]{0,99}$")
+    write: Literal["index", "update"] = "update"
+    every: str | None = None
+    cron: str | None = None
+    timeout_seconds: float = Field(30.0, gt=0, le=600)
+    key_query: str | None = Field(
+        None, description="postgres source: SELECT returning one real key; $1, $2 = the "
+        "previous day's start and end.")
+
+
+class VocabularyFieldModel(Strict):
+    """Where the reader's accepted values of one field come from."""
+
+    accepted: list[str | int | bool] | None = Field(
+        None, description="Values the reader accepts; default: the reader filter's terms.")
+    filter_field: str | None = Field(
+        None, description="Field name used in the reader filter; default: the reader column.")
+
+
+class VolumeModel(Strict):
+    """The volume band: trailing buckets and the width in standard deviations."""
+
+    trailing: int = Field(30, ge=2, le=3660)
+    sigmas: float = Field(3.0, gt=0, le=100)
+
+
 class CheckModel(Strict):
     description: str = ""
     source: ViewModel
@@ -105,6 +151,10 @@ class CheckModel(Strict):
     tolerance: ToleranceModel = Field(default_factory=ToleranceModel)
     drilldown: DrilldownModel = Field(default_factory=DrilldownModel)
     schedule: ScheduleModel = Field(default_factory=ScheduleModel)
+    ledger: LedgerModel | None = None
+    canary: CanaryModel | None = None
+    vocabulary: dict[str, VocabularyFieldModel] = Field(default_factory=dict)
+    volume: VolumeModel | None = None
 
 
 class ConfigModel(Strict):

@@ -120,6 +120,51 @@ class Schedule:
 
 
 @dataclass(frozen=True)
+class Ledger:
+    """How a check's sync job reports to the run ledger and how its windows are judged."""
+
+    job: str
+    summary_deadline: timedelta = timedelta(hours=6)
+    """The job's summary for a day window is due this long after the window ends."""
+    no_match_rate: float = 0.05
+    settle: timedelta = timedelta(minutes=15)
+    """Delay between a run closing and the reconciliation of its window."""
+
+
+@dataclass(frozen=True)
+class Canary:
+    """A sentinel written with the sync job's identity and read back through the reader view."""
+
+    store: OpenSearchStore
+    index: str
+    document: dict[str, Any]
+    marker: str = "driftgauge_canary"
+    write: Literal["index", "update"] = "update"
+    every: timedelta | None = None
+    cron: str | None = None
+    timeout: float = 30.0
+    key_query: str | None = None
+
+
+@dataclass(frozen=True)
+class VocabularyField:
+    """A field whose source values must all be matchable by the reader's filter."""
+
+    name: str
+    source_column: str
+    reader_column: str
+    accepted: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Volume:
+    """The volume band: distinct keys per day against the trailing buckets' mean ± sigmas."""
+
+    trailing: int = 30
+    sigmas: float = 3.0
+
+
+@dataclass(frozen=True)
 class Check:
     """One configured pair (source, reader view) and how to judge it."""
 
@@ -134,6 +179,10 @@ class Check:
     drilldown: Drilldown = field(default_factory=Drilldown)
     schedule: Schedule = field(default_factory=Schedule)
     description: str = ""
+    ledger: Ledger | None = None
+    canary: Canary | None = None
+    vocabulary: tuple[VocabularyField, ...] = ()
+    volume: Volume | None = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,151 @@
+"""The run ledger, canaries, vocabulary and volume, opened and closed together by the lifespan.
+
+The app wires them in with a few calls (see `open_audit`): include `audit_router` once at
+app creation, open the audit in the lifespan, put `audit.parts` into the metrics registry
+and `audit` on `app.state`, and let the runner ask `audit.ledger.ledger_exclusions(...)`
+for the `ledger_excluded` mapping of each reconciliation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from fastapi import APIRouter, HTTPException, Request, status
+from prometheus_client.core import Metric
+
+from driftgauge.api.auth import TokenCheck
+from driftgauge.canary import CanaryMetrics, CanaryService, CanaryStore
+from driftgauge.canary.router import canary_router
+from driftgauge.config.runtime import Config
+from driftgauge.errors import StateError
+from driftgauge.ledger import LedgerMetrics, LedgerService, LedgerStore, ReconcileOnClose
+from driftgauge.ledger.hooks import ReconcileFn
+from driftgauge.ledger.router import ledger_router
+from driftgauge.pgcall import open_pool
+from driftgauge.signals import SignalsMetrics, SignalsStore
+from driftgauge.signals.service import SignalsService, SourceGetter
+
+log = logging.getLogger("driftgauge.audit")
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class Audit:
+    """The services and collector parts beside reconciliation, sharing one state pool."""
+
+    ledger: LedgerService
+    reconcile_on_close: ReconcileOnClose
+    canary: CanaryService
+    signals: SignalsService
+    ledger_metrics: LedgerMetrics
+    canary_metrics: CanaryMetrics
+    signals_metrics: SignalsMetrics
+
+    @property
+    def parts(self) -> list[Callable[[], Iterable[Metric]]]:
+        """Return the collector parts to add to the /metrics registry."""
+        return [self.ledger_metrics, self.canary_metrics, self.signals_metrics]
+
+    async def tick(self, now: datetime | None = None) -> None:
+        """Judge the ledger's windows, then reload every part (a failed reload keeps its data)."""
+        try:
+            await self.ledger.evaluate_all(now)
+        except StateError as exc:
+            log.warning("could not judge ledger windows", extra={"error": str(exc)})
+        for part in (self.ledger_metrics, self.canary_metrics, self.signals_metrics):
+            try:
+                await part.refresh()
+            except StateError as exc:
+                log.warning("could not reload stored results", extra={"error": str(exc)})
+
+
+def _audit(request: Request) -> Audit:
+    audit: Audit | None = getattr(request.app.state, "audit", None)
+    if audit is None:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "the audit is not running")
+    return audit
+
+
+def _ledger_of(request: Request) -> LedgerService:
+    return _audit(request).ledger
+
+
+def _canary_of(request: Request) -> CanaryService:
+    return _audit(request).canary
+
+
+def audit_router(tokens: TokenCheck) -> APIRouter:
+    """Return the /ledger and /canary routes, finding the services on `app.state.audit`."""
+    router = APIRouter()
+    router.include_router(ledger_router(tokens.require, tokens.require_read,
+                                        get_service=_ledger_of))
+    router.include_router(canary_router(tokens.require, tokens.require_read,
+                                        get_service=_canary_of))
+    return router
+
+
+@asynccontextmanager
+async def open_audit(config: Config, *, reconcile: ReconcileFn, source: SourceGetter,
+                     clock: Callable[[], datetime] = _now, start: bool = True,
+                     every: float = 60.0, deadline: float = 10.0) -> AsyncIterator[Audit]:
+    """Open the audit on the state database; with `start`, run its schedules and loop.
+
+    `reconcile(check, start, end)` runs when a ledger run's window has settled (the app
+    passes a manual run of the check); `source(check)` returns the check's source adapter
+    (the app's shared one: it is not closed here).
+    """
+    pool = await open_pool(config.state, deadline=deadline)
+    ledger_store, canary_store = LedgerStore(pool, deadline), CanaryStore(pool, deadline)
+    signals_store = SignalsStore(pool, deadline)
+    hook = ReconcileOnClose(config.checks, reconcile, clock=clock)
+    ledger = LedgerService(ledger_store, config.checks, clock=clock, on_close=hook)
+    canary_metrics = CanaryMetrics(canary_store, [n for n, c in config.checks.items()
+                                                  if c.canary is not None])
+
+    async def after_canary(_: object) -> None:
+        await canary_metrics.refresh()
+
+    audit = Audit(
+        ledger=ledger, reconcile_on_close=hook,
+        canary=CanaryService(config.checks, canary_store, source, clock=clock,
+                             on_result=after_canary),
+        signals=SignalsService(config.checks, signals_store, source, clock=clock),
+        ledger_metrics=LedgerMetrics(ledger_store, list(ledger.jobs)),
+        canary_metrics=canary_metrics,
+        signals_metrics=SignalsMetrics(signals_store, list(config.checks)))
+    loop: asyncio.Task[None] | None = None
+    try:
+        await audit.tick()
+        if start:
+            hook.start()
+            audit.canary.start()
+            audit.signals.start()
+            loop = asyncio.create_task(_loop(audit, every), name="driftgauge-audit")
+        yield audit
+    finally:
+        if loop is not None:
+            loop.cancel()
+            with suppress(asyncio.CancelledError):
+                await loop
+        hook.stop()
+        audit.canary.stop()
+        audit.signals.stop()
+        try:
+            await asyncio.wait_for(pool.close(), deadline)
+        except TimeoutError:
+            pool.terminate()
+
+
+async def _loop(audit: Audit, every: float) -> None:
+    """Judge ledger deadlines and reload stored results every `every` seconds."""
+    while True:
+        await asyncio.sleep(every)
+        await audit.tick()

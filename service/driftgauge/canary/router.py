@@ -1,0 +1,66 @@
+"""REST endpoints of the canary: run one now (e.g. after the sync job's deploy), list results."""
+
+# No `from __future__ import annotations`: FastAPI must see the dependency alias built
+# inside canary_router() as a real object.
+from collections.abc import Callable
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
+from pydantic import BaseModel
+
+from driftgauge.canary.probe import CanaryResult, Result
+from driftgauge.canary.service import CanaryService
+from driftgauge.errors import UnknownCheck
+
+Dependency = Callable[..., Any]
+
+
+class CanaryOut(BaseModel):
+    """One canary attempt (the sentinel's key is not shown)."""
+
+    check: str
+    result: Result
+    started_at: datetime
+    duration_seconds: float
+    detail: str
+
+    @classmethod
+    def of(cls, r: CanaryResult) -> "CanaryOut":
+        """Return the API form of a result."""
+        return cls(check=r.check, result=r.result, started_at=r.started_at,
+                   duration_seconds=r.duration, detail=r.detail)
+
+
+def _app_canary(request: Request) -> CanaryService:
+    service: CanaryService | None = getattr(request.app.state, "canary", None)
+    if service is None:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "canaries are not running")
+    return service
+
+
+def canary_router(require_write: Dependency, require_read: Dependency, *,
+                  get_service: Callable[[Request], CanaryService] = _app_canary) -> APIRouter:
+    """Return the /canary routes; running one needs `require_write` to pass."""
+    router = APIRouter(prefix="/canary", tags=["canary"])
+    Service = Annotated[CanaryService, Depends(get_service)]
+
+    @router.post("/{check}", response_model=CanaryOut, dependencies=[Depends(require_write)])
+    async def run(check: str, service: Service) -> CanaryOut:
+        """Write and read back the check's sentinel now; return how it went."""
+        try:
+            return CanaryOut.of(await service.run(check))
+        except UnknownCheck as exc:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
+
+    @router.get("/{check}", response_model=list[CanaryOut],
+                dependencies=[Depends(require_read)])
+    async def history(check: str, service: Service,
+                      limit: Annotated[int, Query(ge=1, le=500)] = 20) -> list[CanaryOut]:
+        """List the check's latest canary attempts, newest first."""
+        if check not in service.checks:
+            raise HTTPException(status.HTTP_404_NOT_FOUND,
+                                f"no check named {check!r} has a canary")
+        return [CanaryOut.of(r) for r in await service.store.history(check, limit)]
+
+    return router

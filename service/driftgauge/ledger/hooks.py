@@ -1,0 +1,112 @@
+"""Reconcile a sync-job run's window once the run closes and its writes have settled."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.date import DateTrigger
+
+from driftgauge.config.runtime import Check
+from driftgauge.engine import plan
+from driftgauge.errors import DriftgaugeError
+from driftgauge.ledger.models import RunOut
+
+log = logging.getLogger("driftgauge.ledger")
+ReconcileFn = Callable[[str, datetime, datetime], Awaitable[object]]
+"""Reconcile one check over [start, end) (the app passes e.g. a manual run of the check)."""
+
+
+@dataclass(frozen=True)
+class PendingReconcile:
+    """A one-off reconciliation waiting for its run's writes to settle."""
+
+    job_id: str
+    check: str
+    window_start: datetime
+    window_end: datetime
+    run_at: datetime
+    ledger_run: int
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class ReconcileOnClose:
+    """The run-closed hook: schedule a one-off reconciliation of each fed check's window.
+
+    In production APScheduler fires the jobs; tests drive `run_due(now)` with their clock.
+    Several runs closing for the same window coalesce into one job.
+    """
+
+    def __init__(self, checks: Mapping[str, Check], reconcile: ReconcileFn, *,
+                 clock: Callable[[], datetime] = _now) -> None:
+        self._checks = checks
+        self._reconcile = reconcile
+        self._clock = clock
+        self._pending: dict[str, PendingReconcile] = {}
+        self._aps: AsyncIOScheduler | None = None
+
+    def start(self) -> None:
+        """Start firing pending jobs on the running event loop."""
+        aps = AsyncIOScheduler(timezone=UTC)
+        aps.start()
+        self._aps = aps
+        for p in self._pending.values():
+            self._add(p)
+
+    def stop(self) -> None:
+        """Stop firing; jobs still pending are dropped (the recent schedule covers them)."""
+        if self._aps is not None and self._aps.running:
+            self._aps.shutdown(wait=False)
+        self._aps = None
+
+    @property
+    def pending(self) -> list[PendingReconcile]:
+        """Return the reconciliations not yet run, earliest first."""
+        return sorted(self._pending.values(), key=lambda p: (p.run_at, p.job_id))
+
+    async def __call__(self, run: RunOut) -> None:
+        """Schedule a reconciliation of the run's window for every check its job feeds."""
+        now = self._clock()
+        for name, check in sorted(self._checks.items()):
+            if check.ledger is None or check.ledger.job != run.job:
+                continue
+            starts = plan.day_starts(run.window_start, run.window_end, check.timezone)
+            start = starts[0]
+            end = plan.next_day(starts[-1], check.timezone)
+            job_id = f"ledger-reconcile:{name}:{start.date()}:{end.date()}"
+            pending = PendingReconcile(job_id, name, start, end, now + check.ledger.settle,
+                                       run.id)
+            self._pending[job_id] = pending
+            self._add(pending)
+            log.info("reconcile scheduled", extra={"check": name, "ledger_run": run.id,
+                                                   "run_at": pending.run_at.isoformat()})
+
+    def _add(self, p: PendingReconcile) -> None:
+        if self._aps is None:
+            return
+        self._aps.add_job(self._fire, trigger=DateTrigger(run_date=p.run_at, timezone=UTC),
+                          args=[p.job_id], id=p.job_id, name=p.job_id, replace_existing=True,
+                          misfire_grace_time=int(timedelta(hours=1).total_seconds()))
+
+    async def run_due(self, now: datetime) -> list[str]:
+        """Run every pending reconciliation due at `now`; return their job ids."""
+        due = [p.job_id for p in self.pending if p.run_at <= now]
+        for job_id in due:
+            await self._fire(job_id)
+        return due
+
+    async def _fire(self, job_id: str) -> None:
+        p = self._pending.pop(job_id, None)
+        if p is None:
+            return
+        try:
+            await self._reconcile(p.check, p.window_start, p.window_end)
+        except DriftgaugeError as exc:
+            log.warning("reconcile after a ledger run failed",
+                        extra={"check": p.check, "ledger_run": p.ledger_run, "error": str(exc)})

@@ -1,0 +1,58 @@
+"""Collector part: the run-ledger series of docs/metrics.md, from stored verdicts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from driftgauge.ledger.models import RULES
+from driftgauge.ledger.store import LedgerSnapshot, LedgerStore
+
+RUN_STATUSES = ("success", "partial_failure", "failed")
+
+
+class LedgerMetrics:
+    """Yield ledger metric families from the latest snapshot; `refresh` reloads it.
+
+    A failed refresh keeps the previous snapshot, so a state-database hiccup never
+    publishes zeros.
+    """
+
+    def __init__(self, store: LedgerStore, jobs: Sequence[str]) -> None:
+        self._store = store
+        self._jobs = sorted(jobs)
+        self._snap: LedgerSnapshot | None = None
+
+    async def refresh(self) -> None:
+        """Reload the snapshot from the state database (raises StateError on failure)."""
+        self._snap = await self._store.snapshot(self._jobs)
+
+    def __call__(self) -> Iterable[Metric]:
+        """Return the ledger families for one scrape."""
+        snap = self._snap
+        if snap is None:
+            return []
+        breach = GaugeMetricFamily(
+            "driftgauge_ledger_breach",
+            "1 while the latest window of the job breaches the rule.", labels=["sync_job", "rule"])
+        total = CounterMetricFamily("driftgauge_ledger_breaches", "Breaches recorded.",
+                                    labels=["sync_job", "rule"])
+        last = GaugeMetricFamily("driftgauge_ledger_last_summary_timestamp_seconds",
+                                 "When the job last closed a run with a summary.",
+                                 labels=["sync_job"])
+        runs = CounterMetricFamily("driftgauge_ledger_runs",
+                                   "Ledger runs by the job's reported status.",
+                                   labels=["sync_job", "status"])
+        for job in self._jobs:
+            if job in snap.latest_window:
+                active = snap.active.get(job, frozenset())
+                for rule in RULES:
+                    breach.add_metric([job, rule], 1.0 if rule in active else 0.0)
+            for rule in RULES:
+                total.add_metric([job, rule], snap.breaches.get((job, rule), 0))
+            if job in snap.last_summary:
+                last.add_metric([job], snap.last_summary[job].timestamp())
+            for status in RUN_STATUSES:
+                runs.add_metric([job, status], snap.runs.get((job, status), 0))
+        return [breach, total, last, runs]

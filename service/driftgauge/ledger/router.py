@@ -1,0 +1,122 @@
+"""REST endpoints of the run ledger: sync jobs open runs, report batches and close them."""
+
+# No `from __future__ import annotations`: FastAPI must see the dependency aliases built
+# inside ledger_router() as real objects, not as names to look up in module globals.
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response, status
+from fastapi.exceptions import RequestValidationError
+
+from driftgauge.ledger.errors import LedgerConflict, LedgerInputError, RunNotFound
+from driftgauge.ledger.models import (
+    Batch,
+    BatchOut,
+    BreachOut,
+    LedgerKeyOut,
+    Outcome,
+    RunOpen,
+    RunOut,
+    Summary,
+    WindowOut,
+)
+from driftgauge.ledger.service import LedgerService
+
+Dependency = Callable[..., Any]
+
+
+def _app_ledger(request: Request) -> LedgerService:
+    service: LedgerService | None = getattr(request.app.state, "ledger", None)
+    if service is None:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "the run ledger is not running")
+    return service
+
+
+def ledger_router(require_write: Dependency, require_read: Dependency, *,
+                  get_service: Callable[[Request], LedgerService] = _app_ledger) -> APIRouter:
+    """Return the /ledger routes; writes and key listings need `require_write` to pass.
+
+    `get_service` finds the LedgerService (default: `request.app.state.ledger`).
+    """
+    router = APIRouter(prefix="/ledger", tags=["ledger"])
+    Service = Annotated[LedgerService, Depends(get_service)]
+    write = [Depends(require_write)]
+    read = [Depends(require_read)]
+
+    @router.post("/runs", response_model=RunOut, status_code=201, dependencies=write,
+                 responses={200: {"model": RunOut, "description": "the run already existed"}})
+    async def open_run(body: RunOpen, service: Service, response: Response) -> RunOut:
+        """Open a run of a sync job: the window it covers and the rows it was handed."""
+        with _translated():
+            run, created = await service.open_run(body)
+        if not created:
+            response.status_code = status.HTTP_200_OK
+        return run
+
+    @router.post("/runs/{run_id}/batches", response_model=BatchOut, dependencies=write)
+    async def add_batch(run_id: int, body: Batch, service: Service) -> BatchOut:
+        """Record where a batch of input rows ended up; a retried batch id counts once."""
+        with _translated():
+            return await service.add_batch(run_id, body)
+
+    @router.post("/runs/{run_id}/close", response_model=RunOut, dependencies=write)
+    async def close_run(run_id: int, body: Summary, service: Service) -> RunOut:
+        """Close a run with the job's own summary; its window is then judged and reconciled."""
+        with _translated():
+            return await service.close_run(run_id, body)
+
+    @router.get("/runs", response_model=list[RunOut], dependencies=read)
+    async def list_runs(service: Service, job: str | None = None,
+                        limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> list[RunOut]:
+        """List recent ledger runs, newest first."""
+        with _translated():
+            return await service.store.runs(job, limit)
+
+    @router.get("/runs/{run_id}", response_model=RunOut, dependencies=read)
+    async def get_run(run_id: int, service: Service) -> RunOut:
+        """Return one run with its outcomes per reason."""
+        with _translated():
+            return await service.store.run(run_id)
+
+    @router.get("/runs/{run_id}/keys", response_model=list[LedgerKeyOut], dependencies=write)
+    async def run_keys(run_id: int, service: Service, outcome: Outcome | None = None,
+                       limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+                       ) -> list[LedgerKeyOut]:
+        """List keys the run reported as no_match, skipped or failed (reveals keys)."""
+        with _translated():
+            await service.store.run(run_id)
+            return await service.store.keys(run_id, outcome=outcome, limit=limit)
+
+    @router.get("/breaches", response_model=list[BreachOut], dependencies=read)
+    async def list_breaches(service: Service, job: str | None = None, active: bool = False,
+                            limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+                            ) -> list[BreachOut]:
+        """List recorded breaches of the ledger rules, newest window first."""
+        with _translated():
+            return await service.store.breaches(job, active_only=active, limit=limit)
+
+    @router.get("/windows", response_model=list[WindowOut], dependencies=read)
+    async def list_windows(service: Service, job: str | None = None,
+                           limit: Annotated[int, Query(ge=1, le=1000)] = 30,
+                           ) -> list[WindowOut]:
+        """List judged job windows with the rules each breaches now."""
+        with _translated():
+            return await service.store.windows(job, limit)
+
+    return router
+
+
+@contextmanager
+def _translated() -> Iterator[None]:
+    """Map ledger errors to 404 / 409 / 422 responses that name the field."""
+    try:
+        yield
+    except RunNotFound as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
+    except LedgerConflict as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+    except LedgerInputError as exc:
+        raise RequestValidationError([{
+            "type": "value_error", "loc": ("body", exc.field),
+            "msg": str(exc).split(": ", 1)[-1], "input": None}]) from None

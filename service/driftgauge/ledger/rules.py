@@ -1,0 +1,132 @@
+"""The ledger rules: pure judgements of one job window from what its runs reported."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from driftgauge.ledger.models import Rule, RunStatus
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Rows per outcome."""
+
+    written: int = 0
+    no_match: int = 0
+    skipped: int = 0
+    failed: int = 0
+
+    @property
+    def total(self) -> int:
+        """Return the rows over every outcome."""
+        return self.written + self.no_match + self.skipped + self.failed
+
+    def __add__(self, other: Tally) -> Tally:
+        return Tally(self.written + other.written, self.no_match + other.no_match,
+                     self.skipped + other.skipped, self.failed + other.failed)
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the ledger knows about one run: input, recorded outcomes and the job's summary."""
+
+    run_id: int
+    input_rows: int
+    outcomes: Tally = field(default_factory=Tally)
+    status: RunStatus | None = None
+    """The job's reported status; None while the run has no summary."""
+    summary_counts: Tally | None = None
+    """The counts the job put in its summary, if any."""
+
+    @property
+    def closed(self) -> bool:
+        """Return True once the job sent its summary."""
+        return self.status is not None
+
+
+@dataclass(frozen=True)
+class WindowFacts:
+    """All runs of one job whose window starts in one day bucket."""
+
+    job: str
+    day: date
+    due: bool
+    """True once the day's summary deadline has passed."""
+    runs: tuple[RunFacts, ...] = ()
+
+
+def derive_status(input_rows: int, outcomes: Tally) -> RunStatus:
+    """Return the status the counts imply: empty output from non-empty input is not success."""
+    if outcomes.failed:
+        return "partial_failure" if outcomes.written else "failed"
+    if input_rows and not outcomes.written:
+        return "failed"
+    return "success"
+
+
+def window_bounds(day: date, tz: ZoneInfo) -> tuple[datetime, datetime]:
+    """Return the [start, end) of a local day (DST-safe)."""
+    nxt = day + timedelta(days=1)
+    return (datetime(day.year, day.month, day.day, tzinfo=tz),
+            datetime(nxt.year, nxt.month, nxt.day, tzinfo=tz))
+
+
+def window_day(moment: datetime, tz: ZoneInfo) -> date:
+    """Return the day bucket a run belongs to: the local date its window starts on."""
+    return moment.astimezone(tz).date()
+
+
+def latest_due_day(now: datetime, tz: ZoneInfo, deadline: timedelta) -> date:
+    """Return the most recent day whose summary deadline (its end + `deadline`) has passed."""
+    day = now.astimezone(tz).date()
+    while window_bounds(day, tz)[1] + deadline > now:
+        day -= timedelta(days=1)
+    return day
+
+
+def _ids(runs: Sequence[RunFacts]) -> str:
+    return ", ".join(str(r.run_id) for r in runs)
+
+
+def evaluate(window: WindowFacts, no_match_rate: float) -> dict[Rule, str]:
+    """Return every rule the window breaches, each with a one-line explanation."""
+    out: dict[Rule, str] = {}
+    closed = [r for r in window.runs if r.closed]
+    open_runs = [r for r in window.runs if not r.closed]
+    if window.due and not closed:
+        out["missing_summary"] = ("no run reported for the window" if not window.runs else
+                                  f"no summary by the deadline (open runs: {_ids(open_runs)})")
+    elif window.due and open_runs:
+        out["missing_summary"] = f"runs {_ids(open_runs)} never sent a summary"
+    if len(closed) > 1:
+        out["duplicate_summary"] = f"{len(closed)} summaries in one window (runs {_ids(closed)})"
+    total = Tally()
+    for r in window.runs:
+        total = total + r.outcomes
+    if total.failed:
+        out["failed_writes"] = f"{total.failed} rows failed to write"
+    empty = [r for r in closed if r.input_rows and not r.outcomes.written]
+    if empty:
+        out["nothing_written"] = f"runs {_ids(empty)} wrote 0 of a non-empty input"
+    handed = sum(r.input_rows for r in closed)
+    matched_none = sum(r.outcomes.no_match for r in closed)
+    if handed and matched_none / handed > no_match_rate:
+        out["no_match_rate"] = (f"{matched_none} of {handed} rows matched no document "
+                                f"({matched_none / handed:.2%} > {no_match_rate:.2%})")
+    unbalanced = [r for r in closed if r.outcomes.total != r.input_rows
+                  or (r.summary_counts is not None and r.summary_counts != r.outcomes)]
+    if unbalanced:
+        r = unbalanced[0]
+        why = (f"outcomes add up to {r.outcomes.total}, input was {r.input_rows}"
+               if r.outcomes.total != r.input_rows else
+               "the summary's counts differ from the outcomes reported")
+        out["outcomes_mismatch"] = f"run {r.run_id}: {why}"
+    wrong = [r for r in closed if r.status != derive_status(r.input_rows, r.outcomes)]
+    if wrong:
+        r = wrong[0]
+        out["status_mismatch"] = (f"run {r.run_id} reported {r.status}; its counts say "
+                                  f"{derive_status(r.input_rows, r.outcomes)}")
+    return out

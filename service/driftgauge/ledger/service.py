@@ -1,0 +1,150 @@
+"""The run ledger's behaviour: accept runs, batches and summaries; judge job windows."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from driftgauge.config.runtime import Check, Ledger
+from driftgauge.errors import DriftgaugeError
+from driftgauge.ledger import rules
+from driftgauge.ledger.errors import LedgerInputError
+from driftgauge.ledger.models import Batch, BatchOut, Rule, RunOpen, RunOut, Summary
+from driftgauge.ledger.store import LedgerStore
+
+log = logging.getLogger("driftgauge.ledger")
+RunClosed = Callable[[RunOut], Awaitable[None]]
+"""Called once per run when its summary first arrives (e.g. to reconcile its window)."""
+
+
+@dataclass(frozen=True)
+class JobSettings:
+    """How one sync job's windows are judged, and which checks it feeds."""
+
+    job: str
+    timezone: ZoneInfo
+    ledger: Ledger
+    checks: tuple[str, ...]
+
+
+def job_settings(checks: Mapping[str, Check]) -> dict[str, JobSettings]:
+    """Return the configured sync jobs (checks that share a job agree on its settings)."""
+    out: dict[str, JobSettings] = {}
+    for name, check in sorted(checks.items()):
+        if check.ledger is None:
+            continue
+        seen = out.get(check.ledger.job)
+        fed = (*seen.checks, name) if seen is not None else (name,)
+        out[check.ledger.job] = JobSettings(check.ledger.job, check.timezone, check.ledger, fed)
+    return out
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class LedgerService:
+    """Record what sync-job runs report and keep each job window's breaches up to date."""
+
+    def __init__(self, store: LedgerStore, checks: Mapping[str, Check], *,
+                 clock: Callable[[], datetime] = _utc_now,
+                 on_close: RunClosed | None = None) -> None:
+        self.store = store
+        self.jobs = job_settings(checks)
+        self._clock = clock
+        self._on_close = on_close
+
+    def _job(self, name: str) -> JobSettings:
+        job = self.jobs.get(name)
+        if job is None:
+            known = ", ".join(sorted(self.jobs)) or "none"
+            raise LedgerInputError("job", f"unknown job {name!r} (configured: {known})")
+        return job
+
+    async def open_run(self, req: RunOpen) -> tuple[RunOut, bool]:
+        """Open a run (or return the one with the same client run id); True when new."""
+        job = self._job(req.job)
+        return await self.store.open_run(req, rules.window_day(req.window_start, job.timezone),
+                                         self._clock())
+
+    async def add_batch(self, run_id: int, batch: Batch) -> BatchOut:
+        """Record a batch of outcomes once, however often it is sent."""
+        duplicate, run = await self.store.add_batch(run_id, batch, self._clock())
+        return BatchOut(run_id=run_id, batch_id=batch.batch_id, duplicate=duplicate,
+                        outcomes=run.outcomes)
+
+    async def close_run(self, run_id: int, summary: Summary) -> RunOut:
+        """Store the job's summary, judge the run's window and fire the run-closed hook."""
+        run, changed = await self.store.close_run(run_id, summary, self._clock())
+        if not changed:
+            return run
+        job = self.jobs.get(run.job)
+        if job is not None:
+            await self.evaluate_window(job, run.window_day, self._clock())
+        if self._on_close is not None:
+            try:
+                await self._on_close(run)
+            except DriftgaugeError as exc:
+                # The summary is recorded; a failed follow-up must not make the job retry it.
+                log.warning("run-closed hook failed", extra={"run_id": run.id,
+                                                             "error": str(exc)})
+        return run
+
+    async def evaluate_window(self, job: JobSettings, day: date,
+                              now: datetime) -> dict[Rule, str]:
+        """Judge one window of a job against every rule and record the result.
+
+        A window is judged once it is past its summary deadline or has a closed run.
+        """
+        end = rules.window_bounds(day, job.timezone)[1]
+        due = now >= end + job.ledger.summary_deadline
+        facts = await self.store.window_facts(job.job, day, due)
+        if not due and not any(r.closed for r in facts.runs):
+            # A window still in progress is not judged yet: recording it would make it the
+            # job's latest window and hide the verdict of the one before.
+            return {}
+        found = rules.evaluate(facts, job.ledger.no_match_rate)
+        new = await self.store.record_evaluation(job.job, day, due, found, now)
+        for rule in new:
+            log.warning("ledger breach", extra={"job": job.job, "window_day": day.isoformat(),
+                                                "rule": rule, "detail": found[rule]})
+        return found
+
+    async def evaluate_all(self, now: datetime | None = None,
+                           lookback: timedelta = timedelta(days=7)) -> dict[str, date]:
+        """Judge every job's latest window and its recent windows with runs; return the latest.
+
+        The latest window is the newest one that is past its summary deadline or already
+        has a closed run, so a job that stops reporting breaches missing_summary.
+        """
+        now = now or self._clock()
+        latest: dict[str, date] = {}
+        for job in self.jobs.values():
+            due_day = rules.latest_due_day(now, job.timezone, job.ledger.summary_deadline)
+            closed = await self.store.latest_closed_day(job.job)
+            last = max(due_day, closed) if closed is not None else due_day
+            days = set(await self.store.days_with_runs(job.job, last - lookback))
+            for day in sorted(days | {last, due_day}):
+                await self.evaluate_window(job, day, now)
+            latest[job.job] = last
+        return latest
+
+    async def ledger_exclusions(self, check: Check, window_start: datetime,
+                                window_end: datetime) -> dict[str, str]:
+        """Return key → reason for the check's keys its sync job reported it did not write."""
+        return await ledger_exclusions(self.store, check, window_start, window_end)
+
+
+async def ledger_exclusions(state: LedgerStore, check: Check, window_start: datetime,
+                            window_end: datetime) -> dict[str, str]:
+    """Return the `ledger_excluded` mapping the engine takes for [window_start, window_end).
+
+    Keys come from runs of the check's sync job whose window overlaps the check's; a key
+    counts when its latest report is no_match or skipped (with the job's reason).
+    """
+    if check.ledger is None:
+        return {}
+    return await state.excused_keys(check.ledger.job, window_start, window_end)

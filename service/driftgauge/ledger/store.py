@@ -1,0 +1,343 @@
+"""The run ledger in the state database: runs, batches, outcomes, keys, windows, breaches."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+from driftgauge.ledger.errors import LedgerConflict, RunNotFound
+from driftgauge.ledger.models import (
+    Batch,
+    BreachOut,
+    Counts,
+    LedgerKeyOut,
+    Rule,
+    RunOpen,
+    RunOut,
+    Summary,
+    WindowOut,
+)
+from driftgauge.ledger.rules import RunFacts, Tally, WindowFacts
+from driftgauge.pgcall import PgCalls
+
+_RUN_COLUMNS = ("id, job, client_run_id, window_start, window_end, window_day, input_rows,"
+                " opened_at, closed_at, status, summary")
+
+
+@dataclass(frozen=True)
+class LedgerSnapshot:
+    """What the ledger metrics need, read in one go."""
+
+    latest_window: dict[str, date]
+    active: dict[str, frozenset[str]]
+    """Rules breached in each job's latest window."""
+    breaches: dict[tuple[str, str], int]
+    """Breaches recorded per (job, rule)."""
+    last_summary: dict[str, datetime]
+    runs: dict[tuple[str, str], int]
+    """Closed runs per (job, reported status)."""
+
+
+def _tally(rows: Mapping[str, int]) -> Tally:
+    return Tally(rows.get("written", 0), rows.get("no_match", 0), rows.get("skipped", 0),
+                 rows.get("failed", 0))
+
+
+def _summary(raw: Any) -> dict[str, Any] | None:
+    if raw is None:
+        return None
+    value = json.loads(raw) if isinstance(raw, str) else raw
+    return value if isinstance(value, dict) else None
+
+
+class LedgerStore:
+    """Reads and writes of the run ledger; every call has a deadline."""
+
+    def __init__(self, pool: Any, timeout: float = 10.0) -> None:
+        self._db = PgCalls(pool, timeout)
+
+    async def open_run(self, req: RunOpen, day: date, now: datetime) -> tuple[RunOut, bool]:
+        """Insert a run, or return the one with the same client run id; True when new."""
+        async with self._db.transaction("open a ledger run") as conn:
+            run_id = await conn.fetchval(
+                "INSERT INTO ledger_runs (job, client_run_id, window_start, window_end,"
+                " window_day, input_rows, opened_at) VALUES ($1, $2, $3, $4, $5, $6, $7)"
+                " ON CONFLICT (job, client_run_id) WHERE client_run_id IS NOT NULL"
+                " DO NOTHING RETURNING id",
+                req.job, req.client_run_id, req.window_start, req.window_end, day,
+                req.input_rows, now)
+            created = run_id is not None
+            if not created:
+                rec = await conn.fetchrow(
+                    f"SELECT {_RUN_COLUMNS} FROM ledger_runs WHERE job = $1"
+                    " AND client_run_id = $2", req.job, req.client_run_id)
+                same = (rec["window_start"] == req.window_start
+                        and rec["window_end"] == req.window_end
+                        and rec["input_rows"] == req.input_rows)
+                if not same:
+                    raise LedgerConflict(
+                        f"client_run_id: run {rec['id']} of job {req.job!r} was opened with "
+                        "this id and a different window or input_rows")
+                run_id = rec["id"]
+            run = await self._run(conn, run_id)
+        return run, created
+
+    async def run(self, run_id: int) -> RunOut:
+        """Return one run with its outcome totals; raise RunNotFound if there is none."""
+        async with self._db.conn("read a ledger run") as conn:
+            return await self._run(conn, run_id)
+
+    async def _run(self, conn: Any, run_id: int) -> RunOut:
+        rec = await conn.fetchrow(f"SELECT {_RUN_COLUMNS} FROM ledger_runs WHERE id = $1",
+                                  run_id)
+        if rec is None:
+            raise RunNotFound(f"run_id: no ledger run {run_id}")
+        outs = await conn.fetch("SELECT outcome, reason, rows FROM ledger_outcomes"
+                                " WHERE run_id = $1", run_id)
+        batches = await conn.fetchval("SELECT count(*) FROM ledger_batches WHERE run_id = $1",
+                                      run_id)
+        return _run_out(rec, outs, batches)
+
+    async def runs(self, job: str | None, limit: int = 50) -> list[RunOut]:
+        """Return the most recent runs, newest first, optionally of one job."""
+        async with self._db.conn("list ledger runs") as conn:
+            recs = await conn.fetch(
+                f"SELECT {_RUN_COLUMNS} FROM ledger_runs WHERE $1::text IS NULL OR job = $1"
+                " ORDER BY id DESC LIMIT $2", job, limit)
+            ids = [r["id"] for r in recs]
+            outs = await conn.fetch("SELECT run_id, outcome, reason, rows FROM ledger_outcomes"
+                                    " WHERE run_id = ANY($1::bigint[])", ids)
+            counts = await conn.fetch("SELECT run_id, count(*) AS n FROM ledger_batches"
+                                      " WHERE run_id = ANY($1::bigint[]) GROUP BY run_id", ids)
+        by_run: dict[int, list[Any]] = {}
+        for o in outs:
+            by_run.setdefault(o["run_id"], []).append(o)
+        n_batches = {c["run_id"]: c["n"] for c in counts}
+        return [_run_out(r, by_run.get(r["id"], []), n_batches.get(r["id"], 0)) for r in recs]
+
+    async def add_batch(self, run_id: int, batch: Batch, now: datetime) -> tuple[bool, RunOut]:
+        """Record a batch once; return (True if it was a retry already counted, the run)."""
+        sha = batch.fingerprint()
+        async with self._db.transaction("record a ledger batch", scale=3) as conn:
+            # Lock the run so a concurrent close cannot slip between the check and the insert.
+            rec = await conn.fetchrow("SELECT closed_at FROM ledger_runs WHERE id = $1"
+                                      " FOR UPDATE", run_id)
+            if rec is None:
+                raise RunNotFound(f"run_id: no ledger run {run_id}")
+            seen = await conn.fetchval("SELECT payload_sha256 FROM ledger_batches"
+                                       " WHERE run_id = $1 AND batch_id = $2",
+                                       run_id, batch.batch_id)
+            if seen is not None:
+                if seen != sha:
+                    raise LedgerConflict(f"batch_id: batch {batch.batch_id!r} of run {run_id} "
+                                         "was already recorded with different content")
+                return True, await self._run(conn, run_id)
+            if rec["closed_at"] is not None:
+                raise LedgerConflict(f"run_id: run {run_id} is closed; it takes no more batches")
+            await conn.execute("INSERT INTO ledger_batches (run_id, batch_id, payload_sha256,"
+                               " received_at) VALUES ($1, $2, $3, $4)",
+                               run_id, batch.batch_id, sha, now)
+            await conn.executemany(
+                "INSERT INTO ledger_outcomes (run_id, outcome, reason, rows)"
+                " VALUES ($1, $2, $3, $4) ON CONFLICT (run_id, outcome, reason)"
+                " DO UPDATE SET rows = ledger_outcomes.rows + EXCLUDED.rows",
+                [(run_id, o, r, n) for (o, r), n in sorted(batch.totals().items())])
+            keyed = [(run_id, k.key, k.outcome, k.detail, batch.batch_id)
+                     for k in batch.keys if k.outcome != "written"]
+            if keyed:
+                await conn.copy_records_to_table(
+                    "ledger_keys", records=keyed,
+                    columns=("run_id", "key", "outcome", "reason", "batch_id"))
+            return False, await self._run(conn, run_id)
+
+    async def close_run(self, run_id: int, summary: Summary,
+                        now: datetime) -> tuple[RunOut, bool]:
+        """Store the job's summary; a repeat of the same summary is a no-op (False)."""
+        body = summary.model_dump(mode="json")
+        async with self._db.transaction("close a ledger run") as conn:
+            rec = await conn.fetchrow("SELECT summary FROM ledger_runs WHERE id = $1"
+                                      " FOR UPDATE", run_id)
+            if rec is None:
+                raise RunNotFound(f"run_id: no ledger run {run_id}")
+            before = _summary(rec["summary"])
+            if before is not None:
+                if before != body:
+                    raise LedgerConflict(f"run_id: run {run_id} was already closed with a "
+                                         "different summary")
+                return await self._run(conn, run_id), False
+            await conn.execute("UPDATE ledger_runs SET closed_at = $2, status = $3,"
+                               " summary = $4::jsonb WHERE id = $1",
+                               run_id, now, summary.status, json.dumps(body))
+            return await self._run(conn, run_id), True
+
+    async def window_facts(self, job: str, day: date, due: bool) -> WindowFacts:
+        """Return what every run of the job's window reported."""
+        async with self._db.conn("read a ledger window") as conn:
+            recs = await conn.fetch(
+                "SELECT r.id, r.input_rows, r.status, r.summary,"
+                " coalesce(jsonb_object_agg(o.outcome, o.rows)"
+                "   FILTER (WHERE o.outcome IS NOT NULL), '{}') AS outcomes"
+                " FROM ledger_runs r LEFT JOIN (SELECT run_id, outcome, sum(rows)::bigint AS rows"
+                "   FROM ledger_outcomes GROUP BY run_id, outcome) o ON o.run_id = r.id"
+                " WHERE r.job = $1 AND r.window_day = $2 GROUP BY r.id ORDER BY r.id",
+                job, day)
+        runs = []
+        for r in recs:
+            summary = _summary(r["summary"])
+            counts = summary.get("counts") if summary else None
+            runs.append(RunFacts(
+                run_id=r["id"], input_rows=r["input_rows"],
+                outcomes=_tally({k: int(v) for k, v in json.loads(r["outcomes"]).items()}),
+                status=r["status"],
+                summary_counts=_tally(counts) if isinstance(counts, dict) else None))
+        return WindowFacts(job, day, due, tuple(runs))
+
+    async def latest_closed_day(self, job: str) -> date | None:
+        """Return the latest window day with a closed run of the job."""
+        async with self._db.conn("read the latest ledger window") as conn:
+            day: date | None = await conn.fetchval(
+                "SELECT max(window_day) FROM ledger_runs WHERE job = $1"
+                " AND closed_at IS NOT NULL", job)
+        return day
+
+    async def days_with_runs(self, job: str, since: date) -> list[date]:
+        """Return the window days since `since` that hold at least one run of the job."""
+        async with self._db.conn("list ledger windows") as conn:
+            recs = await conn.fetch("SELECT DISTINCT window_day FROM ledger_runs"
+                                    " WHERE job = $1 AND window_day >= $2 ORDER BY 1", job, since)
+        return [r["window_day"] for r in recs]
+
+    async def record_evaluation(self, job: str, day: date, due: bool,
+                                breaches: Mapping[Rule, str], now: datetime) -> list[Rule]:
+        """Store a window's verdict; return the rules that breach it for the first time."""
+        async with self._db.transaction("record ledger breaches") as conn:
+            await conn.execute(
+                "INSERT INTO ledger_windows (job, window_day, due, evaluated_at)"
+                " VALUES ($1, $2, $3, $4) ON CONFLICT (job, window_day)"
+                " DO UPDATE SET due = EXCLUDED.due, evaluated_at = EXCLUDED.evaluated_at",
+                job, day, due, now)
+            new: list[Rule] = []
+            for rule, detail in sorted(breaches.items()):
+                inserted = await conn.fetchval(
+                    "INSERT INTO ledger_breaches (job, window_day, rule, detail, first_seen,"
+                    " last_seen, active) VALUES ($1, $2, $3, $4, $5, $5, true)"
+                    " ON CONFLICT (job, window_day, rule) DO UPDATE SET detail = EXCLUDED.detail,"
+                    " last_seen = EXCLUDED.last_seen, active = true"
+                    " RETURNING (xmax = 0)", job, day, rule, detail, now)
+                if inserted:
+                    new.append(rule)
+            await conn.execute("UPDATE ledger_breaches SET active = false WHERE job = $1"
+                               " AND window_day = $2 AND active AND NOT (rule = ANY($3::text[]))",
+                               job, day, list(breaches))
+        return new
+
+    async def breaches(self, job: str | None, *, active_only: bool = False,
+                       limit: int = 100) -> list[BreachOut]:
+        """Return recorded breaches, newest window first."""
+        async with self._db.conn("list ledger breaches") as conn:
+            recs = await conn.fetch(
+                "SELECT job, window_day, rule, detail, first_seen, last_seen, active"
+                " FROM ledger_breaches WHERE ($1::text IS NULL OR job = $1)"
+                " AND (active OR NOT $2) ORDER BY window_day DESC, job, rule LIMIT $3",
+                job, active_only, limit)
+        return [BreachOut(**dict(r)) for r in recs]
+
+    async def windows(self, job: str | None, limit: int = 30) -> list[WindowOut]:
+        """Return evaluated windows, newest first, with the rules each breaches now."""
+        async with self._db.conn("list ledger windows") as conn:
+            recs = await conn.fetch(
+                "SELECT w.job, w.window_day, w.due, w.evaluated_at,"
+                " coalesce(array_agg(b.rule ORDER BY b.rule) FILTER (WHERE b.rule IS NOT NULL),"
+                "   '{}') AS breaches"
+                " FROM ledger_windows w LEFT JOIN ledger_breaches b ON b.job = w.job"
+                "   AND b.window_day = w.window_day AND b.active"
+                " WHERE $1::text IS NULL OR w.job = $1"
+                " GROUP BY w.job, w.window_day ORDER BY w.window_day DESC, w.job LIMIT $2",
+                job, limit)
+        return [WindowOut(job=r["job"], window_day=r["window_day"], due=r["due"],
+                          evaluated_at=r["evaluated_at"], breaches=list(r["breaches"]))
+                for r in recs]
+
+    async def keys(self, run_id: int, *, outcome: str | None = None,
+                   limit: int = 1000) -> list[LedgerKeyOut]:
+        """Return keys a run reported as no_match, skipped or failed."""
+        async with self._db.conn("list ledger keys") as conn:
+            recs = await conn.fetch(
+                "SELECT key, outcome, reason, batch_id FROM ledger_keys WHERE run_id = $1"
+                " AND ($2::text IS NULL OR outcome = $2) ORDER BY id LIMIT $3",
+                run_id, outcome, limit)
+        return [LedgerKeyOut(**dict(r)) for r in recs]
+
+    async def excused_keys(self, job: str, start: datetime, end: datetime) -> dict[str, str]:
+        """Return key → reason for keys whose latest report, by runs over [start, end), excuses it.
+
+        The latest report of a key wins: a key first reported no_match and later failed is
+        not excused.
+        """
+        async with self._db.conn("read ledger exclusions", scale=3) as conn:
+            recs = await conn.fetch(
+                "SELECT key, reason FROM (SELECT DISTINCT ON (k.key) k.key, k.outcome, k.reason"
+                "   FROM ledger_keys k JOIN ledger_runs r ON r.id = k.run_id"
+                "   WHERE r.job = $1 AND r.window_start < $3 AND r.window_end > $2"
+                "   ORDER BY k.key, k.id DESC) latest"
+                " WHERE outcome IN ('no_match', 'skipped')", job, start, end)
+        return {r["key"]: r["reason"] for r in recs}
+
+    async def snapshot(self, jobs: list[str]) -> LedgerSnapshot:
+        """Return the latest window verdicts and counts that the ledger metrics export."""
+        async with self._db.conn("read ledger metrics") as conn:
+            latest = await conn.fetch(
+                "SELECT DISTINCT ON (job) job, window_day FROM ledger_windows"
+                " WHERE job = ANY($1::text[]) ORDER BY job, window_day DESC", jobs)
+            active = await conn.fetch(
+                "SELECT b.job, b.rule FROM ledger_breaches b JOIN (SELECT job,"
+                " max(window_day) AS day FROM ledger_windows WHERE job = ANY($1::text[])"
+                " GROUP BY job) w ON w.job = b.job AND w.day = b.window_day WHERE b.active", jobs)
+            counts = await conn.fetch("SELECT job, rule, count(*) AS n FROM ledger_breaches"
+                                      " WHERE job = ANY($1::text[]) GROUP BY job, rule", jobs)
+            runs = await conn.fetch(
+                "SELECT job, status, count(*) AS n, max(closed_at) AS last FROM ledger_runs"
+                " WHERE job = ANY($1::text[]) AND closed_at IS NOT NULL GROUP BY job, status",
+                jobs)
+        rules: dict[str, set[str]] = {}
+        for r in active:
+            rules.setdefault(r["job"], set()).add(r["rule"])
+        last: dict[str, datetime] = {}
+        for r in runs:
+            last[r["job"]] = max(last.get(r["job"], r["last"]), r["last"])
+        return LedgerSnapshot(
+            latest_window={r["job"]: r["window_day"] for r in latest},
+            active={job: frozenset(v) for job, v in rules.items()},
+            breaches={(r["job"], r["rule"]): r["n"] for r in counts},
+            last_summary=last,
+            runs={(r["job"], r["status"]): r["n"] for r in runs})
+
+    async def prune(self, window_before: date) -> int:
+        """Delete runs (with their batches and keys) of windows before a day; return how many."""
+        async with self._db.transaction("prune the ledger", scale=6) as conn:
+            gone = await conn.fetch("DELETE FROM ledger_runs WHERE window_day < $1 RETURNING id",
+                                    window_before)
+            await conn.execute("DELETE FROM ledger_windows WHERE window_day < $1",
+                               window_before)
+        return len(gone)
+
+
+def _run_out(rec: Any, outcomes: list[Any], batches: int) -> RunOut:
+    per: dict[str, int] = {}
+    reasons: dict[str, dict[str, int]] = {}
+    for o in outcomes:
+        per[o["outcome"]] = per.get(o["outcome"], 0) + o["rows"]
+        if o["reason"]:
+            reasons.setdefault(o["outcome"], {})[o["reason"]] = o["rows"]
+    t = _tally(per)
+    return RunOut(
+        id=rec["id"], job=rec["job"], client_run_id=rec["client_run_id"],
+        window_start=rec["window_start"], window_end=rec["window_end"],
+        window_day=rec["window_day"], input_rows=rec["input_rows"], opened_at=rec["opened_at"],
+        closed_at=rec["closed_at"], status=rec["status"],
+        outcomes=Counts(written=t.written, no_match=t.no_match, skipped=t.skipped,
+                        failed=t.failed),
+        reasons=reasons, summary=_summary(rec["summary"]), batches=batches)

@@ -1,0 +1,41 @@
+"""Compute and record a check's vocabulary and volume verdicts for one window."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from driftgauge.config.runtime import Check, PostgresStore
+from driftgauge.signals.store import SignalsStore
+from driftgauge.signals.vocabulary import VocabularyResult, measure_vocabulary, source_connection
+from driftgauge.signals.volume import VolumeDay, measure_volume
+from driftgauge.stores.base import StoreAdapter
+
+
+@dataclass
+class SignalsResult:
+    """What one evaluation found."""
+
+    vocabulary: list[VocabularyResult] = field(default_factory=list)
+    volume: list[VolumeDay] = field(default_factory=list)
+
+
+async def evaluate_signals(check: Check, source: StoreAdapter, store: SignalsStore,
+                           window_start: datetime, window_end: datetime, *,
+                           now: datetime) -> SignalsResult:
+    """Measure the check's vocabulary and volume over the window and record both.
+
+    Raises StoreError when the source fails; nothing is recorded then, so the metrics keep
+    the previous verdict.
+    """
+    out = SignalsResult()
+    if check.vocabulary and isinstance(check.source.store, PostgresStore):
+        async with source_connection(check.source.store) as conn:
+            out.vocabulary = await measure_vocabulary(check, conn, window_start, window_end)
+    if check.volume is not None:
+        out.volume = await measure_volume(check, source, window_start, window_end, now)
+    if out.vocabulary:
+        await store.record_vocabulary(out.vocabulary, now)
+    if check.volume is not None:
+        await store.record_volume(check.name, out.volume, now)
+    return out

@@ -1,0 +1,185 @@
+"""Vocabulary and volume on the real stores: a PostgreSQL source and an OpenSearch reader."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import asyncpg
+import pytest
+import yaml
+from opensearchpy import AsyncOpenSearch
+from opensearchpy.helpers import async_bulk
+
+from driftgauge.config import Check, load_text
+from driftgauge.engine import reconcile
+from driftgauge.signals import SignalsMetrics, SignalsStore, evaluate_signals
+from driftgauge.stores import open_adapter
+from tests.integration.conftest import OS_URL, TIMEOUT
+from tests.integration.signals_support import registry_of, state_pool
+
+pytestmark = pytest.mark.integration
+
+DAY0 = datetime(2024, 4, 1, tzinfo=UTC)
+DAYS = 36
+EMPTY = 34
+"""The source lost this day (and the reader never had it): both sides agree on nothing."""
+TRIPLED = 33
+"""Every source row of this day exists three times (a retried append)."""
+NEW_TIER = 32
+"""On this day the source starts writing a tier the reader's filter does not know."""
+NOW = DAY0 + timedelta(days=DAYS, hours=3)
+
+
+@dataclass(frozen=True)
+class Task:
+    task_id: str
+    label: str | None
+    conversation_key: str | None
+    completed_at: datetime
+
+    def doc(self) -> dict[str, Any]:
+        return {"task_id": self.task_id, "review_tier": self.label,
+                "completed_at": self.completed_at.isoformat()}
+
+
+def tasks() -> list[Task]:
+    """Return 40 to 60 tasks a day; every fifth has no join key (excluded on purpose)."""
+    out = []
+    for d in range(DAYS):
+        if d == EMPTY:
+            continue
+        day = DAY0 + timedelta(days=d)
+        for i in range(40 + (d * 7) % 21):
+            label = "first_tier" if i % 3 else "second_tier"
+            if d == NEW_TIER and i in (1, 2, 4):
+                label = "third_tier"
+            if d == NEW_TIER and i == 7:
+                label = None
+            key = None if i % 5 == 0 else f"conv-{d}-{i}"
+            if d == NEW_TIER and key is None:
+                label = "excluded_rows_never_count"
+            out.append(Task(f"t{d:02d}-{i:03d}", label, key, day + timedelta(minutes=13 * i)))
+    return out
+
+
+def check_config(dsn: str, index: str) -> Check:
+    raw = {
+        "stores": {"tasks_db": {"kind": "postgres", "dsn": dsn, "timeout_seconds": TIMEOUT},
+                   "search": {"kind": "opensearch", "url": OS_URL, "timeout_seconds": TIMEOUT}},
+        "state": {"dsn": dsn},
+        "checks": {"reviews": {
+            "source": {"store": "tasks_db", "table": "vv_tasks", "key": "task_id",
+                       "time": "completed_at"},
+            "reader": {"store": "search", "index": index, "key": "task_id",
+                       "time": "completed_at", "fields": {"label": "review_tier"},
+                       "filter": {"terms": {"review_tier": ["first_tier", "second_tier"]}}},
+            "fields": {"label": "string"},
+            "exclusions": [{"reason": "no_join_key", "where": "conversation_key IS NULL"}],
+            "settle": "2h",
+            "schedule": {"recent": {"every": "1h", "days": 7}},
+            "vocabulary": {"label": {}},
+            "volume": {"trailing": 30, "sigmas": 3}}}}
+    return load_text(yaml.safe_dump(raw)).checks["reviews"]
+
+
+@dataclass
+class Loaded:
+    check: Check
+    dsn: str
+
+
+@pytest.fixture(scope="module")
+async def loaded(pg_database: str, os_client: AsyncOpenSearch,
+                 os_index: Callable[[str], str]) -> AsyncIterator[Loaded]:
+    rows = tasks()
+    copies = [r for r in rows for _ in range(3 if r.task_id.startswith(f"t{TRIPLED}") else 1)]
+    conn = await asyncpg.connect(pg_database, timeout=TIMEOUT)
+    try:
+        await conn.execute("CREATE TABLE vv_tasks (task_id text, label text,"
+                           " conversation_key text, completed_at timestamptz)")
+        await conn.copy_records_to_table(
+            "vv_tasks", records=[(r.task_id, r.label, r.conversation_key, r.completed_at)
+                                 for r in copies], timeout=TIMEOUT)
+    finally:
+        await conn.close()
+    index = os_index("dg_vv")
+    await os_client.indices.create(index=index, body={
+        "settings": {"number_of_shards": 1, "number_of_replicas": 0},
+        "mappings": {"properties": {"task_id": {"type": "keyword"},
+                                    "review_tier": {"type": "keyword"},
+                                    "completed_at": {"type": "date"}}}})
+    # The reader holds exactly what the sync job writes: rows with a join key.
+    await async_bulk(os_client, ({"_index": index, "_id": r.task_id, "_source": r.doc()}
+                                 for r in rows if r.conversation_key is not None),
+                     refresh=True)
+    yield Loaded(check_config(pg_database, index), pg_database)
+
+
+async def test_an_empty_source_day_reconciles_ok_but_breaks_the_volume_band(
+        loaded: Loaded) -> None:
+    check = loaded.check
+    source, reader = await open_adapter(check.source), await open_adapter(check.reader)
+    start = DAY0 + timedelta(days=DAYS - 6)
+    try:
+        run = await reconcile(check, source, reader, DAY0 + timedelta(days=EMPTY),
+                              DAY0 + timedelta(days=EMPTY + 1), now=NOW)
+        async with state_pool(loaded.dsn) as pool:
+            store = SignalsStore(pool)
+            found = await evaluate_signals(check, source, store, start, NOW, now=NOW)
+            part = SignalsMetrics(store, ["reviews"])
+            await part.refresh()
+            v = registry_of(part).get_sample_value
+            stored = await store.volume("reviews")
+    finally:
+        await source.close()
+        await reader.close()
+    (bucket,) = run.buckets
+    assert (bucket.status, bucket.expected, bucket.visible, bucket.drift) == ("ok", 0, 0, 0)
+    by_day = {d.day.isoformat(): d for d in found.volume}
+    empty = (DAY0 + timedelta(days=EMPTY)).date().isoformat()
+    tripled = (DAY0 + timedelta(days=TRIPLED)).date().isoformat()
+    # Six settled days are judged; today (settling) is not.
+    assert len(by_day) == 6 and (NOW.date().isoformat() not in by_day)
+    assert by_day[empty].anomaly and by_day[empty].distinct_keys == 0
+    assert v("driftgauge_volume_anomaly", {"check": "reviews", "day": empty}) == 1
+    # Three copies of every row leave the distinct-key count, and so the band, alone.
+    assert not by_day[tripled].anomaly
+    assert by_day[tripled].distinct_keys == (40 + (TRIPLED * 7) % 21) * 4 // 5
+    assert v("driftgauge_volume_anomaly", {"check": "reviews", "day": tripled}) == 0
+    assert sum(1 for d in by_day.values() if d.anomaly) == 1
+    assert [d.day.isoformat() for d in stored] == sorted(by_day)
+
+
+async def test_values_the_reader_filter_cannot_match_are_counted(loaded: Loaded) -> None:
+    check = loaded.check
+    source = await open_adapter(check.source)
+    start = DAY0 + timedelta(days=DAYS - 6)
+    try:
+        async with state_pool(loaded.dsn) as pool:
+            store = SignalsStore(pool)
+            found = await evaluate_signals(check, source, store, start, NOW, now=NOW)
+            part = SignalsMetrics(store, ["reviews"])
+            await part.refresh()
+            v = registry_of(part).get_sample_value
+            (stored,) = await store.vocabulary("reviews")
+    finally:
+        await source.close()
+    (result,) = found.vocabulary
+    # third_tier on three rows and a NULL label; excluded rows' labels never count.
+    assert result.unmatched == {"third_tier": 3, None: 1}
+    labels = {"check": "reviews", "field": "label"}
+    assert v("driftgauge_vocabulary_unmatched_values", labels) == 2
+    assert v("driftgauge_vocabulary_unmatched_rows", labels) == 4
+    assert stored["sample"] == [["third_tier", 3], [None, 1]]
+    # Outside the days that carry the new tier nothing is unmatched.
+    source = await open_adapter(check.source)
+    try:
+        async with state_pool(loaded.dsn) as pool:
+            clean = await evaluate_signals(check, source, SignalsStore(pool),
+                                           DAY0, DAY0 + timedelta(days=NEW_TIER), now=NOW)
+    finally:
+        await source.close()
+    assert clean.vocabulary[0].unmatched == {}

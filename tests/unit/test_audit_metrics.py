@@ -1,0 +1,96 @@
+"""Ledger, canary, vocabulary and volume parts against the contract in docs/metrics.md."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from driftgauge.canary import CanaryMetrics, CanaryResult
+from driftgauge.canary.store import CanarySnapshot
+from driftgauge.ledger import LedgerMetrics
+from driftgauge.ledger.store import LedgerSnapshot
+from driftgauge.metrics import build_registry
+from driftgauge.signals import SignalsMetrics
+from driftgauge.signals.store import SignalsSnapshot
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
+T = datetime(2026, 3, 10, 12, tzinfo=UTC)
+JOB = {"sync_job": "review-sync"}
+
+
+class Snap:
+    """A store that hands out a fixed snapshot."""
+
+    def __init__(self, snap: Any) -> None:
+        self.snap = snap
+
+    async def snapshot(self, names: Any) -> Any:
+        return self.snap
+
+
+async def parts() -> list[Any]:
+    ledger = LedgerMetrics(Snap(LedgerSnapshot(  # type: ignore[arg-type]
+        latest_window={"review-sync": date(2026, 3, 9)},
+        active={"review-sync": frozenset({"duplicate_summary"})},
+        breaches={("review-sync", "duplicate_summary"): 2},
+        last_summary={"review-sync": T}, runs={("review-sync", "success"): 3})),
+        ["review-sync"])
+    canary = CanaryMetrics(Snap(CanarySnapshot(  # type: ignore[arg-type]
+        latest={"reviews": CanaryResult("reviews", "permission", T, 0.25, "k", "HTTP 403")},
+        last_success={"reviews": T}, runs={("reviews", "ok"): 4, ("reviews", "permission"): 1})),
+        ["reviews"])
+    signals = SignalsMetrics(Snap(SignalsSnapshot(  # type: ignore[arg-type]
+        vocabulary={("reviews", "label"): (1, 35)},
+        volume={("reviews", date(2026, 3, 8)): True, ("reviews", date(2026, 3, 9)): False})),
+        ["reviews"])
+    for p in (ledger, canary, signals):
+        await p.refresh()
+    return [ledger, canary, signals]
+
+
+def _documented(sections: tuple[str, ...]) -> dict[str, tuple[str, set[str]]]:
+    out: dict[str, tuple[str, set[str]]] = {}
+    current = ""
+    for line in DOCS.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            current = line[3:].strip()
+        m = re.match(r"\| `(driftgauge_\w+)` \| (\w+) \| ([^|]*) \|", line)
+        if m and current in sections:
+            labels = {lab for lab in re.findall(r"`(\w+)`", m.group(3))
+                      if lab in {"check", "day", "sync_job", "rule", "status", "result", "field"}}
+            out[m.group(1)] = (m.group(2), labels)
+    return out
+
+
+async def test_exposition_matches_the_documented_names_types_and_labels() -> None:
+    text = generate_latest(build_registry(await parts())).decode()
+    seen: dict[str, tuple[str, set[str]]] = {}
+    for fam in text_string_to_metric_families(text):
+        name = fam.name + "_total" if fam.type == "counter" else fam.name
+        seen[name] = (fam.type, set().union(*(set(s.labels) for s in fam.samples)))
+    assert seen == _documented(("Canary", "Run ledger", "Vocabulary and volume"))
+
+
+async def test_values_come_from_the_latest_snapshot() -> None:
+    v = build_registry(await parts()).get_sample_value
+    assert v("driftgauge_ledger_breach", {**JOB, "rule": "duplicate_summary"}) == 1
+    assert v("driftgauge_ledger_breach", {**JOB, "rule": "failed_writes"}) == 0
+    assert v("driftgauge_ledger_breaches_total",
+             {**JOB, "rule": "duplicate_summary"}) == 2
+    assert v("driftgauge_canary_up", {"check": "reviews"}) == 0
+    assert v("driftgauge_canary_last_success_timestamp_seconds", {"check": "reviews"}) == \
+        T.timestamp()
+    assert v("driftgauge_canary_runs_total", {"check": "reviews", "result": "timeout"}) == 0
+    assert v("driftgauge_vocabulary_unmatched_rows", {"check": "reviews", "field": "label"}) == 35
+    assert v("driftgauge_volume_anomaly", {"check": "reviews", "day": "2026-03-08"}) == 1
+    assert v("driftgauge_volume_anomaly", {"check": "reviews", "day": "2026-03-09"}) == 0
+
+
+async def test_nothing_is_published_before_the_first_load() -> None:
+    part = LedgerMetrics(Snap(None), ["review-sync"])  # type: ignore[arg-type]
+    assert list(part()) == []
