@@ -29,6 +29,8 @@ class Adapters(NamedTuple):
 
 
 AdapterSource = Adapters | Callable[[], Awaitable[Adapters]]
+ExclusionSource = Callable[[Check, datetime, datetime], Awaitable[Mapping[str, str]]]
+"""Return key → reason for keys the sync job reported it did not write (the run ledger)."""
 
 
 def key_hasher(check: Check) -> KeyHasher:
@@ -67,19 +69,21 @@ def window_for(check: Check, trigger: str, now: datetime) -> tuple[datetime, dat
 async def run_check(check: Check, adapters: AdapterSource, state: StateStore,
                     window_start: datetime, window_end: datetime, *, trigger: str,
                     now: datetime, sample_keys: int = 100, deadline: float | None = None,
-                    key_hash: KeyHasher | None = None) -> RunResult:
+                    key_hash: KeyHasher | None = None,
+                    exclusions: ExclusionSource | None = None) -> RunResult:
     """Begin a run, reconcile the window, then complete or fail the run; return the result."""
     run_id = await state.begin_run(check.name, window_start, window_end, trigger=trigger,
                                    started_at=now)
     return await execute_run(check, adapters, state, run_id, window_start, window_end,
                              now=now, sample_keys=sample_keys, deadline=deadline,
-                             key_hash=key_hash)
+                             key_hash=key_hash, exclusions=exclusions)
 
 
 async def execute_run(check: Check, adapters: AdapterSource, state: StateStore, run_id: int,
                       window_start: datetime, window_end: datetime, *, now: datetime,
                       sample_keys: int = 100, deadline: float | None = None,
-                      key_hash: KeyHasher | None = None) -> RunResult:
+                      key_hash: KeyHasher | None = None,
+                      exclusions: ExclusionSource | None = None) -> RunResult:
     """Reconcile an already-begun run and record how it ended.
 
     Store failures, a missed deadline and internal errors all end as a failed run; a
@@ -93,8 +97,11 @@ async def execute_run(check: Check, adapters: AdapterSource, state: StateStore, 
         try:
             async with asyncio.timeout(deadline):
                 sides = adapters if isinstance(adapters, Adapters) else await adapters()
+                excused = (await exclusions(check, window_start, window_end)
+                           if exclusions is not None else None)
                 result = await reconcile(check, sides.source, sides.reader, window_start,
-                                         window_end, now=now, sample_keys=sample_keys)
+                                         window_end, now=now, sample_keys=sample_keys,
+                                         ledger_excluded=excused)
         except asyncio.CancelledError:
             await _shielded_fail(state, run_id, "cancelled: the service is shutting down",
                                  time.monotonic() - clock)

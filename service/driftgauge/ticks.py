@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from driftgauge.config.runtime import Check
 from driftgauge.errors import DriftgaugeError, StateError
 from driftgauge.logs import log_context
-from driftgauge.runner import AdapterPool, execute_run, window_for
+from driftgauge.runner import AdapterPool, ExclusionSource, execute_run, window_for
 from driftgauge.scheduler import JobSpec, utc_now
 from driftgauge.state import KeyHasher, StateStore
 
@@ -40,6 +40,8 @@ class TickRunner:
         self._sample_keys = sample_keys
         self._clock = clock
         self._deadline = deadline
+        self.exclusions: ExclusionSource | None = None
+        """Set by the app once the run ledger is open; runs then excuse what it reports."""
         self._on_change = on_change
         self._key_hash = key_hash
         self._locks = {name: asyncio.Lock() for name in checks}
@@ -92,7 +94,8 @@ class TickRunner:
                     result = await execute_run(
                         check, self._adapters.getter(check.name), self._state, run_id, start,
                         end, now=now, sample_keys=self._sample_keys,
-                        deadline=self._deadline_for(period), key_hash=self._hasher(check))
+                        deadline=self._deadline_for(period), key_hash=self._hasher(check),
+                        exclusions=self.exclusions)
                     return f"ran:{result.status}"
             except StateError as exc:
                 log.error("tick failed: state database", extra={"error": str(exc)})
@@ -151,7 +154,7 @@ class TickRunner:
             await execute_run(check, self._adapters.getter(check.name), self._state, run_id,
                               start, end, now=now, sample_keys=self._sample_keys,
                               deadline=self._deadline_for(period),
-                              key_hash=self._hasher(check))
+                              key_hash=self._hasher(check), exclusions=self.exclusions)
 
     def _own(self, task: asyncio.Task[object]) -> None:
         self._tasks.add(task)

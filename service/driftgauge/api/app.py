@@ -7,7 +7,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager, suppress
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -21,7 +21,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from driftgauge import __version__
 from driftgauge.api.auth import TokenCheck
 from driftgauge.api.models import HealthOut
-from driftgauge.config.runtime import Config
+from driftgauge.audit import Audit, audit_router, open_audit
+from driftgauge.config.runtime import Check, Config
 from driftgauge.errors import StateError, StoreError, StoreTimeout, UnknownCheck
 from driftgauge.logs import log_context
 from driftgauge.metrics import (
@@ -34,6 +35,7 @@ from driftgauge.metrics import (
 from driftgauge.runner import AdapterPool, Opener
 from driftgauge.scheduler import CheckScheduler, job_specs, utc_now
 from driftgauge.state import StateStore
+from driftgauge.stores.base import StoreAdapter
 from driftgauge.ticks import CheckBusy, TickRunner
 
 log = logging.getLogger("driftgauge.api")
@@ -53,6 +55,7 @@ class Runtime:
     tokens: TokenCheck
     scheduler_enabled: bool
     clock: Callable[[], datetime]
+    audit: Audit
 
 
 def runtime(request: Request) -> Runtime:
@@ -79,6 +82,7 @@ def create_app(config: Config, *, start_scheduler: bool = True, opener: Opener |
                                  run_deadline=run_deadline, refresh_every=refresh_every,
                                  metric_parts=metric_parts) as rt:
             app.state.runtime = rt
+            app.state.audit = rt.audit
             yield
 
     app = FastAPI(title="driftgauge", version=__version__, lifespan=lifespan,
@@ -90,6 +94,7 @@ def create_app(config: Config, *, start_scheduler: bool = True, opener: Opener |
     from driftgauge.api.routes import router
 
     app.include_router(router, prefix="/api/v1")
+    app.include_router(audit_router(tokens), prefix="/api/v1")
     _document_check_names(app, sorted(config.checks))
     return app
 
@@ -134,10 +139,23 @@ async def _open_runtime(config: Config, tokens: TokenCheck, *, start_scheduler: 
     ticks = TickRunner(config.checks, state, adapters, sample_keys=config.api.sample_keys,
                        clock=clock, deadline=run_deadline, on_change=snapshots.refresh)
     scheduler = CheckScheduler(job_specs(config.checks), ticks.tick, clock=clock)
-    registry = build_registry([reconciliation_part(snapshots.current),
-                               process_part(__version__), *metric_parts])
     refresher: asyncio.Task[None] | None = None
+
+    async def reconcile_window(check: str, start: datetime, end: datetime) -> object:
+        # A closed ledger run asks for its window: the recent window covers it.
+        return await ticks.trigger(check, "ledger")
+
+    async def source_of(check: Check) -> StoreAdapter:
+        return (await adapters.get(check.name)).source
+
+    stack = AsyncExitStack()
     try:
+        audit = await stack.enter_async_context(open_audit(
+            config, reconcile=reconcile_window, source=source_of, clock=clock,
+            start=start_scheduler))
+        ticks.exclusions = audit.ledger.ledger_exclusions
+        registry = build_registry([reconciliation_part(snapshots.current),
+                                   process_part(__version__), *audit.parts, *metric_parts])
         stale = await state.abandon_stale(
             clock() - timedelta(hours=6),
             "abandoned: no replica finished this run (it was interrupted)")
@@ -153,9 +171,10 @@ async def _open_runtime(config: Config, tokens: TokenCheck, *, start_scheduler: 
                                                       _refresh_period(config, refresh_every)),
                                         name="driftgauge-snapshot-refresh")
         yield Runtime(config, state, adapters, snapshots, ticks, scheduler, registry, tokens,
-                      start_scheduler, clock)
+                      start_scheduler, clock, audit)
     finally:
         scheduler.stop()
+        await stack.aclose()
         if refresher is not None:
             refresher.cancel()
             with suppress(asyncio.CancelledError):

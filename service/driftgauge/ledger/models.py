@@ -28,7 +28,9 @@ RULES: tuple[Rule, ...] = ("missing_summary", "duplicate_summary", "failed_write
 MAX_KEYS_PER_BATCH = 10_000
 
 Label = Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z][A-Za-z0-9_.:-]*$")]
-Ident = Annotated[str, Field(min_length=1, max_length=100)]
+# PostgreSQL text cannot hold NUL: refuse it here as a 422 naming the field.
+NO_NUL = r"^[^\x00]*$"
+Ident = Annotated[str, Field(min_length=1, max_length=100, pattern=NO_NUL)]
 
 
 class Payload(BaseModel):
@@ -40,7 +42,7 @@ class Payload(BaseModel):
 class RunOpen(Payload):
     """Open a run: which job, the window of source rows it covers, how many it was handed."""
 
-    job: Annotated[str, Field(min_length=1, max_length=63)]
+    job: Annotated[str, Field(min_length=1, max_length=63, pattern=NO_NUL)]
     window_start: AwareDatetime
     window_end: AwareDatetime
     input_rows: int = Field(ge=0, le=10**12)
@@ -89,7 +91,7 @@ class _Outcomed(Payload):
 class KeyOutcome(_Outcomed):
     """Where one input row ended up, by its key."""
 
-    key: Annotated[str, Field(min_length=1, max_length=1000)]
+    key: Annotated[str, Field(min_length=1, max_length=1000, pattern=NO_NUL)]
 
 
 class CountOutcome(_Outcomed):
@@ -129,10 +131,10 @@ class Batch(Payload):
 class Counts(Payload):
     """Rows per outcome."""
 
-    written: int = Field(0, ge=0)
-    no_match: int = Field(0, ge=0)
-    skipped: int = Field(0, ge=0)
-    failed: int = Field(0, ge=0)
+    written: int = Field(0, ge=0, le=10**12)
+    no_match: int = Field(0, ge=0, le=10**12)
+    skipped: int = Field(0, ge=0, le=10**12)
+    failed: int = Field(0, ge=0, le=10**12)
 
     @property
     def total(self) -> int:
@@ -145,7 +147,7 @@ class Summary(Payload):
 
     status: RunStatus
     counts: Counts | None = Field(None, description="The job's own counts, if it keeps them.")
-    message: Annotated[str, Field(max_length=2000)] | None = None
+    message: Annotated[str, Field(max_length=2000, pattern=NO_NUL)] | None = None
 
 
 class RunOut(BaseModel):

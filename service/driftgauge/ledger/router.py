@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response, status
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 
 from driftgauge.ledger.errors import LedgerConflict, LedgerInputError, RunNotFound
@@ -25,6 +25,12 @@ from driftgauge.ledger.service import LedgerService
 
 Dependency = Callable[..., Any]
 
+
+
+# Bounds that PostgreSQL can hold, so a wild id or a NUL byte is a 422, not a 503.
+RunId = Annotated[int, Path(ge=1, le=2**63 - 1, description="ledger run id")]
+JobName = Annotated[str | None, Query(min_length=1, max_length=200, pattern=r"^[^\x00]*$",
+                                      description="sync job name")]
 
 def _app_ledger(request: Request) -> LedgerService:
     service: LedgerService | None = getattr(request.app.state, "ledger", None)
@@ -55,32 +61,32 @@ def ledger_router(require_write: Dependency, require_read: Dependency, *,
         return run
 
     @router.post("/runs/{run_id}/batches", response_model=BatchOut, dependencies=write)
-    async def add_batch(run_id: int, body: Batch, service: Service) -> BatchOut:
+    async def add_batch(run_id: RunId, body: Batch, service: Service) -> BatchOut:
         """Record where a batch of input rows ended up; a retried batch id counts once."""
         with _translated():
             return await service.add_batch(run_id, body)
 
     @router.post("/runs/{run_id}/close", response_model=RunOut, dependencies=write)
-    async def close_run(run_id: int, body: Summary, service: Service) -> RunOut:
+    async def close_run(run_id: RunId, body: Summary, service: Service) -> RunOut:
         """Close a run with the job's own summary; its window is then judged and reconciled."""
         with _translated():
             return await service.close_run(run_id, body)
 
     @router.get("/runs", response_model=list[RunOut], dependencies=read)
-    async def list_runs(service: Service, job: str | None = None,
+    async def list_runs(service: Service, job: JobName = None,
                         limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> list[RunOut]:
         """List recent ledger runs, newest first."""
         with _translated():
             return await service.store.runs(job, limit)
 
     @router.get("/runs/{run_id}", response_model=RunOut, dependencies=read)
-    async def get_run(run_id: int, service: Service) -> RunOut:
+    async def get_run(run_id: RunId, service: Service) -> RunOut:
         """Return one run with its outcomes per reason."""
         with _translated():
             return await service.store.run(run_id)
 
     @router.get("/runs/{run_id}/keys", response_model=list[LedgerKeyOut], dependencies=write)
-    async def run_keys(run_id: int, service: Service, outcome: Outcome | None = None,
+    async def run_keys(run_id: RunId, service: Service, outcome: Outcome | None = None,
                        limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
                        ) -> list[LedgerKeyOut]:
         """List keys the run reported as no_match, skipped or failed (reveals keys)."""
@@ -89,7 +95,7 @@ def ledger_router(require_write: Dependency, require_read: Dependency, *,
             return await service.store.keys(run_id, outcome=outcome, limit=limit)
 
     @router.get("/breaches", response_model=list[BreachOut], dependencies=read)
-    async def list_breaches(service: Service, job: str | None = None, active: bool = False,
+    async def list_breaches(service: Service, job: JobName = None, active: bool = False,
                             limit: Annotated[int, Query(ge=1, le=1000)] = 100,
                             ) -> list[BreachOut]:
         """List recorded breaches of the ledger rules, newest window first."""
@@ -97,7 +103,7 @@ def ledger_router(require_write: Dependency, require_read: Dependency, *,
             return await service.store.breaches(job, active_only=active, limit=limit)
 
     @router.get("/windows", response_model=list[WindowOut], dependencies=read)
-    async def list_windows(service: Service, job: str | None = None,
+    async def list_windows(service: Service, job: JobName = None,
                            limit: Annotated[int, Query(ge=1, le=1000)] = 30,
                            ) -> list[WindowOut]:
         """List judged job windows with the rules each breaches now."""
