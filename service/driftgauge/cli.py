@@ -128,6 +128,7 @@ def _window(check: Check, args: argparse.Namespace, now: datetime) -> tuple[date
 
 async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> int:
     from driftgauge.engine import reconcile
+    from driftgauge.runner import Adapters
     from driftgauge.stores import open_adapter
 
     now = datetime.now(UTC)
@@ -137,20 +138,16 @@ async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> 
     try:
         reader = await open_adapter(check.reader)
         try:
-            state = None if args.no_store else await _open_state(config)
-            run_id = (await state.begin_run(check.name, start, end, trigger="cli")
-                      if state else None)
-            result = await reconcile(check, source, reader, start, end, now=now,
-                                     sample_keys=config.api.sample_keys, progress=bar.update)
-            result.finished_at = datetime.now(UTC)
-            bar.close()
-            if state is not None and run_id is not None:
-                if result.error is None:
-                    await state.complete_run(run_id, result)
-                else:
-                    await state.fail_run(run_id, result.error)
-                await state.close()
+            if args.no_store:
+                result = await reconcile(check, source, reader, start, end, now=now,
+                                         sample_keys=config.api.sample_keys,
+                                         progress=bar.update)
+                result.finished_at = datetime.now(UTC)
+            else:
+                result = await _stored_run(config, check, Adapters(source, reader), start, end,
+                                           now, bar)
         finally:
+            bar.close()
             await reader.close()
     finally:
         await source.close()
@@ -164,10 +161,30 @@ async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> 
     return EXIT_DRIFT if result.status == "drift" else EXIT_OK
 
 
-async def _open_state(config: Config) -> Any:
+async def _stored_run(config: Config, check: Check, sides: Any, start: datetime,
+                      end: datetime, now: datetime, bar: ProgressBar) -> Any:
+    """Run the check as the service would, recording it (and its ledger exclusions)."""
+    from driftgauge.ledger.service import ledger_exclusions
+    from driftgauge.ledger.store import LedgerStore
+    from driftgauge.pgcall import open_pool
+    from driftgauge.runner import run_check
     from driftgauge.state import StateStore
 
-    return await StateStore.open(config.state)
+    state = await StateStore.open(config.state)
+    pool = await open_pool(config.state, deadline=10.0) if check.ledger is not None else None
+    try:
+        async def excused(c: Check, s: datetime, e: datetime) -> dict[str, str]:
+            if pool is None:
+                return {}
+            return await ledger_exclusions(LedgerStore(pool, 10.0), c, s, e)
+
+        return await run_check(check, sides, state, start, end, trigger="cli", now=now,
+                               sample_keys=config.api.sample_keys, exclusions=excused,
+                               progress=bar.update)
+    finally:
+        if pool is not None:
+            await pool.close()
+        await state.close()
 
 
 async def _drill(config: Config, check: Check, args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ from typing import NamedTuple
 from driftgauge import digest
 from driftgauge.config.runtime import Check, View
 from driftgauge.engine import reconcile
+from driftgauge.engine.reconcile import Progress
 from driftgauge.engine.result import RunResult
 from driftgauge.errors import DriftgaugeError, StateError
 from driftgauge.logs import log_context
@@ -70,20 +71,22 @@ async def run_check(check: Check, adapters: AdapterSource, state: StateStore,
                     window_start: datetime, window_end: datetime, *, trigger: str,
                     now: datetime, sample_keys: int = 100, deadline: float | None = None,
                     key_hash: KeyHasher | None = None,
-                    exclusions: ExclusionSource | None = None) -> RunResult:
+                    exclusions: ExclusionSource | None = None,
+                    progress: Progress | None = None) -> RunResult:
     """Begin a run, reconcile the window, then complete or fail the run; return the result."""
     run_id = await state.begin_run(check.name, window_start, window_end, trigger=trigger,
                                    started_at=now)
     return await execute_run(check, adapters, state, run_id, window_start, window_end,
                              now=now, sample_keys=sample_keys, deadline=deadline,
-                             key_hash=key_hash, exclusions=exclusions)
+                             key_hash=key_hash, exclusions=exclusions, progress=progress)
 
 
 async def execute_run(check: Check, adapters: AdapterSource, state: StateStore, run_id: int,
                       window_start: datetime, window_end: datetime, *, now: datetime,
                       sample_keys: int = 100, deadline: float | None = None,
                       key_hash: KeyHasher | None = None,
-                      exclusions: ExclusionSource | None = None) -> RunResult:
+                      exclusions: ExclusionSource | None = None,
+                      progress: Progress | None = None) -> RunResult:
     """Reconcile an already-begun run and record how it ended.
 
     Store failures, a missed deadline and internal errors all end as a failed run; a
@@ -101,7 +104,7 @@ async def execute_run(check: Check, adapters: AdapterSource, state: StateStore, 
                            if exclusions is not None else None)
                 result = await reconcile(check, sides.source, sides.reader, window_start,
                                          window_end, now=now, sample_keys=sample_keys,
-                                         ledger_excluded=excused)
+                                         ledger_excluded=excused, progress=progress)
         except asyncio.CancelledError:
             await _shielded_fail(state, run_id, "cancelled: the service is shutting down",
                                  time.monotonic() - clock)

@@ -1,0 +1,118 @@
+"""`driftgauge check` and `driftgauge drill` as a user runs them, on the real stores."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import asyncpg
+import pytest
+from opensearchpy import AsyncOpenSearch
+from opensearchpy.helpers import async_bulk
+
+pytestmark = pytest.mark.integration
+
+PG = os.environ.get("DRIFTGAUGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:55432/postgres")
+OS_URL = os.environ.get("DRIFTGAUGE_TEST_OS_URL", "http://127.0.0.1:9250")
+BASE = datetime(2026, 4, 1, tzinfo=UTC)
+
+CONFIG = """
+stores:
+  pg: {{kind: postgres, dsn: "{dsn}"}}
+  os: {{kind: opensearch, url: "{os}"}}
+state: {{dsn: "{dsn}"}}
+checks:
+  reviews:
+    source: {{store: pg, table: tasks, key: task_id, time: completed_at}}
+    reader: {{store: os, index: {index}, key: task_id, time: completed_at}}
+    fields: {{label: string}}
+    settle: 0s
+"""
+
+
+@pytest.fixture
+async def config(tmp_path: Path) -> AsyncIterator[Path]:
+    """Write a config over a source table and a reader index with planted drift."""
+    name = f"dg_cli_{uuid.uuid4().hex[:8]}"
+    admin = await asyncpg.connect(PG)
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    dsn = PG.rsplit("/", 1)[0] + "/" + name
+    client = AsyncOpenSearch(OS_URL)
+    rows = [(f"t{i:04d}", "a" if i % 3 else "b", BASE + timedelta(minutes=7 * i))
+            for i in range(600)]                       # a bit over two days
+    try:
+        conn = await asyncpg.connect(dsn)
+        await conn.execute("CREATE TABLE tasks (task_id text, label text, "
+                           "completed_at timestamptz)")
+        await conn.copy_records_to_table("tasks", records=rows)
+        await conn.close()
+        await client.indices.create(index=name, body={"mappings": {"properties": {
+            "task_id": {"type": "keyword"}, "label": {"type": "keyword"},
+            "completed_at": {"type": "date"}}}})
+        docs = [{"_index": name, "_id": k, "_source": {
+            "task_id": k, "label": "z" if k == "t0100" else label,     # mismatched
+            "completed_at": when.isoformat()}}
+            for k, label, when in rows if k != "t0050"]                 # missing
+        await async_bulk(client, docs, refresh=True)
+        path = tmp_path / "dg.yml"
+        path.write_text(CONFIG.format(dsn=dsn, os=OS_URL, index=name))
+        yield path
+    finally:
+        await client.indices.delete(index=name, ignore_unavailable=True)
+        await client.close()
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run the installed CLI the way a user would."""
+    return subprocess.run([sys.executable, "-m", "driftgauge.cli", *args], capture_output=True,
+                          text=True, timeout=120, check=False)
+
+
+def test_check_reports_drift_and_exits_1(config: Path) -> None:
+    done = cli("check", "reviews", "--config", str(config), "--since", "2026-04-01",
+               "--until", "2026-04-03", "--json")
+    assert done.returncode == 1, done.stderr
+    out = json.loads(done.stdout)
+    day1 = out["buckets"][0]
+    assert (day1["missing"], day1["mismatched"], day1["extra"]) == (1, 1, 0)
+    assert sum(b["expected"] for b in out["buckets"]) == 600
+    assert out["buckets"][2]["status"] == "ok"
+    table = cli("check", "reviews", "--config", str(config), "--since", "2026-04-01",
+                "--until", "2026-04-03")
+    assert "2026-04-01" in table.stdout and "drift" in table.stdout
+    assert "missing    t0050" in table.stdout
+
+
+def test_check_on_clean_days_exits_0(config: Path) -> None:
+    done = cli("check", "reviews", "--config", str(config), "--since", "2026-04-03",
+               "--until", "2026-04-03", "--no-store")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_drill_walks_to_the_keys(config: Path) -> None:
+    hours = json.loads(cli("drill", "reviews", "2026-04-01", "--config", str(config),
+                           "--json").stdout)
+    bad = [n for n in hours["nodes"] if n["differs"]]
+    assert len(bad) == 2                    # t0050 and t0100 fall in different hours
+    hour = int(bad[0]["label"][11:13])
+    leaf = json.loads(cli("drill", "reviews", "2026-04-01", "--hour", str(hour), "--config",
+                          str(config), "--json").stdout)
+    assert [k["key"] for k in leaf["keys"]] == ["t0050"]
+    assert leaf["keys"][0]["kind"] == "missing"
+
+
+def test_unreachable_store_is_exit_2_without_traceback(config: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yml"
+    broken.write_text(config.read_text().replace(OS_URL, "http://127.0.0.1:9"))
+    done = cli("check", "reviews", "--config", str(broken), "--no-store")
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert "os" in done.stderr and "error" in done.stderr
