@@ -202,11 +202,13 @@ def main() -> None:
                                   "rss_mb": max(d[1] for d in dg), "found": dg[0][2].__dict__}
     dg_clean = [driftgauge(src, clean) for _ in range(args.repeat)]
     report["driftgauge_clean"] = {"wall_s": median([d[0] for d in dg_clean]),
+                                  "rss_mb": max(d[1] for d in dg_clean),
                                   "found": dg_clean[0][2].__dict__}
     report["floor_s"] = median([asyncio.run(floor(src, clean)) for _ in range(args.repeat)])
     if not args.skip_reladiff:
         rd = [reladiff_run(src, dst) for _ in range(max(1, args.repeat - 1))]
         report["reladiff_drift"] = {"wall_s": median([r[0] for r in rd]),
+                                    "rss_mb": max(r[1] for r in rd),
                                     "found": rd[0][2].__dict__}
     print(json.dumps(report, indent=2))
 
