@@ -88,18 +88,51 @@ async def test_duplicates_on_both_sides_are_seen_through_distinct_keys() -> None
     assert result.buckets[0].mismatched == 1 and result.buckets[0].duplicates == 1
 
 
-async def test_sparse_drift_drills_by_prefix_and_fetches_few_rows() -> None:
+async def test_sparse_drift_is_found_by_time_slot_and_fetches_few_rows() -> None:
     src = day_rows(0, 2400)
     rdr = list(src)
     rdr[100] = relabel(rdr[100], "changed")
-    check_kw = {"drilldown": "{leaf_rows: 50, max_depth: 4}"}
-    result = await run(src, rdr, days=1, check_kw=check_kw)
+    src_ad, rdr_ad = MemoryAdapter(src), MemoryAdapter(rdr)
+    check = make_check(drilldown="{leaf_rows: 50, max_depth: 4}")
+    result = await reconcile(check, src_ad, rdr_ad, BASE, BASE + timedelta(days=1), now=NOW)
     b = result.buckets[0]
     assert b.mismatched == 1
-    assert result.rows_fetched < 2 * 50   # a leaf per side, not the day
+    assert result.rows_fetched < 2 * 10   # one short slot per side, not the day
+    assert src_ad.calls[0] == "buckets:day" and src_ad.calls[1].startswith("slots:")
     hours = [n for n in b.tree if n.level == "hour"]
-    assert len(hours) == 24
+    assert len(hours) == 24 and sum(h.source.count for h in hours) == 2400
     bad_hours = [h for h in hours if h.differs]
+    assert len(bad_hours) == 1 and bad_hours[0].fetched
+
+
+async def test_rows_sharing_one_timestamp_fall_back_to_key_prefixes() -> None:
+    when = BASE + timedelta(hours=2)
+    src = [row(f"batch-{i}", when) for i in range(600)]   # one bulk load, one timestamp
+    rdr = list(src)
+    rdr[123] = relabel(rdr[123], "changed")
+    src_ad, rdr_ad = MemoryAdapter(src), MemoryAdapter(rdr)
+    check = make_check(drilldown="{leaf_rows: 50, max_depth: 4}")
+    result = await reconcile(check, src_ad, rdr_ad, BASE, BASE + timedelta(days=1), now=NOW)
+    b = result.buckets[0]
+    assert b.mismatched == 1 and b.samples[0].key == "batch-123"
+    assert any(c.startswith("prefixes:") for c in src_ad.calls)
+    assert result.rows_fetched < 2 * 50
+    bad = [h for h in b.tree if h.differs]
+    assert len(bad) == 1 and bad[0].children and all(c.level == "prefix" for c in
+                                                     bad[0].children)
+
+
+async def test_keys_held_twice_are_drilled_by_hour_then_prefix() -> None:
+    src = day_rows(0, 2400)
+    rdr = [*src, src[100]]                     # an appending retry: one key twice
+    src_ad, rdr_ad = MemoryAdapter(src), MemoryAdapter(rdr)
+    check = make_check(drilldown="{leaf_rows: 50, max_depth: 4}")
+    result = await reconcile(check, src_ad, rdr_ad, BASE, BASE + timedelta(days=1), now=NOW)
+    b = result.buckets[0]
+    assert (b.mismatched, b.duplicates) == (1, 1)
+    assert "buckets:hour" in src_ad.calls and not any(c.startswith("slots:")
+                                                       for c in src_ad.calls)
+    bad_hours = [h for h in b.tree if h.level == "hour" and h.differs]
     assert len(bad_hours) == 1 and bad_hours[0].children
 
 
@@ -124,7 +157,7 @@ async def test_drift_in_many_hours_is_found_exactly() -> None:
     b = result.buckets[0]
     assert b.mismatched == len(range(0, 4800, 97))
     assert b.missing == 1
-    assert result.rows_fetched < 4800          # never the whole day per side
+    assert result.rows_fetched < 4800 // 4     # a few short slots, never the whole day
 
 
 async def test_rule_exclusions_are_counted_not_missing() -> None:

@@ -9,6 +9,13 @@ from zoneinfo import ZoneInfo
 from driftgauge.config.runtime import Drilldown
 from driftgauge.stores.base import Aggregate
 
+# Slot lengths that divide an hour, so slots never straddle an hour boundary.
+SLOT_SECONDS = (60, 90, 120, 150, 180, 200, 225, 240, 300, 360, 400, 450, 600, 720, 900,
+                1200, 1800, 3600)
+# Rows per slot to aim for: a slot query costs about the same for 24 or 1,440 groups,
+# so small slots make a differing slot, and the rows fetched for it, small.
+ROWS_PER_SLOT = 8
+
 # Aim for this many prefixes per expected differing key, so that a leaf that differs
 # holds few clean rows and fetching it costs little more than the drift itself.
 FANOUT_PER_DIFF = 8
@@ -41,6 +48,30 @@ def prefix_step(rows: int, est_diffs: float, plan: Drilldown, depth: int) -> int
     want = max(rows / max(plan.leaf_rows, 1), est_diffs * FANOUT_PER_DIFF, 2.0)
     step = max(1, math.ceil(math.log(want, 16)))
     return max(1, min(step, plan.max_depth - depth))
+
+
+def slot_seconds(day_rows: int) -> int:
+    """Return the slot length that puts about ROWS_PER_SLOT rows of a day in each slot."""
+    want = 86400 * ROWS_PER_SLOT / max(day_rows, 1)
+    fitting = [s for s in SLOT_SECONDS if s <= want]
+    return fitting[-1] if fitting else SLOT_SECONDS[0]
+
+
+def merge_ranges(ranges: list[tuple[datetime, datetime]]) -> list[tuple[datetime, datetime]]:
+    """Return sorted ranges with touching or overlapping ones joined."""
+    out: list[tuple[datetime, datetime]] = []
+    for s, e in sorted(ranges):
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
+
+
+def add(a: Aggregate, b: Aggregate) -> Aggregate:
+    """Return the aggregate of two disjoint sets of rows with no key in common."""
+    return Aggregate(a.count + b.count, a.distinct_keys + b.distinct_keys,
+                     (a.digest + b.digest) % (1 << 64))
 
 
 def day_starts(start: datetime, end: datetime, tz: ZoneInfo) -> list[datetime]:

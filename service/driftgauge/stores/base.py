@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal, Protocol
 
 Granularity = Literal["day", "hour"]
+TimeRanges = Sequence[tuple[datetime, datetime]]
+"""Half-open [start, end) sub-ranges of event time, each bound timezone-aware."""
 
 
 @dataclass(frozen=True)
@@ -73,11 +75,49 @@ class StoreAdapter(Protocol):
         """
         ...
 
+    async def slot_digests(self, start: datetime, end: datetime,
+                           seconds: int) -> list[BucketDigest]:
+        """Return per-slot aggregates of expected rows in [start, end), slots aligned on start.
+
+        Slots are consecutive spans of `seconds` (a divisor of 3600) of absolute time from
+        `start` (aware, on a whole millisecond; see check_slot); each BucketDigest.start is
+        its slot's first instant. Exclusions are counted per reason as in bucket_digests;
+        slots with no rows and no exclusions may be omitted.
+        """
+        ...
+
     def iter_rows(self, start: datetime, end: datetime,
-                  prefixes: Sequence[str] | None = None) -> AsyncIterator[RowHash]:
-        """Yield the expected rows in [start, end), optionally only under key-hash prefixes."""
+                  prefixes: Sequence[str] | None = None, *,
+                  ranges: TimeRanges | None = None) -> AsyncIterator[RowHash]:
+        """Yield the expected rows in [start, end), optionally only under key-hash prefixes.
+
+        With `ranges`, only rows whose event time falls in one of those sub-ranges are
+        yielded (an empty list yields nothing); prefixes and ranges combine with AND.
+        """
         ...
 
     async def close(self) -> None:
         """Release pools and clients."""
         ...
+
+
+def check_slot(start: datetime, seconds: int) -> timedelta:
+    """Return the slot length after checking `seconds` and the slots' origin `start`."""
+    whole = isinstance(seconds, int) and not isinstance(seconds, bool)
+    if not whole or seconds < 1 or 3600 % seconds:
+        raise ValueError(f"seconds must be a whole divisor of 3600, got {seconds!r}")
+    if start.tzinfo is None:
+        raise ValueError("start must be timezone-aware")
+    # OpenSearch places slots with a millisecond offset; finer origins cannot align.
+    if start.microsecond % 1000:
+        raise ValueError(f"start must fall on a whole millisecond, got {start.isoformat()}")
+    return timedelta(seconds=seconds)
+
+
+def check_ranges(ranges: TimeRanges) -> list[tuple[datetime, datetime]]:
+    """Return the sub-ranges as a list after checking every bound is timezone-aware."""
+    out = list(ranges)
+    for i, (lo, hi) in enumerate(out):
+        if lo.tzinfo is None or hi.tzinfo is None:
+            raise ValueError(f"ranges[{i}] bounds must be timezone-aware")
+    return out

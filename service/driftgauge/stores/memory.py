@@ -7,7 +7,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
-from driftgauge.stores.base import Aggregate, BucketDigest, Granularity, RowHash
+from driftgauge.stores.base import (
+    Aggregate,
+    BucketDigest,
+    Granularity,
+    RowHash,
+    check_ranges,
+    check_slot,
+)
 
 MOD = 1 << 64
 
@@ -44,11 +51,14 @@ class MemoryAdapter:
         if self.fail_with is not None:
             raise self.fail_with
 
-    def _in(self, start: datetime, end: datetime,
-            prefixes: Sequence[str] | None = None) -> list[RowHash]:
+    def _in(self, start: datetime, end: datetime, prefixes: Sequence[str] | None = None,
+            ranges: Sequence[tuple[datetime, datetime]] | None = None) -> list[RowHash]:
         out = [r for r in self.rows if start <= r.event_time < end]
         if prefixes is not None:
             out = [r for r in out if r.key_hash.startswith(tuple(prefixes))]
+        if ranges is not None:
+            bounds = check_ranges(ranges)
+            out = [r for r in out if any(s <= r.event_time < e for s, e in bounds)]
         return out
 
     async def bucket_digests(self, start: datetime, end: datetime,
@@ -66,6 +76,27 @@ class MemoryAdapter:
         return [BucketDigest(k, aggregate(groups.get(k, [])), excl.get(k, {}))
                 for k in sorted(groups.keys() | excl.keys())]
 
+    async def slot_digests(self, start: datetime, end: datetime,
+                           seconds: int) -> list[BucketDigest]:
+        """Return aggregates per slot of `seconds` aligned on `start`."""
+        self._check(f"slots:{seconds}")
+        step = check_slot(start, seconds)
+        origin = start.astimezone(UTC)  # slots are elapsed time: add in UTC, not wall clock
+
+        def slot(when: datetime) -> datetime:
+            return origin + step * ((when - origin) // step)
+
+        groups: dict[datetime, list[RowHash]] = {}
+        for r in self._in(start, end):
+            groups.setdefault(slot(r.event_time), []).append(r)
+        excl: dict[datetime, dict[str, int]] = {}
+        for when, reason in self.excluded:
+            if start <= when < end:
+                per = excl.setdefault(slot(when), {})
+                per[reason] = per.get(reason, 0) + 1
+        return [BucketDigest(k, aggregate(groups.get(k, [])), excl.get(k, {}))
+                for k in sorted(groups.keys() | excl.keys())]
+
     async def prefix_digests(self, start: datetime, end: datetime, depth: int,
                              within: Sequence[str] | None = None) -> dict[str, Aggregate]:
         """Return aggregates grouped by key-hash prefix."""
@@ -76,10 +107,12 @@ class MemoryAdapter:
         return {p: aggregate(rs) for p, rs in groups.items()}
 
     async def iter_rows(self, start: datetime, end: datetime,
-                        prefixes: Sequence[str] | None = None) -> AsyncIterator[RowHash]:
-        """Yield the rows in the range."""
+                        prefixes: Sequence[str] | None = None, *,
+                        ranges: Sequence[tuple[datetime, datetime]] | None = None,
+                        ) -> AsyncIterator[RowHash]:
+        """Yield the rows in the range (optionally only under prefixes or in sub-ranges)."""
         self._check("rows")
-        for r in self._in(start, end, prefixes):
+        for r in self._in(start, end, prefixes, ranges):
             yield r
 
     async def close(self) -> None:

@@ -17,7 +17,15 @@ from driftgauge.errors import (
     StoreUnavailable,
 )
 from driftgauge.stores import os_requests as rq
-from driftgauge.stores.base import Aggregate, BucketDigest, Granularity, RowHash
+from driftgauge.stores.base import (
+    Aggregate,
+    BucketDigest,
+    Granularity,
+    RowHash,
+    TimeRanges,
+    check_ranges,
+    check_slot,
+)
 
 T = TypeVar("T")
 PIT_KEEP_ALIVE = "2m"
@@ -77,6 +85,23 @@ class OpenSearchAdapter:
             out.extend(self._parsed(rq.parse_buckets, resp, self.view))
         return sorted(out, key=lambda b: b.start)
 
+    async def slot_digests(self, start: datetime, end: datetime,
+                           seconds: int) -> list[BucketDigest]:
+        """Return per-slot aggregates aligned on start, in chunks cut on slot bounds."""
+        check_slot(start, seconds)
+        if start >= end:
+            return []
+        counts = rq.parse_day_counts(await self._search(
+            "count rows per day", rq.day_counts_body(self.view, start, end)))
+        if not counts:
+            return []
+        out: list[BucketDigest] = []
+        for chunk in rq.plan_slot_chunks(start, end, counts, self.max_chunk_rows, seconds):
+            resp = await self._search("slot digests", rq.slot_body(
+                self.view, chunk.start, chunk.end, seconds, start))
+            out.extend(self._parsed(rq.parse_buckets, resp, self.view))
+        return sorted(out, key=lambda b: b.start)
+
     async def prefix_digests(self, start: datetime, end: datetime, depth: int,
                              within: Sequence[str] | None = None) -> dict[str, Aggregate]:
         """Return aggregates by key-hash prefix in one request."""
@@ -89,21 +114,24 @@ class OpenSearchAdapter:
         return self._parsed(rq.parse_prefixes, resp)
 
     async def iter_rows(self, start: datetime, end: datetime,
-                        prefixes: Sequence[str] | None = None) -> AsyncIterator[RowHash]:
+                        prefixes: Sequence[str] | None = None, *,
+                        ranges: TimeRanges | None = None) -> AsyncIterator[RowHash]:
         """Yield expected rows from a point in time, paging with search_after on the key."""
-        if start >= end or (prefixes is not None and not prefixes):
+        spans = None if ranges is None else check_ranges(ranges)
+        if start >= end or (prefixes is not None and not prefixes) or spans == []:
             return
         pit = await self._call("open a point in time", self._client.create_pit(
             index=self.view.index, params={"keep_alive": PIT_KEEP_ALIVE}))
         pit_id = self._parsed(lambda r: str(r["pit_id"]), pit)
         try:
-            async for row in self._pages(pit_id, start, end, prefixes):
+            async for row in self._pages(pit_id, start, end, prefixes, spans):
                 yield row
         finally:
             await self._delete_pit(pit_id)
 
     async def _pages(self, pit_id: str, start: datetime, end: datetime,
-                     prefixes: Sequence[str] | None) -> AsyncIterator[RowHash]:
+                     prefixes: Sequence[str] | None,
+                     ranges: TimeRanges | None = None) -> AsyncIterator[RowHash]:
         # Duplicated keys tie on the sort, and 2.x has no _shard_doc tiebreaker (sorting
         # on _id loads deprecated fielddata), so a page is only ever cut between two
         # keys: the trailing key is re-read whole on the next page.
@@ -112,7 +140,7 @@ class OpenSearchAdapter:
         total: int | None = None
         received = 0
         while True:
-            body = rq.rows_body(self.view, start, end, prefixes, size=size)
+            body = rq.rows_body(self.view, start, end, prefixes, size=size, ranges=ranges)
             body["pit"] = {"id": pit_id, "keep_alive": PIT_KEEP_ALIVE}
             body["track_total_hits"] = total is None
             if after is not None:

@@ -6,7 +6,7 @@ import functools
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 from typing import Any
 
@@ -79,8 +79,7 @@ def reader_filter(view: View) -> dict[str, Any] | None:
 def window_query(view: View, start: datetime, end: datetime, *,
                  expected_only: bool, extra: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """Return the view's rows in [start, end): reader filter AND time range (AND not excluded)."""
-    filters: list[dict[str, Any]] = [{"range": {view.time_column: {
-        "gte": iso(start), "lt": iso(end), "format": TIME_FORMAT}}}]
+    filters: list[dict[str, Any]] = [_time_range(view, start, end)]
     flt = reader_filter(view)
     if flt:
         filters.append(flt)
@@ -110,6 +109,30 @@ def day_counts_body(view: View, start: datetime, end: datetime) -> dict[str, Any
 def bucket_body(view: View, start: datetime, end: datetime,
                 granularity: Granularity) -> dict[str, Any]:
     """Return a request for (count, distinct keys, digest) and exclusions per bucket."""
+    return _digest_body(view, start, end, _histogram(view, granularity))
+
+
+def slot_body(view: View, start: datetime, end: datetime, seconds: int,
+              origin: datetime) -> dict[str, Any]:
+    """Return a request for bucket_body's aggregates per slot of `seconds` from `origin`.
+
+    Fixed intervals in UTC with an offset, not in the view's time zone: slots are spans
+    of absolute time, so they keep their length and alignment across a DST change.
+    """
+    interval_ms = seconds * 1000
+    offset_ms = _epoch_ms(origin) % interval_ms
+    histogram = {"field": view.time_column, "fixed_interval": f"{seconds}s",
+                 "offset": f"{offset_ms}ms", "min_doc_count": 1}
+    return _digest_body(view, start, end, histogram)
+
+
+def _epoch_ms(moment: datetime) -> int:
+    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
+    return delta // timedelta(milliseconds=1)
+
+
+def _digest_body(view: View, start: datetime, end: datetime,
+                 histogram: dict[str, Any]) -> dict[str, Any]:
     metric = {"scripted_metric": {
         "init_script": script("bucket_init", {}),
         "map_script": script("bucket_map", script_params(view)),
@@ -128,7 +151,7 @@ def bucket_body(view: View, start: datetime, end: datetime,
     else:
         sub = {"d": metric}
     return {"size": 0, "query": window_query(view, start, end, expected_only=False),
-            "aggs": {"b": {"date_histogram": _histogram(view, granularity), "aggs": sub}}}
+            "aggs": {"b": {"date_histogram": histogram, "aggs": sub}}}
 
 
 def prefix_body(view: View, start: datetime, end: datetime, depth: int,
@@ -145,12 +168,19 @@ def prefix_body(view: View, start: datetime, end: datetime, depth: int,
 
 
 def rows_body(view: View, start: datetime, end: datetime, prefixes: Sequence[str] | None, *,
-              size: int, encoding: bool = False) -> dict[str, Any]:
-    """Return a page request for row hashes sorted by key (PIT and search_after added later)."""
-    extra = []
+              size: int, encoding: bool = False,
+              ranges: Sequence[tuple[datetime, datetime]] | None = None) -> dict[str, Any]:
+    """Return a page request for row hashes sorted by key (PIT and search_after added later).
+
+    With `ranges`, only rows whose event time is in one of those sub-ranges match.
+    """
+    extra: list[dict[str, Any]] = []
     if prefixes is not None:
         extra.append({"script": {"script": script(
             "prefix_filter", script_params(view) | _within(prefixes))}})
+    if ranges is not None:
+        extra.append({"bool": {"should": [_time_range(view, lo, hi) for lo, hi in ranges],
+                               "minimum_should_match": 1}})
     return {
         "size": size, "_source": False,
         "query": window_query(view, start, end, expected_only=True, extra=extra),
@@ -158,6 +188,11 @@ def rows_body(view: View, start: datetime, end: datetime, prefixes: Sequence[str
         "script_fields": {"r": {"script": script(
             "row_fields", script_params(view) | {"encoding": encoding})}},
     }
+
+
+def _time_range(view: View, start: datetime, end: datetime) -> dict[str, Any]:
+    return {"range": {view.time_column: {"gte": iso(start), "lt": iso(end),
+                                         "format": TIME_FORMAT}}}
 
 
 def _within(prefixes: Sequence[str] | None) -> dict[str, Any]:
@@ -188,6 +223,29 @@ def plan_chunks(start: datetime, end: datetime, day_counts: Sequence[tuple[int, 
         rows += count
         days += 1
     bounds = [start, *[c for c in cuts if start < c < end], end]
+    return [Chunk(a, b) for a, b in itertools.pairwise(bounds)]
+
+
+def plan_slot_chunks(start: datetime, end: datetime, day_counts: Sequence[tuple[int, int]],
+                     max_rows: int, seconds: int) -> list[Chunk]:
+    """Return plan_chunks' chunks cut on slot bounds, each of at most MAX_BUCKETS_PER_REQUEST.
+
+    Slots are `seconds` long from `start`; a cut inside a slot would split its digest
+    over two requests, so day cuts move back to the start of their slot.
+    """
+    # Arithmetic on aware datetimes of one zone is wall-clock arithmetic; slots are not.
+    origin = start.astimezone(UTC)
+    step = timedelta(seconds=seconds)
+    per_day = -(-25 * 3600 // seconds)  # a day that falls back has 25 hours
+    max_days = max(1, MAX_BUCKETS_PER_REQUEST // per_day)
+    span = step * MAX_BUCKETS_PER_REQUEST
+    bounds = [origin]
+    for chunk in plan_chunks(start, end, day_counts, max_rows, max_days):
+        cut = origin + (chunk.end - origin) // step * step if chunk.end < end else end
+        while cut - bounds[-1] > span:
+            bounds.append(bounds[-1] + span)
+        if cut > bounds[-1]:
+            bounds.append(cut)
     return [Chunk(a, b) for a, b in itertools.pairwise(bounds)]
 
 

@@ -77,8 +77,12 @@ def exclusion_sql(view: View) -> str:
     return f"CASE {whens} END"
 
 
-def base_sql(view: View) -> str:
-    """Return the rows in [$1, $2) with exclusion index, event time, key text and encodings."""
+def base_sql(view: View, *, ranges: tuple[int, int] | None = None) -> str:
+    """Return the rows in [$1, $2) with exclusion index, event time, key text and encodings.
+
+    With `ranges` = (n, count), only rows inside one of `count` sub-ranges are kept,
+    their starts and ends given as the timestamptz[] parameters $n and $n+1.
+    """
     t = quote_ident(view.time_column)
     return (
         f"SELECT {exclusion_sql(view)} AS x, ({t})::timestamptz AS t, "
@@ -86,7 +90,23 @@ def base_sql(view: View) -> str:
         f"{row_encoding_sql(view)} AS renc "
         f"FROM {relation(view)} "
         f"WHERE {t} >= $1::timestamptz AND {t} < $2::timestamptz"
+        f"{'' if ranges is None else ranges_sql(t, *ranges)}"
     )
+
+
+def ranges_sql(t: str, first: int, count: int) -> str:
+    """Return an AND clause keeping rows whose time column `t` is in one of the sub-ranges.
+
+    One OR branch per sub-range rather than a join on unnest(): with the bounds known
+    at planning time each branch becomes a bitmap scan of a time index, where the
+    join reads the whole window and filters it.
+    """
+    if count < 1:
+        raise ValueError("ranges_sql needs at least one sub-range")
+    lo, hi = f"${first}::timestamptz[]", f"${first + 1}::timestamptz[]"
+    branches = " OR ".join(f"({t} >= ({lo})[{i}] AND {t} < ({hi})[{i}])"
+                           for i in range(1, count + 1))
+    return f" AND ({branches})"
 
 
 def bucket_sql(view: View) -> str:
@@ -103,6 +123,19 @@ def bucket_sql(view: View) -> str:
     )
 
 
+def slot_sql(view: View) -> str:
+    """Return the per-slot query; $3 is the slot interval, $4 the slots' origin.
+
+    date_bin works on the absolute instant, so slots stay `$3` long across DST changes.
+    """
+    return (
+        "SELECT date_bin($3::interval, r.t, $4::timestamptz) AS bucket, r.x AS rule, "
+        "count(*) AS n, count(DISTINCT r.kenc) FILTER (WHERE r.x IS NULL) AS keys, "
+        f"sum({ROW_HASH}) FILTER (WHERE r.x IS NULL) AS digest "
+        f"FROM ({base_sql(view)}) AS r GROUP BY 1, 2 ORDER BY 1, 2"
+    )
+
+
 def prefix_sql(view: View, *, within: bool) -> str:
     """Return the per-prefix query; $3 is the depth, $4 LIKE patterns when `within`."""
     restrict = " AND md5(r.kenc) LIKE ANY($4::text[])" if within else ""
@@ -113,12 +146,17 @@ def prefix_sql(view: View, *, within: bool) -> str:
     )
 
 
-def rows_sql(view: View, *, within: bool) -> str:
-    """Return the expected rows' key text, key hash, row hash and event time."""
+def rows_sql(view: View, *, within: bool, ranges: int | None = None) -> str:
+    """Return the expected rows' key text, key hash, row hash and event time.
+
+    Parameters after $1, $2: LIKE patterns when `within`, then the starts and ends of
+    `ranges` sub-ranges when given.
+    """
     restrict = " AND md5(r.kenc) LIKE ANY($3::text[])" if within else ""
+    base = base_sql(view, ranges=None if ranges is None else (4 if within else 3, ranges))
     return (
         f"SELECT r.ktext, md5(r.kenc) AS khash, {ROW_HASH} AS rhash, r.t "
-        f"FROM ({base_sql(view)}) AS r WHERE r.x IS NULL{restrict}"
+        f"FROM ({base}) AS r WHERE r.x IS NULL{restrict}"
     )
 
 

@@ -17,7 +17,15 @@ from driftgauge.errors import (
     StoreUnavailable,
 )
 from driftgauge.stores import pg_sql
-from driftgauge.stores.base import Aggregate, BucketDigest, Granularity, RowHash
+from driftgauge.stores.base import (
+    Aggregate,
+    BucketDigest,
+    Granularity,
+    RowHash,
+    TimeRanges,
+    check_ranges,
+    check_slot,
+)
 
 FETCH_ROWS = 2000
 """Rows per round trip of the server-side cursor in iter_rows."""
@@ -34,6 +42,7 @@ class PostgresAdapter:
         self._pool = pool
         self._reasons = [ex.reason for ex in view.exclusions if ex.where is not None]
         self._sql_bucket = pg_sql.bucket_sql(view)
+        self._sql_slot = pg_sql.slot_sql(view)
 
     @classmethod
     async def open(cls, view: View) -> Self:
@@ -78,6 +87,18 @@ class PostgresAdapter:
             return []
         rows = await self._fetch("bucket digests", self._sql_bucket, start, end,
                                  granularity, self.view.timezone.key)
+        return self._buckets(rows)
+
+    async def slot_digests(self, start: datetime, end: datetime,
+                           seconds: int) -> list[BucketDigest]:
+        """Return per-slot aggregates (date_bin from start) and excluded counts by reason."""
+        step = check_slot(start, seconds)
+        if start >= end:
+            return []
+        return self._buckets(await self._fetch("slot digests", self._sql_slot, start, end,
+                                               step, start))
+
+    def _buckets(self, rows: list[Any]) -> list[BucketDigest]:
         buckets: dict[datetime, tuple[Aggregate, dict[str, int]]] = {}
         for r in rows:
             begin = r["bucket"].astimezone(self.view.timezone)
@@ -107,18 +128,28 @@ class PostgresAdapter:
                                        digest=unsigned64(int(r["digest"]))) for r in rows}
 
     async def iter_rows(self, start: datetime, end: datetime,
-                        prefixes: Sequence[str] | None = None) -> AsyncIterator[RowHash]:
+                        prefixes: Sequence[str] | None = None, *,
+                        ranges: TimeRanges | None = None) -> AsyncIterator[RowHash]:
         """Yield expected rows through a server-side cursor, FETCH_ROWS at a time."""
-        if start >= end or (prefixes is not None and not prefixes):
+        spans = None if ranges is None else check_ranges(ranges)
+        if start >= end or (prefixes is not None and not prefixes) or spans == []:
             return
         args: list[Any] = [start, end]
         if prefixes is not None:
             args.append(pg_sql.like_patterns(list(prefixes)))
-        sql = pg_sql.rows_sql(self.view, within=prefixes is not None)
+        if spans is not None:
+            args += [[lo for lo, _ in spans], [hi for _, hi in spans]]
+        sql = pg_sql.rows_sql(self.view, within=prefixes is not None,
+                              ranges=None if spans is None else len(spans))
         timeout = self.store.timeout
         try:
             async with self._pool.acquire(timeout=timeout) as conn, conn.transaction(
                     readonly=True, isolation="repeatable_read"):
+                if spans is not None:
+                    # A generic plan cannot see the sub-range bounds and reads the whole
+                    # window; a custom plan turns each sub-range into an index range scan.
+                    await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan",
+                                       timeout=timeout)
                 cursor = await conn.cursor(sql, *args, timeout=timeout)
                 while True:
                     batch = await cursor.fetch(FETCH_ROWS, timeout=timeout)
