@@ -9,37 +9,40 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import os
 import signal
-import socket
 import subprocess
-import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import asyncpg
 import httpx
 import pytest
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
-from prometheus_client.parser import text_string_to_metric_families
+
+from tests.e2e.support import (
+    OS_URL,
+    PG,
+    ROOT,
+    free_port,
+    scrape,
+    start_replica,
+    stop,
+    until,
+)
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
-PG = os.environ.get("DRIFTGAUGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:55432/postgres")
-OS_URL = os.environ.get("DRIFTGAUGE_TEST_OS_URL", "http://127.0.0.1:9250")
 TOKEN = "e2e-" + uuid.uuid4().hex
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 ROWS_PER_DAY = 60
 DAYS = 3
 MAPPING = {"properties": {"task_id": {"type": "keyword"}, "label": {"type": "keyword"},
                           "completed_at": {"type": "date"}}}
-T = TypeVar("T")
 
 CONFIG = """
 stores:
@@ -77,27 +80,6 @@ class Stack:
     logs: list[Path]
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     rows: list[dict[str, Any]] = field(default_factory=list)
-
-
-async def until(what: str, probe: Callable[[], Awaitable[T | None]],
-                limit: float = 90.0) -> T:
-    """Poll `probe` until it returns something truthy; fail naming `what` after `limit`."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit
-    while True:
-        got = await probe()
-        if got:
-            return got
-        if loop.time() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        await asyncio.sleep(0.25)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def make_rows(days: list[date]) -> list[dict[str, Any]]:
@@ -138,26 +120,6 @@ async def plant(client: AsyncOpenSearch, index: str,
         truth[day] = {"missing": set(gone), "mismatched": {changed}, "extra": {extra["task_id"]}}
     await client.indices.refresh(index=index)
     return truth
-
-
-def start_replica(config: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
-    exe = ROOT / ".venv" / "bin" / "driftgauge"
-    cmd = [str(exe), "serve"] if exe.exists() else [sys.executable, "-m", "driftgauge.server"]
-    with log.open("wb") as out:
-        return subprocess.Popen([*cmd, "--config", str(config), "--host", "127.0.0.1",
-                                 "--port", str(port)], stdout=out, stderr=subprocess.STDOUT,
-                                cwd=ROOT)
-
-
-def stop(proc: subprocess.Popen[bytes]) -> int:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-    return proc.returncode
 
 
 @pytest.fixture(scope="module")
@@ -213,19 +175,6 @@ async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack
         await client.close()
         await admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)', timeout=30)
         await admin.close()
-
-
-def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    """Return every sample of an exposition by (name, sorted labels)."""
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for fam in text_string_to_metric_families(text) for s in fam.samples}
-
-
-async def scrape(http: httpx.AsyncClient, url: str) -> dict[tuple[str, tuple[tuple[str, str],
-                                                                           ...]], float]:
-    resp = await http.get(f"{url}/metrics")
-    assert resp.status_code == 200
-    return samples(resp.text)
 
 
 def rows_of(s: dict[Any, float], check: str, day: str, kind: str) -> float | None:

@@ -39,6 +39,9 @@ from driftgauge.stores.base import StoreAdapter
 from driftgauge.ticks import CheckBusy, TickRunner
 
 log = logging.getLogger("driftgauge.api")
+# How long a closed ledger run's reconcile waits for a busy check: 30 × 10 s.
+LEDGER_RECONCILE_TRIES = 30
+LEDGER_RECONCILE_WAIT = 10.0
 
 
 @dataclass
@@ -142,17 +145,28 @@ async def _open_runtime(config: Config, tokens: TokenCheck, *, start_scheduler: 
     refresher: asyncio.Task[None] | None = None
 
     async def reconcile_window(check: str, start: datetime, end: datetime) -> object:
-        # A closed ledger run asks for its window: the recent window covers it.
-        return await ticks.trigger(check, "ledger")
+        # A closed ledger run asks for its window: the recent window covers it. A run of
+        # the check already under way may predate the ledger run, so wait for it to end.
+        for _ in range(LEDGER_RECONCILE_TRIES):
+            try:
+                return await ticks.trigger(check, "ledger")
+            except CheckBusy:
+                await asyncio.sleep(LEDGER_RECONCILE_WAIT)
+        log.warning("ledger reconcile given up: the check stayed busy",
+                    extra={"check": check})
+        return None
 
     async def source_of(check: Check) -> StoreAdapter:
         return (await adapters.get(check.name)).source
 
+    refresh = _refresh_period(config, refresh_every)
     stack = AsyncExitStack()
     try:
+        # The audit reloads its parts (and judges ledger deadlines) as often as the run
+        # results, so a summary, breach or vocabulary verdict reaches /metrics as promptly.
         audit = await stack.enter_async_context(open_audit(
             config, reconcile=reconcile_window, source=source_of, clock=clock,
-            start=start_scheduler))
+            start=start_scheduler, every=refresh))
         ticks.exclusions = audit.ledger.ledger_exclusions
         registry = build_registry([reconciliation_part(snapshots.current),
                                    process_part(__version__), *audit.parts, *metric_parts])
@@ -167,8 +181,7 @@ async def _open_runtime(config: Config, tokens: TokenCheck, *, start_scheduler: 
             log.warning("could not load stored results", extra={"error": str(exc)})
         if start_scheduler:
             scheduler.start()
-        refresher = asyncio.create_task(_refresh_loop(snapshots,
-                                                      _refresh_period(config, refresh_every)),
+        refresher = asyncio.create_task(_refresh_loop(snapshots, refresh),
                                         name="driftgauge-snapshot-refresh")
         yield Runtime(config, state, adapters, snapshots, ticks, scheduler, registry, tokens,
                       start_scheduler, clock, audit)

@@ -1,0 +1,129 @@
+"""Shared pieces of the end-to-end tests: start `driftgauge serve`, poll it, scrape it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import asyncpg
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+ROOT = Path(__file__).resolve().parents[2]
+PG = os.environ.get("DRIFTGAUGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:55432/postgres")
+OS_URL = os.environ.get("DRIFTGAUGE_TEST_OS_URL", "http://127.0.0.1:9250")
+T = TypeVar("T")
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+async def until(what: str, probe: Callable[[], Awaitable[T | None]],
+                limit: float = 90.0) -> T:
+    """Poll `probe` until it returns something truthy; fail naming `what` after `limit`."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit
+    while True:
+        got = await probe()
+        if got:
+            return got
+        if loop.time() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        await asyncio.sleep(0.25)
+
+
+def free_port() -> int:
+    """Return a TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def start_replica(config: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+    """Start `driftgauge serve` on 127.0.0.1:`port`, its output going to `log`."""
+    exe = ROOT / ".venv" / "bin" / "driftgauge"
+    cmd = [str(exe), "serve"] if exe.exists() else [sys.executable, "-m", "driftgauge.server"]
+    with log.open("wb") as out:
+        return subprocess.Popen([*cmd, "--config", str(config), "--host", "127.0.0.1",
+                                 "--port", str(port)], stdout=out, stderr=subprocess.STDOUT,
+                                cwd=ROOT)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> int:
+    """Stop a child with SIGTERM (SIGKILL if it lingers) and return its exit status."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+    return proc.returncode
+
+
+async def wait_ready(http: httpx.AsyncClient, url: str, proc: subprocess.Popen[bytes],
+                     log: Path, limit: float = 60.0) -> None:
+    """Wait until `url`/readyz answers 200; fail pointing at `log` if the process exits."""
+    async def ready() -> bool:
+        if proc.poll() is not None:
+            raise AssertionError(f"serve exited, see {log}")
+        try:
+            return (await http.get(f"{url}/readyz")).status_code == 200
+        except httpx.TransportError:
+            return False
+    await until(f"{url}/readyz", ready, limit=limit)
+
+
+def samples(text: str) -> Samples:
+    """Return every sample of an exposition by (name, sorted labels)."""
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for fam in text_string_to_metric_families(text) for s in fam.samples}
+
+
+async def scrape(http: httpx.AsyncClient, url: str) -> Samples:
+    """Return the samples of `url`/metrics."""
+    resp = await http.get(f"{url}/metrics")
+    assert resp.status_code == 200
+    return samples(resp.text)
+
+
+def sample(s: Samples, name: str, **labels: str) -> float | None:
+    """Return one sample's value by name and labels, or None if it is absent."""
+    return s.get((name, tuple(sorted(labels.items()))))
+
+
+@asynccontextmanager
+async def scratch_database(prefix: str) -> AsyncIterator[str]:
+    """Yield the DSN of a fresh, uniquely named database; drop it afterwards."""
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    admin = await asyncpg.connect(PG, timeout=10)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"', timeout=30)
+        yield PG.rsplit("/", 1)[0] + "/" + name
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', timeout=30)
+        await admin.close()
+
+
+def dump_log(log: Path, lines: int = 40) -> str:
+    """Return the last lines of a child's log, for a failure message."""
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return f"(no log at {log})"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def config_text(template: str, **values: Any) -> str:
+    """Fill `<NAME>` placeholders of a YAML template."""
+    for name, value in values.items():
+        template = template.replace(f"<{name}>", str(value))
+    return template

@@ -1,0 +1,292 @@
+"""Every panel of the Grafana dashboard returns data from a real Prometheus scraping serve.
+
+`driftgauge serve` runs against a real PostgreSQL source and a real OpenSearch reader with
+planted drift and exclusions; the check has a canary, vocabulary and volume settings, and its
+sync job has closed a run that breaches a ledger rule. A real Prometheus scrapes the service
+every second; each panel's PromQL, variables filled in, must then return a non-empty result.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+import yaml
+from opensearchpy import AsyncOpenSearch
+from opensearchpy.helpers import async_bulk
+
+from tests.deploy.dashboard_queries import panel_queries
+from tests.e2e.support import (
+    OS_URL,
+    Samples,
+    config_text,
+    dump_log,
+    free_port,
+    sample,
+    scrape,
+    scratch_database,
+    start_replica,
+    stop,
+    until,
+    wait_ready,
+)
+
+PROMETHEUS = Path("/usr/bin/prometheus")
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not PROMETHEUS.exists(),
+                       reason=f"{PROMETHEUS} is absent (`make tools` installs it)"),
+]
+
+TOKEN = "e2e-dash-" + uuid.uuid4().hex
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+CHECK = "reviews"
+JOB = "review-sync"
+DAYS = 3
+ROWS_PER_DAY = 30
+SCRAPES = 5
+"""Scrapes Prometheus must hold before the panels are queried (rate windows need two)."""
+MAPPING = {"properties": {"task_id": {"type": "keyword"}, "review_tier": {"type": "keyword"},
+                          "conversation_key": {"type": "keyword"},
+                          "completed_at": {"type": "date"},
+                          "driftgauge_canary": {"type": "keyword"}}}
+
+CONFIG = """
+stores:
+  pg: {kind: postgres, dsn: "<DSN>", timeout_seconds: 10, pool_max: 2}
+  os: {kind: opensearch, url: "<OS>", timeout_seconds: 10}
+  os_sync: {kind: opensearch, url: "<OS>", timeout_seconds: 10}
+state: {dsn: "<DSN>", schema: driftgauge_dashboard_e2e}
+api: {tokens: ["<TOKEN>"], public_read: true, sample_keys: 20}
+checks:
+  reviews:
+    source: {store: pg, table: tasks, key: task_id, time: completed_at}
+    reader:
+      store: os
+      index: <INDEX>
+      key: task_id
+      time: completed_at
+      fields: {label: review_tier}
+      filter:
+        bool:
+          filter: [{terms: {review_tier: [first_tier, second_tier]}}]
+          must_not: [{exists: {field: driftgauge_canary}}]
+    fields: {label: string}
+    exclusions: [{reason: no_join_key, where: conversation_key IS NULL}]
+    settle: 1m
+    tolerance: {exclusion_rate: {no_join_key: 0.5}}
+    drilldown: {leaf_rows: 20}
+    schedule: {recent: {every: 2s, days: 4}}
+    ledger: {job: review-sync, no_match_rate: 0.01, settle: 1h}
+    canary: {store: os_sync, document: {review_tier: first_tier}, every: 1h,
+             timeout_seconds: 20}
+    vocabulary: {label: {}}
+    volume: {trailing: 7, sigmas: 3}
+"""
+
+
+@dataclass
+class Live:
+    """The running service, where Prometheus should scrape it, and its log."""
+
+    url: str
+    port: int
+    log: Path
+    days: list[date]
+
+
+def make_rows(days: list[date]) -> list[dict[str, Any]]:
+    """Return the source rows: every tenth row (from the 8th) has no join key."""
+    rows = []
+    for day in days:
+        start = datetime(day.year, day.month, day.day, tzinfo=UTC)
+        for i in range(ROWS_PER_DAY):
+            rows.append({"task_id": f"d{day:%m%d}-{i:03d}", "review_tier": "first_tier",
+                         "conversation_key": None if i % 10 == 7 else f"conv-{day:%m%d}-{i}",
+                         "completed_at": start + timedelta(minutes=40 * i, seconds=11)})
+    return rows
+
+
+def _doc(row: dict[str, Any]) -> dict[str, Any]:
+    return {**row, "completed_at": row["completed_at"].isoformat()}
+
+
+async def load_reader(client: AsyncOpenSearch, index: str, rows: list[dict[str, Any]]) -> None:
+    """Index what the sync job would write, then lose one, alter one and add one per day."""
+    await client.indices.create(index=index, body={
+        "settings": {"number_of_shards": 1, "number_of_replicas": 0}, "mappings": MAPPING})
+    synced = [r for r in rows if r["conversation_key"] is not None]
+    by_day: dict[date, list[dict[str, Any]]] = {}
+    for r in synced:
+        by_day.setdefault(r["completed_at"].date(), []).append(r)
+    docs = []
+    for day, rs in by_day.items():
+        for n, r in enumerate(rs):
+            if n == 3:
+                continue  # missing
+            doc = _doc(r)
+            if n == 9:
+                doc["review_tier"] = "second_tier"  # mismatched, still passes the filter
+            docs.append({"_index": index, "_id": r["task_id"], "_source": doc})
+        extra = {**_doc(rs[0]), "task_id": f"x{day:%m%d}"}
+        docs.append({"_index": index, "_id": extra["task_id"], "_source": extra})
+    await async_bulk(client, docs, refresh="wait_for")
+
+
+@pytest.fixture(scope="module")
+async def live(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Live]:
+    tmp = tmp_path_factory.mktemp("dashboard_live")
+    today = datetime.now(UTC).date()
+    days = [today - timedelta(days=d) for d in range(DAYS, 0, -1)]
+    rows = make_rows(days)
+    index = f"dg_e2e_dash_{uuid.uuid4().hex[:10]}"
+    client = AsyncOpenSearch(hosts=[OS_URL], timeout=30)
+    log = tmp / "serve.log"
+    try:
+        async with scratch_database("dg_e2e_dash") as dsn:
+            conn = await asyncpg.connect(dsn, timeout=10)
+            try:
+                await conn.execute("CREATE TABLE tasks (task_id text PRIMARY KEY, label text,"
+                                   " conversation_key text, completed_at timestamptz NOT NULL)")
+                await conn.copy_records_to_table(
+                    "tasks", columns=["task_id", "label", "conversation_key", "completed_at"],
+                    records=[(r["task_id"], r["review_tier"], r["conversation_key"],
+                              r["completed_at"]) for r in rows])
+            finally:
+                await conn.close()
+            await load_reader(client, index, rows)
+            config = tmp / "driftgauge.yml"
+            config.write_text(config_text(CONFIG, DSN=dsn, OS=OS_URL, TOKEN=TOKEN, INDEX=index),
+                              encoding="utf-8")
+            port = free_port()
+            proc = start_replica(config, port, log)
+            try:
+                url = f"http://127.0.0.1:{port}"
+                async with httpx.AsyncClient(timeout=10) as http:
+                    await wait_ready(http, url, proc, log)
+                yield Live(url, port, log, days)
+            finally:
+                stop(proc)
+    finally:
+        await client.indices.delete(index=index, ignore_unavailable=True)
+        await client.close()
+
+
+async def feed_the_audit(http: httpx.AsyncClient, live: Live) -> None:
+    """Run the canary and report one sync-job run that matches too few documents."""
+    canary = await http.post(f"/api/v1/canary/{CHECK}", headers=AUTH)
+    assert canary.status_code == 200, canary.text
+    assert canary.json()["result"] == "ok", canary.json()["detail"]
+
+    day = live.days[-1]
+    start = datetime(day.year, day.month, day.day, tzinfo=UTC)
+    opened = await http.post("/api/v1/ledger/runs", headers=AUTH, json={
+        "job": JOB, "window_start": start.isoformat(),
+        "window_end": (start + timedelta(days=1)).isoformat(), "input_rows": ROWS_PER_DAY})
+    assert opened.status_code == 201, opened.text
+    run_id = opened.json()["id"]
+    counts = {"written": ROWS_PER_DAY - 4, "no_match": 1, "skipped": 3}
+    batch = await http.post(f"/api/v1/ledger/runs/{run_id}/batches", headers=AUTH, json={
+        "batch_id": "all", "counts": [
+            {"outcome": "written", "count": counts["written"]},
+            {"outcome": "no_match", "reason": "no_document", "count": counts["no_match"]},
+            {"outcome": "skipped", "reason": "no_join_key", "count": counts["skipped"]}]})
+    assert batch.status_code == 200, batch.text
+    closed = await http.post(f"/api/v1/ledger/runs/{run_id}/close", headers=AUTH,
+                             json={"status": "success", "counts": counts})
+    assert closed.status_code == 200, closed.text
+    # 1 of 30 rows matched no document: over the job's 1% no_match_rate.
+    breaches = (await http.get("/api/v1/ledger/breaches", params={"job": JOB})).json()
+    assert [b["rule"] for b in breaches if b["active"]] == ["no_match_rate"]
+
+
+def audit_series_present(s: Samples, live: Live) -> bool:
+    """Return True once /metrics carries the reconciliation and every audit family."""
+    yesterday = live.days[-1].isoformat()
+    return all(v is not None for v in (
+        sample(s, "driftgauge_bucket_rows", check=CHECK, day=yesterday, kind="missing"),
+        sample(s, "driftgauge_canary_up", check=CHECK),
+        sample(s, "driftgauge_vocabulary_unmatched_rows", check=CHECK, field="label"),
+        sample(s, "driftgauge_volume_anomaly", check=CHECK, day=yesterday),
+        sample(s, "driftgauge_ledger_last_summary_timestamp_seconds", sync_job=JOB),
+    )) and sample(s, "driftgauge_ledger_breach", sync_job=JOB, rule="no_match_rate") == 1
+
+
+def start_prometheus(tmp: Path, target_port: int, port: int) -> subprocess.Popen[bytes]:
+    """Start Prometheus scraping the service every second into a scratch TSDB."""
+    config = tmp / "prometheus.yml"
+    config.write_text(yaml.safe_dump({
+        "global": {"scrape_interval": "1s", "scrape_timeout": "1s",
+                   "evaluation_interval": "1s"},
+        "scrape_configs": [{"job_name": "driftgauge", "scrape_interval": "1s",
+                            "scrape_timeout": "1s",
+                            "static_configs": [{"targets": [f"127.0.0.1:{target_port}"]}]}],
+    }), encoding="utf-8")
+    with (tmp / "prometheus.log").open("wb") as out:
+        return subprocess.Popen(
+            [str(PROMETHEUS), f"--config.file={config}", f"--storage.tsdb.path={tmp / 'tsdb'}",
+             f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=1h",
+             "--log.level=warn"],
+            stdout=out, stderr=subprocess.STDOUT, cwd=tmp)
+
+
+async def instant(http: httpx.AsyncClient, expr: str) -> dict[str, Any]:
+    """Run an instant query and return Prometheus' answer (status, data or error)."""
+    resp = await http.get("/api/v1/query", params={"query": expr})
+    answer: dict[str, Any] = resp.json()
+    return answer
+
+
+async def test_every_dashboard_panel_has_data(live: Live, tmp_path: Path) -> None:
+    async with httpx.AsyncClient(base_url=live.url, timeout=10) as http:
+        await feed_the_audit(http, live)
+
+        async def fed() -> Samples | None:
+            s = await scrape(http, live.url)
+            return s if audit_series_present(s, live) else None
+        s = await until("the scheduled run and the audit series on /metrics", fed, limit=40)
+    yesterday = live.days[-1].isoformat()
+    assert sample(s, "driftgauge_bucket_rows", check=CHECK, day=yesterday, kind="missing") == 1
+    assert sample(s, "driftgauge_bucket_excluded_rows", check=CHECK, day=yesterday,
+                  reason="no_join_key") == 3
+
+    port = free_port()
+    prometheus = start_prometheus(tmp_path, live.port, port)
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as prom:
+            async def scraped() -> bool:
+                if prometheus.poll() is not None:
+                    raise AssertionError("prometheus exited:\n"
+                                         + dump_log(tmp_path / "prometheus.log"))
+                try:
+                    got = await instant(prom, 'count_over_time(up{job="driftgauge"}[1m])')
+                except httpx.TransportError:
+                    return False
+                result = got.get("data", {}).get("result", [])
+                return bool(result) and float(result[0]["value"][1]) >= SCRAPES
+            await until(f"{SCRAPES} scrapes by Prometheus", scraped, limit=40)
+            up = await instant(prom, 'up{job="driftgauge"}')
+            assert [r["value"][1] for r in up["data"]["result"]] == ["1"]
+
+            queries = panel_queries(check=CHECK, rate_interval="1m", range_="5m",
+                                    extra={"__interval": "15s"})
+            assert queries, "the dashboard has no PromQL targets"
+            failed = []
+            for q in queries:
+                got = await instant(prom, q.expr)
+                if got.get("status") != "success":
+                    failed.append(f"{q.panel_title!r} [{q.ref_id}]: {got.get('error')}"
+                                  f"\n    {q.expr}")
+                elif not got["data"]["result"]:
+                    failed.append(f"{q.panel_title!r} [{q.ref_id}]: no data\n    {q.expr}")
+            assert not failed, "panels without data:\n" + "\n".join(failed)
+    finally:
+        stop(prometheus)
