@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: install services services-stop status tools test test-unit lint typecheck demo bench clean
+.PHONY: install services services-stop status tools test test-unit lint typecheck demo bench bench-faults clean
 
 $(BIN)/driftgauge: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -38,11 +38,14 @@ test: install services tools ## Start the stack and run every test (unit, integr
 test-unit: install ## Only the tests that need no stores
 	$(BIN)/pytest -q tests/unit
 
-demo: install services ## Plant drift on the local stack and watch driftgauge find it
-	$(BIN)/python -m driftgauge.demo
+demo: install services ## A week of the fault bench, then driftgauge serve finding the drift
+	$(BIN)/python bench/faults/demo.py
 
 bench: install services ## Benchmarks; results go to bench/RESULTS.md
 	$(BIN)/python bench/run.py
+
+bench-faults: install services ## The seed's nine faults on real stores; results go to bench/RESULTS.md
+	$(BIN)/python bench/faults/run.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
