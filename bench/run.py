@@ -140,7 +140,7 @@ def main() -> None:
     args = ap.parse_args()
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     section("machine", f"Measured {now} on {machine()}.\n\nRe-run: `make bench` "
-            f"(`{PY} bench/run.py`); each script also runs alone and prints JSON.")
+            "(`.venv/bin/python bench/run.py`); each script also runs alone and prints JSON.")
     if "pg" not in args.skip:
         r = run_json(["bench/pg_vs_reladiff.py", "--rows", str(args.rows),
                       "--repeat", str(args.repeat)])

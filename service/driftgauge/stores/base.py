@@ -75,9 +75,12 @@ class StoreAdapter(Protocol):
         """
         ...
 
-    async def slot_digests(self, start: datetime, end: datetime,
-                           seconds: int) -> list[BucketDigest]:
+    async def slot_digests(self, start: datetime, end: datetime, seconds: int, *,
+                           distinct: bool = True) -> list[BucketDigest]:
         """Return per-slot aggregates of expected rows in [start, end), slots aligned on start.
+
+        With `distinct=False` the caller knows no key repeats in the range, so an adapter
+        may report the row count as the distinct-key count and skip counting keys.
 
         Slots are consecutive spans of `seconds` (a divisor of 3600) of absolute time from
         `start` (aware, on a whole millisecond; see check_slot); each BucketDigest.start is

@@ -76,8 +76,8 @@ class MemoryAdapter:
         return [BucketDigest(k, aggregate(groups.get(k, [])), excl.get(k, {}))
                 for k in sorted(groups.keys() | excl.keys())]
 
-    async def slot_digests(self, start: datetime, end: datetime,
-                           seconds: int) -> list[BucketDigest]:
+    async def slot_digests(self, start: datetime, end: datetime, seconds: int, *,
+                           distinct: bool = True) -> list[BucketDigest]:
         """Return aggregates per slot of `seconds` aligned on `start`."""
         self._check(f"slots:{seconds}")
         step = check_slot(start, seconds)

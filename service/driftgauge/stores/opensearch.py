@@ -85,9 +85,12 @@ class OpenSearchAdapter:
             out.extend(self._parsed(rq.parse_buckets, resp, self.view))
         return sorted(out, key=lambda b: b.start)
 
-    async def slot_digests(self, start: datetime, end: datetime,
-                           seconds: int) -> list[BucketDigest]:
-        """Return per-slot aggregates aligned on start, in chunks cut on slot bounds."""
+    async def slot_digests(self, start: datetime, end: datetime, seconds: int, *,
+                           distinct: bool = True) -> list[BucketDigest]:
+        """Return per-slot aggregates aligned on start, in chunks cut on slot bounds.
+
+        Keys are always counted here (`distinct` is a hint this adapter does not need).
+        """
         check_slot(start, seconds)
         if start >= end:
             return []

@@ -43,6 +43,7 @@ class PostgresAdapter:
         self._reasons = [ex.reason for ex in view.exclusions if ex.where is not None]
         self._sql_bucket = pg_sql.bucket_sql(view)
         self._sql_slot = pg_sql.slot_sql(view)
+        self._sql_slot_rows = pg_sql.slot_sql(view, distinct=False)
 
     @classmethod
     async def open(cls, view: View) -> Self:
@@ -89,14 +90,14 @@ class PostgresAdapter:
                                  granularity, self.view.timezone.key)
         return self._buckets(rows)
 
-    async def slot_digests(self, start: datetime, end: datetime,
-                           seconds: int) -> list[BucketDigest]:
+    async def slot_digests(self, start: datetime, end: datetime, seconds: int, *,
+                           distinct: bool = True) -> list[BucketDigest]:
         """Return per-slot aggregates (date_bin from start) and excluded counts by reason."""
         step = check_slot(start, seconds)
         if start >= end:
             return []
-        return self._buckets(await self._fetch("slot digests", self._sql_slot, start, end,
-                                               step, start))
+        sql = self._sql_slot if distinct else self._sql_slot_rows
+        return self._buckets(await self._fetch("slot digests", sql, start, end, step, start))
 
     def _buckets(self, rows: list[Any]) -> list[BucketDigest]:
         buckets: dict[datetime, tuple[Aggregate, dict[str, int]]] = {}
