@@ -2,34 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from driftgauge.canary.probe import RESULTS
-from driftgauge.canary.store import CanarySnapshot, CanaryStore
+from driftgauge.canary.store import CanarySnapshot
+from driftgauge.metrics.stored import StoredPart
 
 
-class CanaryMetrics:
+class CanaryMetrics(StoredPart[CanarySnapshot]):
     """Yield canary metric families from the latest snapshot; `refresh` reloads it.
 
     A failed refresh keeps the previous snapshot rather than publishing zeros.
     """
 
-    def __init__(self, store: CanaryStore, checks: Sequence[str]) -> None:
-        self._store = store
-        self._checks = sorted(checks)
-        self._snap: CanarySnapshot | None = None
-
-    async def refresh(self) -> None:
-        """Reload the snapshot from the state database (raises StateError on failure)."""
-        self._snap = await self._store.snapshot(self._checks)
-
-    def __call__(self) -> Iterable[Metric]:
+    def families(self, snap: CanarySnapshot) -> Iterable[Metric]:
         """Return the canary families for one scrape."""
-        snap = self._snap
-        if snap is None:
-            return []
         up = GaugeMetricFamily("driftgauge_canary_up",
                                "1 if the latest canary write/read-back succeeded.",
                                labels=["check"])
@@ -39,7 +28,7 @@ class CanaryMetrics:
                                  "When a canary last succeeded.", labels=["check"])
         runs = CounterMetricFamily("driftgauge_canary_runs", "Canary attempts by result.",
                                    labels=["check", "result"])
-        for check in self._checks:
+        for check in self._names:
             latest = snap.latest.get(check)
             if latest is not None:
                 up.add_metric([check], 1.0 if latest.ok else 0.0)

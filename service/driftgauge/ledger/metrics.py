@@ -2,37 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from driftgauge.ledger.models import RULES
-from driftgauge.ledger.store import LedgerSnapshot, LedgerStore
+from driftgauge.ledger.store import LedgerSnapshot
+from driftgauge.metrics.stored import StoredPart
 
 RUN_STATUSES = ("success", "partial_failure", "failed")
 
 
-class LedgerMetrics:
+class LedgerMetrics(StoredPart[LedgerSnapshot]):
     """Yield ledger metric families from the latest snapshot; `refresh` reloads it.
 
     A failed refresh keeps the previous snapshot, so a state-database hiccup never
     publishes zeros.
     """
 
-    def __init__(self, store: LedgerStore, jobs: Sequence[str]) -> None:
-        self._store = store
-        self._jobs = sorted(jobs)
-        self._snap: LedgerSnapshot | None = None
-
-    async def refresh(self) -> None:
-        """Reload the snapshot from the state database (raises StateError on failure)."""
-        self._snap = await self._store.snapshot(self._jobs)
-
-    def __call__(self) -> Iterable[Metric]:
+    def families(self, snap: LedgerSnapshot) -> Iterable[Metric]:
         """Return the ledger families for one scrape."""
-        snap = self._snap
-        if snap is None:
-            return []
         breach = GaugeMetricFamily(
             "driftgauge_ledger_breach",
             "1 while the latest window of the job breaches the rule.", labels=["sync_job", "rule"])
@@ -44,7 +33,7 @@ class LedgerMetrics:
         runs = CounterMetricFamily("driftgauge_ledger_runs",
                                    "Ledger runs by the job's reported status.",
                                    labels=["sync_job", "status"])
-        for job in self._jobs:
+        for job in self._names:
             if job in snap.latest_window:
                 active = snap.active.get(job, frozenset())
                 for rule in RULES:

@@ -2,30 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from driftgauge.signals.store import SignalsSnapshot, SignalsStore
+from driftgauge.metrics.stored import StoredPart
+from driftgauge.signals.store import SignalsSnapshot
 
 
-class SignalsMetrics:
+class SignalsMetrics(StoredPart[SignalsSnapshot]):
     """Yield vocabulary and volume families from the latest snapshot; `refresh` reloads it."""
 
-    def __init__(self, store: SignalsStore, checks: Sequence[str]) -> None:
-        self._store = store
-        self._checks = sorted(checks)
-        self._snap: SignalsSnapshot | None = None
-
-    async def refresh(self) -> None:
-        """Reload the snapshot from the state database (raises StateError on failure)."""
-        self._snap = await self._store.snapshot(self._checks)
-
-    def __call__(self) -> Iterable[Metric]:
+    def families(self, snap: SignalsSnapshot) -> Iterable[Metric]:
         """Return the vocabulary and volume families for one scrape."""
-        snap = self._snap
-        if snap is None:
-            return []
         values = GaugeMetricFamily("driftgauge_vocabulary_unmatched_values",
                                    "Distinct source values the reader's filter cannot match.",
                                    labels=["check", "field"])
