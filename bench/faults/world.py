@@ -194,7 +194,7 @@ class Stores:
 
 
 def unique_stores(run_tag: str, scenario: str) -> Stores:
-    """Return names no other run or engineer will pick."""
+    """Return names no other run or user of the shared stores will pick."""
     tag = scenario.replace("-", "_")
     return Stores(f"dgfb_{run_tag}_{tag}", f"dgfb-{run_tag}-{scenario.replace('_', '-')}")
 
