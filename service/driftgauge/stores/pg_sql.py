@@ -87,11 +87,29 @@ def base_sql(view: View, *, ranges: tuple[int, int] | None = None) -> str:
     return (
         f"SELECT {exclusion_sql(view)} AS x, ({t})::timestamptz AS t, "
         f"{key_text_sql(view)} AS ktext, {key_encoding_sql(view)} AS kenc, "
-        f"{row_encoding_sql(view)} AS renc "
+        f"{key_distinct_sql(view)} AS kd, {row_encoding_sql(view)} AS renc "
         f"FROM {relation(view)} "
         f"WHERE {t} >= $1::timestamptz AND {t} < $2::timestamptz"
         f"{'' if ranges is None else ranges_sql(t, *ranges)}"
     )
+
+
+def key_distinct_sql(view: View) -> str:
+    """Return the key as a value whose equality is the key encoding's, cheap to sort.
+
+    Counting distinct raw keys (bigint, or text under the bytewise "C" collation) gives
+    the same number as distinct encodings without building and sorting the encodings.
+    """
+    col = quote_ident(view.key_column)
+    if view.key_type == "integer":
+        return f"(({col})::bigint)"
+    return f"(({col})::text COLLATE \"C\")"
+
+
+def distinct_keys_sql(where: str) -> str:
+    """Return the distinct-key count of the rows matching `where` (a NULL key counts once)."""
+    return (f"(count(DISTINCT r.kd) FILTER (WHERE {where}) + "
+            f"coalesce(max(CASE WHEN r.kd IS NULL THEN 1 END) FILTER (WHERE {where}), 0))")
 
 
 def ranges_sql(t: str, first: int, count: int) -> str:
@@ -117,7 +135,7 @@ def bucket_sql(view: View) -> str:
     """
     return (
         "SELECT date_trunc($3, r.t, $4) AS bucket, r.x AS rule, count(*) AS n, "
-        "count(DISTINCT r.kenc) FILTER (WHERE r.x IS NULL) AS keys, "
+        f"{distinct_keys_sql('r.x IS NULL')} AS keys, "
         f"sum({ROW_HASH}) FILTER (WHERE r.x IS NULL) AS digest "
         f"FROM ({base_sql(view)}) AS r GROUP BY 1, 2 ORDER BY 1, 2"
     )
@@ -130,10 +148,11 @@ def slot_sql(view: View, *, distinct: bool = True) -> str:
     Without `distinct` the key count is the row count (the caller knows keys are unique),
     which spares the sort a distinct count needs.
     """
-    keys = "count(DISTINCT r.kenc)" if distinct else "count(*)"
+    keys = (distinct_keys_sql("r.x IS NULL") if distinct
+            else "count(*) FILTER (WHERE r.x IS NULL)")
     return (
         "SELECT date_bin($3::interval, r.t, $4::timestamptz) AS bucket, r.x AS rule, "
-        f"count(*) AS n, {keys} FILTER (WHERE r.x IS NULL) AS keys, "
+        f"count(*) AS n, {keys} AS keys, "
         f"sum({ROW_HASH}) FILTER (WHERE r.x IS NULL) AS digest "
         f"FROM ({base_sql(view)}) AS r GROUP BY 1, 2 ORDER BY 1, 2"
     )
@@ -144,7 +163,7 @@ def prefix_sql(view: View, *, within: bool) -> str:
     restrict = " AND md5(r.kenc) LIKE ANY($4::text[])" if within else ""
     return (
         "SELECT left(md5(r.kenc), $3) AS prefix, count(*) AS n, "
-        f"count(DISTINCT r.kenc) AS keys, sum({ROW_HASH}) AS digest "
+        f"{distinct_keys_sql('true')} AS keys, sum({ROW_HASH}) AS digest "
         f"FROM ({base_sql(view)}) AS r WHERE r.x IS NULL{restrict} GROUP BY 1 ORDER BY 1"
     )
 
