@@ -1,4 +1,4 @@
-"""The `driftgauge` command: validate config, run a check, drill down, serve."""
+"""The `driftgauge` command: validate config, run a check, drill down, prune state, serve."""
 
 from __future__ import annotations
 
@@ -53,6 +53,14 @@ def _parser() -> argparse.ArgumentParser:
     drl.add_argument("--prefix", default=None, help="key-hash prefix (hex)")
     drl.add_argument("--json", action="store_true")
 
+    st = sub.add_parser("state", help="work with the state database")
+    st_sub = st.add_subparsers(dest="state_command", required=True)
+    prn = st_sub.add_parser("prune", help="delete stored results past state.retention and print "
+                            "the rows deleted per table")
+    with_config(prn)
+    prn.add_argument("--dry-run", action="store_true",
+                     help="only count what would be deleted")
+
     srv = sub.add_parser("serve", help="run every check on its schedule; /metrics and REST API")
     with_config(srv)
     srv.add_argument("--host", default="0.0.0.0")
@@ -75,6 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             serve(args.config, args.host, args.port)
             return EXIT_OK
         config = load_file(args.config)
+        if args.command == "state":
+            return asyncio.run(_prune(config, dry_run=args.dry_run))
         check = _check(config, args.name)
         if args.command == "check":
             return asyncio.run(_run_check(config, check, args))
@@ -205,6 +215,29 @@ async def _drill(config: Config, check: Check, args: argparse.Namespace) -> int:
     else:
         print(render_drill(report))
     return EXIT_DRIFT if report["differs"] else EXIT_OK
+
+
+async def _prune(config: Config, *, dry_run: bool) -> int:
+    from driftgauge.retention import TABLES, prune
+    from driftgauge.state import StateStore
+
+    state = await StateStore.open(config.state)
+    try:
+        report = await prune(state, config, datetime.now(UTC), dry_run=dry_run)
+    finally:
+        await state.close()
+    if report.skipped:
+        print(f"error: state.schema: another process is pruning schema {config.state.schema!r};"
+              " try again later", file=sys.stderr)
+        return EXIT_ERROR
+    print(f"{'would delete (dry run)' if dry_run else 'deleted'} from schema "
+          f"{config.state.schema!r}: runs finished before {report.runs_before:%Y-%m-%d %H:%M}"
+          f" UTC, ledger rows before {report.ledger_before:%Y-%m-%d %H:%M} UTC")
+    width = max(len(t) for t in TABLES)
+    for table in TABLES:
+        print(f"  {table:<{width}}  {report.deleted.get(table, 0):>9}")
+    print(f"  {'total':<{width}}  {report.total:>9}")
+    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from driftgauge.metrics import (
     process_part,
     reconciliation_part,
 )
+from driftgauge.retention import RetentionJob
 from driftgauge.runner import AdapterPool, Opener
 from driftgauge.scheduler import CheckScheduler, job_specs, utc_now
 from driftgauge.state import StateStore
@@ -59,6 +60,7 @@ class Runtime:
     scheduler_enabled: bool
     clock: Callable[[], datetime]
     audit: Audit
+    retention: RetentionJob
 
 
 def runtime(request: Request) -> Runtime:
@@ -142,6 +144,7 @@ async def _open_runtime(config: Config, tokens: TokenCheck, *, start_scheduler: 
     ticks = TickRunner(config.checks, state, adapters, sample_keys=config.api.sample_keys,
                        clock=clock, deadline=run_deadline, on_change=snapshots.refresh)
     scheduler = CheckScheduler(job_specs(config.checks), ticks.tick, clock=clock)
+    retention = RetentionJob(state, config, clock=clock)
     refresher: asyncio.Task[None] | None = None
 
     async def reconcile_window(check: str, start: datetime, end: datetime) -> object:
@@ -181,12 +184,14 @@ async def _open_runtime(config: Config, tokens: TokenCheck, *, start_scheduler: 
             log.warning("could not load stored results", extra={"error": str(exc)})
         if start_scheduler:
             scheduler.start()
+            retention.start()
         refresher = asyncio.create_task(_refresh_loop(snapshots, refresh),
                                         name="driftgauge-snapshot-refresh")
         yield Runtime(config, state, adapters, snapshots, ticks, scheduler, registry, tokens,
-                      start_scheduler, clock, audit)
+                      start_scheduler, clock, audit, retention)
     finally:
         scheduler.stop()
+        await retention.stop()
         await stack.aclose()
         if refresher is not None:
             refresher.cancel()

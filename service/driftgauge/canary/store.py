@@ -62,9 +62,14 @@ class CanaryStore:
                 "SELECT check_name, max(finished_at) AS t FROM canary_results"
                 " WHERE check_name = ANY($1::text[]) AND result = 'ok' GROUP BY check_name",
                 names)
+            # Attempts deleted by retention still count: the counter must never go down.
             counts = await conn.fetch(
-                "SELECT check_name, result, count(*) AS n FROM canary_results"
-                " WHERE check_name = ANY($1::text[]) GROUP BY check_name, result", names)
+                "SELECT check_name, result, sum(n)::bigint AS n FROM ("
+                " SELECT check_name, result, count(*) AS n FROM canary_results"
+                "   WHERE check_name = ANY($1::text[]) GROUP BY check_name, result"
+                " UNION ALL SELECT name, label, n FROM pruned_counts"
+                "   WHERE series = 'canary_runs' AND name = ANY($1::text[])) c"
+                " GROUP BY check_name, result", names)
         return CanarySnapshot(
             latest={r["check_name"]: _result(r) for r in latest},
             last_success={r["check_name"]: r["t"] for r in success},

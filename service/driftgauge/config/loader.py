@@ -22,6 +22,7 @@ from driftgauge.config.runtime import (
     Field,
     OpenSearchStore,
     PostgresStore,
+    Retention,
     Schedule,
     State,
     Store,
@@ -101,7 +102,8 @@ def build(parsed: m.ConfigModel, *, resolve_secrets: bool = False) -> Config:
             stores[name] = OpenSearchStore(
                 name, sm.url.rstrip("/"), sm.username, pw, sm.timeout_seconds, sm.verify_certs
             )
-    state = State(Secret(parsed.state.dsn), parsed.state.schema_name)
+    state = State(Secret(parsed.state.dsn), parsed.state.schema_name,
+                  _build_retention("state.retention", parsed.state.retention, problems))
     api = Api(tuple(Secret(t) for t in parsed.api.tokens), parsed.api.public_read,
               parsed.api.sample_keys)
     checks: dict[str, Check] = {}
@@ -231,6 +233,19 @@ def _build_schedule(where: str, sm: m.ScheduleModel, problems: list[str]) -> Sch
                 problems.append(f"{where}.full.cron: expected 5 fields (min hour dom mon dow)")
             full_cron = sm.full.cron
     return Schedule(recent_every, recent_days, full_every, full_cron, full_days)
+
+
+def _build_retention(where: str, rm: m.RetentionModel, problems: list[str]) -> Retention:
+    kept: dict[str, timedelta] = {}
+    for key, text in (("runs", rm.runs), ("ledger", rm.ledger)):
+        try:
+            kept[key] = parse_duration(text)
+        except ValueError as exc:
+            problems.append(f"{where}.{key}: {exc}")
+            continue
+        if kept[key] <= timedelta(0):
+            problems.append(f"{where}.{key}: must be longer than 0 (e.g. 30d)")
+    return Retention(**kept)
 
 
 def _secret_problems(stores: dict[str, Store], state: State, api: Api) -> list[str]:

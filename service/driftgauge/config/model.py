@@ -34,9 +34,19 @@ class OpenSearchStoreModel(Strict):
 StoreModel = Annotated[PostgresStoreModel | OpenSearchStoreModel, Field(discriminator="kind")]
 
 
+class RetentionModel(Strict):
+    """How long the state database keeps results that nothing serves any more."""
+
+    runs: str = Field("30d", description="Finished reconciliation runs with their buckets, "
+                      "drill-down trees and key samples.")
+    ledger: str = Field("400d", description="Run-ledger runs, batches, keys, windows and "
+                        "breaches; canary attempts; vocabulary and volume rows.")
+
+
 class StateModel(Strict):
     dsn: str
     schema_name: str = Field("driftgauge", alias="schema", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
+    retention: RetentionModel = Field(default_factory=RetentionModel)
 
 
 class ApiModel(Strict):

@@ -186,11 +186,22 @@ class Check:
 
 
 @dataclass(frozen=True)
+class Retention:
+    """How long the state database keeps results that nothing serves any more."""
+
+    runs: timedelta = timedelta(days=30)
+    """Finished reconciliation runs (the latest one judging each served day stays longer)."""
+    ledger: timedelta = timedelta(days=400)
+    """Run-ledger, canary and signals rows (rows the checks still read stay longer)."""
+
+
+@dataclass(frozen=True)
 class State:
-    """Where driftgauge keeps its own results."""
+    """Where driftgauge keeps its own results, and for how long."""
 
     dsn: Secret
     schema: str = "driftgauge"
+    retention: Retention = field(default_factory=Retention)
 
 
 @dataclass(frozen=True)

@@ -302,27 +302,25 @@ class LedgerStore:
                 "SELECT job, status, count(*) AS n, max(closed_at) AS last FROM ledger_runs"
                 " WHERE job = ANY($1::text[]) AND closed_at IS NOT NULL GROUP BY job, status",
                 jobs)
+            # Rows deleted by retention still count: these counters must never go down.
+            pruned = await conn.fetch("SELECT series, name, label, n FROM pruned_counts"
+                                      " WHERE series IN ('ledger_runs', 'ledger_breaches')"
+                                      " AND name = ANY($1::text[])", jobs)
         rules: dict[str, set[str]] = {}
         for r in active:
             rules.setdefault(r["job"], set()).add(r["rule"])
         last: dict[str, datetime] = {}
         for r in runs:
             last[r["job"]] = max(last.get(r["job"], r["last"]), r["last"])
+        breaches = {(r["job"], r["rule"]): r["n"] for r in counts}
+        closed = {(r["job"], r["status"]): r["n"] for r in runs}
+        for p in pruned:
+            into = closed if p["series"] == "ledger_runs" else breaches
+            into[(p["name"], p["label"])] = into.get((p["name"], p["label"]), 0) + p["n"]
         return LedgerSnapshot(
             latest_window={r["job"]: r["window_day"] for r in latest},
             active={job: frozenset(v) for job, v in rules.items()},
-            breaches={(r["job"], r["rule"]): r["n"] for r in counts},
-            last_summary=last,
-            runs={(r["job"], r["status"]): r["n"] for r in runs})
-
-    async def prune(self, window_before: date) -> int:
-        """Delete runs (with their batches and keys) of windows before a day; return how many."""
-        async with self._db.transaction("prune the ledger", scale=6) as conn:
-            gone = await conn.fetch("DELETE FROM ledger_runs WHERE window_day < $1 RETURNING id",
-                                    window_before)
-            await conn.execute("DELETE FROM ledger_windows WHERE window_day < $1",
-                               window_before)
-        return len(gone)
+            breaches=breaches, last_summary=last, runs=closed)
 
 
 def _run_out(rec: Any, outcomes: list[Any], batches: int) -> RunOut:

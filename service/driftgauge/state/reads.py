@@ -94,10 +94,36 @@ class Reads:
     async def run_counts(self, check: str) -> dict[str, int]:
         """Return how many runs of the check ended in each status."""
         async with self._call("count runs") as conn:
+            # Runs deleted by retention still count: the runs counter must never go down.
             recs = await conn.fetch(
-                "SELECT status, count(*) AS n FROM runs WHERE check_name = $1"
-                " AND status <> 'running' GROUP BY status", check)
+                "SELECT status, sum(n)::bigint AS n FROM ("
+                " SELECT status, count(*) AS n FROM runs WHERE check_name = $1"
+                "   AND status <> 'running' GROUP BY status"
+                " UNION ALL SELECT label, n FROM pruned_counts"
+                "   WHERE series = 'check_runs' AND name = $1) c GROUP BY status", check)
         return {r["status"]: r["n"] for r in recs}
+
+    async def served_runs(self, check: str, since: date) -> set[int]:
+        """Return the ids of the check's runs that the API and /metrics may still read.
+
+        They are the latest run overall, finished, completed and successful, and for every
+        day from `since` on the run `day_buckets` picks for it.
+        """
+        async with self._call("read the runs still served") as conn:
+            days = await conn.fetch(
+                f"{_BUCKET_SELECT} AND b.day >= $2 ORDER BY b.day, r.finished_at DESC, r.id DESC",
+                check, since)
+            latest = await conn.fetchrow(
+                "SELECT (SELECT id FROM runs WHERE check_name = $1"
+                "   ORDER BY started_at DESC, id DESC LIMIT 1) AS started,"
+                " (SELECT id FROM runs WHERE check_name = $1 AND finished_at IS NOT NULL"
+                "   ORDER BY finished_at DESC, id DESC LIMIT 1) AS finished,"
+                " (SELECT id FROM runs WHERE check_name = $1 AND complete"
+                "   ORDER BY finished_at DESC, id DESC LIMIT 1) AS completed,"
+                " (SELECT id FROM runs WHERE check_name = $1 AND complete"
+                "   AND status IN ('ok', 'drift') ORDER BY finished_at DESC, id DESC LIMIT 1)"
+                "   AS success", check)
+        return {r["run_id"] for r in days} | {v for v in latest.values() if v is not None}
 
     async def _one_run(self, what: str, where: str, *args: Any) -> RunRow | None:
         async with self._call(what) as conn:

@@ -7,7 +7,7 @@ import os
 import socket
 import uuid
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -16,6 +16,7 @@ import asyncpg
 from driftgauge.config.runtime import State
 from driftgauge.engine.result import RunResult
 from driftgauge.errors import SecretError, StateError
+from driftgauge.pgcall import PgCalls
 from driftgauge.state import codec, migrate
 from driftgauge.state.reads import DB_ERRORS, Reads, describe
 
@@ -36,6 +37,8 @@ class StateStore(Reads):
         self._dsn = dsn
         self.schema = schema
         self.replica = replica
+        self.calls = PgCalls(pool, timeout)
+        """The same pool and deadline, for modules that own their SQL (retention)."""
 
     @classmethod
     async def open(cls, state: State, *, deadline: float = 10.0, pool_max: int = 4,
@@ -179,10 +182,18 @@ class StateStore(Reads):
                 started_before, reason)
         return len(done)
 
-    @asynccontextmanager
-    async def check_lock(self, check: str) -> AsyncIterator[bool]:
+    def check_lock(self, check: str) -> AbstractAsyncContextManager[bool]:
         """Hold this check's advisory lock on a dedicated connection; yield False if taken."""
-        key = migrate.lock_key("check", self.schema, check)
+        return self._session_lock(migrate.lock_key("check", self.schema, check),
+                                  f"the lock of check {check!r}")
+
+    def prune_lock(self) -> AbstractAsyncContextManager[bool]:
+        """Hold the schema's retention lock on a dedicated connection; yield False if taken."""
+        return self._session_lock(migrate.lock_key("prune", self.schema),
+                                  "the retention lock")
+
+    @asynccontextmanager
+    async def _session_lock(self, key: int, what: str) -> AsyncIterator[bool]:
         try:
             async with asyncio.timeout(self._timeout):
                 conn = await asyncpg.connect(self._dsn, timeout=self._timeout,
@@ -190,8 +201,7 @@ class StateStore(Reads):
                                                               "driftgauge-lock"})
                 got = bool(await conn.fetchval("SELECT pg_try_advisory_lock($1)", key))
         except DB_ERRORS as exc:
-            raise StateError(f"state database: take the lock of check {check!r}: "
-                             f"{describe(exc)}") from None
+            raise StateError(f"state database: take {what}: {describe(exc)}") from None
         try:
             yield got
         finally:
