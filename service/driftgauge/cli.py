@@ -120,16 +120,16 @@ def _check(config: Config, name: str) -> Check:
 
 
 def _window(check: Check, args: argparse.Namespace, now: datetime) -> tuple[datetime, datetime]:
+    if not (args.since or args.until):
+        # The same windows the service's schedules use.
+        from driftgauge.runner import window_for
+
+        return window_for(check, "full" if args.full else "recent", now)
     tz = check.timezone
-    if args.since or args.until:
-        until = args.until or now.astimezone(tz).date()
-        since = args.since or until - timedelta(days=check.schedule.recent_days - 1)
-        if since > until:
-            raise ConfigError([f"--since {since} is after --until {until}"])
-    else:
-        days = check.schedule.full_days if args.full else check.schedule.recent_days
-        until = now.astimezone(tz).date()
-        since = until - timedelta(days=days - 1)
+    until = args.until or now.astimezone(tz).date()
+    since = args.since or until - timedelta(days=check.schedule.recent_days - 1)
+    if since > until:
+        raise ConfigError([f"--since {since} is after --until {until}"])
     start = datetime(since.year, since.month, since.day, tzinfo=tz)
     end_day = until + timedelta(days=1)
     end = min(datetime(end_day.year, end_day.month, end_day.day, tzinfo=tz), now)
