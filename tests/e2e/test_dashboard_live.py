@@ -241,6 +241,8 @@ def start_prometheus(tmp: Path, target_port: int, port: int) -> subprocess.Popen
 async def instant(http: httpx.AsyncClient, expr: str) -> dict[str, Any]:
     """Run an instant query and return Prometheus' answer (status, data or error)."""
     resp = await http.get("/api/v1/query", params={"query": expr})
+    if not resp.headers.get("content-type", "").startswith("application/json"):
+        return {"status": "unavailable", "error": f"HTTP {resp.status_code}: {resp.text[:200]}"}
     answer: dict[str, Any] = resp.json()
     return answer
 
@@ -267,6 +269,9 @@ async def test_every_dashboard_panel_has_data(live: Live, tmp_path: Path) -> Non
                     raise AssertionError("prometheus exited:\n"
                                          + dump_log(tmp_path / "prometheus.log"))
                 try:
+                    # Prometheus answers 503 "Service Unavailable" until its TSDB is open.
+                    if (await prom.get("/-/ready")).status_code != 200:
+                        return False
                     got = await instant(prom, 'count_over_time(up{job="driftgauge"}[1m])')
                 except httpx.TransportError:
                     return False
