@@ -44,6 +44,10 @@ def _parser() -> argparse.ArgumentParser:
     chk.add_argument("--json", action="store_true", help="print the result as JSON")
     chk.add_argument("--no-store", action="store_true",
                      help="do not record the run in the state database")
+    chk.add_argument("--first-pass", choices=("auto", "days", "slots"), default="auto",
+                     help="days: day aggregates only; slots: also each day's slots, so a "
+                     "differing day is not hashed twice (PostgreSQL); auto (default): slots "
+                     "when the last stored result of a day in the window is drift")
 
     drl = sub.add_parser("drill", help="drill into one day: hours, key prefixes, keys")
     drl.add_argument("name")
@@ -148,14 +152,16 @@ async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> 
     try:
         reader = await open_adapter(check.reader)
         try:
+            slots_first = {"days": False, "slots": True}.get(args.first_pass)
             if args.no_store:
+                # Without the state database there is no history for auto to go by.
                 result = await reconcile(check, source, reader, start, end, now=now,
                                          sample_keys=config.api.sample_keys,
-                                         progress=bar.update)
+                                         progress=bar.update, slots_first=bool(slots_first))
                 result.finished_at = datetime.now(UTC)
             else:
                 result = await _stored_run(config, check, Adapters(source, reader), start, end,
-                                           now, bar)
+                                           now, bar, slots_first)
         finally:
             bar.close()
             await reader.close()
@@ -172,7 +178,8 @@ async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> 
 
 
 async def _stored_run(config: Config, check: Check, sides: Any, start: datetime,
-                      end: datetime, now: datetime, bar: ProgressBar) -> Any:
+                      end: datetime, now: datetime, bar: ProgressBar,
+                      slots_first: bool | None) -> Any:
     """Run the check as the service would, recording it (and its ledger exclusions)."""
     from driftgauge.ledger.service import ledger_exclusions
     from driftgauge.ledger.store import LedgerStore
@@ -190,7 +197,7 @@ async def _stored_run(config: Config, check: Check, sides: Any, start: datetime,
 
         return await run_check(check, sides, state, start, end, trigger="cli", now=now,
                                sample_keys=config.api.sample_keys, exclusions=excused,
-                               progress=bar.update)
+                               progress=bar.update, slots_first=slots_first)
     finally:
         if pool is not None:
             await pool.close()

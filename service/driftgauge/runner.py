@@ -72,13 +72,15 @@ async def run_check(check: Check, adapters: AdapterSource, state: StateStore,
                     now: datetime, sample_keys: int = 100, deadline: float | None = None,
                     key_hash: KeyHasher | None = None,
                     exclusions: ExclusionSource | None = None,
-                    progress: Progress | None = None) -> RunResult:
+                    progress: Progress | None = None,
+                    slots_first: bool | None = None) -> RunResult:
     """Begin a run, reconcile the window, then complete or fail the run; return the result."""
     run_id = await state.begin_run(check.name, window_start, window_end, trigger=trigger,
                                    started_at=now)
     return await execute_run(check, adapters, state, run_id, window_start, window_end,
                              now=now, sample_keys=sample_keys, deadline=deadline,
-                             key_hash=key_hash, exclusions=exclusions, progress=progress)
+                             key_hash=key_hash, exclusions=exclusions, progress=progress,
+                             slots_first=slots_first)
 
 
 async def execute_run(check: Check, adapters: AdapterSource, state: StateStore, run_id: int,
@@ -86,8 +88,11 @@ async def execute_run(check: Check, adapters: AdapterSource, state: StateStore, 
                       sample_keys: int = 100, deadline: float | None = None,
                       key_hash: KeyHasher | None = None,
                       exclusions: ExclusionSource | None = None,
-                      progress: Progress | None = None) -> RunResult:
+                      progress: Progress | None = None,
+                      slots_first: bool | None = None) -> RunResult:
     """Reconcile an already-begun run and record how it ended.
+
+    `slots_first` None lets the last stored results decide (see drifted_before).
 
     Store failures, a missed deadline and internal errors all end as a failed run; a
     cancellation (shutdown) fails the run too, then propagates. A run is only ever marked
@@ -102,9 +107,12 @@ async def execute_run(check: Check, adapters: AdapterSource, state: StateStore, 
                 sides = adapters if isinstance(adapters, Adapters) else await adapters()
                 excused = (await exclusions(check, window_start, window_end)
                            if exclusions is not None else None)
+                if slots_first is None:
+                    slots_first = await drifted_before(state, check, window_start, window_end)
                 result = await reconcile(check, sides.source, sides.reader, window_start,
                                          window_end, now=now, sample_keys=sample_keys,
-                                         ledger_excluded=excused, progress=progress)
+                                         ledger_excluded=excused, progress=progress,
+                                         slots_first=slots_first)
         except asyncio.CancelledError:
             await _shielded_fail(state, run_id, "cancelled: the service is shutting down",
                                  time.monotonic() - clock)
@@ -135,6 +143,26 @@ async def execute_run(check: Check, adapters: AdapterSource, state: StateStore, 
                                         "queries": result.queries,
                                         "drift": sum(b.drift for b in result.buckets)})
     return result
+
+
+async def drifted_before(state: StateStore, check: Check, window_start: datetime,
+                         window_end: datetime) -> bool:
+    """Return True when the latest stored verdict of some day in the window is drift.
+
+    Drift tends to persist until someone repairs it, so the next run of that window is
+    likely to drill and pays for slots in its first scan. An unreadable history only
+    costs speed, never the run.
+    """
+    tz = check.timezone
+    first = window_start.astimezone(tz).date()
+    last = (window_end - timedelta(microseconds=1)).astimezone(tz).date()
+    try:
+        stored = await state.day_buckets(check.name, first, last, tz)
+    except DriftgaugeError as exc:
+        log.warning("could not read earlier results; first pass without slots",
+                    extra={"error": str(exc)})
+        return False
+    return any(b.bucket.status == "drift" for b in stored)
 
 
 def _failed(check: Check, start: datetime, end: datetime, now: datetime,

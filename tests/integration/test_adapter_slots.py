@@ -17,7 +17,7 @@ from driftgauge import digest as d
 from driftgauge.config.runtime import Exclusion, View
 from driftgauge.stores import open_adapter, pg_sql
 from driftgauge.stores import os_requests as rq
-from driftgauge.stores.base import BucketDigest, StoreAdapter
+from driftgauge.stores.base import BucketDigest, SlotFirstPass, StoreAdapter
 from driftgauge.stores.opensearch import OpenSearchAdapter
 from tests.integration import dataset as ds
 from tests.integration.conftest import TIMEOUT, make_view, os_store, pg_store
@@ -247,3 +247,32 @@ async def test_slot_and_range_bounds_must_be_aware(stores: Stores) -> None:
             _ = [r async for r in adapter.iter_rows(*WINDOW, ranges=[RANGES[0], naive])]
         with pytest.raises(ValueError, match="whole millisecond"):
             await adapter.slot_digests(DST_DAY[0] + timedelta(microseconds=5), DST_DAY[1], 240)
+
+
+async def test_first_pass_slots_are_each_days_slot_query(stores: Stores) -> None:
+    window = (DST_DAY[0] - timedelta(days=1), DST_DAY[1] + timedelta(days=1))
+    days = [window[0] + timedelta(days=i) for i in range(3)]
+    days = [datetime(d.year, d.month, d.day, tzinfo=ds.TZ) for d in days]
+    pg = await open_adapter(stores.pg_view(exclusions=PG_RULES))
+    os_ = await open_adapter(stores.os_view(exclusions=OS_RULES))
+    try:
+        assert isinstance(pg, SlotFirstPass) and not isinstance(os_, SlotFirstPass)
+        first = await pg.day_and_slot_digests(*window, 60)
+        assert first.days == await pg.bucket_digests(*window, "day")
+        assert sorted(first.slots) == days
+        for start, end in zip(days, [*days[1:], window[1]], strict=True):
+            # Only expected rows are in first-pass slots; slots of excluded rows alone go.
+            want = [BucketDigest(b.start, b.agg)
+                    for b in python_slots(stores.rows, start, end, 60, ds.pg_reason)
+                    if b.agg.count]
+            assert first.slots[start] == want
+            # The other store's slot query of the same day lines up slot for slot.
+            assert [BucketDigest(b.start, b.agg)
+                    for b in await os_.slot_digests(start, end, 60) if b.agg.count] == want
+        day_total = next(b.agg for b in first.days if b.start == DST_DAY[0])
+        dst_slots = first.slots[DST_DAY[0]]
+        assert sum(s.agg.count for s in dst_slots) == day_total.count > 0
+        assert sum(s.agg.digest for s in dst_slots) % 2**64 == day_total.digest
+    finally:
+        await pg.close()
+        await os_.close()

@@ -116,3 +116,25 @@ def test_unreachable_store_is_exit_2_without_traceback(config: Path, tmp_path: P
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert "os" in done.stderr and "error" in done.stderr
+
+
+def test_first_pass_with_slots_finds_the_same_keys(config: Path) -> None:
+    # Small leaves, so differing days are drilled by slot rather than fetched whole.
+    config.write_text(config.read_text() + "    drilldown: {leaf_rows: 50}\n")
+    found = {}
+    for mode in ("days", "slots"):
+        done = cli("check", "reviews", "--config", str(config), "--since", "2026-04-01",
+                   "--until", "2026-04-03", "--json", "--no-store", "--first-pass", mode)
+        assert done.returncode == 1, done.stderr
+        out = json.loads(done.stdout)
+        found[mode] = ([(b["missing"], b["extra"], b["mismatched"], b["status"])
+                        for b in out["buckets"]],
+                       [(b["source"], b["reader"]) for b in out["buckets"]],
+                       out["queries"])
+    assert found["days"][:2] == found["slots"][:2]
+    assert [c[:3] for c in found["days"][0]] == [(1, 0, 1), (0, 0, 0), (0, 0, 0)]
+    # The slot query the first scan made unnecessary on the PostgreSQL side.
+    assert found["slots"][2] < found["days"][2]
+    bad = cli("check", "reviews", "--config", str(config), "--first-pass", "hours")
+    assert bad.returncode == 2 and "--first-pass" in bad.stderr
+    assert "Traceback" not in bad.stderr

@@ -176,3 +176,27 @@ async def test_a_failed_run_keeps_the_last_good_rows_in_metrics(
              {"check": "reviews", "day": DAY0.date().isoformat(), "kind": "missing"}) == 2
     assert v("driftgauge_rows", {"check": "reviews", "kind": "extra"}) == 2
     assert v("driftgauge_check_runs_total", {"check": "reviews", "status": "error"}) == 1
+
+
+async def test_slots_come_with_the_first_pass_while_the_last_verdict_is_drift(
+        config: Config, stores: list[StateStore]) -> None:
+    adapters, _ = sides()
+    check = config.checks["reviews"]
+    src, dst = adapters[("src", "reviews")], adapters[("dst", "reviews")]
+    start, end = DAY0, DAY0 + timedelta(days=3)
+    pool = AdapterPool(config.checks, memory_opener(adapters))
+
+    async def run(slots_first: bool | None = None) -> tuple[str, str]:
+        src.calls.clear()
+        result = await run_check(check, pool.getter("reviews"), stores[0], start, end,
+                                 trigger="cli", now=NOW,
+                                 slots_first=slots_first)
+        assert result.error is None
+        return result.status, src.calls[0]
+
+    assert await run() == ("drift", "buckets:day")        # no history yet
+    assert await run() == ("drift", "days+slots:60")      # the last verdict was drift
+    assert await run(slots_first=False) == ("drift", "buckets:day")
+    dst.rows = list(src.rows)                              # the reader is repaired
+    assert await run() == ("ok", "days+slots:60")         # still drift on record
+    assert await run() == ("ok", "buckets:day")           # healthy again: days only

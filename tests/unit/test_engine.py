@@ -14,6 +14,12 @@ from driftgauge.stores.memory import MemoryAdapter
 from .engine_helpers import BASE, NOW, day_rows, make_check, row
 
 
+class DaysOnly(MemoryAdapter):
+    """A memory adapter that, like the OpenSearch one, cannot return slots in its first pass."""
+
+    day_and_slot_digests = None  # type: ignore[assignment]
+
+
 def relabel(r: RowHash, label: str) -> RowHash:
     """Return the same key and time with different content."""
     return row(r.key, r.event_time, label)
@@ -35,6 +41,24 @@ async def test_identical_sides_are_ok_and_cost_one_query_per_side() -> None:
     assert [b.visible for b in result.buckets] == [300, 300, 300]
     assert src.calls == ["buckets:day"] and rdr.calls == ["buckets:day"]
     assert result.queries == 2
+    again = await reconcile(make_check(), src, rdr, BASE, BASE + timedelta(days=3), now=NOW,
+                            slots_first=True)
+    assert [b.to_dict() for b in again.buckets] == [b.to_dict() for b in result.buckets]
+    assert src.calls[1:] == ["days+slots:60"] and rdr.calls[1:] == ["days+slots:60"]
+    assert again.queries == 2
+
+
+async def test_long_windows_and_stores_without_slots_take_days_only() -> None:
+    rows = day_rows(0, 300) + day_rows(1, 300) + day_rows(2, 300)
+    check = make_check(drilldown="{slot_first_pass_days: 2}")
+    src, rdr = MemoryAdapter(list(rows)), DaysOnly(list(rows))
+    result = await reconcile(check, src, rdr, BASE, BASE + timedelta(days=3), now=NOW,
+                             slots_first=True)
+    assert [b.status for b in result.buckets] == ["ok", "ok", "ok"]
+    assert src.calls == ["buckets:day"] and rdr.calls == ["buckets:day"]
+    result = await reconcile(make_check(), src, rdr, BASE, BASE + timedelta(days=1), now=NOW,
+                             slots_first=True)
+    assert src.calls[-1] == "days+slots:60" and rdr.calls[-1] == "buckets:day"
 
 
 async def test_each_drift_class_is_counted_on_its_day() -> None:
@@ -103,6 +127,36 @@ async def test_sparse_drift_is_found_by_time_slot_and_fetches_few_rows() -> None
     assert len(hours) == 24 and sum(h.source.count for h in hours) == 2400
     bad_hours = [h for h in hours if h.differs]
     assert len(bad_hours) == 1 and bad_hours[0].fetched
+    # With slots from the first scan: the same answer and no second hashing pass.
+    src_ad.calls.clear()
+    again = await reconcile(check, src_ad, rdr_ad, BASE, BASE + timedelta(days=1), now=NOW,
+                            slots_first=True)
+    assert src_ad.calls == ["days+slots:60", "rows"]
+    assert again.buckets[0].mismatched == 1 and again.rows_fetched < 2 * 10
+    assert [h.label for h in again.buckets[0].tree if h.differs] == [bad_hours[0].label]
+
+
+async def test_slots_come_from_a_second_query_where_the_first_pass_had_none() -> None:
+    src = day_rows(0, 2400)
+    rdr = list(src)
+    rdr[100] = relabel(rdr[100], "changed")
+    rdr[2000] = relabel(rdr[2000], "changed")
+    # (source, reader, first pass with slots allowed, is the source asked for slots?)
+    cases = ((MemoryAdapter(src), DaysOnly(rdr), True, False),
+             (DaysOnly(src), DaysOnly(rdr), True, True),
+             (MemoryAdapter(src), MemoryAdapter(rdr), False, True))
+    for src_ad, rdr_ad, allowed, src_asked in cases:
+        days = 62 if allowed else 0
+        check = make_check(drilldown=f"{{leaf_rows: 50, slot_first_pass_days: {days}}}")
+        result = await reconcile(check, src_ad, rdr_ad, BASE, BASE + timedelta(days=1),
+                                 now=NOW, slots_first=True)
+        b = result.buckets[0]
+        assert (b.missing, b.extra, b.mismatched) == (0, 0, 2)
+        assert sorted(k.key for k in b.samples) == sorted([src[100].key, src[2000].key])
+        assert result.rows_fetched < 2 * 20
+        assert any(c.startswith("slots:") for c in rdr_ad.calls)
+        # A side whose first pass returned the day's slots is not asked for them again.
+        assert any(c.startswith("slots:") for c in src_ad.calls) == src_asked
 
 
 async def test_rows_sharing_one_timestamp_fall_back_to_key_prefixes() -> None:

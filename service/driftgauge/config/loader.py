@@ -161,7 +161,7 @@ def _build_check(name: str, cm: m.CheckModel, stores: dict[str, Store],
         tolerance=Tolerance(tol.missing_ratio, tol.extra, tol.mismatched,
                             tuple(sorted(tol.exclusion_rate.items()))),
         drilldown=Drilldown(cm.drilldown.leaf_rows, cm.drilldown.dense_ratio,
-                            cm.drilldown.max_depth),
+                            cm.drilldown.max_depth, cm.drilldown.slot_first_pass_days),
         schedule=schedule, description=cm.description, ledger=ledger, canary=canary,
         vocabulary=vocabulary, volume=signals.build_volume(cm.volume),
     )

@@ -85,6 +85,7 @@ class DrilldownModel(Strict):
     leaf_rows: int = Field(2000, ge=1, le=1_000_000)
     dense_ratio: float = Field(0.2, gt=0, le=1)
     max_depth: int = Field(4, ge=1, le=8)
+    slot_first_pass_days: int = Field(62, ge=0, le=3660)
 
 
 class RecentScheduleModel(Strict):

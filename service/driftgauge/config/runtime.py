@@ -106,6 +106,8 @@ class Drilldown:
     leaf_rows: int = 2000
     dense_ratio: float = 0.2
     max_depth: int = 4
+    slot_first_pass_days: int = 62
+    """Windows of at most this many days get each day's slots from the first scan (0: never)."""
 
 
 @dataclass(frozen=True)

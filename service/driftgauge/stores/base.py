@@ -5,14 +5,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Literal, Protocol
+from types import MappingProxyType
+from typing import Literal, Protocol, runtime_checkable
 
 Granularity = Literal["day", "hour"]
+NONE_EXCLUDED: Mapping[str, int] = MappingProxyType({})
+"""One shared read-only empty mapping, so slot digests (1,440 a day) carry no dict each."""
 TimeRanges = Sequence[tuple[datetime, datetime]]
 """Half-open [start, end) sub-ranges of event time, each bound timezone-aware."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Aggregate:
     """Count, distinct-key count and digest (sum of row hashes mod 2^64) of a set of rows."""
 
@@ -31,17 +34,17 @@ class Aggregate:
             other.count, other.distinct_keys, other.digest)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BucketDigest:
     """One time bucket's aggregate; `start` is an aware datetime (the bucket's first instant)."""
 
     start: datetime
     agg: Aggregate
-    excluded: Mapping[str, int] = field(default_factory=dict)
+    excluded: Mapping[str, int] = field(default_factory=lambda: NONE_EXCLUDED)
     """Source rows dropped on purpose in this bucket, by reason (empty for reader views)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RowHash:
     """One row as the engine needs it at a leaf: its key, key hash and row hash."""
 
@@ -52,6 +55,15 @@ class RowHash:
     row_hash: int
     """Unsigned 64-bit hash of the row's canonical encoding."""
     event_time: datetime
+
+
+@dataclass(frozen=True)
+class FirstPass:
+    """Day buckets and, from the same scan, each day's slots of expected rows."""
+
+    days: list[BucketDigest]
+    slots: dict[datetime, list[BucketDigest]]
+    """Per day start (aware, as in `days`): its non-empty slots, excluded rows left out."""
 
 
 class StoreAdapter(Protocol):
@@ -101,6 +113,20 @@ class StoreAdapter(Protocol):
 
     async def close(self) -> None:
         """Release pools and clients."""
+        ...
+
+
+@runtime_checkable
+class SlotFirstPass(Protocol):
+    """An adapter that can return day buckets and their slots from one scan."""
+
+    async def day_and_slot_digests(self, start: datetime, end: datetime,
+                                   seconds: int) -> FirstPass:
+        """Return day buckets as bucket_digests(start, end, "day") does, and their slots.
+
+        Slots are spans of `seconds` aligned on `start` (rules as in slot_digests), cut at
+        day boundaries; each carries the expected rows' count, distinct keys and digest.
+        """
         ...
 
 

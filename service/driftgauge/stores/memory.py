@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 from driftgauge.stores.base import (
     Aggregate,
     BucketDigest,
+    FirstPass,
     Granularity,
     RowHash,
     check_ranges,
@@ -96,6 +97,23 @@ class MemoryAdapter:
                 per[reason] = per.get(reason, 0) + 1
         return [BucketDigest(k, aggregate(groups.get(k, [])), excl.get(k, {}))
                 for k in sorted(groups.keys() | excl.keys())]
+
+    async def day_and_slot_digests(self, start: datetime, end: datetime,
+                                   seconds: int) -> FirstPass:
+        """Return day buckets and each day's slots aligned on `start`."""
+        days = await self.bucket_digests(start, end, "day")
+        self.calls[-1] = f"days+slots:{seconds}"
+        step = check_slot(start, seconds)
+        origin = start.astimezone(UTC)
+        groups: dict[datetime, dict[datetime, list[RowHash]]] = {}
+        for r in self._in(start, end):
+            day = _floor(r.event_time, "day", self.timezone)
+            slot = origin + step * ((r.event_time - origin) // step)
+            groups.setdefault(day, {}).setdefault(slot, []).append(r)
+        return FirstPass(days, {
+            day.astimezone(self.timezone): [BucketDigest(k, aggregate(rs))
+                                            for k, rs in sorted(per.items())]
+            for day, per in groups.items()})
 
     async def prefix_digests(self, start: datetime, end: datetime, depth: int,
                              within: Sequence[str] | None = None) -> dict[str, Aggregate]:

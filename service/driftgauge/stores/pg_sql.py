@@ -158,6 +158,28 @@ def slot_sql(view: View, *, distinct: bool = True) -> str:
     )
 
 
+def day_slot_sql(view: View) -> str:
+    """Return day buckets by rule plus per-slot expected aggregates from one scan.
+
+    $3 is the slot interval, $4 the time zone name, $5 the slots' origin. Rows with a NULL
+    slot are the day set (one per day and rule); the others are the (day, slot) aggregates
+    of rows no rule excludes. The row hash is computed once per row, below an OFFSET 0
+    fence, so the one sort both nested grouping sets share carries a bigint, not the
+    row encoding; that is what makes this cheaper than a day query plus a slot query.
+    """
+    return (
+        "SELECT r.d AS bucket, r.s AS slot, r.x AS rule, count(*) AS n, "
+        f"{distinct_keys_sql('r.x IS NULL')} AS keys, "
+        "sum(r.h) FILTER (WHERE r.x IS NULL) AS digest "
+        "FROM (SELECT date_trunc('day', b.t, $4) AS d, "
+        "date_bin($3::interval, b.t, $5::timestamptz) AS s, b.x, b.kd, "
+        f"{ROW_HASH.replace('renc', 'b.renc')} AS h "
+        f"FROM ({base_sql(view)}) AS b OFFSET 0) AS r "
+        "GROUP BY GROUPING SETS ((1, 3), (1, 3, 2)) "
+        "HAVING r.x IS NULL OR GROUPING(r.s) = 1"
+    )
+
+
 def prefix_sql(view: View, *, within: bool) -> str:
     """Return the per-prefix query; $3 is the depth, $4 LIKE patterns when `within`."""
     restrict = " AND md5(r.kenc) LIKE ANY($4::text[])" if within else ""
