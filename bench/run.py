@@ -62,42 +62,54 @@ def section(name: str, body: str) -> None:
 
 def pg_pg(r: dict[str, Any], big: dict[str, Any] | None) -> str:
     """Return the PostgreSQL → PostgreSQL section."""
-    dg, clean, rd = r["driftgauge_drift"], r["driftgauge_clean"], r.get("reladiff_drift")
+    rd = r.get("reladiff_drift")
+    dg, again = r["driftgauge_drift"], r["driftgauge_drift_again"]
+    clean, clean_slots = r["driftgauge_clean"], r["driftgauge_clean_after_drift"]
+
+    def row(name: str, m: dict[str, Any]) -> str:
+        f = m["found"]
+        return (f"| {name} | {m['wall_s']:.2f} | {m['rss_mb']:.0f} | {f['missing']} | "
+                f"{f['extra']} | {f['mismatched']} |")
     lines = [
         f"## PostgreSQL → PostgreSQL, {r['rows']:,} rows over 40 days",
         "",
         f"Planted drift: {r['planted']['missing']} missing (0.1%), {r['planted']['extra']} "
         f"extra (0.01%), {r['planted']['mismatched']} mismatched (0.05%), spread over every "
-        "day. Median of the runs; each tool is a separate process.",
+        "day. Median of the runs; each tool is a separate process. driftgauge's first pass "
+        "is what the service picks on its own: day aggregates only on a first run or after "
+        "a healthy one, day aggregates plus each day's slots while the last stored verdict "
+        "is drift (`--first-pass` pins it here, as the bench stores no runs).",
         "",
         "| run | wall s | peak RSS MB | missing | extra | mismatched |",
         "|---|---|---|---|---|---|",
-        f"| driftgauge, drift | {dg['wall_s']:.2f} | {dg['rss_mb']:.0f} | "
-        f"{dg['found']['missing']} | {dg['found']['extra']} | {dg['found']['mismatched']} |",
+        row("driftgauge, drift, first run (first pass: days)", dg),
+        row("driftgauge, drift seen again (first pass: days + slots)", again),
     ]
     if rd:
-        lines.append(f"| reladiff 0.6.0 hashdiff, drift | {rd['wall_s']:.2f} | "
-                     f"{rd['rss_mb']:.0f} | {rd['found']['missing']} | {rd['found']['extra']} "
-                     f"| {rd['found']['mismatched']} |")
+        lines.append(row("reladiff 0.6.0 hashdiff, drift", rd))
     lines += [
-        f"| driftgauge, no drift | {clean['wall_s']:.2f} | {clean['rss_mb']:.0f} | "
-        f"{clean['found']['missing']} | {clean['found']['extra']} | "
-        f"{clean['found']['mismatched']} |",
+        row("driftgauge, no drift (first pass: days)", clean),
+        row("driftgauge, first healthy run after drift (first pass: days + slots)",
+            clean_slots),
         f"| floor: one per-day count + digest query per side, concurrently | "
         f"{r['floor_s']:.2f} | | | | |",
         "",
     ]
     if rd:
-        lines.append(f"driftgauge / reladiff with drift: **{dg['wall_s'] / rd['wall_s']:.2f}**"
-                     " (target < 0.25).  ")
+        lines.append(f"driftgauge / reladiff with drift: **{again['wall_s'] / rd['wall_s']:.2f}**"
+                     f" when the drift was seen before, {dg['wall_s'] / rd['wall_s']:.2f} on "
+                     "the first run that meets it (target < 0.25).  ")
     lines.append(f"driftgauge without drift / floor: **{clean['wall_s'] / r['floor_s']:.2f}** "
-                 "(target ≤ 1.5; driftgauge's time includes starting Python and the exact "
+                 f"({clean_slots['wall_s'] / r['floor_s']:.2f} for the one run after a repair; "
+                 "target ≤ 1.5; driftgauge's time includes starting Python and the exact "
                  "distinct-key count the floor query leaves out).")
     if big:
-        bdg = big["driftgauge_drift"]
-        lines += ["", f"Memory: peak RSS of the driftgauge process is {dg['rss_mb']:.0f} MB at "
-                  f"{r['rows']:,} rows and {bdg['rss_mb']:.0f} MB at {big['rows']:,} rows "
-                  f"({bdg['wall_s']:.1f} s, found {bdg['found']}); planted {big['planted']}."]
+        bdg, bagain = big["driftgauge_drift"], big["driftgauge_drift_again"]
+        lines += ["", f"Memory: peak RSS of the driftgauge process with drift is "
+                  f"{dg['rss_mb']:.0f} MB (days) / {again['rss_mb']:.0f} MB (days + slots) at "
+                  f"{r['rows']:,} rows and {bdg['rss_mb']:.0f} / {bagain['rss_mb']:.0f} MB at "
+                  f"{big['rows']:,} rows ({bdg['wall_s']:.1f} s / {bagain['wall_s']:.1f} s, "
+                  f"found {bagain['found']}); planted {big['planted']}."]
     return "\n".join(lines)
 
 
