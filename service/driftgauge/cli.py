@@ -47,7 +47,8 @@ def _parser() -> argparse.ArgumentParser:
     chk.add_argument("--first-pass", choices=("auto", "days", "slots"), default="auto",
                      help="days: day aggregates only; slots: also each day's slots, so a "
                      "differing day is not hashed twice (PostgreSQL); auto (default): slots "
-                     "when the last stored result of a day in the window is drift")
+                     "when the last stored verdict of a day in the window is drift or no day "
+                     "of it was judged yet (with --no-store nothing is known: slots)")
 
     drl = sub.add_parser("drill", help="drill into one day: hours, key prefixes, keys")
     drl.add_argument("name")
@@ -154,10 +155,10 @@ async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> 
         try:
             slots_first = {"days": False, "slots": True}.get(args.first_pass)
             if args.no_store:
-                # Without the state database there is no history for auto to go by.
+                # No history is read without the state database: nothing known, so slots.
                 result = await reconcile(check, source, reader, start, end, now=now,
                                          sample_keys=config.api.sample_keys,
-                                         progress=bar.update, slots_first=bool(slots_first))
+                                         progress=bar.update, slots_first=slots_first is not False)
                 result.finished_at = datetime.now(UTC)
             else:
                 result = await _stored_run(config, check, Adapters(source, reader), start, end,

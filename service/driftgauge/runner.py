@@ -92,7 +92,7 @@ async def execute_run(check: Check, adapters: AdapterSource, state: StateStore, 
                       slots_first: bool | None = None) -> RunResult:
     """Reconcile an already-begun run and record how it ended.
 
-    `slots_first` None lets the last stored results decide (see drifted_before).
+    `slots_first` None lets the stored results decide (see expects_drift).
 
     Store failures, a missed deadline and internal errors all end as a failed run; a
     cancellation (shutdown) fails the run too, then propagates. A run is only ever marked
@@ -108,7 +108,7 @@ async def execute_run(check: Check, adapters: AdapterSource, state: StateStore, 
                 excused = (await exclusions(check, window_start, window_end)
                            if exclusions is not None else None)
                 if slots_first is None:
-                    slots_first = await drifted_before(state, check, window_start, window_end)
+                    slots_first = await expects_drift(state, check, window_start, window_end)
                 result = await reconcile(check, sides.source, sides.reader, window_start,
                                          window_end, now=now, sample_keys=sample_keys,
                                          ledger_excluded=excused, progress=progress,
@@ -145,13 +145,15 @@ async def execute_run(check: Check, adapters: AdapterSource, state: StateStore, 
     return result
 
 
-async def drifted_before(state: StateStore, check: Check, window_start: datetime,
-                         window_end: datetime) -> bool:
-    """Return True when the latest stored verdict of some day in the window is drift.
+async def expects_drift(state: StateStore, check: Check, window_start: datetime,
+                        window_end: datetime) -> bool:
+    """Return True when drift is likely in the window, so slots pay in the first scan.
 
-    Drift tends to persist until someone repairs it, so the next run of that window is
-    likely to drill and pays for slots in its first scan. An unreadable history only
-    costs speed, never the run.
+    Likely means: the latest stored verdict of some day in the window is drift (drift
+    stays until someone repairs it), or no day of the window was ever judged (a new check
+    meeting old history). A window whose judged days were all healthy takes days only, so
+    a healthy check's hourly runs never pay for slots. An unreadable history only costs
+    speed, never the run.
     """
     tz = check.timezone
     first = window_start.astimezone(tz).date()
@@ -162,7 +164,8 @@ async def drifted_before(state: StateStore, check: Check, window_start: datetime
         log.warning("could not read earlier results; first pass without slots",
                     extra={"error": str(exc)})
         return False
-    return any(b.bucket.status == "drift" for b in stored)
+    judged = [b for b in stored if b.bucket.status in ("ok", "drift")]
+    return not judged or any(b.bucket.status == "drift" for b in judged)
 
 
 def _failed(check: Check, start: datetime, end: datetime, now: datetime,

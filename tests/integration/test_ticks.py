@@ -194,9 +194,11 @@ async def test_slots_come_with_the_first_pass_while_the_last_verdict_is_drift(
         assert result.error is None
         return result.status, src.calls[0]
 
-    assert await run() == ("drift", "buckets:day")        # no history yet
+    assert await run() == ("drift", "days+slots:60")      # no day judged yet
     assert await run() == ("drift", "days+slots:60")      # the last verdict was drift
     assert await run(slots_first=False) == ("drift", "buckets:day")
     dst.rows = list(src.rows)                              # the reader is repaired
     assert await run() == ("ok", "days+slots:60")         # still drift on record
     assert await run() == ("ok", "buckets:day")           # healthy again: days only
+    end += timedelta(days=1)                               # a day never judged joins
+    assert await run() == ("ok", "buckets:day")           # the judged ones were healthy

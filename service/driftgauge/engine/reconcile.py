@@ -137,7 +137,7 @@ async def reconcile(check: Check, source: StoreAdapter, reader: StoreAdapter,
 
     `slots_first` asks stores that can for each day's slots in the first scan: about 20%
     more for that scan, and no second hashing pass over a day that differs. Worth it when
-    drift is expected (the last run found some), not on a healthy check.
+    drift is likely (see runner.expects_drift), not on a healthy check.
     """
     result = RunResult(check.name, window_start, window_end, started_at=now)
     sides = _Sides(_Counted(source), _Counted(reader))
