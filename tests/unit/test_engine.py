@@ -59,6 +59,11 @@ async def test_long_windows_and_stores_without_slots_take_days_only() -> None:
     result = await reconcile(make_check(), src, rdr, BASE, BASE + timedelta(days=1), now=NOW,
                              slots_first=True)
     assert src.calls[-1] == "days+slots:60" and rdr.calls[-1] == "buckets:day"
+    # A window starting off the minute cannot share slots with the days' own: days only.
+    odd = BASE + timedelta(seconds=7, microseconds=1)
+    result = await reconcile(make_check(), src, src, odd, BASE + timedelta(days=1), now=NOW,
+                             slots_first=True)
+    assert src.calls[-1] == "buckets:day" and result.error is None
 
 
 async def test_each_drift_class_is_counted_on_its_day() -> None:

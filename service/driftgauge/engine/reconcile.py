@@ -143,8 +143,11 @@ async def reconcile(check: Check, source: StoreAdapter, reader: StoreAdapter,
     sides = _Sides(_Counted(source), _Counted(reader))
     try:
         starts = plan.day_starts(window_start, window_end, check.timezone)
-        # Bounded: slots of up to slot_first_pass_days days are held until judged.
-        with_slots = slots_first and len(starts) <= check.drilldown.slot_first_pass_days
+        # Bounded: slots of up to slot_first_pass_days days are held until judged. Slots
+        # aligned on a window start off the minute would not line up with a day's own.
+        on_minute = _utc(window_start).timestamp() % FIRST_PASS_SLOT == 0
+        with_slots = (slots_first and on_minute
+                      and len(starts) <= check.drilldown.slot_first_pass_days)
         (src_fp, src_has), (rdr_fp, rdr_has) = await sides.both(
             lambda s: s.first_pass(window_start, window_end, with_slots))
         src_by = {_utc(b.start): b for b in src_fp.days}
