@@ -154,6 +154,7 @@ async def reconcile(check: Check, source: StoreAdapter, reader: StoreAdapter,
         rdr_by = {_utc(b.start): b for b in rdr_fp.days}
         day_slots = _differing_slots(src_fp, src_has, rdr_fp, rdr_has, src_by, rdr_by,
                                      window_start)
+        del src_fp, rdr_fp  # the slots of days that agree go now, not after the last day
         done = 0
         sem = asyncio.Semaphore(DAY_CONCURRENCY)
 
@@ -186,15 +187,17 @@ def _differing_slots(src: FirstPass, src_has: bool, rdr: FirstPass, rdr_has: boo
     """Keep first-pass slots only for days that differ, so memory follows the drift."""
     if not (src_has or rdr_has):
         return {}
-    s_slots = {_utc(k): v for k, v in src.slots.items()}
-    r_slots = {_utc(k): v for k, v in rdr.slots.items()}
+    s_days = {_utc(k): k for k in src.slots}
+    r_days = {_utc(k): k for k in rdr.slots}
     out = {}
     for day in src_by.keys() | rdr_by.keys():
         s, r = src_by.get(day), rdr_by.get(day)
         if needs_drill(s.agg if s else Aggregate(), r.agg if r else Aggregate()):
             # A side that scanned with slots but has none for the day holds no rows there.
-            out[day] = _DaySlots(s_slots.get(day, []) if src_has else None,
-                                 r_slots.get(day, []) if rdr_has else None, origin)
+            out[day] = _DaySlots(
+                (src.slots[s_days[day]] if day in s_days else []) if src_has else None,
+                (rdr.slots[r_days[day]] if day in r_days else []) if rdr_has else None,
+                origin)
     return out
 
 

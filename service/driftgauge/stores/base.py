@@ -62,8 +62,10 @@ class FirstPass:
     """Day buckets and, from the same scan, each day's slots of expected rows."""
 
     days: list[BucketDigest]
-    slots: dict[datetime, list[BucketDigest]]
-    """Per day start (aware, as in `days`): its non-empty slots, excluded rows left out."""
+    slots: Mapping[datetime, list[BucketDigest]]
+    """Per day start (aware, as in `days`): its non-empty slots, excluded rows left out.
+
+    An adapter may build a day's list only when it is looked up."""
 
 
 class StoreAdapter(Protocol):

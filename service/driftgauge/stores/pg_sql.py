@@ -12,6 +12,15 @@ ROW_HASH = "('x' || left(md5(renc), 16))::bit(64)::bigint"
 """The first 8 bytes of md5(row encoding), big-endian, as a signed bigint (same bits)."""
 
 
+SIGNED64 = ("((({0}) % 18446744073709551616 + 27670116110564327424) % 18446744073709551616"
+            " - 9223372036854775808)::bigint")
+"""A numeric sum of bigints mod 2^64, as the signed bigint with the same bits.
+
+A bigint decodes far cheaper than a numeric on the client, which matters once a query
+returns a row per slot rather than per day.
+"""
+
+
 def quote_ident(name: str) -> str:
     """Return a SQL identifier quoted so any name (case, spaces, quotes) is taken literally."""
     if not name or "\x00" in name:
@@ -170,7 +179,7 @@ def day_slot_sql(view: View) -> str:
     return (
         "SELECT r.d AS bucket, r.s AS slot, r.x AS rule, count(*) AS n, "
         f"{distinct_keys_sql('r.x IS NULL')} AS keys, "
-        "sum(r.h) FILTER (WHERE r.x IS NULL) AS digest "
+        f"{SIGNED64.format('sum(r.h) FILTER (WHERE r.x IS NULL)')} AS digest "
         "FROM (SELECT date_trunc('day', b.t, $4) AS d, "
         "date_bin($3::interval, b.t, $5::timestamptz) AS s, b.x, b.kd, "
         f"{ROW_HASH.replace('renc', 'b.renc')} AS h "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Self
 
@@ -109,18 +109,13 @@ class PostgresAdapter:
             return FirstPass([], {})
         rows = await self._fetch("day and slot digests", self._sql_day_slot, start, end,
                                  step, self.view.timezone.key, start)
-        # Slot starts stay in UTC as the driver returns them: converting ~1,440 a day
-        # to the view's zone would cost more than the scan's transfer.
-        by_day: dict[datetime, list[BucketDigest]] = {}
+        by_day: dict[datetime, list[Any]] = {}
         for r in rows:
             if r["slot"] is not None:
-                by_day.setdefault(r["bucket"], []).append(BucketDigest(
-                    start=r["slot"], agg=Aggregate(count=r["n"], distinct_keys=r["keys"],
-                                                   digest=unsigned64(int(r["digest"])))))
+                by_day.setdefault(r["bucket"], []).append(r)
         days = self._buckets([r for r in rows if r["slot"] is None])
         tz = self.view.timezone
-        return FirstPass(days, {day.astimezone(tz): sorted(s, key=lambda b: b.start)
-                                for day, s in by_day.items()})
+        return FirstPass(days, _SlotRows({d.astimezone(tz): rs for d, rs in by_day.items()}))
 
     def _buckets(self, rows: list[Any]) -> list[BucketDigest]:
         buckets: dict[datetime, tuple[Aggregate, dict[str, int]]] = {}
@@ -204,6 +199,29 @@ class PostgresAdapter:
     def _where(self, what: str) -> str:
         target = self.view.table if self.view.table is not None else "view query"
         return f"{what} on {target}"
+
+
+class _SlotRows(Mapping[datetime, list[BucketDigest]]):
+    """First-pass slots per day, turned into digests only for the days asked for.
+
+    Most days agree and their ~1,440 slots are never looked at; building objects for
+    them would cost more client time than the scan's transfer.
+    """
+
+    def __init__(self, by_day: dict[datetime, list[Any]]) -> None:
+        self._by_day = by_day
+
+    def __getitem__(self, day: datetime) -> list[BucketDigest]:
+        # Slot starts stay in UTC as the driver returns them (a zone lookup each costs).
+        return sorted((BucketDigest(start=r["slot"], agg=Aggregate(
+            count=r["n"], distinct_keys=r["keys"], digest=unsigned64(r["digest"])))
+            for r in self._by_day[day]), key=lambda b: b.start)
+
+    def __iter__(self) -> Iterator[datetime]:
+        return iter(self._by_day)
+
+    def __len__(self) -> int:
+        return len(self._by_day)
 
 
 def translate_error(store: str, what: str, exc: BaseException) -> StoreError:
