@@ -101,3 +101,21 @@ def test_secret_repr_hides_value() -> None:
     s = Secret("postgresql://u:pw@h/db")
     assert "pw" not in repr(s) and "pw" not in str(s)
     assert s.reveal() == "postgresql://u:pw@h/db"
+
+
+def test_drilldown_limits_are_named() -> None:
+    base = BROKEN.replace(", colour: blue", "").replace(
+        "reader: {store: nowhere, index: conv, time: ts}",
+        "reader: {store: search, index: conv, key: id, time: ts}").replace("Mars/Olympus", "UTC")
+    check = load_text(base + "    drilldown: {slot_first_pass_days: 0}\n",
+                      resolve_secrets=False).checks["reviews"]
+    assert check.drilldown.slot_first_pass_days == 0
+    assert load_text(base, resolve_secrets=False).checks["reviews"].drilldown \
+        .slot_first_pass_days == 62
+    with pytest.raises(ConfigError) as err:
+        load_text(base + "    drilldown: {slot_first_pass_days: -1, leaf_row: 5}\n",
+                  resolve_secrets=False)
+    problems = "\n".join(err.value.problems)
+    assert "checks.reviews.drilldown.slot_first_pass_days" in problems
+    assert "greater than or equal to 0" in problems
+    assert "checks.reviews.drilldown.leaf_row: unknown key" in problems
