@@ -123,8 +123,7 @@ def pg_os(r: dict[str, Any]) -> str:
         f"## PostgreSQL → OpenSearch, {r['rows']:,} rows over 40 days",
         "",
         "Same source table and planted drift; the reader is a one-shard index. driftgauge "
-        "runs as on a first run: the PostgreSQL side returns each day's slots with its "
-        "first scan, OpenSearch is asked for the slots of each differing day.",
+        "runs as on a first run: both sides return each day's slots with their first scan.",
         "",
         "| wall s (median, min–max) | rows/s | peak RSS MB | queries | rows fetched | "
         "source share | reader share | missing | extra | mismatched |",

@@ -46,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="do not record the run in the state database")
     chk.add_argument("--first-pass", choices=("auto", "days", "slots"), default="auto",
                      help="days: day aggregates only; slots: also each day's slots, so a "
-                     "differing day is not hashed twice (PostgreSQL); auto (default): slots "
+                     "differing day is not hashed twice; auto (default): slots "
                      "when the last stored verdict of a day in the window is drift or no day "
                      "of it was judged yet (with --no-store nothing is known: slots)")
 

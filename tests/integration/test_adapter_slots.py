@@ -256,23 +256,35 @@ async def test_first_pass_slots_are_each_days_slot_query(stores: Stores) -> None
     pg = await open_adapter(stores.pg_view(exclusions=PG_RULES))
     os_ = await open_adapter(stores.os_view(exclusions=OS_RULES))
     try:
-        assert isinstance(pg, SlotFirstPass) and not isinstance(os_, SlotFirstPass)
-        first = await pg.day_and_slot_digests(*window, 60)
-        assert first.days == await pg.bucket_digests(*window, "day")
-        assert sorted(first.slots) == days
-        for start, end in zip(days, [*days[1:], window[1]], strict=True):
-            # Only expected rows are in first-pass slots; slots of excluded rows alone go.
-            want = [BucketDigest(b.start, b.agg)
-                    for b in python_slots(stores.rows, start, end, 60, ds.pg_reason)
-                    if b.agg.count]
-            assert first.slots[start] == want
-            # The other store's slot query of the same day lines up slot for slot.
-            assert [BucketDigest(b.start, b.agg)
-                    for b in await os_.slot_digests(start, end, 60) if b.agg.count] == want
-        day_total = next(b.agg for b in first.days if b.start == DST_DAY[0])
-        dst_slots = first.slots[DST_DAY[0]]
-        assert sum(s.agg.count for s in dst_slots) == day_total.count > 0
-        assert sum(s.agg.digest for s in dst_slots) % 2**64 == day_total.digest
+        for adapter in (pg, os_):
+            assert isinstance(adapter, SlotFirstPass)
+            first = await adapter.day_and_slot_digests(*window, 60)
+            assert first.days == await pg.bucket_digests(*window, "day")
+            assert sorted(first.slots) == days
+            for start, end in zip(days, [*days[1:], window[1]], strict=True):
+                # Only expected rows are in first-pass slots; slots of excluded rows go.
+                want = [BucketDigest(b.start, b.agg)
+                        for b in python_slots(stores.rows, start, end, 60, ds.pg_reason)
+                        if b.agg.count]
+                assert first.slots[start] == want
+                # Either store's slot query of the day lines up slot for slot.
+                assert [BucketDigest(b.start, b.agg) for b in
+                        await os_.slot_digests(start, end, 60) if b.agg.count] == want
+            day_total = next(b.agg for b in first.days if b.start == DST_DAY[0])
+            dst_slots = first.slots[DST_DAY[0]]
+            assert sum(s.agg.count for s in dst_slots) == day_total.count > 0
+            assert sum(s.agg.digest for s in dst_slots) % 2**64 == day_total.digest
     finally:
         await pg.close()
         await os_.close()
+
+
+async def test_opensearch_first_pass_in_chunks_and_without_rules(stores: Stores) -> None:
+    assert isinstance(stores.os, OpenSearchAdapter)
+    chunked = OpenSearchAdapter(stores.os_view(), stores.os._client, max_chunk_rows=500)
+    window = (ODD[0].replace(second=0, microsecond=0), ds.END)
+    first = await chunked.day_and_slot_digests(*window, 60)
+    assert first.days == await stores.pg.bucket_digests(*window, "day")
+    want = python_slots(stores.rows, *window, 60)
+    got = sorted((s for day in first.slots for s in first.slots[day]), key=lambda b: b.start)
+    assert got == want

@@ -15,7 +15,7 @@ from .engine_helpers import BASE, NOW, day_rows, make_check, row
 
 
 class DaysOnly(MemoryAdapter):
-    """A memory adapter that, like the OpenSearch one, cannot return slots in its first pass."""
+    """A memory adapter that cannot return slots in its first pass (a store without it)."""
 
     day_and_slot_digests = None  # type: ignore[assignment]
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import MappingProxyType
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 Granularity = Literal["day", "hour"]
 NONE_EXCLUDED: Mapping[str, int] = MappingProxyType({})
@@ -118,6 +118,28 @@ class StoreAdapter(Protocol):
         ...
 
 
+class LazySlots(Mapping[datetime, list[BucketDigest]]):
+    """First-pass slots per day, turned into digests only for the days looked up.
+
+    Most days agree and their ~1,440 slots are never looked at; building objects for
+    them would cost more client time than the scan's transfer.
+    """
+
+    def __init__(self, raw: Mapping[datetime, Any],
+                 build: Callable[[Any], list[BucketDigest]]) -> None:
+        self._raw = raw
+        self._build = build
+
+    def __getitem__(self, day: datetime) -> list[BucketDigest]:
+        return self._build(self._raw[day])
+
+    def __iter__(self) -> Iterator[datetime]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+
 @runtime_checkable
 class SlotFirstPass(Protocol):
     """An adapter that can return day buckets and their slots from one scan."""
@@ -128,6 +150,8 @@ class SlotFirstPass(Protocol):
 
         Slots are spans of `seconds` aligned on `start` (rules as in slot_digests), cut at
         day boundaries; each carries the expected rows' count, distinct keys and digest.
+        The distinct keys may be the count, as with slot_digests(distinct=False): slots
+        are only compared on days where no key repeats.
         """
         ...
 

@@ -20,7 +20,9 @@ from driftgauge.stores import os_requests as rq
 from driftgauge.stores.base import (
     Aggregate,
     BucketDigest,
+    FirstPass,
     Granularity,
+    LazySlots,
     RowHash,
     TimeRanges,
     check_ranges,
@@ -104,6 +106,30 @@ class OpenSearchAdapter:
                 self.view, chunk.start, chunk.end, seconds, start))
             out.extend(self._parsed(rq.parse_buckets, resp, self.view))
         return sorted(out, key=lambda b: b.start)
+
+    async def day_and_slot_digests(self, start: datetime, end: datetime,
+                                   seconds: int) -> FirstPass:
+        """Return day buckets and their slots from one pass of scripted metrics."""
+        check_slot(start, seconds)
+        if start >= end:
+            return FirstPass([], {})
+        counts = rq.parse_day_counts(await self._search(
+            "count rows per day", rq.day_counts_body(self.view, start, end)))
+        if not counts:
+            return FirstPass([], {})
+        days: list[BucketDigest] = []
+        raw: dict[datetime, Any] = {}
+        for chunk in rq.plan_chunks(start, end, counts, self.max_chunk_rows,
+                                    rq.MAX_BUCKETS_PER_REQUEST):
+            resp = await self._search("day and slot digests", rq.day_slot_body(
+                self.view, chunk.start, chunk.end, seconds, start))
+            got, slots = self._parsed(rq.parse_day_slots, resp, self.view)
+            days.extend(got)
+            raw.update(slots)
+
+        def build(day_raw: Any) -> list[BucketDigest]:
+            return self._parsed(rq.slots_from, day_raw, start, seconds)
+        return FirstPass(sorted(days, key=lambda b: b.start), LazySlots(raw, build))
 
     async def prefix_digests(self, start: datetime, end: datetime, depth: int,
                              within: Sequence[str] | None = None) -> dict[str, Aggregate]:

@@ -15,7 +15,7 @@ from driftgauge.stores.base import Aggregate, BucketDigest, Granularity
 
 SCRIPT_FILE = "digest.painless"
 _SECTION = "// @section "
-_HASHING = ("bucket_map", "prefix_map", "row_fields", "prefix_filter")
+_HASHING = ("bucket_map", "dayslot_map", "prefix_map", "row_fields", "prefix_filter")
 TIME_FORMAT = "strict_date_optional_time_nanos"
 MAX_BUCKETS_PER_REQUEST = 1000
 """Stay far below search.max_buckets (65,535) whatever the chunking decides."""
@@ -126,18 +126,30 @@ def slot_body(view: View, start: datetime, end: datetime, seconds: int,
     return _digest_body(view, start, end, histogram)
 
 
+def day_slot_body(view: View, start: datetime, end: datetime, seconds: int,
+                  origin: datetime) -> dict[str, Any]:
+    """Return bucket_body's day request whose metric also sums each slot of `seconds`.
+
+    Slots are numbered from `origin` (slot i starts at origin + i * seconds); the row
+    hash is computed once and added to both the day and its slot.
+    """
+    return _digest_body(view, start, end, _histogram(view, "day"), scripts_of="dayslot",
+                        extra={"origin_ms": _epoch_ms(origin), "slot_ms": seconds * 1000})
+
+
 def _epoch_ms(moment: datetime) -> int:
     delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
     return delta // timedelta(milliseconds=1)
 
 
-def _digest_body(view: View, start: datetime, end: datetime,
-                 histogram: dict[str, Any]) -> dict[str, Any]:
+def _digest_body(view: View, start: datetime, end: datetime, histogram: dict[str, Any], *,
+                 scripts_of: str = "bucket",
+                 extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     metric = {"scripted_metric": {
-        "init_script": script("bucket_init", {}),
-        "map_script": script("bucket_map", script_params(view)),
-        "combine_script": script("bucket_combine", {}),
-        "reduce_script": script("bucket_reduce", {}),
+        "init_script": script(f"{scripts_of}_init", {}),
+        "map_script": script(f"{scripts_of}_map", script_params(view) | dict(extra or {})),
+        "combine_script": script(f"{scripts_of}_combine", {}),
+        "reduce_script": script(f"{scripts_of}_reduce", {}),
     }}
     sub: dict[str, Any]
     excl = _exclusion_queries(view)
@@ -280,6 +292,39 @@ def parse_buckets(resp: Mapping[str, Any], view: View) -> list[BucketDigest]:
     return out
 
 
+def parse_day_slots(resp: Mapping[str, Any], view: View
+                    ) -> tuple[list[BucketDigest], dict[datetime, Mapping[str, Any]]]:
+    """Return the days of a day_slot_body response and, per day, its raw slot map."""
+    days = parse_buckets(resp, view)
+    has_rules = any(ex.query is not None for ex in view.exclusions)
+    raw: dict[datetime, Mapping[str, Any]] = {}
+    try:
+        for day, b in zip(days, resp["aggregations"]["b"]["buckets"], strict=True):
+            slots = (b["e"]["d"] if has_rules else b["d"])["value"][3]
+            if not isinstance(slots, Mapping):
+                raise ResponseError(f"slots of {day.start.isoformat()} are not a map")
+            if slots:
+                raw[day.start] = slots
+    except (KeyError, TypeError, IndexError) as exc:
+        raise ResponseError(f"day and slot digests: {exc!r}") from exc
+    return days, raw
+
+
+def slots_from(raw: Mapping[str, Any], origin: datetime, seconds: int) -> list[BucketDigest]:
+    """Return one day's slots from its raw map of slot number → [count, digest].
+
+    Keys are not counted per slot: the count stands for them, as slot_digests with
+    distinct=False (slots are only compared on days where no key repeats).
+    """
+    base, step = origin.astimezone(UTC), timedelta(seconds=seconds)
+    out = []
+    for i, value in raw.items():
+        count, digest = value
+        out.append(BucketDigest(base + step * int(i),
+                                Aggregate(int(count), int(count), int(digest))))
+    return sorted(out, key=lambda b: b.start)
+
+
 def parse_prefixes(resp: Mapping[str, Any]) -> dict[str, Aggregate]:
     """Return prefix → Aggregate from a prefix_body response."""
     try:
@@ -290,5 +335,5 @@ def parse_prefixes(resp: Mapping[str, Any]) -> dict[str, Aggregate]:
 
 
 def _metric(value: Sequence[Any]) -> Aggregate:
-    count, digest, distinct = value
+    count, digest, distinct = value[:3]
     return Aggregate(count=int(count), distinct_keys=int(distinct), digest=int(digest))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from typing import Any, Self
 
@@ -22,6 +22,7 @@ from driftgauge.stores.base import (
     BucketDigest,
     FirstPass,
     Granularity,
+    LazySlots,
     RowHash,
     TimeRanges,
     check_ranges,
@@ -115,7 +116,8 @@ class PostgresAdapter:
                 by_day.setdefault(r["bucket"], []).append(r)
         days = self._buckets([r for r in rows if r["slot"] is None])
         tz = self.view.timezone
-        return FirstPass(days, _SlotRows({d.astimezone(tz): rs for d, rs in by_day.items()}))
+        return FirstPass(days, LazySlots({d.astimezone(tz): rs for d, rs in by_day.items()},
+                                         _slots_from_records))
 
     def _buckets(self, rows: list[Any]) -> list[BucketDigest]:
         buckets: dict[datetime, tuple[Aggregate, dict[str, int]]] = {}
@@ -201,27 +203,11 @@ class PostgresAdapter:
         return f"{what} on {target}"
 
 
-class _SlotRows(Mapping[datetime, list[BucketDigest]]):
-    """First-pass slots per day, turned into digests only for the days asked for.
-
-    Most days agree and their ~1,440 slots are never looked at; building objects for
-    them would cost more client time than the scan's transfer.
-    """
-
-    def __init__(self, by_day: dict[datetime, list[Any]]) -> None:
-        self._by_day = by_day
-
-    def __getitem__(self, day: datetime) -> list[BucketDigest]:
-        # Slot starts stay in UTC as the driver returns them (a zone lookup each costs).
-        return sorted((BucketDigest(start=r["slot"], agg=Aggregate(
-            count=r["n"], distinct_keys=r["keys"], digest=unsigned64(r["digest"])))
-            for r in self._by_day[day]), key=lambda b: b.start)
-
-    def __iter__(self) -> Iterator[datetime]:
-        return iter(self._by_day)
-
-    def __len__(self) -> int:
-        return len(self._by_day)
+def _slots_from_records(records: list[Any]) -> list[BucketDigest]:
+    # Slot starts stay in UTC as the driver returns them (a zone lookup each costs).
+    return sorted((BucketDigest(start=r["slot"], agg=Aggregate(
+        count=r["n"], distinct_keys=r["keys"], digest=unsigned64(r["digest"])))
+        for r in records), key=lambda b: b.start)
 
 
 def translate_error(store: str, what: str, exc: BaseException) -> StoreError:
