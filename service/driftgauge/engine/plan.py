@@ -69,12 +69,6 @@ def merge_ranges(ranges: list[tuple[datetime, datetime]]) -> list[tuple[datetime
     return out
 
 
-def add(a: Aggregate, b: Aggregate) -> Aggregate:
-    """Return the aggregate of two disjoint sets of rows with no key in common."""
-    return Aggregate(a.count + b.count, a.distinct_keys + b.distinct_keys,
-                     (a.digest + b.digest) % (1 << 64))
-
-
 def day_starts(start: datetime, end: datetime, tz: ZoneInfo) -> list[datetime]:
     """Return the local-midnight starts of every day bucket overlapping [start, end)."""
     day = start.astimezone(tz).date()
