@@ -118,7 +118,8 @@ async def open_audit(config: Config, *, reconcile: ReconcileFn, source: SourceGe
         canary=CanaryService(config.checks, canary_store, source, clock=clock,
                              on_result=after_canary),
         signals=SignalsService(config.checks, signals_store, source, clock=clock),
-        ledger_metrics=LedgerMetrics(ledger_store, list(ledger.jobs)),
+        ledger_metrics=LedgerMetrics(ledger_store, list(ledger.jobs),
+                                     {j.job: j.timezone for j in ledger.jobs.values()}),
         canary_metrics=canary_metrics,
         signals_metrics=SignalsMetrics(signals_store, list(config.checks)))
     loop: asyncio.Task[None] | None = None

@@ -35,6 +35,7 @@ REQUIRED = {
     "DriftgaugeLedgerNoMatchRate",
     "DriftgaugeLedgerOutcomesMismatch",
     "DriftgaugeLedgerStatusMismatch",
+    "DriftgaugeLedgerWrittenExceedsHanded",
     "DriftgaugeCanaryFailing",
     "DriftgaugeCheckStale",
     "DriftgaugeCheckDown",
@@ -43,7 +44,7 @@ REQUIRED = {
 }
 LEDGER_RULES = {
     "missing_summary", "duplicate_summary", "failed_writes", "nothing_written",
-    "no_match_rate", "outcomes_mismatch", "status_mismatch",
+    "no_match_rate", "outcomes_mismatch", "status_mismatch", "written_exceeds_handed",
 }
 
 
@@ -89,6 +90,9 @@ def test_every_required_alert_exists() -> None:
         for a in ALERTS if "driftgauge_ledger_breach" in a["expr"]
     }
     assert breach_rules == LEDGER_RULES
+    # Every open window counts, not only the latest one (which a clean run would hide).
+    ledger = [a for a in ALERTS if a["alert"].startswith("DriftgaugeLedger")]
+    assert all("driftgauge_ledger_breach_windows" in a["expr"] for a in ledger)
 
 
 @pytest.mark.parametrize("alert", ALERTS, ids=lambda a: a["alert"])

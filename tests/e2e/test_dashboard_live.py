@@ -216,7 +216,7 @@ def audit_series_present(s: Samples, live: Live) -> bool:
         sample(s, "driftgauge_canary_up", check=CHECK),
         sample(s, "driftgauge_vocabulary_unmatched_rows", check=CHECK, field="label"),
         sample(s, "driftgauge_volume_anomaly", check=CHECK, day=yesterday),
-        sample(s, "driftgauge_ledger_last_summary_timestamp_seconds", sync_job=JOB),
+        sample(s, "driftgauge_ledger_last_closed_run_timestamp_seconds", sync_job=JOB),
     )) and sample(s, "driftgauge_ledger_breach", sync_job=JOB, rule="no_match_rate") == 1
 
 

@@ -133,7 +133,7 @@ async def test_a_healthy_run_breaches_nothing_and_is_exported(ledger: Ledger) ->
         assert v("driftgauge_ledger_breach", {**JOB, "rule": rule}) == 0
         assert v("driftgauge_ledger_breaches_total", {**JOB, "rule": rule}) == 0
     assert v("driftgauge_ledger_runs_total", {**JOB, "status": "success"}) == 1
-    assert v("driftgauge_ledger_last_summary_timestamp_seconds",
+    assert v("driftgauge_ledger_last_closed_run_timestamp_seconds",
              JOB) == ledger.clock.now.timestamp()
     # Past the deadline the window is still clean: it has exactly one summary.
     await ledger.service.evaluate_all(DAY + timedelta(days=2))
@@ -221,7 +221,7 @@ async def test_a_job_that_never_reports_breaches_missing_summary(ledger: Ledger)
     assert windows[0]["breaches"] == ["missing_summary"] and windows[0]["due"] is True
     v = await ledger.scrape()
     assert v("driftgauge_ledger_breach", {**JOB, "rule": "missing_summary"}) == 1
-    assert v("driftgauge_ledger_last_summary_timestamp_seconds", JOB) is None
+    assert v("driftgauge_ledger_last_closed_run_timestamp_seconds", JOB) is None
 
 
 SCENARIOS: dict[str, tuple[int, list[dict[str, Any]], dict[str, Any], set[str]]] = {
@@ -239,6 +239,11 @@ SCENARIOS: dict[str, tuple[int, list[dict[str, Any]], dict[str, Any], set[str]]]
     "status_mismatch": (10, [{"outcome": "written", "count": 9},
                              {"outcome": "failed", "error": "Conflict", "count": 1}],
                         {"status": "success"}, {"failed_writes", "status_mismatch"}),
+    # A double append: 1,628 written for 1,028 handed.
+    "written_exceeds_handed": (1028, [{"outcome": "written", "count": 1028},
+                                      {"outcome": "written", "count": 600}],
+                               {"status": "success"},
+                               {"written_exceeds_handed", "outcomes_mismatch"}),
 }
 
 
@@ -253,6 +258,21 @@ async def test_each_rule_fires_on_a_crafted_run(ledger: Ledger, rule: str) -> No
              if v("driftgauge_ledger_breach", {**JOB, "rule": r}) == 1}
     assert rule in fired and fired == expected
     assert v("driftgauge_ledger_breaches_total", {**JOB, "rule": rule}) == 1
+
+
+async def test_no_match_rate_counts_lookups_not_rows_skipped_for_no_join_key(
+        ledger: Ledger) -> None:
+    # A partial key rename: 40 of 625 lookups (6.4%) match nothing; 375 rows had no key.
+    counts = [{"outcome": "written", "count": 585},
+              {"outcome": "no_match", "reason": "no_document", "count": 40},
+              {"outcome": "skipped", "reason": "no_join_key", "count": 375}]
+    run_id = (await ledger.post("/runs", open_body(1000))).json()["id"]
+    await ledger.post(f"/runs/{run_id}/batches", {"batch_id": "b", "counts": counts})
+    await ledger.post(f"/runs/{run_id}/close", {"status": "success"})
+    v = await ledger.scrape()
+    assert v("driftgauge_ledger_breach", {**JOB, "rule": "no_match_rate"}) == 1
+    (breach,) = await ledger.service.store.breaches("review-sync")
+    assert breach.detail.startswith("40 of 625 looked-up rows")
 
 
 async def test_three_runs_of_one_window_are_duplicate_summaries(ledger: Ledger) -> None:
@@ -389,8 +409,13 @@ async def test_a_healthy_pipeline_is_exact_and_a_key_rename_pages_on_its_first_r
         for d in range(PIPE_DAYS):
             await sync_day(d, rows, known, os_client, index, ledger)
         excused = await ledger_exclusions(ledger.service.store, check, start, end)
-        # The ledger alone stays quiet: 12 of 300 is under its 5% no_match limit.
-        assert await ledger.service.store.breaches("review-sync") == []
+        # The ledger pages on the rename too: 12 of the 183 lookups (6.6%) found no
+        # document, while healthy days stay at 3 of 183 (1.6%); the 117 rows skipped
+        # for having no join key never looked anything up.
+        found = await ledger.service.store.breaches("review-sync")
+        assert [(b.window_day, b.rule) for b in found] == [
+            ((DAY + timedelta(days=2)).date(), "no_match_rate")]
+        assert found[0].detail.startswith("12 of 183 looked-up rows")
     source, reader = await open_adapter(check.source), await open_adapter(check.reader)
     try:
         with_ledger = await reconcile(check, source, reader, start, end, now=now,
@@ -465,6 +490,68 @@ async def test_a_run_in_progress_does_not_hide_the_previous_windows_breach(
         assert (await ledger.scrape())("driftgauge_ledger_breach",
                                        {**JOB, "rule": "missing_summary"}) == 1
         await run.written(["t2", "t3"])
-    # Once it closes, its own (clean) window is the latest.
-    assert (await ledger.scrape())("driftgauge_ledger_breach",
-                                   {**JOB, "rule": "missing_summary"}) == 0
+    # Once it closes, its own (clean) window is the latest; the window before it still
+    # has no summary, so its breach stays exported.
+    v = await ledger.scrape()
+    assert v("driftgauge_ledger_breach", {**JOB, "rule": "missing_summary"}) == 1
+    assert v("driftgauge_ledger_breach_windows", {**JOB, "rule": "missing_summary"}) == 1
+
+
+async def test_breaches_of_older_windows_stay_exported_until_judged_again(
+        ledger: Ledger) -> None:
+    def day(i: int) -> datetime:
+        return DAY + timedelta(days=i)
+
+    async def report(i: int, counts: list[dict[str, Any]], rows: int = 10) -> None:
+        body = open_body(rows, window_start=day(i).isoformat(),
+                         window_end=day(i + 1).isoformat())
+        run_id = (await ledger.post("/runs", body)).json()["id"]
+        await ledger.post(f"/runs/{run_id}/batches", {"batch_id": "b", "counts": counts})
+        done = sum(c["count"] for c in counts if c["outcome"] == "written")
+        failed = any(c["outcome"] == "failed" for c in counts)
+        status = "partial_failure" if failed else "success" if done else "failed"
+        await ledger.post(f"/runs/{run_id}/close", {"status": status})
+
+    clean = [{"outcome": "written", "count": 10}]
+    await report(0, clean)
+    await report(0, clean)  # duplicate_summary
+    ledger.clock.now = day(2) + timedelta(hours=1)
+    await report(1, [{"outcome": "written", "count": 9},
+                     {"outcome": "failed", "error": "TransportError", "count": 1}])
+    # Nothing reports window 2; after its deadline it breaches missing_summary.
+    await ledger.service.evaluate_all(day(3) + timedelta(hours=7))
+    ledger.clock.now = day(4) + timedelta(hours=1)
+    await report(3, [{"outcome": "written", "count": 90},
+                     {"outcome": "no_match", "reason": "no_document", "count": 10}], rows=100)
+    ledger.clock.now = day(5) + timedelta(hours=1)
+    await report(4, clean)  # the latest window is clean
+    v = await ledger.scrape()
+    opened = {"duplicate_summary": 0, "failed_writes": 1, "missing_summary": 2,
+              "no_match_rate": 3}
+    for rule in RULES:
+        labels = {**JOB, "rule": rule}
+        assert v("driftgauge_ledger_breach", labels) == (rule in opened), rule
+        assert v("driftgauge_ledger_breach_windows", labels) == (rule in opened), rule
+        oldest = v("driftgauge_ledger_oldest_breach_window_timestamp_seconds", labels)
+        assert oldest == (day(opened[rule]).timestamp() if rule in opened else None), rule
+    # Window 2's summary arrives late: judged again, it holds, and only its breach clears.
+    ledger.clock.now = day(6)
+    await report(2, clean)
+    v = await ledger.scrape()
+    assert v("driftgauge_ledger_breach", {**JOB, "rule": "missing_summary"}) == 0
+    assert v("driftgauge_ledger_breach_windows", {**JOB, "rule": "missing_summary"}) == 0
+    # Weeks later, past the lookback, the unresolved ones are still open and still exported.
+    await ledger.service.evaluate_all(day(30) + timedelta(hours=7))
+    v = await ledger.scrape()
+    still = {r for r in RULES if v("driftgauge_ledger_breach", {**JOB, "rule": r}) == 1}
+    # (The job stopped reporting, so yesterday's window is missing its summary too.)
+    assert still == {"duplicate_summary", "failed_writes", "no_match_rate", "missing_summary"}
+    assert v("driftgauge_ledger_oldest_breach_window_timestamp_seconds",
+             {**JOB, "rule": "duplicate_summary"}) == day(0).timestamp()
+    assert v("driftgauge_ledger_oldest_breach_window_timestamp_seconds",
+             {**JOB, "rule": "missing_summary"}) == day(29).timestamp()
+    listed = (await ledger.http.get("/api/v1/ledger/breaches",
+                                    params={"job": "review-sync", "active": True})).json()
+    assert sorted((b["rule"], b["window_day"]) for b in listed) == [
+        ("duplicate_summary", "2024-05-06"), ("failed_writes", "2024-05-07"),
+        ("missing_summary", "2024-06-04"), ("no_match_rate", "2024-05-09")]

@@ -184,6 +184,9 @@ async def seed(w: World) -> None:
             ("quiet-sync", day(160), ago(158), "failed_writes"),
             ("old-job", day(160), ago(158), "failed_writes")]:
         await w.ledger.record_evaluation(job, d, True, {rule: "seeded"}, evaluated)  # type: ignore[dict-item]
+        if (job, d) in {("review-sync", day(130)), ("quiet-sync", day(160))}:
+            # Judged again a day later and found to hold: the breach closed.
+            await w.ledger.record_evaluation(job, d, True, {}, evaluated + timedelta(days=1))
 
     # Canary attempts (kept 60 days): the latest and the latest success stay at any age.
     for check, result, at in [("reviews", "ok", ago(130)), ("reviews", "timeout", ago(129)),
@@ -287,6 +290,20 @@ async def test_ledger_canary_and_signals_rows_still_needed_stay(world: World) ->
         volume = await conn.fetch("SELECT check_name FROM volume_results")
     assert [tuple(r) for r in vocab] == [("legacy", "label"), ("reviews", "label")]
     assert [r["check_name"] for r in volume] == ["reviews"]
+
+
+async def test_an_open_breach_keeps_its_window_and_runs_at_any_age(world: World) -> None:
+    await world.ledger_run("open_old", "review-sync", day(200), ago(199), keys=[no_match("p1")])
+    run_id = world.ledger_runs["open_old"]
+    await world.ledger.record_evaluation("review-sync", day(200), True,
+                                         {"duplicate_summary": "seeded"}, ago(198))
+    await prune(world.state, world.config, NOW)
+    open_now = {(b.job, b.window_day, b.rule)
+                for b in await world.ledger.breaches(None, active_only=True)}
+    assert ("review-sync", day(200), "duplicate_summary") in open_now
+    assert [k.key for k in await world.ledger.keys(run_id)] == ["p1"]
+    windows = {(w.job, w.window_day) for w in await world.ledger.windows(None, limit=100)}
+    assert ("review-sync", day(200)) in windows
 
 
 async def test_counters_on_metrics_never_go_down(world: World) -> None:

@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from driftgauge.canary import CanaryMetrics, CanaryResult
 from driftgauge.canary.store import CanarySnapshot
 from driftgauge.ledger import LedgerMetrics
-from driftgauge.ledger.store import LedgerSnapshot
+from driftgauge.ledger.store import LedgerSnapshot, OpenBreaches
 from driftgauge.metrics import build_registry
 from driftgauge.signals import SignalsMetrics
 from driftgauge.signals.store import SignalsSnapshot
@@ -36,7 +36,7 @@ class Snap:
 async def parts() -> list[Any]:
     ledger = LedgerMetrics(Snap(LedgerSnapshot(  # type: ignore[arg-type]
         latest_window={"review-sync": date(2026, 3, 9)},
-        active={"review-sync": frozenset({"duplicate_summary"})},
+        open={("review-sync", "duplicate_summary"): OpenBreaches(2, date(2026, 3, 7))},
         breaches={("review-sync", "duplicate_summary"): 2},
         last_summary={"review-sync": T}, runs={("review-sync", "success"): 3})),
         ["review-sync"])
@@ -80,6 +80,11 @@ async def test_values_come_from_the_latest_snapshot() -> None:
     v = build_registry(await parts()).get_sample_value
     assert v("driftgauge_ledger_breach", {**JOB, "rule": "duplicate_summary"}) == 1
     assert v("driftgauge_ledger_breach", {**JOB, "rule": "failed_writes"}) == 0
+    assert v("driftgauge_ledger_breach_windows", {**JOB, "rule": "duplicate_summary"}) == 2
+    assert v("driftgauge_ledger_oldest_breach_window_timestamp_seconds",
+             {**JOB, "rule": "duplicate_summary"}) == datetime(2026, 3, 7, tzinfo=UTC).timestamp()
+    assert v("driftgauge_ledger_oldest_breach_window_timestamp_seconds",
+             {**JOB, "rule": "failed_writes"}) is None
     assert v("driftgauge_ledger_breaches_total",
              {**JOB, "rule": "duplicate_summary"}) == 2
     assert v("driftgauge_canary_up", {"check": "reviews"}) == 0

@@ -72,7 +72,33 @@ def test_nothing_written_and_status_mismatch_on_the_key_rename_night() -> None:
     out = Tally(no_match=452, skipped=183)
     found = evaluate(window(RunFacts(1, 635, out, "success", out)), 0.05)
     assert set(found) == {"nothing_written", "no_match_rate", "status_mismatch"}
-    assert "452 of 635" in found["no_match_rate"]
+    # Skipped rows were never looked up: the rate is over the 452 lookups, not the 635 rows.
+    assert "452 of 452" in found["no_match_rate"]
+
+
+def test_no_match_rate_is_over_lookups_not_rows_skipped_without_a_key() -> None:
+    # A partial key rename: 6.4% of lookups match nothing, 4% of all rows handed.
+    run = healthy_run(written=585, no_match=40, skipped=375)
+    found = evaluate(window(run), 0.05)
+    assert set(found) == {"no_match_rate"}
+    assert "40 of 625 looked-up rows" in found["no_match_rate"]
+    # A healthy day (1.8% of lookups) stays silent however many rows had no key.
+    assert evaluate(window(healthy_run(written=614, no_match=11, skipped=375)), 0.05) == {}
+
+
+def test_a_run_that_wrote_more_than_it_was_handed_breaches_written_exceeds_handed() -> None:
+    # A double append: 1,628 written for 1,028 handed.
+    out = Tally(written=1628)
+    found = evaluate(window(RunFacts(1, 1028, out, "success", out)), 0.05)
+    assert set(found) == {"written_exceeds_handed", "outcomes_mismatch"}
+    assert "1628" in found["written_exceeds_handed"]
+    assert "1028" in found["written_exceeds_handed"]
+    # The job's own summary claiming more than it was handed counts too.
+    claimed = RunFacts(2, 1028, Tally(written=1028), "success", Tally(written=1628))
+    assert "written_exceeds_handed" in evaluate(window(claimed), 0.05)
+    # A run still writing is caught before it closes.
+    still_open = RunFacts(3, 1028, Tally(written=1500))
+    assert "written_exceeds_handed" in evaluate(window(still_open, due=False), 0.05)
 
 
 def test_no_match_rate_is_judged_against_the_threshold() -> None:
@@ -90,7 +116,7 @@ def test_outcomes_that_do_not_add_up_to_the_input() -> None:
 
 def test_a_summary_whose_counts_disagree_with_the_reported_outcomes() -> None:
     out = Tally(written=635)
-    claimed = Tally(written=640)
+    claimed = Tally(written=630, skipped=5)
     found = evaluate(window(RunFacts(1, 635, out, "success", claimed)), 0.05)
     assert set(found) == {"outcomes_mismatch"}
 
@@ -120,6 +146,7 @@ def test_every_rule_can_fire() -> None:
         window(healthy_run(1), healthy_run(2)),
         window(RunFacts(1, 10, Tally(written=5, failed=5), "success", None)),
         window(RunFacts(1, 10, Tally(no_match=5), "success", None)),
+        window(RunFacts(1, 10, Tally(written=20), "success", None)),
     ]
     for w in crafted:
         fired |= set(evaluate(w, 0.05))

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import date, datetime
+from zoneinfo import ZoneInfo
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from driftgauge.ledger.models import RULES
 from driftgauge.ledger.store import LedgerSnapshot
-from driftgauge.metrics.stored import StoredPart
+from driftgauge.metrics.stored import SnapshotStore, StoredPart
 
 RUN_STATUSES = ("success", "partial_failure", "failed")
+UTC = ZoneInfo("UTC")
+
+
+def _day_start(day: date, tz: ZoneInfo) -> float:
+    return datetime(day.year, day.month, day.day, tzinfo=tz).timestamp()
 
 
 class LedgerMetrics(StoredPart[LedgerSnapshot]):
@@ -20,28 +27,46 @@ class LedgerMetrics(StoredPart[LedgerSnapshot]):
     publishes zeros.
     """
 
+    def __init__(self, store: SnapshotStore[LedgerSnapshot], names: Sequence[str],
+                 timezones: Mapping[str, ZoneInfo] | None = None) -> None:
+        super().__init__(store, names)
+        self._tz = dict(timezones or {})
+
     def families(self, snap: LedgerSnapshot) -> Iterable[Metric]:
         """Return the ledger families for one scrape."""
         breach = GaugeMetricFamily(
             "driftgauge_ledger_breach",
-            "1 while the latest window of the job breaches the rule.", labels=["sync_job", "rule"])
+            "1 while any judged window of the job still breaches the rule.",
+            labels=["sync_job", "rule"])
+        windows = GaugeMetricFamily(
+            "driftgauge_ledger_breach_windows",
+            "Judged windows of the job that still breach the rule.", labels=["sync_job", "rule"])
+        oldest = GaugeMetricFamily(
+            "driftgauge_ledger_oldest_breach_window_timestamp_seconds",
+            "Start of the oldest window of the job that still breaches the rule.",
+            labels=["sync_job", "rule"])
         total = CounterMetricFamily("driftgauge_ledger_breaches", "Breaches recorded.",
                                     labels=["sync_job", "rule"])
-        last = GaugeMetricFamily("driftgauge_ledger_last_summary_timestamp_seconds",
-                                 "When the job last closed a run with a summary.",
+        last = GaugeMetricFamily("driftgauge_ledger_last_closed_run_timestamp_seconds",
+                                 "When the job last closed a run with its summary.",
                                  labels=["sync_job"])
         runs = CounterMetricFamily("driftgauge_ledger_runs",
                                    "Ledger runs by the job's reported status.",
                                    labels=["sync_job", "status"])
         for job in self._names:
             if job in snap.latest_window:
-                active = snap.active.get(job, frozenset())
                 for rule in RULES:
-                    breach.add_metric([job, rule], 1.0 if rule in active else 0.0)
+                    found = snap.open.get((job, rule))
+                    n = found.windows if found is not None else 0
+                    breach.add_metric([job, rule], 1.0 if n else 0.0)
+                    windows.add_metric([job, rule], n)
+                    if found is not None:
+                        oldest.add_metric([job, rule],
+                                          _day_start(found.oldest, self._tz.get(job, UTC)))
             for rule in RULES:
                 total.add_metric([job, rule], snap.breaches.get((job, rule), 0))
             if job in snap.last_summary:
                 last.add_metric([job], snap.last_summary[job].timestamp())
             for status in RUN_STATUSES:
                 runs.add_metric([job, status], snap.runs.get((job, status), 0))
-        return [breach, total, last, runs]
+        return [breach, windows, oldest, total, last, runs]

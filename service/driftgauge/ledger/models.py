@@ -21,10 +21,11 @@ Outcome = Literal["written", "no_match", "skipped", "failed"]
 OUTCOMES: tuple[Outcome, ...] = ("written", "no_match", "skipped", "failed")
 RunStatus = Literal["success", "partial_failure", "failed"]
 Rule = Literal["missing_summary", "duplicate_summary", "failed_writes", "nothing_written",
-               "no_match_rate", "outcomes_mismatch", "status_mismatch"]
+               "no_match_rate", "outcomes_mismatch", "status_mismatch",
+               "written_exceeds_handed"]
 RULES: tuple[Rule, ...] = ("missing_summary", "duplicate_summary", "failed_writes",
                            "nothing_written", "no_match_rate", "outcomes_mismatch",
-                           "status_mismatch")
+                           "status_mismatch", "written_exceeds_handed")
 MAX_KEYS_PER_BATCH = 10_000
 
 Label = Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z][A-Za-z0-9_.:-]*$")]

@@ -24,6 +24,11 @@ class Tally:
         """Return the rows over every outcome."""
         return self.written + self.no_match + self.skipped + self.failed
 
+    @property
+    def looked_up(self) -> int:
+        """Return the rows the job looked a document up for (every outcome but skipped)."""
+        return self.written + self.no_match + self.failed
+
     def __add__(self, other: Tally) -> Tally:
         return Tally(self.written + other.written, self.no_match + other.no_match,
                      self.skipped + other.skipped, self.failed + other.failed)
@@ -45,6 +50,12 @@ class RunFacts:
     def closed(self) -> bool:
         """Return True once the job sent its summary."""
         return self.status is not None
+
+    @property
+    def most_written(self) -> int:
+        """Return the larger of the written rows reported and those the summary claims."""
+        claimed = self.summary_counts.written if self.summary_counts is not None else 0
+        return max(self.outcomes.written, claimed)
 
 
 @dataclass(frozen=True)
@@ -111,11 +122,19 @@ def evaluate(window: WindowFacts, no_match_rate: float) -> dict[Rule, str]:
     empty = [r for r in closed if r.input_rows and not r.outcomes.written]
     if empty:
         out["nothing_written"] = f"runs {_ids(empty)} wrote 0 of a non-empty input"
-    handed = sum(r.input_rows for r in closed)
+    # The rate is over lookups: a row skipped (e.g. for having no join key) never looked
+    # for a document, and counting it would dilute a key rename below the limit.
+    looked_up = sum(r.outcomes.looked_up for r in closed)
     matched_none = sum(r.outcomes.no_match for r in closed)
-    if handed and matched_none / handed > no_match_rate:
-        out["no_match_rate"] = (f"{matched_none} of {handed} rows matched no document "
-                                f"({matched_none / handed:.2%} > {no_match_rate:.2%})")
+    if looked_up and matched_none / looked_up > no_match_rate:
+        out["no_match_rate"] = (f"{matched_none} of {looked_up} looked-up rows matched no "
+                                f"document ({matched_none / looked_up:.2%} > "
+                                f"{no_match_rate:.2%})")
+    over = [r for r in window.runs if r.most_written > r.input_rows]
+    if over:
+        r = over[0]
+        out["written_exceeds_handed"] = (f"run {r.run_id} wrote {r.most_written} rows but was "
+                                         f"handed {r.input_rows}")
     unbalanced = [r for r in closed if r.outcomes.total != r.input_rows
                   or (r.summary_counts is not None and r.summary_counts != r.outcomes)]
     if unbalanced:

@@ -127,6 +127,9 @@ class LedgerService:
             closed = await self.store.latest_closed_day(job.job)
             last = max(due_day, closed) if closed is not None else due_day
             days = set(await self.store.days_with_runs(job.job, last - lookback))
+            # Windows that still breach are judged again, however old, so a late summary
+            # or a backfill resolves them; until then they stay on /metrics.
+            days |= set(await self.store.open_breach_days(job.job))
             for day in sorted(days | {last, due_day}):
                 await self.evaluate_window(job, day, now)
             latest[job.job] = last

@@ -28,12 +28,21 @@ _RUN_COLUMNS = ("id, job, client_run_id, window_start, window_end, window_day, i
 
 
 @dataclass(frozen=True)
+class OpenBreaches:
+    """The windows of one job that still breach one rule."""
+
+    windows: int
+    oldest: date
+
+
+@dataclass(frozen=True)
 class LedgerSnapshot:
     """What the ledger metrics need, read in one go."""
 
     latest_window: dict[str, date]
-    active: dict[str, frozenset[str]]
-    """Rules breached in each job's latest window."""
+    open: dict[tuple[str, str], OpenBreaches]
+    """Per (job, rule), every judged window that still breaches it, however old: a breach
+    stays open until its window is judged again and holds."""
     breaches: dict[tuple[str, str], int]
     """Breaches recorded per (job, rule)."""
     last_summary: dict[str, datetime]
@@ -210,6 +219,13 @@ class LedgerStore:
                                     " WHERE job = $1 AND window_day >= $2 ORDER BY 1", job, since)
         return [r["window_day"] for r in recs]
 
+    async def open_breach_days(self, job: str) -> list[date]:
+        """Return the window days of the job with a breach that still holds."""
+        async with self._db.conn("list open ledger breaches") as conn:
+            recs = await conn.fetch("SELECT DISTINCT window_day FROM ledger_breaches"
+                                    " WHERE job = $1 AND active ORDER BY 1", job)
+        return [r["window_day"] for r in recs]
+
     async def record_evaluation(self, job: str, day: date, due: bool,
                                 breaches: Mapping[Rule, str], now: datetime) -> list[Rule]:
         """Store a window's verdict; return the rules that breach it for the first time."""
@@ -293,9 +309,8 @@ class LedgerStore:
                 "SELECT DISTINCT ON (job) job, window_day FROM ledger_windows"
                 " WHERE job = ANY($1::text[]) ORDER BY job, window_day DESC", jobs)
             active = await conn.fetch(
-                "SELECT b.job, b.rule FROM ledger_breaches b JOIN (SELECT job,"
-                " max(window_day) AS day FROM ledger_windows WHERE job = ANY($1::text[])"
-                " GROUP BY job) w ON w.job = b.job AND w.day = b.window_day WHERE b.active", jobs)
+                "SELECT job, rule, count(*) AS n, min(window_day) AS oldest FROM ledger_breaches"
+                " WHERE job = ANY($1::text[]) AND active GROUP BY job, rule", jobs)
             counts = await conn.fetch("SELECT job, rule, count(*) AS n FROM ledger_breaches"
                                       " WHERE job = ANY($1::text[]) GROUP BY job, rule", jobs)
             runs = await conn.fetch(
@@ -306,9 +321,6 @@ class LedgerStore:
             pruned = await conn.fetch("SELECT series, name, label, n FROM pruned_counts"
                                       " WHERE series IN ('ledger_runs', 'ledger_breaches')"
                                       " AND name = ANY($1::text[])", jobs)
-        rules: dict[str, set[str]] = {}
-        for r in active:
-            rules.setdefault(r["job"], set()).add(r["rule"])
         last: dict[str, datetime] = {}
         for r in runs:
             last[r["job"]] = max(last.get(r["job"], r["last"]), r["last"])
@@ -319,7 +331,7 @@ class LedgerStore:
             into[(p["name"], p["label"])] = into.get((p["name"], p["label"]), 0) + p["n"]
         return LedgerSnapshot(
             latest_window={r["job"]: r["window_day"] for r in latest},
-            active={job: frozenset(v) for job, v in rules.items()},
+            open={(r["job"], r["rule"]): OpenBreaches(r["n"], r["oldest"]) for r in active},
             breaches=breaches, last_summary=last, runs=closed)
 
 

@@ -56,6 +56,11 @@ async def run_families(state: StateStore, checks: Mapping[str, Check], now: date
 # The latest window of each job drives the breach gauges (LedgerStore.snapshot).
 _LATEST_WINDOWS = ("(SELECT job, max(window_day) FROM ledger_windows"
                    " WHERE job = ANY($2::text[]) GROUP BY job)")
+# Windows of configured jobs with a breach still open: /metrics serves them and every
+# ledger tick judges them again from their runs, so the window, its breaches and its runs
+# stay until the breach closes.
+_OPEN_WINDOWS = ("(SELECT DISTINCT job, window_day FROM ledger_breaches"
+                 " WHERE active AND job = ANY($2::text[]))")
 
 
 def audit_families(config: Config, now: datetime, before: datetime) -> list[Family]:
@@ -63,7 +68,8 @@ def audit_families(config: Config, now: datetime, before: datetime) -> list[Fami
 
     Kept at any age: ledger runs whose window overlaps a full-history window of a check
     they feed (the ledger exclusions read their keys), each job's latest closed run and
-    latest judged window, each canary check's latest and latest successful attempt, and
+    latest judged window, every window with an open breach (with its runs), each canary
+    check's latest and latest successful attempt, and
     the vocabulary and volume verdicts of what is configured now.
     """
     checks = config.checks
@@ -80,7 +86,8 @@ def audit_families(config: Config, now: datetime, before: datetime) -> list[Fami
             "   WHERE n.job = ledger_runs.job AND ledger_runs.window_end > n.since)"
             " AND id NOT IN (SELECT DISTINCT ON (job) id FROM ledger_runs"
             "   WHERE job = ANY($2::text[]) AND closed_at IS NOT NULL"
-            "   ORDER BY job, closed_at DESC, id DESC)",
+            "   ORDER BY job, closed_at DESC, id DESC)"
+            f" AND (job, window_day) NOT IN {_OPEN_WINDOWS}",
             (before, jobs, [since[j] for j in jobs]),
             children=(("ledger_keys", "run_id"), ("ledger_batches", "run_id"),
                       ("ledger_outcomes", "run_id")),
@@ -88,13 +95,15 @@ def audit_families(config: Config, now: datetime, before: datetime) -> list[Fami
         # Before the windows: a breach stays exactly as long as its window does.
         Family(
             "ledger_breaches",
-            "last_seen < $1 AND NOT EXISTS (SELECT 1 FROM ledger_windows w"
+            f"(job, window_day) NOT IN {_OPEN_WINDOWS} AND last_seen < $1"
+            " AND NOT EXISTS (SELECT 1 FROM ledger_windows w"
             "   WHERE w.job = ledger_breaches.job AND w.window_day = ledger_breaches.window_day"
             f"   AND (w.evaluated_at >= $1 OR (w.job, w.window_day) IN {_LATEST_WINDOWS}))",
             (before, jobs), tally=Tally("ledger_breaches", "job", "rule")),
         Family(
             "ledger_windows",
-            f"evaluated_at < $1 AND (job, window_day) NOT IN {_LATEST_WINDOWS}",
+            f"evaluated_at < $1 AND (job, window_day) NOT IN {_LATEST_WINDOWS}"
+            f" AND (job, window_day) NOT IN {_OPEN_WINDOWS}",
             (before, jobs)),
         Family(
             "canary_results",
