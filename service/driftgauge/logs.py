@@ -55,10 +55,33 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, default=str)
 
 
+# Client libraries whose own lines during an outage are noise beside ours: one line each,
+# no stack, at WARNING at most (our run and request lines say what failed and why).
+QUIET_LIBRARIES = ("opensearch", "asyncpg", "urllib3", "httpx", "httpcore", "elastic_transport")
+
+
+class QuietLibraries(logging.Filter):
+    """Fold a client library's traceback into its one line and cap its level at WARNING."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Rewrite library records in place; keep every record."""
+        if record.name.split(".", 1)[0] not in QUIET_LIBRARIES:
+            return True
+        if record.exc_info and record.exc_info[0] is not None:
+            exc = record.exc_info[1]
+            record.msg = f"{record.getMessage()} ({type(exc).__name__}: {exc})"
+            record.args = None
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+        if record.levelno > logging.WARNING:
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
 def configure(level: str = "INFO") -> None:
     """Send every logger (ours, uvicorn's, APScheduler's) to stderr as JSON lines."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
+    handler.addFilter(QuietLibraries())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

@@ -6,8 +6,10 @@ import json
 import logging
 from datetime import UTC, datetime
 
+import pytest
+
 from driftgauge.config import load_text
-from driftgauge.logs import JsonFormatter, log_context
+from driftgauge.logs import JsonFormatter, configure, log_context
 from driftgauge.runner import full_window, recent_window
 
 
@@ -50,3 +52,26 @@ checks:
     assert start.isoformat() == "2026-03-07T00:00:00-05:00"
     full_start, _ = full_window(check, now)
     assert full_start.date().isoformat() == "2026-02-08"
+
+
+def test_client_libraries_log_one_line_without_a_stack(capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    try:
+        configure("INFO")
+        try:
+            raise ConnectionRefusedError("connect call failed ('127.0.0.1', 9250)")
+        except ConnectionRefusedError:
+            logging.getLogger("opensearch").warning("GET / [status:N/A]", exc_info=True)
+            logging.getLogger("asyncpg.pool").error("could not reconnect", exc_info=True)
+            logging.getLogger("driftgauge.mine").error("ours keeps its stack", exc_info=True)
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+    lines = [json.loads(x) for x in capsys.readouterr().err.splitlines()]
+    assert [x["logger"] for x in lines] == ["opensearch", "asyncpg.pool", "driftgauge.mine"]
+    for line in lines[:2]:
+        assert line["level"] == "warning" and "stack" not in line
+        assert "ConnectionRefusedError: connect call failed" in line["msg"]
+    assert "Traceback" in lines[2]["stack"]
