@@ -19,6 +19,7 @@ from fastapi import APIRouter, HTTPException, Request, status
 from prometheus_client.core import Metric
 
 from driftgauge.api.auth import TokenCheck
+from driftgauge.background import survive
 from driftgauge.canary import CanaryMetrics, CanaryService, CanaryStore
 from driftgauge.canary.router import canary_router
 from driftgauge.config.runtime import Config
@@ -56,15 +57,17 @@ class Audit:
 
     async def tick(self, now: datetime | None = None) -> None:
         """Judge the ledger's windows, then reload every part (a failed reload keeps its data)."""
-        try:
-            await self.ledger.evaluate_all(now)
-        except StateError as exc:
-            log.warning("could not judge ledger windows", extra={"error": str(exc)})
-        for part in (self.ledger_metrics, self.canary_metrics, self.signals_metrics):
+        with survive("audit", "judge ledger windows"):
             try:
-                await part.refresh()
+                await self.ledger.evaluate_all(now)
             except StateError as exc:
-                log.warning("could not reload stored results", extra={"error": str(exc)})
+                log.warning("could not judge ledger windows", extra={"error": str(exc)})
+        for part in (self.ledger_metrics, self.canary_metrics, self.signals_metrics):
+            with survive("audit", f"reload {type(part).__name__}"):
+                try:
+                    await part.refresh()
+                except StateError as exc:
+                    log.warning("could not reload stored results", extra={"error": str(exc)})
 
 
 def _audit(request: Request) -> Audit:

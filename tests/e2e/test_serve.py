@@ -282,7 +282,8 @@ async def test_api_walk_reaches_the_planted_keys(stack: Stack) -> None:
         hours = [datetime.fromisoformat(h["label"]).hour for h in detail["hours"] if h["differs"]]
         assert hours
         for hour in hours:
-            live = (await http.get(f"/days/{day}/hours/{hour}", params={"live": "true"})).json()
+            live = (await http.get(f"/days/{day}/hours/{hour}", params={"live": "true"},
+                                   headers=AUTH)).json()
             for prefix in [p["label"] for p in live["prefixes"] if p["differs"]]:
                 keys = (await http.get(f"/days/{day}/keys", headers=AUTH,
                                        params={"hour": hour, "prefix": prefix})).json()["keys"]

@@ -100,7 +100,7 @@ async def test_walk_day_hour_prefix_keys_reaches_every_planted_key(api: Api) -> 
         stored = (await c.get(f"/api/v1/checks/reviews/days/{DAY}/hours/{hour}")).json()
         assert stored["node"]["label"] == h["label"] and stored["differs"]
         live = (await c.get(f"/api/v1/checks/reviews/days/{DAY}/hours/{hour}",
-                            params={"live": "true"})).json()
+                            params={"live": "true"}, headers=AUTH)).json()
         bad = [p["label"] for p in live["prefixes"] if p["differs"]]
         assert live["live"] and bad
         for prefix in bad:

@@ -12,7 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import CollectorRegistry
@@ -20,8 +23,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from driftgauge import __version__
 from driftgauge.api.auth import TokenCheck
-from driftgauge.api.models import HealthOut
+from driftgauge.api.models import HealthOut, answers
 from driftgauge.audit import Audit, audit_router, open_audit
+from driftgauge.background import background_part, survive
+from driftgauge.bounds import json_safe
 from driftgauge.config.runtime import Check, Config
 from driftgauge.errors import StateError, StoreError, StoreTimeout, UnknownCheck
 from driftgauge.logs import log_context
@@ -61,6 +66,8 @@ class Runtime:
     clock: Callable[[], datetime]
     audit: Audit
     retention: RetentionJob
+    live: asyncio.Semaphore
+    """Slots for live drill-downs (api.live_concurrency)."""
 
 
 def runtime(request: Request) -> Runtime:
@@ -90,18 +97,34 @@ def create_app(config: Config, *, start_scheduler: bool = True, opener: Opener |
             app.state.audit = rt.audit
             yield
 
+    # The schema and docs are served below, behind the read check like the API they describe.
     app = FastAPI(title="driftgauge", version=__version__, lifespan=lifespan,
+                  openapi_url=None, docs_url=None, redoc_url=None,
                   description="Reconcile derived data against its source of truth: day buckets,"
                               " drill-down to hours, key-hash prefixes and keys.")
     app.add_middleware(RequestContext)
     _add_error_handlers(app)
-    _add_health(app)
+    _add_health(app, tokens)
     from driftgauge.api.routes import router
 
-    app.include_router(router, prefix="/api/v1")
-    app.include_router(audit_router(tokens), prefix="/api/v1")
+    app.include_router(router, prefix="/api/v1", responses=answers(400, 401, 403, 404, 503))
+    app.include_router(audit_router(tokens), prefix="/api/v1",
+                       responses=answers(400, 401, 403, 404, 409, 502, 503, 504))
     _document_check_names(app, sorted(config.checks))
+    _add_schema(app, tokens)
     return app
+
+
+def _add_schema(app: FastAPI, tokens: TokenCheck) -> None:
+    read = [Depends(tokens.require_read)]
+
+    @app.get("/openapi.json", include_in_schema=False, dependencies=read)
+    async def openapi() -> JSONResponse:
+        return JSONResponse(app.openapi())
+
+    @app.get("/docs", include_in_schema=False, dependencies=read)
+    async def docs() -> Response:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="driftgauge")
 
 
 def _document_check_names(app: FastAPI, names: list[str]) -> None:
@@ -172,23 +195,27 @@ async def _open_runtime(config: Config, tokens: TokenCheck, *, start_scheduler: 
             start=start_scheduler, every=refresh))
         ticks.exclusions = audit.ledger.ledger_exclusions
         registry = build_registry([reconciliation_part(snapshots.current),
-                                   process_part(__version__), *audit.parts, *metric_parts])
+                                   process_part(__version__), background_part, *audit.parts,
+                                   *metric_parts])
         stale = await state.abandon_stale(
             clock() - timedelta(hours=6),
             "abandoned: no replica finished this run (it was interrupted)")
         if stale:
             log.warning("marked interrupted runs as failed", extra={"runs": stale})
-        try:
-            await snapshots.refresh()
-        except StateError as exc:
-            log.warning("could not load stored results", extra={"error": str(exc)})
+        # Start-up never depends on the stored data being well-formed.
+        with survive("snapshot_refresh", "load stored results"):
+            try:
+                await snapshots.refresh()
+            except StateError as exc:
+                log.warning("could not load stored results", extra={"error": str(exc)})
         if start_scheduler:
             scheduler.start()
             retention.start()
         refresher = asyncio.create_task(_refresh_loop(snapshots, refresh),
                                         name="driftgauge-snapshot-refresh")
         yield Runtime(config, state, adapters, snapshots, ticks, scheduler, registry, tokens,
-                      start_scheduler, clock, audit, retention)
+                      start_scheduler, clock, audit, retention,
+                      asyncio.Semaphore(config.api.live_concurrency))
     finally:
         scheduler.stop()
         await retention.stop()
@@ -207,10 +234,11 @@ async def _refresh_loop(snapshots: SnapshotCache, every: float) -> None:
     """Reload stored results now and then, so runs made by other replicas show up."""
     while True:
         await asyncio.sleep(every)
-        try:
-            await snapshots.refresh()
-        except StateError as exc:
-            log.warning("could not refresh stored results", extra={"error": str(exc)})
+        with survive("snapshot_refresh", "reload stored results"):
+            try:
+                await snapshots.refresh()
+            except StateError as exc:
+                log.warning("could not refresh stored results", extra={"error": str(exc)})
 
 
 class RequestContext:
@@ -262,13 +290,20 @@ def _add_error_handlers(app: FastAPI) -> None:
         code = 504 if isinstance(exc, StoreTimeout) else 502
         return JSONResponse({"detail": f"store {exc}"}, status_code=code)
 
+    async def invalid(request: Request, exc: Exception) -> Response:
+        # The errors echo the input: a NaN or a lone surrogate in it must still serialise.
+        assert isinstance(exc, RequestValidationError)
+        return JSONResponse({"detail": json_safe(jsonable_encoder(exc.errors()))},
+                            status_code=422)
+
+    app.add_exception_handler(RequestValidationError, invalid)
     app.add_exception_handler(UnknownCheck, unknown_check)
     app.add_exception_handler(CheckBusy, busy)
     app.add_exception_handler(StateError, state_down)
     app.add_exception_handler(StoreError, store_down)
 
 
-def _add_health(app: FastAPI) -> None:
+def _add_health(app: FastAPI, tokens: TokenCheck) -> None:
     @app.get("/healthz", response_model=HealthOut, tags=["health"])
     async def healthz() -> HealthOut:
         """Return ok while the process serves requests (touches no store)."""
@@ -290,7 +325,11 @@ def _add_health(app: FastAPI) -> None:
         body = HealthOut(status="ok" if ready else "unavailable", state=state, scheduler=sched)
         return JSONResponse(body.model_dump(), status_code=200 if ready else 503)
 
-    @app.get("/metrics", tags=["health"], response_class=Response)
+    @app.get("/metrics", tags=["health"], response_class=Response,
+             dependencies=[Depends(tokens.require_metrics)],
+             responses={200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}},
+                              "description": "The Prometheus text exposition."},
+                        **answers(401, 403)})
     async def metrics(request: Request) -> Response:
         """Return the Prometheus exposition of the latest stored results."""
         return Response(generate_latest(runtime(request).registry),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -169,6 +169,30 @@ class TriggeredOut(BaseModel):
     run_id: int
     trigger: str
     run: str = Field(description="Where to follow the run.")
+
+
+class ErrorOut(BaseModel):
+    """Why a request was refused or failed."""
+
+    detail: str
+
+
+def answers(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """Return the OpenAPI `responses` entries of these error statuses."""
+    return {code: {"model": ErrorOut, "description": ERRORS[code]} for code in codes}
+
+
+ERRORS = {
+    400: "The request body could not be read (e.g. it is not UTF-8).",
+    401: "A bearer token is required, or the one given is not valid.",
+    403: "No token is configured for this endpoint, so it is disabled.",
+    404: "No such check, day, run or ledger run.",
+    409: "Conflicts with the current state (a run in progress, a closed ledger run).",
+    429: "Too many live drill-downs at once; retry after the Retry-After seconds.",
+    502: "A store answered with an error.",
+    503: "The state database (or the part of the service needed) is unavailable.",
+    504: "A store did not answer in time.",
+}
 
 
 class HealthOut(BaseModel):

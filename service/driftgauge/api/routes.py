@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
+from pydantic import BeforeValidator
 
 from driftgauge.api.app import Runtime, runtime
 from driftgauge.api.models import (
@@ -19,20 +20,25 @@ from driftgauge.api.models import (
     RunOut,
     RunsOut,
     TriggeredOut,
+    answers,
 )
+from driftgauge.bounds import day_problem, iso_day
 from driftgauge.config.runtime import Check
 from driftgauge.engine import compare_prefixes
 from driftgauge.errors import StoreTimeout, UnknownCheck
 from driftgauge.state import StoredBucket
 
 router = APIRouter()
-# Local midnights outside these years cannot be turned into bucket windows safely.
-FIRST_DAY, LAST_DAY = date(1900, 1, 1), date(9998, 12, 31)
 MAX_RANGE_DAYS = 3660
 LIVE_DEADLINE = 30.0
+# A client told to wait this long finds most live drill-downs done.
+LIVE_RETRY_AFTER = 5
 
 CheckName = Annotated[str, Path(description="The check's configured name.", max_length=63)]
-Day = Annotated[date, Path(description="The bucket's local date (YYYY-MM-DD).")]
+Day = Annotated[date, BeforeValidator(iso_day),
+                Path(description="The bucket's local date (YYYY-MM-DD, from 2000-01-01 to a "
+                                 "year from now).")]
+QueryDay = Annotated[date | None, BeforeValidator(iso_day)]
 Hex = r"^[0-9a-f]{1,32}$"
 
 
@@ -65,9 +71,10 @@ def _bad(where: str, name: str, value: Any, message: str) -> RequestValidationEr
                                     "msg": f"{name}: {message}", "input": value}])
 
 
-def _day_ok(where: str, name: str, value: date) -> date:
-    if not FIRST_DAY <= value <= LAST_DAY:
-        raise _bad(where, name, str(value), f"must be between {FIRST_DAY} and {LAST_DAY}")
+def _day_ok(rt: Runtime, where: str, name: str, value: date) -> date:
+    problem = day_problem(value, rt.clock())
+    if problem:
+        raise _bad(where, name, str(value), problem)
     return value
 
 
@@ -111,16 +118,16 @@ async def list_checks(rt: Reader) -> dict[str, Any]:
 
 @router.get("/checks/{check}/days", response_model=DaysOut, tags=["drill-down"])
 async def list_days(rt: Reader, check: CheckName,
-                    since: Annotated[date | None, Query(
+                    since: Annotated[QueryDay, Query(
                         description="First day (default: start of the recent window).")] = None,
-                    until: Annotated[date | None, Query(
+                    until: Annotated[QueryDay, Query(
                         description="Last day, inclusive (default: today).")] = None,
                     ) -> dict[str, Any]:
     """Return each day's counts, digests and status from the latest run that judged it."""
     c = _check(rt, check)
     today = rt.clock().astimezone(c.timezone).date()
-    last = _day_ok("query", "until", until) if until is not None else today
-    first = (_day_ok("query", "since", since) if since is not None
+    last = _day_ok(rt, "query", "until", until) if until is not None else today
+    first = (_day_ok(rt, "query", "since", since) if since is not None
              else last - timedelta(days=c.schedule.recent_days - 1))
     if first > last:
         raise _bad("query", "since", str(first), f"is after until ({last})")
@@ -142,18 +149,20 @@ async def _stored_day(rt: Runtime, c: Check, day: date) -> StoredBucket:
 async def get_day(rt: Reader, check: CheckName, day: Day) -> dict[str, Any]:
     """Return one day bucket and its hours (plus prefixes split over the whole day)."""
     c = _check(rt, check)
-    stored = await _stored_day(rt, c, _day_ok("path", "day", day))
+    stored = await _stored_day(rt, c, _day_ok(rt, "path", "day", day))
     hours, prefixes = await rt.state.day_nodes(stored.run_id, day)
     return {"check": c.name, "bucket": stored.to_dict(),
             "hours": [h.to_dict() for h in hours], "prefixes": [p.to_dict() for p in prefixes]}
 
 
 @router.get("/checks/{check}/days/{day}/hours/{hour}", response_model=HourOut,
-            tags=["drill-down"])
-async def get_hour(rt: Reader, check: CheckName, day: Day,
+            tags=["drill-down"], responses=answers(429, 502, 504))
+async def get_hour(request: Request, rt: Reader, check: CheckName, day: Day,
                    hour: Annotated[int, Path(ge=0, le=23, description="Local hour, 0-23.")],
                    live: Annotated[bool, Query(
-                       description="Recompute from both stores instead of the stored run.")]
+                       description="Recompute from both stores instead of the stored run "
+                                   "(needs a bearer token; at most api.live_concurrency at "
+                                   "once, else 429).")]
                    = False,
                    prefix: Annotated[str | None, Query(
                        pattern=Hex, description="Live: split this key-hash prefix one digit "
@@ -161,17 +170,24 @@ async def get_hour(rt: Reader, check: CheckName, day: Day,
                    ) -> dict[str, Any]:
     """Return an hour's key-hash prefixes with both sides' count and digest."""
     c = _check(rt, check)
-    _day_ok("path", "day", day)
+    _day_ok(rt, "path", "day", day)
+    if live:
+        # A live drill-down queries both stores: only token holders, and only a few at once.
+        rt.tokens.require(request)
     start, end = _hour_range(c, day, hour)
     out: dict[str, Any] = {"check": c.name, "day": day.isoformat(), "hour": hour,
                            "start": start.isoformat(), "end": end.isoformat(), "live": live,
                            "prefix": prefix, "run_id": None, "node": None, "differs": None,
                            "prefixes": []}
     if live:
+        if rt.live.locked():
+            raise HTTPException(429, f"live: {rt.config.api.live_concurrency} live drill-downs "
+                                     "are running; retry later",
+                                headers={"Retry-After": str(LIVE_RETRY_AFTER)})
         sides = await rt.adapters.get(c.name)
         depth = len(prefix) + 1 if prefix else 1
         try:
-            async with asyncio.timeout(LIVE_DEADLINE):
+            async with rt.live, asyncio.timeout(LIVE_DEADLINE):
                 nodes = await compare_prefixes(c, sides.source, sides.reader, start, end, depth,
                                                [prefix] if prefix else None)
         except TimeoutError:
@@ -205,7 +221,7 @@ async def get_keys(rt: Writer, check: CheckName, day: Day,
                    ) -> dict[str, Any]:
     """Return a page of the day's sampled differing keys (needs a bearer token)."""
     c = _check(rt, check)
-    stored = await _stored_day(rt, c, _day_ok("path", "day", day))
+    stored = await _stored_day(rt, c, _day_ok(rt, "path", "day", day))
     start, end = _hour_range(c, day, hour) if hour is not None else (None, None)
     total, keys = await rt.state.keys(stored.run_id, day, kind=kind, prefix=prefix,
                                       start=start, end=end, limit=page_size,

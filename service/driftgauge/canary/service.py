@@ -11,6 +11,7 @@ from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
+from driftgauge.background import survive
 from driftgauge.canary.keys import adapter_key_picker, sql_key_picker
 from driftgauge.canary.probe import CanaryResult, KeyPicker, run_canary
 from driftgauge.canary.store import CanaryStore
@@ -99,8 +100,9 @@ class CanaryService:
         return result
 
     async def _fire(self, name: str) -> None:
-        try:
-            await self.run(name)
-        except DriftgaugeError as exc:
-            log.warning("canary could not be recorded", extra={"check": name,
-                                                                "error": str(exc)})
+        with survive("canary", name, check=name):
+            try:
+                await self.run(name)
+            except DriftgaugeError as exc:
+                log.warning("canary could not be recorded", extra={"check": name,
+                                                                    "error": str(exc)})

@@ -105,7 +105,10 @@ def build(parsed: m.ConfigModel, *, resolve_secrets: bool = False) -> Config:
     state = State(Secret(parsed.state.dsn), parsed.state.schema_name,
                   _build_retention("state.retention", parsed.state.retention, problems))
     api = Api(tuple(Secret(t) for t in parsed.api.tokens), parsed.api.public_read,
-              parsed.api.sample_keys)
+              parsed.api.sample_keys,
+              metrics_tokens=tuple(Secret(t) for t in parsed.api.metrics_tokens),
+              metrics_public=parsed.api.metrics_public,
+              live_concurrency=parsed.api.live_concurrency)
     checks: dict[str, Check] = {}
     for name, cm in parsed.checks.items():
         check = _build_check(name, cm, stores, problems)
@@ -256,6 +259,7 @@ def _secret_problems(stores: dict[str, Store], state: State, api: Api) -> list[s
         elif store.password is not None:
             refs.append((f"stores.{name}.password", store.password))
     refs.extend((f"api.tokens.{i}", t) for i, t in enumerate(api.tokens))
+    refs.extend((f"api.metrics_tokens.{i}", t) for i, t in enumerate(api.metrics_tokens))
     problems = []
     for loc, secret in refs:
         try:

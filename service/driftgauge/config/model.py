@@ -53,6 +53,12 @@ class ApiModel(Strict):
     tokens: list[str] = Field(default_factory=list)
     public_read: bool = True
     sample_keys: int = Field(100, ge=1, le=10_000)
+    metrics_tokens: list[str] = Field(default_factory=list,
+                                      description="Tokens that may scrape /metrics only.")
+    metrics_public: bool | None = Field(None, description="/metrics without a token; "
+                                        "default: public_read.")
+    live_concurrency: int = Field(4, ge=1, le=64,
+                                  description="Live drill-downs served at once; more get 429.")
 
 
 class ExclusionModel(Strict):

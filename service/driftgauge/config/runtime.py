@@ -213,6 +213,12 @@ class Api:
     tokens: tuple[Secret, ...] = ()
     public_read: bool = True
     sample_keys: int = 100
+    metrics_tokens: tuple[Secret, ...] = ()
+    """Scrape-only tokens: they open /metrics and nothing else."""
+    metrics_public: bool | None = None
+    """Whether /metrics needs no token; None follows public_read."""
+    live_concurrency: int = 4
+    """Live drill-downs answered at once; more get a 429."""
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.date import DateTrigger
 
+from driftgauge.background import survive
 from driftgauge.config.runtime import Check
 from driftgauge.engine import plan
 from driftgauge.errors import DriftgaugeError
@@ -105,8 +106,9 @@ class ReconcileOnClose:
         p = self._pending.pop(job_id, None)
         if p is None:
             return
-        try:
-            await self._reconcile(p.check, p.window_start, p.window_end)
-        except DriftgaugeError as exc:
-            log.warning("reconcile after a ledger run failed",
-                        extra={"check": p.check, "ledger_run": p.ledger_run, "error": str(exc)})
+        with survive("ledger_reconcile", p.job_id, check=p.check, ledger_run=p.ledger_run):
+            try:
+                await self._reconcile(p.check, p.window_start, p.window_end)
+            except DriftgaugeError as exc:
+                log.warning("reconcile after a ledger run failed", extra={
+                    "check": p.check, "ledger_run": p.ledger_run, "error": str(exc)})

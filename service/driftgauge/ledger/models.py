@@ -17,6 +17,8 @@ from pydantic import (
     model_validator,
 )
 
+from driftgauge.bounds import no_lone_surrogates, sane_instant
+
 Outcome = Literal["written", "no_match", "skipped", "failed"]
 OUTCOMES: tuple[Outcome, ...] = ("written", "no_match", "skipped", "failed")
 RunStatus = Literal["success", "partial_failure", "failed"]
@@ -35,9 +37,14 @@ Ident = Annotated[str, Field(min_length=1, max_length=100, pattern=NO_NUL)]
 
 
 class Payload(BaseModel):
-    """Base of every request body: unknown keys are errors."""
+    """Base of every request body: unknown keys are errors, text must be valid Unicode."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*")
+    @classmethod
+    def _valid_text(cls, value: Any) -> Any:
+        return no_lone_surrogates(value)
 
 
 class RunOpen(Payload):
@@ -49,6 +56,12 @@ class RunOpen(Payload):
     input_rows: int = Field(ge=0, le=10**12)
     client_run_id: Ident | None = Field(
         None, description="The job's own id for this run; a retried open returns the same run.")
+
+    @field_validator("window_start", "window_end")
+    @classmethod
+    def _sane(cls, moment: datetime) -> datetime:
+        # A day far out (9999-12-31) would overflow every later judgement of its window.
+        return sane_instant(moment)
 
     @field_validator("window_end")
     @classmethod

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from driftgauge.background import survive
 from driftgauge.config.runtime import Check, Ledger
 from driftgauge.errors import DriftgaugeError
 from driftgauge.ledger import rules
@@ -83,14 +84,19 @@ class LedgerService:
             return run
         job = self.jobs.get(run.job)
         if job is not None:
-            await self.evaluate_window(job, run.window_day, self._clock())
+            # The summary is stored: a window that cannot be judged is counted, not a 500.
+            with survive("ledger_deadlines", "judge a closed run's window", job=run.job,
+                         window_day=str(run.window_day)):
+                await self.evaluate_window(job, run.window_day, self._clock())
         if self._on_close is not None:
-            try:
-                await self._on_close(run)
-            except DriftgaugeError as exc:
-                # The summary is recorded; a failed follow-up must not make the job retry it.
-                log.warning("run-closed hook failed", extra={"run_id": run.id,
-                                                             "error": str(exc)})
+            with survive("ledger_reconcile", "schedule a closed run's reconcile",
+                         run_id=run.id):
+                try:
+                    await self._on_close(run)
+                except DriftgaugeError as exc:
+                    # The summary is recorded; a failed follow-up must not make the job retry.
+                    log.warning("run-closed hook failed", extra={"run_id": run.id,
+                                                                 "error": str(exc)})
         return run
 
     async def evaluate_window(self, job: JobSettings, day: date,
@@ -123,16 +129,23 @@ class LedgerService:
         now = now or self._clock()
         latest: dict[str, date] = {}
         for job in self.jobs.values():
-            due_day = rules.latest_due_day(now, job.timezone, job.ledger.summary_deadline)
-            closed = await self.store.latest_closed_day(job.job)
-            last = max(due_day, closed) if closed is not None else due_day
-            days = set(await self.store.days_with_runs(job.job, last - lookback))
-            # Windows that still breach are judged again, however old, so a late summary
-            # or a backfill resolves them; until then they stay on /metrics.
-            days |= set(await self.store.open_breach_days(job.job))
-            for day in sorted(days | {last, due_day}):
-                await self.evaluate_window(job, day, now)
-            latest[job.job] = last
+            with survive("ledger_deadlines", "find a job's windows", job=job.job):
+                due_day = rules.latest_due_day(now, job.timezone, job.ledger.summary_deadline)
+                closed = await self.store.latest_closed_day(job.job)
+                last = max(due_day, closed) if closed is not None else due_day
+                # From the earlier of the two: a wild closed day must not hide the recent ones.
+                days = set(await self.store.days_with_runs(job.job,
+                                                           min(last, due_day) - lookback))
+                # Windows that still breach are judged again, however old, so a late summary
+                # or a backfill resolves them; until then they stay on /metrics.
+                days |= set(await self.store.open_breach_days(job.job))
+                for day in sorted(days | {last, due_day}):
+                    # One malformed window (bad data in the state database) is counted and
+                    # skipped: the job's other windows are still judged.
+                    with survive("ledger_deadlines", "judge a window", job=job.job,
+                                 window_day=str(day)):
+                        await self.evaluate_window(job, day, now)
+                latest[job.job] = last
         return latest
 
     async def ledger_exclusions(self, check: Check, window_start: datetime,

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from datetime import datetime
 
+from driftgauge.background import survive
 from driftgauge.config.runtime import Config
 from driftgauge.errors import StateError
 from driftgauge.retention.prune import PruneReport, prune
@@ -54,12 +55,14 @@ class RetentionJob:
 
     async def run_once(self) -> PruneReport | None:
         """Prune now; return the report, or None if the state database failed."""
-        try:
-            self.last = await prune(self._state, self._config, self._clock())
-        except StateError as exc:
-            log.warning("state prune failed", extra={"error": str(exc)})
-            return None
-        return self.last
+        with survive("retention", "prune the state database"):
+            try:
+                self.last = await prune(self._state, self._config, self._clock())
+            except StateError as exc:
+                log.warning("state prune failed", extra={"error": str(exc)})
+                return None
+            return self.last
+        return None
 
     async def _loop(self) -> None:
         await asyncio.sleep(self._first_after)

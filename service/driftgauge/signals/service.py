@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
+from driftgauge.background import survive
 from driftgauge.config.runtime import Check
 from driftgauge.errors import DriftgaugeError, UnknownCheck
 from driftgauge.signals.run import SignalsResult, evaluate_signals
@@ -77,12 +78,13 @@ class SignalsService:
                                       recent_start(check, now), now, now=now)
 
     async def _fire(self, name: str) -> None:
-        try:
-            found = await self.run(name)
-        except DriftgaugeError as exc:
-            log.warning("vocabulary/volume measurement failed", extra={"check": name,
-                                                                       "error": str(exc)})
-            return
-        log.info("vocabulary/volume measured", extra={
-            "check": name, "unmatched_rows": sum(v.unmatched_rows for v in found.vocabulary),
-            "volume_anomalies": sum(1 for d in found.volume if d.anomaly)})
+        with survive("signals", name, check=name):
+            try:
+                found = await self.run(name)
+            except DriftgaugeError as exc:
+                log.warning("vocabulary/volume measurement failed", extra={"check": name,
+                                                                           "error": str(exc)})
+                return
+            log.info("vocabulary/volume measured", extra={
+                "check": name, "unmatched_rows": sum(v.unmatched_rows for v in found.vocabulary),
+                "volume_anomalies": sum(1 for d in found.volume if d.anomaly)})

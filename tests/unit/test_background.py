@@ -1,0 +1,95 @@
+"""Background loops survive one bad item: it is logged, counted and the loop goes on."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from prometheus_client.core import Metric
+
+from driftgauge import background
+from driftgauge.config import load_text
+from driftgauge.ledger.hooks import ReconcileOnClose
+from driftgauge.ledger.models import Counts, RunOut
+from driftgauge.signals.service import SignalsService
+
+NOW = datetime(2026, 3, 10, 12, tzinfo=UTC)
+CONFIG = """
+stores:
+  s: {kind: postgres, dsn: "postgresql://x@h/x"}
+  r: {kind: opensearch, url: "http://h:9200"}
+state: {dsn: "postgresql://x@h/x"}
+checks:
+  c:
+    source: {store: s, table: t, key: k, time: ts}
+    reader: {store: r, index: i, key: k, time: ts}
+    fields: {label: string}
+    vocabulary: {label: {accepted: [a, b]}}
+    ledger: {job: sync, settle: 1m}
+"""
+
+
+def _value(loop: str) -> float:
+    fams: list[Metric] = list(background.background_part())
+    return next(s.value for s in fams[0].samples if s.labels == {"loop": loop})
+
+
+def test_an_unexpected_error_is_counted_logged_and_swallowed(
+        caplog: pytest.LogCaptureFixture) -> None:
+    before = background.errors("retention")
+    with background.survive("retention", "one item", check="c"):
+        raise KeyError("bad row")
+    assert background.errors("retention") == before + 1 == _value("retention")
+    [rec] = [r for r in caplog.records if r.name == "driftgauge.background"]
+    assert rec.levelname == "ERROR" and rec.exc_info is not None
+    assert (rec.loop, rec.item, rec.check) == ("retention", "one item", "c")  # type: ignore[attr-defined]
+    assert "KeyError" in rec.error  # type: ignore[attr-defined]
+
+
+def test_cancellation_is_never_swallowed() -> None:
+    import asyncio
+    with pytest.raises(asyncio.CancelledError), background.survive("audit", "item"):
+        raise asyncio.CancelledError
+
+
+async def test_a_signals_measurement_that_raises_is_counted() -> None:
+    cfg = load_text(CONFIG)
+
+    async def broken(check: object) -> object:
+        raise ValueError("malformed row")
+
+    service = SignalsService(cfg.checks, store=None, source=broken,  # type: ignore[arg-type]
+                             clock=lambda: NOW)
+    before = background.errors("signals")
+    await service._fire("c")
+    assert background.errors("signals") == before + 1
+
+
+async def test_a_ledger_reconcile_that_raises_is_counted() -> None:
+    cfg = load_text(CONFIG)
+
+    async def broken(check: str, start: datetime, end: datetime) -> object:
+        raise RuntimeError("bug")
+
+    hook = ReconcileOnClose(cfg.checks, broken, clock=lambda: NOW)
+    run = RunOut(id=1, job="sync", client_run_id=None, window_start=NOW - timedelta(days=1),
+                 window_end=NOW, window_day=(NOW - timedelta(days=1)).date(), input_rows=1,
+                 opened_at=NOW, closed_at=NOW, status="success", outcomes=Counts())
+    await hook(run)
+    before = background.errors("ledger_reconcile")
+    assert await hook.run_due(NOW + timedelta(minutes=2))
+    assert background.errors("ledger_reconcile") == before + 1
+
+
+def test_the_series_is_the_documented_one() -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "metrics.md").read_text("utf-8")
+    section = docs.split("## Background loops", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"\| `(driftgauge_\w+)` \| (\w+) \| `(\w+)` \(([^)]*)\)", section)
+    assert len(rows) == 1
+    name, kind, label, values = rows[0]
+    fam = next(iter(background.background_part()))
+    assert (name, kind) == (fam.name + "_total", fam.type)
+    assert {label} == set().union(*(s.labels for s in fam.samples))
+    assert re.findall(r"`(\w+)`", values) == list(background.LOOPS)
