@@ -209,6 +209,25 @@ def test_service_monitor_scrapes_the_service_as_job_driftgauge(helm: str) -> Non
     assert monitor["spec"]["namespaceSelector"]["matchNames"] == [NAMESPACE]
 
 
+def test_service_monitor_sends_a_scrape_token_when_metrics_are_private(helm: str) -> None:
+    assert "authorization" not in _by_kind(_template(helm, *MONITORING))["ServiceMonitor"][
+        "spec"]["endpoints"][0]
+    private = _template(
+        helm, *MONITORING, "--set", "config.api.public_read=false",
+        "--set", "config.api.metrics_tokens[0]=env:DRIFTGAUGE_METRICS_TOKEN",
+        "--set", "serviceMonitor.bearerTokenSecret.name=driftgauge-credentials",
+        "--set", "serviceMonitor.bearerTokenSecret.key=DRIFTGAUGE_METRICS_TOKEN")
+    [endpoint] = _by_kind(private)["ServiceMonitor"]["spec"]["endpoints"]
+    assert endpoint["authorization"] == {
+        "type": "Bearer",
+        "credentials": {"name": "driftgauge-credentials", "key": "DRIFTGAUGE_METRICS_TOKEN"}}
+    # The rendered config takes the scrape token, so the ServiceMonitor's token opens /metrics.
+    config = next(d for d in private if d["kind"] == "ConfigMap")
+    text = next(iter(config["data"].values()))
+    api = load_text(text, resolve_secrets=False).api
+    assert api.public_read is False and len(api.metrics_tokens) == 1
+
+
 def test_prometheus_rule_embeds_the_tested_rule_file(helm: str, tmp_path: Path) -> None:
     rule = _by_kind(_template(helm, *MONITORING))["PrometheusRule"]
     assert rule["apiVersion"] == "monitoring.coreos.com/v1"
