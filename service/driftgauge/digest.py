@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal, InvalidOperation
 
-from driftgauge.config.runtime import FieldType, KeyType
+from driftgauge.config.runtime import FieldType, KeyType, TimestampPrecision
 from driftgauge.stores.base import Aggregate
 
 MASK64 = (1 << 64) - 1
@@ -20,12 +20,14 @@ INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
+STEP_MICROS: dict[TimestampPrecision, int] = {"ms": 1000, "us": 1}
+"""Microseconds per step of each timestamp precision."""
 
 Value = str | int | Decimal | float | bool | datetime | date | None
 
 
-def encode_value(value: Value, type_: FieldType) -> str:
-    """Return the self-delimiting token of one value of the given field type."""
+def encode_value(value: Value, type_: FieldType, precision: TimestampPrecision = "us") -> str:
+    """Return the self-delimiting token of one value; timestamps floor to `precision`."""
     if value is None:
         return "N"
     if type_ == "string":
@@ -40,7 +42,7 @@ def encode_value(value: Value, type_: FieldType) -> str:
             raise TypeError(f"boolean value expected, got {type(value).__name__}")
         return "T" if value else "F"
     if type_ == "timestamp":
-        return f"M{epoch_micros(value)};"
+        return f"M{truncate_micros(epoch_micros(value), precision)};"
     raise ValueError(f"unknown field type {type_!r}")
 
 
@@ -50,12 +52,12 @@ def key_encoding(key: str | int | None, key_type: KeyType) -> str:
 
 
 def row_encoding(key: str | int | None, key_type: KeyType, values: Sequence[Value],
-                 types: Sequence[FieldType]) -> str:
+                 types: Sequence[FieldType], precision: TimestampPrecision = "us") -> str:
     """Return the canonical encoding of a row: key token, then one token per field in order."""
     if len(values) != len(types):
         raise ValueError(f"{len(values)} values for {len(types)} fields")
     return key_encoding(key, key_type) + "".join(
-        encode_value(v, t) for v, t in zip(values, types, strict=True))
+        encode_value(v, t, precision) for v, t in zip(values, types, strict=True))
 
 
 def key_hash(encoding: str) -> str:
@@ -77,10 +79,11 @@ def key_text(key: str | int | None) -> str:
 
 
 def hash_row(key: str | int | None, key_type: KeyType, values: Sequence[Value],
-             types: Sequence[FieldType]) -> tuple[str, int]:
+             types: Sequence[FieldType],
+             precision: TimestampPrecision = "us") -> tuple[str, int]:
     """Return (key_hash, row_hash) of one row."""
     return (key_hash(key_encoding(key, key_type)),
-            row_hash(row_encoding(key, key_type, values, types)))
+            row_hash(row_encoding(key, key_type, values, types, precision)))
 
 
 def aggregate(rows: Iterable[tuple[str, int]]) -> Aggregate:
@@ -142,6 +145,12 @@ def epoch_micros(value: Value) -> int:
     else:
         raise TypeError(f"timestamp value expected, got {type(value).__name__}")
     return (instant - _EPOCH) // _MICROSECOND
+
+
+def truncate_micros(micros: int, precision: TimestampPrecision) -> int:
+    """Return epoch microseconds floored to a whole step of `precision` (down, also before 1970)."""
+    step = STEP_MICROS[precision]
+    return micros // step * step
 
 
 def from_epoch_micros(micros: int) -> datetime:

@@ -56,7 +56,7 @@ def _pg_view(dsn: str, vector: dict[str, Any]) -> View:
     query = f"SELECT * FROM (VALUES ({', '.join(cols)})) AS v({', '.join(names)})"
     return make_view(pg_store(dsn), key="k", time="t", key_type=vector["key_type"],
                      fields={f"c{i}": (f"c{i}", f["type"]) for i, f in enumerate(vector["fields"])},
-                     query=query)
+                     query=query, timestamp_precision=vector.get("precision", "us"))
 
 
 async def _one_row(view: View) -> RowHash:
@@ -141,7 +141,8 @@ def _os_view(index: str, n: int, vector: dict[str, Any], *, double: bool) -> Vie
         os_store(), key=f"key_{vector['key_type']}", time="t", key_type=vector["key_type"],
         fields={f"c{i}": (_os_column(i, f, double=double), f["type"])
                 for i, f in enumerate(vector["fields"])},
-        index=index, filter={"term": {"vid": str(n)}})
+        index=index, filter={"term": {"vid": str(n)}},
+        timestamp_precision=vector.get("precision", "us"))
 
 
 @pytest.mark.parametrize("n", range(len(VECTORS)), ids=IDS)

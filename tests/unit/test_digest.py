@@ -20,7 +20,7 @@ VECTORS: list[dict[str, Any]] = GOLDEN["vectors"]
 
 def _encode(v: dict[str, Any]) -> str:
     return d.row_encoding(v["key"], v["key_type"], [f["value"] for f in v["fields"]],
-                          [f["type"] for f in v["fields"]])
+                          [f["type"] for f in v["fields"]], v.get("precision", "us"))
 
 
 @pytest.mark.parametrize("vector", VECTORS, ids=lambda v: v["name"])

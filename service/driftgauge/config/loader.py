@@ -167,6 +167,7 @@ def _build_check(name: str, cm: m.CheckModel, stores: dict[str, Store],
                             cm.drilldown.max_depth, cm.drilldown.slot_first_pass_days),
         schedule=schedule, description=cm.description, ledger=ledger, canary=canary,
         vocabulary=vocabulary, volume=signals.build_volume(cm.volume),
+        timestamp_precision=cm.timestamp_precision,
     )
 
 
@@ -209,6 +210,8 @@ def _build_view(where: str, vm: m.ViewModel, cm: m.CheckModel, fields: tuple[Fie
         key_type=cm.key_type, timezone=tz, query=vm.query, table=vm.table, index=vm.index,
         filter=vm.filter,
         exclusions=tuple(Exclusion(e.reason, e.where, e.query) for e in exclusions),
+        # auto stays at microseconds until the preflight learns what both sides hold.
+        timestamp_precision="us" if cm.timestamp_precision == "auto" else cm.timestamp_precision,
     )
 
 

@@ -162,6 +162,9 @@ class CheckModel(Strict):
     reader: ViewModel
     key_type: Literal["string", "integer"] = "string"
     fields: dict[str, FieldTypeName] = Field(default_factory=dict)
+    timestamp_precision: Literal["auto", "ms", "us"] = Field(
+        "auto", description="Precision timestamp fields are compared at; auto: the coarser "
+        "side's, found by the schema preflight.")
     timezone: str = "UTC"
     exclusions: list[ExclusionModel] = Field(default_factory=list)
     settle: str = "2h"

@@ -11,6 +11,8 @@ from driftgauge.config.secrets import Secret
 
 FieldType = Literal["string", "integer", "decimal", "boolean", "timestamp"]
 KeyType = Literal["string", "integer"]
+TimestampPrecision = Literal["ms", "us"]
+"""The unit a timestamp field's token is floored to (its text is always microseconds)."""
 StoreKind = Literal["postgres", "opensearch"]
 
 
@@ -75,6 +77,8 @@ class View:
     index: str | None = None
     filter: dict[str, Any] | None = None
     exclusions: tuple[Exclusion, ...] = ()
+    timestamp_precision: TimestampPrecision = "us"
+    """Set from the check's `timestamp_precision`; `auto` is resolved by the preflight."""
 
     @property
     def kind(self) -> StoreKind:
@@ -185,6 +189,7 @@ class Check:
     canary: Canary | None = None
     vocabulary: tuple[VocabularyField, ...] = ()
     volume: Volume | None = None
+    timestamp_precision: TimestampPrecision | Literal["auto"] = "auto"
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from importlib import resources
 from typing import Any
 
 from driftgauge.config.runtime import View
+from driftgauge.digest import STEP_MICROS
 from driftgauge.stores.base import Aggregate, BucketDigest, Granularity
 
 SCRIPT_FILE = "digest.painless"
@@ -48,7 +49,7 @@ def script(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def script_params(view: View) -> dict[str, Any]:
-    """Return the params every digest script reads: key, fields, types, time field.
+    """Return the params every digest script reads: key, fields, types, time field, ts step.
 
     No value may be null: scripted_metric deep-copies params and fails on a null. An
     absent `within` reads as null in Painless and means "no prefix restriction".
@@ -57,6 +58,7 @@ def script_params(view: View) -> dict[str, Any]:
         "key_field": view.key_column, "key_type": view.key_type,
         "fields": list(view.columns), "types": [f.type for f in view.fields],
         "time_field": view.time_column, "within_lengths": [], "depth": 0, "encoding": False,
+        "ts_step": STEP_MICROS[view.timestamp_precision],
     }
 
 

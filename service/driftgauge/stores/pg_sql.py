@@ -6,7 +6,7 @@ predicates and a view's `query` are SQL written by the operator and go in verbat
 
 from __future__ import annotations
 
-from driftgauge.config.runtime import FieldType, View
+from driftgauge.config.runtime import FieldType, TimestampPrecision, View
 
 ROW_HASH = "('x' || left(md5(renc), 16))::bit(64)::bigint"
 """The first 8 bytes of md5(row encoding), big-endian, as a signed bigint (same bits)."""
@@ -37,7 +37,7 @@ def relation(view: View) -> str:
     return ".".join(quote_ident(part) for part in view.table.split(".")) + " AS src"
 
 
-def token_sql(column: str, type_: FieldType) -> str:
+def token_sql(column: str, type_: FieldType, precision: TimestampPrecision = "us") -> str:
     """Return a SQL expression of a column's canonical token (see docs/digest.md)."""
     col = quote_ident(column)
     if type_ == "string":
@@ -50,11 +50,18 @@ def token_sql(column: str, type_: FieldType) -> str:
         enc = f"CASE WHEN ({col})::boolean THEN 'T' ELSE 'F' END"
     elif type_ == "timestamp":
         # The session runs in UTC, so a timestamp without time zone is read as UTC.
-        enc = (f"'M' || ((extract(epoch FROM ({col})::timestamptz) * 1000000)::bigint)::text"
-               " || ';'")
+        enc = f"'M' || ({_epoch_micros_sql(col, precision)})::text || ';'"
     else:
         raise ValueError(f"unknown field type {type_!r}")
     return f"(CASE WHEN ({col}) IS NULL THEN 'N' ELSE {enc} END)"
+
+
+def _epoch_micros_sql(col: str, precision: TimestampPrecision) -> str:
+    # extract(epoch) is an exact numeric; floor() rounds down before 1970 too, as Python's //.
+    seconds = f"extract(epoch FROM ({col})::timestamptz)"
+    if precision == "us":
+        return f"({seconds} * 1000000)::bigint"
+    return f"(floor({seconds} * 1000) * 1000)::bigint"
 
 
 def key_text_sql(view: View) -> str:
@@ -73,7 +80,8 @@ def key_encoding_sql(view: View) -> str:
 def row_encoding_sql(view: View) -> str:
     """Return a SQL expression of the row encoding: key token then each field's token."""
     parts = [key_encoding_sql(view)]
-    parts += [token_sql(col, f.type) for col, f in zip(view.columns, view.fields, strict=True)]
+    parts += [token_sql(col, f.type, view.timestamp_precision)
+              for col, f in zip(view.columns, view.fields, strict=True)]
     return " || ".join(parts)
 
 
