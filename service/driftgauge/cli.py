@@ -145,6 +145,7 @@ async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> 
     from driftgauge.engine import reconcile
     from driftgauge.runner import Adapters
     from driftgauge.stores import open_adapter
+    from driftgauge.stores.preflight import preflight
 
     now = datetime.now(UTC)
     start, end = _window(check, args, now)
@@ -154,15 +155,21 @@ async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> 
         reader = await open_adapter(check.reader)
         try:
             slots_first = {"days": False, "slots": True}.get(args.first_pass)
+            async def checked() -> Adapters:
+                await preflight(check, source, reader)
+                return Adapters(source, reader)
+
             if args.no_store:
+                await checked()
                 # No history is read without the state database: nothing known, so slots.
                 result = await reconcile(check, source, reader, start, end, now=now,
                                          sample_keys=config.api.sample_keys,
                                          progress=bar.update, slots_first=slots_first is not False)
                 result.finished_at = datetime.now(UTC)
             else:
-                result = await _stored_run(config, check, Adapters(source, reader), start, end,
-                                           now, bar, slots_first)
+                # The preflight inside the run, so a refused field is a recorded failed run.
+                result = await _stored_run(config, check, checked, start, end, now, bar,
+                                           slots_first)
         finally:
             bar.close()
             await reader.close()
@@ -208,11 +215,13 @@ async def _stored_run(config: Config, check: Check, sides: Any, start: datetime,
 async def _drill(config: Config, check: Check, args: argparse.Namespace) -> int:
     from driftgauge.drill import drill_live
     from driftgauge.stores import open_adapter
+    from driftgauge.stores.preflight import preflight
 
     source = await open_adapter(check.source)
     try:
         reader = await open_adapter(check.reader)
         try:
+            await preflight(check, source, reader)
             report = await drill_live(check, source, reader, args.day, args.hour, args.prefix)
         finally:
             await reader.close()

@@ -51,3 +51,7 @@ class StateError(DriftgaugeError):
 
 class UnknownCheck(DriftgaugeError):
     """No check of that name is configured."""
+
+
+class SchemaError(ConfigError):
+    """A configured field does not fit what its store holds (found by the preflight)."""

@@ -18,6 +18,7 @@ from driftgauge.errors import DriftgaugeError, StateError
 from driftgauge.logs import log_context
 from driftgauge.state import KeyHasher, StateStore
 from driftgauge.stores.base import StoreAdapter
+from driftgauge.stores.preflight import preflight
 
 log = logging.getLogger("driftgauge.runner")
 
@@ -208,7 +209,17 @@ class AdapterPool:
         self._locks: dict[str, asyncio.Lock] = {}
 
     async def get(self, check: str) -> Adapters:
-        """Return the check's adapters, opening them if needed (StoreError if a side fails)."""
+        """Return the check's adapters after the schema preflight, opening them if needed.
+
+        Raises StoreError if a side fails, SchemaError if a field cannot be read. The
+        preflight runs on every call: an alias or pattern may gain a concrete index with
+        another mapping while the adapters stay open.
+        """
+        pair = await self._opened(check)
+        await preflight(self._checks[check], pair.source, pair.reader)
+        return pair
+
+    async def _opened(self, check: str) -> Adapters:
         have = self._sides.get(check)
         if have is not None:
             return have

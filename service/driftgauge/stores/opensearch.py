@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Self, TypeVar
 
-from driftgauge.config.runtime import OpenSearchStore, View
+from driftgauge.config.runtime import OpenSearchStore, TimestampPrecision, View
 from driftgauge.digest import from_epoch_micros
 from driftgauge.errors import (
     IncompleteExport,
@@ -17,6 +18,7 @@ from driftgauge.errors import (
     StoreUnavailable,
 )
 from driftgauge.stores import os_requests as rq
+from driftgauge.stores import preflight_os
 from driftgauge.stores.base import (
     Aggregate,
     BucketDigest,
@@ -28,6 +30,7 @@ from driftgauge.stores.base import (
     check_ranges,
     check_slot,
 )
+from driftgauge.stores.preflight import FieldSchema
 
 T = TypeVar("T")
 PIT_KEEP_ALIVE = "2m"
@@ -65,6 +68,14 @@ class OpenSearchAdapter:
             verify_certs=store.verify_certs, ssl_show_warn=False,
             max_retries=1, retry_on_timeout=False)
         return cls(view, client)
+
+    async def inspect_fields(self) -> list[FieldSchema]:
+        """Return each configured field as every concrete index maps it (the preflight's view)."""
+        return await preflight_os.describe(self.view, self._client, self._call)
+
+    def use_timestamp_precision(self, precision: TimestampPrecision) -> None:
+        """Hash timestamp fields at `precision` from the next request on."""
+        self.view = replace(self.view, timestamp_precision=precision)
 
     async def close(self) -> None:
         """Close the HTTP client."""

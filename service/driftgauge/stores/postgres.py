@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Self
 
-from driftgauge.config.runtime import PostgresStore, View
+from driftgauge.config.runtime import PostgresStore, TimestampPrecision, View
 from driftgauge.digest import unsigned64
 from driftgauge.errors import (
     StoreError,
@@ -16,7 +17,7 @@ from driftgauge.errors import (
     StoreTimeout,
     StoreUnavailable,
 )
-from driftgauge.stores import pg_sql
+from driftgauge.stores import pg_sql, preflight_pg
 from driftgauge.stores.base import (
     Aggregate,
     BucketDigest,
@@ -28,6 +29,7 @@ from driftgauge.stores.base import (
     check_ranges,
     check_slot,
 )
+from driftgauge.stores.preflight import FieldSchema
 
 FETCH_ROWS = 2000
 """Rows per round trip of the server-side cursor in iter_rows."""
@@ -43,6 +45,10 @@ class PostgresAdapter:
         self.store = view.store
         self._pool = pool
         self._reasons = [ex.reason for ex in view.exclusions if ex.where is not None]
+        self._compile()
+
+    def _compile(self) -> None:
+        view = self.view
         self._sql_bucket = pg_sql.bucket_sql(view)
         self._sql_slot = pg_sql.slot_sql(view)
         self._sql_slot_rows = pg_sql.slot_sql(view, distinct=False)
@@ -79,6 +85,21 @@ class PostgresAdapter:
                 f"server_encoding is {encoding}; driftgauge needs a UTF8 database "
                 "so that md5() sees UTF-8 bytes"))
         return adapter
+
+    async def inspect_fields(self) -> list[FieldSchema]:
+        """Return the type of each configured column (the preflight's view of this side)."""
+        try:
+            async with self._pool.acquire(timeout=self.store.timeout) as conn:
+                return await preflight_pg.describe(conn, self.view)
+        except Exception as exc:
+            raise translate_error(self.store.name, self._where("check the columns"),
+                                  exc) from exc
+
+    def use_timestamp_precision(self, precision: TimestampPrecision) -> None:
+        """Hash timestamp fields at `precision` from the next query on."""
+        if precision != self.view.timestamp_precision:
+            self.view = replace(self.view, timestamp_precision=precision)
+            self._compile()
 
     async def close(self) -> None:
         """Close the pool."""

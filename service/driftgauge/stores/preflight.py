@@ -1,0 +1,128 @@
+"""The reader schema preflight: every configured field is readable before anything is counted.
+
+A field a store cannot read (not mapped, no doc values, values it drops) makes rows
+silently leave an aggregate or merge into one NULL key; the preflight turns each such
+field into an error naming it, and settles the timestamp precision both sides can hold.
+Each adapter describes its own fields (stores/preflight_pg.py, preflight_os.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
+
+from driftgauge.config.runtime import Check, FieldType, TimestampPrecision, View
+from driftgauge.errors import SchemaError
+from driftgauge.stores.base import StoreAdapter
+
+Expects = FieldType | Literal["time"]
+UNIT_NAMES: dict[TimestampPrecision, str] = {"ms": "milliseconds", "us": "microseconds"}
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """One field a view reads, where the config names it."""
+
+    role: str
+    """`key`, `time` or `fields.<canonical name>`: the config key under the view."""
+    column: str
+    expects: Expects
+
+
+@dataclass(frozen=True)
+class FieldSchema:
+    """What one store holds for one wanted field."""
+
+    wanted: Wanted
+    problems: tuple[str, ...] = ()
+    """Why the field cannot be read safely; empty when it can."""
+    precision: TimestampPrecision | None = None
+    """For a timestamp: the finest precision every value can hold (capped at microseconds)."""
+    holds: str = ""
+    """What the store holds, for messages (e.g. `date in index X`)."""
+
+
+@runtime_checkable
+class Inspectable(Protocol):
+    """An adapter that can describe its fields and hash timestamps at a given precision."""
+
+    async def inspect_fields(self) -> list[FieldSchema]:
+        """Return what the store holds for each field of wanted(view), in that order."""
+        ...
+
+    def use_timestamp_precision(self, precision: TimestampPrecision) -> None:
+        """Hash timestamp fields at `precision` from now on."""
+        ...
+
+
+def wanted(view: View) -> list[Wanted]:
+    """Return the key, the time and each content field a view reads."""
+    out = [Wanted("key", view.key_column, view.key_type),
+           Wanted("time", view.time_column, "time")]
+    out += [Wanted(f"fields.{f.name}", col, f.type)
+            for col, f in zip(view.columns, view.fields, strict=True)]
+    return out
+
+
+async def preflight(check: Check, source: StoreAdapter,
+                    reader: StoreAdapter) -> TimestampPrecision:
+    """Check both sides' fields, then set and return the timestamp precision both use.
+
+    Raises SchemaError listing every problem (each located as checks.NAME.SIDE.ROLE) and
+    StoreError when a store cannot be asked. Adapters that cannot describe their fields
+    (in-memory fakes) are taken as they are.
+    """
+    where = f"checks.{check.name}"
+    problems: list[str] = []
+    described: list[tuple[str, FieldSchema]] = []
+    for side, adapter in (("source", source), ("reader", reader)):
+        if not isinstance(adapter, Inspectable):
+            continue
+        for fs in await adapter.inspect_fields():
+            problems += [f"{where}.{side}.{fs.wanted.role}: {p}" for p in fs.problems]
+            described.append((side, fs))
+    precision = resolve_precision(check, described, problems)
+    if problems:
+        raise SchemaError(problems)
+    for adapter in (source, reader):
+        if isinstance(adapter, Inspectable):
+            adapter.use_timestamp_precision(precision)
+    return precision
+
+
+def resolve_precision(check: Check, described: Sequence[tuple[str, FieldSchema]],
+                      problems: list[str]) -> TimestampPrecision:
+    """Return the check's timestamp precision; `auto` is the coarsest a content field holds.
+
+    A configured precision finer than some side holds would mismatch every row whose
+    source time has more digits, so it is a problem naming that field.
+    """
+    setting = check.timestamp_precision
+    held = [(side, fs) for side, fs in described
+            if fs.wanted.expects == "timestamp" and fs.precision is not None]
+    coarse = [(side, fs) for side, fs in held if fs.precision == "ms"]
+    if setting == "auto":
+        return "ms" if coarse else "us"
+    if setting == "us":
+        for side, fs in coarse:
+            problems.append(
+                f"checks.{check.name}.{side}.{fs.wanted.role}: field {fs.wanted.column} is "
+                f"{fs.holds}, which holds milliseconds; timestamp_precision us would "
+                "mismatch every row with finer source times (use ms or auto)")
+    return setting
+
+
+async def verify(check: Check) -> TimestampPrecision:
+    """Open both sides of a check, run the preflight and close them (for config validation)."""
+    from driftgauge.stores import open_adapter
+
+    source = await open_adapter(check.source)
+    try:
+        reader = await open_adapter(check.reader)
+        try:
+            return await preflight(check, source, reader)
+        finally:
+            await reader.close()
+    finally:
+        await source.close()

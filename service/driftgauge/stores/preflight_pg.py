@@ -1,0 +1,62 @@
+"""What a PostgreSQL view holds for each configured field: its columns' types (no rows read)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from driftgauge.config.runtime import TimestampPrecision, View
+from driftgauge.stores import pg_sql
+from driftgauge.stores.preflight import Expects, FieldSchema, Wanted, wanted
+
+TEXT = frozenset({"text", "varchar", "bpchar", "name", "citext"})
+INTEGERS = frozenset({"int2", "int4", "int8"})
+TIMES = frozenset({"timestamptz", "timestamp", "date"})
+ACCEPTS: dict[Expects, frozenset[str] | None] = {
+    "string": None,  # every type has a text form
+    "integer": INTEGERS | TEXT,
+    "decimal": INTEGERS | TEXT | {"numeric", "float4", "float8"},
+    "boolean": TEXT | {"bool"},
+    "timestamp": TIMES,
+    "time": TIMES,
+}
+"""Column types each field type reads from; text converts or fails loudly, never quietly."""
+WHY: dict[str, str] = {
+    "numeric": "casting it to bigint rounds fractions away",
+    "float4": "casting it to bigint rounds fractions away",
+    "float8": "casting it to bigint rounds fractions away",
+}
+
+
+async def describe(conn: Any, view: View) -> list[FieldSchema]:
+    """Return each wanted field's column type, from a prepared `LIMIT 0` of the view."""
+    stmt = await conn.prepare(f"SELECT * FROM {pg_sql.relation(view)} LIMIT 0")
+    types: dict[str, Any] = {}
+    for attr in stmt.get_attributes():
+        types.setdefault(attr.name, attr.type)
+    where = f"table {view.table}" if view.table is not None else "the view's query"
+    out = []
+    for w in wanted(view):
+        typ = types.get(w.column)
+        if typ is None:
+            has = ", ".join(types) or "no columns"
+            out.append(FieldSchema(w, (f"column {w.column} does not exist in {where} "
+                                       f"(it has {has})",)))
+        else:
+            out.append(judge(w, str(typ.name), str(typ.kind), where))
+    return out
+
+
+def judge(w: Wanted, type_name: str, kind: str, where: str) -> FieldSchema:
+    """Return whether a column of `type_name` can be read as the field `w` expects."""
+    holds = f"{type_name} in {where}"
+    if kind == "array":
+        return FieldSchema(w, (f"column {w.column} is an array ({type_name}); a field holds "
+                               "one value per row",), holds=holds)
+    accepts = ACCEPTS[w.expects]
+    if accepts is not None and type_name not in accepts:
+        what = "the time field" if w.expects == "time" else f"a {w.expects} field"
+        why = f" ({WHY[type_name]})" if w.expects == "integer" and type_name in WHY else ""
+        return FieldSchema(w, (f"column {w.column} is {type_name}{why}; {what} reads one of "
+                               f"{', '.join(sorted(accepts))}",), holds=holds)
+    precision: TimestampPrecision | None = "us" if w.expects == "timestamp" else None
+    return FieldSchema(w, precision=precision, holds=holds)
