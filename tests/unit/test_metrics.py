@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from driftgauge.engine.result import BucketResult
 from driftgauge.metrics import (
     CheckSnapshot,
     build_registry,
+    history_part,
     process_part,
     reconciliation_part,
 )
@@ -47,12 +49,19 @@ def buckets() -> tuple[BucketResult, ...]:
 
 
 def registry(snaps: dict[str, CheckSnapshot]) -> CollectorRegistry:
-    return build_registry([reconciliation_part(lambda: snaps), process_part("9.9.9")])
+    return build_registry([reconciliation_part(lambda: snaps), history_part(lambda: snaps),
+                           process_part("9.9.9")])
 
 
 def healthy() -> CheckSnapshot:
     return CheckSnapshot("reviews", 3600.0, run(2, "drift", T_OK), run(2, "drift", T_OK),
-                         {"ok": 3, "drift": 1}, buckets(), {"no_join_key": 0.05})
+                         {"ok": 3, "drift": 1}, buckets(), {"no_join_key": 0.05},
+                         history=old_buckets())
+
+
+def old_buckets() -> tuple[BucketResult, ...]:
+    """Return two days before the recent window as the full pass found them."""
+    return tuple(replace(b, start=b.start - timedelta(days=20)) for b in buckets()[:2])
 
 
 def test_latest_results_become_per_bucket_and_window_series() -> None:
@@ -140,7 +149,7 @@ def test_exposition_matches_the_documented_names_types_and_labels() -> None:
         name = fam.name + "_total" if fam.type == "counter" else fam.name
         labels = set().union(*(set(s.labels) for s in fam.samples)) if fam.samples else set()
         seen[name] = (fam.type, labels)
-    assert seen == _documented(("Reconciliation", "Process"))
+    assert seen == _documented(("Reconciliation", "Full history", "Process"))
 
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed")

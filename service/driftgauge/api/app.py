@@ -34,6 +34,7 @@ from driftgauge.metrics import (
     CollectorPart,
     SnapshotCache,
     build_registry,
+    history_part,
     process_part,
     reconciliation_part,
 )
@@ -195,6 +196,7 @@ async def _open_runtime(config: Config, tokens: TokenCheck, *, start_scheduler: 
             start=start_scheduler, every=refresh))
         ticks.exclusions = audit.ledger.ledger_exclusions
         registry = build_registry([reconciliation_part(snapshots.current),
+                                   history_part(snapshots.current),
                                    process_part(__version__), background_part, *audit.parts,
                                    *metric_parts])
         stale = await state.abandon_stale(

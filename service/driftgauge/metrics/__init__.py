@@ -7,6 +7,7 @@ from driftgauge.metrics.collector import (
     process_part,
     reconciliation_part,
 )
+from driftgauge.metrics.history import history_part
 from driftgauge.metrics.snapshot import CheckSnapshot, SnapshotCache, load_check
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "PartsCollector",
     "SnapshotCache",
     "build_registry",
+    "history_part",
     "load_check",
     "process_part",
     "reconciliation_part",

@@ -46,7 +46,8 @@ def process_part(version: str) -> CollectorPart:
     return collect
 
 
-def _rows(b: BucketResult) -> dict[str, int]:
+def bucket_rows(b: BucketResult) -> dict[str, int]:
+    """Return a bucket's row count per kind of ROW_KINDS."""
     return {"expected": b.expected, "visible": b.visible, "excluded": b.excluded_total,
             "missing": b.missing, "extra": b.extra, "mismatched": b.mismatched,
             "duplicates": b.duplicates}
@@ -127,7 +128,7 @@ class _Families:
         drifting = dict.fromkeys(DRIFT_KINDS, 0)
         for b in buckets:
             day = b.start.date().isoformat()
-            rows = _rows(b)
+            rows = bucket_rows(b)
             for kind in ROW_KINDS:
                 self.bucket_rows.add_metric([name, day, kind], rows[kind])
             for reason, n in sorted(b.excluded.items()):

@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from driftgauge.config.runtime import Check
 from driftgauge.engine.result import BucketResult
 from driftgauge.scheduler import utc_now
-from driftgauge.state import RunRow, StateStore
+from driftgauge.state import RunRow, StateStore, StoredBucket
 
 
 @dataclass(frozen=True)
@@ -28,22 +28,36 @@ class CheckSnapshot:
     """The recent window's days, each from the latest completed run that judged it."""
     exclusion_limits: Mapping[str, float] = field(default_factory=dict)
     """The configured exclusion-rate tolerance per reason."""
+    history: tuple[BucketResult, ...] = ()
+    """The full-history window's days before the recent window, each as last judged."""
 
 
 async def load_check(state: StateStore, check: Check, now: datetime) -> CheckSnapshot:
     """Read one check's snapshot from the state database."""
     today = now.astimezone(check.timezone).date()
     since = today - timedelta(days=check.schedule.recent_days - 1)
-    last_run, last_success, counts, days = await asyncio.gather(
+    first = today - timedelta(days=check.schedule.full_days - 1)
+    last_run, last_success, counts, days, old = await asyncio.gather(
         state.latest_finished_run(check.name), state.latest_success(check.name),
         state.run_counts(check.name), state.day_buckets(check.name, since, today,
-                                                        check.timezone))
+                                                        check.timezone),
+        _history(state, check, first, since))
     every = check.schedule.recent_every
     return CheckSnapshot(
         check=check.name, schedule_seconds=every.total_seconds() if every else None,
         last_run=last_run, last_success=last_success, run_counts=counts,
         buckets=tuple(d.bucket for d in days),
-        exclusion_limits=dict(check.tolerance.exclusion_rate))
+        exclusion_limits=dict(check.tolerance.exclusion_rate),
+        history=tuple(d.bucket for d in old))
+
+
+async def _history(state: StateStore, check: Check, first: date,
+                   recent: date) -> list[StoredBucket]:
+    """Return the days in [first, recent) as last judged (none when the window is short)."""
+    if first >= recent:
+        return []
+    return await state.day_buckets(check.name, first, recent - timedelta(days=1),
+                                   check.timezone)
 
 
 class SnapshotCache:
