@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: install services services-stop status tools test test-unit lint typecheck demo bench bench-faults clean
+.PHONY: install services services-stop status tools test test-unit test-differential lint typecheck demo bench bench-faults clean
 
 $(BIN)/driftgauge: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -37,6 +37,9 @@ test: install services tools ## Start the stack and run every test (unit, integr
 
 test-unit: install ## Only the tests that need no stores
 	$(BIN)/pytest -q tests/unit
+
+test-differential: install services ## The differential test against the Python oracle, many examples
+	HYPOTHESIS_PROFILE=long $(BIN)/pytest -q --hypothesis-show-statistics tests/integration/test_differential.py
 
 demo: install services ## A week of the fault bench, then driftgauge serve finding the drift
 	$(BIN)/python bench/faults/demo.py
