@@ -54,7 +54,10 @@ def _parser() -> argparse.ArgumentParser:
     drl.add_argument("name")
     drl.add_argument("day", type=date.fromisoformat)
     with_config(drl)
-    drl.add_argument("--hour", type=int, choices=range(24), metavar="H")
+    drl.add_argument("--hour", metavar="H",
+                     help="one hour bucket: a local hour (2), or, where the clocks repeat "
+                     "it, the local time with its offset (02:00+01:00) or the UTC start "
+                     "(2026-10-25T01:00:00Z)")
     drl.add_argument("--prefix", default=None, help="key-hash prefix (hex)")
     drl.add_argument("--json", action="store_true")
 

@@ -3,30 +3,35 @@
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from typing import Any
 
+from driftgauge import buckets
 from driftgauge.config.runtime import Check
 from driftgauge.engine import compare_hours, compare_prefixes
 from driftgauge.engine.join import join_rows
-from driftgauge.engine.plan import next_day
 from driftgauge.errors import ConfigError
 from driftgauge.stores.base import StoreAdapter
 
 _HEX = re.compile(r"^[0-9a-f]{1,8}$")
 
 
-def _range(check: Check, day: date, hour: int | None) -> tuple[datetime, datetime]:
-    start = datetime(day.year, day.month, day.day, tzinfo=check.timezone)
+def _range(check: Check, day: date, hour: str | None) -> tuple[datetime, datetime]:
+    start = buckets.midnight(day, check.timezone)
     if hour is None:
-        return start, next_day(start, check.timezone)
-    h = (start + timedelta(hours=hour)).astimezone(check.timezone)
-    return h, h + timedelta(hours=1)
+        return start, buckets.day_end(start, check.timezone)
+    try:
+        return buckets.resolve_hour(hour, day, check.timezone)
+    except ValueError as exc:
+        raise ConfigError([f"hour: {exc}"]) from None
 
 
 async def drill_live(check: Check, source: StoreAdapter, reader: StoreAdapter, day: date,
-                     hour: int | None = None, prefix: str | None = None) -> dict[str, Any]:
-    """Return one level of the drill-down below (day, hour, prefix), and keys at a leaf."""
+                     hour: str | None = None, prefix: str | None = None) -> dict[str, Any]:
+    """Return one level of the drill-down below (day, hour, prefix), and keys at a leaf.
+
+    `hour` names one hour bucket of the day as buckets.resolve_hour accepts it.
+    """
     if prefix is not None and not _HEX.match(prefix):
         raise ConfigError([f"prefix: {prefix!r} is not 1 to 8 lowercase hex digits"])
     start, end = _range(check, day, hour)
@@ -41,7 +46,10 @@ async def drill_live(check: Check, source: StoreAdapter, reader: StoreAdapter, d
     s_total = sum(n.source.count for n in nodes)
     r_total = sum(n.reader.count for n in nodes)
     report: dict[str, Any] = {
-        "check": check.name, "day": day.isoformat(), "hour": hour, "prefix": prefix,
+        "check": check.name, "day": day.isoformat(),
+        "hour": None if hour is None else _short(buckets.label(start, check.timezone)),
+        "start": buckets.label(start, check.timezone),
+        "end": buckets.label(end, check.timezone), "prefix": prefix,
         "level": level, "differs": any(n.differs for n in nodes),
         "nodes": [n.to_dict() for n in nodes], "keys": [],
     }
@@ -57,3 +65,8 @@ async def drill_live(check: Check, source: StoreAdapter, reader: StoreAdapter, d
             for k in sorted(diff.keys, key=lambda k: (k.kind, k.key))
         ]
     return report
+
+
+def _short(label: str) -> str:
+    """Return a bucket label's local time and offset (02:00+01:00), without the date."""
+    return label[11:16] + label[19:]

@@ -39,7 +39,7 @@ def render_drill(report: dict[str, Any]) -> str:
     """Return one drill-down level as text: nodes that differ first, then keys."""
     head = f"{report['check']} {report['day']}"
     if report["hour"] is not None:
-        head += f" hour {report['hour']:02d}"
+        head += f" hour {report['hour']}"
     if report["prefix"]:
         head += f" prefix {report['prefix']}"
     lines = [head, f"{'node':<28} {'source':>9} {'reader':>9}  differs"]

@@ -74,6 +74,9 @@ class HourOut(BaseModel):
     check: str
     day: str
     hour: int
+    """The local clock hour of the bucket's start (two buckets share it on a fall-back day)."""
+    label: str
+    """The bucket's local start with its offset, e.g. 02:00+01:00: unique within the day."""
     start: str
     end: str
     live: bool

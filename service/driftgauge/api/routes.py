@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import BeforeValidator
 
+from driftgauge import buckets
 from driftgauge.api.app import Runtime, runtime
 from driftgauge.api.models import (
     ChecksOut,
@@ -40,6 +41,9 @@ Day = Annotated[date, BeforeValidator(iso_day),
                                  "year from now).")]
 QueryDay = Annotated[date | None, BeforeValidator(iso_day)]
 Hex = r"^[0-9a-f]{1,32}$"
+HOUR_HELP = ("One hour bucket of the day: a local hour 0-23 where only one hour starts then; "
+             "where the clocks repeat it, the local time with its offset (02:00+01:00) or "
+             "the UTC start (2026-10-25T01:00:00Z).")
 
 
 def _read(request: Request) -> Runtime:
@@ -78,14 +82,13 @@ def _day_ok(rt: Runtime, where: str, name: str, value: date) -> date:
     return value
 
 
-def _day_start(check: Check, day: date) -> datetime:
-    return datetime(day.year, day.month, day.day, tzinfo=check.timezone)
-
-
-def _hour_range(check: Check, day: date, hour: int) -> tuple[datetime, datetime]:
-    # Wall-clock hour `hour` of the local day; on a DST change the local hours shift.
-    start = (_day_start(check, day) + timedelta(hours=hour)).astimezone(check.timezone)
-    return start, start + timedelta(hours=1)
+def _hour_range(check: Check, day: date, hour: str, where: str = "path"
+                ) -> tuple[datetime, datetime]:
+    # One hour bucket of the day, by UTC instant: a day that falls back has two 02:00.
+    try:
+        return buckets.resolve_hour(hour, day, check.timezone)
+    except ValueError as exc:
+        raise _bad(where, "hour", hour, str(exc)) from None
 
 
 @router.get("/checks", response_model=ChecksOut, tags=["checks"])
@@ -158,7 +161,7 @@ async def get_day(rt: Reader, check: CheckName, day: Day) -> dict[str, Any]:
 @router.get("/checks/{check}/days/{day}/hours/{hour}", response_model=HourOut,
             tags=["drill-down"], responses=answers(429, 502, 504))
 async def get_hour(request: Request, rt: Reader, check: CheckName, day: Day,
-                   hour: Annotated[int, Path(ge=0, le=23, description="Local hour, 0-23.")],
+                   hour: Annotated[str, Path(max_length=40, description=HOUR_HELP)],
                    live: Annotated[bool, Query(
                        description="Recompute from both stores instead of the stored run "
                                    "(needs a bearer token; at most api.live_concurrency at "
@@ -175,8 +178,10 @@ async def get_hour(request: Request, rt: Reader, check: CheckName, day: Day,
         # A live drill-down queries both stores: only token holders, and only a few at once.
         rt.tokens.require(request)
     start, end = _hour_range(c, day, hour)
-    out: dict[str, Any] = {"check": c.name, "day": day.isoformat(), "hour": hour,
-                           "start": start.isoformat(), "end": end.isoformat(), "live": live,
+    label = buckets.label(start, c.timezone)
+    out: dict[str, Any] = {"check": c.name, "day": day.isoformat(), "hour": int(label[11:13]),
+                           "label": label[11:16] + label[19:], "start": label,
+                           "end": buckets.label(end, c.timezone), "live": live,
                            "prefix": prefix, "run_id": None, "node": None, "differs": None,
                            "prefixes": []}
     if live:
@@ -213,16 +218,16 @@ async def get_keys(rt: Writer, check: CheckName, day: Day,
                                    Query(description="Only keys of this kind.")] = None,
                    prefix: Annotated[str | None, Query(
                        pattern=Hex, description="Only keys whose key hash starts so.")] = None,
-                   hour: Annotated[int | None, Query(ge=0, le=23,
-                                                     description="Only keys of this local "
-                                                                 "hour.")] = None,
+                   hour: Annotated[str | None, Query(
+                       max_length=40, description="Only keys of this hour bucket. "
+                                                  + HOUR_HELP)] = None,
                    page: Annotated[int, Query(ge=1, le=100_000)] = 1,
                    page_size: Annotated[int, Query(ge=1, le=500)] = 50,
                    ) -> dict[str, Any]:
     """Return a page of the day's sampled differing keys (needs a bearer token)."""
     c = _check(rt, check)
     stored = await _stored_day(rt, c, _day_ok(rt, "path", "day", day))
-    start, end = _hour_range(c, day, hour) if hour is not None else (None, None)
+    start, end = _hour_range(c, day, hour, "query") if hour is not None else (None, None)
     total, keys = await rt.state.keys(stored.run_id, day, kind=kind, prefix=prefix,
                                       start=start, end=end, limit=page_size,
                                       offset=(page - 1) * page_size)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -84,37 +83,3 @@ def next_day(start: datetime, tz: ZoneInfo) -> datetime:
     """Return the next local midnight after a day bucket's start (DST-safe)."""
     d = start.astimezone(tz).date() + timedelta(days=1)
     return datetime(d.year, d.month, d.day, tzinfo=tz)
-
-
-def hour_of(moment: datetime, tz: ZoneInfo) -> datetime:
-    """Return the start of the local hour that holds `moment`."""
-    local = moment.astimezone(tz)
-    return local.replace(minute=0, second=0, microsecond=0)
-
-
-def hour_labeler(moments: Sequence[datetime], tz: ZoneInfo) -> Callable[[datetime], str]:
-    """Return a function giving hour_of(moment).isoformat() for moments in that span.
-
-    When the zone's offset is the same at every hour of the span (no DST change), the local
-    hour follows from UTC arithmetic and each hour's label is computed once; otherwise each
-    moment goes through the zone.
-    """
-    if not moments:
-        return lambda m: hour_of(m, tz).isoformat()
-    lo, hi = min(moments), max(moments)
-    probes = [lo + timedelta(hours=i) for i in range(int((hi - lo) / timedelta(hours=1)) + 1)]
-    offsets = {p.astimezone(tz).utcoffset() for p in [*probes, hi]}
-    if len(offsets) != 1:
-        return lambda m: hour_of(m, tz).isoformat()
-    (offset,) = offsets
-    assert offset is not None
-    shift = offset.total_seconds()
-    labels: dict[int, str] = {}
-
-    def label(moment: datetime) -> str:
-        local_hour = int((moment.timestamp() + shift) // 3600)
-        got = labels.get(local_hour)
-        if got is None:
-            got = labels[local_hour] = hour_of(moment, tz).isoformat()
-        return got
-    return label

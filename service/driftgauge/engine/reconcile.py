@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
+from driftgauge import buckets
 from driftgauge.config.runtime import Check
 from driftgauge.engine import plan
 from driftgauge.engine.join import LeafDiff, join_rows
@@ -267,7 +268,7 @@ async def _drill_day(check: Check, sides: _Sides, start: datetime, end: datetime
 
     async def per_hour(node: Node) -> LeafDiff:
         h_start = datetime.fromisoformat(node.label)
-        h_end = h_start + timedelta(hours=1)
+        h_end = buckets.hour_end(h_start, check.timezone)  # a day's last hour may be short
         node.children, found = await _drill_range(check, sides, h_start, h_end, node.source,
                                                   node.reader, 0, None, 1.0, ledger_excluded)
         node.fetched = not node.children
@@ -314,28 +315,36 @@ async def _drill_slots(check: Check, sides: _Sides, start: datetime, end: dateti
         ranges = plan.merge_ranges([(k, k + step) for k, _, _ in small])
         s_rows, r_rows = await sides.both(lambda s: s.rows_of(start, end, None, ranges))
         diff.add(join_rows(s_rows, r_rows, ledger_excluded))
-    hours = _hours_from_slots(check, slots)
-    by_label = {h.label: h for h in hours}
+    day = _utc(start)
+    hours = _hours_from_slots(check, day, slots)
+    by_start = {_utc(datetime.fromisoformat(h.label)): h for h in hours}
+
+    def hour_of(k: datetime) -> datetime:
+        return day + (k - day) // buckets.HOUR * buckets.HOUR
+
     for k, s_a, r_a in big:
         nodes, found = await _drill_range(check, sides, k, k + step, s_a, r_a, 0, None, 1.0,
                                           ledger_excluded)
         diff.add(found)
-        label = plan.hour_of(k, check.timezone).isoformat()
-        by_label[label].children.extend(nodes)
-    fetched_hours = {plan.hour_of(k, check.timezone).isoformat() for k, _, _ in small}
-    big_hours = {plan.hour_of(k, check.timezone).isoformat() for k, _, _ in big}
-    for h in hours:
-        h.fetched = h.label in fetched_hours and h.label not in big_hours
+        by_start[hour_of(k)].children.extend(nodes)
+    fetched_hours = {hour_of(k) for k, _, _ in small}
+    big_hours = {hour_of(k) for k, _, _ in big}
+    for h_start, h in by_start.items():
+        h.fetched = h_start in fetched_hours and h_start not in big_hours
     return hours, diff
 
 
-def _hours_from_slots(check: Check,
+def _hours_from_slots(check: Check, day: datetime,
                       slots: list[tuple[datetime, Aggregate, Aggregate]]) -> list[Node]:
-    """Sum slots into hour nodes (exact: the day holds no key twice, so keys add up)."""
-    label_of = plan.hour_labeler([k for k, _, _ in slots], check.timezone)
-    acc: dict[str, list[int]] = {}
+    """Sum slots into hour nodes (exact: the day holds no key twice, so keys add up).
+
+    Slots are aligned on the day's start and divide an hour, and hours are whole hours
+    of elapsed time from that start, so each slot lies in one hour: plain arithmetic,
+    no zone lookup per slot.
+    """
+    acc: dict[datetime, list[int]] = {}
     for k, s_a, r_a in slots:
-        t = acc.setdefault(label_of(k), [0, 0, 0, 0, 0, 0])
+        t = acc.setdefault(day + (k - day) // buckets.HOUR * buckets.HOUR, [0, 0, 0, 0, 0, 0])
         t[0] += s_a.count
         t[1] += s_a.distinct_keys
         t[2] += s_a.digest
@@ -343,8 +352,8 @@ def _hours_from_slots(check: Check,
         t[4] += r_a.distinct_keys
         t[5] += r_a.digest
     mod = 1 << 64
-    return [Node("hour", label, Aggregate(t[0], t[1], t[2] % mod),
-                 Aggregate(t[3], t[4], t[5] % mod)) for label, t in sorted(acc.items())]
+    return [Node("hour", buckets.label(h, check.timezone), Aggregate(t[0], t[1], t[2] % mod),
+                 Aggregate(t[3], t[4], t[5] % mod)) for h, t in sorted(acc.items())]
 
 
 def _all_leaves(nodes: list[Node], check: Check) -> bool:
@@ -389,7 +398,7 @@ def _pair_hours(check: Check, s_hours: list[BucketDigest],
                 r_hours: list[BucketDigest]) -> list[Node]:
     s_by = {_utc(b.start): b.agg for b in s_hours}
     r_by = {_utc(b.start): b.agg for b in r_hours}
-    return [Node("hour", k.astimezone(check.timezone).isoformat(),
+    return [Node("hour", buckets.label(k, check.timezone),
                  s_by.get(k, Aggregate()), r_by.get(k, Aggregate()))
             for k in sorted(s_by.keys() | r_by.keys())]
 
@@ -399,14 +408,14 @@ def _hours_from_rows(check: Check, s_rows: list[RowHash], r_rows: list[RowHash])
     def by_hour(rows: list[RowHash]) -> dict[datetime, Aggregate]:
         acc: dict[datetime, tuple[int, set[str], int]] = {}
         for r in rows:
-            h = _utc(plan.hour_of(r.event_time, check.timezone))
+            h = buckets.hour_start(r.event_time, check.timezone)
             c, keys, d = acc.get(h, (0, set(), 0))
             keys.add(r.key)
             acc[h] = (c + 1, keys, (d + r.row_hash) % (1 << 64))
         return {h: Aggregate(c, len(k), d) for h, (c, k, d) in acc.items()}
 
     s_by, r_by = by_hour(s_rows), by_hour(r_rows)
-    return [Node("hour", k.astimezone(check.timezone).isoformat(), s_by.get(k, Aggregate()),
+    return [Node("hour", buckets.label(k, check.timezone), s_by.get(k, Aggregate()),
                  r_by.get(k, Aggregate()), fetched=True)
             for k in sorted(s_by.keys() | r_by.keys())]
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
+from zoneinfo import ZoneInfo
+
+from driftgauge import buckets
 
 Granularity = Literal["day", "hour"]
 NONE_EXCLUDED: Mapping[str, int] = MappingProxyType({})
@@ -36,7 +39,11 @@ class Aggregate:
 
 @dataclass(frozen=True, slots=True)
 class BucketDigest:
-    """One time bucket's aggregate; `start` is an aware datetime (the bucket's first instant)."""
+    """One time bucket's aggregate; `start` is the bucket's first instant, in UTC.
+
+    Never a local wall-clock datetime: the two 02:00 hours of a day that falls back
+    would compare and hash equal (see driftgauge.buckets).
+    """
 
     start: datetime
     agg: Aggregate
@@ -75,8 +82,9 @@ class StoreAdapter(Protocol):
                              granularity: Granularity) -> list[BucketDigest]:
         """Return per-bucket aggregates of expected rows with event time in [start, end).
 
-        Buckets are days or hours in the view's time zone; buckets with no rows and no
-        exclusions may be omitted.
+        Buckets are days in the view's time zone, or hours as driftgauge.buckets defines
+        them (whole hours of elapsed time from local midnight), each keyed by its UTC
+        start; buckets with no rows and no exclusions may be omitted.
         """
         ...
 
@@ -154,6 +162,24 @@ class SlotFirstPass(Protocol):
         are only compared on days where no key repeats.
         """
         ...
+
+
+SlotQuery = Callable[[datetime, datetime, int], Awaitable[list[BucketDigest]]]
+
+
+async def hour_digests(slots: SlotQuery, start: datetime, end: datetime,
+                       tz: ZoneInfo) -> list[BucketDigest]:
+    """Return hour buckets of [start, end) from one-hour slots, one slot query per hour run.
+
+    Every adapter answers `bucket_digests(..., "hour")` this way, so hours mean the same
+    on every store: PostgreSQL's date_trunc and OpenSearch's calendar hours disagree with
+    each other where a zone shifts by half an hour.
+    """
+    out: list[BucketDigest] = []
+    for lo, hi in buckets.hour_runs(start, end, tz):
+        for b in await slots(lo, hi, 3600):
+            out.append(replace(b, start=buckets.hour_start(b.start, tz)))
+    return sorted(out, key=lambda b: b.start)
 
 
 def check_slot(start: datetime, seconds: int) -> timedelta:

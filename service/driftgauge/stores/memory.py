@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
+from driftgauge import buckets
 from driftgauge.stores.base import (
     Aggregate,
     BucketDigest,
@@ -15,6 +16,7 @@ from driftgauge.stores.base import (
     RowHash,
     check_ranges,
     check_slot,
+    hour_digests,
 )
 
 MOD = 1 << 64
@@ -30,11 +32,8 @@ def aggregate(rows: Iterable[RowHash]) -> Aggregate:
     return Aggregate(count, len(keys), digest)
 
 
-def _floor(moment: datetime, granularity: Granularity, tz: ZoneInfo) -> datetime:
-    local = moment.astimezone(tz).replace(minute=0, second=0, microsecond=0)
-    if granularity == "day":
-        local = datetime(local.year, local.month, local.day, tzinfo=tz)
-    return local.astimezone(UTC)
+def _day(moment: datetime, tz: ZoneInfo) -> datetime:
+    return buckets.day_start(moment, tz)
 
 
 @dataclass
@@ -66,13 +65,15 @@ class MemoryAdapter:
                              granularity: Granularity) -> list[BucketDigest]:
         """Return per-bucket aggregates computed from the rows in memory."""
         self._check(f"buckets:{granularity}")
+        if granularity == "hour":
+            return await hour_digests(self._slots, start, end, self.timezone)
         groups: dict[datetime, list[RowHash]] = {}
         for r in self._in(start, end):
-            groups.setdefault(_floor(r.event_time, granularity, self.timezone), []).append(r)
+            groups.setdefault(_day(r.event_time, self.timezone), []).append(r)
         excl: dict[datetime, dict[str, int]] = {}
         for when, reason in self.excluded:
             if start <= when < end:
-                per = excl.setdefault(_floor(when, granularity, self.timezone), {})
+                per = excl.setdefault(_day(when, self.timezone), {})
                 per[reason] = per.get(reason, 0) + 1
         return [BucketDigest(k, aggregate(groups.get(k, [])), excl.get(k, {}))
                 for k in sorted(groups.keys() | excl.keys())]
@@ -81,6 +82,9 @@ class MemoryAdapter:
                            distinct: bool = True) -> list[BucketDigest]:
         """Return aggregates per slot of `seconds` aligned on `start`."""
         self._check(f"slots:{seconds}")
+        return await self._slots(start, end, seconds)
+
+    async def _slots(self, start: datetime, end: datetime, seconds: int) -> list[BucketDigest]:
         step = check_slot(start, seconds)
         origin = start.astimezone(UTC)  # slots are elapsed time: add in UTC, not wall clock
 
@@ -107,11 +111,11 @@ class MemoryAdapter:
         origin = start.astimezone(UTC)
         groups: dict[datetime, dict[datetime, list[RowHash]]] = {}
         for r in self._in(start, end):
-            day = _floor(r.event_time, "day", self.timezone)
+            day = _day(r.event_time, self.timezone)
             slot = origin + step * ((r.event_time - origin) // step)
             groups.setdefault(day, {}).setdefault(slot, []).append(r)
         return FirstPass(days, {
-            day.astimezone(self.timezone): [BucketDigest(k, aggregate(rs))
+            day: [BucketDigest(k, aggregate(rs))
                                             for k, rs in sorted(per.items())]
             for day, per in groups.items()})
 

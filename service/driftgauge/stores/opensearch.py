@@ -29,6 +29,7 @@ from driftgauge.stores.base import (
     TimeRanges,
     check_ranges,
     check_slot,
+    hour_digests,
 )
 from driftgauge.stores.preflight import FieldSchema
 
@@ -86,11 +87,14 @@ class OpenSearchAdapter:
         """Return per-bucket aggregates, asking in chunks of whole days of bounded size."""
         if start >= end:
             return []
+        if granularity == "hour":
+            # Calendar hours round a half-hour shift into a 90-minute hour; slots do not.
+            return await hour_digests(self.slot_digests, start, end, self.view.timezone)
         counts = rq.parse_day_counts(await self._search(
             "count rows per day", rq.day_counts_body(self.view, start, end)))
         if not counts:
             return []
-        max_days = rq.MAX_BUCKETS_PER_REQUEST // (24 if granularity == "hour" else 1)
+        max_days = rq.MAX_BUCKETS_PER_REQUEST
         out: list[BucketDigest] = []
         for chunk in rq.plan_chunks(start, end, counts, self.max_chunk_rows, max_days):
             resp = await self._search(

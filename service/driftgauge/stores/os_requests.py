@@ -278,7 +278,8 @@ def parse_buckets(resp: Mapping[str, Any], view: View) -> list[BucketDigest]:
     reasons = [ex.reason for ex in view.exclusions if ex.query is not None]
     try:
         for b in resp["aggregations"]["b"]["buckets"]:
-            start = datetime.fromtimestamp(int(b["key"]) / 1000, tz=UTC).astimezone(view.timezone)
+            # The UTC instant: a local datetime loses which of two repeated hours it was.
+            start = datetime.fromtimestamp(int(b["key"]) / 1000, tz=UTC)
             excluded: dict[str, int] = {}
             if reasons:
                 agg = _metric(b["e"]["d"]["value"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Self
 
 from driftgauge.config.runtime import PostgresStore, TimestampPrecision, View
@@ -28,6 +28,7 @@ from driftgauge.stores.base import (
     TimeRanges,
     check_ranges,
     check_slot,
+    hour_digests,
 )
 from driftgauge.stores.preflight import FieldSchema
 
@@ -110,6 +111,8 @@ class PostgresAdapter:
         """Return per-bucket aggregates of expected rows and excluded counts by reason."""
         if start >= end:
             return []
+        if granularity == "hour":
+            return await hour_digests(self.slot_digests, start, end, self.view.timezone)
         rows = await self._fetch("bucket digests", self._sql_bucket, start, end,
                                  granularity, self.view.timezone.key)
         return self._buckets(rows)
@@ -136,14 +139,15 @@ class PostgresAdapter:
             if r["slot"] is not None:
                 by_day.setdefault(r["bucket"], []).append(r)
         days = self._buckets([r for r in rows if r["slot"] is None])
-        tz = self.view.timezone
-        return FirstPass(days, LazySlots({d.astimezone(tz): rs for d, rs in by_day.items()},
+        return FirstPass(days, LazySlots({_utc(d): rs for d, rs in by_day.items()},
                                          _slots_from_records))
 
     def _buckets(self, rows: list[Any]) -> list[BucketDigest]:
+        # Keyed by the UTC instant: local datetimes of one zone that differ only in fold
+        # (the two 02:00 of a day that falls back) are equal dict keys.
         buckets: dict[datetime, tuple[Aggregate, dict[str, int]]] = {}
         for r in rows:
-            begin = r["bucket"].astimezone(self.view.timezone)
+            begin = _utc(r["bucket"])
             agg, excluded = buckets.get(begin, (Aggregate(), {}))
             if r["rule"] is None:
                 agg = Aggregate(count=r["n"], distinct_keys=r["keys"],
@@ -222,6 +226,10 @@ class PostgresAdapter:
     def _where(self, what: str) -> str:
         target = self.view.table if self.view.table is not None else "view query"
         return f"{what} on {target}"
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.astimezone(UTC)
 
 
 def _slots_from_records(records: list[Any]) -> list[BucketDigest]:
