@@ -29,6 +29,7 @@ from driftgauge.ledger.hooks import ReconcileFn
 from driftgauge.ledger.router import ledger_router
 from driftgauge.pgcall import open_pool
 from driftgauge.signals import SignalsMetrics, SignalsStore
+from driftgauge.signals.router import signals_router
 from driftgauge.signals.service import SignalsService, SourceGetter
 
 log = logging.getLogger("driftgauge.audit")
@@ -85,13 +86,18 @@ def _canary_of(request: Request) -> CanaryService:
     return _audit(request).canary
 
 
+def _signals_of(request: Request) -> SignalsService:
+    return _audit(request).signals
+
+
 def audit_router(tokens: TokenCheck) -> APIRouter:
-    """Return the /ledger and /canary routes, finding the services on `app.state.audit`."""
+    """Return the /ledger, /canary and volume routes, finding the services on app.state.audit."""
     router = APIRouter()
     router.include_router(ledger_router(tokens.require, tokens.require_read,
                                         get_service=_ledger_of))
     router.include_router(canary_router(tokens.require, tokens.require_read,
                                         get_service=_canary_of))
+    router.include_router(signals_router(tokens.require_read, get_service=_signals_of))
     return router
 
 

@@ -89,7 +89,8 @@ checks:
     canary: {store: os_sync, document: {review_tier: first_tier}, every: 1h,
              timeout_seconds: 20}
     vocabulary: {label: {}}
-    volume: {trailing: 7, sigmas: 3}
+    # Three days of rows: two before yesterday are history enough for the volume panel.
+    volume: {trailing: 7, sigmas: 3, min_history: 2}
 """
 
 

@@ -46,7 +46,9 @@ async def parts() -> list[Any]:
         ["reviews"])
     signals = SignalsMetrics(Snap(SignalsSnapshot(  # type: ignore[arg-type]
         vocabulary={("reviews", "label"): (1, 35)},
-        volume={("reviews", date(2026, 3, 8)): True, ("reviews", date(2026, 3, 9)): False})),
+        volume={("reviews", date(2026, 3, 7)): ("insufficient_history", 3),
+                ("reviews", date(2026, 3, 8)): ("anomaly", 30),
+                ("reviews", date(2026, 3, 9)): ("ok", 30)})),
         ["reviews"])
     for p in (ledger, canary, signals):
         await p.refresh()
@@ -94,6 +96,10 @@ async def test_values_come_from_the_latest_snapshot() -> None:
     assert v("driftgauge_vocabulary_unmatched_rows", {"check": "reviews", "field": "label"}) == 35
     assert v("driftgauge_volume_anomaly", {"check": "reviews", "day": "2026-03-08"}) == 1
     assert v("driftgauge_volume_anomaly", {"check": "reviews", "day": "2026-03-09"}) == 0
+    short = {"check": "reviews", "day": "2026-03-07"}
+    assert v("driftgauge_volume_anomaly", short) is None
+    assert v("driftgauge_volume_status", {**short, "status": "insufficient_history"}) == 1
+    assert v("driftgauge_volume_history_days", short) == 3
 
 
 async def test_nothing_is_published_before_the_first_load() -> None:

@@ -61,3 +61,15 @@ def test_unmatched_values_and_rows() -> None:
     now = datetime(2024, 3, 1, tzinfo=ZoneInfo("UTC")).astimezone(UTC)
     result = VocabularyResult("reviews", "label", now, now, got)
     assert (result.unmatched_values, result.unmatched_rows) == (2, 37)
+
+
+def test_days_before_the_first_row_are_not_history() -> None:
+    counts = {START + timedelta(days=i): 50 for i in range(3)}
+    days = [START + timedelta(days=i) for i in range(3)]
+    # Counting the 27 days before START as empty would flag every one of these.
+    assert [v.status for v in judge_days(counts, days, Volume())] == \
+        ["insufficient_history"] * 3
+    judged = judge_days(counts, days, Volume(min_history=2))
+    assert [(v.status, v.history_days) for v in judged] == [
+        ("insufficient_history", 0), ("insufficient_history", 1), ("ok", 2)]
+    assert (judged[2].mean, judged[2].sd) == (50, 0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 FieldTypeName = Literal["string", "integer", "decimal", "boolean", "timestamp"]
 
@@ -154,6 +154,18 @@ class VolumeModel(Strict):
 
     trailing: int = Field(30, ge=2, le=3660)
     sigmas: float = Field(3.0, gt=0, le=100)
+    min_history: int | None = Field(
+        None, ge=2, le=3660,
+        description="Days of source history a day needs before it is judged (at most "
+                    "trailing); until then it is insufficient_history. Default: 14, or "
+                    "trailing if smaller.")
+
+    @model_validator(mode="after")
+    def _history_fits(self) -> VolumeModel:
+        if self.min_history is not None and self.min_history > self.trailing:
+            raise ValueError(f"min_history ({self.min_history}) must not exceed trailing "
+                             f"({self.trailing}): a day is judged on its trailing days only")
+        return self
 
 
 class CheckModel(Strict):

@@ -162,12 +162,25 @@ class VocabularyField:
     accepted: tuple[str, ...]
 
 
+MIN_HISTORY = 14
+"""Default days of history the volume band needs: two weeks see each weekday twice."""
+
+
 @dataclass(frozen=True)
 class Volume:
     """The volume band: distinct keys per day against the trailing buckets' mean ± sigmas."""
 
     trailing: int = 30
     sigmas: float = 3.0
+    min_history: int | None = None
+    """Days of source history a day needs before it is judged; None: MIN_HISTORY or trailing."""
+
+    @property
+    def needed_history(self) -> int:
+        """Return how many trailing days of source history a day needs to be judged."""
+        if self.min_history is not None:
+            return self.min_history
+        return min(MIN_HISTORY, self.trailing)
 
 
 @dataclass(frozen=True)

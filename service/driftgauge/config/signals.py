@@ -115,7 +115,7 @@ def build_vocabulary(where: str, vm: Mapping[str, m.VocabularyFieldModel], sourc
 
 def build_volume(vm: m.VolumeModel | None) -> Volume | None:
     """Return the volume band settings of a check, or None when it has none."""
-    return Volume(vm.trailing, vm.sigmas) if vm is not None else None
+    return Volume(vm.trailing, vm.sigmas, vm.min_history) if vm is not None else None
 
 
 def check_shared_jobs(checks: Mapping[str, Check], problems: list[str]) -> None:

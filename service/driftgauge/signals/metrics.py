@@ -8,6 +8,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 
 from driftgauge.metrics.stored import StoredPart
 from driftgauge.signals.store import SignalsSnapshot
+from driftgauge.signals.volume import VOLUME_STATUSES
 
 
 class SignalsMetrics(StoredPart[SignalsSnapshot]):
@@ -22,11 +23,25 @@ class SignalsMetrics(StoredPart[SignalsSnapshot]):
                                  "Source rows carrying such values.", labels=["check", "field"])
         anomaly = GaugeMetricFamily(
             "driftgauge_volume_anomaly",
-            "1 if the bucket's distinct-key count is outside the trailing mean ± k sd.",
+            "1 if the bucket's distinct-key count is outside the trailing mean ± k sd "
+            "(absent while the bucket has too little history to judge).",
             labels=["check", "day"])
+        status = GaugeMetricFamily("driftgauge_volume_status",
+                                   "1 for the bucket's volume verdict, 0 otherwise.",
+                                   labels=["check", "day", "status"])
+        history = GaugeMetricFamily("driftgauge_volume_history_days",
+                                    "Trailing days of source history the band was built from.",
+                                    labels=["check", "day"])
         for (check, field), (n_values, n_rows) in sorted(snap.vocabulary.items()):
             values.add_metric([check, field], n_values)
             rows.add_metric([check, field], n_rows)
-        for (check, day), bad in sorted(snap.volume.items()):
-            anomaly.add_metric([check, day.isoformat()], 1.0 if bad else 0.0)
-        return [values, rows, anomaly]
+        for (check, day), (verdict, days) in sorted(snap.volume.items()):
+            labels = [check, day.isoformat()]
+            # Too little history is no verdict: a 0 here would read as a judged, normal day.
+            if verdict != "insufficient_history":
+                anomaly.add_metric(labels, 1.0 if verdict == "anomaly" else 0.0)
+            for name in VOLUME_STATUSES:
+                status.add_metric([*labels, name], 1.0 if verdict == name else 0.0)
+            if days is not None:
+                history.add_metric(labels, days)
+        return [values, rows, anomaly, status, history]

@@ -10,7 +10,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from driftgauge.background import survive
-from driftgauge.config.runtime import Check
+from driftgauge.config.runtime import Check, Volume
 from driftgauge.errors import DriftgaugeError, UnknownCheck
 from driftgauge.signals.run import SignalsResult, evaluate_signals
 from driftgauge.signals.store import SignalsStore
@@ -48,6 +48,11 @@ class SignalsService:
     def checks(self) -> list[str]:
         """Return the names of the checks with vocabulary or volume settings."""
         return sorted(self._checks)
+
+    def volume_settings(self, name: str) -> Volume | None:
+        """Return the check's volume settings, or None if it has none (or is unknown)."""
+        check = self._checks.get(name)
+        return check.volume if check is not None else None
 
     def start(self) -> None:
         """Measure every such check on its recent interval (default hourly)."""

@@ -10,7 +10,7 @@ from typing import Any
 
 from driftgauge.pgcall import PgCalls
 from driftgauge.signals.vocabulary import VocabularyResult
-from driftgauge.signals.volume import VolumeDay
+from driftgauge.signals.volume import VolumeDay, VolumeStatus
 
 SAMPLE_VALUES = 100
 
@@ -21,8 +21,8 @@ class SignalsSnapshot:
 
     vocabulary: dict[tuple[str, str], tuple[int, int]]
     """(check, field) → (unmatched values, unmatched rows)."""
-    volume: dict[tuple[str, date], bool]
-    """(check, day) → anomaly, for the days of each check's latest computation."""
+    volume: dict[tuple[str, date], tuple[VolumeStatus, int | None]]
+    """(check, day) → (status, days of history), for each check's latest computation."""
 
 
 class SignalsStore:
@@ -53,13 +53,14 @@ class SignalsStore:
 
     async def record_volume(self, check: str, days: Sequence[VolumeDay], now: datetime) -> None:
         """Store one computation of a check's volume band; days it leaves out stop exporting."""
-        rows = [(check, d.day, now, d.distinct_keys, d.mean, d.sd, d.low, d.high, d.anomaly)
-                for d in days]
+        rows = [(check, d.day, now, d.distinct_keys, d.mean, d.sd, d.low, d.high, d.anomaly,
+                 d.history_days, d.status) for d in days]
         async with self._db.transaction("record volume results") as conn:
             await conn.execute("DELETE FROM volume_results WHERE check_name = $1", check)
             await conn.executemany(
                 "INSERT INTO volume_results (check_name, day, computed_at, distinct_keys, mean,"
-                " sd, low, high, anomaly) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)", rows)
+                " sd, low, high, anomaly, history_days, status)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)", rows)
 
     async def vocabulary(self, check: str) -> list[dict[str, Any]]:
         """Return the check's latest vocabulary verdicts with a sample of unmatched values."""
@@ -73,7 +74,8 @@ class SignalsStore:
         async with self._db.conn("read volume results") as conn:
             recs = await conn.fetch("SELECT * FROM volume_results WHERE check_name = $1"
                                     " ORDER BY day", check)
-        return [VolumeDay(r["day"], r["distinct_keys"], r["mean"], r["sd"], r["low"], r["high"])
+        return [VolumeDay(r["day"], r["distinct_keys"], r["mean"], r["sd"], r["low"], r["high"],
+                          r["history_days"], r["status"])
                 for r in recs]
 
     async def snapshot(self, checks: Sequence[str]) -> SignalsSnapshot:
@@ -83,9 +85,11 @@ class SignalsStore:
             vocab = await conn.fetch(
                 "SELECT check_name, field, unmatched_values, unmatched_rows"
                 " FROM vocabulary_results WHERE check_name = ANY($1::text[])", names)
-            vol = await conn.fetch("SELECT check_name, day, anomaly FROM volume_results"
-                                   " WHERE check_name = ANY($1::text[])", names)
+            vol = await conn.fetch("SELECT check_name, day, status, history_days"
+                                   " FROM volume_results WHERE check_name = ANY($1::text[])",
+                                   names)
         return SignalsSnapshot(
             vocabulary={(r["check_name"], r["field"]): (r["unmatched_values"],
                                                         r["unmatched_rows"]) for r in vocab},
-            volume={(r["check_name"], r["day"]): r["anomaly"] for r in vol})
+            volume={(r["check_name"], r["day"]): (r["status"], r["history_days"])
+                    for r in vol})

@@ -2,6 +2,9 @@
 
 Counting distinct keys, not rows, keeps duplicates from inflating the count; judging the
 source alone catches a source that went empty while the reader (empty too) agrees with it.
+Days before the source's first row are not history: they would count as empty days and
+flag the healthy first weeks of a new source, so a day with fewer trailing days of history
+than `volume.needed_history` is `insufficient_history`, never judged.
 """
 
 from __future__ import annotations
@@ -10,10 +13,14 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from typing import Literal
 
 from driftgauge.config.runtime import Check, Volume
 from driftgauge.engine import plan
 from driftgauge.stores.base import StoreAdapter
+
+VolumeStatus = Literal["ok", "anomaly", "insufficient_history"]
+VOLUME_STATUSES: tuple[VolumeStatus, ...] = ("ok", "anomaly", "insufficient_history")
 
 
 @dataclass(frozen=True)
@@ -26,24 +33,37 @@ class VolumeDay:
     sd: float
     low: float
     high: float
+    history_days: int | None
+    """Trailing days the band was computed from (none before the source's first row);
+    None for a verdict stored before it was counted."""
+    status: VolumeStatus
 
     @property
     def anomaly(self) -> bool:
-        """Return True when the count is outside the band."""
-        return not self.low <= self.distinct_keys <= self.high
+        """Return True when the day was judged and its count is outside the band."""
+        return self.status == "anomaly"
 
 
 def judge_days(counts: Mapping[date, int], days: Sequence[date],
                volume: Volume) -> list[VolumeDay]:
-    """Judge each day against the `volume.trailing` days before it (absent days count 0)."""
+    """Judge each day against the `volume.trailing` days before it.
+
+    Absent days count 0 from the first day with a row on (a source that went empty is the
+    point); days before it are not history. Too few of them: `insufficient_history`.
+    """
+    seen = [d for d, n in counts.items() if n > 0]
+    born = min(seen) if seen else None
     out = []
     for day in days:
-        history = [counts.get(day - timedelta(days=i), 0)
-                   for i in range(1, volume.trailing + 1)]
-        mean = statistics.fmean(history)
-        sd = statistics.pstdev(history, mean)
-        out.append(VolumeDay(day, counts.get(day, 0), mean, sd, mean - volume.sigmas * sd,
-                             mean + volume.sigmas * sd))
+        back = [day - timedelta(days=i) for i in range(1, volume.trailing + 1)]
+        history = [counts.get(d, 0) for d in back if born is not None and d >= born]
+        mean = statistics.fmean(history) if history else 0.0
+        sd = statistics.pstdev(history, mean) if history else 0.0
+        low, high = mean - volume.sigmas * sd, mean + volume.sigmas * sd
+        n = counts.get(day, 0)
+        status: VolumeStatus = ("insufficient_history" if len(history) < volume.needed_history
+                                else "ok" if low <= n <= high else "anomaly")
+        out.append(VolumeDay(day, n, mean, sd, low, high, len(history), status))
     return out
 
 
