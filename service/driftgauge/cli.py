@@ -1,4 +1,9 @@
-"""The `driftgauge` command: validate config, run a check, drill down, prune state, serve."""
+"""The `driftgauge` command: validate config, run a check, drill down, prune state, serve.
+
+Exit codes: 0 ok; 1 drift (`check` or `drill` found differences; nothing else exits 1);
+2 error (an invalid config, a bad argument, a store or the state database failing, a run
+that errored); 3 an internal error (a bug: please report the traceback).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import asyncio
 import json
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -16,17 +22,19 @@ from driftgauge.config import Check, Config, load_file
 from driftgauge.errors import ConfigError, DriftgaugeError
 from driftgauge.render import ProgressBar, render_drill, render_run
 
-EXIT_OK, EXIT_DRIFT, EXIT_ERROR = 0, 1, 2
+EXIT_OK, EXIT_DRIFT, EXIT_ERROR, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="driftgauge", description=__doc__)
+    p = argparse.ArgumentParser(prog="driftgauge", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"driftgauge {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     cfg = sub.add_parser("config", help="work with a config file")
     cfg_sub = cfg.add_subparsers(dest="config_command", required=True)
-    val = cfg_sub.add_parser("validate", help="print every problem in a config and exit 1 if any")
+    val = cfg_sub.add_parser("validate", help="print every problem in a config and exit 2 if "
+                             "any; checks everything serve builds before it connects")
     val.add_argument("file")
     val.add_argument("--no-secrets", action="store_true",
                      help="do not try to resolve env:/file: secret references")
@@ -85,18 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.config is None:
             print("error: --config is required (or set DRIFTGAUGE_CONFIG)", file=sys.stderr)
             return EXIT_ERROR
-        if args.command == "serve":
-            from driftgauge.server import serve
-
-            serve(args.config, args.host, args.port)
-            return EXIT_OK
-        config = load_file(args.config)
-        if args.command == "state":
-            return asyncio.run(_prune(config, dry_run=args.dry_run))
-        check = _check(config, args.name)
-        if args.command == "check":
-            return asyncio.run(_run_check(config, check, args))
-        return asyncio.run(_drill(config, check, args))
+        return _run(args)
     except ConfigError as exc:
         for problem in exc.problems:
             print(f"error: {problem}", file=sys.stderr)
@@ -106,16 +103,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+    except Exception:
+        # Exit 1 means drift: an unexpected failure must never look like a verdict.
+        traceback.print_exc()
+        print("error: internal error (a bug; the traceback above says where)", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run a command that needs --config."""
+    if args.command == "serve":
+        from driftgauge.server import serve
+
+        serve(args.config, args.host, args.port)
+        return EXIT_OK
+    config = load_file(args.config)
+    if args.command == "state":
+        return asyncio.run(_prune(config, dry_run=args.dry_run))
+    check = _check(config, args.name)
+    if args.command == "check":
+        return asyncio.run(_run_check(config, check, args))
+    return asyncio.run(_drill(config, check, args))
 
 
 def _validate(path: str, *, resolve_secrets: bool) -> int:
+    from driftgauge.startup import load_service_config
+
     try:
-        config = load_file(path, resolve_secrets=resolve_secrets)
+        config = load_service_config(path, resolve_secrets=resolve_secrets)
     except ConfigError as exc:
         for problem in exc.problems:
             print(problem)
         print(f"{path}: {len(exc.problems)} problem(s)", file=sys.stderr)
-        return 1
+        return EXIT_ERROR
     print(f"{path}: ok ({len(config.checks)} checks, {len(config.stores)} stores)")
     return 0
 

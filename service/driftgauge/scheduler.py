@@ -15,10 +15,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
-from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
 from driftgauge.config.runtime import Check
+from driftgauge.cron import CronTrigger, trigger_for
 
 log = logging.getLogger("driftgauge.scheduler")
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -49,7 +49,7 @@ class JobSpec:
                                    timezone=UTC)
         if self.cron is None:
             raise ValueError(f"job {self.id}: neither an interval nor a cron expression")
-        return CronTrigger.from_crontab(self.cron, timezone=self.timezone)
+        return trigger_for(self.cron, self.timezone)
 
     def latest_fire(self, now: datetime) -> datetime | None:
         """Return the last fire time at or before `now`."""
@@ -64,7 +64,7 @@ class JobSpec:
             while True:
                 nxt = trig.get_next_fire_time(t, t + timedelta(microseconds=1))
                 if nxt is None or nxt > now:
-                    return t.astimezone(UTC)  # type: ignore[no-any-return]
+                    return t.astimezone(UTC)
                 t = nxt
         return None
 
@@ -78,7 +78,7 @@ class JobSpec:
             if first is not None else None
         if first is None or second is None:
             return timedelta(days=1)
-        return second - first  # type: ignore[no-any-return]
+        return second - first
 
 
 def _micros(delta: timedelta) -> int:

@@ -11,8 +11,9 @@ import uvicorn
 
 from driftgauge import logs
 from driftgauge.api import create_app
-from driftgauge.config import Config, load_file
+from driftgauge.config import Config
 from driftgauge.errors import ConfigError, DriftgaugeError
+from driftgauge.startup import load_service_config
 from driftgauge.state import StateStore
 
 
@@ -25,10 +26,11 @@ async def _reach_state(config: Config) -> None:
 def serve(config_path: str, host: str, port: int) -> None:
     """Load the config, check the state database and serve until SIGINT/SIGTERM.
 
-    Raises ConfigError or StateError (with the field and the problem) before serving.
+    Raises ConfigError or StateError (with the field and the problem) before serving; the
+    config is checked exactly as `driftgauge config validate` checks it.
     """
     logs.configure()
-    config = load_file(config_path, resolve_secrets=True)
+    config = load_service_config(config_path)
     asyncio.run(_reach_state(config))
     app = create_app(config)
     uvicorn.run(app, host=host, port=port, log_config=None, access_log=False,

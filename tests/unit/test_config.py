@@ -15,9 +15,10 @@ EXAMPLE = Path(__file__).parents[2] / "deploy" / "examples" / "driftgauge.yml"
 
 def test_example_config_is_valid(monkeypatch: pytest.MonkeyPatch,
                                  capsys: pytest.CaptureFixture[str]) -> None:
-    for name in ("TASKS_DSN", "DRIFTGAUGE_STATE_DSN", "DRIFTGAUGE_API_TOKEN",
-                 "REVIEW_SYNC_PASSWORD"):
+    for name in ("DRIFTGAUGE_API_TOKEN", "REVIEW_SYNC_PASSWORD"):
         monkeypatch.setenv(name, "s3cr3t-value")
+    for name in ("TASKS_DSN", "DRIFTGAUGE_STATE_DSN"):
+        monkeypatch.setenv(name, "postgresql://u:s3cr3t@db/x")
     assert main(["config", "validate", str(EXAMPLE)]) == 0
     assert "ok (1 checks" in capsys.readouterr().out
     check = load_file(EXAMPLE).checks["reviews"]
@@ -46,14 +47,17 @@ def test_broken_config_reports_every_problem_by_location(
     monkeypatch.setenv("DG_STATE", "postgresql://u:topsecret@h/db")
     f = tmp_path / "broken.yml"
     f.write_text(BROKEN)
-    assert main(["config", "validate", str(f)]) == 1
+    assert main(["config", "validate", str(f)]) == 2
     out = capsys.readouterr().out
     assert "stores.tasks_db.colour: unknown key" in out
     assert "checks.reviews.reader.key: field required" in out
-    # Schema errors come first; fix them and the cross-reference problems show.
+    # Cross-reference and secret problems come in the same pass; the check whose reader
+    # lacks a key cannot be built, so fixing that shows its own cross-reference problems.
+    assert "stores.tasks_db.dsn: secret file /nonexistent/secret cannot be read" in out
+    assert "stores.search.password: environment variable DG_MISSING_PASSWORD is not set" in out
     fixed = BROKEN.replace(", colour: blue", "").replace("index: conv,", "index: conv, key: id,")
     f.write_text(fixed)
-    assert main(["config", "validate", str(f)]) == 1
+    assert main(["config", "validate", str(f)]) == 2
     out = capsys.readouterr().out
     assert "checks.reviews.timezone: unknown time zone 'Mars/Olympus'" in out
     assert "checks.reviews.reader.store: unknown store 'nowhere'" in out
@@ -82,16 +86,16 @@ def test_bad_durations_and_cron_are_named() -> None:
         load_text(text)
     assert any(p.startswith("checks.reviews.settle: 'soon' is not a duration")
                for p in err.value.problems)
-    assert "checks.reviews.schedule.full.cron: expected 5 fields (min hour dom mon dow)" in \
-        err.value.problems
+    assert "checks.reviews.schedule.full.cron: expected 5 fields (minute hour day-of-month " \
+        "month day-of-week), got 2 in '* *'" in err.value.problems
 
 
 def test_not_yaml_and_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     f = tmp_path / "x.yml"
     f.write_text("checks: [unclosed")
-    assert main(["config", "validate", str(f)]) == 1
+    assert main(["config", "validate", str(f)]) == 2
     assert "not valid YAML" in capsys.readouterr().out
-    assert main(["config", "validate", str(tmp_path / "absent.yml")]) == 1
+    assert main(["config", "validate", str(tmp_path / "absent.yml")]) == 2
     assert "cannot read config" in capsys.readouterr().out
 
 

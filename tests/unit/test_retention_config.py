@@ -38,7 +38,7 @@ def test_retention_takes_durations() -> None:
 
 @pytest.mark.parametrize(("retention", "problem"), [
     ("{runs: forever}", "state.retention.runs: 'forever' is not a duration"),
-    ("{ledger: 0d}", "state.retention.ledger: must be longer than 0"),
+    ("{ledger: 0d}", "state.retention.ledger: must be at least 1h, got 0d"),
     ("{runs: 30d, keep: 1d}", "state.retention.keep: unknown key"),
 ])
 def test_a_bad_retention_names_its_location(retention: str, problem: str) -> None:

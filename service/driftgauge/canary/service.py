@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.base import BaseTrigger
-from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
 from driftgauge.background import survive
@@ -16,6 +15,7 @@ from driftgauge.canary.keys import adapter_key_picker, sql_key_picker
 from driftgauge.canary.probe import CanaryResult, KeyPicker, run_canary
 from driftgauge.canary.store import CanaryStore
 from driftgauge.config.runtime import Check, PostgresStore
+from driftgauge.cron import trigger_for
 from driftgauge.errors import DriftgaugeError, UnknownCheck
 from driftgauge.stores.base import StoreAdapter
 
@@ -48,7 +48,7 @@ def canary_trigger(check: Check) -> BaseTrigger:
     if canary.every is not None:
         return IntervalTrigger(seconds=canary.every.total_seconds(), start_date=EPOCH,
                                timezone=UTC)
-    return CronTrigger.from_crontab(canary.cron or "0 12 * * *", timezone=check.timezone)
+    return trigger_for(canary.cron or "0 12 * * *", check.timezone)
 
 
 class CanaryService:

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import re
-from datetime import timedelta
+import copy
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import yaml
 from pydantic import ValidationError
 
 from driftgauge.config import model as m
-from driftgauge.config import signals
+from driftgauge.config import secrets, signals, yaml_doc
 from driftgauge.config.runtime import (
     Api,
     Check,
@@ -30,39 +28,37 @@ from driftgauge.config.runtime import (
     View,
 )
 from driftgauge.config.secrets import Secret
-from driftgauge.errors import ConfigError, SecretError
+from driftgauge.config.values import parse_duration
+from driftgauge.errors import ConfigError
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+__all__ = ["build", "load_file", "load_text", "parse_duration"]
 
-
-def parse_duration(text: str) -> timedelta:
-    """Return the timedelta for a duration such as `90s`, `15m`, `2h`, `1d`."""
-    match = _DURATION.match(text)
-    if not match:
-        raise ValueError(f"{text!r} is not a duration (use e.g. 30s, 15m, 2h, 1d)")
-    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+_SECRET_FIELDS = ("dsn", "password", "tokens")
+_RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal",
+                 "finite_number", "multiple_of"}
+Loc = tuple[str | int, ...]
 
 
 def _loc(parts: tuple[Any, ...]) -> str:
-    """Return a dotted location, dropping pydantic's union-member tags."""
-    shown = list(parts)
+    """Return a dotted location, dropping pydantic's union-member and key tags."""
+    shown = [p for p in parts if p != "[key]"]
     if len(shown) > 2 and shown[0] == "stores" and shown[2] in ("postgres", "opensearch"):
         del shown[2]
-    return ".".join(str(p) for p in shown) or "(root)"
+    return ".".join('""' if p == "" else str(p) for p in shown) or "(root)"
 
 
-def _pydantic_problems(exc: ValidationError) -> list[str]:
-    problems = []
-    for err in exc.errors():
-        loc = _loc(tuple(err["loc"]))
-        msg = err["msg"]
-        if err["type"] == "missing":
-            msg = "field required"
-        elif err["type"] == "extra_forbidden":
-            msg = "unknown key"
-        problems.append(f"{loc}: {msg}")
-    return problems
+def _message(err: Any) -> str:
+    if err["type"] == "missing":
+        return "field required"
+    if err["type"] == "extra_forbidden":
+        return "unknown key"
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    if "[key]" in err["loc"]:
+        msg = f"(the name) {msg}"
+    secret = any(p in _SECRET_FIELDS for p in err["loc"] if isinstance(p, str))
+    if err["type"] in _RANGE_ERRORS and not secret and isinstance(err["input"], int | float):
+        msg = f"{msg}, got {err['input']!r}"
+    return msg
 
 
 def load_file(path: str | Path, *, resolve_secrets: bool = False) -> Config:
@@ -70,89 +66,176 @@ def load_file(path: str | Path, *, resolve_secrets: bool = False) -> Config:
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError([f"{p}: cannot read config ({exc.strerror})"]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise ConfigError([f"{p}: cannot read config ({why})"]) from None
     return load_text(text, source=str(p), resolve_secrets=resolve_secrets)
 
 
 def load_text(text: str, *, source: str = "<config>", resolve_secrets: bool = False) -> Config:
-    """Validate YAML text and build the runtime config."""
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError([f"{source}: not valid YAML ({exc})"]) from None
+    """Validate YAML text and build the runtime config, reporting every problem at once."""
+    raw, problems = yaml_doc.read(text, source)
     if not isinstance(raw, dict):
-        raise ConfigError([f"{source}: the top level must be a mapping"])
+        raise ConfigError([*problems, f"{source}: the top level must be a mapping"])
+    parsed, found, pruned = _validate(raw)
+    problems.extend(found)
+    if parsed is None:
+        raise ConfigError(problems)
+    stores = raw.get("stores")
+    known = {str(n) for n in stores} if isinstance(stores, dict) else set()
     try:
-        parsed = m.ConfigModel.model_validate(raw)
-    except ValidationError as exc:
-        raise ConfigError(_pydantic_problems(exc)) from None
-    return build(parsed, resolve_secrets=resolve_secrets)
+        config = build(parsed, resolve_secrets=resolve_secrets, known_stores=known)
+    except ConfigError as exc:
+        problems.extend(p for p in exc.problems if not _follows_from(p, pruned))
+    if problems:
+        raise ConfigError(problems)
+    return config
 
 
-def build(parsed: m.ConfigModel, *, resolve_secrets: bool = False) -> Config:
-    """Check cross-references and turn validated models into runtime objects."""
+def _validate(raw: dict[str, Any]) -> tuple[m.ConfigModel | None, list[str], list[str]]:
+    """Validate; on errors, drop the bad values and retry so later checks still run.
+
+    Returns the model (None if nothing usable is left), the problems of the first pass and
+    the locations dropped: problems the build finds there follow from the dropped values.
+    """
+    data = copy.deepcopy(raw)
+    problems: list[str] = []
+    pruned: list[str] = []
+    seen: set[tuple[str, ...]] = set()
+    for _ in range(16):
+        try:
+            return m.ConfigModel.model_validate(data), problems, pruned
+        except ValidationError as exc:
+            errors = exc.errors()
+        if not problems:
+            problems = [f"{_loc(tuple(e['loc']))}: {_message(e)}" for e in errors]
+        key = tuple(sorted(f"{e['loc']}{e['type']}" for e in errors))
+        if key in seen:
+            break
+        seen.add(key)
+        for err in sorted(errors, key=lambda e: [(isinstance(p, str), p) for p in e["loc"]],
+                          reverse=True):
+            # A missing key drops the section that lacks it.
+            path = _data_path(data, tuple(err["loc"]))
+            pruned.append(_loc(path))
+            _drop(data, path)
+    return None, problems, pruned
+
+
+def _data_path(data: Any, loc: Loc) -> Loc:
+    """Return the part of a pydantic location that names keys and indexes in `data`."""
+    path: list[str | int] = []
+    node = data
+    for part in loc:
+        found = (isinstance(node, dict) and part in node) or (
+            isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node))
+        if not found:
+            continue            # a union-member or key tag, or the missing key itself
+        node = node[part]
+        path.append(part)
+    return tuple(path)
+
+
+_PLACEHOLDERS: dict[str | int, Any] = {"stores": {}, "state": {"dsn": "-"}, "checks": {}}
+
+
+def _drop(data: dict[str, Any], path: Loc) -> None:
+    """Remove the value at `path` (a top-level section becomes an empty placeholder)."""
+    if not path:
+        return
+    if len(path) == 1:
+        data.pop(str(path[0]), None)
+        if path[0] in _PLACEHOLDERS:
+            data[str(path[0])] = copy.deepcopy(_PLACEHOLDERS[path[0]])
+        return
+    node: Any = data
+    for part in path[:-1]:
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            return
+    if isinstance(node, dict):
+        node.pop(path[-1], None)
+    elif isinstance(node, list) and isinstance(path[-1], int) and path[-1] < len(node):
+        del node[path[-1]]
+
+
+def _follows_from(problem: str, pruned: list[str]) -> bool:
+    """Return True if a build problem is at (or just above) a dropped bad value."""
+    where = problem.split(": ", 1)[0]
+    for p in pruned:
+        if where == p or where.startswith(p + ".") or where == p.rsplit(".", 1)[0]:
+            return True
+    return False
+
+
+def build(parsed: m.ConfigModel, *, resolve_secrets: bool = False,
+          known_stores: set[str] | None = None) -> Config:
+    """Check cross-references and turn validated models into runtime objects.
+
+    `known_stores` names stores that exist but were invalid (their problems are reported
+    already), so views that use them do not also report an unknown store.
+    """
     problems: list[str] = []
     stores: dict[str, Store] = {}
     for name, sm in parsed.stores.items():
         if isinstance(sm, m.PostgresStoreModel):
             stores[name] = PostgresStore(name, Secret(sm.dsn), sm.timeout_seconds, sm.pool_max)
+            problems.extend(secrets.dsn_problems(f"stores.{name}.dsn", sm.dsn))
         else:
             pw = Secret(sm.password) if sm.password is not None else None
             stores[name] = OpenSearchStore(
                 name, sm.url.rstrip("/"), sm.username, pw, sm.timeout_seconds, sm.verify_certs
             )
+    broken = (known_stores or set()) - set(stores)
     state = State(Secret(parsed.state.dsn), parsed.state.schema_name,
-                  _build_retention("state.retention", parsed.state.retention, problems))
+                  Retention(parsed.state.retention.runs, parsed.state.retention.ledger))
+    problems.extend(secrets.dsn_problems("state.dsn", parsed.state.dsn))
     api = Api(tuple(Secret(t) for t in parsed.api.tokens), parsed.api.public_read,
               parsed.api.sample_keys,
               metrics_tokens=tuple(Secret(t) for t in parsed.api.metrics_tokens),
               metrics_public=parsed.api.metrics_public,
               live_concurrency=parsed.api.live_concurrency)
     checks: dict[str, Check] = {}
+    if not parsed.checks:
+        problems.append("checks: configure at least one check")
     for name, cm in parsed.checks.items():
-        check = _build_check(name, cm, stores, problems)
+        check = _build_check(name, cm, stores, broken, problems)
         if check is not None:
             checks[name] = check
     signals.check_shared_jobs(checks, problems)
     if resolve_secrets:
-        problems.extend(_secret_problems(stores, state, api))
+        problems.extend(secrets.resolve_problems(stores, state, api))
     if problems:
         raise ConfigError(problems)
     return Config(stores, state, api, checks)
 
 
-def _build_check(name: str, cm: m.CheckModel, stores: dict[str, Store],
+def _build_check(name: str, cm: m.CheckModel, stores: dict[str, Store], broken: set[str],
                  problems: list[str]) -> Check | None:
     where = f"checks.{name}"
     before = len(problems)
-    if not re.fullmatch(r"[a-z][a-z0-9_-]{0,62}", name):
-        problems.append(f"{where}: check names use lowercase letters, digits, '_' and '-'")
     try:
         tz = ZoneInfo(cm.timezone)
     except (ZoneInfoNotFoundError, ValueError):
         problems.append(f"{where}.timezone: unknown time zone {cm.timezone!r}")
         tz = ZoneInfo("UTC")
-    try:
-        settle = parse_duration(cm.settle)
-    except ValueError as exc:
-        problems.append(f"{where}.settle: {exc}")
-        settle = timedelta(0)
     fields = tuple(Field(n, t) for n, t in cm.fields.items())
     for reason in cm.tolerance.exclusion_rate:
         # With a ledger, reasons also come from the sync job's no_match/skipped reports.
         if cm.ledger is None and reason not in {e.reason for e in cm.exclusions}:
             problems.append(f"{where}.tolerance.exclusion_rate.{reason}: no exclusion has this "
                             "reason")
-    source = _build_view(f"{where}.source", cm.source, cm, fields, tz, stores, problems,
-                         exclusions=cm.exclusions)
-    reader = _build_view(f"{where}.reader", cm.reader, cm, fields, tz, stores, problems,
-                         exclusions=[])
+    source = _build_view(f"{where}.source", cm.source, cm, fields, tz, stores, broken,
+                         problems, exclusions=cm.exclusions)
+    reader = _build_view(f"{where}.reader", cm.reader, cm, fields, tz, stores, broken,
+                         problems, exclusions=[])
     schedule = _build_schedule(f"{where}.schedule", cm.schedule, problems)
     if source is None or reader is None:
         return None
     ledger = signals.build_ledger(f"{where}.ledger", cm.ledger, problems)
-    canary = signals.build_canary(f"{where}.canary", cm.canary, source, reader, stores, problems)
+    canary = signals.build_canary(f"{where}.canary", cm.canary, source, reader, stores, broken,
+                                  problems)
     vocabulary = signals.build_vocabulary(f"{where}.vocabulary", cm.vocabulary, source, reader,
                                           problems)
     if len(problems) > before:
@@ -160,7 +243,7 @@ def _build_check(name: str, cm: m.CheckModel, stores: dict[str, Store],
     tol = cm.tolerance
     return Check(
         name=name, source=source, reader=reader, fields=fields, key_type=cm.key_type,
-        timezone=tz, settle=settle,
+        timezone=tz, settle=cm.settle,
         tolerance=Tolerance(tol.missing_ratio, tol.extra, tol.mismatched,
                             tuple(sorted(tol.exclusion_rate.items()))),
         drilldown=Drilldown(cm.drilldown.leaf_rows, cm.drilldown.dense_ratio,
@@ -172,9 +255,11 @@ def _build_check(name: str, cm: m.CheckModel, stores: dict[str, Store],
 
 
 def _build_view(where: str, vm: m.ViewModel, cm: m.CheckModel, fields: tuple[Field, ...],
-                tz: ZoneInfo, stores: dict[str, Store], problems: list[str],
+                tz: ZoneInfo, stores: dict[str, Store], broken: set[str], problems: list[str],
                 exclusions: list[m.ExclusionModel]) -> View | None:
     store = stores.get(vm.store)
+    if store is None and vm.store in broken:
+        return None         # the store's own problems are reported
     if store is None:
         known = ", ".join(sorted(stores)) or "none"
         problems.append(f"{where}.store: unknown store {vm.store!r} (known: {known})")
@@ -216,57 +301,12 @@ def _build_view(where: str, vm: m.ViewModel, cm: m.CheckModel, fields: tuple[Fie
 
 
 def _build_schedule(where: str, sm: m.ScheduleModel, problems: list[str]) -> Schedule:
-    recent_every = None
-    recent_days = 7
-    if sm.recent is not None:
-        recent_days = sm.recent.days
-        try:
-            recent_every = parse_duration(sm.recent.every)
-        except ValueError as exc:
-            problems.append(f"{where}.recent.every: {exc}")
+    recent_every = sm.recent.every if sm.recent is not None else None
+    recent_days = sm.recent.days if sm.recent is not None else 7
     full_every, full_cron, full_days = None, None, 400
     if sm.full is not None:
         full_days = sm.full.days
         if (sm.full.every is None) == (sm.full.cron is None):
             problems.append(f"{where}.full: give exactly one of 'every' or 'cron'")
-        if sm.full.every is not None:
-            try:
-                full_every = parse_duration(sm.full.every)
-            except ValueError as exc:
-                problems.append(f"{where}.full.every: {exc}")
-        if sm.full.cron is not None:
-            if len(sm.full.cron.split()) != 5:
-                problems.append(f"{where}.full.cron: expected 5 fields (min hour dom mon dow)")
-            full_cron = sm.full.cron
+        full_every, full_cron = sm.full.every, sm.full.cron
     return Schedule(recent_every, recent_days, full_every, full_cron, full_days)
-
-
-def _build_retention(where: str, rm: m.RetentionModel, problems: list[str]) -> Retention:
-    kept: dict[str, timedelta] = {}
-    for key, text in (("runs", rm.runs), ("ledger", rm.ledger)):
-        try:
-            kept[key] = parse_duration(text)
-        except ValueError as exc:
-            problems.append(f"{where}.{key}: {exc}")
-            continue
-        if kept[key] <= timedelta(0):
-            problems.append(f"{where}.{key}: must be longer than 0 (e.g. 30d)")
-    return Retention(**kept)
-
-
-def _secret_problems(stores: dict[str, Store], state: State, api: Api) -> list[str]:
-    refs: list[tuple[str, Secret]] = [("state.dsn", state.dsn)]
-    for name, store in stores.items():
-        if isinstance(store, PostgresStore):
-            refs.append((f"stores.{name}.dsn", store.dsn))
-        elif store.password is not None:
-            refs.append((f"stores.{name}.password", store.password))
-    refs.extend((f"api.tokens.{i}", t) for i, t in enumerate(api.tokens))
-    refs.extend((f"api.metrics_tokens.{i}", t) for i, t in enumerate(api.metrics_tokens))
-    problems = []
-    for loc, secret in refs:
-        try:
-            secret.reveal()
-        except SecretError as exc:
-            problems.append(f"{loc}: {exc.problems[0]}")
-    return problems

@@ -2,32 +2,52 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
+from driftgauge.config.values import (
+    CanaryInterval,
+    CheckInterval,
+    Cron,
+    Keep,
+    LedgerSettle,
+    NonEmpty,
+    NonEmptyList,
+    NonEmptyMapping,
+    Ratio,
+    Seconds,
+    Settle,
+    SummaryDeadline,
+    Url,
+)
+
+CheckName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,62}$")]
 FieldTypeName = Literal["string", "integer", "decimal", "boolean", "timestamp"]
 
 
 class Strict(BaseModel):
-    """Base for every config section: unknown keys are errors."""
+    """Base for every config section: unknown keys are errors, numbers finite, types exact."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class PostgresStoreModel(Strict):
     kind: Literal["postgres"]
-    dsn: str = Field(description="Connection string, usually a secret reference (env:NAME).")
-    timeout_seconds: float = Field(30.0, gt=0)
+    dsn: NonEmpty = Field(description="Connection string, usually a secret reference "
+                          "(env:NAME).")
+    timeout_seconds: Seconds = 30.0
     pool_max: int = Field(4, ge=1, le=100)
 
 
 class OpenSearchStoreModel(Strict):
     kind: Literal["opensearch"]
-    url: str = Field(description="Base URL of the cluster, e.g. http://127.0.0.1:9250.")
-    username: str | None = None
-    password: str | None = Field(None, description="Secret reference (env:NAME or file:/path).")
-    timeout_seconds: float = Field(30.0, gt=0)
+    url: Url = Field(description="Base URL of the cluster, e.g. http://127.0.0.1:9250.")
+    username: NonEmpty | None = None
+    password: NonEmpty | None = Field(None, description="Secret reference (env:NAME or "
+                                      "file:/path).")
+    timeout_seconds: Seconds = 30.0
     verify_certs: bool = True
 
 
@@ -37,23 +57,23 @@ StoreModel = Annotated[PostgresStoreModel | OpenSearchStoreModel, Field(discrimi
 class RetentionModel(Strict):
     """How long the state database keeps results that nothing serves any more."""
 
-    runs: str = Field("30d", description="Finished reconciliation runs with their buckets, "
-                      "drill-down trees and key samples.")
-    ledger: str = Field("400d", description="Run-ledger runs, batches, keys, windows and "
-                        "breaches; canary attempts; vocabulary and volume rows.")
+    runs: Keep = Field(timedelta(days=30), description="Finished reconciliation runs with "
+                       "their buckets, drill-down trees and key samples.")
+    ledger: Keep = Field(timedelta(days=400), description="Run-ledger runs, batches, keys, "
+                         "windows and breaches; canary attempts; vocabulary and volume rows.")
 
 
 class StateModel(Strict):
-    dsn: str
+    dsn: NonEmpty
     schema_name: str = Field("driftgauge", alias="schema", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
     retention: RetentionModel = Field(default_factory=RetentionModel)
 
 
 class ApiModel(Strict):
-    tokens: list[str] = Field(default_factory=list)
+    tokens: list[NonEmpty] = Field(default_factory=list)
     public_read: bool = True
     sample_keys: int = Field(100, ge=1, le=10_000)
-    metrics_tokens: list[str] = Field(default_factory=list,
+    metrics_tokens: list[NonEmpty] = Field(default_factory=list,
                                       description="Tokens that may scrape /metrics only.")
     metrics_public: bool | None = Field(None, description="/metrics without a token; "
                                         "default: public_read.")
@@ -63,28 +83,31 @@ class ApiModel(Strict):
 
 class ExclusionModel(Strict):
     reason: str = Field(pattern=r"^[a-z][a-z0-9_]{0,62}$")
-    where: str | None = Field(None, description="SQL predicate, for a postgres source.")
-    query: dict[str, Any] | None = Field(None, description="Query DSL, for an opensearch source.")
+    where: NonEmpty | None = Field(None, description="SQL predicate, for a postgres source.")
+    query: NonEmptyMapping | None = Field(None, description="Query DSL, for an opensearch "
+                                          "source.")
 
 
 class ViewModel(Strict):
-    store: str
-    query: str | None = Field(None, description="postgres: a SELECT whose rows form the view.")
-    table: str | None = Field(None, description="postgres: a table or view name.")
-    index: str | None = Field(None, description="opensearch: index, alias or pattern.")
-    filter: dict[str, Any] | None = Field(None, description="opensearch: the reader's query DSL.")
-    key: str
-    time: str
-    fields: dict[str, str] = Field(
+    store: NonEmpty
+    query: NonEmpty | None = Field(None, description="postgres: a SELECT whose rows form the "
+                                   "view.")
+    table: NonEmpty | None = Field(None, description="postgres: a table or view name.")
+    index: NonEmpty | None = Field(None, description="opensearch: index, alias or pattern.")
+    filter: NonEmptyMapping | None = Field(None, description="opensearch: the reader's query "
+                                           "DSL.")
+    key: NonEmpty
+    time: NonEmpty
+    fields: dict[NonEmpty, NonEmpty] = Field(
         default_factory=dict, description="Canonical field name to this side's column."
     )
 
 
 class ToleranceModel(Strict):
     missing_ratio: float = Field(0.0, ge=0, le=1)
-    extra: int = Field(0, ge=0)
-    mismatched: int = Field(0, ge=0)
-    exclusion_rate: dict[str, float] = Field(default_factory=dict)
+    extra: int = Field(0, ge=0, le=1_000_000_000)
+    mismatched: int = Field(0, ge=0, le=1_000_000_000)
+    exclusion_rate: dict[NonEmpty, Ratio] = Field(default_factory=dict)
 
 
 class DrilldownModel(Strict):
@@ -95,13 +118,13 @@ class DrilldownModel(Strict):
 
 
 class RecentScheduleModel(Strict):
-    every: str = "1h"
+    every: CheckInterval = timedelta(hours=1)
     days: int = Field(7, ge=1, le=3660)
 
 
 class FullScheduleModel(Strict):
-    every: str | None = None
-    cron: str | None = None
+    every: CheckInterval | None = None
+    cron: Cron | None = None
     days: int = Field(400, ge=1, le=36600)
 
 
@@ -115,27 +138,29 @@ class LedgerModel(Strict):
 
     job: str = Field(pattern=r"^[a-z][a-z0-9_.-]{0,62}$",
                      description="The sync job's name, as it reports to the run ledger.")
-    summary_deadline: str = Field("6h", description="How long after a day window ends the "
-                                  "job's summary must have arrived.")
-    no_match_rate: float = Field(0.05, ge=0, le=1)
-    settle: str = Field("15m", description="Delay between a run closing and the reconciliation "
-                        "of its window.")
+    summary_deadline: SummaryDeadline = Field(
+        timedelta(hours=6), description="How long after a day window ends the job's summary "
+        "must have arrived.")
+    no_match_rate: Ratio = 0.05
+    settle: LedgerSettle = Field(timedelta(minutes=15), description="Delay between a run "
+                                 "closing and the reconciliation of its window.")
 
 
 class CanaryModel(Strict):
     """A sentinel written as the sync job and read back through the reader."""
 
-    store: str = Field(description="A store entry holding the sync job's own credentials.")
-    index: str | None = Field(None, description="Where the job writes; default: reader.index.")
+    store: NonEmpty = Field(description="A store entry holding the sync job's own credentials.")
+    index: NonEmpty | None = Field(None, description="Where the job writes; default: "
+                                   "reader.index.")
     document: dict[str, Any] = Field(
         default_factory=dict,
         description="Field layout of the sentinel; '{key}', '{now}' and '{token}' are filled in.")
     marker: str = Field("driftgauge_canary", pattern=r"^[A-Za-z_][A-Za-z0-9_.]{0,99}$")
     write: Literal["index", "update"] = "update"
-    every: str | None = None
-    cron: str | None = None
+    every: CanaryInterval | None = None
+    cron: Cron | None = None
     timeout_seconds: float = Field(30.0, gt=0, le=600)
-    key_query: str | None = Field(
+    key_query: NonEmpty | None = Field(
         None, description="postgres source: SELECT returning one real key; $1, $2 = the "
         "previous day's start and end.")
 
@@ -143,9 +168,9 @@ class CanaryModel(Strict):
 class VocabularyFieldModel(Strict):
     """Where the reader's accepted values of one field come from."""
 
-    accepted: list[str | int | bool] | None = Field(
+    accepted: Annotated[list[str | int | bool], NonEmptyList] | None = Field(
         None, description="Values the reader accepts; default: the reader filter's terms.")
-    filter_field: str | None = Field(
+    filter_field: NonEmpty | None = Field(
         None, description="Field name used in the reader filter; default: the reader column.")
 
 
@@ -173,13 +198,13 @@ class CheckModel(Strict):
     source: ViewModel
     reader: ViewModel
     key_type: Literal["string", "integer"] = "string"
-    fields: dict[str, FieldTypeName] = Field(default_factory=dict)
+    fields: dict[NonEmpty, FieldTypeName] = Field(default_factory=dict)
     timestamp_precision: Literal["auto", "ms", "us"] = Field(
         "auto", description="Precision timestamp fields are compared at; auto: the coarser "
         "side's, found by the schema preflight.")
-    timezone: str = "UTC"
+    timezone: NonEmpty = "UTC"
     exclusions: list[ExclusionModel] = Field(default_factory=list)
-    settle: str = "2h"
+    settle: Settle = timedelta(hours=2)
     tolerance: ToleranceModel = Field(default_factory=ToleranceModel)
     drilldown: DrilldownModel = Field(default_factory=DrilldownModel)
     schedule: ScheduleModel = Field(default_factory=ScheduleModel)
@@ -190,7 +215,7 @@ class CheckModel(Strict):
 
 
 class ConfigModel(Strict):
-    stores: dict[str, StoreModel]
+    stores: dict[NonEmpty, StoreModel]
     state: StateModel
     api: ApiModel = Field(default_factory=ApiModel)
-    checks: dict[str, CheckModel]
+    checks: dict[CheckName, CheckModel]

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import timedelta
 
 from driftgauge import querydsl
-from driftgauge.config import loader
 from driftgauge.config import model as m
 from driftgauge.config.runtime import (
     Canary,
@@ -22,31 +20,23 @@ from driftgauge.config.runtime import (
 DEFAULT_CANARY_CRON = "0 12 * * *"
 
 
-def _duration(where: str, text: str, problems: list[str], default: timedelta) -> timedelta:
-    try:
-        return loader.parse_duration(text)
-    except ValueError as exc:
-        problems.append(f"{where}: {exc}")
-        return default
-
-
 def build_ledger(where: str, lm: m.LedgerModel | None, problems: list[str]) -> Ledger | None:
     """Return the runtime ledger settings of a check, or None when it has none."""
     if lm is None:
         return None
-    deadline = _duration(f"{where}.summary_deadline", lm.summary_deadline, problems,
-                         timedelta(hours=6))
-    settle = _duration(f"{where}.settle", lm.settle, problems, timedelta(minutes=15))
-    return Ledger(lm.job, deadline, lm.no_match_rate, settle)
+    return Ledger(lm.job, lm.summary_deadline, lm.no_match_rate, lm.settle)
 
 
 def build_canary(where: str, cm: m.CanaryModel | None, source: View, reader: View,
-                 stores: Mapping[str, Store], problems: list[str]) -> Canary | None:
+                 stores: Mapping[str, Store], broken: set[str],
+                 problems: list[str]) -> Canary | None:
     """Return the runtime canary of a check, or None when it has none."""
     if cm is None:
         return None
     store = stores.get(cm.store)
-    if store is None:
+    if store is None and cm.store in broken:
+        pass                # the store's own problems are reported
+    elif store is None:
         known = ", ".join(sorted(stores)) or "none"
         problems.append(f"{where}.store: unknown store {cm.store!r} (known: {known})")
     elif not isinstance(store, OpenSearchStore):
@@ -62,13 +52,9 @@ def build_canary(where: str, cm: m.CanaryModel | None, source: View, reader: Vie
     index = cm.index or reader.index
     if index is None:
         problems.append(f"{where}.index: field required when the reader has no index")
-    every = None
+    every = cm.every
     if cm.every is not None and cm.cron is not None:
         problems.append(f"{where}: give at most one of 'every' or 'cron'")
-    if cm.every is not None:
-        every = _duration(f"{where}.every", cm.every, problems, timedelta(days=1))
-    if cm.cron is not None and len(cm.cron.split()) != 5:
-        problems.append(f"{where}.cron: expected 5 fields (min hour dom mon dow)")
     cron = cm.cron if cm.cron is not None or every is not None else DEFAULT_CANARY_CRON
     for name in (cm.marker, reader.key_column):
         if name in cm.document:
