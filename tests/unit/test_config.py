@@ -123,3 +123,15 @@ def test_drilldown_limits_are_named() -> None:
     assert "checks.reviews.drilldown.slot_first_pass_days" in problems
     assert "greater than or equal to 0" in problems
     assert "checks.reviews.drilldown.leaf_row: unknown key" in problems
+
+
+def test_an_unexpected_failure_exits_3_never_the_drift_code(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import driftgauge.cli as cli
+
+    def broken(args: object) -> int:
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(cli, "_run", broken)
+    assert main(["check", "reviews", "--config", "dg.yml"]) == 3
+    assert "error: internal error" in capsys.readouterr().err

@@ -166,6 +166,11 @@ def _follows_from(problem: str, pruned: list[str]) -> bool:
     for p in pruned:
         if where == p or where.startswith(p + ".") or where == p.rsplit(".", 1)[0]:
             return True
+        # A dropped entry of a check (a field, say) is named elsewhere in the check too.
+        parts = p.split(".")
+        if len(parts) > 3 and parts[0] == "checks" and \
+                where.startswith(f"checks.{parts[1]}.") and where.endswith(f".{parts[-1]}"):
+            return True
     return False
 
 
