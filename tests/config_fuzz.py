@@ -201,6 +201,8 @@ CASES = [
     Case(f"{C}.key_type", "uuid", f"{C}.key_type: Input should be 'string' or 'integer'"),
     Case(f"{C}.fields", {"label": "text"}, f"{C}.fields.label: Input should be 'string'"),
     Case(f"{C}.fields", {"": "string"}, f'{C}.fields."": (the name) must not be empty'),
+    Case(f"{C}.timestamp_precision", "ns",
+         f"{C}.timestamp_precision: Input should be 'auto', 'ms' or 'us'"),
     Case(f"{C}.timezone", "Mars/Olympus", f"{C}.timezone: unknown time zone 'Mars/Olympus'"),
     Case(f"{C}.timezone", "", f"{C}.timezone: must not be empty"),
     Case(f"{C}.exclusions.0.reason", "Bad Reason",
