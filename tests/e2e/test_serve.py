@@ -27,7 +27,6 @@ from opensearchpy.helpers import async_bulk
 from tests.e2e.support import (
     OS_URL,
     PG,
-    ROOT,
     free_port,
     scrape,
     start_replica,
@@ -295,18 +294,6 @@ async def test_api_walk_reaches_the_planted_keys(stack: Stack) -> None:
         assert (await http.get(f"/days/{day}/hours/24")).status_code == 422
         triggered = await http.post("/runs", headers=AUTH)
         assert triggered.status_code in (202, 409)
-
-
-def test_schemathesis_finds_no_server_errors(stack: Stack, tmp_path: Path) -> None:
-    exe = ROOT / ".venv" / "bin" / "schemathesis"
-    done = subprocess.run(
-        [str(exe), "run", f"{stack.urls[0]}/openapi.json", "--checks", "not_a_server_error",
-         "--max-examples", "30", "--phases", "examples,coverage,fuzzing", "--workers", "1",
-         "--request-timeout", "30", "--generation-database", "none",
-         "--seed", "1", "-H", f"Authorization: Bearer {TOKEN}", "--no-color"],
-        capture_output=True, timeout=400, check=False, cwd=tmp_path)
-    out = done.stdout.decode() + done.stderr.decode()
-    assert done.returncode == 0, out[-4000:]
 
 
 def test_logs_are_json_lines_with_the_run_bound(stack: Stack) -> None:
