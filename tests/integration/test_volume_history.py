@@ -105,7 +105,7 @@ async def test_days_with_too_little_history_are_not_judged(source: str) -> None:
         assert v("driftgauge_volume_anomaly", labels) is None
         assert v("driftgauge_volume_status", {**labels, "status": "insufficient_history"}) == 1
         assert v("driftgauge_volume_status", {**labels, "status": "anomaly"}) == 0
-        assert v("driftgauge_volume_history_days", labels) == d
+        assert v("driftgauge_volume_history_buckets", labels) == d
     assert [(d.status, d.history_days) for d in stored] == [(d.status, d.history_days)
                                                              for d in found]
     assert resp.status_code == 200

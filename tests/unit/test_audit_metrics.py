@@ -99,7 +99,7 @@ async def test_values_come_from_the_latest_snapshot() -> None:
     short = {"check": "reviews", "day": "2026-03-07"}
     assert v("driftgauge_volume_anomaly", short) is None
     assert v("driftgauge_volume_status", {**short, "status": "insufficient_history"}) == 1
-    assert v("driftgauge_volume_history_days", short) == 3
+    assert v("driftgauge_volume_history_buckets", short) == 3
 
 
 async def test_nothing_is_published_before_the_first_load() -> None:

@@ -29,9 +29,10 @@ class SignalsMetrics(StoredPart[SignalsSnapshot]):
         status = GaugeMetricFamily("driftgauge_volume_status",
                                    "1 for the bucket's volume verdict, 0 otherwise.",
                                    labels=["check", "day", "status"])
-        history = GaugeMetricFamily("driftgauge_volume_history_days",
-                                    "Trailing days of source history the band was built from.",
-                                    labels=["check", "day"])
+        history = GaugeMetricFamily(
+            "driftgauge_volume_history_buckets",
+            "Trailing day buckets of source history the band was built from.",
+            labels=["check", "day"])
         for (check, field), (n_values, n_rows) in sorted(snap.vocabulary.items()):
             values.add_metric([check, field], n_values)
             rows.add_metric([check, field], n_rows)
