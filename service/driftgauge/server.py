@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 from collections.abc import Sequence
 
 import uvicorn
@@ -12,7 +11,6 @@ import uvicorn
 from driftgauge import logs
 from driftgauge.api import create_app
 from driftgauge.config import Config
-from driftgauge.errors import ConfigError, DriftgaugeError
 from driftgauge.startup import load_service_config
 from driftgauge.state import StateStore
 
@@ -44,16 +42,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8080)
     args = p.parse_args(argv)
-    try:
-        serve(args.config, args.host, args.port)
-    except ConfigError as exc:
-        for problem in exc.problems:
-            print(f"error: {problem}", file=sys.stderr)
-        return 2
-    except DriftgaugeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    # The same error handling and exit codes as `driftgauge serve`.
+    from driftgauge.cli import main as cli_main
+
+    return cli_main(["serve", "--config", args.config, "--host", args.host,
+                     "--port", str(args.port)])
 
 
 if __name__ == "__main__":

@@ -82,3 +82,8 @@ def test_an_unreadable_config_is_an_error_not_drift(tmp_path: Path) -> None:
         done = run(*args)
         assert done.returncode == 2, done.stderr
         assert "cannot read config" in done.stdout + done.stderr
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "service")}
+    server = subprocess.run([sys.executable, "-m", "driftgauge.server", "--config",
+                             str(tmp_path / "absent.yml")], capture_output=True, text=True,
+                            timeout=60, check=False, env=env, cwd=ROOT)
+    assert server.returncode == 2 and "cannot read config" in server.stderr, server.stderr
