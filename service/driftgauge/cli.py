@@ -2,7 +2,8 @@
 
 Exit codes: 0 ok; 1 drift (`check` or `drill` found differences; nothing else exits 1);
 2 error (an invalid config, a bad argument, a store or the state database failing, a run
-that errored); 3 an internal error (a bug: please report the traceback).
+that errored); 3 an internal error (a bug: please report the traceback); 4 nothing judged
+(`check` ran but every day bucket was settling, or the window held no day: not a pass).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from driftgauge.errors import ConfigError, DriftgaugeError
 from driftgauge.render import ProgressBar, render_drill, render_run
 
 EXIT_OK, EXIT_DRIFT, EXIT_ERROR, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_NOTHING_JUDGED = 4
+"""`check` judged no bucket (all settling, or the window holds no day yet): not a pass."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -205,7 +208,8 @@ async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> 
     if result.error is not None:
         print(f"error: {result.error}", file=sys.stderr)
         return EXIT_ERROR
-    return EXIT_DRIFT if result.status == "drift" else EXIT_OK
+    return {"ok": EXIT_OK, "drift": EXIT_DRIFT,
+            "nothing_judged": EXIT_NOTHING_JUDGED}.get(result.status, EXIT_ERROR)
 
 
 async def _stored_run(config: Config, check: Check, sides: Any, start: datetime,

@@ -30,6 +30,12 @@ def render_run(result: RunResult) -> str:
         lines.append(f"{b.start.date()}: " + "; ".join(b.reasons))
         for k in b.samples[:5]:
             lines.append(f"    {k.kind:<10} {k.key}")
+    for b in [b for b in result.buckets if b.status == "error"][:10]:
+        lines.append(f"{b.start.date()}: error: " + "; ".join(b.reasons))
+    if result.status == "nothing_judged":
+        settling = sum(b.status == "settling" for b in result.buckets)
+        lines.append(f"nothing judged: {settling} of {len(result.buckets)} day buckets "
+                     "settling, none old enough to judge; this is not a pass")
     lines.append(f"{len(result.buckets)} day buckets, {result.queries} store queries, "
                  f"{result.rows_fetched} rows fetched")
     return "\n".join(lines)

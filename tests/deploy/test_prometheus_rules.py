@@ -39,6 +39,7 @@ REQUIRED = {
     "DriftgaugeCanaryFailing",
     "DriftgaugeCheckStale",
     "DriftgaugeCheckDown",
+    "DriftgaugeNothingJudged",
     "DriftgaugeAbsent",
     "DriftgaugeTargetDown",
 }

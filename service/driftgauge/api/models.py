@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 BucketStatus = Literal["ok", "drift", "settling", "error"]
-RunStatus = Literal["running", "ok", "drift", "error"]
+RunStatus = Literal["running", "ok", "drift", "error", "nothing_judged"]
 
 
 class AggregateOut(BaseModel):

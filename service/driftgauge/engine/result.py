@@ -9,6 +9,9 @@ from typing import Any, Literal
 from driftgauge.stores.base import Aggregate
 
 Status = Literal["ok", "drift", "settling", "error"]
+RunStatus = Literal["ok", "drift", "error", "nothing_judged"]
+"""A run's status: its worst bucket, or nothing_judged when no bucket was judged at all
+(every bucket settling, or none in the window): never ok without a judged bucket."""
 DriftKind = Literal["missing", "extra", "mismatched"]
 DRIFT_KINDS: tuple[DriftKind, ...] = ("missing", "extra", "mismatched")
 
@@ -118,14 +121,17 @@ class RunResult:
     reader_seconds: float = 0.0
 
     @property
-    def status(self) -> Status:
-        """Return the worst bucket status, or error when the run failed."""
+    def status(self) -> RunStatus:
+        """Return the worst bucket status, error when the run failed, nothing_judged if no
+        bucket was judged."""
         if self.error is not None:
             return "error"
         statuses = {b.status for b in self.buckets}
         if "error" in statuses:
             return "error"
-        return "drift" if "drift" in statuses else "ok"
+        if "drift" in statuses:
+            return "drift"
+        return "ok" if "ok" in statuses else "nothing_judged"
 
     def to_dict(self, *, with_tree: bool = False) -> dict[str, Any]:
         """Return the run as a JSON-ready dict."""

@@ -14,7 +14,7 @@ CollectorPart = Callable[[], Iterable[Metric]]
 """One source of metric families; called at every scrape."""
 ROW_KINDS = ("expected", "visible", "excluded", "missing", "extra", "mismatched", "duplicates")
 BUCKET_STATUSES = ("ok", "drift", "settling", "error")
-RUN_STATUSES = ("ok", "drift", "error")
+RUN_STATUSES = ("ok", "drift", "error", "nothing_judged")
 
 
 class PartsCollector(Collector):
@@ -78,6 +78,9 @@ class _Families:
                           "Wall time of the latest run.", labels=["check"])
         self.runs = c("driftgauge_check_runs", "Runs recorded in the state database.",
                       labels=["check", "status"])
+        self.run_status = g("driftgauge_check_run_status",
+                            "1 for the latest finished run's status, 0 otherwise.",
+                            labels=["check", "status"])
         self.schedule = g("driftgauge_check_schedule_seconds",
                           "Interval of the recent-window schedule.", labels=["check"])
         self.bucket_rows = g("driftgauge_bucket_rows",
@@ -111,6 +114,9 @@ class _Families:
             self.last_run.add_metric([name], last.finished_at.timestamp())
             if last.duration_seconds is not None:
                 self.duration.add_metric([name], last.duration_seconds)
+            # A run that judged nothing is not a pass: it has a status of its own.
+            for status in RUN_STATUSES:
+                self.run_status.add_metric([name, status], int(last.status == status))
         ok = snap.last_success
         if ok is not None and ok.finished_at is not None:
             self.last_success.add_metric([name], ok.finished_at.timestamp())
@@ -157,5 +163,6 @@ class _Families:
     def all(self) -> list[Metric]:
         """Return every family, including empty ones (they print only HELP and TYPE)."""
         return [self.up, self.last_run, self.last_success, self.duration, self.runs,
+                self.run_status,
                 self.schedule, self.bucket_rows, self.bucket_excluded, self.bucket_status,
                 self.rows, self.excluded, self.limits, self.in_drift]
