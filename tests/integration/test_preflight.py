@@ -19,7 +19,9 @@ from opensearchpy.helpers import async_bulk
 
 from driftgauge.config import load_text
 from driftgauge.errors import ConfigError
-from driftgauge.runner import AdapterPool
+from driftgauge.runner import AdapterPool, run_check
+from driftgauge.state import StateStore
+from driftgauge.stores.preflight import verify_all
 
 pytestmark = pytest.mark.integration
 
@@ -130,11 +132,11 @@ async def stores(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stor
         await admin.close()
 
 
-def cli(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run `driftgauge check c` the way a user would, without the state database."""
+def cli(config: Path, *args: str, store: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run `driftgauge check c` the way a user would, by default without the state database."""
     return subprocess.run([sys.executable, "-m", "driftgauge.cli", "check", "c", "--config",
                            str(config), "--since", "2026-04-01", "--until", "2026-04-01",
-                           "--no-store", "--json", *args],
+                           "--json", *([] if store else ["--no-store"]), *args],
                           capture_output=True, text=True, timeout=120, check=False)
 
 
@@ -220,6 +222,35 @@ async def test_the_adapter_pool_refuses_before_counting(stores: Stores) -> None:
             await pool.get("c")
     finally:
         await pool.close()
+
+
+async def test_a_refused_field_fails_the_recorded_run_with_its_reason(stores: Stores) -> None:
+    config = load_text(await _ignore_above_key(stores))
+    state = await StateStore.open(config.state)
+    pool = AdapterPool(config.checks)
+    try:
+        result = await run_check(config.checks["c"], pool.getter("c"), state, BASE,
+                                 BASE + timedelta(days=1), trigger="test", now=BASE)
+        stored = await state.latest_finished_run("c")
+    finally:
+        await pool.close()
+        await state.close()
+    assert result.status == "error" and result.buckets == []
+    assert stored is not None and stored.status == "error" and not stored.complete
+    assert stored.error is not None
+    assert "checks.c.reader.key" in stored.error and "ignore_above 20" in stored.error
+
+
+async def test_the_stored_cli_run_exits_2_naming_the_field(stores: Stores) -> None:
+    refused(cli(stores.write(await _missing_content(stores)), store=True),
+            "checks.c.reader.fields.label", "review_tierx")
+
+
+async def test_verify_all_lists_every_check_in_one_call(stores: Stores) -> None:
+    good = stores.config(await stores.index(MAPPING))
+    bad = (await _missing_time(stores)).split("checks:\n", 1)[1].replace("  c:", "  d:", 1)
+    problems = await verify_all(load_text(good + bad))
+    assert len(problems) == 1 and problems[0].startswith("checks.d.reader.time: ")
 
 
 async def test_microsecond_and_millisecond_timestamps_compare_as_time(stores: Stores) -> None:

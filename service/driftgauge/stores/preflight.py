@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-from driftgauge.config.runtime import Check, FieldType, TimestampPrecision, View
-from driftgauge.errors import SchemaError
+from driftgauge.config.runtime import Check, Config, FieldType, TimestampPrecision, View
+from driftgauge.errors import ConfigError, DriftgaugeError, SchemaError
 from driftgauge.stores.base import StoreAdapter
 
 Expects = FieldType | Literal["time"]
@@ -126,3 +126,20 @@ async def verify(check: Check) -> TimestampPrecision:
             await reader.close()
     finally:
         await source.close()
+
+
+async def verify_all(config: Config) -> list[str]:
+    """Return every check's preflight problems, each located (empty: all fields readable).
+
+    A store that cannot be asked is one problem at `checks.NAME`; the other checks are
+    still verified, so one call lists every problem.
+    """
+    problems: list[str] = []
+    for name, check in config.checks.items():
+        try:
+            await verify(check)
+        except ConfigError as exc:
+            problems += exc.problems
+        except DriftgaugeError as exc:
+            problems.append(f"checks.{name}: {exc}")
+    return problems
