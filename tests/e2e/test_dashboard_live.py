@@ -84,7 +84,8 @@ checks:
     settle: 1m
     tolerance: {exclusion_rate: {no_join_key: 0.5}}
     drilldown: {leaf_rows: 20}
-    schedule: {recent: {every: 2s, days: 4}}
+    # Full history reaches two days before the recent window: the old-drift panel's days.
+    schedule: {recent: {every: 2s, days: 4}, full: {every: 7d, days: 6}}
     ledger: {job: review-sync, no_match_rate: 0.01, settle: 1h}
     canary: {store: os_sync, document: {review_tier: first_tier}, every: 1h,
              timeout_seconds: 20}
@@ -181,8 +182,19 @@ async def live(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Live]:
         await client.close()
 
 
+async def run_the_full_pass(http: httpx.AsyncClient) -> None:
+    """Start a full-history run, waiting out the recent runs that hold the check."""
+    async def started() -> bool:
+        resp = await http.post(f"/api/v1/checks/{CHECK}/runs", params={"window": "full"},
+                               headers=AUTH)
+        assert resp.status_code in (202, 409), resp.text
+        return resp.status_code == 202
+    await until("a full-history run to start", started, limit=30)
+
+
 async def feed_the_audit(http: httpx.AsyncClient, live: Live) -> None:
     """Run the canary and report one sync-job run that matches too few documents."""
+    await run_the_full_pass(http)
     canary = await http.post(f"/api/v1/canary/{CHECK}", headers=AUTH)
     assert canary.status_code == 200, canary.text
     assert canary.json()["result"] == "ok", canary.json()["detail"]
@@ -218,6 +230,7 @@ def audit_series_present(s: Samples, live: Live) -> bool:
         sample(s, "driftgauge_vocabulary_unmatched_rows", check=CHECK, field="label"),
         sample(s, "driftgauge_volume_anomaly", check=CHECK, day=yesterday),
         sample(s, "driftgauge_ledger_last_closed_run_timestamp_seconds", sync_job=JOB),
+        sample(s, "driftgauge_history_buckets_in_drift", check=CHECK, direction="missing"),
     )) and sample(s, "driftgauge_ledger_breach", sync_job=JOB, rule="no_match_rate") == 1
 
 
