@@ -30,6 +30,8 @@ from tests.e2e.support import (
     ROOT,
     config_text,
     free_port,
+    sample,
+    scrape,
     scratch_database,
     start_replica,
     stop,
@@ -72,6 +74,8 @@ class Served:
 
     url: str
     log: Path
+    dsn: str
+    config: Path
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +114,7 @@ async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Serv
             url = f"http://127.0.0.1:{port}"
             async with httpx.AsyncClient(timeout=10) as http:
                 await wait_ready(http, url, proc, log)
-            yield Served(url, log)
+            yield Served(url, log, dsn, config)
         finally:
             if proc is not None:
                 stop(proc)
@@ -194,3 +198,35 @@ def test_every_operation_conforms_and_never_answers_5xx(served: Served, tmp_path
     assert got["cases"] >= 2 * len(OPERATIONS), line
     if not token:
         assert 401 in got["statuses"], line  # the writes were refused, not run
+
+
+async def test_serve_starts_over_a_ledger_row_no_api_call_could_write(served: Served,
+                                                                       tmp_path: Path) -> None:
+    """A window on 9999-12-31 used to end every later start with exit 3."""
+    now = datetime.now(UTC)
+    conn = await asyncpg.connect(served.dsn, timeout=10)
+    try:
+        await conn.execute(
+            "INSERT INTO driftgauge_fuzz.ledger_runs (job, window_start, window_end,"
+            " window_day, input_rows, opened_at, closed_at, status) VALUES ('review-sync',"
+            " $1, $2, '9999-12-31', 3, $3, $3, 'success')",
+            datetime(9999, 12, 31, tzinfo=UTC), datetime(9999, 12, 31, 12, tzinfo=UTC), now)
+    finally:
+        await conn.close()
+    port, log = free_port(), tmp_path / "second.log"
+    proc = start_replica(served.config, port, log)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        async with httpx.AsyncClient(timeout=10) as http:
+            await wait_ready(http, url, proc, log)
+            s = await scrape(http, url)
+            assert (sample(s, "driftgauge_background_errors_total", loop="ledger_deadlines")
+                    or 0) >= 1
+            # The job's latest due window (yesterday, no summary) is still judged.
+            windows = (await http.get(f"{url}/api/v1/ledger/windows",
+                                      params={"job": "review-sync", "limit": 1000})).json()
+            assert any(w["due"] and "missing_summary" in w["breaches"] for w in windows)
+            assert "9999-12-31" not in {w["window_day"] for w in windows}
+    finally:
+        stop(proc)
+    assert "background item failed" in log.read_text(encoding="utf-8")
