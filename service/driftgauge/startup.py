@@ -27,6 +27,7 @@ def runtime_problems(config: Config, *, resolve_secrets: bool = True,
     """Return what fails when serve builds its schedules and token check from `config`."""
     from apscheduler.triggers.interval import IntervalTrigger
 
+    from driftgauge.api import create_app
     from driftgauge.api.auth import TokenCheck
     from driftgauge.canary.service import canary_trigger
     from driftgauge.scheduler import EPOCH, job_specs
@@ -57,6 +58,7 @@ def runtime_problems(config: Config, *, resolve_secrets: bool = True,
     if resolve_secrets:
         try:
             TokenCheck.from_config(config.api)
+            create_app(config)      # routes, token checks, OpenAPI: nothing opens yet
         except ConfigError as exc:
             problems.extend(p for p in exc.problems if p not in problems)
     return problems
