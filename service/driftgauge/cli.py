@@ -41,6 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     val.add_argument("file")
     val.add_argument("--no-secrets", action="store_true",
                      help="do not try to resolve env:/file: secret references")
+    val.add_argument("--connect", action="store_true",
+                     help="also ask the stores whether every configured field is readable")
 
     def with_config(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--config", default=os.environ.get("DRIFTGAUGE_CONFIG"),
@@ -92,7 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "config":
-            return _validate(args.file, resolve_secrets=not args.no_secrets)
+            return _validate(args.file, resolve_secrets=not args.no_secrets,
+                             connect=args.connect)
         if args.config is None:
             print("error: --config is required (or set DRIFTGAUGE_CONFIG)", file=sys.stderr)
             return EXIT_ERROR
@@ -129,11 +132,17 @@ def _run(args: argparse.Namespace) -> int:
     return asyncio.run(_drill(config, check, args))
 
 
-def _validate(path: str, *, resolve_secrets: bool) -> int:
+def _validate(path: str, *, resolve_secrets: bool, connect: bool = False) -> int:
     from driftgauge.startup import load_service_config
+    from driftgauge.stores.preflight import verify_all
 
     try:
         config = load_service_config(path, resolve_secrets=resolve_secrets)
+        if connect:
+            # The schema preflight each run does first, for every check at once.
+            problems = asyncio.run(verify_all(config))
+            if problems:
+                raise ConfigError(problems)
     except ConfigError as exc:
         for problem in exc.problems:
             print(problem)

@@ -140,6 +140,13 @@ def cli(config: Path, *args: str, store: bool = False) -> subprocess.CompletedPr
                           capture_output=True, text=True, timeout=120, check=False)
 
 
+def validate(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run `driftgauge config validate` on a config file."""
+    return subprocess.run([sys.executable, "-m", "driftgauge.cli", "config", "validate",
+                           str(config), *args],
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
 def refused(done: subprocess.CompletedProcess[str], *words: str) -> None:
     """Assert the CLI exited 2 with every word in its error, and no traceback."""
     assert done.returncode == 2, (done.returncode, done.stdout[-2000:], done.stderr)
@@ -251,6 +258,15 @@ async def test_verify_all_lists_every_check_in_one_call(stores: Stores) -> None:
     bad = (await _missing_time(stores)).split("checks:\n", 1)[1].replace("  c:", "  d:", 1)
     problems = await verify_all(load_text(good + bad))
     assert len(problems) == 1 and problems[0].startswith("checks.d.reader.time: ")
+
+
+async def test_config_validate_connect_names_the_field(stores: Stores) -> None:
+    path = stores.write(await _missing_time(stores))
+    offline = validate(path)
+    assert offline.returncode == 0, offline.stdout + offline.stderr
+    done = validate(path, "--connect")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stdout.startswith("checks.c.reader.time: field done_atx is not mapped")
 
 
 async def test_microsecond_and_millisecond_timestamps_compare_as_time(stores: Stores) -> None:
