@@ -216,6 +216,15 @@ async def test_every_concrete_index_behind_an_alias_is_checked(stores: Stores) -
             "ignore_above 20")
 
 
+async def test_an_empty_index_that_has_not_mapped_a_field_yet_is_fine(stores: Stores) -> None:
+    full = await stores.index(MAPPING)
+    fresh = await stores.index({"review_id": {"type": "keyword"}}, docs=False)
+    alias = f"{full}_rolled"
+    await stores.client.indices.put_alias(index=f"{full},{fresh}", name=alias)
+    done = cli(stores.write(stores.config(alias)))
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr)
+
+
 async def test_a_missing_source_column_is_named(stores: Stores) -> None:
     text = stores.config(await stores.index(MAPPING), source_label="tierx")
     refused(cli(stores.write(text)), "checks.c.source.fields.label", "tierx")

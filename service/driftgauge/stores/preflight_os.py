@@ -58,7 +58,28 @@ async def describe(view: View, client: Any, call: Call) -> list[FieldSchema]:
             for col, m in list(ms.items()):
                 if m.get("type") == "alias":
                     ms[col] = got.get(str(m.get("path")), {})
-    return [await _judge_all(w, leaves, client, call) for w in want]
+    docs = DocCounts(index, len(leaves), client, call)
+    return [await _judge_all(w, leaves, docs, client, call) for w in want]
+
+
+class DocCounts:
+    """Documents per concrete index, asked for once and only when a field is unmapped."""
+
+    def __init__(self, index: str, indexes: int, client: Any, call: Call) -> None:
+        self._index, self._size = index, max(indexes, 1)
+        self._client, self._call = client, call
+        self._counts: dict[str, int] | None = None
+
+    async def of(self, idx: str) -> int:
+        """Return how many documents concrete index `idx` holds under the view's index."""
+        if self._counts is None:
+            resp = await self._call("count documents per index", self._client.search(
+                index=self._index, params={"allow_partial_search_results": "false"},
+                body={"size": 0, "aggs": {"i": {"terms": {"field": "_index",
+                                                          "size": self._size}}}}))
+            self._counts = {str(b["key"]): int(b["doc_count"])
+                            for b in resp["aggregations"]["i"]["buckets"]}
+        return self._counts.get(idx, 0)
 
 
 def _leaves(body: Any) -> dict[str, dict[str, Any]]:
@@ -71,15 +92,15 @@ def _leaves(body: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
-async def _judge_all(w: Wanted, leaves: dict[str, dict[str, dict[str, Any]]], client: Any,
-                     call: Call) -> FieldSchema:
+async def _judge_all(w: Wanted, leaves: dict[str, dict[str, dict[str, Any]]],
+                     docs: DocCounts, client: Any, call: Call) -> FieldSchema:
     by_reason: dict[str, list[str]] = {}
     precision: TimestampPrecision | None = None
     holds = ""
     for idx in sorted(leaves):
         mapping = leaves[idx].get(w.column)
         if mapping is None:
-            reason = await _unmapped(w, idx, client, call)
+            reason = _unmapped(w, await docs.of(idx))
         else:
             reason = await _judge(w, mapping, idx, client, call)
             held = TIMES.get(str(mapping.get("type")))
@@ -106,10 +127,8 @@ def _as_null(w: Wanted) -> str:
     return "would compare as mismatched"
 
 
-async def _unmapped(w: Wanted, idx: str, client: Any, call: Call) -> str | None:
+def _unmapped(w: Wanted, docs: int) -> str | None:
     # A fresh index (a rollover) may not have mapped a dynamic field yet: nothing to misread.
-    count = await call("count documents", client.count(index=idx))
-    docs = int(count.get("count", 0))
     if docs == 0:
         return None
     return (f"field {w.column} is not mapped, so all {docs} documents read it as NULL and "
