@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI
 from prometheus_client.parser import text_string_to_metric_families
 
 from driftgauge.api import create_app
@@ -50,13 +51,13 @@ def _sides(source: list[RowHash], reader: list[RowHash]) -> dict[tuple[str, str]
 
 
 async def _serve(dsn: str, sides: dict[tuple[str, str], MemoryAdapter],
-                 clock: Clock) -> AsyncIterator[httpx.AsyncClient]:
+                 clock: Clock) -> AsyncIterator[tuple[httpx.AsyncClient, FastAPI]]:
     app = create_app(make_config(dsn, schema_name()), start_scheduler=False,
                      opener=memory_opener(sides), clock=clock, refresh_every=3600)
     async with app.router.lifespan_context(app), httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://driftgauge",
             timeout=30) as client:
-        yield client
+        yield client, app
 
 
 async def _run(client: httpx.AsyncClient, window: str) -> dict[str, Any]:
@@ -77,8 +78,10 @@ async def _run(client: httpx.AsyncClient, window: str) -> dict[str, Any]:
     raise AssertionError("run did not finish")
 
 
-async def _scrape(client: httpx.AsyncClient) -> dict[tuple[str, tuple[tuple[str, str], ...]],
-                                                      float]:
+async def _scrape(client: httpx.AsyncClient, app: FastAPI
+                  ) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    # A run reads "finished" a moment before its tick reloads the snapshot: reload it now.
+    await app.state.runtime.snapshots.refresh()
     text = (await client.get("/metrics")).text
     return {(s.name, tuple(sorted(s.labels.items()))): s.value
             for fam in text_string_to_metric_families(text) for s in fam.samples}
@@ -101,11 +104,11 @@ async def test_a_source_ttl_and_a_lost_update_found_by_the_full_pass_stay_until_
     stale = next(r for r in full if r.event_time.date() == LOST_UPDATE.date())
     reader = [hashed(r.key, "old", r.event_time) if r.key == stale.key else r for r in full]
     sides = _sides(source, reader)
-    async for client in _serve(pg_database, sides, Clock(NOW)):
+    async for client, app in _serve(pg_database, sides, Clock(NOW)):
         assert (await _run(client, "full"))["status"] == "drift"
         # A later recent run leaves the old days as the full pass judged them.
         assert (await _run(client, "recent"))["status"] == "ok"
-        s = await _scrape(client)
+        s = await _scrape(client, app)
         assert _v(s, "driftgauge_history_buckets_in_drift", direction="extra") == TTL_DAYS
         assert _v(s, "driftgauge_history_buckets_in_drift", direction="mismatched") == 1
         assert _v(s, "driftgauge_history_buckets_in_drift", direction="missing") == 0
@@ -125,7 +128,7 @@ async def test_a_source_ttl_and_a_lost_update_found_by_the_full_pass_stay_until_
         # Repair: the reader drops what the source expired and takes the lost update.
         sides[("dst", "reviews")].rows = list(source)
         assert (await _run(client, "full"))["status"] == "ok"
-        s = await _scrape(client)
+        s = await _scrape(client, app)
         for direction in ("missing", "extra", "mismatched"):
             assert _v(s, "driftgauge_history_buckets_in_drift", direction=direction) == 0
             assert _v(s, "driftgauge_history_oldest_drift_day_timestamp_seconds",
@@ -139,15 +142,15 @@ async def test_a_drifting_day_that_ages_out_of_the_recent_window_stays_exported(
     gone = next(r for r in full if r.event_time.date() == date(2026, 3, 8))
     sides = _sides(full, [r for r in full if r.key != gone.key])
     clock = Clock(NOW)
-    async for client in _serve(pg_database, sides, clock):
+    async for client, app in _serve(pg_database, sides, clock):
         assert (await _run(client, "recent"))["status"] == "drift"
-        s = await _scrape(client)
+        s = await _scrape(client, app)
         assert _v(s, "driftgauge_bucket_rows", day="2026-03-08", kind="missing") == 1
         # No day before the recent window was judged yet: nothing, not zeros.
         assert _v(s, "driftgauge_history_buckets_in_drift", direction="missing") is None
         clock.now = NOW + timedelta(days=1)
         assert (await _run(client, "recent"))["status"] == "ok"
-        s = await _scrape(client)
+        s = await _scrape(client, app)
         assert _v(s, "driftgauge_bucket_rows", day="2026-03-08", kind="missing") is None
         assert _v(s, "driftgauge_history_buckets_in_drift", direction="missing") == 1
         assert _v(s, "driftgauge_history_rows", kind="missing") == 1

@@ -154,6 +154,8 @@ async def _full_exposition(dsn: str) -> str:
         await _run(client, "recent")
         await _report_ledger_run(client)
         await _record_audit_results(app.state.audit)
+        # A run reads "finished" a moment before its tick reloads the snapshot: reload it now.
+        await app.state.runtime.snapshots.refresh()
         resp = await client.get("/metrics")
     assert resp.status_code == 200
     return resp.text
