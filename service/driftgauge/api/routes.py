@@ -189,10 +189,11 @@ async def get_hour(request: Request, rt: Reader, check: CheckName, day: Day,
             raise HTTPException(429, f"live: {rt.config.api.live_concurrency} live drill-downs "
                                      "are running; retry later",
                                 headers={"Retry-After": str(LIVE_RETRY_AFTER)})
-        sides = await rt.adapters.get(c.name)
         depth = len(prefix) + 1 if prefix else 1
         try:
+            # Taken with no await since the check above, so the slot count is exact.
             async with rt.live, asyncio.timeout(LIVE_DEADLINE):
+                sides = await rt.adapters.get(c.name)
                 nodes = await compare_prefixes(c, sides.source, sides.reader, start, end, depth,
                                                [prefix] if prefix else None)
         except TimeoutError:
