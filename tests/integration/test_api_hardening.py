@@ -265,6 +265,8 @@ async def test_private_reads_close_metrics_and_the_schema(pg_database: str) -> N
         other = await http.get("/api/v1/checks", headers={"Authorization": f"Bearer {SCRAPE}"})
         assert other.status_code == 401
         assert (await http.get("/openapi.json", headers=AUTH)).status_code == 200
+        docs = await http.get("/docs", headers=AUTH)
+        assert docs.status_code == 200 and "/openapi.json" in docs.text
         assert (await http.get("/healthz")).status_code == 200
 
 
