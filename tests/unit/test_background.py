@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -10,9 +12,13 @@ import pytest
 from prometheus_client.core import Metric
 
 from driftgauge import background
+from driftgauge.api.app import _refresh_loop
+from driftgauge.audit import Audit
+from driftgauge.canary import CanaryService
 from driftgauge.config import load_text
 from driftgauge.ledger.hooks import ReconcileOnClose
 from driftgauge.ledger.models import Counts, RunOut
+from driftgauge.retention import RetentionJob
 from driftgauge.signals.service import SignalsService
 
 NOW = datetime(2026, 3, 10, 12, tzinfo=UTC)
@@ -49,7 +55,6 @@ def test_an_unexpected_error_is_counted_logged_and_swallowed(
 
 
 def test_cancellation_is_never_swallowed() -> None:
-    import asyncio
     with pytest.raises(asyncio.CancelledError), background.survive("audit", "item"):
         raise asyncio.CancelledError
 
@@ -93,3 +98,78 @@ def test_the_series_is_the_documented_one() -> None:
     assert (name, kind) == (fam.name + "_total", fam.type)
     assert {label} == set().union(*(s.labels for s in fam.samples))
     assert re.findall(r"`(\w+)`", values) == list(background.LOOPS)
+
+
+CANARY = CONFIG.replace(
+    "    reader: {store: r, index: i, key: k, time: ts}\n",
+    "    reader:\n      store: r\n      index: i\n      key: k\n      time: ts\n"
+    "      filter: {bool: {must_not: [{exists: {field: driftgauge_canary}}]}}\n"
+    "    canary: {store: r, every: 1h}\n")
+
+
+async def test_a_canary_whose_key_picker_raises_is_counted() -> None:
+    cfg = load_text(CANARY)
+
+    async def broken(check: object) -> object:
+        raise RuntimeError("bug in the source adapter")
+
+    service = CanaryService(cfg.checks, store=None, source=broken,  # type: ignore[arg-type]
+                            clock=lambda: NOW)
+    before = background.errors("canary")
+    await service._fire("c")
+    assert background.errors("canary") == before + 1
+
+
+async def test_a_prune_that_raises_is_counted_and_reported_as_none() -> None:
+    job = RetentionJob(state=None, config=load_text(CONFIG),  # type: ignore[arg-type]
+                       clock=lambda: NOW)
+    before = background.errors("retention")
+    assert await job.run_once() is None
+    assert background.errors("retention") == before + 1
+
+
+class Flaky:
+    """A snapshot cache whose first reload raises, as a malformed stored run would."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.second = asyncio.Event()
+
+    async def refresh(self) -> None:
+        self.calls += 1
+        if self.calls == 1:
+            raise ValueError("a run row that does not decode")
+        self.second.set()
+
+
+async def test_the_refresh_loop_goes_on_after_a_bad_reload() -> None:
+    flaky = Flaky()
+    before = background.errors("snapshot_refresh")
+    task = asyncio.create_task(_refresh_loop(flaky, 0.01))  # type: ignore[arg-type]
+    try:
+        await asyncio.wait_for(flaky.second.wait(), 5)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert background.errors("snapshot_refresh") == before + 1
+
+
+class Broken:
+    """A ledger or metrics part that fails with a bug, not a state-database error."""
+
+    async def evaluate_all(self, now: object = None) -> None:
+        raise TypeError("bug")
+
+    async def refresh(self) -> None:
+        raise TypeError("bug")
+
+
+async def test_an_audit_tick_survives_every_part_failing() -> None:
+    broken = Broken()
+    audit = Audit(ledger=broken, reconcile_on_close=None, canary=None,  # type: ignore[arg-type]
+                  signals=None, ledger_metrics=broken, canary_metrics=broken,  # type: ignore[arg-type]
+                  signals_metrics=broken)  # type: ignore[arg-type]
+    before = background.errors("audit")
+    await audit.tick(NOW)
+    assert background.errors("audit") == before + 4
