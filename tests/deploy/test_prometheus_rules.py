@@ -40,6 +40,7 @@ REQUIRED = {
     "DriftgaugeCheckStale",
     "DriftgaugeCheckDown",
     "DriftgaugeNothingJudged",
+    "DriftgaugeUnexplainedDifference",
     "DriftgaugeAbsent",
     "DriftgaugeTargetDown",
 }

@@ -60,7 +60,7 @@ checks:
 """
 
 # What the seeded world loses to one prune; everything else in it must stay.
-EXPECTED = {"runs": 5, "buckets": 5, "nodes": 8, "key_samples": 12, "ledger_runs": 4,
+EXPECTED = {"runs": 5, "buckets": 5, "nodes": 10, "key_samples": 15, "ledger_runs": 4,
             "ledger_batches": 3, "ledger_outcomes": 3, "ledger_keys": 3, "ledger_breaches": 3,
             "ledger_windows": 3, "canary_results": 3, "vocabulary_results": 1,
             "volume_results": 2}
@@ -151,8 +151,10 @@ async def seed(w: World) -> None:
     # longer configured; runs are kept 30 days.
     await w.run("superseded", "reviews", [day(80), day(79)], ago(79))
     await w.run("served_old", "reviews", [day(80), day(79)], ago(75))       # latest for both
-    await w.run("served_behind_error", "reviews", [day(78)], ago(77))
-    await w.run("error_bucket", "reviews", [day(78)], ago(76), ["error"])   # never served
+    # A bucket in error (an unexplained difference) is the day's verdict: it is served,
+    # and the older drift it replaced goes like any superseded run.
+    await w.run("behind_error", "reviews", [day(78)], ago(77))
+    await w.run("error_bucket", "reviews", [day(78)], ago(76), ["error"])
     await w.run("outside_window", "reviews", [day(130)], ago(129))
     failed = await w.state.begin_run("reviews", ago(41), ago(40), trigger="recent",
                                      started_at=ago(40))
@@ -245,7 +247,7 @@ async def test_old_runs_and_their_children_go_in_small_batches(world: World) -> 
     assert not report.dry_run and not report.skipped
     assert report.deleted == EXPECTED
     left = {r.id for c in ("reviews", "legacy") for r in await world.state.runs(c, limit=100)}
-    gone = {"superseded", "error_bucket", "outside_window", "failed", "legacy"}
+    gone = {"superseded", "behind_error", "outside_window", "failed", "legacy"}
     assert left == {i for name, i in world.runs.items() if name not in gone}
     async with world.state.calls.conn("count children") as conn:
         for table in ("buckets", "nodes", "key_samples"):
@@ -260,10 +262,10 @@ async def test_the_latest_completed_run_of_each_served_day_and_running_runs_surv
     before = await served(world)
     assert before["reviews"]["days"][:3] == [
         (world.runs["served_old"], day(80)), (world.runs["served_old"], day(79)),
-        (world.runs["served_behind_error"], day(78))]
+        (world.runs["error_bucket"], day(78))]
     await prune(world.state, world.config, NOW)
     assert await served(world) == before
-    for name in ("running_old", "legacy_running", "served_old", "served_behind_error"):
+    for name in ("running_old", "legacy_running", "served_old", "error_bucket"):
         run = await world.state.run("legacy" if name.startswith("legacy") else "reviews",
                                     world.runs[name])
         assert run is not None, name

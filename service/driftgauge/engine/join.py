@@ -2,16 +2,46 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from driftgauge.engine.result import DriftKind, KeyDiff
-from driftgauge.stores.base import RowHash
+from driftgauge.stores.base import Aggregate, RowHash
+
+MOD = 1 << 64
+
+
+@dataclass
+class Delta:
+    """Source minus reader: a row count and a digest (mod 2^64)."""
+
+    count: int = 0
+    digest: int = 0
+
+    @classmethod
+    def between(cls, source: Aggregate, reader: Aggregate) -> Delta:
+        """Return how two aggregates differ."""
+        return cls(source.count - reader.count, (source.digest - reader.digest) % MOD)
+
+    def add(self, other: Delta) -> None:
+        """Add another difference to this one."""
+        self.count += other.count
+        self.digest = (self.digest + other.digest) % MOD
+
+    def row(self, row: RowHash, sign: int) -> None:
+        """Count one row of the source (sign 1) or of the reader (sign -1)."""
+        self.count += sign
+        self.digest = (self.digest + sign * row.row_hash) % MOD
 
 
 @dataclass
 class LeafDiff:
-    """What a leaf join found: counts by kind, ledger exclusions and the differing keys."""
+    """What a leaf join found: counts by kind, ledger exclusions and the differing keys.
+
+    `found` sums the rows of every key the join set apart (differing or excused): it is
+    what the found differences say the two sides differ by, to be checked against what
+    the stores' aggregates say (see engine.explain).
+    """
 
     missing: int = 0
     extra: int = 0
@@ -19,9 +49,14 @@ class LeafDiff:
     duplicates: int = 0
     excluded: dict[str, int] = field(default_factory=dict)
     keys: list[KeyDiff] = field(default_factory=list)
+    found: Delta = field(default_factory=Delta)
+    groups: dict[Hashable, Delta] = field(default_factory=dict)
+    """`found` split by the join's grouping (a prefix, an hour), when one was asked."""
+    unexplained: list[str] = field(default_factory=list)
+    """Nodes whose aggregates the found differences do not account for."""
 
     def add(self, other: LeafDiff) -> None:
-        """Fold another leaf's findings into this one."""
+        """Fold another leaf's findings into this one (groups stay with their join)."""
         self.missing += other.missing
         self.extra += other.extra
         self.mismatched += other.mismatched
@@ -29,6 +64,8 @@ class LeafDiff:
         for reason, n in other.excluded.items():
             self.excluded[reason] = self.excluded.get(reason, 0) + n
         self.keys.extend(other.keys)
+        self.found.add(other.found)
+        self.unexplained.extend(other.unexplained)
 
 
 def _group(rows: Iterable[RowHash]) -> dict[str, list[RowHash]]:
@@ -39,16 +76,26 @@ def _group(rows: Iterable[RowHash]) -> dict[str, list[RowHash]]:
 
 
 def join_rows(source: Iterable[RowHash], reader: Iterable[RowHash],
-              ledger_excluded: Mapping[str, str] | None = None) -> LeafDiff:
+              ledger_excluded: Mapping[str, str] | None = None,
+              group: Callable[[RowHash], Hashable] | None = None) -> LeafDiff:
     """Classify keys as missing, extra or mismatched (different content or several copies).
 
     A key the source has and the reader lacks counts as excluded, not missing, when the
-    sync job reported it (no_match or skipped) with a reason.
+    sync job reported it (no_match or skipped) with a reason. The rows of every key set
+    apart are summed into `found` (and, with `group`, into `groups` by group of the row).
     """
     src = _group(source)
     rdr = _group(reader)
     excused = ledger_excluded or {}
     diff = LeafDiff()
+
+    def account(s_rows: list[RowHash], r_rows: list[RowHash]) -> None:
+        for sign, rows in ((1, s_rows), (-1, r_rows)):
+            for r in rows:
+                diff.found.row(r, sign)
+                if group is not None:
+                    diff.groups.setdefault(group(r), Delta()).row(r, sign)
+
     for key in src.keys() | rdr.keys():
         s_rows = src.get(key, [])
         r_rows = rdr.get(key, [])
@@ -57,6 +104,7 @@ def join_rows(source: Iterable[RowHash], reader: Iterable[RowHash],
             reason = excused.get(key)
             if reason is not None and len(s_rows) == 1:
                 diff.excluded[reason] = diff.excluded.get(reason, 0) + 1
+                account(s_rows, r_rows)  # excused, yet in the source's digest
                 continue
             kind = "missing"
         elif not s_rows:
@@ -69,6 +117,7 @@ def join_rows(source: Iterable[RowHash], reader: Iterable[RowHash],
             kind = "mismatched"
         if len(s_rows) > 1 or len(r_rows) > 1:
             diff.duplicates += 1
+        account(s_rows, r_rows)
         setattr(diff, kind, getattr(diff, kind) + 1)
         when = (s_rows or r_rows)[0].event_time
         diff.keys.append(KeyDiff(key, kind, len(s_rows), len(r_rows), when))

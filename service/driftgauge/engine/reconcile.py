@@ -11,8 +11,8 @@ from typing import TypeVar
 
 from driftgauge import buckets
 from driftgauge.config.runtime import Check
-from driftgauge.engine import plan
-from driftgauge.engine.join import LeafDiff, join_rows
+from driftgauge.engine import explain, plan
+from driftgauge.engine.join import Delta, LeafDiff, join_rows
 from driftgauge.engine.result import BucketResult, KeyDiff, Node, RunResult, needs_drill
 from driftgauge.engine.verdict import judge
 from driftgauge.errors import DriftgaugeError
@@ -226,7 +226,15 @@ async def _judge_day(check: Check, sides: _Sides, start: datetime, src: BucketDi
         for reason, n in diff.excluded.items():
             bucket.excluded[reason] = bucket.excluded.get(reason, 0) + n
         bucket.samples = _sample(diff, sample_keys)
+        problem = explain.mismatch("day", s_agg, r_agg, diff.found)
+        unexplained = ([problem] if problem else []) + diff.unexplained
+    else:
+        unexplained = []
     judge(bucket, check.tolerance)
+    if unexplained:
+        # Counts the found rows do not add up to are not a verdict, whichever way they lean.
+        bucket.status = "error"
+        bucket.reasons = explain.reasons(unexplained) + bucket.reasons
     return bucket
 
 
@@ -311,22 +319,32 @@ async def _drill_slots(check: Check, sides: _Sides, start: datetime, end: dateti
     big = [sl for sl in bad if not plan.fits_leaf(sl[1], sl[2], dd)]
     step = timedelta(seconds=seconds)
     diff = LeafDiff()
-    if small:
-        ranges = plan.merge_ranges([(k, k + step) for k, _, _ in small])
-        s_rows, r_rows = await sides.both(lambda s: s.rows_of(start, end, None, ranges))
-        diff.add(join_rows(s_rows, r_rows, ledger_excluded))
     day = _utc(start)
-    hours = _hours_from_slots(check, day, slots)
-    by_start = {_utc(datetime.fromisoformat(h.label)): h for h in hours}
 
     def hour_of(k: datetime) -> datetime:
         return day + (k - day) // buckets.HOUR * buckets.HOUR
 
+    found_in: dict[datetime, Delta] = {}
+    if small:
+        ranges = plan.merge_ranges([(k, k + step) for k, _, _ in small])
+        s_rows, r_rows = await sides.both(lambda s: s.rows_of(start, end, None, ranges))
+        joined = join_rows(s_rows, r_rows, ledger_excluded,
+                           group=lambda r: hour_of(_utc(r.event_time)))
+        diff.add(joined)
+        found_in = {h: d for h, d in joined.groups.items() if isinstance(h, datetime)}
+    hours = _hours_from_slots(check, day, slots)
+    by_start = {_utc(datetime.fromisoformat(h.label)): h for h in hours}
     for k, s_a, r_a in big:
         nodes, found = await _drill_range(check, sides, k, k + step, s_a, r_a, 0, None, 1.0,
                                           ledger_excluded)
         diff.add(found)
         by_start[hour_of(k)].children.extend(nodes)
+        found_in.setdefault(hour_of(k), Delta()).add(found.found)
+    for h_start, h in by_start.items():
+        problem = explain.mismatch(f"hour {h.label}", h.source, h.reader,
+                                   found_in.get(h_start, Delta()))
+        if problem:
+            diff.unexplained.append(problem)
     fetched_hours = {hour_of(k) for k, _, _ in small}
     big_hours = {hour_of(k) for k, _, _ in big}
     for h_start, h in by_start.items():
@@ -367,9 +385,16 @@ async def _drill_range(check: Check, sides: _Sides, start: datetime, end: dateti
                        ledger_excluded: Mapping[str, str]) -> tuple[list[Node], LeafDiff]:
     """Split [start, end) by key-hash prefix until leaves are small, then join their rows."""
     dd = check.drilldown
+    where = f"[{buckets.label(start, check.timezone)}, {buckets.label(end, check.timezone)})"
+    if within:
+        where = f"prefix {','.join(within)} of {where}"
     if plan.fits_leaf(s_agg, r_agg, dd) or depth >= dd.max_depth:
         s_rows, r_rows = await sides.both(lambda s: s.rows_of(start, end, within))
-        return [], join_rows(s_rows, r_rows, ledger_excluded)
+        leaf = join_rows(s_rows, r_rows, ledger_excluded)
+        problem = explain.mismatch(where, s_agg, r_agg, leaf.found)
+        if problem:
+            leaf.unexplained.append(problem)
+        return [], leaf
     rows = max(s_agg.count, r_agg.count)
     new_depth = depth + plan.prefix_step(rows, est_diffs, dd, depth)
     s_pre, r_pre = await sides.both(lambda s: s.prefixes(start, end, new_depth, within))
@@ -383,13 +408,24 @@ async def _drill_range(check: Check, sides: _Sides, start: datetime, end: dateti
         # Every small differing prefix of this range in one round trip per side.
         labels = [n.label for n in small]
         s_rows, r_rows = await sides.both(lambda s: s.rows_of(start, end, labels))
-        diff.add(join_rows(s_rows, r_rows, ledger_excluded))
+        joined = join_rows(s_rows, r_rows, ledger_excluded,
+                           group=lambda r: r.key_hash[:new_depth])
+        diff.add(joined)
         for n in small:
             n.fetched = True
+            problem = explain.mismatch(f"prefix {n.label} of {where}", n.source, n.reader,
+                                       joined.groups.get(n.label, Delta()))
+            if problem:
+                diff.unexplained.append(problem)
     for n in big:
         n.children, found = await _drill_range(check, sides, start, end, n.source, n.reader,
                                                new_depth, [n.label], 1.0, ledger_excluded)
         diff.add(found)
+    # The prefixes split the range: what they found must be what the range differs by.
+    if not diff.unexplained:
+        problem = explain.mismatch(where, s_agg, r_agg, diff.found)
+        if problem:
+            diff.unexplained.append(problem)
     # Only the differing prefixes are worth keeping in the stored tree.
     return bad, diff
 

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from driftgauge.engine.explain import REASON as UNEXPLAINED
 from driftgauge.engine.result import DRIFT_KINDS, BucketResult
 from driftgauge.metrics.snapshot import CheckSnapshot
 
@@ -92,6 +93,9 @@ class _Families:
         self.bucket_status = g("driftgauge_bucket_status",
                                "1 for the bucket's current status, 0 otherwise.",
                                labels=["check", "day", "status"])
+        self.unexplained = g("driftgauge_bucket_unexplained",
+                             "1 if the bucket's found differences do not account for its "
+                             "digests' difference.", labels=["check", "day"])
         self.rows = g("driftgauge_rows",
                       "Row counts summed over the recent window (settling buckets excluded).",
                       labels=["check", "kind"])
@@ -141,6 +145,8 @@ class _Families:
                 self.bucket_excluded.add_metric([name, day, reason], n)
             for status in BUCKET_STATUSES:
                 self.bucket_status.add_metric([name, day, status], int(b.status == status))
+            self.unexplained.add_metric([name, day], int(
+                b.status == "error" and any(r.startswith(UNEXPLAINED) for r in b.reasons)))
             if b.status == "settling":
                 continue
             for kind in ROW_KINDS:
@@ -163,6 +169,6 @@ class _Families:
     def all(self) -> list[Metric]:
         """Return every family, including empty ones (they print only HELP and TYPE)."""
         return [self.up, self.last_run, self.last_success, self.duration, self.runs,
-                self.run_status,
-                self.schedule, self.bucket_rows, self.bucket_excluded, self.bucket_status,
+                self.run_status, self.schedule, self.bucket_rows, self.bucket_excluded,
+                self.bucket_status, self.unexplained,
                 self.rows, self.excluded, self.limits, self.in_drift]

@@ -19,7 +19,9 @@ from driftgauge.state.codec import RunRow, StoredBucket, StoredKey
 DB_ERRORS = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError)
 _BUCKET_SELECT = ("SELECT DISTINCT ON (b.day) b.*, r.finished_at FROM buckets b"
                   " JOIN runs r ON r.id = b.run_id"
-                  " WHERE r.check_name = $1 AND r.complete AND b.status <> 'error'")
+                  # A bucket in error (an unexplained difference) is served as it is:
+                  # an older verdict in its place would be a wrong answer, not a cautious one.
+                  " WHERE r.check_name = $1 AND r.complete")
 
 
 def describe(exc: BaseException) -> str:

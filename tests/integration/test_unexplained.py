@@ -1,0 +1,79 @@
+"""A store whose rows and aggregates disagree ends `error`, never ok: real stores, each
+wrapped to drop one row from its leaf listings."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from driftgauge.config.runtime import State
+from driftgauge.config.secrets import Secret
+from driftgauge.engine import reconcile
+from driftgauge.metrics.collector import build_registry, reconciliation_part
+from driftgauge.metrics.snapshot import CheckSnapshot
+from driftgauge.state import StateStore
+from driftgauge.stores import open_adapter
+from tests.unit.corrupting import DropOneRow
+
+from .service_helpers import schema_name
+from .test_dst_buckets import CASES, Loaded, loaded
+
+pytestmark = pytest.mark.integration
+__all__ = ["loaded"]
+
+
+@pytest.mark.parametrize("key", ["h3", "h6"], ids=["differing_row", "clean_row"])
+@pytest.mark.parametrize("side", ["source", "reader"])
+@pytest.mark.parametrize("leaf_rows", [100, 5000], ids=["slots", "rows"])
+@pytest.mark.parametrize("reader", ["pg", "os"])
+async def test_a_dropped_row_is_an_unexplained_difference(loaded: Loaded, reader: str,
+                                                          leaf_rows: int, side: str,
+                                                          key: str) -> None:
+    case = CASES[0]
+    check = loaded.config(case, reader, leaf_rows)
+    source, rdr = await open_adapter(check.source), await open_adapter(check.reader)
+    victim = DropOneRow(source if side == "source" else rdr, f"{case.id}-{key}")
+    sides = (victim, rdr) if side == "source" else (source, victim)
+    try:
+        start, end = case.span()
+        result = await reconcile(check, *sides, start, end, now=end + timedelta(days=1))
+    finally:
+        await source.close()
+        await rdr.close()
+    assert victim.dropped == 1
+    (bucket,) = result.buckets
+    assert bucket.status == "error", bucket.reasons
+    assert bucket.reasons[0].startswith("unexplained_difference: ")
+    assert result.status == "error"
+
+
+async def test_an_unexplained_bucket_is_stored_served_and_alarmed(loaded: Loaded) -> None:
+    case = CASES[0]
+    check = loaded.config(case, "pg", 100)
+    source, rdr = await open_adapter(check.source), await open_adapter(check.reader)
+    try:
+        start, end = case.span()
+        now = end + timedelta(days=1)
+        result = await reconcile(check, source, DropOneRow(rdr, f"{case.id}-h6"), start, end,
+                                 now=now)
+    finally:
+        await source.close()
+        await rdr.close()
+    result.finished_at = now
+    state = await StateStore.open(State(Secret(loaded.dsn), schema_name()), deadline=10)
+    try:
+        run_id = await state.begin_run(check.name, start, end, trigger="manual", started_at=now)
+        await state.complete_run(run_id, result)
+        (stored,) = await state.day_buckets(check.name, case.day, case.day, check.timezone)
+        snap = CheckSnapshot(check=check.name, buckets=(stored.bucket,))
+    finally:
+        await state.close()
+    # Served as it is: an older verdict in its place would be a wrong answer.
+    assert stored.run_id == run_id and stored.bucket.status == "error"
+    assert stored.bucket.reasons[0].startswith("unexplained_difference: ")
+    registry = build_registry([reconciliation_part(lambda: {check.name: snap})])
+    labels = {"check": check.name, "day": case.day.isoformat()}
+    assert registry.get_sample_value("driftgauge_bucket_unexplained", labels) == 1
+    assert registry.get_sample_value("driftgauge_bucket_status",
+                                     {**labels, "status": "error"}) == 1

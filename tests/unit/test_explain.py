@@ -1,0 +1,114 @@
+"""Every digest difference is explained: a drill-down whose found rows do not add up to the
+aggregates' gap ends `error` / unexplained_difference, never ok (in-memory stores)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from driftgauge.engine import reconcile
+from driftgauge.engine.result import RunResult
+from driftgauge.stores.base import RowHash
+from driftgauge.stores.memory import MemoryAdapter
+
+from .corrupting import DropOneRow
+from .engine_helpers import BASE, NOW, day_rows, make_check, row
+
+
+def relabel(r: RowHash, label: str = "changed") -> RowHash:
+    return row(r.key, r.event_time, label)
+
+
+def _small() -> tuple[list[RowHash], list[RowHash], str]:
+    src = day_rows(0, 30)
+    return src, src[1:], src[5].key                      # leaf: the whole day's rows
+
+
+def _slots() -> tuple[list[RowHash], list[RowHash], str]:
+    src = day_rows(0, 2400)
+    rdr = list(src)
+    rdr[100] = relabel(rdr[100])
+    return src, rdr, src[100].key                        # one differing slot
+
+
+def _hours() -> tuple[list[RowHash], list[RowHash], str]:
+    src = day_rows(0, 2400)
+    return src, [*src, src[100]], src[100].key           # a key twice: hours, prefixes
+
+
+def _one_timestamp() -> tuple[list[RowHash], list[RowHash], str]:
+    src = [row(f"batch-{i}", BASE + timedelta(hours=2)) for i in range(600)]
+    rdr = list(src)
+    rdr[123] = relabel(rdr[123])
+    return src, rdr, "batch-123"                         # slot too big: prefixes
+
+
+def _dense() -> tuple[list[RowHash], list[RowHash], str]:
+    src = day_rows(0, 1000)
+    return src, src[:500], src[10].key                   # dense: straight to rows
+
+
+def _spread() -> tuple[list[RowHash], list[RowHash], str]:
+    src = day_rows(0, 2400)
+    rdr = [*src, *(src[i] for i in range(0, 2400, 150))]  # copies in many hours
+    return src, rdr, src[300].key
+
+
+SCENARIOS = {"small": _small, "slots": _slots, "hours": _hours,
+             "one_timestamp": _one_timestamp, "dense": _dense, "spread": _spread}
+
+
+async def _run(src: list[RowHash], rdr: list[RowHash], *, drop: str | None = None,
+               side: str = "reader") -> tuple[RunResult, DropOneRow | None]:
+    check = make_check(drilldown="{leaf_rows: 50, max_depth: 4}")
+    source: MemoryAdapter | DropOneRow = MemoryAdapter(src)
+    reader: MemoryAdapter | DropOneRow = MemoryAdapter(rdr)
+    wrapper = None
+    if drop is not None:
+        if side == "source":
+            source = wrapper = DropOneRow(source, drop)
+        else:
+            reader = wrapper = DropOneRow(reader, drop)
+    result = await reconcile(check, source, reader, BASE, BASE + timedelta(days=1), now=NOW)
+    return result, wrapper
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+async def test_an_honest_drill_down_is_explained(name: str) -> None:
+    src, rdr, _ = SCENARIOS[name]()
+    result, _ = await _run(src, rdr)
+    (b,) = result.buckets
+    assert b.status == "drift", b.reasons
+    assert not any("unexplained" in r for r in b.reasons)
+
+
+@pytest.mark.parametrize("side", ["source", "reader"])
+@pytest.mark.parametrize("name", SCENARIOS)
+async def test_a_row_dropped_from_a_leaf_is_unexplained(name: str, side: str) -> None:
+    src, rdr, key = SCENARIOS[name]()
+    result, wrapper = await _run(src, rdr, drop=key, side=side)
+    assert wrapper is not None and wrapper.dropped == 1
+    (b,) = result.buckets
+    assert b.status == "error", (b.status, b.reasons)
+    assert b.reasons[0].startswith("unexplained_difference: ")
+    assert result.status == "error"
+
+
+async def test_a_clean_day_with_a_dropped_row_is_never_ok() -> None:
+    # The aggregates agree, so nothing is fetched: nothing to explain, rightly ok.
+    src = day_rows(0, 100)
+    result, wrapper = await _run(src, list(src), drop=src[3].key)
+    assert wrapper is not None and wrapper.dropped == 0
+    assert result.buckets[0].status == "ok"
+
+
+async def test_ledger_excused_rows_are_accounted_for() -> None:
+    src = day_rows(0, 100)
+    check = make_check()
+    ledger = {r.key: "no_document" for r in src[:2]}
+    result = await reconcile(check, MemoryAdapter(src), MemoryAdapter(src[3:]), BASE,
+                             BASE + timedelta(days=1), now=NOW, ledger_excluded=ledger)
+    b = result.buckets[0]
+    assert b.excluded == {"no_document": 2} and b.missing == 1
+    assert b.status == "drift" and not any("unexplained" in r for r in b.reasons)
