@@ -48,6 +48,8 @@ class Row:
     qty: int | None
     ts: datetime
     ckey: str | None = "c"
+    seen: datetime | None = None
+    """A timestamp compared as content (OpenSearch `date` keeps milliseconds of it)."""
 
 
 @dataclass
@@ -116,10 +118,16 @@ def anchors(zone: str, day: date) -> list[datetime]:
     return out
 
 
+def to_ms(moment: datetime | None) -> datetime | None:
+    """Return a moment floored to its millisecond (before 1970 too)."""
+    return None if moment is None else moment.replace(
+        microsecond=moment.microsecond // 1000 * 1000)
+
+
 def reader_copy(row: Row, pair: Pair) -> Row:
     """Return the row as the sync job writes it; OpenSearch `date` keeps milliseconds."""
     if pair == "pg-os":
-        return replace(row, ts=row.ts.replace(microsecond=row.ts.microsecond // 1000 * 1000))
+        return replace(row, ts=to_ms(row.ts), seen=to_ms(row.seen))
     return row
 
 
@@ -129,10 +137,17 @@ def nfd(text: str | None) -> str | None:
 
 
 def oracle_sides(case: Case) -> tuple[list[oracle.Side], list[oracle.Side]]:
-    """Return both sides as the oracle takes them."""
-    src = [oracle.Side(r.key, (r.label, r.qty), r.ts,
-                       "no_join_key" if r.ckey is None else None) for r in case.source]
-    rdr = [oracle.Side(r.key, (r.label, r.qty), r.ts) for r in case.reader]
+    """Return both sides as the oracle takes them.
+
+    A check against an OpenSearch `date` compares timestamps to the millisecond (the
+    coarser side's precision), so both sides' content times are floored there first.
+    """
+    def content(r: Row) -> tuple[Any, ...]:
+        return (r.label, r.qty, to_ms(r.seen) if case.pair == "pg-os" else r.seen)
+
+    src = [oracle.Side(r.key, content(r), r.ts, "no_join_key" if r.ckey is None else None)
+           for r in case.source]
+    rdr = [oracle.Side(r.key, content(r), r.ts) for r in case.reader]
     return src, rdr
 
 
@@ -143,8 +158,8 @@ def oracle_limits(s: Settings) -> oracle.Limits:
 
 
 def pg_records(rows: Sequence[Row]) -> list[tuple[Any, ...]]:
-    """Return rows as records for `(k, label, qty, ckey, ts)`."""
-    return [(r.key, r.label, r.qty, r.ckey, r.ts) for r in rows]
+    """Return rows as records for `(k, label, qty, ckey, ts, seen)`."""
+    return [(r.key, r.label, r.qty, r.ckey, r.ts, r.seen) for r in rows]
 
 
 def os_actions(index: str, rows: Sequence[Row]) -> list[dict[str, Any]]:
@@ -152,7 +167,9 @@ def os_actions(index: str, rows: Sequence[Row]) -> list[dict[str, Any]]:
     out = []
     for i, r in enumerate(rows):
         doc = {"k": r.key, "label": r.label, "qty": r.qty,
-               "ts": r.ts.astimezone(UTC).isoformat(timespec="milliseconds")}
+               "ts": r.ts.astimezone(UTC).isoformat(timespec="milliseconds"),
+               "seen": None if r.seen is None
+               else r.seen.astimezone(UTC).isoformat(timespec="milliseconds")}
         out.append({"_index": index, "_id": str(i),
                     "_source": {k: v for k, v in doc.items() if v is not None}})
     return out
@@ -162,14 +179,15 @@ def os_mapping(key_type: str) -> dict[str, Any]:
     """Return the reader index mapping: keyword or long key, millisecond `date` time."""
     return {"properties": {
         "k": {"type": "keyword" if key_type == "string" else "long"},
-        "label": {"type": "keyword"}, "qty": {"type": "long"}, "ts": {"type": "date"}}}
+        "label": {"type": "keyword"}, "qty": {"type": "long"}, "ts": {"type": "date"},
+        "seen": {"type": "date"}}}
 
 
 def pg_ddl(table: str, key_type: str) -> str:
     """Return the CREATE TABLE of one side."""
     kt = "text" if key_type == "string" else "bigint"
     return (f'CREATE TABLE "{table}" (k {kt}, label text, qty bigint, ckey text, '
-            "ts timestamptz)")
+            "ts timestamptz, seen timestamptz)")
 
 
 def is_filler(row: Row) -> bool:

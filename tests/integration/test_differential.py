@@ -45,6 +45,7 @@ from driftgauge.config.runtime import (
 from driftgauge.engine import reconcile
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
+from driftgauge.stores.preflight import preflight
 from tests import oracle
 from tests.integration import differential_strategies as gen
 from tests.integration.conftest import OS_URL, TIMEOUT, os_store, pg_store, unique_name
@@ -89,7 +90,7 @@ KNOWN_BUGS: dict[str, Callable[[Case], bool]] = {
 }
 RUN_KNOWN = os.environ.get("DIFFERENTIAL_KNOWN_BUGS") == "run"
 PROFILE = settings.get_profile(f"differential-{os.environ.get('HYPOTHESIS_PROFILE', 'ci')}")
-FIELDS = (Field("label", "string"), Field("qty", "integer"))
+FIELDS = (Field("label", "string"), Field("qty", "integer"), Field("seen", "timestamp"))
 _serial = count()
 
 
@@ -146,8 +147,9 @@ def build_check(case: Case, source: View, reader: View) -> Check:
 
 
 def view(case: Case, store: Any, **where: Any) -> View:
-    """Return one side's view over columns k, label, qty, ts."""
-    return View(store=store, key_column="k", time_column="ts", columns=("label", "qty"),
+    """Return one side's view over columns k, label, qty, seen and time ts."""
+    return View(store=store, key_column="k", time_column="ts",
+                columns=("label", "qty", "seen"),
                 fields=FIELDS, key_type=case.key_type, timezone=case.tz, **where)
 
 
@@ -180,6 +182,8 @@ async def run_driftgauge(case: Case, dsn: str, client: AsyncOpenSearch
         rdr = Traced(await open_adapter(check.reader), paths)
         start, end = case.window()
         try:
+            # As the runner does: refuse unreadable fields, settle the timestamp precision.
+            await preflight(check, src.inner, rdr.inner)
             result = await reconcile(check, src, rdr, start, end,
                                      now=end + timedelta(days=30),
                                      slots_first=case.settings.slots_first)
