@@ -93,6 +93,7 @@ def settings(draw: st.DrawFn, pair: Pair) -> Settings:
         mismatched=draw(st.sampled_from((0, 1))),
         exclusion_rate=draw(st.sampled_from((None, 0.1, 0.5))),
         shards=draw(st.sampled_from((1, 2))) if pair == "pg-os" else 1,
+        reader_filter=draw(st.booleans()),
     )
 
 
