@@ -123,11 +123,16 @@ class Loaded:
     """The source's rows, undamaged."""
     reader_index: str
     """The reader's damaged copy."""
+    dup_index: str
+    """The damaged copy with one key held twice in the damaged hour."""
     rows: list[Row]
 
     def config(self, case: Case, reader: str, leaf_rows: int) -> Check:
-        index = self.index if reader == "os-clean" else self.reader_index
-        reader_view = ("{store: pg, table: rdr, key: id, time: ts}" if reader == "pg"
+        index = {"os-clean": self.index, "os-dup": self.dup_index}.get(reader,
+                                                                       self.reader_index)
+        table = "rdr_dup" if reader == "pg-dup" else "rdr"
+        reader_view = (f"{{store: pg, table: {table}, key: id, time: ts}}"
+                       if reader.startswith("pg")
                        else f"{{store: os, index: {index}, key: id, time: ts}}")
         text = f"""
 stores:
@@ -151,26 +156,27 @@ async def loaded(pg_database: str, os_client: AsyncOpenSearch,
                  os_index: Callable[[str], str]) -> AsyncIterator[Loaded]:
     rows = _rows()
     reader = _damage(rows)
+    dup = reader + [r for r in reader if r.id.endswith("-h7")]
     conn = await asyncpg.connect(pg_database, timeout=TIMEOUT)
     try:
-        for table, data in (("src", rows), ("rdr", reader)):
+        for table, data in (("src", rows), ("rdr", reader), ("rdr_dup", dup)):
             await conn.execute(f"CREATE TABLE {table} (id text, ts timestamptz, label text)")
             await conn.copy_records_to_table(table, records=[(r.id, r.ts, r.label)
                                                              for r in data])
     finally:
         await conn.close()
     indexes = []
-    for data in (rows, reader):
+    for data in (rows, reader, dup):
         index = os_index("dg_dst")
         indexes.append(index)
         await os_client.indices.create(index=index, body={
             "settings": {"number_of_shards": 2, "number_of_replicas": 0},
             "mappings": {"properties": {"id": {"type": "keyword"}, "ts": {"type": "date"},
                                         "label": {"type": "keyword"}}}})
-        await async_bulk(os_client, ({"_index": index, "_id": r.id, "_source": {
+        await async_bulk(os_client, ({"_index": index, "_id": str(i), "_source": {
             "id": r.id, "ts": r.ts.isoformat(timespec="milliseconds"), "label": r.label}}
-            for r in data), refresh=True, chunk_size=2000)
-    yield Loaded(pg_database, indexes[0], indexes[1], rows)
+            for i, r in enumerate(data)), refresh=True, chunk_size=2000)
+    yield Loaded(pg_database, indexes[0], indexes[1], indexes[2], rows)
 
 
 def _day_start(moment: datetime, tz: ZoneInfo) -> datetime:
@@ -265,6 +271,26 @@ async def test_drift_in_any_hour_is_found(loaded: Loaded, case: Case, reader: st
         "drift", 2, 1, 3), bucket.reasons
     differing = [n.label for n in bucket.tree if n.level == "hour" and n.differs]
     assert differing == [case.damaged_label]
+
+
+@pytest.mark.parametrize("reader", ["pg-dup", "os-dup"])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+async def test_a_key_held_twice_is_found_by_hour(loaded: Loaded, case: Case,
+                                                 reader: str) -> None:
+    check = loaded.config(case, reader, 100)
+    source, rdr = await open_adapter(check.source), await open_adapter(check.reader)
+    try:
+        start, end = case.span()
+        result = await reconcile(check, source, rdr, start, end, now=end + timedelta(days=1))
+    finally:
+        await source.close()
+        await rdr.close()
+    (bucket,) = result.buckets
+    assert (bucket.status, bucket.missing, bucket.extra, bucket.mismatched,
+            bucket.duplicates) == ("drift", 2, 1, 4, 1), bucket.reasons
+    hours = [n for n in bucket.tree if n.level == "hour"]
+    assert len(hours) == case.hours  # the hour queries saw every hour, repeated or short
+    assert [n.label for n in hours if n.differs] == [case.damaged_label]
 
 
 @pytest.mark.parametrize("reader", ["pg"])
