@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
-from driftgauge import digest
+from driftgauge import budget, digest
 from driftgauge.config.runtime import Check, View
 from driftgauge.engine import reconcile
 from driftgauge.engine.reconcile import Progress
@@ -104,7 +104,7 @@ async def execute_run(check: Check, adapters: AdapterSource, state: StateStore, 
         log.info("run started", extra={"window_start": window_start.isoformat(),
                                        "window_end": window_end.isoformat()})
         try:
-            async with asyncio.timeout(deadline):
+            async with budget.run_timeout(deadline):  # retries in the stores see it too
                 sides = adapters if isinstance(adapters, Adapters) else await adapters()
                 excused = (await exclusions(check, window_start, window_end)
                            if exclusions is not None else None)

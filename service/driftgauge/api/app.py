@@ -38,6 +38,7 @@ from driftgauge.metrics import (
     process_part,
     reconciliation_part,
 )
+from driftgauge.metrics.stores import store_retries_part
 from driftgauge.retention import RetentionJob
 from driftgauge.runner import AdapterPool, Opener
 from driftgauge.scheduler import CheckScheduler, job_specs, utc_now
@@ -155,6 +156,12 @@ def _refresh_period(config: Config, refresh_every: float | None) -> float:
     return min([30.0, *[max(1.0, p / 2) for p in periods]])
 
 
+def _retrying_stores(config: Config) -> list[str]:
+    """Return the stores whose reads go through the retry layer (the OpenSearch ones)."""
+    return sorted({view.store.name for c in config.checks.values()
+                   for view in (c.source, c.reader) if view.kind == "opensearch"})
+
+
 @asynccontextmanager
 async def _open_runtime(config: Config, tokens: TokenCheck, *, start_scheduler: bool,
                         opener: Opener | None, clock: Callable[[], datetime],
@@ -198,7 +205,7 @@ async def _open_runtime(config: Config, tokens: TokenCheck, *, start_scheduler: 
         registry = build_registry([reconciliation_part(snapshots.current),
                                    history_part(snapshots.current),
                                    process_part(__version__), background_part, *audit.parts,
-                                   *metric_parts])
+                                   *metric_parts, store_retries_part(_retrying_stores(config))])
         stale = await state.abandon_stale(
             clock() - timedelta(hours=6),
             "abandoned: no replica finished this run (it was interrupted)")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, Self, TypeVar
@@ -18,7 +18,7 @@ from driftgauge.errors import (
     StoreUnavailable,
 )
 from driftgauge.stores import os_requests as rq
-from driftgauge.stores import preflight_os
+from driftgauge.stores import os_retry, preflight_os
 from driftgauge.stores.base import (
     Aggregate,
     BucketDigest,
@@ -43,7 +43,8 @@ class OpenSearchAdapter:
     """Read a reader view (index + the reader's filter) or an OpenSearch source."""
 
     def __init__(self, view: View, client: Any, *, page_size: int = 1000,
-                 max_chunk_rows: int = 200_000) -> None:
+                 max_chunk_rows: int = 200_000,
+                 retry: os_retry.RetryPolicy = os_retry.DEFAULT_POLICY) -> None:
         if not isinstance(view.store, OpenSearchStore) or not view.index:
             raise ValueError("an opensearch view needs an opensearch store and an index")
         self.view = view
@@ -51,6 +52,7 @@ class OpenSearchAdapter:
         self._client = client
         self.page_size = page_size
         self.max_chunk_rows = max_chunk_rows
+        self.retry = retry
 
     @classmethod
     async def open(cls, view: View) -> Self:
@@ -64,10 +66,12 @@ class OpenSearchAdapter:
         if store.username is not None:
             password = store.password.reveal() if store.password is not None else ""
             auth = (store.username, password)
+        # No retries in the client: os_retry is the one retry layer, with backoff.
         client = AsyncOpenSearch(
             hosts=[store.url], http_auth=auth, timeout=store.timeout,
             verify_certs=store.verify_certs, ssl_show_warn=False,
-            max_retries=1, retry_on_timeout=False)
+            connection_class=os_retry.HeaderKeepingConnection,
+            max_retries=0, retry_on_timeout=False)
         return cls(view, client)
 
     async def inspect_fields(self) -> list[FieldSchema]:
@@ -164,10 +168,14 @@ class OpenSearchAdapter:
         spans = None if ranges is None else check_ranges(ranges)
         if start >= end or (prefixes is not None and not prefixes) or spans == []:
             return
-        pit = await self._call("open a point in time", self._client.create_pit(
-            index=self.view.index, params={"keep_alive": PIT_KEEP_ALIVE}))
+        # A partial PIT would silently lack the rows of its failed shards: refuse it, and
+        # check the answer too (a cluster that ignores the flag still reports _shards).
+        pit = await self._call("open a point in time", lambda: self._client.create_pit(
+            index=self.view.index, params={"keep_alive": PIT_KEEP_ALIVE,
+                                           "allow_partial_pit_creation": "false"}))
         pit_id = self._parsed(lambda r: str(r["pit_id"]), pit)
         try:
+            self._complete("open a point in time", pit)
             async for row in self._pages(pit_id, start, end, prefixes, spans):
                 yield row
         finally:
@@ -226,30 +234,51 @@ class OpenSearchAdapter:
     async def _search(self, what: str, body: dict[str, Any], *,
                       with_index: bool = True) -> dict[str, Any]:
         params = {"allow_partial_search_results": "false"}
-        if with_index:
-            coro = self._client.search(index=self.view.index, body=body, params=params)
-        else:
-            coro = self._client.search(body=body, params=params)
-        resp: dict[str, Any] = await self._call(what, coro)
+        index = {"index": self.view.index} if with_index else {}
+        resp: dict[str, Any] = await self._call(what, lambda: self._client.search(
+            body=body, params=params, **index))
+        self._complete(what, resp)
+        return resp
+
+    def _complete(self, what: str, resp: dict[str, Any]) -> None:
+        """Raise unless every shard answered: failures arrive as HTTP 200 with _shards."""
         # A partial answer would be a wrong digest, never a smaller one to accept.
-        shards = resp.get("_shards", {})
         if resp.get("timed_out"):
             raise StoreTimeout(self.store.name, f"{what} on index {self.view.index}: "
                                "shards timed out (partial result refused)")
-        if shards.get("failed"):
-            failures = shards.get("failures") or [{}]
-            kind, reason = _cause({"error": failures[0].get("reason")})
+        shards = resp.get("_shards")
+        if not isinstance(shards, dict):
             raise StoreQueryError(self.store.name, (
-                f"{what} on index {self.view.index}: {shards['failed']} of "
-                f"{shards.get('total', '?')} shards failed ({kind}: {reason})"))
-        return resp
-
-    async def _call(self, what: str, coro: Any) -> Any:
+                f"{what} on index {self.view.index}: the answer has no _shards "
+                "(cannot tell whether every shard answered)"))
+        failures = shards.get("failures") or []
         try:
-            return await coro
-        except Exception as exc:
-            raise translate_error(self.store.name, f"{what} on index {self.view.index}",
-                                  exc) from exc
+            total = int(shards.get("total", 0))
+            answered = int(shards.get("successful", 0)) + int(shards.get("skipped", 0))
+            failed = max(int(shards.get("failed", 0)), len(failures), total - answered)
+        except (TypeError, ValueError) as exc:
+            raise StoreQueryError(self.store.name, (
+                f"{what} on index {self.view.index}: unreadable _shards ({exc})")) from exc
+        if failed > 0:
+            first = failures[0] if failures and isinstance(failures[0], dict) else {}
+            kind, reason = _cause({"error": first.get("reason")})
+            raise StoreQueryError(self.store.name, (
+                f"{what} on index {self.view.index}: {failed} of {total} shards failed "
+                f"({kind}: {reason}); partial answer refused"))
+
+    async def _call(self, what: str,
+                    make: Callable[[], Awaitable[Any]] | Awaitable[Any]) -> Any:
+        """Make a read through the retry layer; a bare awaitable is tried only once."""
+        policy = self.retry
+        if not callable(make):
+            once = make
+            policy = replace(policy, attempts=1)
+
+            def make() -> Awaitable[Any]:
+                return once
+        return await os_retry.call(make, store=self.store.name,
+                                   what=f"{what} on index {self.view.index}",
+                                   translate=translate_error, policy=policy)
 
     def _parsed(self, parse: Callable[..., T], *args: Any) -> T:
         try:
