@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Self
@@ -189,7 +190,7 @@ class PostgresAdapter:
                               ranges=None if spans is None else len(spans))
         timeout = self.store.timeout
         try:
-            async with self._pool.acquire(timeout=timeout) as conn, conn.transaction(
+            async with self._connection() as conn, conn.transaction(
                     readonly=True, isolation="repeatable_read"):
                 if spans is not None:
                     # A generic plan cannot see the sub-range bounds and reads the whole
@@ -211,17 +212,34 @@ class PostgresAdapter:
 
     async def _fetch(self, what: str, sql: str, *args: Any) -> list[Any]:
         try:
-            async with self._pool.acquire(timeout=self.store.timeout) as conn:
+            async with self._connection() as conn:
                 return list(await conn.fetch(sql, *args, timeout=self.store.timeout))
         except Exception as exc:
             raise translate_error(self.store.name, self._where(what), exc) from exc
 
     async def _fetchval(self, what: str, sql: str) -> Any:
         try:
-            async with self._pool.acquire(timeout=self.store.timeout) as conn:
+            async with self._connection() as conn:
                 return await conn.fetchval(sql, timeout=self.store.timeout)
         except Exception as exc:
             raise translate_error(self.store.name, self._where(what), exc) from exc
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[Any]:
+        """Yield a pooled connection; one that failed other than by a SQL error is dropped."""
+        import asyncpg
+
+        conn = await self._pool.acquire(timeout=self.store.timeout)
+        try:
+            yield conn
+        except BaseException as exc:
+            if not isinstance(exc, asyncpg.PostgresError):
+                # A graceful release of a timed-out connection waits for its cancel, as
+                # long again on a hung server: the store timeout would double.
+                conn.terminate()
+            raise
+        finally:
+            await self._pool.release(conn)
 
     def _where(self, what: str) -> str:
         target = self.view.table if self.view.table is not None else "view query"
