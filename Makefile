@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: install services services-stop status tools test test-unit test-differential test-fuzz lint typecheck demo bench bench-faults clean
+.PHONY: install services services-stop status tools test test-unit test-differential test-fuzz test-faults lint typecheck demo bench bench-faults clean
 
 $(BIN)/driftgauge: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -43,6 +43,9 @@ test-differential: install services ## The differential test against the Python 
 
 test-fuzz: install services ## Schemathesis over every API operation, every phase, 100 examples each
 	DRIFTGAUGE_FUZZ_EXAMPLES=100 $(BIN)/pytest -q -s tests/e2e/test_api_fuzz.py
+
+test-faults: install services ## The fault suite: proxies in front of the real stores (also in `make test`)
+	$(BIN)/pytest -q tests/faults
 
 demo: install services ## A week of the fault bench, then driftgauge serve finding the drift
 	$(BIN)/python bench/faults/demo.py
