@@ -14,6 +14,7 @@ from driftgauge.config.runtime import Check
 from driftgauge.engine import explain, plan
 from driftgauge.engine.join import Delta, LeafDiff, join_rows
 from driftgauge.engine.result import BucketResult, KeyDiff, Node, RunResult, needs_drill
+from driftgauge.engine.tasks import all_or_none
 from driftgauge.engine.verdict import judge
 from driftgauge.errors import DriftgaugeError
 from driftgauge.stores.base import (
@@ -122,7 +123,7 @@ class _Sides:
 
     async def both(self, fn: Callable[[_Counted], Awaitable[T]]) -> tuple[T, T]:
         """Run the same request on both sides concurrently."""
-        s, r = await asyncio.gather(fn(self.source), fn(self.reader))
+        s, r = await all_or_none(fn(self.source), fn(self.reader))
         return s, r
 
 
@@ -170,7 +171,7 @@ async def reconcile(check: Check, source: StoreAdapter, reader: StoreAdapter,
                 progress(done, len(starts))
             return bucket
 
-        result.buckets = list(await asyncio.gather(*(one(s) for s in starts)))
+        result.buckets = await all_or_none(*(one(s) for s in starts))
     except DriftgaugeError as exc:
         result.error = f"{type(exc).__name__}: {exc}"
         result.buckets = []
@@ -282,7 +283,7 @@ async def _drill_day(check: Check, sides: _Sides, start: datetime, end: datetime
         node.fetched = not node.children
         return found
 
-    for found in await asyncio.gather(*(per_hour(h) for h in differing)):
+    for found in await all_or_none(*(per_hour(h) for h in differing)):
         diff.add(found)
     return hours, diff
 
@@ -305,8 +306,8 @@ async def _drill_slots(check: Check, sides: _Sides, start: datetime, end: dateti
         async def slots_of(side: _Counted, have: list[BucketDigest] | None
                            ) -> list[BucketDigest]:
             return have if have is not None else await side.slots(start, end, seconds)
-        s_sl, r_sl = await asyncio.gather(slots_of(sides.source, cached.source),
-                                          slots_of(sides.reader, cached.reader))
+        s_sl, r_sl = await all_or_none(slots_of(sides.source, cached.source),
+                                       slots_of(sides.reader, cached.reader))
     else:
         seconds = plan.slot_seconds(max(s_agg.count, r_agg.count))
         s_sl, r_sl = await sides.both(lambda s: s.slots(start, end, seconds))
