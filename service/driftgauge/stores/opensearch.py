@@ -266,19 +266,11 @@ class OpenSearchAdapter:
                 f"{what} on index {self.view.index}: {failed} of {total} shards failed "
                 f"({kind}: {reason}); partial answer refused"))
 
-    async def _call(self, what: str,
-                    make: Callable[[], Awaitable[Any]] | Awaitable[Any]) -> Any:
-        """Make a read through the retry layer; a bare awaitable is tried only once."""
-        policy = self.retry
-        if not callable(make):
-            once = make
-            policy = replace(policy, attempts=1)
-
-            def make() -> Awaitable[Any]:
-                return once
+    async def _call(self, what: str, make: Callable[[], Awaitable[Any]]) -> Any:
+        """Make a read (`make` makes the request afresh) through the retry layer."""
         return await os_retry.call(make, store=self.store.name,
                                    what=f"{what} on index {self.view.index}",
-                                   translate=translate_error, policy=policy)
+                                   translate=translate_error, policy=self.retry)
 
     def _parsed(self, parse: Callable[..., T], *args: Any) -> T:
         try:

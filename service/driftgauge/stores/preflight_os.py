@@ -13,8 +13,9 @@ from typing import Any
 from driftgauge.config.runtime import TimestampPrecision, View
 from driftgauge.stores.preflight import Expects, FieldSchema, Wanted, wanted
 
-Call = Callable[[str, Awaitable[Any]], Awaitable[Any]]
-"""The adapter's way of making a request: what it does, then the request (errors translated)."""
+Call = Callable[[str, Callable[[], Awaitable[Any]]], Awaitable[Any]]
+"""The adapter's way of making a request: what it does, then a function making the request
+(so that it can be retried; errors translated)."""
 INTEGERS = frozenset({"long", "integer", "short", "byte"})
 KEYWORDS = frozenset({"keyword", "constant_keyword"})
 TIMES: dict[str, TimestampPrecision] = {"date": "ms", "date_nanos": "us"}
@@ -42,8 +43,8 @@ async def describe(view: View, client: Any, call: Call) -> list[FieldSchema]:
     index = str(view.index)
     want = wanted(view)
     columns = sorted({w.column for w in want})
-    resp = await call("read the field mappings",
-                      client.indices.get_field_mapping(fields=",".join(columns), index=index))
+    resp = await call("read the field mappings", lambda: client.indices.get_field_mapping(
+        fields=",".join(columns), index=index))
     if not resp:
         return [FieldSchema(Wanted("index", index, "string"), (
             f"{index} matches no index, so no field can be checked",))]
@@ -51,7 +52,7 @@ async def describe(view: View, client: Any, call: Call) -> list[FieldSchema]:
     targets = {m["path"] for ms in leaves.values() for m in ms.values()
                if m.get("type") == "alias" and isinstance(m.get("path"), str)}
     if targets:
-        more = await call("read the field mappings", client.indices.get_field_mapping(
+        more = await call("read the field mappings", lambda: client.indices.get_field_mapping(
             fields=",".join(sorted(targets)), index=index))
         for idx, ms in leaves.items():
             got = _leaves(more.get(idx, {}))
@@ -73,7 +74,7 @@ class DocCounts:
     async def of(self, idx: str) -> int:
         """Return how many documents concrete index `idx` holds under the view's index."""
         if self._counts is None:
-            resp = await self._call("count documents per index", self._client.search(
+            resp = await self._call("count documents per index", lambda: self._client.search(
                 index=self._index, params={"allow_partial_search_results": "false"},
                 body={"size": 0, "aggs": {"i": {"terms": {"field": "_index",
                                                           "size": self._size}}}}))
@@ -162,7 +163,7 @@ async def _judge(w: Wanted, m: dict[str, Any], idx: str, client: Any,
                 "it folds would count as one key")
     if m.get("ignore_malformed") is True:
         # Dropped values are listed in _ignored (ignore_above's are not, hence the above).
-        hits = await call("count dropped values", client.count(
+        hits = await call("count dropped values", lambda: client.count(
             index=idx, body={"query": {"term": {"_ignored": col}}}))
         dropped = int(hits.get("count", 0))
         if dropped:
