@@ -21,11 +21,13 @@ from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
 from driftgauge.config import Config, load_text
+from driftgauge.config.runtime import View
 from driftgauge.engine.result import RunResult
-from driftgauge.runner import Adapters, run_check
+from driftgauge.runner import AdapterPool, Adapters, run_check
 from driftgauge.state import StateStore
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
+from driftgauge.stores.opensearch import OpenSearchAdapter
 from tests.faults.proxy import HttpFaultProxy, TcpFaultProxy
 from tests.integration.conftest import (  # noqa: F401  (fixtures)
     OS_URL,
@@ -90,39 +92,43 @@ class World:
     baseline: Any = None
 
     async def adapters(self) -> Adapters:
-        """Open fresh adapters through the proxies (small pages on the reader)."""
-        check = self.config.checks["items"]
-        source: StoreAdapter = await open_adapter(check.source)
+        """Open fresh adapters through the proxies, as a run opens them (preflight included)."""
+        pool = AdapterPool(self.config.checks, _small_pages)
         try:
-            reader: StoreAdapter = await open_adapter(check.reader)
+            return await pool.get("items")
         except BaseException:
-            await source.close()
+            await pool.close()
             raise
-        reader.page_size = PAGE_SIZE  # type: ignore[attr-defined]
-        return Adapters(source, reader)
 
     async def reconcile(self, adapters: Adapters | None = None, *,
                         deadline: float = RUN_DEADLINE) -> tuple[RunResult, float]:
-        """Run the check once through the proxies; return its result and wall time."""
-        check = self.config.checks["items"]
-        opened: list[Adapters] = []
+        """Run the check once through the proxies; return its result and wall time.
 
-        async def sides() -> Adapters:
-            opened.append(adapters or await self.adapters())
-            return opened[-1]
+        Without `adapters`, the run opens its own, as the service's pool does.
+        """
+        check = self.config.checks["items"]
+        pool = AdapterPool(self.config.checks, _small_pages)
         clock = time.monotonic()
         try:
-            result = await run_check(check, sides, self.state, DAY0,
-                                     DAY0 + timedelta(days=DAYS), trigger="manual", now=NOW,
-                                     deadline=deadline)
+            result = await run_check(check, adapters or pool.getter("items"), self.state,
+                                     DAY0, DAY0 + timedelta(days=DAYS), trigger="manual",
+                                     now=NOW, deadline=deadline)
         finally:
             elapsed = time.monotonic() - clock
             self.pg.set_mode("pass")
             self.os.disarm()
-            for pair in opened:
-                for side in pair:
+            await pool.close()
+            if adapters is not None:
+                for side in adapters:
                     await side.close()
         return result, elapsed
+
+
+async def _small_pages(view: View) -> StoreAdapter:
+    adapter = await open_adapter(view)
+    if isinstance(adapter, OpenSearchAdapter):
+        adapter.page_size = PAGE_SIZE
+    return adapter
 
 
 def counts(result: RunResult) -> list[tuple[Any, ...]]:
