@@ -267,6 +267,9 @@ async def _drill(config: Config, check: Check, args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2))
     else:
         print(render_drill(report))
+    if report.get("unexplained"):
+        print(f"error: {report['unexplained']}", file=sys.stderr)
+        return EXIT_ERROR
     return EXIT_DRIFT if report["differs"] else EXIT_OK
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from driftgauge import buckets
 from driftgauge.config.runtime import Check
-from driftgauge.engine import compare_hours, compare_prefixes
-from driftgauge.engine.join import join_rows
+from driftgauge.engine import compare_hours, compare_prefixes, explain
+from driftgauge.engine.join import Delta, join_rows
 from driftgauge.errors import ConfigError
 from driftgauge.stores.base import StoreAdapter
 
@@ -51,13 +51,22 @@ async def drill_live(check: Check, source: StoreAdapter, reader: StoreAdapter, d
         "start": buckets.label(start, check.timezone),
         "end": buckets.label(end, check.timezone), "prefix": prefix,
         "level": level, "differs": any(n.differs for n in nodes),
-        "nodes": [n.to_dict() for n in nodes], "keys": [],
+        "nodes": [n.to_dict() for n in nodes], "keys": [], "unexplained": None,
     }
     if max(s_total, r_total) <= check.drilldown.leaf_rows and report["differs"]:
         within = [prefix] if prefix else None
         s_rows = [r async for r in source.iter_rows(start, end, within)]
         r_rows = [r async for r in reader.iter_rows(start, end, within)]
         diff = join_rows(s_rows, r_rows)
+        want = Delta()
+        for n in nodes:
+            want.add(Delta.between(n.source, n.reader))
+        if want != diff.found:
+            # The keys listed do not add up to the nodes above them: say so, not a list.
+            report["unexplained"] = (
+                f"{explain.REASON}: the nodes differ by {want.count:+d} rows, digest "
+                f"{want.digest:016x}; the keys found by {diff.found.count:+d} rows, digest "
+                f"{diff.found.digest:016x}")
         report["keys"] = [
             {"key": k.key, "kind": k.kind, "source_copies": k.source_copies,
              "reader_copies": k.reader_copies,

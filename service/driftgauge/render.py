@@ -53,6 +53,8 @@ def render_drill(report: dict[str, Any]) -> str:
         mark = "  <--" if n["differs"] else ""
         lines.append(f"{n['label']:<28} {n['source']['count']:>9} {n['reader']['count']:>9}"
                      f"  {'yes' if n['differs'] else 'no'}{mark}")
+    if report.get("unexplained"):
+        lines.append(f"error: {report['unexplained']}")
     if report["keys"]:
         lines.append("differing keys:")
         lines.extend(f"  {k['kind']:<10} {k['key']}  (source {k['source_copies']}, "

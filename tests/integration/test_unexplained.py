@@ -9,6 +9,7 @@ import pytest
 
 from driftgauge.config.runtime import State
 from driftgauge.config.secrets import Secret
+from driftgauge.drill import drill_live
 from driftgauge.engine import reconcile
 from driftgauge.metrics.collector import build_registry, reconciliation_part
 from driftgauge.metrics.snapshot import CheckSnapshot
@@ -77,3 +78,20 @@ async def test_an_unexplained_bucket_is_stored_served_and_alarmed(loaded: Loaded
     assert registry.get_sample_value("driftgauge_bucket_unexplained", labels) == 1
     assert registry.get_sample_value("driftgauge_bucket_status",
                                      {**labels, "status": "error"}) == 1
+
+
+@pytest.mark.parametrize("reader", ["pg", "os"])
+async def test_a_live_drill_whose_keys_do_not_add_up_says_so(loaded: Loaded,
+                                                             reader: str) -> None:
+    case = CASES[0]
+    check = loaded.config(case, reader, 5000)
+    source, rdr = await open_adapter(check.source), await open_adapter(check.reader)
+    try:
+        honest = await drill_live(check, source, rdr, case.day, "02:00+01:00")
+        broken = await drill_live(check, source, DropOneRow(rdr, f"{case.id}-h6"), case.day,
+                                  "02:00+01:00")
+    finally:
+        await source.close()
+        await rdr.close()
+    assert honest["keys"] and honest["unexplained"] is None
+    assert broken["unexplained"].startswith("unexplained_difference: ")
