@@ -8,6 +8,7 @@ every second; each panel's PromQL, variables filled in, must then return a non-e
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import uuid
 from collections.abc import AsyncIterator
@@ -269,8 +270,15 @@ async def test_every_dashboard_panel_has_data(live: Live, tmp_path: Path) -> Non
             s = await scrape(http, live.url)
             return s if audit_series_present(s, live) else None
         s = await until("the scheduled run and the audit series on /metrics", fed, limit=40)
+        exposition = (await http.get(f"{live.url}/metrics")).text
     yesterday = live.days[-1].isoformat()
     assert sample(s, "driftgauge_bucket_rows", check=CHECK, day=yesterday, kind="missing") == 1
+    # Every part is populated now: promtool's linter must accept every name the serve uses.
+    lint = await asyncio.create_subprocess_exec(
+        "promtool", "check", "metrics", stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    out, _ = await asyncio.wait_for(lint.communicate(exposition.encode()), 60)
+    assert lint.returncode == 0 and not out.strip(), out.decode()
     assert sample(s, "driftgauge_bucket_excluded_rows", check=CHECK, day=yesterday,
                   reason="no_join_key") == 3
 
