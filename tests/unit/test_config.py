@@ -135,3 +135,14 @@ def test_an_unexpected_failure_exits_3_never_the_drift_code(
     monkeypatch.setattr(cli, "_run", broken)
     assert main(["check", "reviews", "--config", "dg.yml"]) == 3
     assert "error: internal error" in capsys.readouterr().err
+
+
+def test_a_secret_file_that_is_not_text_is_a_secret_error(tmp_path: Path) -> None:
+    from driftgauge.config import Secret
+    from driftgauge.errors import SecretError
+
+    f = tmp_path / "dsn"
+    f.write_bytes(b"\xff\xfe\x00")
+    for ref in (f"file:{f}", "file:/tmp/\x00"):
+        with pytest.raises(SecretError, match="cannot be read"):
+            Secret(ref).reveal()

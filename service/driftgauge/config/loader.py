@@ -222,7 +222,7 @@ def _build_check(name: str, cm: m.CheckModel, stores: dict[str, Store], broken: 
     before = len(problems)
     try:
         tz = ZoneInfo(cm.timezone)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):    # OSError: a name too long
         problems.append(f"{where}.timezone: unknown time zone {cm.timezone!r}")
         tz = ZoneInfo("UTC")
     fields = tuple(Field(n, t) for n, t in cm.fields.items())

@@ -18,6 +18,7 @@ from driftgauge.config.values import (
     NonEmptyMapping,
     Ratio,
     Seconds,
+    SecretRef,
     Settle,
     SummaryDeadline,
     Url,
@@ -35,7 +36,7 @@ class Strict(BaseModel):
 
 class PostgresStoreModel(Strict):
     kind: Literal["postgres"]
-    dsn: NonEmpty = Field(description="Connection string, usually a secret reference "
+    dsn: SecretRef = Field(description="Connection string, usually a secret reference "
                           "(env:NAME).")
     timeout_seconds: Seconds = 30.0
     pool_max: int = Field(4, ge=1, le=100)
@@ -45,7 +46,7 @@ class OpenSearchStoreModel(Strict):
     kind: Literal["opensearch"]
     url: Url = Field(description="Base URL of the cluster, e.g. http://127.0.0.1:9250.")
     username: NonEmpty | None = None
-    password: NonEmpty | None = Field(None, description="Secret reference (env:NAME or "
+    password: SecretRef | None = Field(None, description="Secret reference (env:NAME or "
                                       "file:/path).")
     timeout_seconds: Seconds = 30.0
     verify_certs: bool = True
@@ -64,16 +65,16 @@ class RetentionModel(Strict):
 
 
 class StateModel(Strict):
-    dsn: NonEmpty
+    dsn: SecretRef
     schema_name: str = Field("driftgauge", alias="schema", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
     retention: RetentionModel = Field(default_factory=RetentionModel)
 
 
 class ApiModel(Strict):
-    tokens: list[NonEmpty] = Field(default_factory=list)
+    tokens: list[SecretRef] = Field(default_factory=list)
     public_read: bool = True
     sample_keys: int = Field(100, ge=1, le=10_000)
-    metrics_tokens: list[NonEmpty] = Field(default_factory=list,
+    metrics_tokens: list[SecretRef] = Field(default_factory=list,
                                       description="Tokens that may scrape /metrics only.")
     metrics_public: bool | None = Field(None, description="/metrics without a token; "
                                         "default: public_read.")

@@ -109,6 +109,19 @@ def _url(value: str) -> str:
     return value
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _secret_ref(value: str) -> str:
+    """Check a secret's shape (never echoing it): inline, env:NAME or file:/path."""
+    _not_blank(value)
+    if value.startswith("env:") and not _ENV_NAME.fullmatch(value[4:]):
+        raise ValueError("env: needs an environment variable name, e.g. env:TASKS_DSN")
+    if value.startswith("file:") and (not value[5:].strip() or "\x00" in value):
+        raise ValueError("file: needs a path, e.g. file:/run/secrets/tasks_dsn")
+    return value
+
+
 def _cron(value: str) -> str:
     cron.parse(value)
     return value
@@ -118,6 +131,8 @@ NonEmpty = Annotated[str, AfterValidator(_not_blank)]
 """A string with something in it (names, columns, queries, references)."""
 NonEmptyMapping = Annotated[dict[str, Any], AfterValidator(_non_empty_mapping)]
 Url = Annotated[str, AfterValidator(_url)]
+SecretRef = Annotated[str, AfterValidator(_secret_ref)]
+"""A secret: an inline value, `env:NAME` or `file:/path` (resolved at start-up)."""
 Cron = Annotated[str, AfterValidator(_cron)]
 Ratio = Annotated[float, Field(ge=0, le=1)]
 NonEmptyList = AfterValidator(_non_empty_list)
