@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import re
+from datetime import datetime
 
 import pytest
 
+from driftgauge.canary import run_canary
+from driftgauge.config.runtime import Canary
 from driftgauge.stores import retries
 from tests.faults.conftest import (
     EXTRA,
     MISMATCHED,
     MISSING,
+    NOW,
     STORE_TIMEOUT,
     World,
     counts,
+    unique_name,
 )
 from tests.faults.proxy import Fault
 
@@ -253,3 +260,20 @@ async def test_a_failed_run_leaves_no_store_call_running(world: World) -> None:
     after = len(world.os.seen)
     await asyncio.sleep(1.0)
     assert world.os.seen[after:] == []
+
+
+async def test_a_canary_write_answered_429_is_not_retried(world: World) -> None:
+    await baseline(world)
+    check = world.config.checks["items"]
+    canary = Canary(store=check.reader.store, index=unique_name("dg_faults_canary"),  # type: ignore[arg-type]
+                    document={}, timeout=STORE_TIMEOUT)
+    with_canary = dataclasses.replace(check, canary=canary)
+    world.os.arm(Fault("status", status=429, cause="queue", match=r"/_(doc|update)/"))
+
+    async def pick(start: datetime, end: datetime) -> str:
+        return "k0-0001"
+    result = await run_canary(with_canary, pick, now=NOW)
+    world.os.disarm()
+    assert result.result == "error" and "HTTP 429" in result.detail, result.detail
+    writes = [s for s in world.os.seen if re.search(r"^(PUT|POST) .*/_(doc|update)/", s.line)]
+    assert len(writes) == 1  # written once, whatever the cluster answered
