@@ -135,6 +135,7 @@ def _dsn(db: str) -> str:
 async def run_demo() -> int:
     """Load the stack, reconcile fourteen days, drill into the first drifted day."""
     from driftgauge.stores import open_adapter
+    from driftgauge.stores.preflight import preflight
 
     print(f"driftgauge demo: PostgreSQL {PG.rsplit('@', 1)[-1]}, OpenSearch {OS_URL}")
     rows = _tasks()
@@ -147,6 +148,7 @@ async def run_demo() -> int:
     check = load_text(text).checks["reviews"]
     source, reader = await open_adapter(check.source), await open_adapter(check.reader)
     try:
+        await preflight(check, source, reader)  # as every run does: fields readable first
         start = datetime(START.year, START.month, START.day, tzinfo=UTC)
         bar = ProgressBar(sys.stderr, "reviews")
         result = await reconcile(check, source, reader, start, start + timedelta(days=DAYS),
