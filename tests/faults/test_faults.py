@@ -277,3 +277,22 @@ async def test_a_canary_write_answered_429_is_not_retried(world: World) -> None:
     assert result.result == "error" and "HTTP 429" in result.detail, result.detail
     writes = [s for s in world.os.seen if re.search(r"^(PUT|POST) .*/_(doc|update)/", s.line)]
     assert len(writes) == 1  # written once, whatever the cluster answered
+
+
+async def test_a_canary_read_back_missing_a_shard_is_an_error_not_a_verdict(
+        world: World) -> None:
+    await baseline(world)
+    check = world.config.checks["items"]
+    canary = Canary(store=check.reader.store, index=str(check.reader.index),  # type: ignore[arg-type]
+                    document={"label": "canary"}, timeout=STORE_TIMEOUT)
+    hiding = {"bool": {"must_not": [{"exists": {"field": canary.marker}}]}}
+    with_canary = dataclasses.replace(check, canary=canary,
+                                      reader=dataclasses.replace(check.reader, filter=hiding))
+    world.os.arm(Fault("failed_shard", match=SEARCH))
+
+    async def pick(start: datetime, end: datetime) -> str:
+        return "k0-0001"
+    result = await run_canary(with_canary, pick, now=NOW)
+    world.os.disarm()
+    assert result.result == "error", result
+    assert "1 of 3 shards failed" in result.detail and "partial answer refused" in result.detail

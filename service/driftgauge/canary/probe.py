@@ -140,11 +140,29 @@ async def _write(client: httpx.AsyncClient, canary: Canary, doc_id: str,
 
 async def _read_back(client: httpx.AsyncClient, check: Check, query: dict[str, Any]) -> int:
     index = quote(check.reader.index or "", safe=",*")
+    step = "read the sentinel back through the reader view"
     resp = await client.post(f"/{index}/_search",
+                             params={"allow_partial_search_results": "false"},
                              json={"size": 0, "track_total_hits": True, "query": query})
-    _classify("read the sentinel back through the reader view", resp)
-    total = resp.json().get("hits", {}).get("total", {})
+    _classify(step, resp)
+    body = resp.json()
+    _complete(step, body)
+    total = body.get("hits", {}).get("total", {})
     return int(total.get("value", 0) if isinstance(total, dict) else total)
+
+
+def _complete(step: str, body: dict[str, Any]) -> None:
+    """Fail unless every shard answered: a shard failure arrives as HTTP 200."""
+    # The sentinel may sit on the shard that failed: neither seen nor unseen is known.
+    shards = body.get("_shards") or {}
+    failed = int(shards.get("failed", 0)) + int(bool(body.get("timed_out")))
+    if failed or shards.get("failures"):
+        first = (shards.get("failures") or [{}])[0]
+        reason = first.get("reason") if isinstance(first, dict) else None
+        kind = reason.get("type", "error") if isinstance(reason, dict) else "timed_out"
+        raise _Failed("error", f"{step}: {shards.get('failed', 0)} of "
+                      f"{shards.get('total', '?')} shards failed or timed out ({kind}); "
+                      "partial answer refused")
 
 
 async def _remove(client: httpx.AsyncClient, canary: Canary, doc_id: str) -> str:
