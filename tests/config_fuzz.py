@@ -17,7 +17,7 @@ ENV = {"DG_FUZZ_TOKEN": "t0ken", "DG_FUZZ_PASSWORD": "pw", "DG_FUZZ_EMPTY": "",
 
 def base() -> dict[str, Any]:
     """Return a valid config that sets every section (state on a port nothing listens on)."""
-    return {
+    return copy.deepcopy({
         "stores": {
             "pg": {"kind": "postgres", "dsn": "env:DG_FUZZ_DSN", "timeout_seconds": 30,
                    "pool_max": 4},
@@ -56,7 +56,7 @@ def base() -> dict[str, Any]:
             "vocabulary": {"label": {"accepted": ["first_tier"], "filter_field": "review_tier"}},
             "volume": {"trailing": 30, "sigmas": 3},
         }},
-    }
+    })
 
 
 DROP = object()

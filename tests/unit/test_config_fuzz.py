@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import random
 import types
 import typing
 from pathlib import Path
@@ -161,3 +163,39 @@ def test_every_problem_of_a_config_comes_in_one_pass(tmp_path: Path) -> None:
     # The invalid store `pg` and the dropped values cause no follow-on problems.
     assert not any("unknown store 'pg'" in p or "unknown store 'os'" in p for p in got), got
     assert len(got) == len(want), got
+
+
+JUNK: list[Any] = [None, "", " ", 0, -1, 1.5, float("inf"), float("nan"), True, [], {}, [1],
+                   {"a": 1}, "x" * 300, "env:", "file:\x00", "file:/", "0s", "* * * * *",
+                   10**30, "\N{COLLISION SYMBOL}", {"": None}, [None], "env:DG_FUZZ_UNSET"]
+
+
+def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out: list[tuple[Any, ...]] = []
+    items = node.items() if isinstance(node, dict) else \
+        enumerate(node) if isinstance(node, list) else []
+    for key, value in items:
+        out.append((*prefix, key))
+        out.extend(_paths(value, (*prefix, key)))
+    return out
+
+
+def test_junk_anywhere_is_a_config_error_never_a_crash(tmp_path: Path) -> None:
+    """Put junk at every place of the base config (a seeded sample): ConfigError or valid."""
+    rng = random.Random(16)
+    f = tmp_path / "dg.yml"
+    tried = 0
+    for path in _paths(base()):
+        for junk in rng.sample(JUNK, 1):
+            data = base()
+            node: Any = data
+            for key in path[:-1]:
+                node = node[key]
+            node[path[-1]] = copy.deepcopy(junk)
+            f.write_text(yaml.safe_dump(data))
+            tried += 1
+            try:
+                load_service_config(f)
+            except ConfigError as exc:
+                assert exc.problems and all(": " in p for p in exc.problems), exc.problems
+    assert tried > 100
