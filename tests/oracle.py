@@ -110,8 +110,13 @@ def judge(day: Day, limits: Limits) -> str:
 
 
 def reconcile(source: Iterable[Side], reader: Iterable[Side], start: datetime, end: datetime,
-              tz: ZoneInfo, limits: Limits) -> dict[date, Day]:
-    """Return the oracle's verdict for every local day of [start, end)."""
+              tz: ZoneInfo, limits: Limits, *, settled_before: datetime | None = None,
+              ) -> dict[date, Day]:
+    """Return the oracle's verdict for every local day of [start, end).
+
+    A day ending after `settled_before` (now minus the check's settle) is `settling`:
+    its expected, excluded and visible counts stand, nothing is judged or drilled.
+    """
     src_days = _by_day(source, start, end, tz)
     rdr_days = _by_day(reader, start, end, tz)
     out: dict[date, Day] = {}
@@ -128,6 +133,12 @@ def reconcile(source: Iterable[Side], reader: Iterable[Side], start: datetime, e
         for r in rdr_days.get(d, []):
             rdr.setdefault(_identity(r.key), []).append(r)
         day.visible = len(rdr)
+        next_day = d + timedelta(days=1)
+        if settled_before is not None and datetime(
+                next_day.year, next_day.month, next_day.day, tzinfo=tz) > settled_before:
+            day.status = "settling"
+            out[d] = day
+            continue
         for key in src.keys() | rdr.keys():
             s, v = src.get(key, []), rdr.get(key, [])
             if not v:
@@ -143,3 +154,11 @@ def reconcile(source: Iterable[Side], reader: Iterable[Side], start: datetime, e
         day.status = judge(day, limits)
         out[d] = day
     return out
+
+
+def run_status(days: Iterable[Day]) -> str:
+    """Return a run's status: its worst judged day, or nothing_judged when none was judged."""
+    statuses = {d.status for d in days}
+    if "drift" in statuses:
+        return "drift"
+    return "ok" if "ok" in statuses else "nothing_judged"

@@ -69,6 +69,8 @@ class Settings:
     exclusion_rate: float | None = None
     shards: int = 1
     reader_filter: bool = False
+    settle_hours: int = 0
+    """With a settle, the run happens right at the window's end, so its last days settle."""
     """Read the reader through a filter that hides rows labelled HIDDEN (the reader's view)."""
 
 
@@ -96,6 +98,11 @@ class Case:
     def tz(self) -> ZoneInfo:
         """Return the check's time zone."""
         return ZoneInfo(self.zone)
+
+    def now(self) -> datetime:
+        """Return when the run happens: at the window's end with a settle, long after without."""
+        end = self.window()[1]
+        return end if self.settings.settle_hours else end + timedelta(days=30)
 
     def window(self) -> tuple[datetime, datetime]:
         """Return [local midnight of the day before, local midnight two days after)."""
