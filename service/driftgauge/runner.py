@@ -9,12 +9,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
-from driftgauge import budget, digest
+from driftgauge import budget, digest, observe
 from driftgauge.config.runtime import Check, View
 from driftgauge.engine import reconcile
 from driftgauge.engine.reconcile import Progress
 from driftgauge.engine.result import RunResult
-from driftgauge.errors import DriftgaugeError, StateError
+from driftgauge.errors import DriftgaugeError, StateError, StoreError
 from driftgauge.logs import log_context
 from driftgauge.state import KeyHasher, StateStore
 from driftgauge.stores.base import StoreAdapter
@@ -79,15 +79,16 @@ async def run_check(check: Check, adapters: AdapterSource, state: StateStore,
     run_id = await state.begin_run(check.name, window_start, window_end, trigger=trigger,
                                    started_at=now)
     return await execute_run(check, adapters, state, run_id, window_start, window_end,
-                             now=now, sample_keys=sample_keys, deadline=deadline,
+                             now=now, trigger=trigger, sample_keys=sample_keys,
+                             deadline=deadline,
                              key_hash=key_hash, exclusions=exclusions, progress=progress,
                              slots_first=slots_first)
 
 
 async def execute_run(check: Check, adapters: AdapterSource, state: StateStore, run_id: int,
                       window_start: datetime, window_end: datetime, *, now: datetime,
-                      sample_keys: int = 100, deadline: float | None = None,
-                      key_hash: KeyHasher | None = None,
+                      trigger: str = "manual", sample_keys: int = 100,
+                      deadline: float | None = None, key_hash: KeyHasher | None = None,
                       exclusions: ExclusionSource | None = None,
                       progress: Progress | None = None,
                       slots_first: bool | None = None) -> RunResult:
@@ -115,6 +116,7 @@ async def execute_run(check: Check, adapters: AdapterSource, state: StateStore, 
                                          ledger_excluded=excused, progress=progress,
                                          slots_first=slots_first)
         except asyncio.CancelledError:
+            observe.run_finished(check.name, trigger, time.monotonic() - clock)
             await _shielded_fail(state, run_id, "cancelled: the service is shutting down",
                                  time.monotonic() - clock)
             raise
@@ -124,6 +126,9 @@ async def execute_run(check: Check, adapters: AdapterSource, state: StateStore, 
         except DriftgaugeError as exc:
             result = _failed(check, window_start, window_end, now,
                              f"{type(exc).__name__}: {exc}")
+            if isinstance(exc, StoreError):
+                # Opening a side or its preflight failed: count it as any store call is.
+                result.failed_store = exc.store
         except Exception as exc:
             # A bug must fail this run, not the scheduler that owns it.
             log.exception("run crashed")
@@ -131,6 +136,7 @@ async def execute_run(check: Check, adapters: AdapterSource, state: StateStore, 
                              f"internal error: {type(exc).__name__}: {exc}")
         result.finished_at = result.finished_at or datetime.now(UTC)
         duration = time.monotonic() - clock
+        observe.run_finished(check.name, trigger, duration)
         if result.error is None:
             await state.complete_run(run_id, result, duration=duration,
                                      sample_keys=sample_keys,
@@ -139,10 +145,13 @@ async def execute_run(check: Check, adapters: AdapterSource, state: StateStore, 
             await state.fail_run(run_id, result.error, finished_at=result.finished_at,
                                  duration=duration, queries=result.queries,
                                  rows_fetched=result.rows_fetched)
-        log.info("run finished", extra={"status": result.status, "error": result.error,
-                                        "duration_seconds": round(duration, 3),
-                                        "queries": result.queries,
-                                        "drift": sum(b.drift for b in result.buckets)})
+        # A run that failed is the operator's business: a store down, a deadline missed.
+        log.log(logging.INFO if result.error is None else logging.WARNING,
+                "run finished" if result.error is None else "run failed",
+                extra={"status": result.status, "error": result.error,
+                       "store": result.failed_store,
+                       "duration_seconds": round(duration, 3), "queries": result.queries,
+                       "drift": sum(b.drift for b in result.buckets)})
     return result
 
 
@@ -228,9 +237,11 @@ class AdapterPool:
             if have is not None:
                 return have
             c = self._checks[check]
-            source = await self._open(c.source)
+            with observe.store_call(c.source.store.name, "open"):
+                source = await self._open(c.source)
             try:
-                reader = await self._open(c.reader)
+                with observe.store_call(c.reader.store.name, "open"):
+                    reader = await self._open(c.reader)
             except BaseException:
                 await source.close()
                 raise

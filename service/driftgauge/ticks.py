@@ -93,7 +93,7 @@ class TickRunner:
                         return "taken"
                     result = await execute_run(
                         check, self._adapters.getter(check.name), self._state, run_id, start,
-                        end, now=now, sample_keys=self._sample_keys,
+                        end, now=now, trigger=spec.kind, sample_keys=self._sample_keys,
                         deadline=self._deadline_for(period), key_hash=self._hasher(check),
                         exclusions=self.exclusions)
                     return f"ran:{result.status}"
@@ -152,7 +152,8 @@ class TickRunner:
             begun.set_result(run_id)
             period = check.schedule.recent_every or timedelta(hours=1)
             await execute_run(check, self._adapters.getter(check.name), self._state, run_id,
-                              start, end, now=now, sample_keys=self._sample_keys,
+                              start, end, now=now, trigger=kind,
+                              sample_keys=self._sample_keys,
                               deadline=self._deadline_for(period),
                               key_hash=self._hasher(check), exclusions=self.exclusions)
 

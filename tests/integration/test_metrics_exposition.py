@@ -79,6 +79,8 @@ POPULATED = (
     "driftgauge_volume_anomaly", "driftgauge_volume_status",
     "driftgauge_volume_history_buckets",
     "driftgauge_background_errors", "driftgauge_build_info",
+    "driftgauge_store_query_duration_seconds", "driftgauge_store_errors",
+    "driftgauge_run_duration_seconds", "process_cpu_seconds",
 )
 
 

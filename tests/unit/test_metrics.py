@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import platform
 import re
 import shutil
 import subprocess
@@ -90,7 +91,8 @@ def test_latest_results_become_per_bucket_and_window_series() -> None:
     assert v("driftgauge_buckets_in_drift", {"check": "reviews", "direction": "mismatched"}) == 0
     assert v("driftgauge_exclusion_rate_limit",
              {"check": "reviews", "reason": "no_join_key"}) == 0.05
-    assert v("driftgauge_build_info", {"version": "9.9.9"}) == 1
+    assert v("driftgauge_build_info",
+             {"version": "9.9.9", "python": platform.python_version()}) == 1
 
 
 def test_a_failed_run_flips_up_and_keeps_the_last_rows() -> None:
@@ -123,7 +125,8 @@ def test_the_registry_is_private_and_parts_compose() -> None:
 
     reg = build_registry([process_part("1"), canary])
     assert reg.get_sample_value("driftgauge_canary_up", {"check": "reviews"}) == 1
-    assert REGISTRY.get_sample_value("driftgauge_build_info", {"version": "1"}) is None
+    assert REGISTRY.get_sample_value("driftgauge_build_info", {
+        "version": "1", "python": platform.python_version()}) is None
 
 
 def _documented(sections: tuple[str, ...]) -> dict[str, tuple[str, set[str]]]:
@@ -137,7 +140,7 @@ def _documented(sections: tuple[str, ...]) -> dict[str, tuple[str, set[str]]]:
             labels = set(re.findall(r"`(\w+)`", m.group(3).split("(")[0]))
             labels |= {lab for lab in re.findall(r"`(\w+)`", m.group(3))
                        if lab in {"check", "day", "kind", "status", "reason", "direction",
-                                  "version"}}
+                                  "version", "python"}}
             out[m.group(1)] = (m.group(2), labels)
     return out
 

@@ -17,7 +17,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import JSONResponse, Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, ProcessCollector, generate_latest
 from prometheus_client.registry import CollectorRegistry
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -38,6 +38,7 @@ from driftgauge.metrics import (
     process_part,
     reconciliation_part,
 )
+from driftgauge.metrics.own import own_part
 from driftgauge.metrics.stores import store_retries_part
 from driftgauge.retention import RetentionJob
 from driftgauge.runner import AdapterPool, Opener
@@ -205,7 +206,9 @@ async def _open_runtime(config: Config, tokens: TokenCheck, *, start_scheduler: 
         registry = build_registry([reconciliation_part(snapshots.current),
                                    history_part(snapshots.current),
                                    process_part(__version__), background_part, *audit.parts,
-                                   *metric_parts, store_retries_part(_retrying_stores(config))])
+                                   *metric_parts, store_retries_part(_retrying_stores(config)),
+                                   own_part(sorted(config.stores))])
+        ProcessCollector(registry=registry)  # process_* of this process, on our registry
         stale = await state.abandon_stale(
             clock() - timedelta(hours=6),
             "abandoned: no replica finished this run (it was interrupted)")

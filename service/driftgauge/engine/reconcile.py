@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
-from driftgauge import buckets
+from driftgauge import buckets, observe
 from driftgauge.config.runtime import Check
 from driftgauge.engine import explain, plan
 from driftgauge.engine.join import Delta, LeafDiff, join_rows
 from driftgauge.engine.result import BucketResult, KeyDiff, Node, RunResult, needs_drill
 from driftgauge.engine.tasks import all_or_none
 from driftgauge.engine.verdict import judge
-from driftgauge.errors import DriftgaugeError
+from driftgauge.errors import DriftgaugeError, StoreError
 from driftgauge.stores.base import (
     Aggregate,
     BucketDigest,
@@ -37,65 +38,58 @@ T = TypeVar("T")
 
 
 class _Counted:
-    """Wrap an adapter to count round trips and fetched rows for the run's report."""
+    """Wrap an adapter to count round trips and fetched rows for the run's report and /metrics."""
 
-    def __init__(self, inner: StoreAdapter) -> None:
+    def __init__(self, inner: StoreAdapter, store: str) -> None:
         self.inner = inner
+        self.store = store
+        """The configured store's name, for the process's store-call metrics."""
         self.queries = 0
         self.rows = 0
         self.seconds = 0.0
         """Time spent waiting on this store, summed over concurrent calls."""
 
-    async def buckets(self, start: datetime, end: datetime,
-                      granularity: Granularity) -> list[BucketDigest]:
+    @contextmanager
+    def _timed(self, operation: str) -> Iterator[None]:
+        """Count one call, add its wait to `seconds` and record it for /metrics."""
         self.queries += 1
         t0 = time.perf_counter()
         try:
-            return await self.inner.bucket_digests(start, end, granularity)
+            with observe.store_call(self.store, operation):
+                yield
         finally:
             self.seconds += time.perf_counter() - t0
+
+    async def buckets(self, start: datetime, end: datetime,
+                      granularity: Granularity) -> list[BucketDigest]:
+        with self._timed("digests"):
+            return await self.inner.bucket_digests(start, end, granularity)
 
     async def first_pass(self, start: datetime, end: datetime,
                          with_slots: bool) -> tuple[FirstPass, bool]:
         """Return the day buckets, with their slots when asked and the store can."""
-        self.queries += 1
-        t0 = time.perf_counter()
-        try:
+        with self._timed("digests"):
             if with_slots and isinstance(self.inner, SlotFirstPass):
                 return await self.inner.day_and_slot_digests(start, end, FIRST_PASS_SLOT), True
             return FirstPass(await self.inner.bucket_digests(start, end, "day"), {}), False
-        finally:
-            self.seconds += time.perf_counter() - t0
 
     async def prefixes(self, start: datetime, end: datetime, depth: int,
                        within: Sequence[str] | None) -> dict[str, Aggregate]:
-        self.queries += 1
-        t0 = time.perf_counter()
-        try:
+        with self._timed("prefixes"):
             return await self.inner.prefix_digests(start, end, depth, within)
-        finally:
-            self.seconds += time.perf_counter() - t0
 
     async def slots(self, start: datetime, end: datetime, seconds: int) -> list[BucketDigest]:
-        self.queries += 1
-        t0 = time.perf_counter()
-        try:
+        with self._timed("slots"):
             # Only asked of days where no key repeats: keys need not be counted again.
             return await self.inner.slot_digests(start, end, seconds, distinct=False)
-        finally:
-            self.seconds += time.perf_counter() - t0
 
     async def rows_of(self, start: datetime, end: datetime, prefixes: Sequence[str] | None,
                       ranges: Sequence[tuple[datetime, datetime]] | None = None,
                       ) -> list[RowHash]:
-        self.queries += 1
-        t0 = time.perf_counter()
-        try:
+        with self._timed("rows"):
             rows = (self.inner.iter_rows(start, end, prefixes) if ranges is None
                     else self.inner.iter_rows(start, end, prefixes, ranges=ranges))
             out = [row async for row in rows]
-        finally:
-            self.seconds += time.perf_counter() - t0
         self.rows += len(out)
         return out
 
@@ -142,7 +136,8 @@ async def reconcile(check: Check, source: StoreAdapter, reader: StoreAdapter,
     drift is likely (see runner.expects_drift), not on a healthy check.
     """
     result = RunResult(check.name, window_start, window_end, started_at=now)
-    sides = _Sides(_Counted(source), _Counted(reader))
+    sides = _Sides(_Counted(source, check.source.store.name),
+                   _Counted(reader, check.reader.store.name))
     try:
         starts = plan.day_starts(window_start, window_end, check.timezone)
         # Bounded: slots of up to slot_first_pass_days days are held until judged. Slots
@@ -174,6 +169,7 @@ async def reconcile(check: Check, source: StoreAdapter, reader: StoreAdapter,
         result.buckets = await all_or_none(*(one(s) for s in starts))
     except DriftgaugeError as exc:
         result.error = f"{type(exc).__name__}: {exc}"
+        result.failed_store = exc.store if isinstance(exc, StoreError) else None
         result.buckets = []
     result.queries = sides.source.queries + sides.reader.queries
     result.rows_fetched = sides.source.rows + sides.reader.rows
@@ -460,7 +456,8 @@ def _hours_from_rows(check: Check, s_rows: list[RowHash], r_rows: list[RowHash])
 async def compare_hours(check: Check, source: StoreAdapter, reader: StoreAdapter,
                         day_start: datetime, day_end: datetime) -> list[Node]:
     """Return both sides' hour aggregates for one day, live."""
-    sides = _Sides(_Counted(source), _Counted(reader))
+    sides = _Sides(_Counted(source, check.source.store.name),
+                   _Counted(reader, check.reader.store.name))
     s_hours, r_hours = await sides.both(lambda s: s.buckets(day_start, day_end, "hour"))
     return _pair_hours(check, s_hours, r_hours)
 
@@ -469,7 +466,8 @@ async def compare_prefixes(check: Check, source: StoreAdapter, reader: StoreAdap
                            start: datetime, end: datetime, depth: int,
                            within: Sequence[str] | None = None) -> list[Node]:
     """Return both sides' aggregates per key-hash prefix of [start, end), live."""
-    sides = _Sides(_Counted(source), _Counted(reader))
+    sides = _Sides(_Counted(source, check.source.store.name),
+                   _Counted(reader, check.reader.store.name))
     s_pre, r_pre = await sides.both(lambda s: s.prefixes(start, end, depth, within))
     return [Node("prefix", p, s_pre.get(p, Aggregate()), r_pre.get(p, Aggregate()))
             for p in sorted(s_pre.keys() | r_pre.keys())]

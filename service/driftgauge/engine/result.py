@@ -113,6 +113,8 @@ class RunResult:
     finished_at: datetime | None = None
     buckets: list[BucketResult] = field(default_factory=list)
     error: str | None = None
+    failed_store: str | None = None
+    """The configured store whose call failed the run, when one did."""
     queries: int = 0
     """Store round trips made, both sides together."""
     rows_fetched: int = 0

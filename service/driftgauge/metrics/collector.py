@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import platform
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -40,9 +41,10 @@ def build_registry(parts: Sequence[CollectorPart]) -> CollectorRegistry:
 def process_part(version: str) -> CollectorPart:
     """Return the part that yields driftgauge_build_info."""
     def collect() -> Iterable[Metric]:
-        info = GaugeMetricFamily("driftgauge_build_info", "Always 1; labelled with the version.",
-                                 labels=["version"])
-        info.add_metric([version], 1)
+        info = GaugeMetricFamily("driftgauge_build_info",
+                                 "Always 1; labelled with the version and the Python version.",
+                                 labels=["version", "python"])
+        info.add_metric([version, platform.python_version()], 1)
         yield info
     return collect
 

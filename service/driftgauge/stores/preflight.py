@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
+from driftgauge import observe
 from driftgauge.config.runtime import Check, Config, FieldType, TimestampPrecision, View
 from driftgauge.errors import ConfigError, DriftgaugeError, SchemaError
 from driftgauge.stores.base import StoreAdapter
@@ -79,7 +80,9 @@ async def preflight(check: Check, source: StoreAdapter,
     for side, adapter in (("source", source), ("reader", reader)):
         if not isinstance(adapter, Inspectable):
             continue
-        for fs in await adapter.inspect_fields():
+        with observe.store_call(getattr(check, side).store.name, "preflight"):
+            fields = await adapter.inspect_fields()
+        for fs in fields:
             problems += [f"{where}.{side}.{fs.wanted.role}: {p}" for p in fs.problems]
             described.append((side, fs))
     precision = resolve_precision(check, described, problems)
