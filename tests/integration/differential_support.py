@@ -273,24 +273,6 @@ def null_and_empty_key_in_one_day(case: Case) -> bool:
     return any(len(keys) == 2 for keys in seen.values())
 
 
-def drilled_day_in_repeated_hour(case: Case) -> bool:
-    """Return True when a day drilled below the day has rows in a repeated DST hour.
-
-    Known bug (engine, being fixed): the PostgreSQL adapter keys hour and slot buckets
-    by local wall time, and Python compares two datetimes of one zone by wall time, so
-    the two 02:00 hours of a fall-back day (and their slots) become one. The drill-down
-    then reads the first hour's rows for both: a row missing in the second is never
-    seen, and the day ends `ok` (found on 2026-10-25 in Europe/Berlin, 1,200 s slots).
-    """
-    tz = case.tz
-    for src, rdr in _drilled_days(case):
-        for r in src + rdr:
-            local = r.ts.astimezone(tz)
-            if local.replace(fold=1 - local.fold).utcoffset() != local.utcoffset():
-                return True
-    return False
-
-
 def _drilled_days(case: Case) -> list[tuple[list[Row], list[Row]]]:
     """Return the (source expected, reader) rows of each day driftgauge drills below the day."""
     start, end = case.window()
