@@ -84,9 +84,23 @@ def _parser() -> argparse.ArgumentParser:
 
     srv = sub.add_parser("serve", help="run every check on its schedule; /metrics and REST API")
     with_config(srv)
-    srv.add_argument("--host", default="0.0.0.0")
-    srv.add_argument("--port", type=int, default=8080)
+    srv.add_argument("--host", default="0.0.0.0", help="address to listen on (default: all)")
+    srv.add_argument("--port", type=int, default=8080, help="port to listen on (default: 8080)")
+    _log_options(srv)
     return p
+
+
+def _log_options(sp: argparse.ArgumentParser) -> None:
+    from driftgauge.logs import FORMATS, LEVELS
+
+    sp.add_argument("--log-level", type=str.upper, choices=LEVELS,
+                    default=os.environ.get("DRIFTGAUGE_LOG_LEVEL", "INFO").upper(),
+                    help="least severe level logged (default: $DRIFTGAUGE_LOG_LEVEL or INFO); "
+                    "DEBUG adds the /healthz, /readyz and /metrics request lines")
+    sp.add_argument("--log-format", choices=FORMATS,
+                    default=os.environ.get("DRIFTGAUGE_LOG_FORMAT", "json").lower(),
+                    help="json: one JSON object a line (default: $DRIFTGAUGE_LOG_FORMAT or "
+                    "json); text: one readable line per record")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -119,9 +133,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     """Run a command that needs --config."""
     if args.command == "serve":
+        from driftgauge.logs import FORMATS, LEVELS
         from driftgauge.server import serve
 
-        serve(args.config, args.host, args.port)
+        # A default from the environment is not checked by argparse's choices.
+        if args.log_level not in LEVELS or args.log_format not in FORMATS:
+            raise ConfigError([f"--log-level {args.log_level!r} / --log-format "
+                               f"{args.log_format!r} (or $DRIFTGAUGE_LOG_LEVEL / "
+                               f"$DRIFTGAUGE_LOG_FORMAT): the level is one of "
+                               f"{', '.join(LEVELS)}, the format one of {', '.join(FORMATS)}"])
+
+        serve(args.config, args.host, args.port, log_level=args.log_level,
+              log_format=args.log_format)
         return EXIT_OK
     config = load_file(args.config)
     if args.command == "state":

@@ -12,8 +12,21 @@ from datetime import UTC, datetime
 from typing import Any
 
 _context: ContextVar[dict[str, Any] | None] = ContextVar("driftgauge_log_context", default=None)
-# Attributes every LogRecord has; anything else on a record came from `extra=`.
-_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+# Attributes every LogRecord has; anything else on a record came from `extra=`. uvicorn
+# adds `color_message`, the message again with ANSI colour codes: never ours to print.
+_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
+    "message", "asctime", "color_message"}
+FORMATS = ("json", "text")
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def _extras(record: logging.LogRecord) -> dict[str, Any]:
+    """Return the bound context and the record's `extra=` fields."""
+    out = bound()
+    for key, value in vars(record).items():
+        if key not in _STANDARD and not key.startswith("_"):
+            out[key] = value
+    return out
 
 
 @contextmanager
@@ -43,16 +56,28 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
-        out.update(bound())
-        for key, value in vars(record).items():
-            if key not in _STANDARD and not key.startswith("_"):
-                out[key] = value
+        out.update(_extras(record))
         if record.exc_info and record.exc_info[0] is not None:
             out["error"] = f"{record.exc_info[0].__name__}: {record.exc_info[1]}"
             # Only unexpected failures log with exc_info; their stack is for the operator.
             out["stack"] = self.formatException(record.exc_info)
         # ASCII only: a request path may hold U+0085 or U+2028, which some readers split on.
         return json.dumps(out, default=str)
+
+
+class TextFormatter(logging.Formatter):
+    """Format a record as one readable line: time, level, logger, message, key=value."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """Return the record as a text line, its stack (if any) on the lines below."""
+        ts = datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")
+        fields = " ".join(f"{k}={json.dumps(v, default=str)}"
+                          for k, v in _extras(record).items())
+        line = f"{ts} {record.levelname:<7} {record.name}: {record.getMessage()}"
+        line = f"{line} {fields}" if fields else line
+        if record.exc_info and record.exc_info[0] is not None:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
 
 
 # Client libraries whose own lines during an outage are noise beside ours: one line each,
@@ -77,14 +102,14 @@ class QuietLibraries(logging.Filter):
         return True
 
 
-def configure(level: str = "INFO") -> None:
-    """Send every logger (ours, uvicorn's, APScheduler's) to stderr as JSON lines."""
+def configure(level: str = "INFO", fmt: str = "json") -> None:
+    """Send every logger (ours, uvicorn's, APScheduler's) to stderr as JSON or text lines."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter())
+    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     handler.addFilter(QuietLibraries())
     root = logging.getLogger()
     root.handlers[:] = [handler]
-    root.setLevel(level)
+    root.setLevel(level.upper())
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "apscheduler"):
         lg = logging.getLogger(name)
         lg.handlers[:] = []

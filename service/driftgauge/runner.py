@@ -146,8 +146,7 @@ async def execute_run(check: Check, adapters: AdapterSource, state: StateStore, 
                                  duration=duration, queries=result.queries,
                                  rows_fetched=result.rows_fetched)
         # A run that failed is the operator's business: a store down, a deadline missed.
-        log.log(logging.INFO if result.error is None else logging.WARNING,
-                "run finished" if result.error is None else "run failed",
+        log.log(logging.INFO if result.error is None else logging.WARNING, "run finished",
                 extra={"status": result.status, "error": result.error,
                        "store": result.failed_store,
                        "duration_seconds": round(duration, 3), "queries": result.queries,

@@ -64,7 +64,7 @@ async def _run(config: Config) -> str | None:
 
 def _failures(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     return [r for r in caplog.records if r.name == "driftgauge.runner"
-            and r.getMessage() == "run failed"]
+            and r.getMessage() == "run finished"]
 
 
 async def test_a_reader_that_is_down_is_counted_and_logged(

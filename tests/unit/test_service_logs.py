@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 
+import httpx
 import pytest
+from starlette.types import Receive, Scope, Send
 
 from driftgauge.config import load_text
 from driftgauge.logs import JsonFormatter, configure, log_context
@@ -75,3 +78,92 @@ def test_client_libraries_log_one_line_without_a_stack(capsys: pytest.CaptureFix
         assert line["level"] == "warning" and "stack" not in line
         assert "ConnectionRefusedError: connect call failed" in line["msg"]
     assert "Traceback" in lines[2]["stack"]
+
+
+def _configured_lines(capsys: pytest.CaptureFixture[str], fmt: str, level: str,
+                      emit: Callable[[], None]) -> list[str]:
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    try:
+        configure(level, fmt)
+        emit()
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+    return capsys.readouterr().err.splitlines()
+
+
+def test_uvicorn_colour_codes_never_reach_the_json(capsys: pytest.CaptureFixture[str]) -> None:
+    def emit() -> None:
+        # What uvicorn logs at start-up: the message again, coloured, as an extra.
+        logging.getLogger("uvicorn.error").info(
+            "Uvicorn running on %s", "http://0.0.0.0:8080",
+            extra={"color_message": "Uvicorn running on \x1b[1m%s\x1b[0m"})
+
+    [line] = _configured_lines(capsys, "json", "INFO", emit)
+    assert "\\u001b" not in line and "\x1b" not in line
+    parsed = json.loads(line)
+    assert "color_message" not in parsed
+    assert parsed["msg"] == "Uvicorn running on http://0.0.0.0:8080"
+
+
+def test_text_format_is_one_readable_line_with_the_fields(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    def emit() -> None:
+        with log_context(check="reviews"):
+            logging.getLogger("driftgauge.runner").warning(
+                "run finished", extra={"store": "search", "color_message": "\x1b[31mx"})
+        logging.getLogger("driftgauge.runner").debug("hidden below the level")
+
+    [line] = _configured_lines(capsys, "text", "WARNING", emit)
+    assert "WARNING driftgauge.runner: run finished" in line
+    assert 'check="reviews"' in line and 'store="search"' in line
+    assert "\x1b" not in line and "color_message" not in line
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(line)
+
+
+def test_serve_takes_the_log_options_from_arguments_or_the_environment(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from driftgauge.cli import _parser
+
+    args = _parser().parse_args(["serve", "--log-level", "debug", "--log-format", "text"])
+    assert (args.log_level, args.log_format) == ("DEBUG", "text")
+    assert (_parser().parse_args(["serve"]).log_level,
+            _parser().parse_args(["serve"]).log_format) == ("INFO", "json")
+    monkeypatch.setenv("DRIFTGAUGE_LOG_LEVEL", "warning")
+    monkeypatch.setenv("DRIFTGAUGE_LOG_FORMAT", "text")
+    args = _parser().parse_args(["serve"])
+    assert (args.log_level, args.log_format) == ("WARNING", "text")
+
+
+def test_a_bad_log_level_from_the_environment_is_a_clear_error(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from driftgauge.cli import main
+
+    monkeypatch.setenv("DRIFTGAUGE_LOG_LEVEL", "loud")
+    assert main(["serve", "--config", "/nonexistent.yml"]) == 2
+    err = capsys.readouterr().err
+    assert "DRIFTGAUGE_LOG_LEVEL" in err and "'LOUD'" in err and "Traceback" not in err
+
+
+async def test_probe_and_scrape_lines_are_debug_everything_else_info(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from driftgauge.api.app import RequestContext
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        status = 503 if scope["path"] == "/readyz" and b"down" in scope["query_string"] \
+            else 200
+        await send({"type": "http.response.start", "status": status, "headers": []})
+        await send({"type": "http.response.body", "body": b"x"})
+
+    transport = httpx.ASGITransport(app=RequestContext(app))
+    with caplog.at_level(logging.DEBUG, "driftgauge.api"):
+        async with httpx.AsyncClient(transport=transport, base_url="http://dg") as client:
+            for path in ("/healthz", "/readyz", "/metrics", "/api/v1/checks", "/readyz?down"):
+                await client.get(path)
+    levels = [(r.__dict__["path"], r.__dict__["status"], r.levelname)
+              for r in caplog.records if r.getMessage() == "request"]
+    assert levels == [("/healthz", 200, "DEBUG"), ("/readyz", 200, "DEBUG"),
+                      ("/metrics", 200, "DEBUG"), ("/api/v1/checks", 200, "INFO"),
+                      ("/readyz", 503, "INFO")]

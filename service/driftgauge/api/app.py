@@ -51,6 +51,7 @@ log = logging.getLogger("driftgauge.api")
 # How long a closed ledger run's reconcile waits for a busy check: 30 × 10 s.
 LEDGER_RECONCILE_TRIES = 30
 LEDGER_RECONCILE_WAIT = 10.0
+QUIET_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 
 
 @dataclass
@@ -282,7 +283,9 @@ class RequestContext:
             try:
                 await self.app(scope, receive, send_with_id)
             finally:
-                log.info("request", extra={
+                # Probes and scrapes come every few seconds: their lines only at DEBUG.
+                quiet = scope.get("path") in QUIET_PATHS and code < 400
+                log.log(logging.DEBUG if quiet else logging.INFO, "request", extra={
                     "method": scope.get("method"), "path": scope.get("path"), "status": code,
                     "duration_ms": round((time.monotonic() - started) * 1000, 1)})
 
