@@ -2,13 +2,22 @@
 # driftgauge container image: `docker build -t driftgauge .`
 # Run: docker run -v "$PWD/config.yml:/etc/driftgauge/config.yml:ro" -p 8080:8080 driftgauge
 
-# --- build: the driftgauge wheel and wheels of every dependency -------------------------
+# --- deps: wheels of exactly the locked dependencies, hashes checked ---------------------
+# Only requirements.lock is copied, so this stage (and the runtime layer installing it) is
+# rebuilt when the lock changes, not when the code does.
+FROM python:3.11-slim AS deps
+WORKDIR /src
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+COPY requirements.lock ./
+RUN pip wheel --require-hashes --wheel-dir /wheels -r requirements.lock
+
+# --- build: the driftgauge wheel alone (its dependencies come from the lock) -------------
 FROM python:3.11-slim AS build
 WORKDIR /src
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 COPY pyproject.toml README.md ./
 COPY service ./service
-RUN pip wheel --wheel-dir /wheels .
+RUN pip wheel --no-deps --wheel-dir /wheels .
 
 # --- runtime: no compiler, no source tree, no root -------------------------------------
 FROM python:3.11-slim AS runtime
@@ -17,8 +26,13 @@ ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
 RUN groupadd --system --gid 10001 driftgauge \
  && useradd --system --uid 10001 --gid driftgauge --no-create-home \
       --home-dir /nonexistent --shell /usr/sbin/nologin driftgauge
+# Layer 1, the dependencies: cached until requirements.lock changes.
+RUN --mount=type=bind,from=deps,source=/wheels,target=/wheels \
+    pip install --no-index --no-deps /wheels/*.whl
+# Layer 2, the code: --no-deps, so nothing outside the lock is ever resolved.
 RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
-    pip install --no-index --find-links=/wheels driftgauge
+    pip install --no-index --no-deps /wheels/driftgauge-*.whl \
+ && pip check
 # The config is mounted here from outside (volume, ConfigMap); the image ships none.
 RUN mkdir -p /etc/driftgauge
 USER 10001:10001

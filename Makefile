@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: install services services-stop status tools test test-unit test-differential test-fuzz test-faults lint typecheck demo bench bench-faults clean
+.PHONY: install services services-stop status tools test test-unit test-differential test-fuzz test-faults lint typecheck demo bench bench-faults dist lock clean
 
 $(BIN)/driftgauge: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -24,7 +24,7 @@ status: ## Report the local stack
 	deploy/local/stack.sh status
 
 lint: install ## ruff and mypy
-	$(BIN)/ruff check service tests bench
+	$(BIN)/ruff check service tests bench deploy/compose
 	$(BIN)/mypy
 
 tools: ## Install helm (built from the Go module proxy) and promtool (Debian's prometheus)
@@ -46,6 +46,13 @@ test-fuzz: install services ## Schemathesis over every API operation, every phas
 
 test-faults: install services ## The fault suite: proxies in front of the real stores (also in `make test`)
 	$(BIN)/pytest -q tests/faults
+
+dist: install services tools ## Wheel, sdist and chart into dist/; install them from the lock in a fresh venv and run a check
+	$(BIN)/pytest -q tests/deploy/test_dist.py tests/deploy/test_helm.py::test_chart_packages_into_dist_and_the_package_lints
+
+lock: install ## Regenerate requirements.lock from pyproject.toml (LOCK_ARGS=--upgrade moves every pin)
+	$(BIN)/pip-compile --quiet --generate-hashes --strip-extras --no-emit-find-links $(LOCK_ARGS) \
+	  --output-file requirements.lock pyproject.toml
 
 demo: install services ## A week of the fault bench, then driftgauge serve finding the drift
 	$(BIN)/python bench/faults/demo.py

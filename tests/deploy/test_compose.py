@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -11,10 +12,11 @@ import pytest
 import yaml
 from deploy_support import ROOT, env_references, require_promtool, run
 
-from driftgauge.config import load_file
+from driftgauge.config import load_file, load_text
 
 DEPLOY = ROOT / "deploy"
 COMPOSE = DEPLOY / "compose.yml"
+DEMO = DEPLOY / "compose" / "demo.py"
 DOCKERFILE = ROOT / "Dockerfile"
 SERVICES = {"postgres", "opensearch", "driftgauge", "demo", "prometheus", "grafana"}
 
@@ -68,11 +70,26 @@ def test_every_mounted_path_exists(compose: dict[str, Any]) -> None:
 def test_demo_runs_once_from_the_driftgauge_image(compose: dict[str, Any]) -> None:
     demo = compose["services"]["demo"]
     assert demo["image"] == compose["services"]["driftgauge"]["image"]
-    # The image's ENTRYPOINT is `driftgauge`; the demo is a Python module, so reset it.
+    # The image's ENTRYPOINT is `driftgauge`; the demo is a Python script, so reset it.
     assert demo["entrypoint"] == []
-    assert demo["command"] == ["python", "-m", "driftgauge.demo"]
+    # The demo drops databases: it is not in the package, the compose file mounts it.
+    python, script = demo["command"]
+    assert python == "python"
+    assert _host_path(demo, script) == DEMO
     assert demo["restart"] == "no"
     assert demo["depends_on"]["driftgauge"]["condition"] == "service_healthy"
+
+
+def test_demo_script_imports_the_package_and_writes_a_valid_config() -> None:
+    spec = importlib.util.spec_from_file_location("compose_demo", DEMO)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)           # defines main(); runs nothing
+    assert callable(module.main)
+    text = module.CONFIG.format(pg="postgresql://u@h/db", os="http://h:9200",
+                                state="postgresql://u@h/state", index=module.INDEX,
+                                days=module.DAYS)
+    assert set(load_text(text).checks) == {"reviews"}
 
 
 def test_driftgauge_config_is_valid_and_its_secrets_are_set(compose: dict[str, Any]) -> None:
@@ -163,6 +180,39 @@ def test_dockerfile_runs_as_non_root_with_a_healthcheck() -> None:
     assert dict(final)["EXPOSE"] == "8080"
     # The config comes from outside; the image must not bake one in.
     assert not any(i in ("COPY", "ADD") and "config.yml" in a for i, a in final)
+
+
+def _stage(name: str) -> list[tuple[str, str]]:
+    """Return the instructions of the stage `FROM ... AS name`."""
+    [stage] = [s for s in _dockerfile_stages() if s[0][1].endswith(f" AS {name}")]
+    return stage
+
+
+def test_dockerfile_installs_the_locked_dependencies_before_the_code() -> None:
+    deps = _stage("deps")
+    # The dependency stage sees the lock and nothing else of the repo: a code change
+    # cannot invalidate its cache, and pip cannot pick a version outside the lock.
+    assert [a for i, a in deps if i in ("COPY", "ADD")] == ["requirements.lock ./"]
+    [wheel] = [a for i, a in deps if i == "RUN" and "pip" in a]
+    assert "--require-hashes" in wheel and "-r requirements.lock" in wheel
+    [build] = [a for i, a in _stage("build") if i == "RUN" and "pip" in a]
+    assert "--no-deps" in build, "the code's wheel must not resolve dependencies itself"
+    final = _dockerfile_stages()[-1]
+    installs = [a for i, a in final if i == "RUN" and "pip install" in a]
+    assert len(installs) == 2, installs
+    locked, code = installs
+    assert "from=deps" in locked and "driftgauge" not in locked.split("pip install", 1)[1]
+    assert "from=build" in code and "/wheels/driftgauge-" in code
+    for run_args in installs:
+        assert "--no-index" in run_args and "--no-deps" in run_args, run_args
+
+
+def test_dockerfile_final_stage_has_no_source_or_build_tools() -> None:
+    final = _dockerfile_stages()[-1]
+    assert not [a for i, a in final if i in ("COPY", "ADD")], "the final stage copies files"
+    text = " ".join(a for _, a in final)
+    for tool in ("apt-get", "apk ", "gcc", "build-essential", "pip wheel", "setup.py"):
+        assert tool not in text, tool
 
 
 def test_dockerignore_keeps_local_state_out_of_the_build_context() -> None:

@@ -1,10 +1,13 @@
-"""`make demo`: plant a silent fault on the local stack and show driftgauge finding it.
+"""The compose demo: plant a silent fault in the stack's stores and show driftgauge finding it.
 
 A task store (PostgreSQL) feeds a search index (OpenSearch) that a dashboard reads with
 its own filter. For fourteen days the sync is healthy; from day 10 the upstream starts
 emitting a tier the dashboard's filter does not know (vocabulary drift), on day 12 a
 retried run appends three copies of a few documents, and one label is overwritten by a
 second writer. Every component stays green; driftgauge does not.
+
+It lives outside the package (it drops and recreates its database) and runs in the
+driftgauge image from a bind mount: `python /opt/driftgauge-demo/demo.py`.
 """
 
 from __future__ import annotations
@@ -177,7 +180,7 @@ async def run_demo() -> int:
 
 
 def main() -> None:
-    """Entry point for `python -m driftgauge.demo`."""
+    """Run the demo and exit with its status."""
     raise SystemExit(asyncio.run(run_demo()))
 
 
