@@ -9,6 +9,7 @@ are checked against the Service they scrape and with promtool.
 from __future__ import annotations
 
 import importlib
+import tarfile
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -32,6 +33,8 @@ RELEASE = "dg"
 NAMESPACE = "observability"
 # The chart's minimum (Chart.yaml kubeVersion) and the newest the wheel knows.
 KUBE_VERSIONS = ("1.25", "latest")
+# No public image exists, so every install names the user's own; `.invalid` never resolves.
+IMAGE = ["--set", "image.repository=registry.invalid/team/driftgauge"]
 MONITORING = [
     "--set", "serviceMonitor.enabled=true",
     "--set", "prometheusRule.enabled=true",
@@ -75,7 +78,8 @@ def kubernetes_validate() -> ModuleType:
 
 def _template(helm: str, *args: str) -> list[dict[str, Any]]:
     result = run(
-        [helm, "template", RELEASE, str(CHART), "--namespace", NAMESPACE, *args], timeout=120
+        [helm, "template", RELEASE, str(CHART), "--namespace", NAMESPACE, *IMAGE, *args],
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
@@ -245,6 +249,38 @@ def test_values_schema_rejects_unknown_and_invalid_values(helm: str) -> None:
         (["--set", "service.port=0"], "service.port"),
         (["--set", "image.pullPolicy=Sometimes"], "image.pullPolicy"),
     ):
-        result = run([helm, "template", RELEASE, str(CHART), *args], timeout=120)
+        result = run([helm, "template", RELEASE, str(CHART), *IMAGE, *args], timeout=120)
         assert result.returncode != 0, args
         assert expected in result.stderr, result.stderr
+
+
+def test_image_repository_is_required_and_tagged_with_the_app_version(helm: str) -> None:
+    result = run([helm, "template", RELEASE, str(CHART)], timeout=120)
+    assert result.returncode != 0
+    assert "image.repository is required" in result.stderr, result.stderr
+    assert "docs/deploy.md" in result.stderr
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    image = _container(_template(helm))["image"]
+    assert image == f"registry.invalid/team/driftgauge:{chart['appVersion']}"
+
+
+def test_chart_packages_into_dist_and_the_package_lints(helm: str) -> None:
+    dist = ROOT / "dist"
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    package = dist / f"driftgauge-{chart['version']}.tgz"
+    package.unlink(missing_ok=True)
+    result = run([helm, "package", str(CHART), "--destination", str(dist)], timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert package.is_file(), result.stdout
+    with tarfile.open(package) as tgz:
+        names = set(tgz.getnames())
+    assert {"driftgauge/Chart.yaml", "driftgauge/values.schema.json",
+            "driftgauge/files/driftgauge-rules.yml",
+            "driftgauge/templates/deployment.yaml"} <= names
+    lint = run([helm, "lint", "--strict", str(package), *IMAGE], timeout=120)
+    output = lint.stdout + lint.stderr
+    assert lint.returncode == 0 and "0 chart(s) failed" in output, output
+    assert "[WARNING]" not in output and "[ERROR]" not in output
+    rendered = run([helm, "template", RELEASE, str(package), *IMAGE], timeout=120)
+    assert rendered.returncode == 0, rendered.stderr
+    assert "kind: Deployment" in rendered.stdout

@@ -17,6 +17,12 @@
 {{- end }}
 {{- end }}
 
+{{/* The image reference; the repository has no default because no public image exists. */}}
+{{- define "driftgauge.image" -}}
+{{- $repository := required "image.repository is required: build the driftgauge image, push it to your registry and set image.repository (see docs/deploy.md)" .Values.image.repository }}
+{{- printf "%s:%s" $repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
+
 {{/* Labels that select the pod; never change them after the first install. */}}
 {{- define "driftgauge.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "driftgauge.name" . }}
