@@ -13,7 +13,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from fastapi import APIRouter, HTTPException, Request, status
 from prometheus_client.core import Metric
@@ -28,9 +28,11 @@ from driftgauge.ledger import LedgerMetrics, LedgerService, LedgerStore, Reconci
 from driftgauge.ledger.hooks import ReconcileFn
 from driftgauge.ledger.router import ledger_router
 from driftgauge.pgcall import open_pool
+from driftgauge.scheduler import JobSpec
 from driftgauge.signals import SignalsMetrics, SignalsStore
 from driftgauge.signals.router import signals_router
 from driftgauge.signals.service import SignalsService, SourceGetter
+from driftgauge.state.claims import JobClaims
 
 log = logging.getLogger("driftgauge.audit")
 
@@ -56,13 +58,17 @@ class Audit:
         """Return the collector parts to add to the /metrics registry."""
         return [self.ledger_metrics, self.canary_metrics, self.signals_metrics]
 
-    async def tick(self, now: datetime | None = None) -> None:
-        """Judge the ledger's windows, then reload every part (a failed reload keeps its data)."""
-        with survive("audit", "judge ledger windows"):
-            try:
-                await self.ledger.evaluate_all(now)
-            except StateError as exc:
-                log.warning("could not judge ledger windows", extra={"error": str(exc)})
+    async def tick(self, now: datetime | None = None, *, judge: bool = True) -> None:
+        """Judge the ledger's windows, then reload every part (a failed reload keeps its data).
+
+        `judge` False only reloads: another replica judges this period's windows.
+        """
+        if judge:
+            with survive("audit", "judge ledger windows"):
+                try:
+                    await self.ledger.evaluate_all(now)
+                except StateError as exc:
+                    log.warning("could not judge ledger windows", extra={"error": str(exc)})
         for part in (self.ledger_metrics, self.canary_metrics, self.signals_metrics):
             with survive("audit", f"reload {type(part).__name__}"):
                 try:
@@ -104,12 +110,14 @@ def audit_router(tokens: TokenCheck) -> APIRouter:
 @asynccontextmanager
 async def open_audit(config: Config, *, reconcile: ReconcileFn, source: SourceGetter,
                      clock: Callable[[], datetime] = _now, start: bool = True,
-                     every: float = 60.0, deadline: float = 10.0) -> AsyncIterator[Audit]:
+                     every: float = 60.0, deadline: float = 10.0,
+                     claims: JobClaims | None = None) -> AsyncIterator[Audit]:
     """Open the audit on the state database; with `start`, run its schedules and loop.
 
     `reconcile(check, start, end)` runs when a ledger run's window has settled (the app
     passes a manual run of the check); `source(check)` returns the check's source adapter
-    (the app's shared one: it is not closed here).
+    (the app's shared one: it is not closed here). With `claims`, replicas sharing the
+    state database run each canary, measurement and ledger judgement once per scheduled time.
     """
     pool = await open_pool(config.state, deadline=deadline)
     ledger_store, canary_store = LedgerStore(pool, deadline), CanaryStore(pool, deadline)
@@ -125,8 +133,9 @@ async def open_audit(config: Config, *, reconcile: ReconcileFn, source: SourceGe
     audit = Audit(
         ledger=ledger, reconcile_on_close=hook,
         canary=CanaryService(config.checks, canary_store, source, clock=clock,
-                             on_result=after_canary),
-        signals=SignalsService(config.checks, signals_store, source, clock=clock),
+                             on_result=after_canary, claims=claims),
+        signals=SignalsService(config.checks, signals_store, source, clock=clock,
+                               claims=claims),
         ledger_metrics=LedgerMetrics(ledger_store, list(ledger.jobs),
                                      {j.job: j.timezone for j in ledger.jobs.values()}),
         canary_metrics=canary_metrics,
@@ -138,7 +147,8 @@ async def open_audit(config: Config, *, reconcile: ReconcileFn, source: SourceGe
             hook.start()
             audit.canary.start()
             audit.signals.start()
-            loop = asyncio.create_task(_loop(audit, every), name="driftgauge-audit")
+            loop = asyncio.create_task(_loop(audit, every, claims, clock),
+                                       name="driftgauge-audit")
         yield audit
     finally:
         if loop is not None:
@@ -154,8 +164,20 @@ async def open_audit(config: Config, *, reconcile: ReconcileFn, source: SourceGe
             pool.terminate()
 
 
-async def _loop(audit: Audit, every: float) -> None:
+async def _loop(audit: Audit, every: float, claims: JobClaims | None,
+                clock: Callable[[], datetime]) -> None:
     """Judge ledger deadlines and reload stored results every `every` seconds."""
     while True:
         await asyncio.sleep(every)
-        await audit.tick()
+        await audit.tick(judge=await _judge_here(claims, every, clock()))
+
+
+async def _judge_here(claims: JobClaims | None, every: float, now: datetime) -> bool:
+    """Return True if this replica judges the ledger windows of the current period."""
+    if claims is None:
+        return True
+    fire = JobSpec("ledger", "recent", every=timedelta(seconds=every)).latest_fire(now)
+    try:
+        return fire is None or await claims.claim("ledger-deadlines", fire)
+    except StateError:
+        return True  # judging will fail and say why

@@ -100,6 +100,24 @@ async def execute_run(check: Check, adapters: AdapterSource, state: StateStore, 
     cancellation (shutdown) fails the run too, then propagates. A run is only ever marked
     complete together with its buckets.
     """
+    try:
+        return await _execute(check, adapters, state, run_id, window_start, window_end,
+                              now=now, trigger=trigger, sample_keys=sample_keys,
+                              deadline=deadline,
+                              key_hash=key_hash, exclusions=exclusions, progress=progress,
+                              slots_first=slots_first)
+    finally:
+        # Recorded or not, this process stops renewing the run's lease: a run it could
+        # not record expires as interrupted instead of staying `running` for good.
+        state.owned.discard(run_id)
+
+
+async def _execute(check: Check, adapters: AdapterSource, state: StateStore, run_id: int,
+                   window_start: datetime, window_end: datetime, *, now: datetime,
+                   trigger: str, sample_keys: int, deadline: float | None,
+                   key_hash: KeyHasher | None,
+                   exclusions: ExclusionSource | None, progress: Progress | None,
+                   slots_first: bool | None) -> RunResult:
     clock = time.monotonic()
     with log_context(check=check.name, run_id=run_id):
         log.info("run started", extra={"window_start": window_start.isoformat(),
@@ -117,7 +135,7 @@ async def execute_run(check: Check, adapters: AdapterSource, state: StateStore, 
                                          slots_first=slots_first)
         except asyncio.CancelledError:
             observe.run_finished(check.name, trigger, time.monotonic() - clock)
-            await _shielded_fail(state, run_id, "cancelled: the service is shutting down",
+            await _shielded_fail(state, run_id, "the service shut down mid-run",
                                  time.monotonic() - clock)
             raise
         except TimeoutError:
@@ -182,9 +200,10 @@ def _failed(check: Check, start: datetime, end: datetime, now: datetime,
     return RunResult(check.name, start, end, started_at=now, error=error)
 
 
-async def _shielded_fail(state: StateStore, run_id: int, error: str, duration: float) -> None:
-    """Record a cancelled run as failed, even though our own task is being cancelled."""
-    task = asyncio.ensure_future(state.fail_run(run_id, error, duration=duration))
+async def _shielded_fail(state: StateStore, run_id: int, reason: str, duration: float) -> None:
+    """Record a cancelled run as interrupted, even though our own task is being cancelled."""
+    task = asyncio.ensure_future(state.leases.interrupt(
+        run_id, reason, finished_at=datetime.now(UTC), duration=duration))
     try:
         await asyncio.shield(task)
     except asyncio.CancelledError:

@@ -9,7 +9,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request
@@ -29,6 +29,7 @@ from driftgauge.background import background_part, survive
 from driftgauge.bounds import json_safe
 from driftgauge.config.runtime import Check, Config
 from driftgauge.errors import StateError, StoreError, StoreTimeout, UnknownCheck
+from driftgauge.heartbeat import LeaseKeeper
 from driftgauge.logs import log_context
 from driftgauge.metrics import (
     CollectorPart,
@@ -37,6 +38,7 @@ from driftgauge.metrics import (
     history_part,
     process_part,
     reconciliation_part,
+    state_part,
 )
 from driftgauge.metrics.own import own_part
 from driftgauge.metrics.stores import store_retries_part
@@ -177,7 +179,8 @@ async def _open_runtime(config: Config, tokens: TokenCheck, *, start_scheduler: 
     ticks = TickRunner(config.checks, state, adapters, sample_keys=config.api.sample_keys,
                        clock=clock, deadline=run_deadline, on_change=snapshots.refresh)
     scheduler = CheckScheduler(job_specs(config.checks), ticks.tick, clock=clock)
-    retention = RetentionJob(state, config, clock=clock)
+    retention = RetentionJob(state, config, clock=clock, claims=state.claims)
+    leases = LeaseKeeper(state, config.state.lease, on_expired=snapshots.refresh)
     refresher: asyncio.Task[None] | None = None
 
     async def reconcile_window(check: str, start: datetime, end: datetime) -> object:
@@ -202,19 +205,21 @@ async def _open_runtime(config: Config, tokens: TokenCheck, *, start_scheduler: 
         # results, so a summary, breach or vocabulary verdict reaches /metrics as promptly.
         audit = await stack.enter_async_context(open_audit(
             config, reconcile=reconcile_window, source=source_of, clock=clock,
-            start=start_scheduler, every=refresh))
+            start=start_scheduler, every=refresh, claims=state.claims))
         ticks.exclusions = audit.ledger.ledger_exclusions
         registry = build_registry([reconciliation_part(snapshots.current),
-                                   history_part(snapshots.current),
+                                   history_part(snapshots.current), state_part(snapshots),
                                    process_part(__version__), background_part, *audit.parts,
                                    *metric_parts, store_retries_part(_retrying_stores(config)),
                                    own_part(sorted(config.stores))])
         ProcessCollector(registry=registry)  # process_* of this process, on our registry
-        stale = await state.abandon_stale(
-            clock() - timedelta(hours=6),
-            "abandoned: no replica finished this run (it was interrupted)")
-        if stale:
-            log.warning("marked interrupted runs as failed", extra={"runs": stale})
+        # Runs of a replica that died (this one, before a restart) expire now or, if
+        # their lease has not run out yet, at a later heartbeat.
+        try:
+            await leases.expire()
+        except StateError as exc:
+            log.warning("could not expire interrupted runs", extra={"error": str(exc)})
+        leases.start()
         # Start-up never depends on the stored data being well-formed.
         with survive("snapshot_refresh", "load stored results"):
             try:
@@ -238,6 +243,8 @@ async def _open_runtime(config: Config, tokens: TokenCheck, *, start_scheduler: 
             with suppress(asyncio.CancelledError):
                 await refresher
         await ticks.shutdown()
+        # Only now: the runs cancelled above stay owned until they are recorded.
+        await leases.stop()
         await adapters.close()
         await state.close()
         log.info("stopped")

@@ -17,6 +17,8 @@ from driftgauge.canary.store import CanaryStore
 from driftgauge.config.runtime import Check, PostgresStore
 from driftgauge.cron import trigger_for
 from driftgauge.errors import DriftgaugeError, UnknownCheck
+from driftgauge.scheduler import JobSpec
+from driftgauge.state.claims import JobClaims
 from driftgauge.stores.base import StoreAdapter
 
 log = logging.getLogger("driftgauge.canary")
@@ -51,13 +53,25 @@ def canary_trigger(check: Check) -> BaseTrigger:
     return trigger_for(canary.cron or "0 12 * * *", check.timezone)
 
 
+def scheduled_time(check: Check, now: datetime) -> datetime | None:
+    """Return the canary's latest scheduled time at or before `now` (same grid as ticks)."""
+    canary = check.canary
+    if canary is None:
+        return None
+    cron = None if canary.every is not None else (canary.cron or "0 12 * * *")
+    return JobSpec(check.name, "recent", every=canary.every, cron=cron,
+                   timezone=check.timezone).latest_fire(now)
+
+
 class CanaryService:
     """Own the canary schedule; `run(check)` also serves a deploy hook or a manual trigger."""
 
     def __init__(self, checks: Mapping[str, Check], store: CanaryStore, source: SourceGetter,
                  *, clock: Callable[[], datetime] = _now,
-                 on_result: Callable[[CanaryResult], Awaitable[None]] | None = None) -> None:
+                 on_result: Callable[[CanaryResult], Awaitable[None]] | None = None,
+                 claims: JobClaims | None = None) -> None:
         self._checks = {n: c for n, c in checks.items() if c.canary is not None}
+        self._claims = claims
         self.store = store
         self._source = source
         self._clock = clock
@@ -99,10 +113,28 @@ class CanaryService:
             await self._on_result(result)
         return result
 
+    async def claim(self, name: str) -> bool:
+        """Return True if this replica takes the canary's current scheduled time.
+
+        Every replica fires the same schedule and they share one sentinel id, so only the
+        one that claims the time may write it: two writers would read back each other's
+        token and raise false alarms.
+        """
+        check = self._checks[name]
+        fire = scheduled_time(check, self._clock())
+        if self._claims is None or fire is None:
+            return True
+        if await self._claims.claim(f"canary:{name}", fire):
+            return True
+        log.info("canary skipped: another replica runs it",
+                 extra={"check": name, "scheduled_for": fire.isoformat()})
+        return False
+
     async def _fire(self, name: str) -> None:
         with survive("canary", name, check=name):
             try:
-                await self.run(name)
+                if await self.claim(name):
+                    await self.run(name)
             except DriftgaugeError as exc:
                 log.warning("canary could not be recorded", extra={"check": name,
                                                                     "error": str(exc)})

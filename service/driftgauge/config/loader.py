@@ -18,6 +18,7 @@ from driftgauge.config.runtime import (
     Drilldown,
     Exclusion,
     Field,
+    Lease,
     OpenSearchStore,
     PostgresStore,
     Retention,
@@ -194,7 +195,8 @@ def build(parsed: m.ConfigModel, *, resolve_secrets: bool = False,
             )
     broken = (known_stores or set()) - set(stores)
     state = State(Secret(parsed.state.dsn), parsed.state.schema_name,
-                  Retention(parsed.state.retention.runs, parsed.state.retention.ledger))
+                  Retention(parsed.state.retention.runs, parsed.state.retention.ledger),
+                  Lease(parsed.state.lease.heartbeat, parsed.state.lease.expires))
     problems.extend(secrets.dsn_problems("state.dsn", parsed.state.dsn))
     api = Api(tuple(Secret(t) for t in parsed.api.tokens), parsed.api.public_read,
               parsed.api.sample_keys,

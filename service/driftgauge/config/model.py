@@ -22,8 +22,11 @@ from driftgauge.config.values import (
     Settle,
     SummaryDeadline,
     Url,
+    between,
 )
 
+Heartbeat = Annotated[timedelta, between("1s", "10m")]
+LeaseExpiry = Annotated[timedelta, between("2s", "1d")]
 CheckName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,62}$")]
 FieldTypeName = Literal["string", "integer", "decimal", "boolean", "timestamp"]
 
@@ -64,10 +67,29 @@ class RetentionModel(Strict):
                          "windows and breaches; canary attempts; vocabulary and volume rows.")
 
 
+class LeaseModel(Strict):
+    """How long a run stays owned by its replica without a heartbeat."""
+
+    heartbeat: Heartbeat = Field(timedelta(seconds=15), description="How often a replica "
+                                 "renews the runs it owns.")
+    expires: LeaseExpiry = Field(timedelta(seconds=60), description="A run not renewed for "
+                                 "this long is marked 'error: interrupted' by any replica "
+                                 "(or the next start).")
+
+    @model_validator(mode="after")
+    def _outlasts_a_late_beat(self) -> LeaseModel:
+        # One late heartbeat must not cost a live run its lease.
+        if self.expires < 2 * self.heartbeat:
+            raise ValueError(f"expires ({self.expires.total_seconds():g}s) must be at least "
+                             f"twice heartbeat ({self.heartbeat.total_seconds():g}s)")
+        return self
+
+
 class StateModel(Strict):
     dsn: SecretRef
     schema_name: str = Field("driftgauge", alias="schema", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
     retention: RetentionModel = Field(default_factory=RetentionModel)
+    lease: LeaseModel = Field(default_factory=LeaseModel)
 
 
 class ApiModel(Strict):

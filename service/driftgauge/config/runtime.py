@@ -216,12 +216,22 @@ class Retention:
 
 
 @dataclass(frozen=True)
+class Lease:
+    """How a replica keeps its runs owned: renew every `heartbeat`, lose them after `expires`."""
+
+    heartbeat: timedelta = timedelta(seconds=15)
+    expires: timedelta = timedelta(seconds=60)
+    """A run whose heartbeat is older than this is marked `error: interrupted` by any replica."""
+
+
+@dataclass(frozen=True)
 class State:
     """Where driftgauge keeps its own results, and for how long."""
 
     dsn: Secret
     schema: str = "driftgauge"
     retention: Retention = field(default_factory=Retention)
+    lease: Lease = field(default_factory=Lease)
 
 
 @dataclass(frozen=True)

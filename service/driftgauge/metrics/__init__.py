@@ -8,7 +8,7 @@ from driftgauge.metrics.collector import (
     reconciliation_part,
 )
 from driftgauge.metrics.history import history_part
-from driftgauge.metrics.snapshot import CheckSnapshot, SnapshotCache, load_check
+from driftgauge.metrics.snapshot import CheckSnapshot, SnapshotCache, load_check, state_part
 
 __all__ = [
     "CheckSnapshot",
@@ -20,4 +20,5 @@ __all__ = [
     "load_check",
     "process_part",
     "reconciliation_part",
+    "state_part",
 ]

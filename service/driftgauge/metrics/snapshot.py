@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
 from driftgauge.config.runtime import Check
 from driftgauge.engine.result import BucketResult
+from driftgauge.errors import StateError
 from driftgauge.scheduler import utc_now
 from driftgauge.state import RunRow, StateStore, StoredBucket
 
@@ -30,6 +33,8 @@ class CheckSnapshot:
     """The configured exclusion-rate tolerance per reason."""
     history: tuple[BucketResult, ...] = ()
     """The full-history window's days before the recent window, each as last judged."""
+    interrupted: int = 0
+    """Runs that stopped before they could finish (replica died or shut down mid-run)."""
 
 
 async def load_check(state: StateStore, check: Check, now: datetime) -> CheckSnapshot:
@@ -37,18 +42,18 @@ async def load_check(state: StateStore, check: Check, now: datetime) -> CheckSna
     today = now.astimezone(check.timezone).date()
     since = today - timedelta(days=check.schedule.recent_days - 1)
     first = today - timedelta(days=check.schedule.full_days - 1)
-    last_run, last_success, counts, days, old = await asyncio.gather(
+    last_run, last_success, counts, days, old, interrupted = await asyncio.gather(
         state.latest_finished_run(check.name), state.latest_success(check.name),
         state.run_counts(check.name), state.day_buckets(check.name, since, today,
                                                         check.timezone),
-        _history(state, check, first, since))
+        _history(state, check, first, since), state.leases.interrupted(check.name))
     every = check.schedule.recent_every
     return CheckSnapshot(
         check=check.name, schedule_seconds=every.total_seconds() if every else None,
         last_run=last_run, last_success=last_success, run_counts=counts,
         buckets=tuple(d.bucket for d in days),
         exclusion_limits=dict(check.tolerance.exclusion_rate),
-        history=tuple(d.bucket for d in old))
+        history=tuple(d.bucket for d in old), interrupted=interrupted)
 
 
 async def _history(state: StateStore, check: Check, first: date,
@@ -69,6 +74,11 @@ class SnapshotCache:
         self._checks = checks
         self._clock = clock
         self._current: dict[str, CheckSnapshot] = {}
+        self.created_at = clock()
+        self.refreshed_at: datetime | None = None
+        """When every check was last read successfully."""
+        self.state_up = False
+        """Whether the latest read of the state database succeeded."""
 
     def current(self) -> dict[str, CheckSnapshot]:
         """Return the snapshot of every check loaded so far."""
@@ -78,7 +88,49 @@ class SnapshotCache:
         """Reload one check (or all); on a state error the previous snapshot stays."""
         names = [check] if check is not None else sorted(self._checks)
         now = self._clock()
-        loaded = await asyncio.gather(*(load_check(self._state, self._checks[n], now)
-                                        for n in names))
+        try:
+            loaded = await asyncio.gather(*(load_check(self._state, self._checks[n], now)
+                                            for n in names))
+        except StateError:
+            self.state_up = False
+            raise
         # Swap in a new dict so a concurrent scrape sees either the old or the new one.
         self._current = {**self._current, **{s.check: s for s in loaded}}
+        self.state_up = True
+        if check is None:
+            self.refreshed_at = now
+
+    def age(self) -> float:
+        """Return the seconds since every check was read (since start-up if never)."""
+        since = self.refreshed_at or self.created_at
+        return max(0.0, (self._clock() - since).total_seconds())
+
+
+def state_part(cache: SnapshotCache) -> Callable[[], Iterable[Metric]]:
+    """Return the part that says how fresh the snapshot is and whether the state DB answers.
+
+    The reconciliation series keep their last values while the state database is down;
+    these say so, so that stale never looks fresh.
+    """
+    def collect() -> Iterable[Metric]:
+        up = GaugeMetricFamily("driftgauge_state_up",
+                               "1 if the latest read of the state database succeeded.")
+        up.add_metric([], 1.0 if cache.state_up else 0.0)
+        age = GaugeMetricFamily("driftgauge_snapshot_age_seconds",
+                                "Seconds since the stored results were last read.")
+        age.add_metric([], cache.age())
+        out: list[Metric] = [up, age]
+        if cache.refreshed_at is not None:
+            last = GaugeMetricFamily("driftgauge_state_last_refresh_timestamp_seconds",
+                                     "When the stored results were last read.")
+            last.add_metric([], cache.refreshed_at.timestamp())
+            out.append(last)
+        interrupted = CounterMetricFamily(
+            "driftgauge_check_interrupted_runs",
+            "Runs that stopped before they could finish (their replica died or shut down).",
+            labels=["check"])
+        for name, snap in sorted(cache.current().items()):
+            interrupted.add_metric([name], snap.interrupted)
+        out.append(interrupted)
+        return out
+    return collect

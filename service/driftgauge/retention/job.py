@@ -6,13 +6,15 @@ import asyncio
 import logging
 from collections.abc import Callable
 from contextlib import suppress
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from driftgauge.background import survive
 from driftgauge.config.runtime import Config
 from driftgauge.errors import StateError
 from driftgauge.retention.prune import PruneReport, prune
+from driftgauge.scheduler import JobSpec
 from driftgauge.state import StateStore
+from driftgauge.state.claims import JobClaims
 
 log = logging.getLogger("driftgauge.retention")
 DAY = 86400.0
@@ -25,12 +27,13 @@ class RetentionJob:
 
     def __init__(self, state: StateStore, config: Config, *,
                  clock: Callable[[], datetime], every: float = DAY,
-                 first_after: float = FIRST_AFTER) -> None:
+                 first_after: float = FIRST_AFTER, claims: JobClaims | None = None) -> None:
         self._state = state
         self._config = config
         self._clock = clock
         self._every = every
         self._first_after = first_after
+        self._claims = claims
         self._task: asyncio.Task[None] | None = None
         self.last: PruneReport | None = None
         """The report of the latest prune this job finished."""
@@ -67,5 +70,18 @@ class RetentionJob:
     async def _loop(self) -> None:
         await asyncio.sleep(self._first_after)
         while True:
-            await self.run_once()
+            if await self._claim():
+                await self.run_once()
             await asyncio.sleep(self._every)
+
+    async def _claim(self) -> bool:
+        """Return True if this replica prunes in the current period (one replica a day)."""
+        if self._claims is None:
+            return True
+        spec = JobSpec("retention", "recent", every=timedelta(seconds=self._every))
+        fire = spec.latest_fire(self._clock())
+        try:
+            return fire is None or await self._claims.claim("retention", fire)
+        except StateError as exc:
+            log.warning("state prune skipped", extra={"error": str(exc)})
+            return False

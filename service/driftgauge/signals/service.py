@@ -12,8 +12,10 @@ from apscheduler.triggers.interval import IntervalTrigger
 from driftgauge.background import survive
 from driftgauge.config.runtime import Check, Volume
 from driftgauge.errors import DriftgaugeError, UnknownCheck
+from driftgauge.scheduler import JobSpec
 from driftgauge.signals.run import SignalsResult, evaluate_signals
 from driftgauge.signals.store import SignalsStore
+from driftgauge.state.claims import JobClaims
 from driftgauge.stores.base import StoreAdapter
 
 log = logging.getLogger("driftgauge.signals")
@@ -36,9 +38,11 @@ class SignalsService:
     """Own the vocabulary/volume schedule; `run(check)` measures one check now."""
 
     def __init__(self, checks: Mapping[str, Check], store: SignalsStore, source: SourceGetter,
-                 *, clock: Callable[[], datetime] = _now) -> None:
+                 *, clock: Callable[[], datetime] = _now,
+                 claims: JobClaims | None = None) -> None:
         self._checks = {n: c for n, c in checks.items()
                         if c.vocabulary or c.volume is not None}
+        self._claims = claims
         self.store = store
         self._source = source
         self._clock = clock
@@ -82,9 +86,23 @@ class SignalsService:
         return await evaluate_signals(check, await self._source(check), self.store,
                                       recent_start(check, now), now, now=now)
 
+    async def claim(self, name: str) -> bool:
+        """Return True if this replica takes the measurement's current scheduled time."""
+        if self._claims is None:
+            return True
+        every = self._checks[name].schedule.recent_every or timedelta(hours=1)
+        fire = JobSpec(name, "recent", every=every).latest_fire(self._clock())
+        if fire is None or await self._claims.claim(f"signals:{name}", fire):
+            return True
+        log.info("vocabulary/volume skipped: another replica measures it",
+                 extra={"check": name, "scheduled_for": fire.isoformat()})
+        return False
+
     async def _fire(self, name: str) -> None:
         with survive("signals", name, check=name):
             try:
+                if not await self.claim(name):
+                    return
                 found = await self.run(name)
             except DriftgaugeError as exc:
                 log.warning("vocabulary/volume measurement failed", extra={"check": name,

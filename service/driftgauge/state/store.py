@@ -18,6 +18,8 @@ from driftgauge.engine.result import RunResult
 from driftgauge.errors import SecretError, StateError
 from driftgauge.pgcall import PgCalls
 from driftgauge.state import codec, migrate
+from driftgauge.state.claims import JobClaims
+from driftgauge.state.leases import RunLeases
 from driftgauge.state.reads import DB_ERRORS, Reads, describe
 
 KeyHasher = Callable[[str], str | None]
@@ -39,6 +41,10 @@ class StateStore(Reads):
         self.replica = replica
         self.calls = PgCalls(pool, timeout)
         """The same pool and deadline, for modules that own their SQL (retention)."""
+        self.leases = RunLeases(self.calls)
+        self.claims = JobClaims(self.calls, replica)
+        self.owned: set[int] = set()
+        """Runs this process began and has not finished: the ones its heartbeat renews."""
 
     @classmethod
     async def open(cls, state: State, *, deadline: float = 10.0, pool_max: int = 4,
@@ -95,9 +101,10 @@ class StateStore(Reads):
         async with self._call("begin a run") as conn:
             run_id: int = await conn.fetchval(
                 "INSERT INTO runs (check_name, trigger, window_start, window_end, started_at,"
-                " replica) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+                " replica, heartbeat_at) VALUES ($1, $2, $3, $4, $5, $6, now()) RETURNING id",
                 check, trigger, window_start, window_end, started_at or datetime.now(UTC),
                 self.replica)
+        self.owned.add(run_id)
         return run_id
 
     async def claim_tick(self, check: str, window_start: datetime, window_end: datetime, *,
@@ -111,14 +118,16 @@ class StateStore(Reads):
         async with self._call("claim a scheduled tick") as conn:
             run_id: int | None = await conn.fetchval(
                 "INSERT INTO runs (check_name, trigger, window_start, window_end, scheduled_for,"
-                " started_at, replica)"
-                " SELECT $1, $2, $3, $4, $5, $6, $7"
+                " started_at, replica, heartbeat_at)"
+                " SELECT $1, $2, $3, $4, $5, $6, $7, now()"
                 " WHERE NOT EXISTS (SELECT 1 FROM runs WHERE check_name = $1 AND trigger = $2"
                 "   AND started_at > $6::timestamptz - $8::interval"
                 "   AND started_at <= $6::timestamptz + $8::interval)"
                 " ON CONFLICT DO NOTHING RETURNING id",
                 check, trigger, window_start, window_end, scheduled_for, started_at,
                 self.replica, guard)
+        if run_id is not None:
+            self.owned.add(run_id)
         return run_id
 
     async def complete_run(self, run_id: int, result: RunResult, *,

@@ -1,0 +1,86 @@
+"""Keep this replica's runs owned and expire the runs of replicas that died mid-run."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
+
+from driftgauge.config.runtime import Lease
+from driftgauge.errors import StateError
+from driftgauge.state import StateStore
+
+log = logging.getLogger("driftgauge.heartbeat")
+Listener = Callable[[str], Awaitable[None]]
+
+
+class LeaseKeeper:
+    """Every heartbeat: renew the runs this process owns, then expire runs past their lease.
+
+    Any replica expires any run, so a dead replica's run is marked `error: interrupted`
+    within one lease plus one heartbeat by a survivor, or by the next start.
+    """
+
+    def __init__(self, state: StateStore, lease: Lease,
+                 on_expired: Listener | None = None) -> None:
+        self._state = state
+        self._lease = lease
+        self._on_expired = on_expired
+        self._task: asyncio.Task[None] | None = None
+        self.expired = 0
+        """Runs this process marked interrupted since it started."""
+
+    @property
+    def running(self) -> bool:
+        """Return True while the heartbeat task is alive."""
+        return self._task is not None and not self._task.done()
+
+    def start(self) -> None:
+        """Start the heartbeat on the running loop."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._loop(), name="driftgauge-heartbeat")
+
+    async def stop(self) -> None:
+        """Stop the heartbeat (runs still owned expire unless they are recorded first)."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with suppress(asyncio.CancelledError):
+                await task
+
+    async def beat(self) -> None:
+        """Renew this process's runs once; log runs another replica already expired."""
+        owned = set(self._state.owned)
+        alive = await self._state.leases.renew(owned)
+        # A run missing here lost its lease (e.g. this replica could not reach the
+        # database for longer than the lease): its result will be refused when recorded.
+        lost = owned - alive
+        if lost and (lost & self._state.owned):
+            log.warning("runs lost their lease", extra={"runs": sorted(lost)})
+
+    async def expire(self) -> list[tuple[int, str]]:
+        """Mark runs past their lease as interrupted once; return (run id, check) of each."""
+        gone = await self._state.leases.expire(self._lease.expires)
+        if gone:
+            self.expired += len(gone)
+            log.warning("marked interrupted runs as failed",
+                        extra={"runs": [run for run, _ in gone],
+                               "checks": sorted({check for _, check in gone})})
+            if self._on_expired is not None:
+                for check in sorted({check for _, check in gone}):
+                    await self._on_expired(check)
+        return gone
+
+    async def _loop(self) -> None:
+        every = self._lease.heartbeat.total_seconds()
+        while True:
+            try:
+                await self.beat()
+                await self.expire()
+            except StateError as exc:
+                log.warning("heartbeat failed: state database", extra={"error": str(exc)})
+            except Exception:
+                # One bad beat must not end the heartbeat: the next one may succeed.
+                log.exception("heartbeat crashed")
+            await asyncio.sleep(every)

@@ -1,0 +1,151 @@
+"""Run leases and job claims on the real state database: a dead replica's run expires once."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from driftgauge.config import Config
+from driftgauge.config.runtime import Lease
+from driftgauge.errors import StateError
+from driftgauge.heartbeat import LeaseKeeper
+from driftgauge.metrics import SnapshotCache, build_registry, state_part
+from driftgauge.state import StateStore
+
+from .service_helpers import NOW, make_config, schema_name
+
+pytestmark = pytest.mark.integration
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
+SHORT = Lease(heartbeat=timedelta(seconds=0.2), expires=timedelta(seconds=1))
+
+
+@pytest.fixture
+async def config(pg_database: str) -> Config:
+    return make_config(pg_database, schema_name())
+
+
+@pytest.fixture
+async def stores(config: Config) -> AsyncIterator[list[StateStore]]:
+    opened = [await StateStore.open(config.state, replica=f"replica-{i}") for i in range(2)]
+    try:
+        yield opened
+    finally:
+        for s in opened:
+            await s.close()
+
+
+async def begin(store: StateStore) -> int:
+    return await store.begin_run("reviews", NOW - timedelta(days=1), NOW, trigger="manual",
+                                 started_at=NOW)
+
+
+async def test_a_run_nobody_renews_expires_as_interrupted_once(stores: list[StateStore]) -> None:
+    dead, survivor = stores
+    run_id = await begin(dead)
+    dead.owned.clear()  # the replica died: nothing renews the run any more
+    keepers = [LeaseKeeper(s, SHORT) for s in stores]
+    assert await keepers[1].expire() == []  # still within its lease
+    await asyncio.sleep(1.3)
+    # Both replicas expire at once: the run is marked, and counted, exactly once.
+    gone = await asyncio.gather(*(k.expire() for k in keepers))
+    assert sorted(g for got in gone for g in got) == [(run_id, "reviews")]
+    run = await survivor.run("reviews", run_id)
+    assert run is not None and run.status == "error" and not run.complete
+    assert run.error is not None and run.error.startswith("interrupted: replica replica-0 ")
+    assert run.finished_at is not None
+    assert await survivor.leases.interrupted("reviews") == 1
+    assert (await survivor.run_counts("reviews")).get("error") == 1
+
+
+async def test_a_renewed_run_outlives_its_lease(stores: list[StateStore]) -> None:
+    live, other = stores
+    run_id = await begin(live)
+    keeper = LeaseKeeper(live, SHORT)
+    keeper.start()
+    try:
+        await asyncio.sleep(2.0)
+        assert await LeaseKeeper(other, SHORT).expire() == []
+    finally:
+        await keeper.stop()
+    run = await other.run("reviews", run_id)
+    assert run is not None and run.status == "running"
+    await asyncio.sleep(1.3)
+    assert await LeaseKeeper(other, SHORT).expire() == [(run_id, "reviews")]
+
+
+async def test_a_run_recorded_late_after_expiry_is_refused(stores: list[StateStore]) -> None:
+    slow, other = stores
+    run_id = await begin(slow)
+    slow.owned.clear()
+    await asyncio.sleep(1.3)
+    await LeaseKeeper(other, SHORT).expire()
+    assert await slow.leases.renew([run_id]) == set()
+    assert not await slow.leases.interrupt(run_id, "late", finished_at=datetime.now(UTC),
+                                           duration=None)
+    assert await other.leases.interrupted("reviews") == 1
+
+
+async def test_each_scheduled_time_is_claimed_by_one_replica(stores: list[StateStore]) -> None:
+    times = [NOW + timedelta(minutes=i) for i in range(10)]
+    got = await asyncio.gather(*(s.claims.claim("canary:reviews", t)
+                                 for t in times for s in stores))
+    assert sum(got) == len(times)
+    for t in times:
+        assert await stores[0].claims.claimed_by("canary:reviews", t) in ("replica-0",
+                                                                           "replica-1")
+    assert not await stores[1].claims.claim("canary:reviews", times[0])
+    assert await stores[1].claims.claim("canary:orders", times[0])  # another job
+
+
+async def test_state_part_says_when_the_state_database_stops_answering(
+        config: Config) -> None:
+    store = await StateStore.open(config.state, replica="replica-x")
+    clock_at = [NOW]
+    cache = SnapshotCache(store, config.checks, lambda: clock_at[0])
+    reg = build_registry([state_part(cache)])
+    await cache.refresh()
+    assert reg.get_sample_value("driftgauge_state_up") == 1
+    assert reg.get_sample_value("driftgauge_snapshot_age_seconds") == 0
+    assert reg.get_sample_value("driftgauge_state_last_refresh_timestamp_seconds") == \
+        NOW.timestamp()
+    assert reg.get_sample_value("driftgauge_check_interrupted_runs_total",
+                                {"check": "reviews"}) == 0
+    await store.close()
+    clock_at[0] = NOW + timedelta(seconds=90)
+    with pytest.raises(StateError):
+        await cache.refresh()
+    assert reg.get_sample_value("driftgauge_state_up") == 0
+    assert reg.get_sample_value("driftgauge_snapshot_age_seconds") == 90
+    assert reg.get_sample_value("driftgauge_state_last_refresh_timestamp_seconds") == \
+        NOW.timestamp()
+
+
+def _documented_section(title: str) -> dict[str, tuple[str, set[str]]]:
+    out: dict[str, tuple[str, set[str]]] = {}
+    current = ""
+    for line in DOCS.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            current = line[3:].strip()
+        m = re.match(r"\| `(driftgauge_\w+)` \| (\w+) \| ([^|]*) \|", line)
+        if m and current == title:
+            out[m.group(1)] = (m.group(2), set(re.findall(r"`(\w+)`", m.group(3))))
+    return out
+
+
+async def test_state_part_matches_the_documented_series(config: Config,
+                                                        stores: list[StateStore]) -> None:
+    cache = SnapshotCache(stores[0], config.checks)
+    await cache.refresh()
+    text = generate_latest(build_registry([state_part(cache)])).decode()
+    seen = {}
+    for fam in text_string_to_metric_families(text):
+        name = fam.name + "_total" if fam.type == "counter" else fam.name
+        seen[name] = (fam.type, set().union(*(set(s.labels) for s in fam.samples)))
+    assert seen == _documented_section("Runs and state")

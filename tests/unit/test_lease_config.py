@@ -1,0 +1,49 @@
+"""The `state.lease` config: defaults, durations, and problems named by location."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from driftgauge.config import load_text
+from driftgauge.errors import ConfigError
+
+BASE = """
+stores:
+  src: {kind: postgres, dsn: "postgresql://u@h/db"}
+state: {dsn: "postgresql://u@h/state"<LEASE>}
+checks:
+  orders:
+    source: {store: src, table: orders, key: id, time: created_at}
+    reader: {store: src, table: orders_copy, key: id, time: created_at}
+"""
+
+
+def config(lease: str = "") -> str:
+    """Return a minimal config with `lease` spliced into the state section."""
+    return BASE.replace("<LEASE>", f", lease: {lease}" if lease else "")
+
+
+def test_a_run_is_renewed_every_15s_and_expires_after_60s_by_default() -> None:
+    lease = load_text(config()).state.lease
+    assert (lease.heartbeat, lease.expires) == (timedelta(seconds=15), timedelta(seconds=60))
+
+
+def test_the_lease_takes_durations() -> None:
+    lease = load_text(config("{heartbeat: 1s, expires: 4s}")).state.lease
+    assert (lease.heartbeat, lease.expires) == (timedelta(seconds=1), timedelta(seconds=4))
+    assert load_text(config("{expires: 2m}")).state.lease.heartbeat == timedelta(seconds=15)
+
+
+@pytest.mark.parametrize(("lease", "problem"), [
+    ("{heartbeat: often}", "state.lease.heartbeat: "),
+    ("{expires: 0s}", "state.lease.expires: must be at least 2s"),
+    ("{heartbeat: 31s}", "state.lease: expires (60s) must be at least twice heartbeat (31s)"),
+    ("{heartbeat: 10s, expires: 15s}", "state.lease: expires (15s) must be at least twice"),
+    ("{heartbeat: 1s, ttl: 1d}", "state.lease.ttl: unknown key"),
+])
+def test_a_bad_lease_names_its_location(lease: str, problem: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_text(config(lease))
+    assert any(p.startswith(problem) for p in err.value.problems), err.value.problems
