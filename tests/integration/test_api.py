@@ -196,4 +196,4 @@ async def test_an_interrupted_run_is_recorded_as_failed(pg_database: str) -> Non
             transport=httpx.ASGITransport(app=app2), base_url="http://d", timeout=30) as client:
         run = (await client.get(f"/api/v1/checks/orders/runs/{run_id}")).json()
     assert run["status"] == "error" and not run["complete"]
-    assert "cancelled" in run["error"]
+    assert run["error"] == "interrupted: the service shut down mid-run"

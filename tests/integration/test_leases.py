@@ -133,7 +133,7 @@ def _documented_section(title: str) -> dict[str, tuple[str, set[str]]]:
     for line in DOCS.read_text(encoding="utf-8").splitlines():
         if line.startswith("## "):
             current = line[3:].strip()
-        m = re.match(r"\| `(driftgauge_\w+)` \| (\w+) \| ([^|]*) \|", line)
+        m = re.match(r"\| `(driftgauge_\w+)` \| (\w+) \|([^|]*)\|", line)
         if m and current == title:
             out[m.group(1)] = (m.group(2), set(re.findall(r"`(\w+)`", m.group(3))))
     return out
