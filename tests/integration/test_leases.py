@@ -104,6 +104,17 @@ async def test_each_scheduled_time_is_claimed_by_one_replica(stores: list[StateS
     assert await stores[1].claims.claim("canary:orders", times[0])  # another job
 
 
+async def test_a_job_lock_keeps_a_long_attempt_from_meeting_the_next(
+        stores: list[StateStore]) -> None:
+    async with stores[0].claims.lock("canary:reviews") as first:
+        async with stores[1].claims.lock("canary:reviews") as second:
+            assert (first, second) == (True, False)
+        async with stores[1].claims.lock("canary:orders") as other:
+            assert other
+    async with stores[1].claims.lock("canary:reviews") as after:
+        assert after
+
+
 async def test_state_part_says_when_the_state_database_stops_answering(
         config: Config) -> None:
     store = await StateStore.open(config.state, replica="replica-x")

@@ -133,8 +133,21 @@ class CanaryService:
     async def _fire(self, name: str) -> None:
         with survive("canary", name, check=name):
             try:
-                if await self.claim(name):
-                    await self.run(name)
+                await self._claimed_run(name)
             except DriftgaugeError as exc:
                 log.warning("canary could not be recorded", extra={"check": name,
                                                                     "error": str(exc)})
+
+    async def _claimed_run(self, name: str) -> None:
+        if self._claims is None:
+            await self.run(name)
+            return
+        # An attempt that outlasts the period must not meet the next one on another
+        # replica: both would write the one sentinel. A time skipped so is not claimed.
+        async with self._claims.lock(f"canary:{name}") as got:
+            if not got:
+                log.warning("canary skipped: the previous attempt still runs",
+                            extra={"check": name})
+                return
+            if await self.claim(name):
+                await self.run(name)

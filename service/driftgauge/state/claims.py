@@ -3,9 +3,14 @@ database runs it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
 
 from driftgauge.pgcall import PgCalls
+
+JobLock = Callable[[str], AbstractAsyncContextManager[bool]]
+"""Hold a named job's lock across replicas; yield False if another replica holds it."""
 
 # Claims older than this are deleted by the next claim of the same job.
 KEEP = timedelta(days=7)
@@ -14,9 +19,11 @@ KEEP = timedelta(days=7)
 class JobClaims:
     """Exactly-once claims per (job, scheduled time) across replicas."""
 
-    def __init__(self, calls: PgCalls, replica: str) -> None:
+    def __init__(self, calls: PgCalls, replica: str, lock: JobLock) -> None:
         self._db = calls
         self.replica = replica
+        self.lock = lock
+        """For jobs whose run may outlast their period (a canary): one at a time."""
 
     async def claim(self, job: str, scheduled_for: datetime) -> bool:
         """Return True if this replica took the job's run at `scheduled_for`, False if taken."""

@@ -42,7 +42,7 @@ class StateStore(Reads):
         self.calls = PgCalls(pool, timeout)
         """The same pool and deadline, for modules that own their SQL (retention)."""
         self.leases = RunLeases(self.calls)
-        self.claims = JobClaims(self.calls, replica)
+        self.claims = JobClaims(self.calls, replica, self.job_lock)
         self.owned: set[int] = set()
         """Runs this process began and has not finished: the ones its heartbeat renews."""
 
@@ -195,6 +195,11 @@ class StateStore(Reads):
         """Hold this check's advisory lock on a dedicated connection; yield False if taken."""
         return self._session_lock(migrate.lock_key("check", self.schema, check),
                                   f"the lock of check {check!r}")
+
+    def job_lock(self, job: str) -> AbstractAsyncContextManager[bool]:
+        """Hold a recurring job's advisory lock on a dedicated connection; yield False if taken."""
+        return self._session_lock(migrate.lock_key("job", self.schema, job),
+                                  f"the lock of job {job!r}")
 
     def prune_lock(self) -> AbstractAsyncContextManager[bool]:
         """Hold the schema's retention lock on a dedicated connection; yield False if taken."""
