@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: install services services-stop status tools test test-unit test-differential test-fuzz test-faults lint typecheck demo bench bench-faults dist lock clean
+.PHONY: install services services-stop status tools test test-unit test-differential test-fuzz test-faults test-replicas lint typecheck demo bench bench-faults dist lock clean
 
 $(BIN)/driftgauge: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -53,6 +53,9 @@ dist: install services tools ## Wheel, sdist and chart into dist/; install them 
 lock: install ## Regenerate requirements.lock from pyproject.toml (LOCK_ARGS=--upgrade moves every pin)
 	$(BIN)/pip-compile --quiet --generate-hashes --strip-extras --no-emit-find-links $(LOCK_ARGS) \
 	  --output-file requirements.lock pyproject.toml
+
+test-replicas: install services ## Two replicas' canaries over five scheduled minutes, plus the kill -9 tests
+	DRIFTGAUGE_E2E_CANARY_TIMES=5 $(BIN)/pytest -q -s tests/e2e/test_runs_replicas.py
 
 demo: install services ## A week of the fault bench, then driftgauge serve finding the drift
 	$(BIN)/python bench/faults/demo.py

@@ -1,0 +1,123 @@
+"""Two replicas' canaries on the real OpenSearch and state database: each time claimed once.
+
+Both replicas fire every scheduled time at the same instant and share one sentinel id; the
+claim (and the job lock) must let exactly one of them write it, so no attempt reads back
+the other's token as `not_visible` or meets a version conflict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import asyncpg
+import pytest
+import yaml
+from opensearchpy import AsyncOpenSearch
+
+from driftgauge.canary import CanaryService, CanaryStore
+from driftgauge.config import Check, load_text
+from driftgauge.state import StateStore
+from driftgauge.stores import open_adapter
+from tests.integration.conftest import OS_URL, TIMEOUT, unique_name
+
+pytestmark = pytest.mark.integration
+
+T0 = datetime(2024, 5, 7, 12, 0, tzinfo=UTC)
+TIMES = 8
+MAPPING = {"properties": {"task_id": {"type": "keyword"}, "label": {"type": "keyword"},
+                          "completed_at": {"type": "date"},
+                          "driftgauge_canary": {"type": "keyword"}}}
+
+
+def config_text(dsn: str, index: str, schema: str) -> str:
+    raw = {
+        "stores": {"db": {"kind": "postgres", "dsn": dsn, "timeout_seconds": TIMEOUT},
+                   "search": {"kind": "opensearch", "url": OS_URL, "timeout_seconds": TIMEOUT},
+                   "sync": {"kind": "opensearch", "url": OS_URL, "timeout_seconds": 10}},
+        "state": {"dsn": dsn, "schema": schema},
+        "checks": {"reviews": {
+            "source": {"store": "db", "table": "tasks", "key": "task_id",
+                       "time": "completed_at"},
+            "reader": {"store": "search", "index": index, "key": "task_id",
+                       "time": "completed_at",
+                       "filter": {"bool": {"must_not": [
+                           {"exists": {"field": "driftgauge_canary"}}]}}},
+            "fields": {"label": "string"},
+            "canary": {"store": "sync", "document": {"label": "ok"}, "every": "1m",
+                       "timeout_seconds": 20}}}}
+    return yaml.safe_dump(raw)
+
+
+class Clock:
+    """The replicas' shared clock, moved by the test to each scheduled time."""
+
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+async def replicas(pg_database: str, os_client: AsyncOpenSearch,
+                   os_index: Callable[[str], str]) -> AsyncIterator[list[Any]]:
+    conn = await asyncpg.connect(pg_database, timeout=TIMEOUT)
+    try:
+        await conn.execute("CREATE TABLE IF NOT EXISTS tasks (task_id text, label text,"
+                           " completed_at timestamptz)")
+        await conn.executemany("INSERT INTO tasks VALUES ($1, 'ok', $2)",
+                               [(f"task-{i}", T0 - timedelta(hours=20 - i)) for i in range(5)])
+    finally:
+        await conn.close()
+    index = os_index("dg_canary_pair")
+    await os_client.indices.create(index=index, body={
+        "settings": {"number_of_shards": 1, "number_of_replicas": 0}, "mappings": MAPPING})
+    config = load_text(config_text(pg_database, index, unique_name("dg_state")))
+    check = config.checks["reviews"]
+    clock = Clock()
+    stores = [await StateStore.open(config.state, replica=f"replica-{i}") for i in range(2)]
+    opened: list[Any] = []
+
+    async def source(c: Check) -> Any:
+        adapter = await open_adapter(c.source)
+        opened.append(adapter)
+        return adapter
+    services = [CanaryService(config.checks, CanaryStore(s.calls.pool), source, clock=clock,
+                              claims=s.claims) for s in stores]
+    try:
+        yield [services, stores, clock, check]
+    finally:
+        for a in opened:
+            await a.close()
+        for s in stores:
+            await s.close()
+
+
+async def test_every_scheduled_canary_is_claimed_once_with_no_false_alarm(
+        replicas: list[Any]) -> None:
+    services, stores, clock, _ = replicas
+    for i in range(TIMES):
+        # Both replicas fire the same scheduled time, a few milliseconds apart.
+        clock.now = T0 + timedelta(minutes=i, milliseconds=5)
+        await asyncio.gather(*(s._fire("reviews") for s in services))
+    results = await services[0].store.history("reviews", limit=100)
+    assert [r.result for r in results] == ["ok"] * TIMES, [(r.result, r.detail)
+                                                          for r in results]
+    owners = [await stores[0].claims.claimed_by("canary:reviews", T0 + timedelta(minutes=i))
+              for i in range(TIMES)]
+    assert all(o in ("replica-0", "replica-1") for o in owners), owners
+
+
+async def test_a_time_is_not_claimed_while_the_previous_attempt_still_runs(
+        replicas: list[Any]) -> None:
+    services, stores, clock, _ = replicas
+    clock.now = T0 + timedelta(minutes=30, milliseconds=5)
+    async with stores[1].claims.lock("canary:reviews") as got:
+        assert got
+        await services[0]._fire("reviews")
+    assert await stores[0].claims.claimed_by("canary:reviews",
+                                             T0 + timedelta(minutes=30)) is None
+    assert await services[0].store.history("reviews") == []
