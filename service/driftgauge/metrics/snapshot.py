@@ -42,11 +42,11 @@ async def load_check(state: StateStore, check: Check, now: datetime) -> CheckSna
     today = now.astimezone(check.timezone).date()
     since = today - timedelta(days=check.schedule.recent_days - 1)
     first = today - timedelta(days=check.schedule.full_days - 1)
-    last_run, last_success, counts, days, old, interrupted = await asyncio.gather(
+    last_run, last_success, (counts, interrupted), days, old = await asyncio.gather(
         state.latest_finished_run(check.name), state.latest_success(check.name),
-        state.run_counts(check.name), state.day_buckets(check.name, since, today,
+        state.run_totals(check.name), state.day_buckets(check.name, since, today,
                                                         check.timezone),
-        _history(state, check, first, since), state.leases.interrupted(check.name))
+        _history(state, check, first, since))
     every = check.schedule.recent_every
     return CheckSnapshot(
         check=check.name, schedule_seconds=every.total_seconds() if every else None,

@@ -95,6 +95,11 @@ class Reads:
 
     async def run_counts(self, check: str) -> dict[str, int]:
         """Return how many runs of the check ended in each status."""
+        counts, _ = await self.run_totals(check)
+        return counts
+
+    async def run_totals(self, check: str) -> tuple[dict[str, int], int]:
+        """Return the check's runs per status and how many of them were interrupted."""
         async with self._call("count runs") as conn:
             # Runs deleted by retention still count: the runs counter must never go down.
             recs = await conn.fetch(
@@ -103,7 +108,9 @@ class Reads:
                 "   AND status <> 'running' GROUP BY status"
                 " UNION ALL SELECT label, n FROM pruned_counts"
                 "   WHERE series = 'check_runs' AND name = $1) c GROUP BY status", check)
-        return {r["status"]: r["n"] for r in recs}
+            interrupted = await conn.fetchval(
+                "SELECT n FROM run_interruptions WHERE check_name = $1", check)
+        return {r["status"]: r["n"] for r in recs}, int(interrupted or 0)
 
     async def served_runs(self, check: str, since: date) -> set[int]:
         """Return the ids of the check's runs that the API and /metrics may still read.
