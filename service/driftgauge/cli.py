@@ -32,13 +32,13 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="driftgauge", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"driftgauge {__version__}")
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="command", required=True, help="what to do")
 
     cfg = sub.add_parser("config", help="work with a config file")
-    cfg_sub = cfg.add_subparsers(dest="config_command", required=True)
+    cfg_sub = cfg.add_subparsers(dest="config_command", required=True, help="what to do")
     val = cfg_sub.add_parser("validate", help="print every problem in a config and exit 2 if "
                              "any; checks everything serve builds before it connects")
-    val.add_argument("file")
+    val.add_argument("file", help="the config file to check")
     val.add_argument("--no-secrets", action="store_true",
                      help="do not try to resolve env:/file: secret references")
     val.add_argument("--connect", action="store_true",
@@ -49,12 +49,14 @@ def _parser() -> argparse.ArgumentParser:
                         help="config file (default: $DRIFTGAUGE_CONFIG)")
 
     chk = sub.add_parser("check", help="reconcile one check now and print its day buckets")
-    chk.add_argument("name")
+    chk.add_argument("name", help="the check's name under checks: in the config")
     with_config(chk)
     chk.add_argument("--since", type=date.fromisoformat, help="first day (YYYY-MM-DD)")
     chk.add_argument("--until", type=date.fromisoformat, help="last day, inclusive")
     chk.add_argument("--full", action="store_true", help="the full-history window")
-    chk.add_argument("--json", action="store_true", help="print the result as JSON")
+    chk.add_argument("--json", action="store_true",
+                     help="print the result as JSON: what the table says (run id, totals, "
+                     "sample keys with kind and copies, reasons, status) and more")
     chk.add_argument("--no-store", action="store_true",
                      help="do not record the run in the state database")
     chk.add_argument("--first-pass", choices=("auto", "days", "slots"), default="auto",
@@ -64,18 +66,19 @@ def _parser() -> argparse.ArgumentParser:
                      "of it was judged yet (with --no-store nothing is known: slots)")
 
     drl = sub.add_parser("drill", help="drill into one day: hours, key prefixes, keys")
-    drl.add_argument("name")
-    drl.add_argument("day", type=date.fromisoformat)
+    drl.add_argument("name", help="the check's name under checks: in the config")
+    drl.add_argument("day", type=date.fromisoformat,
+                     help="the day bucket (YYYY-MM-DD, in the check's time zone)")
     with_config(drl)
     drl.add_argument("--hour", metavar="H",
                      help="one hour bucket: a local hour (2), or, where the clocks repeat "
                      "it, the local time with its offset (02:00+01:00) or the UTC start "
                      "(2026-10-25T01:00:00Z)")
     drl.add_argument("--prefix", default=None, help="key-hash prefix (hex)")
-    drl.add_argument("--json", action="store_true")
+    drl.add_argument("--json", action="store_true", help="print the level as JSON")
 
     st = sub.add_parser("state", help="work with the state database")
-    st_sub = st.add_subparsers(dest="state_command", required=True)
+    st_sub = st.add_subparsers(dest="state_command", required=True, help="what to do")
     prn = st_sub.add_parser("prune", help="delete stored results past state.retention and print "
                             "the rows deleted per table")
     with_config(prn)
@@ -234,9 +237,13 @@ async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> 
     finally:
         await source.close()
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2))
+        from driftgauge.run_report import run_report
+
+        print(json.dumps(run_report(result), indent=2))
     else:
         print(render_run(result))
+        if result.run_id is not None:
+            print(f"run {result.run_id} recorded in the state database")
     if result.error is not None:
         print(f"error: {result.error}", file=sys.stderr)
         return EXIT_ERROR

@@ -153,6 +153,7 @@ async def _execute(check: Check, adapters: AdapterSource, state: StateStore, run
             result = _failed(check, window_start, window_end, now,
                              f"internal error: {type(exc).__name__}: {exc}")
         result.finished_at = result.finished_at or datetime.now(UTC)
+        result.run_id = run_id
         duration = time.monotonic() - clock
         observe.run_finished(check.name, trigger, duration)
         if result.error is None:

@@ -138,3 +138,21 @@ def test_first_pass_with_slots_finds_the_same_keys(config: Path) -> None:
     bad = cli("check", "reviews", "--config", str(config), "--first-pass", "hours")
     assert bad.returncode == 2 and "--first-pass" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_check_json_carries_the_run_id_and_sample_keys_the_text_shows(config: Path) -> None:
+    window = ["--config", str(config), "--since", "2026-04-01", "--until", "2026-04-03"]
+    done = cli("check", "reviews", *window, "--json")
+    assert done.returncode == 1, done.stderr
+    out = json.loads(done.stdout)
+    assert isinstance(out["run_id"], int) and out["status"] == "drift"
+    samples = {s["key"]: s for s in out["buckets"][0]["samples"]}
+    assert samples["t0050"] == {"key": "t0050", "kind": "missing", "source_copies": 1,
+                                "reader_copies": 0, "event_time": samples["t0050"]["event_time"]}
+    assert (samples["t0100"]["kind"], samples["t0100"]["reader_copies"]) == ("mismatched", 1)
+    assert out["buckets"][0]["reasons"] and out["totals"]["missing"] == 1
+    text = cli("check", "reviews", *window)
+    assert f"run {out['run_id'] + 1} recorded in the state database" in text.stdout
+    # Without the state database there is no run id, in either form.
+    dry = json.loads(cli("check", "reviews", *window, "--json", "--no-store").stdout)
+    assert dry["run_id"] is None and dry["buckets"][0]["samples"]

@@ -115,6 +115,8 @@ class RunResult:
     error: str | None = None
     failed_store: str | None = None
     """The configured store whose call failed the run, when one did."""
+    run_id: int | None = None
+    """The run's id in the state database, once recorded there."""
     queries: int = 0
     """Store round trips made, both sides together."""
     rows_fetched: int = 0
