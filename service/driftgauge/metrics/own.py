@@ -13,7 +13,8 @@ from driftgauge.metrics.collector import CollectorPart
 def _histogram(name: str, doc: str, labels: list[str],
                hist: observe.Histogram) -> HistogramMetricFamily:
     fam = HistogramMetricFamily(name, doc, labels=labels)
-    bounds = [*(f"{b:g}" for b in hist.bounds), "+Inf"]
+    # As client libraries write `le`: 1.0, not 1.
+    bounds = [*(repr(float(b)) for b in hist.bounds), "+Inf"]
     for values, (counts, total) in sorted(hist.snapshot().items()):
         fam.add_metric(list(values), list(zip(bounds, counts, strict=True)), total)
     return fam
