@@ -296,13 +296,19 @@ async def test_api_walk_reaches_the_planted_keys(stack: Stack) -> None:
         assert triggered.status_code in (202, 409)
 
 
-def test_logs_are_json_lines_with_the_run_bound(stack: Stack) -> None:
+async def test_logs_are_json_lines_with_the_run_bound(stack: Stack) -> None:
+    async with httpx.AsyncClient(timeout=10) as http:
+        assert (await http.get(f"{stack.urls[0]}/api/v1/checks")).status_code == 200
     text = stack.logs[0].read_text(encoding="utf-8")
-    assert text.isascii()
+    assert text.isascii() and "\\u001b" not in text
     lines = [json.loads(line) for line in text.split("\n") if line.startswith("{")]
     finished = [rec for rec in lines if rec.get("msg") == "run finished"]
     assert finished and all("check" in rec and "run_id" in rec for rec in finished)
-    assert any(rec.get("msg") == "request" and rec.get("request_id") for rec in lines)
+    requests = [rec for rec in lines if rec.get("msg") == "request"]
+    assert any(rec["path"] == "/api/v1/checks" and rec.get("request_id") for rec in requests)
+    # Probes and scrapes that answered are DEBUG lines, below the default level.
+    assert not [rec for rec in requests if rec["path"] in ("/healthz", "/readyz", "/metrics")
+                and rec["status"] < 400]
 
 
 async def test_sigterm_stops_cleanly_and_leaves_no_run_looking_complete(stack: Stack) -> None:
