@@ -94,7 +94,7 @@ def settings(draw: st.DrawFn, pair: Pair) -> Settings:
         exclusion_rate=draw(st.sampled_from((None, 0.1, 0.5))),
         shards=draw(st.sampled_from((1, 2))) if pair == "pg-os" else 1,
         reader_filter=draw(st.booleans()),
-        settle_hours=draw(st.sampled_from((0, 0, 0, 3, 30, 80))),
+        settle_hours=draw(st.sampled_from((0, 0, 0, 0, 0, 3, 30, 80))),
     )
 
 
