@@ -9,6 +9,7 @@ from datetime import datetime
 
 import pytest
 
+from driftgauge import observe
 from driftgauge.canary import run_canary
 from driftgauge.config.runtime import Canary
 from driftgauge.stores import retries
@@ -26,6 +27,9 @@ from tests.faults.proxy import Fault
 
 pytestmark = pytest.mark.integration
 
+KINDS = {"StoreTimeout": "timeout", "StoreUnavailable": "unavailable",
+         "StorePermissionError": "permission"}
+"""driftgauge_store_errors_total's kind per exception; the rest are `query`."""
 SEARCH = r"_search(\?|$)"
 READS = r"^(GET|POST) "
 """Every read; a PIT's deletion is not one (it is never retried, its failure ignored)."""
@@ -108,11 +112,22 @@ async def test_each_retry_logs_the_cause_from_the_error_body(
 
 
 async def _fails(world: World, error: str, *parts: str, within: float = 30.0) -> str:
-    """Run once and check it ended `error` with that exception, naming each part."""
+    """Run once and check it ended `error` with that exception, naming each part.
+
+    The failing store's calls, and only those, count in driftgauge_store_errors_total.
+    """
+    name, store = (p.strip() for p in error.split(":")[:2])
+    kind = KINDS.get(name, "query")
+    before = observe.error_counts()
     result, elapsed = await world.reconcile()
     assert result.status == "error", counts(result)
     assert result.error is not None
     assert result.error.startswith(error), result.error
+    assert result.failed_store == store
+    after = observe.error_counts()
+    # Calls of other days failing the same way at the same moment count too.
+    grown = {k for k, n in after.items() if n != before.get(k, 0)}
+    assert grown == {(store, kind)}, (after, before)
     for part in parts:
         assert part in result.error, result.error
     assert elapsed < within, elapsed
