@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
+import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from driftgauge import observe
+from driftgauge.api import create_app
 from driftgauge.config import load_text
 from driftgauge.config.runtime import Config
 from driftgauge.runner import AdapterPool, run_check
@@ -20,11 +24,14 @@ from .service_helpers import schema_name
 
 pytestmark = pytest.mark.integration
 NOW = datetime(2026, 4, 3, 12, tzinfo=UTC)
+TOKEN = "t0ken-for-the-self-metrics-test"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
 CONFIG = """
 stores:
   warehouse: {{kind: postgres, dsn: "{source}"}}
   search: {{kind: opensearch, url: "{reader}"}}
 state: {{dsn: "{state}", schema: {schema}}}
+api: {{tokens: ["{token}"]}}
 checks:
   reviews:
     source: {{store: warehouse, table: tasks, key: task_id, time: completed_at}}
@@ -45,7 +52,7 @@ async def source_dsn(pg_database: str) -> AsyncIterator[str]:
 
 def _config(state: str, source: str, reader: str) -> Config:
     return load_text(CONFIG.format(source=source, reader=reader, state=state,
-                                   schema=schema_name()))
+                                   schema=schema_name(), token=TOKEN))
 
 
 async def _run(config: Config) -> str | None:
@@ -95,3 +102,36 @@ async def test_a_source_that_refuses_connections_is_counted_at_open(
     assert observe.error_counts()[("warehouse", "unavailable")] == before + 1
     [line] = _failures(caplog)
     assert line.levelno == logging.WARNING and line.__dict__["store"] == "warehouse"
+
+
+async def test_readyz_stays_ready_while_the_reader_is_down_and_metrics_say_so(
+        source_dsn: str) -> None:
+    config = _config(source_dsn, source_dsn, "http://127.0.0.1:9")
+    app = create_app(config, start_scheduler=False, clock=lambda: NOW, refresh_every=3600)
+    async with app.router.lifespan_context(app), httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://dg", timeout=30) as http:
+        started = await http.post("/api/v1/checks/reviews/runs", headers=AUTH)
+        assert started.status_code == 202, started.text
+        for _ in range(200):
+            run = (await http.get(started.json()["run"], headers=AUTH)).json()
+            if run["status"] != "running":
+                break
+            await asyncio.sleep(0.05)
+        assert run["status"] == "error" and "search" in run["error"]
+        await app.state.runtime.snapshots.refresh()
+        # A monitored store being down is what driftgauge reports, not a reason to leave.
+        assert (await http.get("/readyz")).status_code == 200
+        text = (await http.get("/metrics", headers=AUTH)).text
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    errors = {(s.labels["store"], s.labels["kind"]): s.value
+              for s in families["driftgauge_store_errors"].samples
+              if s.name.endswith("_total")}
+    assert errors[("search", "unavailable")] >= 1
+    assert {k for k in errors if k[0] == "warehouse"} == {
+        ("warehouse", k) for k in observe.ERROR_KINDS}
+    up = [s.value for s in families["driftgauge_check_up"].samples]
+    assert up == [0]
+    runs = [s for s in families["driftgauge_run_duration_seconds"].samples
+            if s.name.endswith("_count") and s.labels["check"] == "reviews"
+            and s.labels["trigger"] == "manual"]
+    assert runs and runs[0].value >= 1
