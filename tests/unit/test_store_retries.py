@@ -104,14 +104,17 @@ def test_backoff_doubles_with_jitter_up_to_the_cap() -> None:
 
 
 async def test_no_retry_starts_past_the_run_deadline() -> None:
-    policy = os_retry.RetryPolicy(attempts=10, base=0.4, cap=0.4, reserve=0.0)
+    # Every wait (2.5-5 s) is longer than the whole budget, so the first failure must give
+    # up at once; a busy machine cannot push the test past its own deadline.
+    policy = os_retry.RetryPolicy(attempts=10, base=5.0, cap=5.0, reserve=0.0)
     flaky = Flaky(*[osp.TransportError(503, "unavailable", None)] * 10)
     loop = asyncio.get_running_loop()
     began = loop.time()
-    async with budget.run_timeout(1.0):
+    async with budget.run_timeout(2.0):
         with pytest.raises(StoreUnavailable, match="the run's deadline leaves"):
             await call(flaky, policy)
-    assert loop.time() - began < 1.0
+    assert loop.time() - began < 2.0
+    assert flaky.calls == 1
     assert budget.remaining() is None
 
 
