@@ -64,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
                      "differing day is not hashed twice; auto (default): slots "
                      "when the last stored verdict of a day in the window is drift or no day "
                      "of it was judged yet (with --no-store nothing is known: slots)")
+    _log_options(chk, "WARNING", "text")
 
     drl = sub.add_parser("drill", help="drill into one day: hours, key prefixes, keys")
     drl.add_argument("name", help="the check's name under checks: in the config")
@@ -76,6 +77,7 @@ def _parser() -> argparse.ArgumentParser:
                      "(2026-10-25T01:00:00Z)")
     drl.add_argument("--prefix", default=None, help="key-hash prefix (hex)")
     drl.add_argument("--json", action="store_true", help="print the level as JSON")
+    _log_options(drl, "WARNING", "text")
 
     st = sub.add_parser("state", help="work with the state database")
     st_sub = st.add_subparsers(dest="state_command", required=True, help="what to do")
@@ -84,6 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     with_config(prn)
     prn.add_argument("--dry-run", action="store_true",
                      help="only count what would be deleted")
+    _log_options(prn, "WARNING", "text")
 
     srv = sub.add_parser("serve", help="run every check on its schedule; /metrics and REST API")
     with_config(srv)
@@ -93,17 +96,32 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _log_options(sp: argparse.ArgumentParser) -> None:
+def _log_options(sp: argparse.ArgumentParser, level: str = "INFO", fmt: str = "json") -> None:
     from driftgauge.logs import FORMATS, LEVELS
 
     sp.add_argument("--log-level", type=str.upper, choices=LEVELS,
-                    default=os.environ.get("DRIFTGAUGE_LOG_LEVEL", "INFO").upper(),
-                    help="least severe level logged (default: $DRIFTGAUGE_LOG_LEVEL or INFO); "
-                    "DEBUG adds the /healthz, /readyz and /metrics request lines")
+                    default=os.environ.get("DRIFTGAUGE_LOG_LEVEL", level).upper(),
+                    help=f"least severe level logged to stderr (default: $DRIFTGAUGE_LOG_LEVEL "
+                    f"or {level})" + ("; DEBUG adds the /healthz, /readyz and /metrics "
+                                      "request lines" if sp.prog.endswith("serve") else ""))
     sp.add_argument("--log-format", choices=FORMATS,
-                    default=os.environ.get("DRIFTGAUGE_LOG_FORMAT", "json").lower(),
-                    help="json: one JSON object a line (default: $DRIFTGAUGE_LOG_FORMAT or "
-                    "json); text: one readable line per record")
+                    default=os.environ.get("DRIFTGAUGE_LOG_FORMAT", fmt).lower(),
+                    help=f"json: one JSON object a line; text: one readable line per record "
+                    f"(default: $DRIFTGAUGE_LOG_FORMAT or {fmt})")
+
+
+def _configure_logs(args: argparse.Namespace) -> None:
+    from driftgauge import logs
+
+    # A default from the environment is not checked by argparse's choices.
+    if args.log_level not in logs.LEVELS or args.log_format not in logs.FORMATS:
+        raise ConfigError([f"--log-level {args.log_level!r} / --log-format "
+                           f"{args.log_format!r} (or $DRIFTGAUGE_LOG_LEVEL / "
+                           f"$DRIFTGAUGE_LOG_FORMAT): the level is one of "
+                           f"{', '.join(logs.LEVELS)}, the format one of "
+                           f"{', '.join(logs.FORMATS)}"])
+    if args.command != "serve":  # serve configures its own, uvicorn's loggers included
+        logs.configure(args.log_level, args.log_format)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -135,16 +153,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     """Run a command that needs --config."""
+    _configure_logs(args)
     if args.command == "serve":
-        from driftgauge.logs import FORMATS, LEVELS
         from driftgauge.server import serve
-
-        # A default from the environment is not checked by argparse's choices.
-        if args.log_level not in LEVELS or args.log_format not in FORMATS:
-            raise ConfigError([f"--log-level {args.log_level!r} / --log-format "
-                               f"{args.log_format!r} (or $DRIFTGAUGE_LOG_LEVEL / "
-                               f"$DRIFTGAUGE_LOG_FORMAT): the level is one of "
-                               f"{', '.join(LEVELS)}, the format one of {', '.join(FORMATS)}"])
 
         serve(args.config, args.host, args.port, log_level=args.log_level,
               log_format=args.log_format)

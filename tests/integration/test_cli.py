@@ -156,3 +156,19 @@ def test_check_json_carries_the_run_id_and_sample_keys_the_text_shows(config: Pa
     # Without the state database there is no run id, in either form.
     dry = json.loads(cli("check", "reviews", *window, "--json", "--no-store").stdout)
     assert dry["run_id"] is None and dry["buckets"][0]["samples"]
+
+
+def test_a_recorded_run_that_failed_logs_one_readable_warning(config: Path,
+                                                              tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yml"
+    broken.write_text(config.read_text().replace(OS_URL, "http://127.0.0.1:9"))
+    done = cli("check", "reviews", "--config", str(broken), "--json")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    [line] = [x for x in done.stderr.splitlines() if "driftgauge.runner: run finished" in x]
+    assert " WARNING " in line and 'store="os"' in line and "StoreUnavailable" in line
+    out = json.loads(done.stdout)
+    assert (out["status"], out["failed_store"]) == ("error", "os")
+    assert isinstance(out["run_id"], int)
+    as_json = cli("check", "reviews", "--config", str(broken), "--log-format", "json")
+    records = [json.loads(x) for x in as_json.stderr.splitlines() if x.startswith("{")]
+    assert [r["level"] for r in records if r["msg"] == "run finished"] == ["warning"]
