@@ -110,7 +110,7 @@ def _documented() -> dict[str, tuple[str, set[str], set[str]]]:
         if line.startswith("## "):
             current = line[3:].strip()
         m = re.match(r"\| `(driftgauge_\w+)` \| (\w+) \| ([^|]*) \|", line)
-        if m and current in ("Stores", "Runs") and "retries" not in m.group(1):
+        if m and current in ("Stores", "Run durations") and "retries" not in m.group(1):
             names = set(re.findall(r"`(\w+)`", re.sub(r"\([^)]*\)", "", m.group(3))))
             values = set(re.findall(r"`(\w+)`", " ".join(re.findall(r"\(([^)]*)\)",
                                                                    m.group(3)))))
@@ -118,7 +118,7 @@ def _documented() -> dict[str, tuple[str, set[str], set[str]]]:
     return out
 
 
-def test_exposition_matches_the_documented_stores_and_runs_sections() -> None:
+def test_exposition_matches_the_documented_stores_and_run_durations_sections() -> None:
     observe.run_finished("c", "recent", 2.0)
     with observe.store_call("warehouse", "digests"):
         pass
