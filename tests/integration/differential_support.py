@@ -231,30 +231,6 @@ def describe(case: Case) -> str:
     return "\n".join(lines)
 
 
-def key_split_across_ranges(case: Case) -> bool:
-    """Return True when a drilled day holds one key's rows in two different minutes.
-
-    Known bug (engine, reported with this test): below the day, each differing hour
-    (days holding a key twice) or each slot too big to fetch (other days) is joined on
-    its own, so rows of one key in two of them never meet. Identical copies on both
-    sides then end `ok` instead of mismatched, and a key moved within its day is
-    missing plus extra instead of nothing. Slots and hours start on whole minutes, so
-    rows of a key within one minute are never split; rows in two minutes may be.
-    """
-    for src, rdr in _drilled_days(case):
-        minutes: dict[Any, set[datetime]] = {}
-        for r in src + rdr:
-            minutes.setdefault(_kid(r.key), set()).add(
-                r.ts.astimezone(UTC).replace(second=0, microsecond=0))
-        if any(len(m) > 1 for m in minutes.values()):
-            return True
-    return False
-
-
-def _kid(key: Any) -> tuple[str, Any]:
-    return ("null", None) if key is None else (type(key).__name__, key)
-
-
 def null_and_empty_key_in_one_day(case: Case) -> bool:
     """Return True when one day holds, on either side, both a NULL key and the key "".
 
@@ -271,20 +247,3 @@ def null_and_empty_key_in_one_day(case: Case) -> bool:
             if start <= r.ts < end and not (i == 0 and r.ckey is None) and r.key in (None, ""):
                 seen.setdefault(r.ts.astimezone(case.tz).date(), set()).add(r.key)
     return any(len(keys) == 2 for keys in seen.values())
-
-
-def _drilled_days(case: Case) -> list[tuple[list[Row], list[Row]]]:
-    """Return the (source expected, reader) rows of each day driftgauge drills below the day."""
-    start, end = case.window()
-    tz, dd = case.tz, case.settings
-    days: dict[date, tuple[list[Row], list[Row]]] = {}
-    for i, rows in enumerate((case.source, visible_reader(case))):
-        for r in rows:
-            if start <= r.ts < end and not (i == 0 and r.ckey is None):
-                days.setdefault(r.ts.astimezone(tz).date(), ([], []))[i].append(r)
-    out = []
-    for src, rdr in days.values():
-        big = max(len(src), len(rdr))
-        if big > dd.leaf_rows and abs(len(src) - len(rdr)) / big <= dd.dense_ratio:
-            out.append((src, rdr))
-    return out

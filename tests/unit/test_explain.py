@@ -3,13 +3,14 @@ aggregates' gap ends `error` / unexplained_difference, never ok (in-memory store
 
 from __future__ import annotations
 
-from datetime import timedelta
+from dataclasses import replace
+from datetime import datetime, timedelta
 
 import pytest
 
 from driftgauge.engine import reconcile
 from driftgauge.engine.result import RunResult
-from driftgauge.stores.base import RowHash
+from driftgauge.stores.base import BucketDigest, Granularity, RowHash
 from driftgauge.stores.memory import MemoryAdapter
 
 from .corrupting import DropOneRow
@@ -112,3 +113,27 @@ async def test_ledger_excused_rows_are_accounted_for() -> None:
     b = result.buckets[0]
     assert b.excluded == {"no_document": 2} and b.missing == 1
     assert b.status == "drift" and not any("unexplained" in r for r in b.reasons)
+
+
+class HidesACopy(MemoryAdapter):
+    """A store whose day aggregate counts one key fewer than its rows and prefixes hold."""
+
+    async def bucket_digests(self, start: datetime, end: datetime,
+                             granularity: Granularity) -> list[BucketDigest]:
+        out = await super().bucket_digests(start, end, granularity)
+        if granularity != "day":
+            return out
+        return [replace(b, agg=replace(b.agg, distinct_keys=b.agg.distinct_keys - 1))
+                for b in out]
+
+
+async def test_copies_the_rows_do_not_hold_are_unexplained() -> None:
+    # The day says some key is held twice; no prefix or row says so: never `ok`.
+    src = day_rows(0, 300)
+    check = make_check(drilldown="{leaf_rows: 50, max_depth: 4}")
+    result = await reconcile(check, HidesACopy(src), MemoryAdapter(list(src)), BASE,
+                             BASE + timedelta(days=1), now=NOW)
+    (b,) = result.buckets
+    assert b.status == "error", (b.status, b.reasons)
+    assert any(r.startswith("unexplained_difference: day: the source holds 1 extra")
+               for r in b.reasons), b.reasons

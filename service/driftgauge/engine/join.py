@@ -54,6 +54,9 @@ class LeafDiff:
     """`found` split by the join's grouping (a prefix, an hour), when one was asked."""
     unexplained: list[str] = field(default_factory=list)
     """Nodes whose aggregates the found differences do not account for."""
+    source_copies: int = 0
+    """Source rows beyond the first of each key (a day's count minus its distinct keys)."""
+    reader_copies: int = 0
 
     def add(self, other: LeafDiff) -> None:
         """Fold another leaf's findings into this one (groups stay with their join)."""
@@ -66,6 +69,18 @@ class LeafDiff:
         self.keys.extend(other.keys)
         self.found.add(other.found)
         self.unexplained.extend(other.unexplained)
+        self.source_copies += other.source_copies
+        self.reader_copies += other.reader_copies
+
+
+def deltas(source: Iterable[RowHash], reader: Iterable[RowHash],
+           group: Callable[[RowHash], Hashable]) -> dict[Hashable, Delta]:
+    """Return source minus reader over all the rows, split by group of the row."""
+    out: dict[Hashable, Delta] = {}
+    for sign, rows in ((1, source), (-1, reader)):
+        for r in rows:
+            out.setdefault(group(r), Delta()).row(r, sign)
+    return out
 
 
 def _group(rows: Iterable[RowHash]) -> dict[str, list[RowHash]]:
@@ -99,6 +114,8 @@ def join_rows(source: Iterable[RowHash], reader: Iterable[RowHash],
     for key in src.keys() | rdr.keys():
         s_rows = src.get(key, [])
         r_rows = rdr.get(key, [])
+        diff.source_copies += max(len(s_rows) - 1, 0)
+        diff.reader_copies += max(len(r_rows) - 1, 0)
         kind: DriftKind
         if not r_rows:
             reason = excused.get(key)

@@ -6,14 +6,14 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 from driftgauge import buckets, observe
 from driftgauge.config.runtime import Check
 from driftgauge.engine import explain, plan
-from driftgauge.engine.join import Delta, LeafDiff, join_rows
+from driftgauge.engine.join import Delta, LeafDiff, deltas, join_rows
 from driftgauge.engine.result import BucketResult, KeyDiff, Node, RunResult, needs_drill
 from driftgauge.engine.tasks import all_or_none
 from driftgauge.engine.verdict import judge
@@ -245,6 +245,36 @@ def _sample(diff: LeafDiff, per_kind: int) -> list[KeyDiff]:
     return out
 
 
+@dataclass
+class _Fetched:
+    """Rows fetched below a day, per side, joined once for the whole day.
+
+    Joining each leaf on its own would miss a key whose rows sit in two leaves (a row
+    moved between a fetched slot and a slot split by prefix): the day join sees them meet.
+    """
+
+    source: list[RowHash] = field(default_factory=list)
+    reader: list[RowHash] = field(default_factory=list)
+    unexplained: list[str] = field(default_factory=list)
+    """Nodes whose fetched rows do not add up to how their aggregates differ."""
+
+    def add(self, other: _Fetched) -> None:
+        """Take another node's rows and problems."""
+        self.source.extend(other.source)
+        self.reader.extend(other.reader)
+        self.unexplained.extend(other.unexplained)
+
+    def delta(self) -> Delta:
+        """Return source minus reader over every fetched row."""
+        return deltas(self.source, self.reader, lambda _: None).get(None, Delta())
+
+    def check(self, where: str, s_agg: Aggregate, r_agg: Aggregate, got: Delta) -> None:
+        """Note `where` when its fetched rows differ otherwise than its aggregates do."""
+        problem = explain.mismatch(where, s_agg, r_agg, got)
+        if problem:
+            self.unexplained.append(problem)
+
+
 async def _drill_day(check: Check, sides: _Sides, start: datetime, end: datetime,
                      s_agg: Aggregate, r_agg: Aggregate, ledger_excluded: Mapping[str, str],
                      slots: _DaySlots | None = None) -> tuple[list[Node], LeafDiff]:
@@ -253,40 +283,39 @@ async def _drill_day(check: Check, sides: _Sides, start: datetime, end: datetime
     if plan.fits_leaf(s_agg, r_agg, dd) or plan.is_dense(s_agg, r_agg, dd):
         # Dense drift or a small day: its rows cost less than walking the levels.
         s_rows, r_rows = await sides.both(lambda s: s.rows_of(start, end, None))
-        return _hours_from_rows(check, s_rows, r_rows), join_rows(s_rows, r_rows,
-                                                                    ledger_excluded)
+        return _hours_from_rows(check, s_rows, r_rows), _join_day(
+            s_agg, r_agg, _Fetched(s_rows, r_rows), ledger_excluded)
     if not (s_agg.has_duplicates or r_agg.has_duplicates):
-        return await _drill_slots(check, sides, start, end, s_agg, r_agg, ledger_excluded,
-                                  slots)
-    # A key held twice may sit in two slots; hours and prefixes keep its copies together.
+        tree, fetched = await _drill_slots(check, sides, start, end, s_agg, r_agg, slots)
+        return tree, _join_day(s_agg, r_agg, fetched, ledger_excluded)
+    # A key held twice may sit in two hours or slots; only key-hash prefixes of the whole
+    # day keep all its copies together. The hours are asked for the tree only.
     s_hours, r_hours = await sides.both(lambda s: s.buckets(start, end, "hour"))
     hours = _pair_hours(check, s_hours, r_hours)
-    differing = [h for h in hours if h.differs]
-    diff = LeafDiff()
-    est = plan.estimate_diffs(len(differing), max(len(hours), 1))
-    if len(differing) > max(2, len(hours) // 4) and not _all_leaves(differing, check):
-        # Drift spread over many hours: one prefix split over the whole day beats one per hour.
-        nodes, found = await _drill_range(check, sides, start, end, s_agg, r_agg, 0, None,
-                                          est, ledger_excluded)
-        diff.add(found)
-        return hours + nodes, diff
+    est = plan.estimate_diffs(sum(h.differs for h in hours), max(len(hours), 1))
+    nodes, fetched = await _drill_range(check, sides, start, end, s_agg, r_agg, 0, None, est)
+    return hours + nodes, _join_day(s_agg, r_agg, fetched, ledger_excluded)
 
-    async def per_hour(node: Node) -> LeafDiff:
-        h_start = datetime.fromisoformat(node.label)
-        h_end = buckets.hour_end(h_start, check.timezone)  # a day's last hour may be short
-        node.children, found = await _drill_range(check, sides, h_start, h_end, node.source,
-                                                  node.reader, 0, None, 1.0, ledger_excluded)
-        node.fetched = not node.children
-        return found
 
-    for found in await all_or_none(*(per_hour(h) for h in differing)):
-        diff.add(found)
-    return hours, diff
+def _join_day(s_agg: Aggregate, r_agg: Aggregate, fetched: _Fetched,
+              ledger_excluded: Mapping[str, str]) -> LeafDiff:
+    """Join every row fetched for the day at once; check the copies found add up."""
+    diff = join_rows(fetched.source, fetched.reader, ledger_excluded)
+    diff.unexplained.extend(fetched.unexplained)
+    # Each drill path fetches every key held twice, so the copies found must be all the
+    # day's copies: if not, a key's copies were split or a store answered inconsistently.
+    for side, agg, found in (("source", s_agg, diff.source_copies),
+                             ("reader", r_agg, diff.reader_copies)):
+        want = agg.count - agg.distinct_keys
+        if want != found:
+            diff.unexplained.append(f"day: the {side} holds {want} extra copies of keys; "
+                                    f"the rows fetched hold {found}")
+    return diff
 
 
 async def _drill_slots(check: Check, sides: _Sides, start: datetime, end: datetime,
-                       s_agg: Aggregate, r_agg: Aggregate, ledger_excluded: Mapping[str, str],
-                       cached: _DaySlots | None = None) -> tuple[list[Node], LeafDiff]:
+                       s_agg: Aggregate, r_agg: Aggregate,
+                       cached: _DaySlots | None = None) -> tuple[list[Node], _Fetched]:
     """Localise drift by short time slots, then fetch only the differing slots' rows.
 
     One slot query per side finds every differing slot of the day, however the drift is
@@ -315,7 +344,7 @@ async def _drill_slots(check: Check, sides: _Sides, start: datetime, end: dateti
     small = [sl for sl in bad if plan.fits_leaf(sl[1], sl[2], dd)]
     big = [sl for sl in bad if not plan.fits_leaf(sl[1], sl[2], dd)]
     step = timedelta(seconds=seconds)
-    diff = LeafDiff()
+    fetched = _Fetched()
     day = _utc(start)
 
     def hour_of(k: datetime) -> datetime:
@@ -325,28 +354,24 @@ async def _drill_slots(check: Check, sides: _Sides, start: datetime, end: dateti
     if small:
         ranges = plan.merge_ranges([(k, k + step) for k, _, _ in small])
         s_rows, r_rows = await sides.both(lambda s: s.rows_of(start, end, None, ranges))
-        joined = join_rows(s_rows, r_rows, ledger_excluded,
-                           group=lambda r: hour_of(_utc(r.event_time)))
-        diff.add(joined)
-        found_in = {h: d for h, d in joined.groups.items() if isinstance(h, datetime)}
+        fetched.add(_Fetched(s_rows, r_rows))
+        for h, d in deltas(s_rows, r_rows, lambda r: hour_of(_utc(r.event_time))).items():
+            if isinstance(h, datetime):
+                found_in[h] = d
     hours = _hours_from_slots(check, day, slots)
     by_start = {_utc(datetime.fromisoformat(h.label)): h for h in hours}
     for k, s_a, r_a in big:
-        nodes, found = await _drill_range(check, sides, k, k + step, s_a, r_a, 0, None, 1.0,
-                                          ledger_excluded)
-        diff.add(found)
+        nodes, below = await _drill_range(check, sides, k, k + step, s_a, r_a, 0, None, 1.0)
+        fetched.add(below)
         by_start[hour_of(k)].children.extend(nodes)
-        found_in.setdefault(hour_of(k), Delta()).add(found.found)
+        found_in.setdefault(hour_of(k), Delta()).add(below.delta())
     for h_start, h in by_start.items():
-        problem = explain.mismatch(f"hour {h.label}", h.source, h.reader,
-                                   found_in.get(h_start, Delta()))
-        if problem:
-            diff.unexplained.append(problem)
+        fetched.check(f"hour {h.label}", h.source, h.reader, found_in.get(h_start, Delta()))
     fetched_hours = {hour_of(k) for k, _, _ in small}
     big_hours = {hour_of(k) for k, _, _ in big}
     for h_start, h in by_start.items():
         h.fetched = h_start in fetched_hours and h_start not in big_hours
-    return hours, diff
+    return hours, fetched
 
 
 def _hours_from_slots(check: Check, day: datetime,
@@ -371,26 +396,19 @@ def _hours_from_slots(check: Check, day: datetime,
                  Aggregate(t[3], t[4], t[5] % mod)) for h, t in sorted(acc.items())]
 
 
-def _all_leaves(nodes: list[Node], check: Check) -> bool:
-    total = sum(max(n.source.count, n.reader.count) for n in nodes)
-    return total <= check.drilldown.leaf_rows
-
-
 async def _drill_range(check: Check, sides: _Sides, start: datetime, end: datetime,
                        s_agg: Aggregate, r_agg: Aggregate, depth: int,
                        within: Sequence[str] | None, est_diffs: float,
-                       ledger_excluded: Mapping[str, str]) -> tuple[list[Node], LeafDiff]:
-    """Split [start, end) by key-hash prefix until leaves are small, then join their rows."""
+                       ) -> tuple[list[Node], _Fetched]:
+    """Split [start, end) by key-hash prefix until leaves are small, then fetch their rows."""
     dd = check.drilldown
     where = f"[{buckets.label(start, check.timezone)}, {buckets.label(end, check.timezone)})"
     if within:
         where = f"prefix {','.join(within)} of {where}"
     if plan.fits_leaf(s_agg, r_agg, dd) or depth >= dd.max_depth:
         s_rows, r_rows = await sides.both(lambda s: s.rows_of(start, end, within))
-        leaf = join_rows(s_rows, r_rows, ledger_excluded)
-        problem = explain.mismatch(where, s_agg, r_agg, leaf.found)
-        if problem:
-            leaf.unexplained.append(problem)
+        leaf = _Fetched(s_rows, r_rows)
+        leaf.check(where, s_agg, r_agg, leaf.delta())
         return [], leaf
     rows = max(s_agg.count, r_agg.count)
     new_depth = depth + plan.prefix_step(rows, est_diffs, dd, depth)
@@ -400,31 +418,26 @@ async def _drill_range(check: Check, sides: _Sides, start: datetime, end: dateti
     bad = [n for n in nodes if n.differs]
     small = [n for n in bad if plan.fits_leaf(n.source, n.reader, dd) or new_depth >= dd.max_depth]
     big = [n for n in bad if n not in small]
-    diff = LeafDiff()
+    fetched = _Fetched()
     if small:
         # Every small differing prefix of this range in one round trip per side.
         labels = [n.label for n in small]
         s_rows, r_rows = await sides.both(lambda s: s.rows_of(start, end, labels))
-        joined = join_rows(s_rows, r_rows, ledger_excluded,
-                           group=lambda r: r.key_hash[:new_depth])
-        diff.add(joined)
+        fetched.add(_Fetched(s_rows, r_rows))
+        by_prefix = deltas(s_rows, r_rows, lambda r: r.key_hash[:new_depth])
         for n in small:
             n.fetched = True
-            problem = explain.mismatch(f"prefix {n.label} of {where}", n.source, n.reader,
-                                       joined.groups.get(n.label, Delta()))
-            if problem:
-                diff.unexplained.append(problem)
+            fetched.check(f"prefix {n.label} of {where}", n.source, n.reader,
+                          by_prefix.get(n.label, Delta()))
     for n in big:
-        n.children, found = await _drill_range(check, sides, start, end, n.source, n.reader,
-                                               new_depth, [n.label], 1.0, ledger_excluded)
-        diff.add(found)
-    # The prefixes split the range: what they found must be what the range differs by.
-    if not diff.unexplained:
-        problem = explain.mismatch(where, s_agg, r_agg, diff.found)
-        if problem:
-            diff.unexplained.append(problem)
+        n.children, below = await _drill_range(check, sides, start, end, n.source, n.reader,
+                                               new_depth, [n.label], 1.0)
+        fetched.add(below)
+    # The prefixes split the range: what they fetched must be what the range differs by.
+    if not fetched.unexplained:
+        fetched.check(where, s_agg, r_agg, fetched.delta())
     # Only the differing prefixes are worth keeping in the stored tree.
-    return bad, diff
+    return bad, fetched
 
 
 def _pair_hours(check: Check, s_hours: list[BucketDigest],
@@ -443,7 +456,7 @@ def _hours_from_rows(check: Check, s_rows: list[RowHash], r_rows: list[RowHash])
         for r in rows:
             h = buckets.hour_start(r.event_time, check.timezone)
             c, keys, d = acc.get(h, (0, set(), 0))
-            keys.add(r.key)
+            keys.add(r.key_hash)
             acc[h] = (c + 1, keys, (d + r.row_hash) % (1 << 64))
         return {h: Aggregate(c, len(k), d) for h, (c, k, d) in acc.items()}
 
