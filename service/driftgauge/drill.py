@@ -10,6 +10,7 @@ from driftgauge import buckets
 from driftgauge.config.runtime import Check
 from driftgauge.engine import compare_hours, compare_prefixes, explain
 from driftgauge.engine.join import Delta, join_rows
+from driftgauge.engine.result import sort_key
 from driftgauge.errors import ConfigError
 from driftgauge.stores.base import StoreAdapter
 
@@ -71,7 +72,7 @@ async def drill_live(check: Check, source: StoreAdapter, reader: StoreAdapter, d
             {"key": k.key, "kind": k.kind, "source_copies": k.source_copies,
              "reader_copies": k.reader_copies,
              "event_time": k.event_time.isoformat() if k.event_time else None}
-            for k in sorted(diff.keys, key=lambda k: (k.kind, k.key))
+            for k in sorted(diff.keys, key=lambda k: (k.kind, sort_key(k)))
         ]
     return report
 

@@ -29,7 +29,7 @@ def render_run(result: RunResult) -> str:
     for b in drifted[:10]:
         lines.append(f"{b.start.date()}: " + "; ".join(b.reasons))
         for k in b.samples[:5]:
-            lines.append(f"    {k.kind:<10} {k.key}")
+            lines.append(f"    {k.kind:<10} {'NULL' if k.key is None else k.key}")
     for b in [b for b in result.buckets if b.status == "error"][:10]:
         lines.append(f"{b.start.date()}: error: " + "; ".join(b.reasons))
     if result.status == "nothing_judged":

@@ -229,21 +229,3 @@ def describe(case: Case) -> str:
             lines.append(f"{name}: {len(rows)} rows")
         lines += [f"  {r!r}" for r in shown[:80]]
     return "\n".join(lines)
-
-
-def null_and_empty_key_in_one_day(case: Case) -> bool:
-    """Return True when one day holds, on either side, both a NULL key and the key "".
-
-    Known bug (engine join and both adapters, reported with this test): a row's key
-    text is "" for a NULL key too, and the leaf join groups rows by that text, so the
-    two keys become one key with two copies (a phantom mismatched duplicate), and a
-    NULL key on one side against "" on the other is one mismatched, not missing + extra.
-    The digests keep them apart (their key encodings differ), so only drilled days show it.
-    """
-    start, end = case.window()
-    seen: dict[date, set[Any]] = {}
-    for i, rows in enumerate((case.source, visible_reader(case))):
-        for r in rows:
-            if start <= r.ts < end and not (i == 0 and r.ckey is None) and r.key in (None, ""):
-                seen.setdefault(r.ts.astimezone(case.tz).date(), set()).add(r.key)
-    return any(len(keys) == 2 for keys in seen.values())

@@ -56,7 +56,6 @@ from tests.integration.differential_support import (
     Row,
     Settings,
     describe,
-    null_and_empty_key_in_one_day,
     oracle_limits,
     oracle_sides,
     os_actions,
@@ -82,9 +81,7 @@ settings.register_profile("differential-dev", max_examples=10, derandomize=True,
 # Cases that hit a known, reported bug whose fix is not on main yet: skipped (and counted
 # as an event) so the test keeps guarding everything else. DIFFERENTIAL_KNOWN_BUGS=run
 # runs them too, to check a fix.
-KNOWN_BUGS: dict[str, Callable[[Case], bool]] = {
-    "a NULL key and the key '' meet at the leaf join": null_and_empty_key_in_one_day,
-}
+KNOWN_BUGS: dict[str, Callable[[Case], bool]] = {}
 RUN_KNOWN = os.environ.get("DIFFERENTIAL_KNOWN_BUGS") == "run"
 _NAME = os.environ.get("HYPOTHESIS_PROFILE", "ci")
 PROFILE = settings.get_profile(f"differential-{_NAME if _NAME in ('long', 'dev') else 'ci'}")
@@ -286,10 +283,29 @@ def _split_key_case(pair: Pair, name: str) -> tuple[Case, set[str]]:
     return case, {"slot query", "slot rows", "prefixes", "prefix rows"}
 
 
+def _null_key_case(pair: Pair, name: str) -> tuple[Case, set[str]]:
+    """Return a UTC case holding a NULL key and the key "", two different keys."""
+    at = datetime(2026, 1, 1, 9, tzinfo=UTC)
+    case = Case(pair, "UTC", date(2026, 1, 1), "string", [], [], Settings(leaf_rows=50))
+    if name == "NULL key against the key ''":
+        # Was one mismatched key: the join grouped rows by key text, "" for NULL too.
+        case.source = [Row(None, "a", 1, at), Row("x", "a", 2, at)]
+        case.reader = [reader_copy(Row("", "a", 1, at), pair), reader_copy(case.source[1], pair)]
+    else:
+        # Was a phantom duplicate: both keys on each side, one row each, one relabelled.
+        case.source = [Row(None, "a", 1, at), Row("", "b", 2, at + timedelta(hours=1)),
+                       Row("x", "c", 3, at + timedelta(hours=2))]
+        case.reader = [reader_copy(r, pair) for r in case.source]
+        case.reader[2] = replace(case.reader[2], label="changed")
+    return case, {"whole day rows"}
+
+
 def _path_case(pair: Pair, name: str) -> tuple[Case, set[str]]:
     """Return a hand-made case that must take one drill-down path, and that path's calls."""
     if name in SPLIT_KEY_PATHS:
         return _split_key_case(pair, name)
+    if name in NULL_KEY_PATHS:
+        return _null_key_case(pair, name)
     # A spring-forward day (23 hours) for all but the case about the repeated hour.
     zone, day = ("Europe/Berlin", date(2026, 10 if "repeated hour" in name else 3,
                                        25 if "repeated hour" in name else 29))
@@ -336,10 +352,11 @@ def _path_case(pair: Pair, name: str) -> tuple[Case, set[str]]:
 
 
 SPLIT_KEY_PATHS = ("identical copies in two hours", "row moved into a slot split by prefix")
+NULL_KEY_PATHS = ("NULL key against the key ''", "NULL key and the key '' in one day")
 PATHS = ("small day fetched whole", "slots → rows", "first-pass slots → rows",
          "big slot → prefixes", "repeated key → hours", "repeated key in the repeated hour",
          "slot in the second repeated hour",
-         "repeated keys → day prefixes", *SPLIT_KEY_PATHS)
+         "repeated keys → day prefixes", *SPLIT_KEY_PATHS, *NULL_KEY_PATHS)
 
 
 @pytest.mark.parametrize("pair", ["pg-pg", "pg-os"])

@@ -12,7 +12,7 @@ import pytest
 
 from driftgauge.config.runtime import State
 from driftgauge.config.secrets import Secret
-from driftgauge.engine.result import BucketResult
+from driftgauge.engine.result import BucketResult, KeyDiff
 from driftgauge.errors import StateError
 from driftgauge.state import StateStore
 from driftgauge.state.migrate import migrations
@@ -189,3 +189,17 @@ async def test_an_unreachable_state_database_is_a_state_error_naming_the_field()
     cfg = make_config("postgresql://postgres@127.0.0.1:1/none", "dg_x")
     with pytest.raises(StateError, match=r"^state\.dsn: cannot connect"):
         await StateStore.open(cfg.state, deadline=3)
+
+
+async def test_a_null_key_is_stored_and_read_back_as_null(store: StateStore) -> None:
+    result = sample_result()
+    hour = DAY0.replace(hour=3)
+    result.buckets[0].samples = [KeyDiff(None, "missing", 1, 0, hour, key_hash="n1"),
+                                 KeyDiff("", "extra", 0, 1, hour, key_hash="e1")]
+    run_id = await store.begin_run("reviews", result.window_start, result.window_end,
+                                   trigger="cli")
+    await store.complete_run(run_id, result, key_hash=lambda k: "h" + k)
+    total, keys = await store.keys(run_id, DAY0.date())
+    got = {(k.diff.key, k.key_hash) for k in keys}
+    assert total == 2 and got == {(None, "n1"), ("", "e1")}
+    assert {k.to_dict()["key"] for k in keys} == {None, ""}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from datetime import timedelta
 
+from driftgauge import digest
 from driftgauge.engine import reconcile
 from driftgauge.engine.result import RunResult
 from driftgauge.errors import StoreUnavailable
@@ -352,3 +353,21 @@ def test_results_serialise_digests_as_hex() -> None:
     b = BucketResult(BASE, "ok", source=Aggregate(1, 1, (1 << 64) - 1))
     assert b.to_dict()["source"]["digest"] == "ffffffffffffffff"
     assert dataclasses.asdict(b)["source"]["digest"] == (1 << 64) - 1
+
+
+def _keyed(key: str | None, label: str, minute: int) -> RowHash:
+    """Return a row hashed as the stores hash it, so a NULL key and "" hash apart."""
+    kh, rh = digest.hash_row(key, "string", [label], ["string"])
+    return RowHash(key, kh, rh, BASE + timedelta(minutes=minute))
+
+
+async def test_a_null_key_and_the_key_empty_are_two_keys() -> None:
+    src = [_keyed(None, "a", 1), _keyed("x", "a", 2)]
+    rdr = [_keyed("", "a", 1), _keyed("x", "a", 2)]
+    b = (await run(src, rdr, days=1)).buckets[0]
+    assert (b.missing, b.extra, b.mismatched, b.duplicates) == (1, 1, 0, 0), b.reasons
+    assert {(k.kind, k.key) for k in b.samples} == {("missing", None), ("extra", "")}
+    both = [_keyed(None, "a", 1), _keyed("", "b", 2), _keyed("x", "c", 3)]
+    changed = [*both[:2], _keyed("x", "changed", 3)]
+    b = (await run(both, changed, days=1)).buckets[0]
+    assert (b.mismatched, b.duplicates, b.status) == (1, 0, "drift"), b.reasons

@@ -90,7 +90,7 @@ class HourOut(BaseModel):
 class KeyOut(BaseModel):
     """One sampled differing key."""
 
-    key: str
+    key: str | None = Field(description="The key's text; null for a NULL key.")
     kind: Literal["missing", "extra", "mismatched"]
     source_copies: int
     reader_copies: int

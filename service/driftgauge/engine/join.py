@@ -84,9 +84,10 @@ def deltas(source: Iterable[RowHash], reader: Iterable[RowHash],
 
 
 def _group(rows: Iterable[RowHash]) -> dict[str, list[RowHash]]:
+    # By key hash, the key's typed canonical identity: a NULL key and "" are two keys.
     out: dict[str, list[RowHash]] = {}
     for row in rows:
-        out.setdefault(row.key, []).append(row)
+        out.setdefault(row.key_hash, []).append(row)
     return out
 
 
@@ -111,14 +112,15 @@ def join_rows(source: Iterable[RowHash], reader: Iterable[RowHash],
                 if group is not None:
                     diff.groups.setdefault(group(r), Delta()).row(r, sign)
 
-    for key in src.keys() | rdr.keys():
-        s_rows = src.get(key, [])
-        r_rows = rdr.get(key, [])
+    for key_hash in src.keys() | rdr.keys():
+        s_rows = src.get(key_hash, [])
+        r_rows = rdr.get(key_hash, [])
+        key = (s_rows or r_rows)[0].key
         diff.source_copies += max(len(s_rows) - 1, 0)
         diff.reader_copies += max(len(r_rows) - 1, 0)
         kind: DriftKind
         if not r_rows:
-            reason = excused.get(key)
+            reason = None if key is None else excused.get(key)
             if reason is not None and len(s_rows) == 1:
                 diff.excluded[reason] = diff.excluded.get(reason, 0) + 1
                 account(s_rows, r_rows)  # excused, yet in the source's digest
@@ -137,5 +139,5 @@ def join_rows(source: Iterable[RowHash], reader: Iterable[RowHash],
         account(s_rows, r_rows)
         setattr(diff, kind, getattr(diff, kind) + 1)
         when = (s_rows or r_rows)[0].event_time
-        diff.keys.append(KeyDiff(key, kind, len(s_rows), len(r_rows), when))
+        diff.keys.append(KeyDiff(key, kind, len(s_rows), len(r_rows), when, key_hash))
     return diff

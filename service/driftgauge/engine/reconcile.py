@@ -14,7 +14,14 @@ from driftgauge import buckets, observe
 from driftgauge.config.runtime import Check
 from driftgauge.engine import explain, plan
 from driftgauge.engine.join import Delta, LeafDiff, deltas, join_rows
-from driftgauge.engine.result import BucketResult, KeyDiff, Node, RunResult, needs_drill
+from driftgauge.engine.result import (
+    BucketResult,
+    KeyDiff,
+    Node,
+    RunResult,
+    needs_drill,
+    sort_key,
+)
 from driftgauge.engine.tasks import all_or_none
 from driftgauge.engine.verdict import judge
 from driftgauge.errors import DriftgaugeError, StoreError
@@ -238,7 +245,7 @@ async def _judge_day(check: Check, sides: _Sides, start: datetime, src: BucketDi
 def _sample(diff: LeafDiff, per_kind: int) -> list[KeyDiff]:
     taken: dict[str, int] = {}
     out = []
-    for k in sorted(diff.keys, key=lambda k: k.key):
+    for k in sorted(diff.keys, key=sort_key):
         if taken.get(k.kind, 0) < per_kind:
             taken[k.kind] = taken.get(k.kind, 0) + 1
             out.append(k)

@@ -20,11 +20,14 @@ DRIFT_KINDS: tuple[DriftKind, ...] = ("missing", "extra", "mismatched")
 class KeyDiff:
     """One differing key and why it differs."""
 
-    key: str
+    key: str | None
+    """The key's text; None for a NULL key (never shown as "")."""
     kind: DriftKind
     source_copies: int
     reader_copies: int
     event_time: datetime | None = None
+    key_hash: str | None = None
+    """The key hash the stores computed, when the key came from a join."""
 
 
 @dataclass
@@ -160,3 +163,8 @@ def needs_drill(source: Aggregate, reader: Aggregate) -> bool:
 def _agg(a: Aggregate) -> dict[str, Any]:
     # Digests are 64-bit unsigned; JSON readers lose precision above 2^53, so send hex.
     return {"count": a.count, "distinct_keys": a.distinct_keys, "digest": f"{a.digest:016x}"}
+
+
+def sort_key(k: KeyDiff) -> tuple[bool, str]:
+    """Order keys by their text, a NULL key first."""
+    return (k.key is not None, k.key or "")

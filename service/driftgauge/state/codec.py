@@ -208,8 +208,8 @@ def sample_records(run_id: int, day: date, samples: list[KeyDiff], per_kind: int
             continue
         taken[diff.kind] = taken.get(diff.kind, 0) + 1
         # Prefer the hash the store computed; fall back to recomputing it here.
-        hashed = getattr(diff, "key_hash", None)
-        if hashed is None and key_hash is not None:
+        hashed = diff.key_hash
+        if hashed is None and key_hash is not None and diff.key is not None:
             hashed = key_hash(diff.key)
         yield (run_id, day, diff.kind, diff.key, hashed, diff.source_copies,
                diff.reader_copies, diff.event_time)

@@ -55,8 +55,8 @@ class BucketDigest:
 class RowHash:
     """One row as the engine needs it at a leaf: its key, key hash and row hash."""
 
-    key: str
-    """The key's canonical text (an integer key is its decimal form)."""
+    key: str | None
+    """The key's canonical text (an integer key is its decimal form); None: a NULL key."""
     key_hash: str
     """32 lowercase hex digits: md5 of the key's canonical encoding."""
     row_hash: int

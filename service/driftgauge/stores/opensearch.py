@@ -292,7 +292,8 @@ def _row(hit: dict[str, Any]) -> RowHash:
     micros = value.get("time")
     if micros is None:
         raise rq.ResponseError(f"document {hit.get('_id')} has no event time")
-    return RowHash(key=str(value["key"]), key_hash=str(value["key_hash"]),
+    key = value.get("key")  # null for a NULL key, which is not the key ""
+    return RowHash(key=None if key is None else str(key), key_hash=str(value["key_hash"]),
                    row_hash=int(value["row_hash"]), event_time=from_epoch_micros(int(micros)))
 
 

@@ -201,7 +201,7 @@ class PostgresAdapter:
                 while True:
                     batch = await cursor.fetch(FETCH_ROWS, timeout=timeout)
                     for r in batch:
-                        yield RowHash(key=r["ktext"] or "", key_hash=r["khash"],
+                        yield RowHash(key=r["ktext"], key_hash=r["khash"],
                                       row_hash=unsigned64(r["rhash"]), event_time=r["t"])
                     if len(batch) < FETCH_ROWS:
                         break
