@@ -299,13 +299,25 @@ async def test_api_walk_reaches_the_planted_keys(stack: Stack) -> None:
 async def test_logs_are_json_lines_with_the_run_bound(stack: Stack) -> None:
     async with httpx.AsyncClient(timeout=10) as http:
         assert (await http.get(f"{stack.urls[0]}/api/v1/checks")).status_code == 200
-    text = stack.logs[0].read_text(encoding="utf-8")
-    assert text.isascii() and "\\u001b" not in text
-    lines = [json.loads(line) for line in text.split("\n") if line.startswith("{")]
+
+    def read() -> list[dict[str, Any]]:
+        text = stack.logs[0].read_text(encoding="utf-8")
+        assert text.isascii() and "\\u001b" not in text
+        return [json.loads(line) for line in text.split("\n") if line.startswith("{")]
+
+    def logged(lines: list[dict[str, Any]]) -> bool:
+        return any(rec.get("msg") == "request" and rec["path"] == "/api/v1/checks"
+                   and rec.get("request_id") for rec in lines)
+
+    # The request line is written after the response went out, so it may trail the answer.
+    for _ in range(100):
+        if logged(lines := read()):
+            break
+        await asyncio.sleep(0.1)
+    assert logged(lines)
     finished = [rec for rec in lines if rec.get("msg") == "run finished"]
     assert finished and all("check" in rec and "run_id" in rec for rec in finished)
     requests = [rec for rec in lines if rec.get("msg") == "request"]
-    assert any(rec["path"] == "/api/v1/checks" and rec.get("request_id") for rec in requests)
     # Probes and scrapes that answered are DEBUG lines, below the default level.
     assert not [rec for rec in requests if rec["path"] in ("/healthz", "/readyz", "/metrics")
                 and rec["status"] < 400]
