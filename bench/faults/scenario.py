@@ -23,10 +23,10 @@ from fastapi import FastAPI
 
 from driftgauge.canary import CanaryService, CanaryStore
 from driftgauge.config import Check, Config, View
+from driftgauge.jobs.runner import Adapters, full_window, recent_window, run_check
 from driftgauge.ledger import LedgerService, LedgerStore, ReconcileOnClose
 from driftgauge.ledger.router import ledger_router
 from driftgauge.pgcall import open_pool
-from driftgauge.runner import Adapters, full_window, recent_window, run_check
 from driftgauge.state import StateStore
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter

@@ -19,16 +19,16 @@ from fastapi import APIRouter, HTTPException, Request, status
 from prometheus_client.core import Metric
 
 from driftgauge.api.auth import TokenCheck
-from driftgauge.background import survive
 from driftgauge.canary import CanaryMetrics, CanaryService, CanaryStore
 from driftgauge.canary.router import canary_router
 from driftgauge.config.runtime import Config
 from driftgauge.errors import StateError
+from driftgauge.jobs.background import survive
+from driftgauge.jobs.schedule import JobSpec
 from driftgauge.ledger import LedgerMetrics, LedgerService, LedgerStore, ReconcileOnClose
 from driftgauge.ledger.hooks import ReconcileFn
 from driftgauge.ledger.router import ledger_router
 from driftgauge.pgcall import open_pool
-from driftgauge.scheduler import JobSpec
 from driftgauge.signals import SignalsMetrics, SignalsStore
 from driftgauge.signals.router import signals_router
 from driftgauge.signals.service import SignalsService, SourceGetter

@@ -199,7 +199,7 @@ def _check(config: Config, name: str) -> Check:
 def _window(check: Check, args: argparse.Namespace, now: datetime) -> tuple[datetime, datetime]:
     if not (args.since or args.until):
         # The same windows the service's schedules use.
-        from driftgauge.runner import window_for
+        from driftgauge.jobs.runner import window_for
 
         return window_for(check, "full" if args.full else "recent", now)
     tz = check.timezone
@@ -215,7 +215,7 @@ def _window(check: Check, args: argparse.Namespace, now: datetime) -> tuple[date
 
 async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> int:
     from driftgauge.engine import reconcile
-    from driftgauge.runner import Adapters
+    from driftgauge.jobs.runner import Adapters
     from driftgauge.stores import open_adapter
     from driftgauge.stores.preflight import preflight
 
@@ -266,10 +266,10 @@ async def _stored_run(config: Config, check: Check, sides: Any, start: datetime,
                       end: datetime, now: datetime, bar: ProgressBar,
                       slots_first: bool | None) -> Any:
     """Run the check as the service would, recording it (and its ledger exclusions)."""
+    from driftgauge.jobs.runner import run_check
     from driftgauge.ledger.service import ledger_exclusions
     from driftgauge.ledger.store import LedgerStore
     from driftgauge.pgcall import open_pool
-    from driftgauge.runner import run_check
     from driftgauge.state import StateStore
 
     state = await StateStore.open(config.state)

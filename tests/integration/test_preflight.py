@@ -19,7 +19,7 @@ from opensearchpy.helpers import async_bulk
 
 from driftgauge.config import load_text
 from driftgauge.errors import ConfigError
-from driftgauge.runner import AdapterPool, run_check
+from driftgauge.jobs.runner import AdapterPool, run_check
 from driftgauge.state import StateStore
 from driftgauge.stores.preflight import verify_all
 

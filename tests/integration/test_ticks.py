@@ -11,13 +11,13 @@ import pytest
 from driftgauge.config import Config
 from driftgauge.config.runtime import State
 from driftgauge.errors import StoreUnavailable
+from driftgauge.jobs.runner import AdapterPool, run_check
+from driftgauge.jobs.schedule import CheckScheduler, job_specs
+from driftgauge.jobs.ticks import TickRunner
 from driftgauge.metrics import SnapshotCache, build_registry, reconciliation_part
-from driftgauge.runner import AdapterPool, run_check
-from driftgauge.scheduler import CheckScheduler, job_specs
 from driftgauge.state import StateStore
 from driftgauge.stores.base import BucketDigest, Granularity
 from driftgauge.stores.memory import MemoryAdapter
-from driftgauge.ticks import TickRunner
 
 from .service_helpers import (
     DAY0,

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from prometheus_client.core import Metric
 
-from driftgauge import background
 from driftgauge.api.app import _refresh_loop
 from driftgauge.audit import Audit
 from driftgauge.canary import CanaryService
 from driftgauge.config import load_text
+from driftgauge.jobs import background
 from driftgauge.ledger.hooks import ReconcileOnClose
 from driftgauge.ledger.models import Counts, RunOut
 from driftgauge.retention import RetentionJob

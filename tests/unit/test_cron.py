@@ -12,7 +12,7 @@ import pytest
 from driftgauge import cron
 from driftgauge.canary.service import canary_trigger
 from driftgauge.config import load_text
-from driftgauge.scheduler import JobSpec
+from driftgauge.jobs.schedule import JobSpec
 
 MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 DAYS = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from driftgauge.config import load_text
-from driftgauge.scheduler import CheckScheduler, JobSpec, job_specs
+from driftgauge.jobs.schedule import CheckScheduler, JobSpec, job_specs
 
 CONFIG = """
 stores:

@@ -12,8 +12,8 @@ import pytest
 from starlette.types import Receive, Scope, Send
 
 from driftgauge.config import load_text
+from driftgauge.jobs.runner import full_window, recent_window
 from driftgauge.logs import JsonFormatter, configure, log_context
-from driftgauge.runner import full_window, recent_window
 
 
 def _format(record: logging.LogRecord) -> dict[str, object]:

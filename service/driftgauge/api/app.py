@@ -25,11 +25,14 @@ from driftgauge import __version__
 from driftgauge.api.auth import TokenCheck
 from driftgauge.api.models import HealthOut, answers
 from driftgauge.audit import Audit, audit_router, open_audit
-from driftgauge.background import background_part, survive
 from driftgauge.bounds import json_safe
 from driftgauge.config.runtime import Check, Config
 from driftgauge.errors import StateError, StoreError, StoreTimeout, UnknownCheck
-from driftgauge.heartbeat import LeaseKeeper
+from driftgauge.jobs.background import background_part, survive
+from driftgauge.jobs.heartbeat import LeaseKeeper
+from driftgauge.jobs.runner import AdapterPool, Opener
+from driftgauge.jobs.schedule import CheckScheduler, job_specs, utc_now
+from driftgauge.jobs.ticks import CheckBusy, TickRunner
 from driftgauge.logs import log_context
 from driftgauge.metrics import (
     CollectorPart,
@@ -43,11 +46,8 @@ from driftgauge.metrics import (
 from driftgauge.metrics.own import own_part
 from driftgauge.metrics.stores import store_retries_part
 from driftgauge.retention import RetentionJob
-from driftgauge.runner import AdapterPool, Opener
-from driftgauge.scheduler import CheckScheduler, job_specs, utc_now
 from driftgauge.state import StateStore
 from driftgauge.stores.base import StoreAdapter
-from driftgauge.ticks import CheckBusy, TickRunner
 
 log = logging.getLogger("driftgauge.api")
 # How long a closed ledger run's reconcile waits for a busy check: 30 × 10 s.

@@ -10,14 +10,14 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from driftgauge.background import survive
 from driftgauge.canary.keys import adapter_key_picker, sql_key_picker
 from driftgauge.canary.probe import CanaryResult, KeyPicker, run_canary
 from driftgauge.canary.store import CanaryStore
 from driftgauge.config.runtime import Check, PostgresStore
 from driftgauge.cron import trigger_for
 from driftgauge.errors import DriftgaugeError, UnknownCheck
-from driftgauge.scheduler import JobSpec
+from driftgauge.jobs.background import survive
+from driftgauge.jobs.schedule import JobSpec
 from driftgauge.state.claims import JobClaims
 from driftgauge.stores.base import StoreAdapter
 

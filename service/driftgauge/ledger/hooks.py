@@ -10,10 +10,10 @@ from datetime import UTC, datetime, timedelta
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.date import DateTrigger
 
-from driftgauge.background import survive
 from driftgauge.config.runtime import Check
 from driftgauge.engine import plan
 from driftgauge.errors import DriftgaugeError
+from driftgauge.jobs.background import survive
 from driftgauge.ledger.models import RunOut
 
 log = logging.getLogger("driftgauge.ledger")

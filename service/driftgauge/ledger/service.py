@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from driftgauge.background import survive
 from driftgauge.config.runtime import Check, Ledger
 from driftgauge.errors import DriftgaugeError
+from driftgauge.jobs.background import survive
 from driftgauge.ledger import rules
 from driftgauge.ledger.errors import LedgerInputError
 from driftgauge.ledger.models import Batch, BatchOut, Rule, RunOpen, RunOut, Summary

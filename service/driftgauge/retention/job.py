@@ -8,11 +8,11 @@ from collections.abc import Callable
 from contextlib import suppress
 from datetime import datetime, timedelta
 
-from driftgauge.background import survive
 from driftgauge.config.runtime import Config
 from driftgauge.errors import StateError
+from driftgauge.jobs.background import survive
+from driftgauge.jobs.schedule import JobSpec
 from driftgauge.retention.prune import PruneReport, prune
-from driftgauge.scheduler import JobSpec
 from driftgauge.state import StateStore
 from driftgauge.state.claims import JobClaims
 

@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
-from driftgauge.background import survive
 from driftgauge.config.runtime import Check, Volume
 from driftgauge.errors import DriftgaugeError, UnknownCheck
-from driftgauge.scheduler import JobSpec
+from driftgauge.jobs.background import survive
+from driftgauge.jobs.schedule import JobSpec
 from driftgauge.signals.run import SignalsResult, evaluate_signals
 from driftgauge.signals.store import SignalsStore
 from driftgauge.state.claims import JobClaims

@@ -9,9 +9,9 @@ from datetime import datetime, timedelta
 
 from driftgauge.config.runtime import Check
 from driftgauge.errors import DriftgaugeError, StateError
+from driftgauge.jobs.runner import AdapterPool, ExclusionSource, execute_run, window_for
+from driftgauge.jobs.schedule import JobSpec, utc_now
 from driftgauge.logs import log_context
-from driftgauge.runner import AdapterPool, ExclusionSource, execute_run, window_for
-from driftgauge.scheduler import JobSpec, utc_now
 from driftgauge.state import KeyHasher, StateStore
 
 log = logging.getLogger("driftgauge.ticks")

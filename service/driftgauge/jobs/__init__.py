@@ -1,0 +1,1 @@
+"""The job runtime: the clock, every recurring job, and what one reconcile run does."""
