@@ -24,7 +24,8 @@ import yaml
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
-from tests.deploy.dashboard_queries import panel_queries
+# tests/deploy is no package; mypy reads it under its own names (see pyproject.toml).
+from tests.deploy.dashboard_queries import panel_queries  # type: ignore[import-not-found]
 from tests.e2e.support import (
     OS_URL,
     Samples,

@@ -143,6 +143,7 @@ async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Serv
 
 def day_of(days: dict[str, Any], day: date) -> dict[str, Any]:
     """Return one day's entry of a /days response."""
+    found: dict[str, Any]
     (found,) = [d for d in days["days"] if d["day"] == day.isoformat()]
     return found
 

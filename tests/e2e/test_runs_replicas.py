@@ -342,7 +342,7 @@ async def test_state_database_down_shows_on_metrics_and_recovers(data: Data) -> 
                 assert sample(s, "driftgauge_state_up") == 0
                 ages.append(sample(s, "driftgauge_snapshot_age_seconds"))
             assert all(a is not None for a in ages)
-            assert ages == sorted(ages) and ages[-1] - ages[0] >= 4, ages  # type: ignore[operator]
+            assert ages == sorted(ages) and ages[-1] - ages[0] >= 4, ages  # type: ignore[operator, type-var]
             await proxy.start()
             back = time.monotonic()
             await until("a fresh snapshot again", fresh, limit=60)

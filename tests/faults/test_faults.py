@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import re
 from datetime import datetime
+from typing import Any
 
 import pytest
 
@@ -21,9 +22,9 @@ from tests.faults.conftest import (
     STORE_TIMEOUT,
     World,
     counts,
-    unique_name,
 )
 from tests.faults.proxy import Fault
+from tests.integration.conftest import unique_name
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +36,7 @@ READS = r"^(GET|POST) "
 """Every read; a PIT's deletion is not one (it is never retried, its failure ignored)."""
 
 
-async def baseline(world: World) -> list[tuple[object, ...]]:
+async def baseline(world: World) -> list[tuple[Any, ...]]:
     """Return the counts of a run without faults (computed once per module)."""
     if world.baseline is None:
         world.os.arm()

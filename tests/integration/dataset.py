@@ -8,10 +8,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 from zoneinfo import ZoneInfo
 
 from driftgauge import digest as d
+from driftgauge.config.runtime import FieldType
 from driftgauge.stores.base import Aggregate, BucketDigest
 
 TZ = ZoneInfo("America/New_York")  # non-UTC, and 2024-03-10 has 23 hours
@@ -25,7 +26,7 @@ LABELS = ["hello", "", None, "a|b", "b|c", "S1:x;N", "café ü", "a😀b𝄞", "
 FIELDS = {"label": ("label", "string"), "amount": ("amount", "decimal"),
           "qty": ("qty", "integer"), "flag": ("flag", "boolean"),
           "updated_at": ("updated_at", "timestamp")}
-TYPES = [t for _, t in FIELDS.values()]
+TYPES = [cast(FieldType, t) for _, t in FIELDS.values()]
 
 PG_DDL = ("CREATE TABLE items (id text, ts timestamptz, label text, amount numeric(12,2), "
           "qty bigint, flag boolean, updated_at timestamp(3) without time zone, tier text)")

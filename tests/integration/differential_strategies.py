@@ -8,6 +8,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from driftgauge.config.runtime import KeyType
 from tests.integration.differential_support import (
     KEY_PARTS,
     LABELS,
@@ -118,7 +119,8 @@ def filler(n: int, mode: str, key_type: str, start: datetime, end: datetime) -> 
 def cases(draw: st.DrawFn, pair: Pair, big: bool = True) -> Case:
     """Return a data set, its healthy sync, and drift applied to it."""
     zone, day = draw(st.sampled_from(ZONE_DAYS))
-    key_type = draw(st.sampled_from(("string", "integer")))
+    key_types: tuple[KeyType, ...] = ("string", "integer")
+    key_type = draw(st.sampled_from(key_types))
     case = Case(pair, zone, day, key_type, [], [], draw(settings(pair)))
     start, end = case.window()
     marks = anchors(zone, day)

@@ -12,7 +12,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, overload
 from zoneinfo import ZoneInfo
 
 from tests import oracle
@@ -129,6 +129,10 @@ def anchors(zone: str, day: date) -> list[datetime]:
     return out
 
 
+@overload
+def to_ms(moment: datetime) -> datetime: ...
+@overload
+def to_ms(moment: None) -> None: ...
 def to_ms(moment: datetime | None) -> datetime | None:
     """Return a moment floored to its millisecond (before 1970 too)."""
     return None if moment is None else moment.replace(

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from driftgauge import digest
 from driftgauge.config import Config, View, load_text
+from driftgauge.config.runtime import FieldType
 from driftgauge.engine.result import BucketResult, KeyDiff, Node, RunResult
 from driftgauge.stores.base import Aggregate, RowHash, StoreAdapter
 from driftgauge.stores.memory import MemoryAdapter
@@ -54,9 +55,15 @@ def make_config(dsn: str, schema: str, *, public_read: bool = True) -> Config:
 def hashed(key: str, label: str, when: datetime, key_type: str = "string") -> RowHash:
     """Return a row hashed with the real canonical encoding, as a store would."""
     typed: str | int = int(key) if key_type == "integer" else key
-    field_type = "decimal" if key_type == "integer" else "string"
+    field_type: FieldType = "decimal" if key_type == "integer" else "string"
     khash, rhash = digest.hash_row(typed, key_type, [label], [field_type])  # type: ignore[arg-type]
     return RowHash(key, khash, rhash, when)
+
+
+def key_of(r: RowHash) -> str:
+    """Return the key of a row built here; these builders never make a NULL key."""
+    assert r.key is not None
+    return r.key
 
 
 def day_rows(day: datetime, n: int, tag: str = "t") -> list[RowHash]:
@@ -73,16 +80,16 @@ def planted(rows: list[RowHash]) -> tuple[list[RowHash], dict[str, set[str]]]:
     reader: list[RowHash] = []
     truth: dict[str, set[str]] = {"missing": set(), "extra": set(), "mismatched": set()}
     for day, day_rows_ in sorted(by_day.items()):
-        gone = {day_rows_[3].key, day_rows_[40].key}
-        changed = day_rows_[7].key
+        gone = {key_of(day_rows_[3]), key_of(day_rows_[40])}
+        changed = key_of(day_rows_[7])
         truth["missing"] |= gone
         truth["mismatched"].add(changed)
         for r in day_rows_:
             if r.key in gone:
                 continue
-            reader.append(hashed(r.key, "changed", r.event_time) if r.key == changed else r)
+            reader.append(hashed(changed, "changed", r.event_time) if r.key == changed else r)
         extra = hashed(f"x{day}", "ok", day_rows_[10].event_time)
-        truth["extra"].add(extra.key)
+        truth["extra"].add(key_of(extra))
         reader.append(extra)
     return reader, truth
 

@@ -14,7 +14,7 @@ from driftgauge.config import load_text
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import MemoryAdapter
 
-from .service_helpers import CONFIG, TOKEN, hashed, memory_opener, schema_name
+from .service_helpers import CONFIG, TOKEN, hashed, key_of, memory_opener, schema_name
 
 pytestmark = pytest.mark.integration
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -31,7 +31,7 @@ def _rows() -> tuple[list[RowHash], list[RowHash]]:
     # Drift only inside the repeated hour: one row changed, one gone.
     inside = [r for r in src if WINTER_TWO <= r.event_time < WINTER_TWO + timedelta(hours=1)]
     changed, gone = inside[3], inside[9]
-    rdr = [hashed(r.key, "changed", r.event_time) if r is changed else r
+    rdr = [hashed(key_of(r), "changed", r.event_time) if r is changed else r
            for r in src if r is not gone]
     return src, rdr
 

@@ -19,7 +19,15 @@ from driftgauge.api import create_app
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import MemoryAdapter
 
-from .service_helpers import TOKEN, day_rows, hashed, make_config, memory_opener, schema_name
+from .service_helpers import (
+    TOKEN,
+    day_rows,
+    hashed,
+    key_of,
+    make_config,
+    memory_opener,
+    schema_name,
+)
 
 pytestmark = pytest.mark.integration
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -102,7 +110,7 @@ async def test_a_source_ttl_and_a_lost_update_found_by_the_full_pass_stay_until_
     ttl_end = FIRST + timedelta(days=TTL_DAYS)
     source = [r for r in full if r.event_time >= ttl_end]
     stale = next(r for r in full if r.event_time.date() == LOST_UPDATE.date())
-    reader = [hashed(r.key, "old", r.event_time) if r.key == stale.key else r for r in full]
+    reader = [hashed(key_of(r), "old", r.event_time) if r.key == stale.key else r for r in full]
     sides = _sides(source, reader)
     async for client, app in _serve(pg_database, sides, Clock(NOW)):
         assert (await _run(client, "full"))["status"] == "drift"

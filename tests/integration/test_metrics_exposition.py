@@ -25,7 +25,7 @@ from driftgauge.config import load_text
 from driftgauge.signals import VocabularyResult, VolumeDay
 from driftgauge.stores.memory import MemoryAdapter
 
-from .service_helpers import TOKEN, day_rows, hashed, memory_opener, schema_name
+from .service_helpers import TOKEN, day_rows, hashed, key_of, memory_opener, schema_name
 
 pytestmark = pytest.mark.integration
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -89,7 +89,7 @@ def _sides() -> dict[tuple[str, str], MemoryAdapter]:
     # An old day lost an update and a recent one lost a row; excluded rows on every day.
     lost = next(r for r in rows if r.event_time.date() == date(2026, 2, 25))
     gone = next(r for r in rows if r.event_time.date() == date(2026, 3, 8))
-    reader = [hashed(r.key, "old", r.event_time) if r.key == lost.key else r
+    reader = [hashed(key_of(r), "old", r.event_time) if r.key == lost.key else r
               for r in rows if r.key != gone.key]
     excluded = [(FIRST + timedelta(days=d, hours=5), "no_join_key") for d in range(19)]
     return {("src", "reviews"): MemoryAdapter(rows, excluded=excluded),

@@ -54,7 +54,8 @@ class Stuck(MemoryAdapter):
 
 
 def sides(reviews_reader: MemoryAdapter | None = None) -> tuple[dict[tuple[str, str],
-                                                                     MemoryAdapter], dict]:
+                                                                     MemoryAdapter],
+                                                                dict[str, set[str]]]:
     rows = [r for d in range(3) for r in day_rows(DAY0 + timedelta(days=d), 60)]
     reader, truth = planted(rows)
     orders = [hashed(str(1000 + i), "12.50", DAY0 + timedelta(hours=i), "integer")

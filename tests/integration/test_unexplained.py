@@ -15,6 +15,7 @@ from driftgauge.metrics.collector import build_registry, reconciliation_part
 from driftgauge.metrics.snapshot import CheckSnapshot
 from driftgauge.state import StateStore
 from driftgauge.stores import open_adapter
+from driftgauge.stores.base import StoreAdapter
 from tests.unit.corrupting import DropOneRow
 
 from .service_helpers import schema_name
@@ -35,7 +36,8 @@ async def test_a_dropped_row_is_an_unexplained_difference(loaded: Loaded, reader
     check = loaded.config(case, reader, leaf_rows)
     source, rdr = await open_adapter(check.source), await open_adapter(check.reader)
     victim = DropOneRow(source if side == "source" else rdr, f"{case.id}-{key}")
-    sides = (victim, rdr) if side == "source" else (source, victim)
+    sides: tuple[StoreAdapter, StoreAdapter] = ((victim, rdr) if side == "source"
+                                                 else (source, victim))
     try:
         start, end = case.span()
         result = await reconcile(check, *sides, start, end, now=end + timedelta(days=1))

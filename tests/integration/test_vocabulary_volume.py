@@ -53,7 +53,7 @@ def tasks() -> list[Task]:
             continue
         day = DAY0 + timedelta(days=d)
         for i in range(40 + (d * 7) % 21):
-            label = "first_tier" if i % 3 else "second_tier"
+            label: str | None = "first_tier" if i % 3 else "second_tier"
             if d == NEW_TIER and i in (1, 2, 4):
                 label = "third_tier"
             if d == NEW_TIER and i == 7:

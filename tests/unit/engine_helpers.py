@@ -45,6 +45,12 @@ def row(key: str, when: datetime, label: str = "ok") -> RowHash:
     return RowHash(key, key_hash, row_hash, when)
 
 
+def key_of(r: RowHash) -> str:
+    """Return the key of a row built here; these builders never make a NULL key."""
+    assert r.key is not None
+    return r.key
+
+
 def day_rows(day: int, n: int, prefix: str = "t") -> list[RowHash]:
     """Return n rows spread over the hours of day `day` after BASE."""
     start = BASE + timedelta(days=day)

@@ -34,17 +34,17 @@ class Snap:
 
 
 async def parts() -> list[Any]:
-    ledger = LedgerMetrics(Snap(LedgerSnapshot(  # type: ignore[arg-type]
+    ledger = LedgerMetrics(Snap(LedgerSnapshot(
         latest_window={"review-sync": date(2026, 3, 9)},
         open={("review-sync", "duplicate_summary"): OpenBreaches(2, date(2026, 3, 7))},
         breaches={("review-sync", "duplicate_summary"): 2},
         last_summary={"review-sync": T}, runs={("review-sync", "success"): 3})),
         ["review-sync"])
-    canary = CanaryMetrics(Snap(CanarySnapshot(  # type: ignore[arg-type]
+    canary = CanaryMetrics(Snap(CanarySnapshot(
         latest={"reviews": CanaryResult("reviews", "permission", T, 0.25, "k", "HTTP 403")},
         last_success={"reviews": T}, runs={("reviews", "ok"): 4, ("reviews", "permission"): 1})),
         ["reviews"])
-    signals = SignalsMetrics(Snap(SignalsSnapshot(  # type: ignore[arg-type]
+    signals = SignalsMetrics(Snap(SignalsSnapshot(
         vocabulary={("reviews", "label"): (1, 35)},
         volume={("reviews", date(2026, 3, 7)): ("insufficient_history", 3),
                 ("reviews", date(2026, 3, 8)): ("anomaly", 30),
@@ -103,5 +103,5 @@ async def test_values_come_from_the_latest_snapshot() -> None:
 
 
 async def test_nothing_is_published_before_the_first_load() -> None:
-    part = LedgerMetrics(Snap(None), ["review-sync"])  # type: ignore[arg-type]
+    part = LedgerMetrics(Snap(None), ["review-sync"])
     assert list(part()) == []

@@ -50,8 +50,8 @@ def test_an_unexpected_error_is_counted_logged_and_swallowed(
     assert background.errors("retention") == before + 1 == _value("retention")
     [rec] = [r for r in caplog.records if r.name == "driftgauge.background"]
     assert rec.levelname == "ERROR" and rec.exc_info is not None
-    assert (rec.loop, rec.item, rec.check) == ("retention", "one item", "c")  # type: ignore[attr-defined]
-    assert "KeyError" in rec.error  # type: ignore[attr-defined]
+    assert (rec.loop, rec.item, rec.check) == ("retention", "one item", "c")
+    assert "KeyError" in rec.error
 
 
 def test_cancellation_is_never_swallowed() -> None:

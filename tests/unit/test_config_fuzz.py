@@ -105,7 +105,7 @@ def _fields_on(path: str) -> set[tuple[str, str]]:
             data = data[int(parts[i])] if origin is list else data[parts[i]]
         if len(inner) > 1:                   # the store union: pick by kind
             inner = [c for c in inner
-                     if c.model_fields["kind"].annotation == typing.Literal[data["kind"]]]
+                     if typing.get_args(c.model_fields["kind"].annotation) == (data["kind"],)]
         model = inner[0]
         i += 1
     return out

@@ -14,28 +14,28 @@ from driftgauge.stores.base import BucketDigest, Granularity, RowHash
 from driftgauge.stores.memory import MemoryAdapter
 
 from .corrupting import DropOneRow
-from .engine_helpers import BASE, NOW, day_rows, make_check, row
+from .engine_helpers import BASE, NOW, day_rows, key_of, make_check, row
 
 
 def relabel(r: RowHash, label: str = "changed") -> RowHash:
-    return row(r.key, r.event_time, label)
+    return row(key_of(r), r.event_time, label)
 
 
 def _small() -> tuple[list[RowHash], list[RowHash], str]:
     src = day_rows(0, 30)
-    return src, src[1:], src[5].key                      # leaf: the whole day's rows
+    return src, src[1:], key_of(src[5])                  # leaf: the whole day's rows
 
 
 def _slots() -> tuple[list[RowHash], list[RowHash], str]:
     src = day_rows(0, 2400)
     rdr = list(src)
     rdr[100] = relabel(rdr[100])
-    return src, rdr, src[100].key                        # one differing slot
+    return src, rdr, key_of(src[100])                    # one differing slot
 
 
 def _hours() -> tuple[list[RowHash], list[RowHash], str]:
     src = day_rows(0, 2400)
-    return src, [*src, src[100]], src[100].key           # a key twice: hours, prefixes
+    return src, [*src, src[100]], key_of(src[100])       # a key twice: hours, prefixes
 
 
 def _one_timestamp() -> tuple[list[RowHash], list[RowHash], str]:
@@ -47,13 +47,13 @@ def _one_timestamp() -> tuple[list[RowHash], list[RowHash], str]:
 
 def _dense() -> tuple[list[RowHash], list[RowHash], str]:
     src = day_rows(0, 1000)
-    return src, src[:500], src[10].key                   # dense: straight to rows
+    return src, src[:500], key_of(src[10])               # dense: straight to rows
 
 
 def _spread() -> tuple[list[RowHash], list[RowHash], str]:
     src = day_rows(0, 2400)
     rdr = [*src, *(src[i] for i in range(0, 2400, 150))]  # copies in many hours
-    return src, rdr, src[300].key
+    return src, rdr, key_of(src[300])
 
 
 SCENARIOS = {"small": _small, "slots": _slots, "hours": _hours,
@@ -107,7 +107,7 @@ async def test_a_clean_day_with_a_dropped_row_is_never_ok() -> None:
 async def test_ledger_excused_rows_are_accounted_for() -> None:
     src = day_rows(0, 100)
     check = make_check()
-    ledger = {r.key: "no_document" for r in src[:2]}
+    ledger = {key_of(r): "no_document" for r in src[:2]}
     result = await reconcile(check, MemoryAdapter(src), MemoryAdapter(src[3:]), BASE,
                              BASE + timedelta(days=1), now=NOW, ledger_excluded=ledger)
     b = result.buckets[0]

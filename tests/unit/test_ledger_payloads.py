@@ -127,9 +127,8 @@ async def test_a_closed_run_schedules_one_reconcile_of_its_days_after_the_settle
 
 def test_sync_client_retries_with_the_same_batch_id_and_a_crash_sends_no_summary(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from driftgauge.ledger import client as client_mod
 
-    monkeypatch.setattr(client_mod.time, "sleep", lambda s: None)
+    monkeypatch.setattr("driftgauge.ledger.client.time.sleep", lambda s: None)
     seen: list[tuple[str, dict[str, object]]] = []
     failures = {"batch": 1}
 

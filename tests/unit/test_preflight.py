@@ -56,21 +56,21 @@ class Described:
 async def test_auto_takes_the_coarser_side_and_sets_it_on_both() -> None:
     check = _check()
     source, reader = Described(check.source, "us"), Described(check.reader, "ms")
-    assert await preflight(check, source, reader) == "ms"  # type: ignore[arg-type]
+    assert await preflight(check, source, reader) == "ms"
     assert source.used == reader.used == ["ms"]
 
 
 async def test_auto_without_millisecond_fields_stays_microseconds() -> None:
     check = _check()
     sides = Described(check.source, "us"), Described(check.reader, "us")
-    assert await preflight(check, *sides) == "us"  # type: ignore[arg-type]
+    assert await preflight(check, *sides) == "us"
 
 
 async def test_a_precision_finer_than_a_side_is_refused_naming_the_field() -> None:
     check = _check("    timestamp_precision: us\n")
     source, reader = Described(check.source, "us"), Described(check.reader, "ms")
     with pytest.raises(SchemaError) as caught:
-        await preflight(check, source, reader)  # type: ignore[arg-type]
+        await preflight(check, source, reader)
     (problem,) = caught.value.problems
     assert problem.startswith("checks.c.reader.fields.at: field at_ms is date in index i")
     assert "milliseconds" in problem
@@ -81,7 +81,7 @@ async def test_ms_is_kept_when_configured() -> None:
     check = _check("    timestamp_precision: ms\n")
     assert check.source.timestamp_precision == check.reader.timestamp_precision == "ms"
     sides = Described(check.source, "us"), Described(check.reader, "us")
-    assert await preflight(check, *sides) == "ms"  # type: ignore[arg-type]
+    assert await preflight(check, *sides) == "ms"
 
 
 async def test_every_problem_of_both_sides_is_listed_with_its_location() -> None:
@@ -89,7 +89,7 @@ async def test_every_problem_of_both_sides_is_listed_with_its_location() -> None
     source = Described(check.source, problems={"time": "column ts is text"})
     reader = Described(check.reader, problems={"key": "no doc values", "fields.label": "gone"})
     with pytest.raises(SchemaError) as caught:
-        await preflight(check, source, reader)  # type: ignore[arg-type]
+        await preflight(check, source, reader)
     assert caught.value.problems == ["checks.c.source.time: column ts is text",
                                      "checks.c.reader.key: no doc values",
                                      "checks.c.reader.fields.label: gone"]

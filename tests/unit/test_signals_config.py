@@ -113,7 +113,8 @@ def test_accepted_terms_reads_positive_clauses_only() -> None:
 
 
 def test_without_marker_clause_keeps_every_other_clause() -> None:
-    flt = {"bool": {"filter": [TIERS], "must_not": [HIDE, {"term": {"deleted": True}}]}}
+    flt: dict[str, Any] = {"bool": {"filter": [TIERS],
+                                    "must_not": [HIDE, {"term": {"deleted": True}}]}}
     out = querydsl.without_marker_clause(flt, "driftgauge_canary")
     assert out == {"bool": {"filter": [TIERS], "must_not": [{"term": {"deleted": True}}]}}
     assert flt["bool"]["must_not"][0] == HIDE  # the original is untouched
