@@ -23,7 +23,9 @@ from fastapi import FastAPI
 
 from driftgauge.canary import CanaryService, CanaryStore
 from driftgauge.config import Check, Config, View
-from driftgauge.jobs.runner import Adapters, full_window, recent_window, run_check
+from driftgauge.jobs.adapters import Adapters
+from driftgauge.jobs.runner import run_check
+from driftgauge.jobs.windows import full_window, recent_window
 from driftgauge.ledger import LedgerService, LedgerStore, ReconcileOnClose
 from driftgauge.ledger.router import ledger_router
 from driftgauge.pgcall import open_pool

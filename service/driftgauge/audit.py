@@ -13,7 +13,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from fastapi import APIRouter, HTTPException, Request, status
 from prometheus_client.core import Metric
@@ -24,6 +24,7 @@ from driftgauge.canary.router import canary_router
 from driftgauge.config.runtime import Config
 from driftgauge.errors import StateError
 from driftgauge.jobs.background import survive
+from driftgauge.jobs.clock import utc_now
 from driftgauge.jobs.schedule import JobSpec
 from driftgauge.ledger import LedgerMetrics, LedgerService, LedgerStore, ReconcileOnClose
 from driftgauge.ledger.hooks import ReconcileFn
@@ -35,10 +36,6 @@ from driftgauge.signals.service import SignalsService, SourceGetter
 from driftgauge.state.claims import JobClaims
 
 log = logging.getLogger("driftgauge.audit")
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass
@@ -109,7 +106,7 @@ def audit_router(tokens: TokenCheck) -> APIRouter:
 
 @asynccontextmanager
 async def open_audit(config: Config, *, reconcile: ReconcileFn, source: SourceGetter,
-                     clock: Callable[[], datetime] = _now, start: bool = True,
+                     clock: Callable[[], datetime] = utc_now, start: bool = True,
                      every: float = 60.0, deadline: float = 10.0,
                      claims: JobClaims | None = None) -> AsyncIterator[Audit]:
     """Open the audit on the state database; with `start`, run its schedules and loop.

@@ -199,7 +199,7 @@ def _check(config: Config, name: str) -> Check:
 def _window(check: Check, args: argparse.Namespace, now: datetime) -> tuple[datetime, datetime]:
     if not (args.since or args.until):
         # The same windows the service's schedules use.
-        from driftgauge.jobs.runner import window_for
+        from driftgauge.jobs.windows import window_for
 
         return window_for(check, "full" if args.full else "recent", now)
     tz = check.timezone
@@ -215,7 +215,7 @@ def _window(check: Check, args: argparse.Namespace, now: datetime) -> tuple[date
 
 async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> int:
     from driftgauge.engine import reconcile
-    from driftgauge.jobs.runner import Adapters
+    from driftgauge.jobs.adapters import Adapters
     from driftgauge.stores import open_adapter
     from driftgauge.stores.preflight import preflight
 

@@ -30,7 +30,8 @@ def runtime_problems(config: Config, *, resolve_secrets: bool = True,
     from driftgauge.api import create_app
     from driftgauge.api.auth import TokenCheck
     from driftgauge.canary.service import canary_trigger
-    from driftgauge.jobs.schedule import EPOCH, job_specs
+    from driftgauge.jobs.clock import EPOCH
+    from driftgauge.jobs.schedule import job_specs
 
     at = now or datetime.now(UTC)
     problems: list[str] = []

@@ -23,7 +23,8 @@ from opensearchpy.helpers import async_bulk
 from driftgauge.config import Config, load_text
 from driftgauge.config.runtime import View
 from driftgauge.engine.result import RunResult
-from driftgauge.jobs.runner import AdapterPool, Adapters, run_check
+from driftgauge.jobs.adapters import AdapterPool, Adapters
+from driftgauge.jobs.runner import run_check
 from driftgauge.state import StateStore
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter

@@ -19,7 +19,8 @@ from opensearchpy.helpers import async_bulk
 
 from driftgauge.config import load_text
 from driftgauge.errors import ConfigError
-from driftgauge.jobs.runner import AdapterPool, run_check
+from driftgauge.jobs.adapters import AdapterPool
+from driftgauge.jobs.runner import run_check
 from driftgauge.state import StateStore
 from driftgauge.stores.preflight import verify_all
 

@@ -16,7 +16,8 @@ from driftgauge import observe
 from driftgauge.api import create_app
 from driftgauge.config import load_text
 from driftgauge.config.runtime import Config
-from driftgauge.jobs.runner import AdapterPool, run_check
+from driftgauge.jobs.adapters import AdapterPool
+from driftgauge.jobs.runner import run_check
 from driftgauge.state import StateStore
 
 from .conftest import OS_URL

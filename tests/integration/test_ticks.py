@@ -11,7 +11,8 @@ import pytest
 from driftgauge.config import Config
 from driftgauge.config.runtime import State
 from driftgauge.errors import StoreUnavailable
-from driftgauge.jobs.runner import AdapterPool, run_check
+from driftgauge.jobs.adapters import AdapterPool
+from driftgauge.jobs.runner import run_check
 from driftgauge.jobs.schedule import CheckScheduler, job_specs
 from driftgauge.jobs.ticks import TickRunner
 from driftgauge.metrics import SnapshotCache, build_registry, reconciliation_part

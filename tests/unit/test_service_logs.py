@@ -12,7 +12,7 @@ import pytest
 from starlette.types import Receive, Scope, Send
 
 from driftgauge.config import load_text
-from driftgauge.jobs.runner import full_window, recent_window
+from driftgauge.jobs.windows import full_window, recent_window
 from driftgauge.logs import JsonFormatter, configure, log_context
 
 

@@ -28,10 +28,11 @@ from driftgauge.audit import Audit, audit_router, open_audit
 from driftgauge.bounds import json_safe
 from driftgauge.config.runtime import Check, Config
 from driftgauge.errors import StateError, StoreError, StoreTimeout, UnknownCheck
+from driftgauge.jobs.adapters import AdapterPool, Opener
 from driftgauge.jobs.background import background_part, survive
+from driftgauge.jobs.clock import utc_now
 from driftgauge.jobs.heartbeat import LeaseKeeper
-from driftgauge.jobs.runner import AdapterPool, Opener
-from driftgauge.jobs.schedule import CheckScheduler, job_specs, utc_now
+from driftgauge.jobs.schedule import CheckScheduler, job_specs
 from driftgauge.jobs.ticks import CheckBusy, TickRunner
 from driftgauge.logs import log_context
 from driftgauge.metrics import (

@@ -17,17 +17,13 @@ from driftgauge.config.runtime import Check, PostgresStore
 from driftgauge.cron import trigger_for
 from driftgauge.errors import DriftgaugeError, UnknownCheck
 from driftgauge.jobs.background import survive
+from driftgauge.jobs.clock import EPOCH, utc_now
 from driftgauge.jobs.schedule import JobSpec
 from driftgauge.state.claims import JobClaims
 from driftgauge.stores.base import StoreAdapter
 
 log = logging.getLogger("driftgauge.canary")
 SourceGetter = Callable[[Check], Awaitable[StoreAdapter]]
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 def key_picker_for(check: Check, source: SourceGetter) -> KeyPicker:
@@ -67,7 +63,7 @@ class CanaryService:
     """Own the canary schedule; `run(check)` also serves a deploy hook or a manual trigger."""
 
     def __init__(self, checks: Mapping[str, Check], store: CanaryStore, source: SourceGetter,
-                 *, clock: Callable[[], datetime] = _now,
+                 *, clock: Callable[[], datetime] = utc_now,
                  on_result: Callable[[CanaryResult], Awaitable[None]] | None = None,
                  claims: JobClaims | None = None) -> None:
         self._checks = {n: c for n, c in checks.items() if c.canary is not None}

@@ -6,31 +6,20 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from datetime import UTC, datetime, timedelta
-from typing import NamedTuple
+from datetime import UTC, datetime
 
 from driftgauge import budget, digest, observe
-from driftgauge.config.runtime import Check, View
+from driftgauge.config.runtime import Check
 from driftgauge.engine import reconcile
 from driftgauge.engine.reconcile import Progress
 from driftgauge.engine.result import RunResult
 from driftgauge.errors import DriftgaugeError, StateError, StoreError
+from driftgauge.jobs.adapters import Adapters, AdapterSource
+from driftgauge.jobs.first_pass import expects_drift
 from driftgauge.logs import log_context
 from driftgauge.state import KeyHasher, StateStore
-from driftgauge.stores.base import StoreAdapter
-from driftgauge.stores.preflight import preflight
 
 log = logging.getLogger("driftgauge.runner")
-
-
-class Adapters(NamedTuple):
-    """The two sides of one check."""
-
-    source: StoreAdapter
-    reader: StoreAdapter
-
-
-AdapterSource = Adapters | Callable[[], Awaitable[Adapters]]
 ExclusionSource = Callable[[Check, datetime, datetime], Awaitable[Mapping[str, str]]]
 """Return key → reason for keys the sync job reported it did not write (the run ledger)."""
 
@@ -44,28 +33,6 @@ def key_hasher(check: Check) -> KeyHasher:
         except (ValueError, TypeError):
             return None
     return hashed
-
-
-def day_window(check: Check, days: int, now: datetime) -> tuple[datetime, datetime]:
-    """Return [start, end): the last `days` day buckets in the check's time zone, up to now."""
-    today = now.astimezone(check.timezone).date()
-    first = today - timedelta(days=max(days, 1) - 1)
-    return datetime(first.year, first.month, first.day, tzinfo=check.timezone), now
-
-
-def recent_window(check: Check, now: datetime) -> tuple[datetime, datetime]:
-    """Return the window of the check's recent schedule."""
-    return day_window(check, check.schedule.recent_days, now)
-
-
-def full_window(check: Check, now: datetime) -> tuple[datetime, datetime]:
-    """Return the window of the check's full-history schedule."""
-    return day_window(check, check.schedule.full_days, now)
-
-
-def window_for(check: Check, trigger: str, now: datetime) -> tuple[datetime, datetime]:
-    """Return the window a trigger covers: `full` → full history, anything else → recent."""
-    return full_window(check, now) if trigger == "full" else recent_window(check, now)
 
 
 async def run_check(check: Check, adapters: AdapterSource, state: StateStore,
@@ -173,29 +140,6 @@ async def _execute(check: Check, adapters: AdapterSource, state: StateStore, run
     return result
 
 
-async def expects_drift(state: StateStore, check: Check, window_start: datetime,
-                        window_end: datetime) -> bool:
-    """Return True when drift is likely in the window, so slots pay in the first scan.
-
-    Likely means: the latest stored verdict of some day in the window is drift (drift
-    stays until someone repairs it), or no day of the window was ever judged (a new check
-    meeting old history). A window whose judged days were all healthy takes days only, so
-    a healthy check's hourly runs never pay for slots. An unreadable history only costs
-    speed, never the run.
-    """
-    tz = check.timezone
-    first = window_start.astimezone(tz).date()
-    last = (window_end - timedelta(microseconds=1)).astimezone(tz).date()
-    try:
-        stored = await state.day_buckets(check.name, first, last, tz)
-    except DriftgaugeError as exc:
-        log.warning("could not read earlier results; first pass without slots",
-                    extra={"error": str(exc)})
-        return False
-    judged = [b for b in stored if b.bucket.status in ("ok", "drift")]
-    return not judged or any(b.bucket.status == "drift" for b in judged)
-
-
 def _failed(check: Check, start: datetime, end: datetime, now: datetime,
             error: str) -> RunResult:
     return RunResult(check.name, start, end, started_at=now, error=error)
@@ -218,69 +162,3 @@ async def _shielded_fail(state: StateStore, run_id: int, reason: str, duration: 
         log.warning("could not record the cancelled run", extra={"error": str(exc)})
 
 
-Opener = Callable[[View], Awaitable[StoreAdapter]]
-
-
-async def _default_open(view: View) -> StoreAdapter:
-    from driftgauge.stores import open_adapter
-
-    return await open_adapter(view)
-
-
-class AdapterPool:
-    """One adapter per check side, opened on first use and kept until close()."""
-
-    def __init__(self, checks: Mapping[str, Check], opener: Opener | None = None) -> None:
-        self._checks = checks
-        self._open = opener or _default_open
-        self._sides: dict[str, Adapters] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
-
-    async def get(self, check: str) -> Adapters:
-        """Return the check's adapters after the schema preflight, opening them if needed.
-
-        Raises StoreError if a side fails, SchemaError if a field cannot be read. The
-        preflight runs on every call: an alias or pattern may gain a concrete index with
-        another mapping while the adapters stay open.
-        """
-        pair = await self._opened(check)
-        await preflight(self._checks[check], pair.source, pair.reader)
-        return pair
-
-    async def _opened(self, check: str) -> Adapters:
-        have = self._sides.get(check)
-        if have is not None:
-            return have
-        async with self._locks.setdefault(check, asyncio.Lock()):
-            have = self._sides.get(check)
-            if have is not None:
-                return have
-            c = self._checks[check]
-            with observe.store_call(c.source.store.name, "open"):
-                source = await self._open(c.source)
-            try:
-                with observe.store_call(c.reader.store.name, "open"):
-                    reader = await self._open(c.reader)
-            except BaseException:
-                await source.close()
-                raise
-            self._sides[check] = Adapters(source, reader)
-            return self._sides[check]
-
-    def getter(self, check: str) -> Callable[[], Awaitable[Adapters]]:
-        """Return a zero-argument opener for one check, as run_check accepts."""
-        async def get() -> Adapters:
-            return await self.get(check)
-        return get
-
-    async def close(self) -> None:
-        """Close every opened adapter; a failing close does not stop the others."""
-        sides, self._sides = self._sides, {}
-        for name, pair in sides.items():
-            for side in pair:
-                try:
-                    async with asyncio.timeout(10):
-                        await side.close()
-                except Exception as exc:
-                    log.warning("closing an adapter failed",
-                                extra={"check": name, "error": f"{type(exc).__name__}: {exc}"})

@@ -19,9 +19,9 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from driftgauge.config.runtime import Check
 from driftgauge.cron import CronTrigger, trigger_for
+from driftgauge.jobs.clock import EPOCH, utc_now
 
 log = logging.getLogger("driftgauge.scheduler")
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 JobKind = Literal["recent", "full"]
 _LOOKBACKS = [timedelta(minutes=1), timedelta(hours=1), timedelta(days=1), timedelta(days=8),
               timedelta(days=32), timedelta(days=367)]
@@ -101,11 +101,6 @@ def job_specs(checks: Mapping[str, Check]) -> list[JobSpec]:
 
 TickFn = Callable[[JobSpec, datetime], Coroutine[Any, Any, str]]
 """Run one tick of a job, given its scheduled time; return what happened."""
-
-
-def utc_now() -> datetime:
-    """Return the current time, aware, in UTC."""
-    return datetime.now(UTC)
 
 
 class CheckScheduler:

@@ -9,8 +9,11 @@ from datetime import datetime, timedelta
 
 from driftgauge.config.runtime import Check
 from driftgauge.errors import DriftgaugeError, StateError
-from driftgauge.jobs.runner import AdapterPool, ExclusionSource, execute_run, window_for
-from driftgauge.jobs.schedule import JobSpec, utc_now
+from driftgauge.jobs.adapters import AdapterPool
+from driftgauge.jobs.clock import utc_now
+from driftgauge.jobs.runner import ExclusionSource, execute_run
+from driftgauge.jobs.schedule import JobSpec
+from driftgauge.jobs.windows import window_for
 from driftgauge.logs import log_context
 from driftgauge.state import KeyHasher, StateStore
 

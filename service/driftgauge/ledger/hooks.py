@@ -14,6 +14,7 @@ from driftgauge.config.runtime import Check
 from driftgauge.engine import plan
 from driftgauge.errors import DriftgaugeError
 from driftgauge.jobs.background import survive
+from driftgauge.jobs.clock import utc_now
 from driftgauge.ledger.models import RunOut
 
 log = logging.getLogger("driftgauge.ledger")
@@ -33,10 +34,6 @@ class PendingReconcile:
     ledger_run: int
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
 class ReconcileOnClose:
     """The run-closed hook: schedule a one-off reconciliation of each fed check's window.
 
@@ -45,7 +42,7 @@ class ReconcileOnClose:
     """
 
     def __init__(self, checks: Mapping[str, Check], reconcile: ReconcileFn, *,
-                 clock: Callable[[], datetime] = _now) -> None:
+                 clock: Callable[[], datetime] = utc_now) -> None:
         self._checks = checks
         self._reconcile = reconcile
         self._clock = clock

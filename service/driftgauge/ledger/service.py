@@ -5,12 +5,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from driftgauge.config.runtime import Check, Ledger
 from driftgauge.errors import DriftgaugeError
 from driftgauge.jobs.background import survive
+from driftgauge.jobs.clock import utc_now
 from driftgauge.ledger import rules
 from driftgauge.ledger.errors import LedgerInputError
 from driftgauge.ledger.models import Batch, BatchOut, Rule, RunOpen, RunOut, Summary
@@ -43,15 +44,11 @@ def job_settings(checks: Mapping[str, Check]) -> dict[str, JobSettings]:
     return out
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 class LedgerService:
     """Record what sync-job runs report and keep each job window's breaches up to date."""
 
     def __init__(self, store: LedgerStore, checks: Mapping[str, Check], *,
-                 clock: Callable[[], datetime] = _utc_now,
+                 clock: Callable[[], datetime] = utc_now,
                  on_close: RunClosed | None = None) -> None:
         self.store = store
         self.jobs = job_settings(checks)

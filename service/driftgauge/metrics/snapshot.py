@@ -12,7 +12,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from driftgauge.config.runtime import Check
 from driftgauge.engine.result import BucketResult
 from driftgauge.errors import StateError
-from driftgauge.jobs.schedule import utc_now
+from driftgauge.jobs.clock import utc_now
 from driftgauge.state import RunRow, StateStore, StoredBucket
 
 

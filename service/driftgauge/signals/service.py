@@ -12,6 +12,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 from driftgauge.config.runtime import Check, Volume
 from driftgauge.errors import DriftgaugeError, UnknownCheck
 from driftgauge.jobs.background import survive
+from driftgauge.jobs.clock import EPOCH, utc_now
 from driftgauge.jobs.schedule import JobSpec
 from driftgauge.signals.run import SignalsResult, evaluate_signals
 from driftgauge.signals.store import SignalsStore
@@ -20,11 +21,6 @@ from driftgauge.stores.base import StoreAdapter
 
 log = logging.getLogger("driftgauge.signals")
 SourceGetter = Callable[[Check], Awaitable[StoreAdapter]]
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 def recent_start(check: Check, now: datetime) -> datetime:
@@ -38,7 +34,7 @@ class SignalsService:
     """Own the vocabulary/volume schedule; `run(check)` measures one check now."""
 
     def __init__(self, checks: Mapping[str, Check], store: SignalsStore, source: SourceGetter,
-                 *, clock: Callable[[], datetime] = _now,
+                 *, clock: Callable[[], datetime] = utc_now,
                  claims: JobClaims | None = None) -> None:
         self._checks = {n: c for n, c in checks.items()
                         if c.vocabulary or c.volume is not None}
