@@ -22,7 +22,7 @@ from driftgauge.api.auth import TokenCheck
 from driftgauge.canary import CanaryMetrics, CanaryService, CanaryStore
 from driftgauge.canary.router import canary_router
 from driftgauge.config.runtime import Config
-from driftgauge.errors import StateError
+from driftgauge.core.errors import StateError
 from driftgauge.jobs.background import survive
 from driftgauge.jobs.clock import utc_now
 from driftgauge.jobs.schedule import JobSpec

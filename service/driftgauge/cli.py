@@ -20,7 +20,7 @@ from typing import Any
 
 from driftgauge import __version__
 from driftgauge.config import Check, Config, load_file
-from driftgauge.errors import ConfigError, DriftgaugeError
+from driftgauge.core.errors import ConfigError, DriftgaugeError
 from driftgauge.render import ProgressBar, render_drill, render_run
 
 EXIT_OK, EXIT_DRIFT, EXIT_ERROR, EXIT_INTERNAL = 0, 1, 2, 3

@@ -6,12 +6,12 @@ import re
 from datetime import date, datetime
 from typing import Any
 
-from driftgauge import buckets
 from driftgauge.config.runtime import Check
+from driftgauge.core import buckets
+from driftgauge.core.errors import ConfigError
 from driftgauge.engine import compare_hours, compare_prefixes, explain
 from driftgauge.engine.join import Delta, join_rows
 from driftgauge.engine.result import sort_key
-from driftgauge.errors import ConfigError
 from driftgauge.stores.base import StoreAdapter
 
 _HEX = re.compile(r"^[0-9a-f]{1,8}$")

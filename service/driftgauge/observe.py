@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from driftgauge.errors import (
+from driftgauge.core.errors import (
     DriftgaugeError,
     StoreError,
     StorePermissionError,

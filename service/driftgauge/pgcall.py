@@ -10,7 +10,7 @@ from typing import Any
 import asyncpg
 
 from driftgauge.config.runtime import State
-from driftgauge.errors import SecretError, StateError
+from driftgauge.core.errors import SecretError, StateError
 
 DB_ERRORS = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError)
 

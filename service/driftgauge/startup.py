@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from driftgauge.config import Config, load_file
-from driftgauge.errors import ConfigError
+from driftgauge.core.errors import ConfigError
 
 
 def load_service_config(path: str | Path, *, resolve_secrets: bool = True) -> Config:

@@ -11,9 +11,10 @@ from decimal import Decimal
 from typing import Any, cast
 from zoneinfo import ZoneInfo
 
-from driftgauge import digest as d
-from driftgauge.config.runtime import FieldType
-from driftgauge.stores.base import Aggregate, BucketDigest
+from driftgauge.core.aggregate import Aggregate
+from driftgauge.core.fields import FieldType
+from driftgauge.encoding import digest as d
+from driftgauge.stores.base import BucketDigest
 
 TZ = ZoneInfo("America/New_York")  # non-UTC, and 2024-03-10 has 23 hours
 START = datetime(2024, 3, 8, tzinfo=TZ)

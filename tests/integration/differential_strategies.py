@@ -8,7 +8,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from driftgauge.config.runtime import KeyType
+from driftgauge.core.fields import KeyType
 from tests.integration.differential_support import (
     KEY_PARTS,
     LABELS,

@@ -6,11 +6,12 @@ import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
-from driftgauge import digest
 from driftgauge.config import Config, View, load_text
-from driftgauge.config.runtime import FieldType
+from driftgauge.core.aggregate import Aggregate
+from driftgauge.core.fields import FieldType
+from driftgauge.encoding import digest
 from driftgauge.engine.result import BucketResult, KeyDiff, Node, RunResult
-from driftgauge.stores.base import Aggregate, RowHash, StoreAdapter
+from driftgauge.stores.base import RowHash, StoreAdapter
 from driftgauge.stores.memory import MemoryAdapter
 
 NOW = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)

@@ -13,8 +13,8 @@ import pytest
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
-from driftgauge import digest as d
 from driftgauge.config.runtime import Exclusion, View
+from driftgauge.encoding import digest as d
 from driftgauge.stores import open_adapter, pg_sql
 from driftgauge.stores import os_requests as rq
 from driftgauge.stores.base import BucketDigest, SlotFirstPass, StoreAdapter

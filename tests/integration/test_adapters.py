@@ -12,7 +12,7 @@ from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
 from driftgauge.config.runtime import Exclusion, View
-from driftgauge.errors import StoreQueryError, StoreUnavailable
+from driftgauge.core.errors import StoreQueryError, StoreUnavailable
 from driftgauge.stores import open_adapter
 from driftgauge.stores import os_requests as rq
 from driftgauge.stores.base import StoreAdapter

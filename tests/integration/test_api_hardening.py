@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from driftgauge.api import create_app
 from driftgauge.config import Config, load_text
-from driftgauge.stores.base import Aggregate
+from driftgauge.core.aggregate import Aggregate
 from driftgauge.stores.memory import MemoryAdapter
 
 from .service_helpers import NOW, TOKEN, memory_opener, schema_name
@@ -314,7 +314,7 @@ async def test_live_drill_downs_need_a_token_and_are_bounded(pg_database: str) -
 
 
 def test_the_range_ends_a_year_from_now() -> None:
-    from driftgauge.bounds import day_problem
+    from driftgauge.core.bounds import day_problem
     assert day_problem(date(2027, 3, 10), NOW) is None
     assert day_problem(date(2027, 3, 12), NOW) == "must be between 2000-01-01 and 2027-03-11"
     assert day_problem(NOW.date() - timedelta(days=10000), NOW) is not None

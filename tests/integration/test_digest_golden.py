@@ -15,9 +15,10 @@ from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
 from driftgauge.config.runtime import View
+from driftgauge.core.aggregate import Aggregate
 from driftgauge.stores import open_adapter, pg_sql
 from driftgauge.stores import os_requests as rq
-from driftgauge.stores.base import Aggregate, RowHash
+from driftgauge.stores.base import RowHash
 from tests.integration.conftest import TIMEOUT, make_view, os_store, pg_store
 
 pytestmark = pytest.mark.integration

@@ -15,13 +15,14 @@ import pytest
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
-from driftgauge import digest as d
 from driftgauge.config import Check, load_text
+from driftgauge.core.aggregate import Aggregate
+from driftgauge.core.errors import ConfigError
 from driftgauge.drill import drill_live
+from driftgauge.encoding import digest as d
 from driftgauge.engine import reconcile
-from driftgauge.errors import ConfigError
 from driftgauge.stores import open_adapter
-from driftgauge.stores.base import Aggregate, BucketDigest, StoreAdapter
+from driftgauge.stores.base import BucketDigest, StoreAdapter
 from tests.integration.conftest import OS_URL, TIMEOUT
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from driftgauge.config import Config
 from driftgauge.config.runtime import Lease
-from driftgauge.errors import StateError
+from driftgauge.core.errors import StateError
 from driftgauge.jobs.heartbeat import LeaseKeeper
 from driftgauge.metrics import SnapshotCache, build_registry, state_part
 from driftgauge.state import StateStore

@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import pytest
 
-from driftgauge import digest
 from driftgauge.config import load_text
+from driftgauge.encoding import digest
 from driftgauge.stores import open_adapter
 
 pytestmark = pytest.mark.integration

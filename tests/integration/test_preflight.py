@@ -18,7 +18,7 @@ from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
 from driftgauge.config import load_text
-from driftgauge.errors import ConfigError
+from driftgauge.core.errors import ConfigError
 from driftgauge.jobs.adapters import AdapterPool
 from driftgauge.jobs.runner import run_check
 from driftgauge.state import StateStore

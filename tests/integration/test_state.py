@@ -12,8 +12,8 @@ import pytest
 
 from driftgauge.config.runtime import State
 from driftgauge.config.secrets import Secret
+from driftgauge.core.errors import StateError
 from driftgauge.engine.result import BucketResult, KeyDiff
-from driftgauge.errors import StateError
 from driftgauge.state import StateStore
 from driftgauge.state.migrate import migrations
 

@@ -10,7 +10,7 @@ import pytest
 
 from driftgauge.config import Config
 from driftgauge.config.runtime import State
-from driftgauge.errors import StoreUnavailable
+from driftgauge.core.errors import StoreUnavailable
 from driftgauge.jobs.adapters import AdapterPool
 from driftgauge.jobs.runner import run_check
 from driftgauge.jobs.schedule import CheckScheduler, job_specs

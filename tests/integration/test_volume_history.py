@@ -14,7 +14,7 @@ from fastapi import FastAPI
 
 from driftgauge.api.auth import TokenCheck
 from driftgauge.config import Check, load_text
-from driftgauge.errors import ConfigError
+from driftgauge.core.errors import ConfigError
 from driftgauge.signals import SignalsMetrics, SignalsStore, evaluate_signals
 from driftgauge.signals.router import signals_router
 from driftgauge.signals.service import SignalsService

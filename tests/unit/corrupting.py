@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from typing import Any
 
+from driftgauge.core.aggregate import Aggregate
 from driftgauge.stores.base import (
-    Aggregate,
     BucketDigest,
     FirstPass,
     Granularity,

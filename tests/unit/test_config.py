@@ -8,7 +8,7 @@ import pytest
 
 from driftgauge.cli import main
 from driftgauge.config import load_file, load_text
-from driftgauge.errors import ConfigError
+from driftgauge.core.errors import ConfigError
 
 EXAMPLE = Path(__file__).parents[2] / "deploy" / "examples" / "driftgauge.yml"
 
@@ -139,7 +139,7 @@ def test_an_unexpected_failure_exits_3_never_the_drift_code(
 
 def test_a_secret_file_that_is_not_text_is_a_secret_error(tmp_path: Path) -> None:
     from driftgauge.config import Secret
-    from driftgauge.errors import SecretError
+    from driftgauge.core.errors import SecretError
 
     f = tmp_path / "dsn"
     f.write_bytes(b"\xff\xfe\x00")

@@ -14,7 +14,7 @@ import yaml
 from pydantic import BaseModel
 
 from driftgauge.config import model as m
-from driftgauge.errors import ConfigError
+from driftgauge.core.errors import ConfigError
 from driftgauge.startup import load_service_config
 from tests.config_fuzz import CASES, DUPLICATE_PROBLEM, ENV, base, duplicated_key_text
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from driftgauge import digest as d
-from driftgauge.stores.base import Aggregate
+from driftgauge.core.aggregate import Aggregate
+from driftgauge.encoding import digest as d
 
 GOLDEN = json.loads((Path(__file__).parents[1] / "golden" / "digest_vectors.json")
                     .read_text(encoding="utf-8"))

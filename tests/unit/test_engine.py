@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 from datetime import timedelta
 
-from driftgauge import digest
+from driftgauge.core.errors import StoreUnavailable
+from driftgauge.encoding import digest
 from driftgauge.engine import reconcile
 from driftgauge.engine.result import RunResult
-from driftgauge.errors import StoreUnavailable
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import MemoryAdapter
 
@@ -348,8 +348,8 @@ async def test_progress_reports_every_day() -> None:
 
 
 def test_results_serialise_digests_as_hex() -> None:
+    from driftgauge.core.aggregate import Aggregate
     from driftgauge.engine.result import BucketResult
-    from driftgauge.stores.base import Aggregate
 
     b = BucketResult(BASE, "ok", source=Aggregate(1, 1, (1 << 64) - 1))
     assert b.to_dict()["source"]["digest"] == "ffffffffffffffff"

@@ -16,6 +16,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import CollectorRegistry
 
+from driftgauge.core.aggregate import Aggregate
 from driftgauge.engine.result import BucketResult
 from driftgauge.metrics import (
     CheckSnapshot,
@@ -25,7 +26,6 @@ from driftgauge.metrics import (
     reconciliation_part,
 )
 from driftgauge.state import RunRow
-from driftgauge.stores.base import Aggregate
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 DAY = datetime(2026, 3, 8, tzinfo=UTC)

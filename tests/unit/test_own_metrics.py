@@ -13,14 +13,14 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from driftgauge import observe
 from driftgauge.config import load_text
-from driftgauge.engine import reconcile
-from driftgauge.errors import (
+from driftgauge.core.errors import (
     IncompleteExport,
     StorePermissionError,
     StoreQueryError,
     StoreTimeout,
     StoreUnavailable,
 )
+from driftgauge.engine import reconcile
 from driftgauge.metrics import build_registry
 from driftgauge.metrics.own import own_part
 from driftgauge.stores.base import RowHash

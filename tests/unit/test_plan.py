@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from driftgauge import buckets
+from driftgauge.core import buckets
 
 
 def minutes(day: datetime, tz: ZoneInfo) -> list[datetime]:

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from driftgauge.config import load_text
-from driftgauge.config.runtime import Check, TimestampPrecision, View
-from driftgauge.errors import ConfigError, SchemaError
+from driftgauge.config.runtime import Check, View
+from driftgauge.core.errors import ConfigError, SchemaError
+from driftgauge.core.fields import TimestampPrecision
 from driftgauge.stores import pg_sql, preflight_os, preflight_pg
 from driftgauge.stores.preflight import FieldSchema, Wanted, preflight, wanted
 

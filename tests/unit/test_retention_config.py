@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from driftgauge.config import load_text
-from driftgauge.errors import ConfigError
+from driftgauge.core.errors import ConfigError
 
 BASE = """
 stores:

@@ -10,7 +10,7 @@ import yaml
 
 from driftgauge import querydsl
 from driftgauge.config import load_text
-from driftgauge.errors import ConfigError
+from driftgauge.core.errors import ConfigError
 
 HIDE = {"exists": {"field": "driftgauge_canary"}}
 TIERS = {"terms": {"review_tier": ["first_tier", "second_tier"]}}

@@ -14,7 +14,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from driftgauge import budget
-from driftgauge.errors import StoreError, StoreTimeout, StoreUnavailable
+from driftgauge.core.errors import StoreError, StoreTimeout, StoreUnavailable
 from driftgauge.metrics import build_registry
 from driftgauge.metrics.stores import store_retries_part
 from driftgauge.stores import os_retry, retries

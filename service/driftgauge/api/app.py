@@ -25,9 +25,9 @@ from driftgauge import __version__
 from driftgauge.api.auth import TokenCheck
 from driftgauge.api.models import HealthOut, answers
 from driftgauge.audit import Audit, audit_router, open_audit
-from driftgauge.bounds import json_safe
 from driftgauge.config.runtime import Check, Config
-from driftgauge.errors import StateError, StoreError, StoreTimeout, UnknownCheck
+from driftgauge.core.bounds import json_safe
+from driftgauge.core.errors import StateError, StoreError, StoreTimeout, UnknownCheck
 from driftgauge.jobs.adapters import AdapterPool, Opener
 from driftgauge.jobs.background import background_part, survive
 from driftgauge.jobs.clock import utc_now

@@ -9,7 +9,7 @@ from fastapi import HTTPException, Request, status
 
 from driftgauge.config.runtime import Api
 from driftgauge.config.secrets import Secret
-from driftgauge.errors import ConfigError, SecretError
+from driftgauge.core.errors import ConfigError, SecretError
 
 
 def reveal_tokens(where: str, secrets: Sequence[Secret]) -> list[bytes]:

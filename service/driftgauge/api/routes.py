@@ -10,7 +10,6 @@ from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import BeforeValidator
 
-from driftgauge import buckets
 from driftgauge.api.app import Runtime, runtime
 from driftgauge.api.models import (
     ChecksOut,
@@ -23,10 +22,11 @@ from driftgauge.api.models import (
     TriggeredOut,
     answers,
 )
-from driftgauge.bounds import day_problem, iso_day
 from driftgauge.config.runtime import Check
+from driftgauge.core import buckets
+from driftgauge.core.bounds import day_problem, iso_day
+from driftgauge.core.errors import StoreTimeout, UnknownCheck
 from driftgauge.engine import compare_prefixes
-from driftgauge.errors import StoreTimeout, UnknownCheck
 from driftgauge.state import StoredBucket
 
 router = APIRouter()

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from driftgauge.canary.probe import KeyPicker
 from driftgauge.config.runtime import PostgresStore
-from driftgauge.errors import StoreError
+from driftgauge.core.errors import StoreError
 from driftgauge.stores.base import StoreAdapter
 
 

@@ -15,7 +15,7 @@ import httpx
 
 from driftgauge import querydsl
 from driftgauge.config.runtime import Canary, Check, OpenSearchStore
-from driftgauge.errors import DriftgaugeError, StorePermissionError, StoreTimeout
+from driftgauge.core.errors import DriftgaugeError, StorePermissionError, StoreTimeout
 
 Result = Literal["ok", "permission", "not_visible", "timeout", "error"]
 RESULTS: tuple[Result, ...] = ("ok", "permission", "not_visible", "timeout", "error")

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from driftgauge.canary.probe import CanaryResult, Result
 from driftgauge.canary.service import CanaryService
-from driftgauge.errors import UnknownCheck
+from driftgauge.core.errors import UnknownCheck
 
 Dependency = Callable[..., Any]
 

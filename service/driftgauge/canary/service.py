@@ -14,8 +14,8 @@ from driftgauge.canary.keys import adapter_key_picker, sql_key_picker
 from driftgauge.canary.probe import CanaryResult, KeyPicker, run_canary
 from driftgauge.canary.store import CanaryStore
 from driftgauge.config.runtime import Check, PostgresStore
+from driftgauge.core.errors import DriftgaugeError, UnknownCheck
 from driftgauge.cron import trigger_for
-from driftgauge.errors import DriftgaugeError, UnknownCheck
 from driftgauge.jobs.background import survive
 from driftgauge.jobs.clock import EPOCH, utc_now
 from driftgauge.jobs.schedule import JobSpec

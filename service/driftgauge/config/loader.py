@@ -30,7 +30,7 @@ from driftgauge.config.runtime import (
 )
 from driftgauge.config.secrets import Secret
 from driftgauge.config.values import parse_duration
-from driftgauge.errors import ConfigError
+from driftgauge.core.errors import ConfigError
 
 __all__ = ["build", "load_file", "load_text", "parse_duration"]
 

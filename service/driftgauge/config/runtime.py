@@ -8,11 +8,8 @@ from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 from driftgauge.config.secrets import Secret
+from driftgauge.core.fields import FieldType, KeyType, TimestampPrecision
 
-FieldType = Literal["string", "integer", "decimal", "boolean", "timestamp"]
-KeyType = Literal["string", "integer"]
-TimestampPrecision = Literal["ms", "us"]
-"""The unit a timestamp field's token is floored to (its text is always microseconds)."""
 StoreKind = Literal["postgres", "opensearch"]
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from driftgauge.errors import SecretError
+from driftgauge.core.errors import SecretError
 
 if TYPE_CHECKING:
     from driftgauge.config.runtime import Api, State, Store

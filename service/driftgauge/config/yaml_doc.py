@@ -9,7 +9,7 @@ import yaml
 
 def read(text: str, source: str) -> tuple[Any, list[str]]:
     """Return the document's data and its duplicated-key problems; raise ConfigError if no YAML."""
-    from driftgauge.errors import ConfigError
+    from driftgauge.core.errors import ConfigError
 
     loader = yaml.SafeLoader(text)
     try:

@@ -10,8 +10,8 @@ bucket is `error` with reason `unexplained_difference`, never `ok`.
 
 from __future__ import annotations
 
+from driftgauge.core.aggregate import Aggregate
 from driftgauge.engine.join import Delta
-from driftgauge.stores.base import Aggregate
 
 REASON = "unexplained_difference"
 

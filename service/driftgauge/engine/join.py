@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from driftgauge.core.aggregate import Aggregate
 from driftgauge.engine.result import DriftKind, KeyDiff
-from driftgauge.stores.base import Aggregate, RowHash
+from driftgauge.stores.base import RowHash
 
 MOD = 1 << 64
 

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from driftgauge.config.runtime import Drilldown
-from driftgauge.stores.base import Aggregate
+from driftgauge.core.aggregate import Aggregate
 
 # Slot lengths that divide an hour, so slots never straddle an hour boundary.
 SLOT_SECONDS = (60, 90, 120, 150, 180, 200, 225, 240, 300, 360, 400, 450, 600, 720, 900,

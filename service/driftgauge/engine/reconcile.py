@@ -10,8 +10,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
-from driftgauge import buckets, observe
+from driftgauge import observe
 from driftgauge.config.runtime import Check
+from driftgauge.core import buckets
+from driftgauge.core.aggregate import Aggregate
+from driftgauge.core.errors import DriftgaugeError, StoreError
 from driftgauge.engine import explain, plan
 from driftgauge.engine.join import Delta, LeafDiff, deltas, join_rows
 from driftgauge.engine.result import (
@@ -24,9 +27,7 @@ from driftgauge.engine.result import (
 )
 from driftgauge.engine.tasks import all_or_none
 from driftgauge.engine.verdict import judge
-from driftgauge.errors import DriftgaugeError, StoreError
 from driftgauge.stores.base import (
-    Aggregate,
     BucketDigest,
     FirstPass,
     Granularity,

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from driftgauge.stores.base import Aggregate
+from driftgauge.core.aggregate import Aggregate
 
 Status = Literal["ok", "drift", "settling", "error"]
 RunStatus = Literal["ok", "drift", "error", "nothing_judged"]

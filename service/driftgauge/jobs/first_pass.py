@@ -6,7 +6,7 @@ import logging
 from datetime import datetime, timedelta
 
 from driftgauge.config.runtime import Check
-from driftgauge.errors import DriftgaugeError
+from driftgauge.core.errors import DriftgaugeError
 from driftgauge.state import StateStore
 
 log = logging.getLogger("driftgauge.runner")

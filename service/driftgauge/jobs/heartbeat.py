@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import suppress
 
 from driftgauge.config.runtime import Lease
-from driftgauge.errors import StateError
+from driftgauge.core.errors import StateError
 from driftgauge.state import StateStore
 
 log = logging.getLogger("driftgauge.heartbeat")

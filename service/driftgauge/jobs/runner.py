@@ -8,12 +8,13 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 
-from driftgauge import budget, digest, observe
+from driftgauge import budget, observe
 from driftgauge.config.runtime import Check
+from driftgauge.core.errors import DriftgaugeError, StateError, StoreError
+from driftgauge.encoding import digest
 from driftgauge.engine import reconcile
 from driftgauge.engine.reconcile import Progress
 from driftgauge.engine.result import RunResult
-from driftgauge.errors import DriftgaugeError, StateError, StoreError
 from driftgauge.jobs.adapters import Adapters, AdapterSource
 from driftgauge.jobs.first_pass import expects_drift
 from driftgauge.logs import log_context

@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from driftgauge.errors import DriftgaugeError
+from driftgauge.core.errors import DriftgaugeError
 from driftgauge.ledger.models import Outcome, RunStatus
 from driftgauge.ledger.rules import Tally, derive_status
 

@@ -11,8 +11,8 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.date import DateTrigger
 
 from driftgauge.config.runtime import Check
+from driftgauge.core.errors import DriftgaugeError
 from driftgauge.engine import plan
-from driftgauge.errors import DriftgaugeError
 from driftgauge.jobs.background import survive
 from driftgauge.jobs.clock import utc_now
 from driftgauge.ledger.models import RunOut

@@ -17,7 +17,7 @@ from pydantic import (
     model_validator,
 )
 
-from driftgauge.bounds import no_lone_surrogates, sane_instant
+from driftgauge.core.bounds import no_lone_surrogates, sane_instant
 
 Outcome = Literal["written", "no_match", "skipped", "failed"]
 OUTCOMES: tuple[Outcome, ...] = ("written", "no_match", "skipped", "failed")

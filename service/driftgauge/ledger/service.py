@@ -9,7 +9,7 @@ from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from driftgauge.config.runtime import Check, Ledger
-from driftgauge.errors import DriftgaugeError
+from driftgauge.core.errors import DriftgaugeError
 from driftgauge.jobs.background import survive
 from driftgauge.jobs.clock import utc_now
 from driftgauge.ledger import rules

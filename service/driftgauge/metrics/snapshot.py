@@ -10,8 +10,8 @@ from datetime import date, datetime, timedelta
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from driftgauge.config.runtime import Check
+from driftgauge.core.errors import StateError
 from driftgauge.engine.result import BucketResult
-from driftgauge.errors import StateError
 from driftgauge.jobs.clock import utc_now
 from driftgauge.state import RunRow, StateStore, StoredBucket
 

@@ -9,7 +9,7 @@ from contextlib import suppress
 from datetime import datetime, timedelta
 
 from driftgauge.config.runtime import Config
-from driftgauge.errors import StateError
+from driftgauge.core.errors import StateError
 from driftgauge.jobs.background import survive
 from driftgauge.jobs.schedule import JobSpec
 from driftgauge.retention.prune import PruneReport, prune

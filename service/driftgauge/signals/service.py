@@ -10,7 +10,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from driftgauge.config.runtime import Check, Volume
-from driftgauge.errors import DriftgaugeError, UnknownCheck
+from driftgauge.core.errors import DriftgaugeError, UnknownCheck
 from driftgauge.jobs.background import survive
 from driftgauge.jobs.clock import EPOCH, utc_now
 from driftgauge.jobs.schedule import JobSpec

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from driftgauge.config.runtime import Check, PostgresStore, View
-from driftgauge.errors import StoreError
+from driftgauge.core.errors import StoreError
 from driftgauge.stores import pg_sql
 
 

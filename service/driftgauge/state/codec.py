@@ -10,9 +10,9 @@ from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from driftgauge.core.aggregate import Aggregate
+from driftgauge.core.errors import StateError
 from driftgauge.engine.result import BucketResult, DriftKind, KeyDiff, Node
-from driftgauge.errors import StateError
-from driftgauge.stores.base import Aggregate
 
 MAX_DIGEST = (1 << 64) - 1
 RUN_COLUMNS = ("id, check_name, trigger, window_start, window_end, scheduled_for, started_at, "

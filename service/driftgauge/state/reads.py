@@ -11,8 +11,8 @@ from zoneinfo import ZoneInfo
 
 import asyncpg
 
+from driftgauge.core.errors import StateError
 from driftgauge.engine.result import Node
-from driftgauge.errors import StateError
 from driftgauge.state import codec
 from driftgauge.state.codec import RunRow, StoredBucket, StoredKey
 

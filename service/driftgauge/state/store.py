@@ -14,8 +14,8 @@ from typing import Any
 import asyncpg
 
 from driftgauge.config.runtime import State
+from driftgauge.core.errors import SecretError, StateError
 from driftgauge.engine.result import RunResult
-from driftgauge.errors import SecretError, StateError
 from driftgauge.pgcall import PgCalls
 from driftgauge.state import codec, migrate
 from driftgauge.state.claims import JobClaims

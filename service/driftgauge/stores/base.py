@@ -9,7 +9,8 @@ from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
 from zoneinfo import ZoneInfo
 
-from driftgauge import buckets
+from driftgauge.core import buckets
+from driftgauge.core.aggregate import Aggregate
 
 Granularity = Literal["day", "hour"]
 NONE_EXCLUDED: Mapping[str, int] = MappingProxyType({})
@@ -19,30 +20,11 @@ TimeRanges = Sequence[tuple[datetime, datetime]]
 
 
 @dataclass(frozen=True, slots=True)
-class Aggregate:
-    """Count, distinct-key count and digest (sum of row hashes mod 2^64) of a set of rows."""
-
-    count: int = 0
-    distinct_keys: int = 0
-    digest: int = 0
-
-    @property
-    def has_duplicates(self) -> bool:
-        """Return True when some key has more than one row."""
-        return self.count != self.distinct_keys
-
-    def same_as(self, other: Aggregate) -> bool:
-        """Return True when both sides hold the same rows by count, keys and content."""
-        return (self.count, self.distinct_keys, self.digest) == (
-            other.count, other.distinct_keys, other.digest)
-
-
-@dataclass(frozen=True, slots=True)
 class BucketDigest:
     """One time bucket's aggregate; `start` is the bucket's first instant, in UTC.
 
     Never a local wall-clock datetime: the two 02:00 hours of a day that falls back
-    would compare and hash equal (see driftgauge.buckets).
+    would compare and hash equal (see driftgauge.core.buckets).
     """
 
     start: datetime
@@ -82,7 +64,7 @@ class StoreAdapter(Protocol):
                              granularity: Granularity) -> list[BucketDigest]:
         """Return per-bucket aggregates of expected rows with event time in [start, end).
 
-        Buckets are days in the view's time zone, or hours as driftgauge.buckets defines
+        Buckets are days in the view's time zone, or hours as driftgauge.core.buckets defines
         them (whole hours of elapsed time from local midnight), each keyed by its UTC
         start; buckets with no rows and no exclusions may be omitted.
         """

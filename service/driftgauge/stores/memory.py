@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
-from driftgauge import buckets
+from driftgauge.core import buckets
+from driftgauge.core.aggregate import Aggregate
 from driftgauge.stores.base import (
-    Aggregate,
     BucketDigest,
     FirstPass,
     Granularity,

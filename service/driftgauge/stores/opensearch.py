@@ -7,9 +7,9 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Self, TypeVar
 
-from driftgauge.config.runtime import OpenSearchStore, TimestampPrecision, View
-from driftgauge.digest import from_epoch_micros
-from driftgauge.errors import (
+from driftgauge.config.runtime import OpenSearchStore, View
+from driftgauge.core.aggregate import Aggregate
+from driftgauge.core.errors import (
     IncompleteExport,
     StoreError,
     StorePermissionError,
@@ -17,10 +17,11 @@ from driftgauge.errors import (
     StoreTimeout,
     StoreUnavailable,
 )
+from driftgauge.core.fields import TimestampPrecision
+from driftgauge.encoding.digest import from_epoch_micros
 from driftgauge.stores import os_requests as rq
 from driftgauge.stores import os_retry, preflight_os
 from driftgauge.stores.base import (
-    Aggregate,
     BucketDigest,
     FirstPass,
     Granularity,

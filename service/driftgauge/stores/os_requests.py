@@ -11,8 +11,9 @@ from importlib import resources
 from typing import Any
 
 from driftgauge.config.runtime import View
-from driftgauge.digest import STEP_MICROS
-from driftgauge.stores.base import Aggregate, BucketDigest, Granularity
+from driftgauge.core.aggregate import Aggregate
+from driftgauge.encoding.digest import STEP_MICROS
+from driftgauge.stores.base import BucketDigest, Granularity
 
 SCRIPT_FILE = "digest.painless"
 _SECTION = "// @section "

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from opensearchpy import AIOHttpConnection, TransportError
 
 from driftgauge import budget
-from driftgauge.errors import StoreError
+from driftgauge.core.errors import StoreError
 from driftgauge.stores import retries
 
 T = TypeVar("T")

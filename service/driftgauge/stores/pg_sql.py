@@ -6,7 +6,8 @@ predicates and a view's `query` are SQL written by the operator and go in verbat
 
 from __future__ import annotations
 
-from driftgauge.config.runtime import FieldType, TimestampPrecision, View
+from driftgauge.config.runtime import View
+from driftgauge.core.fields import FieldType, TimestampPrecision
 
 ROW_HASH = "('x' || left(md5(renc), 16))::bit(64)::bigint"
 """The first 8 bytes of md5(row encoding), big-endian, as a signed bigint (same bits)."""

@@ -9,18 +9,19 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Self
 
-from driftgauge.config.runtime import PostgresStore, TimestampPrecision, View
-from driftgauge.digest import unsigned64
-from driftgauge.errors import (
+from driftgauge.config.runtime import PostgresStore, View
+from driftgauge.core.aggregate import Aggregate
+from driftgauge.core.errors import (
     StoreError,
     StorePermissionError,
     StoreQueryError,
     StoreTimeout,
     StoreUnavailable,
 )
+from driftgauge.core.fields import TimestampPrecision
+from driftgauge.encoding.digest import unsigned64
 from driftgauge.stores import pg_sql, preflight_pg
 from driftgauge.stores.base import (
-    Aggregate,
     BucketDigest,
     FirstPass,
     Granularity,

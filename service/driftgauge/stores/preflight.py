@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 from driftgauge import observe
-from driftgauge.config.runtime import Check, Config, FieldType, TimestampPrecision, View
-from driftgauge.errors import ConfigError, DriftgaugeError, SchemaError
+from driftgauge.config.runtime import Check, Config, View
+from driftgauge.core.errors import ConfigError, DriftgaugeError, SchemaError
+from driftgauge.core.fields import FieldType, TimestampPrecision
 from driftgauge.stores.base import StoreAdapter
 
 Expects = FieldType | Literal["time"]

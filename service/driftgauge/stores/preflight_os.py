@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from driftgauge.config.runtime import TimestampPrecision, View
+from driftgauge.config.runtime import View
+from driftgauge.core.fields import TimestampPrecision
 from driftgauge.stores.preflight import Expects, FieldSchema, Wanted, wanted
 
 Call = Callable[[str, Callable[[], Awaitable[Any]]], Awaitable[Any]]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from driftgauge.config.runtime import TimestampPrecision, View
+from driftgauge.config.runtime import View
+from driftgauge.core.fields import TimestampPrecision
 from driftgauge.stores import pg_sql
 from driftgauge.stores.preflight import Expects, FieldSchema, Wanted, wanted
 

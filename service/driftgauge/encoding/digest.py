@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal, InvalidOperation
 
-from driftgauge.config.runtime import FieldType, KeyType, TimestampPrecision
-from driftgauge.stores.base import Aggregate
+from driftgauge.core.aggregate import Aggregate
+from driftgauge.core.fields import FieldType, KeyType, TimestampPrecision
 
 MASK64 = (1 << 64) - 1
 INT64_MIN = -(1 << 63)

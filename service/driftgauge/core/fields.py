@@ -1,0 +1,10 @@
+"""The value types a check's key and fields may have, shared by config, encoding and stores."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+FieldType = Literal["string", "integer", "decimal", "boolean", "timestamp"]
+KeyType = Literal["string", "integer"]
+TimestampPrecision = Literal["ms", "us"]
+"""The unit a timestamp field's token is floored to (its text is always microseconds)."""

@@ -1,0 +1,1 @@
+"""The canonical row encoding and its digest, the reference every store must match."""
