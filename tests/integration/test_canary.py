@@ -14,8 +14,8 @@ import yaml
 from fastapi import FastAPI
 from opensearchpy import AsyncOpenSearch
 
+from driftgauge.api.audit import audit_router, open_audit
 from driftgauge.api.auth import TokenCheck
-from driftgauge.audit import audit_router, open_audit
 from driftgauge.canary import (
     CanaryMetrics,
     CanaryStore,

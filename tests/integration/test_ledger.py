@@ -16,8 +16,8 @@ from fastapi import FastAPI
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
+from driftgauge.api.audit import audit_router, open_audit
 from driftgauge.api.auth import TokenCheck
-from driftgauge.audit import audit_router, open_audit
 from driftgauge.config import Config, load_text
 from driftgauge.engine import reconcile
 from driftgauge.ledger import (

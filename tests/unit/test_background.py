@@ -12,7 +12,7 @@ import pytest
 from prometheus_client.core import Metric
 
 from driftgauge.api.app import _refresh_loop
-from driftgauge.audit import Audit
+from driftgauge.api.audit import Audit
 from driftgauge.canary import CanaryService
 from driftgauge.config import load_text
 from driftgauge.jobs import background

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import driftgauge.api  # noqa: F401  (the app imports the audit it wires; import it first)
-from driftgauge.audit import _judge_here
+from driftgauge.api.audit import _judge_here
 from driftgauge.config import load_text
 from driftgauge.retention import RetentionJob
 from driftgauge.signals.service import SignalsService

@@ -22,9 +22,9 @@ from prometheus_client.registry import CollectorRegistry
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from driftgauge import __version__
+from driftgauge.api.audit import Audit, audit_router, open_audit
 from driftgauge.api.auth import TokenCheck
 from driftgauge.api.models import HealthOut, answers
-from driftgauge.audit import Audit, audit_router, open_audit
 from driftgauge.config.runtime import Check, Config
 from driftgauge.core.bounds import json_safe
 from driftgauge.core.errors import StateError, StoreError, StoreTimeout, UnknownCheck

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import ValidationError
 
 from driftgauge.config import model as m
-from driftgauge.config import secrets, signals, yaml_doc
+from driftgauge.config import resolve, secrets, signals, yaml_doc
 from driftgauge.config.runtime import (
     Api,
     Check,
@@ -212,7 +212,7 @@ def build(parsed: m.ConfigModel, *, resolve_secrets: bool = False,
             checks[name] = check
     signals.check_shared_jobs(checks, problems)
     if resolve_secrets:
-        problems.extend(secrets.resolve_problems(stores, state, api))
+        problems.extend(resolve.resolve_problems(stores, state, api))
     if problems:
         raise ConfigError(problems)
     return Config(stores, state, api, checks)

@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from driftgauge.core.errors import SecretError
-
-if TYPE_CHECKING:
-    from driftgauge.config.runtime import Api, State, Store
 
 
 @dataclass(frozen=True)
@@ -52,11 +47,12 @@ class Secret:
         return self.ref
 
 
-def _is_reference(value: str) -> bool:
+def is_reference(value: str) -> bool:
+    """Return True when `value` names a secret (`env:` or `file:`) rather than holding it."""
     return value.startswith(("env:", "file:"))
 
 
-def _dsn_shape(value: str) -> str | None:
+def dsn_shape(value: str) -> str | None:
     """Return why `value` is no PostgreSQL URL (without showing it), or None."""
     try:
         scheme = urlsplit(value.strip()).scheme
@@ -69,33 +65,5 @@ def _dsn_shape(value: str) -> str | None:
 
 def dsn_problems(where: str, dsn: str) -> list[str]:
     """Return the problem of an inline DSN; a reference is checked when it is resolved."""
-    problem = None if _is_reference(dsn) else _dsn_shape(dsn)
+    problem = None if is_reference(dsn) else dsn_shape(dsn)
     return [f"{where}: {problem}"] if problem else []
-
-
-def resolve_problems(stores: Mapping[str, Store], state: State, api: Api) -> list[str]:
-    """Resolve every secret reference as `serve` does; return each failure by location."""
-    from driftgauge.config.runtime import PostgresStore
-
-    refs: list[tuple[str, Secret, str]] = [("state.dsn", state.dsn, "dsn")]
-    for name, store in stores.items():
-        if isinstance(store, PostgresStore):
-            refs.append((f"stores.{name}.dsn", store.dsn, "dsn"))
-        elif store.password is not None:
-            refs.append((f"stores.{name}.password", store.password, "password"))
-    refs.extend((f"api.tokens.{i}", t, "token") for i, t in enumerate(api.tokens))
-    refs.extend((f"api.metrics_tokens.{i}", t, "token") for i, t in enumerate(api.metrics_tokens))
-    problems = []
-    for loc, secret, kind in refs:
-        try:
-            value = secret.reveal()
-        except SecretError as exc:
-            problems.append(f"{loc}: {exc.problems[0]}")
-            continue
-        if kind == "token" and not value.strip():
-            problems.append(f"{loc}: the token is empty")
-        elif kind == "dsn" and _is_reference(secret.ref):
-            shape = _dsn_shape(value)
-            if shape is not None:
-                problems.append(f"{loc}: {secret.describe()} {shape}")
-    return problems
