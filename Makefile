@@ -24,7 +24,7 @@ status: ## Report the local stack
 	deploy/local/stack.sh status
 
 lint: install ## ruff and mypy
-	$(BIN)/ruff check service tests bench deploy/compose
+	$(BIN)/ruff check service tests bench deploy/compose deploy/prometheus
 	$(BIN)/mypy
 
 tools: ## Install helm (built from the Go module proxy) and promtool (Debian's prometheus)

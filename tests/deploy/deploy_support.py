@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -16,6 +19,7 @@ RUNBOOKS = ROOT / "docs" / "runbooks.md"
 RULES = ROOT / "deploy" / "prometheus" / "driftgauge-rules.yml"
 CHART = ROOT / "helm" / "driftgauge"
 CHART_RULES = CHART / "files" / "driftgauge-rules.yml"
+RULES_GENERATOR = ROOT / "deploy" / "prometheus" / "generate.py"
 
 # A metric row in docs/metrics.md: | `name` | type | `label`, `label` (values) | meaning |
 _METRIC_ROW = re.compile(r"^\|\s*`(driftgauge_[a-z0-9_]+)`\s*\|\s*(\w+)\s*\|([^|]*)\|")
@@ -91,3 +95,15 @@ def require_promtool() -> str:
 def promtool_check_rules(promtool: str, rule_file: Path) -> subprocess.CompletedProcess[str]:
     """Run `promtool check rules` on one file."""
     return run([promtool, "check", "rules", str(rule_file)], timeout=60)
+
+
+def rules_generator() -> ModuleType:
+    """Return deploy/prometheus/generate.py as a module (it is a script, not a package)."""
+    name = "driftgauge_rules_generate"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, RULES_GENERATOR)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up while it executes
+        spec.loader.exec_module(module)
+    return sys.modules[name]

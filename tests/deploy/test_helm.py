@@ -18,17 +18,19 @@ import pytest
 import yaml
 from deploy_support import (
     CHART,
-    CHART_RULES,
     ROOT,
+    RULES,
     env_references,
     promtool_check_rules,
     require_promtool,
+    rules_generator,
     run,
 )
 
 from driftgauge.config import load_text
 
 HELM_SH = ROOT / "deploy" / "local" / "helm.sh"
+PROMTOOL_TESTS = Path(__file__).resolve().parent / "promtool"
 RELEASE = "dg"
 NAMESPACE = "observability"
 # The chart's minimum (Chart.yaml kubeVersion) and the newest the wheel knows.
@@ -232,15 +234,91 @@ def test_service_monitor_sends_a_scrape_token_when_metrics_are_private(helm: str
     assert api.public_read is False and len(api.metrics_tokens) == 1
 
 
-def test_prometheus_rule_embeds_the_tested_rule_file(helm: str, tmp_path: Path) -> None:
+def _generated(values: dict[str, Any]) -> dict[str, Any]:
+    """Return what deploy/prometheus/generate.py renders with chart-style values."""
+    gen = rules_generator()
+    source = gen.load_source()
+    rendered: dict[str, Any] = gen.render(
+        gen.chart_template(source), gen.options_from_values(values, source))
+    return rendered
+
+
+def test_prometheus_rule_is_the_generated_rules_for_this_release(
+    helm: str, tmp_path: Path
+) -> None:
     rule = _by_kind(_template(helm, *MONITORING))["PrometheusRule"]
     assert rule["apiVersion"] == "monitoring.coreos.com/v1"
-    assert rule["spec"] == yaml.safe_load(CHART_RULES.read_text())
-    # What the operator would load passes promtool, like the file itself.
+    # By default the rules select this release's job (the chart name) and namespace.
+    expected = _generated({"selectors": ['job="driftgauge"', f'namespace="{NAMESPACE}"']})
+    assert rule["spec"] == expected
+    # What the operator would load passes promtool, like the plain file.
     extracted = tmp_path / "from-chart.yml"
     extracted.write_text(yaml.safe_dump(rule["spec"]))
     result = promtool_check_rules(require_promtool(), extracted)
     assert result.returncode == 0, result.stdout + result.stderr
+    plain = yaml.safe_load(RULES.read_text())
+    assert [r["alert"] for g in rule["spec"]["groups"] for r in g["rules"]] == [
+        r["alert"] for g in plain["groups"] for r in g["rules"]]
+
+
+def test_prometheus_rule_values_match_the_generator_given_the_same(
+    helm: str, tmp_path: Path
+) -> None:
+    values = {"prometheusRule": {
+        "enabled": True,
+        "selectors": ['job="dg"', 'cluster=~"eu-.*"'],
+        "runbookBaseUrl": "https://wiki.example/ops/driftgauge",
+        "additionalLabels": {"team": "data"},
+        "rules": {
+            "DriftgaugeVolumeAnomaly": {"enabled": False},
+            "DriftgaugeCheckStale": {"for": "1h", "labels": {"severity": "warning"}},
+            "DriftgaugeCheckDown": {"enabled": True},
+        },
+    }}
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump(values))
+    rule = _by_kind(_template(helm, "-f", str(path)))["PrometheusRule"]
+    assert rule["spec"] == _generated(values)
+    alerts = {r["alert"]: r for g in rule["spec"]["groups"] for r in g["rules"]}
+    assert "DriftgaugeVolumeAnomaly" not in alerts
+    assert alerts["DriftgaugeCheckStale"]["for"] == "1h"
+    assert alerts["DriftgaugeCheckStale"]["labels"] == {"severity": "warning", "team": "data"}
+    assert alerts["DriftgaugeAbsent"]["expr"] == 'absent(up{job="dg", cluster=~"eu-.*"})'
+    assert all(a["annotations"]["runbook_url"].startswith("https://wiki.example/ops/driftgauge#")
+               for a in alerts.values())
+
+
+def test_renamed_release_keeps_driftgauge_absent_working(helm: str, tmp_path: Path) -> None:
+    docs = _template(helm, *MONITORING, "--set", "nameOverride=recon",
+                     "--set", "prometheusRule.runbookBaseUrl=https://runbooks.example/driftgauge.md")
+    objects = _by_kind(docs)
+    # The ServiceMonitor makes the job the chart name, which nameOverride renamed...
+    monitor, service = objects["ServiceMonitor"], objects["Service"]
+    assert service["metadata"]["labels"][monitor["spec"]["jobLabel"]] == "recon"
+    # ...and the rules follow it.
+    (tmp_path / "rules.yml").write_text(yaml.safe_dump(objects["PrometheusRule"]["spec"]))
+    test_file = tmp_path / "renamed_release_test.yml"
+    test_file.write_text((PROMTOOL_TESTS / "renamed_release_test.yml").read_text())
+    result = run([require_promtool(), "test", "rules", str(test_file)], timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout
+
+
+def test_prometheus_rule_refuses_unknown_alerts_and_bad_overrides(helm: str) -> None:
+    for args, expected in (
+        (["--set", "prometheusRule.rules.DriftgaugeNope.enabled=false"],
+         "prometheusRule.rules.DriftgaugeNope: no such alert"),
+        (["--set", "prometheusRule.rules.DriftgaugeCheckDown.for=soon"],
+         "prometheusRule.rules.DriftgaugeCheckDown.for"),
+        (["--set", "prometheusRule.rules.DriftgaugeCheckDown.enable=false"], "enable"),
+        (["--set-string", "prometheusRule.selectors[0]=job=recon"], "prometheusRule.selectors.0"),
+        (["--set", "prometheusRule.runbookBaseUrl=docs/runbooks.md"],
+         "prometheusRule.runbookBaseUrl"),
+    ):
+        result = run([helm, "template", RELEASE, str(CHART), *IMAGE, *MONITORING, *args],
+                     timeout=120)
+        assert result.returncode != 0, args
+        assert expected in result.stderr, result.stderr
 
 
 def test_values_schema_rejects_unknown_and_invalid_values(helm: str) -> None:

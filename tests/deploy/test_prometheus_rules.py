@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,14 +12,22 @@ from deploy_support import (
     CHART_RULES,
     ROOT,
     RULES,
+    RULES_GENERATOR,
     RUNBOOKS,
     documented_metrics,
     markdown_anchors,
     promtool_check_rules,
     referenced_metrics,
     require_promtool,
+    rules_generator,
     run,
 )
+
+GEN = rules_generator()
+SOURCE = GEN.load_source()
+DEFAULT_BASE = SOURCE["defaults"]["runbookBaseUrl"]
+# A metric name as the rules use it: driftgauge_* or up, not inside a string literal.
+_SERIES = re.compile(r'"(?:[^"\\]|\\.)*"|\b(?:driftgauge_[a-z0-9_]+|up)\b(\{[^}]*\})?')
 
 RULE_TESTS = sorted((ROOT / "deploy" / "prometheus" / "tests").glob("*.yml"))
 SEVERITIES = {"critical", "warning", "info"}
@@ -58,12 +66,102 @@ def _alerts() -> list[dict[str, Any]]:
 ALERTS = _alerts()
 
 
-def test_rule_file_is_a_relative_symlink_to_the_chart_copy() -> None:
-    assert RULES.is_symlink()
-    target = os.readlink(RULES)
-    assert not os.path.isabs(target), f"absolute symlink {target} breaks in other checkouts"
-    assert RULES.resolve() == CHART_RULES.resolve()
-    assert CHART_RULES.is_file() and not CHART_RULES.is_symlink()
+def test_committed_rule_files_are_the_generated_ones() -> None:
+    for path, text in GEN.outputs(SOURCE).items():
+        assert not path.is_symlink(), path
+        assert path.read_text(encoding="utf-8") == text, (
+            f"{path.relative_to(ROOT)} is stale: run python deploy/prometheus/generate.py")
+    assert {RULES, CHART_RULES} <= set(GEN.outputs(SOURCE))
+    check = run([str(ROOT / ".venv" / "bin" / "python"), str(RULES_GENERATOR), "--check"])
+    assert check.returncode == 0, check.stderr
+
+
+def test_every_series_selector_gets_the_configured_matchers(tmp_path: Path) -> None:
+    options = GEN.options_from_values(
+        {"selectors": ['cluster="eu-1"', 'namespace=~"obs|mon"']}, SOURCE)
+    rendered = GEN.render(GEN.chart_template(SOURCE), options)
+    exprs = [r["expr"] for g in rendered["groups"] for r in g["rules"]]
+    assert len(exprs) == len(ALERTS)
+    for expr in exprs:
+        series = [m for m in _SERIES.finditer(expr) if not m.group(0).startswith('"')]
+        assert series, expr
+        for match in series:
+            assert (match.group(1) or "").startswith('{cluster="eu-1", namespace=~"obs|mon"'), (
+                f"{match.group(0)} in {expr}")
+    path = tmp_path / "rules.yml"
+    path.write_text(GEN.dump(rendered, what="test"))
+    result = promtool_check_rules(require_promtool(), path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    [absent] = [r for g in rendered["groups"] for r in g["rules"]
+                if r["alert"] == "DriftgaugeAbsent"]
+    assert absent["expr"] == 'absent(up{cluster="eu-1", namespace=~"obs|mon"})'
+    assert 'up{cluster="eu-1", namespace=~"obs|mon"}' in absent["annotations"]["description"]
+
+
+def test_overrides_disable_retime_and_label_alerts() -> None:
+    options = GEN.options_from_values({"prometheusRule": {
+        "runbookBaseUrl": "https://wiki.example/ops/driftgauge",
+        "additionalLabels": {"team": "data", "severity": "page"},
+        "rules": {
+            "DriftgaugeVolumeAnomaly": {"enabled": False},
+            "DriftgaugeCheckStale": {"for": "1h", "labels": {"severity": "warning"}},
+            "DriftgaugeCheckDown": {"enabled": True},
+        },
+    }}, SOURCE)
+    rendered = GEN.render(GEN.chart_template(SOURCE), options)
+    rules = {r["alert"]: r for g in rendered["groups"] for r in g["rules"]}
+    assert set(rules) == {a["alert"] for a in ALERTS} - {"DriftgaugeVolumeAnomaly"}
+    assert rules["DriftgaugeCheckStale"]["for"] == "1h"
+    assert rules["DriftgaugeCheckStale"]["labels"] == {"severity": "warning", "team": "data"}
+    assert rules["DriftgaugeCheckDown"]["labels"] == {"severity": "page", "team": "data"}
+    assert rules["DriftgaugeCheckDown"]["for"] == "15m"
+    for name, rule in rules.items():
+        assert rule["annotations"]["runbook_url"] == (
+            f"https://wiki.example/ops/driftgauge#{name.lower()}")
+    # Disabling every alert of a group drops the group (Prometheus refuses an empty one).
+    ledger = {a["alert"]: {"enabled": False} for a in ALERTS
+              if a["alert"].startswith("DriftgaugeLedger")}
+    groups = GEN.render(GEN.chart_template(SOURCE), GEN.options_from_values(
+        {"rules": ledger}, SOURCE))["groups"]
+    assert [g["name"] for g in groups] == ["driftgauge-drift", "driftgauge-health"]
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ({"rules": {"DriftgaugeNope": {"enabled": False}}}, "rules.DriftgaugeNope: no such alert"),
+    ({"rules": {"DriftgaugeCheckDown": {"for": "soon"}}}, "rules.DriftgaugeCheckDown.for"),
+    ({"rules": {"DriftgaugeCheckDown": {"enable": False}}}, "rules.DriftgaugeCheckDown: takes"),
+    ({"rules": {"DriftgaugeCheckDown": {"enabled": "no"}}}, "DriftgaugeCheckDown.enabled"),
+    ({"selectors": ["job=driftgauge"]}, "selectors[0]"),
+    ({"runbookBaseUrl": "docs/runbooks.md"}, "runbookBaseUrl"),
+    ({"additionalLabels": {"team-name": "data"}}, "additionalLabels.team-name"),
+])
+def test_bad_options_are_refused_naming_the_field(values: dict[str, Any], message: str) -> None:
+    with pytest.raises(GEN.RulesError, match=re.escape(message)):
+        GEN.options_from_values(values, SOURCE)
+
+
+def test_generator_cli_renders_values_and_refuses_bad_ones(tmp_path: Path) -> None:
+    python = str(ROOT / ".venv" / "bin" / "python")
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"prometheusRule": {"selectors": ['job="recon"']}}))
+    out = tmp_path / "rules.yml"
+    result = run([python, str(RULES_GENERATOR), "--values", str(values), "-o", str(out)])
+    assert result.returncode == 0, result.stderr
+    exprs = {r["alert"]: r["expr"] for g in yaml.safe_load(out.read_text())["groups"]
+             for r in g["rules"]}
+    assert exprs["DriftgaugeAbsent"] == 'absent(up{job="recon"})'
+    values.write_text(yaml.safe_dump({"rules": {"DriftgaugeNope": {}}}))
+    result = run([python, str(RULES_GENERATOR), "--values", str(values)])
+    assert result.returncode == 2
+    assert "rules.DriftgaugeNope: no such alert" in result.stderr
+
+
+def test_source_refuses_a_selector_label_written_in_an_expr(tmp_path: Path) -> None:
+    text = (ROOT / "deploy" / "prometheus" / "alerts.yml").read_text()
+    bad = tmp_path / "alerts.yml"
+    bad.write_text(text.replace("expr: up == 0", 'expr: up{job="driftgauge"} == 0'))
+    with pytest.raises(GEN.RulesError, match=r"DriftgaugeTargetDown\.expr: job is matched"):
+        GEN.load_source(bad)
 
 
 def test_promtool_check_rules_is_clean() -> None:
@@ -117,10 +215,10 @@ def test_alert_conventions(alert: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("alert", ALERTS, ids=lambda a: a["alert"])
-def test_runbook_url_points_at_a_runbook_section(alert: dict[str, Any]) -> None:
+def test_runbook_url_is_absolute_and_points_at_a_runbook_section(alert: dict[str, Any]) -> None:
     url = alert["annotations"]["runbook_url"]
     page, _, anchor = url.partition("#")
-    assert page == "docs/runbooks.md", url
+    assert page == DEFAULT_BASE and re.match(r"^https://[^/]+/", page), url
     assert anchor == alert["alert"].lower()
     assert anchor in markdown_anchors(RUNBOOKS), f"docs/runbooks.md has no section #{anchor}"
 

@@ -53,3 +53,14 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- default "default" .Values.serviceAccount.name }}
 {{- end }}
 {{- end }}
+
+{{/* The matchers the alert rules add to every series selector: prometheusRule.selectors,
+or by default the job the ServiceMonitor gives the target (the chart name, or nameOverride)
+and the release namespace. */}}
+{{- define "driftgauge.ruleSelector" -}}
+{{- $selectors := .Values.prometheusRule.selectors }}
+{{- if not $selectors }}
+{{- $selectors = list (printf "job=%q" (include "driftgauge.name" .)) (printf "namespace=%q" .Release.Namespace) }}
+{{- end }}
+{{- join ", " $selectors }}
+{{- end }}
