@@ -149,7 +149,7 @@ def test_a_bad_log_level_from_the_environment_is_a_clear_error(
 
 async def test_probe_and_scrape_lines_are_debug_everything_else_info(
         caplog: pytest.LogCaptureFixture) -> None:
-    from driftgauge.api.app import RequestContext
+    from driftgauge.api.middleware import RequestContext
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         status = 503 if scope["path"] == "/readyz" and b"down" in scope["query_string"] \

@@ -4,37 +4,35 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
-from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
-from fastapi import Depends, FastAPI, Request
-from fastapi.encoders import jsonable_encoder
-from fastapi.exceptions import RequestValidationError
+from fastapi import Depends, FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import JSONResponse, Response
-from prometheus_client import CONTENT_TYPE_LATEST, ProcessCollector, generate_latest
-from prometheus_client.registry import CollectorRegistry
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from prometheus_client import ProcessCollector
 
 from driftgauge import __version__
-from driftgauge.api.audit import Audit, audit_router, open_audit
+from driftgauge.api.audit import audit_router, open_audit
 from driftgauge.api.auth import TokenCheck
-from driftgauge.api.models import HealthOut, answers
+from driftgauge.api.errors import add_error_handlers
+from driftgauge.api.health import add_health
+from driftgauge.api.middleware import RequestContext
+from driftgauge.api.models import answers
+from driftgauge.api.routes import router
+from driftgauge.api.runtime import Runtime
 from driftgauge.config.runtime import Check, Config
-from driftgauge.core.bounds import json_safe
-from driftgauge.core.errors import StateError, StoreError, StoreTimeout, UnknownCheck
+from driftgauge.core.errors import StateError
 from driftgauge.jobs.adapters import AdapterPool, Opener
 from driftgauge.jobs.background import background_part, survive
 from driftgauge.jobs.clock import utc_now
 from driftgauge.jobs.heartbeat import LeaseKeeper
 from driftgauge.jobs.schedule import CheckScheduler, job_specs
 from driftgauge.jobs.ticks import CheckBusy, TickRunner
-from driftgauge.logs import log_context
+from driftgauge.ledger.hooks import retry_while_busy
 from driftgauge.metrics import (
     CollectorPart,
     SnapshotCache,
@@ -51,36 +49,6 @@ from driftgauge.state import StateStore
 from driftgauge.stores.base import StoreAdapter
 
 log = logging.getLogger("driftgauge.api")
-# How long a closed ledger run's reconcile waits for a busy check: 30 × 10 s.
-LEDGER_RECONCILE_TRIES = 30
-LEDGER_RECONCILE_WAIT = 10.0
-QUIET_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
-
-
-@dataclass
-class Runtime:
-    """Everything the lifespan opened; request handlers reach it through app.state."""
-
-    config: Config
-    state: StateStore
-    adapters: AdapterPool
-    snapshots: SnapshotCache
-    ticks: TickRunner
-    scheduler: CheckScheduler
-    registry: CollectorRegistry
-    tokens: TokenCheck
-    scheduler_enabled: bool
-    clock: Callable[[], datetime]
-    audit: Audit
-    retention: RetentionJob
-    live: asyncio.Semaphore
-    """Slots for live drill-downs (api.live_concurrency)."""
-
-
-def runtime(request: Request) -> Runtime:
-    """Return the app's runtime (set by the lifespan)."""
-    rt: Runtime = request.app.state.runtime
-    return rt
 
 
 def create_app(config: Config, *, start_scheduler: bool = True, opener: Opener | None = None,
@@ -110,9 +78,8 @@ def create_app(config: Config, *, start_scheduler: bool = True, opener: Opener |
                   description="Reconcile derived data against its source of truth: day buckets,"
                               " drill-down to hours, key-hash prefixes and keys.")
     app.add_middleware(RequestContext)
-    _add_error_handlers(app)
-    _add_health(app, tokens)
-    from driftgauge.api.routes import router
+    add_error_handlers(app)
+    add_health(app, tokens)
 
     app.include_router(router, prefix="/api/v1", responses=answers(400, 401, 403, 404, 503))
     app.include_router(audit_router(tokens), prefix="/api/v1",
@@ -184,17 +151,7 @@ async def _open_runtime(config: Config, tokens: TokenCheck, *, start_scheduler: 
     leases = LeaseKeeper(state, config.state.lease, on_expired=snapshots.refresh)
     refresher: asyncio.Task[None] | None = None
 
-    async def reconcile_window(check: str, start: datetime, end: datetime) -> object:
-        # A closed ledger run asks for its window: the recent window covers it. A run of
-        # the check already under way may predate the ledger run, so wait for it to end.
-        for _ in range(LEDGER_RECONCILE_TRIES):
-            try:
-                return await ticks.trigger(check, "ledger")
-            except CheckBusy:
-                await asyncio.sleep(LEDGER_RECONCILE_WAIT)
-        log.warning("ledger reconcile given up: the check stayed busy",
-                    extra={"check": check})
-        return None
+    ledger_reconcile = retry_while_busy(partial(ticks.trigger, kind="ledger"), CheckBusy)
 
     async def source_of(check: Check) -> StoreAdapter:
         return (await adapters.get(check.name)).source
@@ -205,7 +162,7 @@ async def _open_runtime(config: Config, tokens: TokenCheck, *, start_scheduler: 
         # The audit reloads its parts (and judges ledger deadlines) as often as the run
         # results, so a summary, breach or vocabulary verdict reaches /metrics as promptly.
         audit = await stack.enter_async_context(open_audit(
-            config, reconcile=reconcile_window, source=source_of, clock=clock,
+            config, reconcile=ledger_reconcile, source=source_of, clock=clock,
             start=start_scheduler, every=refresh, claims=state.claims))
         ticks.exclusions = audit.ledger.ledger_exclusions
         registry = build_registry([reconciliation_part(snapshots.current),
@@ -262,98 +219,3 @@ async def _refresh_loop(snapshots: SnapshotCache, every: float) -> None:
                 log.warning("could not refresh stored results", extra={"error": str(exc)})
 
 
-class RequestContext:
-    """Bind a request id to the logs of each request, echo it, and log one access line."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Serve the request with its id bound."""
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        given = dict(scope.get("headers", [])).get(b"x-request-id", b"").decode("latin-1")
-        rid = given[:64] if given.isprintable() and given else uuid.uuid4().hex
-        started = time.monotonic()
-        code = 500
-
-        async def send_with_id(message: Message) -> None:
-            nonlocal code
-            if message["type"] == "http.response.start":
-                code = message["status"]
-                message.setdefault("headers", [])
-                message["headers"] = [*message["headers"],
-                                      (b"x-request-id", rid.encode("latin-1"))]
-            await send(message)
-
-        with log_context(request_id=rid):
-            try:
-                await self.app(scope, receive, send_with_id)
-            finally:
-                # Probes and scrapes come every few seconds: their lines only at DEBUG.
-                quiet = scope.get("path") in QUIET_PATHS and code < 400
-                log.log(logging.DEBUG if quiet else logging.INFO, "request", extra={
-                    "method": scope.get("method"), "path": scope.get("path"), "status": code,
-                    "duration_ms": round((time.monotonic() - started) * 1000, 1)})
-
-
-def _add_error_handlers(app: FastAPI) -> None:
-    async def unknown_check(request: Request, exc: Exception) -> Response:
-        return JSONResponse({"detail": str(exc)}, status_code=404)
-
-    async def busy(request: Request, exc: Exception) -> Response:
-        return JSONResponse({"detail": str(exc)}, status_code=409)
-
-    async def state_down(request: Request, exc: Exception) -> Response:
-        log.warning("state database error", extra={"error": str(exc)})
-        return JSONResponse({"detail": f"state database unavailable: {exc}"}, status_code=503)
-
-    async def store_down(request: Request, exc: Exception) -> Response:
-        code = 504 if isinstance(exc, StoreTimeout) else 502
-        return JSONResponse({"detail": f"store {exc}"}, status_code=code)
-
-    async def invalid(request: Request, exc: Exception) -> Response:
-        # The errors echo the input: a NaN or a lone surrogate in it must still serialise.
-        assert isinstance(exc, RequestValidationError)
-        return JSONResponse({"detail": json_safe(jsonable_encoder(exc.errors()))},
-                            status_code=422)
-
-    app.add_exception_handler(RequestValidationError, invalid)
-    app.add_exception_handler(UnknownCheck, unknown_check)
-    app.add_exception_handler(CheckBusy, busy)
-    app.add_exception_handler(StateError, state_down)
-    app.add_exception_handler(StoreError, store_down)
-
-
-def _add_health(app: FastAPI, tokens: TokenCheck) -> None:
-    @app.get("/healthz", response_model=HealthOut, tags=["health"])
-    async def healthz() -> HealthOut:
-        """Return ok while the process serves requests (touches no store)."""
-        return HealthOut(status="ok")
-
-    @app.get("/readyz", response_model=HealthOut, tags=["health"],
-             responses={503: {"model": HealthOut}})
-    async def readyz(request: Request) -> Response:
-        """Return ok when the state database answers and the scheduler runs."""
-        rt = runtime(request)
-        state = "ok"
-        try:
-            await rt.state.ping()
-        except StateError as exc:
-            state = str(exc)
-        sched = ("running" if rt.scheduler.running else "stopped") if rt.scheduler_enabled \
-            else "disabled"
-        ready = state == "ok" and sched != "stopped"
-        body = HealthOut(status="ok" if ready else "unavailable", state=state, scheduler=sched)
-        return JSONResponse(body.model_dump(), status_code=200 if ready else 503)
-
-    @app.get("/metrics", tags=["health"], response_class=Response,
-             dependencies=[Depends(tokens.require_metrics)],
-             responses={200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}},
-                              "description": "The Prometheus text exposition."},
-                        **answers(401, 403)})
-    async def metrics(request: Request) -> Response:
-        """Return the Prometheus exposition of the latest stored results."""
-        return Response(generate_latest(runtime(request).registry),
-                        media_type=CONTENT_TYPE_LATEST)

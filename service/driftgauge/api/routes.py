@@ -10,7 +10,6 @@ from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import BeforeValidator
 
-from driftgauge.api.app import Runtime, runtime
 from driftgauge.api.models import (
     ChecksOut,
     DayOut,
@@ -22,6 +21,7 @@ from driftgauge.api.models import (
     TriggeredOut,
     answers,
 )
+from driftgauge.api.runtime import Runtime, runtime
 from driftgauge.config.runtime import Check
 from driftgauge.core import buckets
 from driftgauge.core.bounds import day_problem, iso_day

@@ -1,0 +1,47 @@
+"""What the app's lifespan opened, as request handlers reach it through app.state."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from fastapi import Request
+from prometheus_client.registry import CollectorRegistry
+
+from driftgauge.api.audit import Audit
+from driftgauge.api.auth import TokenCheck
+from driftgauge.config.runtime import Config
+from driftgauge.jobs.adapters import AdapterPool
+from driftgauge.jobs.schedule import CheckScheduler
+from driftgauge.jobs.ticks import TickRunner
+from driftgauge.metrics import SnapshotCache
+from driftgauge.retention import RetentionJob
+from driftgauge.state import StateStore
+
+
+@dataclass
+class Runtime:
+    """Everything the lifespan opened; request handlers reach it through app.state."""
+
+    config: Config
+    state: StateStore
+    adapters: AdapterPool
+    snapshots: SnapshotCache
+    ticks: TickRunner
+    scheduler: CheckScheduler
+    registry: CollectorRegistry
+    tokens: TokenCheck
+    scheduler_enabled: bool
+    clock: Callable[[], datetime]
+    audit: Audit
+    retention: RetentionJob
+    live: asyncio.Semaphore
+    """Slots for live drill-downs (api.live_concurrency)."""
+
+
+def runtime(request: Request) -> Runtime:
+    """Return the app's runtime (set by the lifespan)."""
+    rt: Runtime = request.app.state.runtime
+    return rt
