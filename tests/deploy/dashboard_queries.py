@@ -72,6 +72,10 @@ def panel_queries(
     board = load_dashboard() if dashboard is None else dashboard
     seconds = _seconds(range_)
     values = {
+        # The selector variables' "All" (what a fresh dashboard shows).
+        "job": ".+",
+        "namespace": ".*",
+        "cluster": ".*",
         "check": check,
         "datasource": datasource,
         "api": "http://127.0.0.1:8080",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,9 @@ from deploy_support import (
 )
 
 PROVISIONING = ROOT / "grafana" / "provisioning"
+SELECTOR_VARIABLES = ("job", "namespace", "cluster")
+# A series selector: a driftgauge metric name and its optional {...}, outside string literals.
+_SERIES = re.compile(r'"(?:[^"\\]|\\.)*"|\b(driftgauge_[a-z0-9_]+)\b(\{[^}]*\})?')
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +65,52 @@ def test_datasource_and_check_variables(board: dict[str, Any]) -> None:
     assert check["datasource"]["uid"] == "${datasource}"
     assert "label_values(driftgauge_" in json.dumps(check["query"])
     assert check["multi"] and check["includeAll"]
+
+
+def test_job_namespace_and_cluster_variables_match_every_target(board: dict[str, Any]) -> None:
+    names = [v["name"] for v in board["templating"]["list"]]
+    # Each variable's query is filtered by those before it, so they come first, in order.
+    assert names.index("cluster") < names.index("namespace") < names.index("job")
+    assert names.index("job") < names.index("check")
+    for name in SELECTOR_VARIABLES:
+        var = _variable(board, name)
+        assert var["type"] == "query" and var["datasource"]["uid"] == "${datasource}", name
+        assert var["includeAll"] and var["multi"], name
+        assert "label_values(driftgauge_check_up" in json.dumps(var["query"]), name
+        assert var["query"]["query"].endswith(f", {name})"), name
+        # "All" must match series without the label too (no cluster label in one-cluster setups).
+        assert re.fullmatch(var["allValue"], "") or name == "job", name
+    assert _variable(board, "job")["allValue"] == ".+"
+
+
+def _unfiltered(expr: str, variables: tuple[str, ...]) -> list[str]:
+    """Return the series selectors of expr that lack a `name=~"$name"` for a variable."""
+    missing = []
+    for match in _SERIES.finditer(expr):
+        if match.group(1) is None:
+            continue  # a string literal
+        matchers = match.group(2) or ""
+        if any(f'{v}=~"${v}"' not in matchers for v in variables):
+            missing.append(match.group(0))
+    return missing
+
+
+def test_every_query_selects_by_job_namespace_and_cluster(board: dict[str, Any]) -> None:
+    checked = 0
+    for panel in _panels(board):
+        for target in panel["targets"]:
+            missing = _unfiltered(target["expr"], SELECTOR_VARIABLES)
+            assert not missing, f"panel {panel['title']!r} {target['refId']}: {missing}"
+            checked += 1
+    assert checked >= len(_panels(board))
+    # The variables' own queries: check by all three, each selector variable by those above.
+    assert not _unfiltered(_variable(board, "check")["query"]["query"], SELECTOR_VARIABLES)
+    assert not _unfiltered(_variable(board, "job")["query"]["query"], ("namespace", "cluster"))
+    assert not _unfiltered(_variable(board, "namespace")["query"]["query"], ("cluster",))
+    # The helper itself notices a selector without them.
+    assert _unfiltered('sum(driftgauge_rows{check=~"$check"})', SELECTOR_VARIABLES) == [
+        'driftgauge_rows{check=~"$check"}']
+    assert _unfiltered('"driftgauge_rows" and driftgauge_rows', ("job",)) == ["driftgauge_rows"]
 
 
 def test_every_panel_has_targets_on_the_datasource_variable(board: dict[str, Any]) -> None:
@@ -139,6 +189,7 @@ def test_panel_queries_substitute_every_variable(board: dict[str, Any]) -> None:
     for q in queries:
         assert "$" not in q.expr, f"panel {q.panel_title!r} {q.ref_id}: {q.expr}"
     assert any('check=~"reviews"' in q.expr for q in queries)
+    assert all('job=~".+", namespace=~".*", cluster=~".*"' in q.expr for q in queries)
     assert any("[5m]" in q.expr for q in queries)
     with pytest.raises(KeyError, match=r"\$nope"):
         substitute("up{x=\"$nope\"}", {})
