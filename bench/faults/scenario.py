@@ -28,10 +28,10 @@ from driftgauge.jobs.runner import run_check
 from driftgauge.jobs.windows import full_window, recent_window
 from driftgauge.ledger import LedgerService, LedgerStore, ReconcileOnClose
 from driftgauge.ledger.router import ledger_router
-from driftgauge.pgcall import open_pool
 from driftgauge.state import StateStore
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
+from driftgauge.stores.postgres.io import open_pool
 from faults import checks as bench_checks
 from faults.faults import Fault, JobPlan
 from faults.syncjob import JobReport, SyncJob

@@ -269,8 +269,8 @@ async def _stored_run(config: Config, check: Check, sides: Any, start: datetime,
     from driftgauge.jobs.runner import run_check
     from driftgauge.ledger.service import ledger_exclusions
     from driftgauge.ledger.store import LedgerStore
-    from driftgauge.pgcall import open_pool
     from driftgauge.state import StateStore
+    from driftgauge.stores.postgres.io import open_pool
 
     state = await StateStore.open(config.state)
     pool = await open_pool(config.state, deadline=10.0) if check.ledger is not None else None

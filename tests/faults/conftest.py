@@ -28,7 +28,7 @@ from driftgauge.jobs.runner import run_check
 from driftgauge.state import StateStore
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
-from driftgauge.stores.opensearch import OpenSearchAdapter
+from driftgauge.stores.opensearch.adapter import OpenSearchAdapter
 from tests.faults.proxy import HttpFaultProxy, TcpFaultProxy
 from tests.integration.conftest import (  # noqa: F401  (fixtures)
     OS_URL,

@@ -15,10 +15,11 @@ from opensearchpy.helpers import async_bulk
 
 from driftgauge.config.runtime import Exclusion, View
 from driftgauge.encoding import digest as d
-from driftgauge.stores import open_adapter, pg_sql
-from driftgauge.stores import os_requests as rq
+from driftgauge.stores import open_adapter
 from driftgauge.stores.base import BucketDigest, SlotFirstPass, StoreAdapter
-from driftgauge.stores.opensearch import OpenSearchAdapter
+from driftgauge.stores.opensearch import requests as rq
+from driftgauge.stores.opensearch.adapter import OpenSearchAdapter
+from driftgauge.stores.postgres import dialect as pg_sql
 from tests.integration import dataset as ds
 from tests.integration.conftest import TIMEOUT, make_view, os_store, pg_store
 

@@ -14,9 +14,9 @@ from opensearchpy.helpers import async_bulk
 from driftgauge.config.runtime import Exclusion, View
 from driftgauge.core.errors import StoreQueryError, StoreUnavailable
 from driftgauge.stores import open_adapter
-from driftgauge.stores import os_requests as rq
 from driftgauge.stores.base import StoreAdapter
-from driftgauge.stores.opensearch import OpenSearchAdapter
+from driftgauge.stores.opensearch import requests as rq
+from driftgauge.stores.opensearch.adapter import OpenSearchAdapter
 from tests.integration import dataset as ds
 from tests.integration.conftest import (
     PG_DSN,

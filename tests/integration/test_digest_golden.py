@@ -16,9 +16,10 @@ from opensearchpy.helpers import async_bulk
 
 from driftgauge.config.runtime import View
 from driftgauge.core.aggregate import Aggregate
-from driftgauge.stores import open_adapter, pg_sql
-from driftgauge.stores import os_requests as rq
+from driftgauge.stores import open_adapter
 from driftgauge.stores.base import RowHash
+from driftgauge.stores.opensearch import requests as rq
+from driftgauge.stores.postgres import dialect as pg_sql
 from tests.integration.conftest import TIMEOUT, make_view, os_store, pg_store
 
 pytestmark = pytest.mark.integration

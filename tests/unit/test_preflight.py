@@ -11,7 +11,9 @@ from driftgauge.config import load_text
 from driftgauge.config.runtime import Check, View
 from driftgauge.core.errors import ConfigError, SchemaError
 from driftgauge.core.fields import TimestampPrecision
-from driftgauge.stores import pg_sql, preflight_os, preflight_pg
+from driftgauge.stores.opensearch import preflight as preflight_os
+from driftgauge.stores.postgres import dialect as pg_sql
+from driftgauge.stores.postgres import preflight as preflight_pg
 from driftgauge.stores.preflight import FieldSchema, Wanted, preflight, wanted
 
 CONFIG = """

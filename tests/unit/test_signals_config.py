@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 import yaml
 
-from driftgauge import querydsl
 from driftgauge.config import load_text
 from driftgauge.core.errors import ConfigError
+from driftgauge.stores.opensearch import querydsl
 
 HIDE = {"exists": {"field": "driftgauge_canary"}}
 TIERS = {"terms": {"review_tier": ["first_tier", "second_tier"]}}

@@ -29,11 +29,11 @@ from driftgauge.jobs.schedule import JobSpec
 from driftgauge.ledger import LedgerMetrics, LedgerService, LedgerStore, ReconcileOnClose
 from driftgauge.ledger.hooks import ReconcileFn
 from driftgauge.ledger.router import ledger_router
-from driftgauge.pgcall import open_pool
 from driftgauge.signals import SignalsMetrics, SignalsStore
 from driftgauge.signals.router import signals_router
 from driftgauge.signals.service import SignalsService, SourceGetter
 from driftgauge.state.claims import JobClaims
+from driftgauge.stores.postgres.io import open_pool
 
 log = logging.getLogger("driftgauge.audit")
 

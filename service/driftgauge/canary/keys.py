@@ -32,7 +32,7 @@ def sql_key_picker(store: PostgresStore, query: str) -> KeyPicker:
     async def pick(start: datetime, end: datetime) -> str | None:
         import asyncpg
 
-        from driftgauge.stores.postgres import translate_error
+        from driftgauge.stores.postgres.adapter import translate_error
 
         try:
             async with asyncio.timeout(store.timeout):

@@ -13,9 +13,9 @@ from urllib.parse import quote
 
 import httpx
 
-from driftgauge import querydsl
 from driftgauge.config.runtime import Canary, Check, OpenSearchStore
 from driftgauge.core.errors import DriftgaugeError, StorePermissionError, StoreTimeout
+from driftgauge.stores.opensearch import querydsl
 
 Result = Literal["ok", "permission", "not_visible", "timeout", "error"]
 RESULTS: tuple[Result, ...] = ("ok", "permission", "not_visible", "timeout", "error")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from driftgauge import querydsl
 from driftgauge.config import model as m
 from driftgauge.config.runtime import (
     Canary,
@@ -16,6 +15,7 @@ from driftgauge.config.runtime import (
     VocabularyField,
     Volume,
 )
+from driftgauge.stores.opensearch import querydsl
 
 DEFAULT_CANARY_CRON = "0 12 * * *"
 

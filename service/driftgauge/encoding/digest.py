@@ -1,6 +1,6 @@
 """The canonical row encoding and its hashes: the reference every store must match.
 
-See docs/digest.md for the specification. PostgreSQL (SQL in stores/pg_sql.py) and
+See docs/digest.md for the specification. PostgreSQL (SQL in stores/postgres/dialect.py) and
 OpenSearch (Painless in stores/digest.painless) compute the same bytes inside the
 store; this module is the pure-Python reference and the golden-vector oracle.
 """

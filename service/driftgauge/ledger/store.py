@@ -21,7 +21,7 @@ from driftgauge.ledger.models import (
     WindowOut,
 )
 from driftgauge.ledger.rules import RunFacts, Tally, WindowFacts
-from driftgauge.pgcall import PgCalls
+from driftgauge.stores.postgres.io import PgCalls
 
 _RUN_COLUMNS = ("id, job, client_run_id, window_start, window_end, window_day, input_rows,"
                 " opened_at, closed_at, status, summary")

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from driftgauge.pgcall import PgCalls
 from driftgauge.signals.vocabulary import VocabularyResult
 from driftgauge.signals.volume import VolumeDay, VolumeStatus
+from driftgauge.stores.postgres.io import PgCalls
 
 SAMPLE_VALUES = 100
 

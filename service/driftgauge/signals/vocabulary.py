@@ -12,7 +12,7 @@ from typing import Any
 
 from driftgauge.config.runtime import Check, PostgresStore, View
 from driftgauge.core.errors import StoreError
-from driftgauge.stores import pg_sql
+from driftgauge.stores.postgres import dialect as pg_sql
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ async def source_connection(store: PostgresStore) -> AsyncIterator[Any]:
     """Yield a short-lived connection to a postgres source, closed afterwards."""
     import asyncpg
 
-    from driftgauge.stores.postgres import translate_error
+    from driftgauge.stores.postgres.adapter import translate_error
 
     try:
         async with asyncio.timeout(store.timeout):
@@ -85,7 +85,7 @@ async def source_connection(store: PostgresStore) -> AsyncIterator[Any]:
 async def measure_vocabulary(check: Check, conn: Any, start: datetime,
                              end: datetime) -> list[VocabularyResult]:
     """Return, per vocabulary field, the source values in [start, end) the reader cannot match."""
-    from driftgauge.stores.postgres import translate_error
+    from driftgauge.stores.postgres.adapter import translate_error
 
     out = []
     for vf in check.vocabulary:

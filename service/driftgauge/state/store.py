@@ -16,11 +16,11 @@ import asyncpg
 from driftgauge.config.runtime import State
 from driftgauge.core.errors import SecretError, StateError
 from driftgauge.engine.result import RunResult
-from driftgauge.pgcall import PgCalls
 from driftgauge.state import codec, migrate
 from driftgauge.state.claims import JobClaims
 from driftgauge.state.leases import RunLeases
 from driftgauge.state.reads import DB_ERRORS, Reads, describe
+from driftgauge.stores.postgres.io import PgCalls
 
 KeyHasher = Callable[[str], str | None]
 

@@ -11,13 +11,13 @@ Opener = Callable[[View], Awaitable[StoreAdapter]]
 
 
 async def _open_postgres(view: View) -> StoreAdapter:
-    from driftgauge.stores.postgres import PostgresAdapter
+    from driftgauge.stores.postgres.adapter import PostgresAdapter
 
     return await PostgresAdapter.open(view)
 
 
 async def _open_opensearch(view: View) -> StoreAdapter:
-    from driftgauge.stores.opensearch import OpenSearchAdapter
+    from driftgauge.stores.opensearch.adapter import OpenSearchAdapter
 
     return await OpenSearchAdapter.open(view)
 

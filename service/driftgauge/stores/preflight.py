@@ -3,7 +3,7 @@
 A field a store cannot read (not mapped, no doc values, values it drops) makes rows
 silently leave an aggregate or merge into one NULL key; the preflight turns each such
 field into an error naming it, and settles the timestamp precision both sides can hold.
-Each adapter describes its own fields (stores/preflight_pg.py, preflight_os.py).
+Each adapter describes its own fields (postgres/preflight.py, opensearch/preflight.py).
 """
 
 from __future__ import annotations

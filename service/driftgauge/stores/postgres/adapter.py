@@ -20,7 +20,6 @@ from driftgauge.core.errors import (
 )
 from driftgauge.core.fields import TimestampPrecision
 from driftgauge.encoding.digest import unsigned64
-from driftgauge.stores import pg_sql, preflight_pg
 from driftgauge.stores.base import (
     BucketDigest,
     FirstPass,
@@ -32,6 +31,7 @@ from driftgauge.stores.base import (
     check_slot,
     hour_digests,
 )
+from driftgauge.stores.postgres import dialect, preflight
 from driftgauge.stores.preflight import FieldSchema
 
 FETCH_ROWS = 2000
@@ -52,10 +52,10 @@ class PostgresAdapter:
 
     def _compile(self) -> None:
         view = self.view
-        self._sql_bucket = pg_sql.bucket_sql(view)
-        self._sql_slot = pg_sql.slot_sql(view)
-        self._sql_slot_rows = pg_sql.slot_sql(view, distinct=False)
-        self._sql_day_slot = pg_sql.day_slot_sql(view)
+        self._sql_bucket = dialect.bucket_sql(view)
+        self._sql_slot = dialect.slot_sql(view)
+        self._sql_slot_rows = dialect.slot_sql(view, distinct=False)
+        self._sql_day_slot = dialect.day_slot_sql(view)
 
     @classmethod
     async def open(cls, view: View) -> Self:
@@ -65,7 +65,7 @@ class PostgresAdapter:
         store = view.store
         if not isinstance(store, PostgresStore):
             raise ValueError("a postgres view needs a postgres store")
-        pg_sql.bucket_sql(view)  # refuse a malformed view before opening connections
+        dialect.bucket_sql(view)  # refuse a malformed view before opening connections
         try:
             pool = await asyncio.wait_for(asyncpg.create_pool(
                 store.dsn.reveal(), min_size=1, max_size=store.pool_max,
@@ -93,7 +93,7 @@ class PostgresAdapter:
         """Return the type of each configured column (the preflight's view of this side)."""
         try:
             async with self._pool.acquire(timeout=self.store.timeout) as conn:
-                return await preflight_pg.describe(conn, self.view)
+                return await preflight.describe(conn, self.view)
         except Exception as exc:
             raise translate_error(self.store.name, self._where("check the columns"),
                                   exc) from exc
@@ -169,9 +169,9 @@ class PostgresAdapter:
             return {}
         args: list[Any] = [start, end, depth]
         if within is not None:
-            args.append(pg_sql.like_patterns(list(within)))
+            args.append(dialect.like_patterns(list(within)))
         rows = await self._fetch("prefix digests",
-                                 pg_sql.prefix_sql(self.view, within=within is not None), *args)
+                                 dialect.prefix_sql(self.view, within=within is not None), *args)
         return {r["prefix"]: Aggregate(count=r["n"], distinct_keys=r["keys"],
                                        digest=unsigned64(int(r["digest"]))) for r in rows}
 
@@ -184,10 +184,10 @@ class PostgresAdapter:
             return
         args: list[Any] = [start, end]
         if prefixes is not None:
-            args.append(pg_sql.like_patterns(list(prefixes)))
+            args.append(dialect.like_patterns(list(prefixes)))
         if spans is not None:
             args += [[lo for lo, _ in spans], [hi for _, hi in spans]]
-        sql = pg_sql.rows_sql(self.view, within=prefixes is not None,
+        sql = dialect.rows_sql(self.view, within=prefixes is not None,
                               ranges=None if spans is None else len(spans))
         timeout = self.store.timeout
         try:

@@ -6,7 +6,7 @@ from typing import Any
 
 from driftgauge.config.runtime import View
 from driftgauge.core.fields import TimestampPrecision
-from driftgauge.stores import pg_sql
+from driftgauge.stores.postgres import dialect
 from driftgauge.stores.preflight import Expects, FieldSchema, Wanted, wanted
 
 TEXT = frozenset({"text", "varchar", "bpchar", "name", "citext"})
@@ -30,7 +30,7 @@ WHY: dict[str, str] = {
 
 async def describe(conn: Any, view: View) -> list[FieldSchema]:
     """Return each wanted field's column type, from a prepared `LIMIT 0` of the view."""
-    stmt = await conn.prepare(f"SELECT * FROM {pg_sql.relation(view)} LIMIT 0")
+    stmt = await conn.prepare(f"SELECT * FROM {dialect.relation(view)} LIMIT 0")
     types: dict[str, Any] = {}
     for attr in stmt.get_attributes():
         types.setdefault(attr.name, attr.type)

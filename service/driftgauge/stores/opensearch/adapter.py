@@ -19,8 +19,6 @@ from driftgauge.core.errors import (
 )
 from driftgauge.core.fields import TimestampPrecision
 from driftgauge.encoding.digest import from_epoch_micros
-from driftgauge.stores import os_requests as rq
-from driftgauge.stores import os_retry, preflight_os
 from driftgauge.stores.base import (
     BucketDigest,
     FirstPass,
@@ -32,6 +30,9 @@ from driftgauge.stores.base import (
     check_slot,
     hour_digests,
 )
+from driftgauge.stores.opensearch import preflight as preflight_os
+from driftgauge.stores.opensearch import requests as rq
+from driftgauge.stores.opensearch import retry as os_retry
 from driftgauge.stores.preflight import FieldSchema
 
 T = TypeVar("T")
@@ -67,7 +68,7 @@ class OpenSearchAdapter:
         if store.username is not None:
             password = store.password.reveal() if store.password is not None else ""
             auth = (store.username, password)
-        # No retries in the client: os_retry is the one retry layer, with backoff.
+        # No retries in the client: retry.py is the one retry layer, with backoff.
         client = AsyncOpenSearch(
             hosts=[store.url], http_auth=auth, timeout=store.timeout,
             verify_certs=store.verify_certs, ssl_show_warn=False,

@@ -1,0 +1,1 @@
+"""The OpenSearch store kind: adapter, request bodies, retries, query DSL and preflight."""

@@ -1,0 +1,1 @@
+"""The PostgreSQL store kind: adapter, dialect SQL, preflight and the driver boundary."""
