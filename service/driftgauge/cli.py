@@ -1,6 +1,7 @@
 """The `driftgauge` command: validate config, run a check, drill down, prune state, serve.
 
-Exit codes: 0 ok; 1 drift (`check` or `drill` found differences; nothing else exits 1);
+Exit codes: 0 ok; 1 drift (`check` or `drill` found differences, or `probe rerun` found a
+step that is not idempotent; nothing else exits 1);
 2 error (an invalid config, a bad argument, a store or the state database failing, a run
 that errored); 3 an internal error (a bug: please report the traceback); 4 nothing judged
 (`check` ran but every day bucket was settling, or the window held no day: not a pass).
@@ -22,6 +23,8 @@ from driftgauge import __version__
 from driftgauge.config import Check, Config, load_file
 from driftgauge.core.errors import ConfigError, DriftgaugeError
 from driftgauge.render import ProgressBar, render_drill, render_run
+from driftgauge.repair import cli as repair_cli
+from driftgauge.repair.cli import add_commands as add_repair_commands
 
 EXIT_OK, EXIT_DRIFT, EXIT_ERROR, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_NOTHING_JUDGED = 4
@@ -88,6 +91,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="only count what would be deleted")
     _log_options(prn, "WARNING", "text")
 
+    add_repair_commands(sub, with_config, _log_options)
     srv = sub.add_parser("serve", help="run every check on its schedule; /metrics and REST API")
     with_config(srv)
     srv.add_argument("--host", default="0.0.0.0", help="address to listen on (default: all)")
@@ -161,6 +165,8 @@ def _run(args: argparse.Namespace) -> int:
               log_format=args.log_format)
         return EXIT_OK
     config = load_file(args.config)
+    if hasattr(args, "repair"):
+        return repair_cli.run(config, args)
     if args.command == "state":
         return asyncio.run(_prune(config, dry_run=args.dry_run))
     check = _check(config, args.name)

@@ -8,7 +8,9 @@
 Leaving the block normally closes the run with a summary whose status is computed from the
 reported outcomes. Leaving it with an exception sends what was reported but no summary, so
 the run stays open and the ledger flags the window (`missing_summary`) at its deadline.
-`SyncLedgerClient` is the same for code without an event loop.
+`SyncLedgerClient` is the same for code without an event loop. A run that recomputes the
+partitions of a backfill passes `backfill_id=`, so the backfill lists it. `RepairClient`
+reads and moves watermarks and records consumers and their reads.
 """
 
 from __future__ import annotations
@@ -121,11 +123,13 @@ class LedgerClient:
     def __init__(self, base_url: str, *, job: str, window_start: datetime,
                  window_end: datetime, input_rows: int, token: str | None = None,
                  timeout: float = 10.0, batch_size: int = 1000,
-                 client_run_id: str | None = None,
+                 client_run_id: str | None = None, backfill_id: int | None = None,
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.AsyncClient(base_url=base_url.rstrip("/") + "/api/v1/ledger",
                                        headers=headers, timeout=timeout, transport=transport)
+        self._backfill = (None if backfill_id is None else
+                          f"{base_url.rstrip('/')}/api/v1/backfills/{backfill_id}/runs")
         self.input_rows = input_rows
         self._open = _open_body(job, window_start, window_end, input_rows,
                                 client_run_id or uuid.uuid4().hex)
@@ -136,10 +140,13 @@ class LedgerClient:
     async def __aenter__(self) -> LedgerClient:
         try:
             run = await self._post("/runs", self._open, "open the run")
+            self.run_id = int(run["id"])
+            if self._backfill is not None:
+                await self._post(self._backfill, {"ledger_run_id": self.run_id},
+                                 "report the run under its backfill")
         except BaseException:
             await self._http.aclose()
             raise
-        self.run_id = int(run["id"])
         return self
 
     async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
@@ -317,3 +324,80 @@ class SyncLedgerClient:
         if resp is None:
             raise LedgerClientError(f"{what}: the ledger cannot be reached ({error!r})")
         return _result(resp, what)
+
+
+class RepairClient:
+    """Watermarks, consumers and the read log of driftgauge's repair API (async)."""
+
+    def __init__(self, base_url: str, *, token: str | None = None, timeout: float = 10.0,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.AsyncClient(base_url=base_url.rstrip("/") + "/api/v1",
+                                       headers=headers, timeout=timeout, transport=transport)
+
+    async def __aenter__(self) -> RepairClient:
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self._http.aclose()
+
+    async def watermark(self, pipeline: str) -> dict[str, Any]:
+        """Return a pipeline's watermark and its latest moves."""
+        return await self._call("GET", f"/watermarks/{pipeline}", None, "read the watermark")
+
+    async def advance(self, pipeline: str, to: datetime, *, by: str, reason: str,
+                      check: str | None = None,
+                      stall_after_seconds: float | None = None) -> dict[str, Any]:
+        """Move a pipeline's watermark forward (creating it on first use)."""
+        body = {"to": to.isoformat(), "by": by, "reason": reason, "check": check,
+                "stall_after_seconds": stall_after_seconds}
+        return await self._call("POST", f"/watermarks/{pipeline}/advance", body,
+                                "advance the watermark")
+
+    async def move_back(self, pipeline: str, to: datetime, *, by: str,
+                        reason: str) -> dict[str, Any]:
+        """Move a pipeline's watermark back (a breach unless a backfill of it is open)."""
+        body = {"to": to.isoformat(), "by": by, "reason": reason}
+        return await self._call("POST", f"/watermarks/{pipeline}/move-back", body,
+                                "move the watermark back")
+
+    async def put_consumer(self, name: str, *, kind: str, owner: str, rank: int,
+                           webhook_url: str | None = None, command: str | None = None,
+                           signs: bool = False, signed_by: str | None = None
+                           ) -> dict[str, Any]:
+        """Create or replace a consumer."""
+        body = {"kind": kind, "owner": owner, "rank": rank, "webhook_url": webhook_url,
+                "command": command, "signs": signs, "signed_by": signed_by}
+        return await self._call("PUT", f"/consumers/{name}", body, "write the consumer")
+
+    async def consumers(self) -> list[dict[str, Any]]:
+        """Return every consumer in replay order."""
+        resp = await self._http.get("/consumers")
+        out: list[dict[str, Any]] = _result_list(resp, "read consumers")
+        return out
+
+    async def record_read(self, consumer: str, check: str,
+                          partitions: Iterable[tuple[datetime, datetime]], *,
+                          read_at: datetime | None = None) -> int:
+        """Log that a consumer read these [start, end) partitions of a check."""
+        body = {"consumer": consumer, "check": check,
+                "partitions": [{"start": lo.isoformat(), "end": hi.isoformat()}
+                               for lo, hi in partitions],
+                "read_at": read_at.isoformat() if read_at else None}
+        return int((await self._call("POST", "/reads", body, "record the read"))["recorded"])
+
+    async def _call(self, method: str, path: str, body: dict[str, Any] | None,
+                    what: str) -> dict[str, Any]:
+        try:
+            resp = await self._http.request(method, path, json=body)
+        except httpx.TransportError as exc:
+            raise LedgerClientError(f"{what}: driftgauge cannot be reached ({exc!r})") from None
+        return _result(resp, what)
+
+
+def _result_list(resp: httpx.Response, what: str) -> list[dict[str, Any]]:
+    if resp.status_code >= 400:
+        _result(resp, what)
+    body: list[dict[str, Any]] = resp.json()
+    return body

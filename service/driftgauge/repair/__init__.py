@@ -1,0 +1,1 @@
+"""Safe repair: watermarks, consumers and their read log, backfills, rerun probes, breaches."""

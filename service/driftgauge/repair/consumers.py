@@ -1,0 +1,77 @@
+"""Consumers: downstream reports, exports and models, their owners, ranks and re-triggers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from driftgauge.pgcall import PgCalls
+from driftgauge.repair.errors import NotFound, RepairInputError
+
+KINDS = ("report", "export", "model", "other")
+
+
+def consumer_row(r: Any) -> dict[str, Any]:
+    """Return a consumers row as the API shows it."""
+    return {"name": r["name"], "kind": r["kind"], "owner": r["owner"], "rank": r["rank"],
+            "webhook_url": r["webhook_url"], "command": r["command"], "signs": r["signs"],
+            "signed_by": r["signed_by"], "created_at": r["created_at"],
+            "updated_at": r["updated_at"]}
+
+
+class Consumers:
+    """The consumers table."""
+
+    def __init__(self, calls: PgCalls, clock: Callable[[], datetime]) -> None:
+        self.calls = calls
+        self.clock = clock
+
+    async def put(self, name: str, *, kind: str, owner: str, rank: int,
+                  webhook_url: str | None = None, command: str | None = None,
+                  signs: bool = False, signed_by: str | None = None) -> dict[str, Any]:
+        """Create or replace one consumer."""
+        if kind not in KINDS:
+            raise RepairInputError("kind", f"{kind!r} is not one of {', '.join(KINDS)}")
+        if rank < 1:
+            raise RepairInputError("rank", f"{rank} is below 1 (rank 1 replays first)")
+        if not (webhook_url or command):
+            raise RepairInputError("webhook_url", "a consumer needs a webhook_url or a command"
+                                   " to be re-triggered")
+        if signs and not signed_by:
+            raise RepairInputError("signed_by", "a consumer that signs its numbers names who"
+                                   " signs them")
+        now = self.clock()
+        async with self.calls.conn("write a consumer") as conn:
+            rec = await conn.fetchrow(
+                "INSERT INTO consumers (name, kind, owner, rank, webhook_url, command, signs,"
+                " signed_by, created_at, updated_at)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)"
+                " ON CONFLICT (name) DO UPDATE SET kind = EXCLUDED.kind,"
+                " owner = EXCLUDED.owner, rank = EXCLUDED.rank,"
+                " webhook_url = EXCLUDED.webhook_url, command = EXCLUDED.command,"
+                " signs = EXCLUDED.signs, signed_by = EXCLUDED.signed_by,"
+                " updated_at = EXCLUDED.updated_at RETURNING *",
+                name, kind, owner, rank, webhook_url, command, signs, signed_by, now)
+        return consumer_row(rec)
+
+    async def list(self) -> list[dict[str, Any]]:
+        """Return every consumer in replay order (rank, then name)."""
+        async with self.calls.conn("read consumers") as conn:
+            recs = await conn.fetch("SELECT * FROM consumers ORDER BY rank, name")
+        return [consumer_row(r) for r in recs]
+
+    async def get(self, name: str) -> dict[str, Any]:
+        """Return one consumer."""
+        async with self.calls.conn("read a consumer") as conn:
+            rec = await conn.fetchrow("SELECT * FROM consumers WHERE name = $1", name)
+        if rec is None:
+            raise NotFound(f"no consumer named {name!r}")
+        return consumer_row(rec)
+
+    async def delete(self, name: str) -> None:
+        """Remove a consumer and its read log."""
+        async with self.calls.conn("delete a consumer") as conn:
+            done = await conn.execute("DELETE FROM consumers WHERE name = $1", name)
+        if done.endswith(" 0"):
+            raise NotFound(f"no consumer named {name!r}")

@@ -1,0 +1,112 @@
+"""Request bodies of the repair API; every name and time is checked before it reaches SQL."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+Name = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
+Text = Annotated[str, Field(min_length=1, max_length=2000, pattern=r"^[^\x00]*$")]
+
+
+def _aware(value: datetime) -> datetime:
+    if value.tzinfo is None:
+        raise ValueError("must carry a time zone (e.g. 2026-03-15T05:00:00Z)")
+    return value
+
+
+Instant = Annotated[datetime, AfterValidator(_aware)]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class WatermarkMove(_Body):
+    """Move a pipeline's watermark: to where, by whom and why."""
+
+    to: Instant
+    by: Name
+    reason: Text
+    check: Name | None = None
+    stall_after_seconds: float | None = Field(None, gt=0, le=400 * 86400)
+
+
+class ConsumerIn(_Body):
+    """A downstream report, export or model and how to re-trigger it."""
+
+    kind: Literal["report", "export", "model", "other"]
+    owner: Name
+    rank: int = Field(ge=1, le=1000)
+    webhook_url: Annotated[str, Field(pattern=r"^https?://", max_length=2000)] | None = None
+    command: Text | None = None
+    signs: bool = False
+    signed_by: Name | None = None
+
+
+class PartitionIn(_Body):
+    """One partition: [start, end) of event time."""
+
+    start: Instant
+    end: Instant
+
+
+class ReadIn(_Body):
+    """A consumer read these partitions of a check."""
+
+    consumer: Name
+    check: Name
+    partitions: list[PartitionIn] = Field(min_length=1, max_length=10_000)
+    read_at: Instant | None = None
+
+
+class PlanIn(_Body):
+    """Plan a backfill of a check's drifting hours."""
+
+    check: Name
+    by: Name
+    reason: Text
+    since: date | None = None
+    until: date | None = None
+    pipeline: Name | None = None
+
+
+class StepIn(_Body):
+    """Who takes a lifecycle step."""
+
+    by: Name
+
+
+class AnnounceIn(StepIn):
+    """Announce: who, and when the recompute will run."""
+
+    runs_at: Instant | None = None
+
+
+class ReplayIn(StepIn):
+    """Replay one consumer, or every unfinished one in rank order."""
+
+    consumer: Name | None = None
+
+
+class ReplayDone(StepIn):
+    """A consumer's re-trigger command finished (or failed)."""
+
+    ok: bool = True
+    detail: Annotated[str, Field(max_length=2000)] = ""
+
+
+class RunIn(_Body):
+    """A ledger run that recomputes the backfill's partitions."""
+
+    ledger_run_id: int = Field(ge=1, le=2**63 - 1)
+
+
+class ProbeIn(_Body):
+    """Compare the last two closed ledger runs of one window (latest such window if none)."""
+
+    check: Name
+    window_start: Instant | None = None
+    window_end: Instant | None = None

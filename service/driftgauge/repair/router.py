@@ -1,0 +1,302 @@
+"""REST endpoints of safe repair: watermarks, consumers, reads, backfills, probes, breaches.
+
+The router opens the repair parts in its own lifespan, on the app's state pool and store
+adapters, so the app includes it with one line.
+"""
+
+# No `from __future__ import annotations`: FastAPI must see the dependency aliases built
+# inside repair_router() as real objects.
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager, suppress
+from datetime import timedelta
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query, Request, status
+from fastapi.exceptions import RequestValidationError
+
+from driftgauge.errors import StateError
+from driftgauge.metrics import PartsCollector
+from driftgauge.repair.errors import NotFound, Refused, RepairInputError
+from driftgauge.repair.models import (
+    AnnounceIn,
+    ConsumerIn,
+    PlanIn,
+    ProbeIn,
+    ReadIn,
+    ReplayDone,
+    ReplayIn,
+    RunIn,
+    StepIn,
+    WatermarkMove,
+)
+from driftgauge.repair.service import Repair, build_repair
+
+log = logging.getLogger("driftgauge.repair")
+Dependency = Callable[..., Any]
+JUDGE_EVERY = 60.0
+BackfillId = Annotated[int, Path(ge=1, le=2**63 - 1, description="backfill id")]
+PathName = Annotated[str, Path(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
+QueryName = Annotated[str | None, Query(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
+
+
+def _repair(request: Request) -> Repair:
+    repair: Repair | None = getattr(request.app.state, "repair", None)
+    if repair is None:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "repair is not running")
+    return repair
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """Open the repair parts on the runtime the app's own lifespan opened just before."""
+    rt = getattr(app.state, "runtime", None)
+    if rt is None:
+        yield
+        return
+
+    async def sides(check: str) -> tuple[Any, Any]:
+        both = await rt.adapters.get(check)
+        return both.source, both.reader
+
+    repair = build_repair(rt.state.calls, rt.config.checks, sides, rt.clock)
+    app.state.repair = repair
+    await repair.refresh()
+    collector = PartsCollector([repair.metrics])
+    rt.registry.register(collector)
+    loop = (asyncio.create_task(_judge_loop(repair, rt.state.claims, rt.clock),
+                                name="driftgauge-repair") if rt.scheduler_enabled else None)
+    try:
+        yield
+    finally:
+        if loop is not None:
+            loop.cancel()
+            with suppress(asyncio.CancelledError):
+                await loop
+        rt.registry.unregister(collector)
+
+
+async def _judge_loop(repair: Repair, claims: Any, clock: Callable[[], Any]) -> None:
+    """Judge stalls, silent changes and reruns every minute, once across replicas."""
+    from driftgauge.scheduler import JobSpec
+
+    spec = JobSpec("repair", "recent", every=timedelta(seconds=JUDGE_EVERY))
+    while True:
+        await asyncio.sleep(JUDGE_EVERY)
+        try:
+            fire = spec.latest_fire(clock())
+            if fire is None or await claims.claim("repair-judge", fire):
+                await repair.judge()
+        except StateError as exc:
+            log.warning("could not judge repair breaches", extra={"error": str(exc)})
+
+
+@contextmanager
+def _translated() -> Iterator[None]:
+    """Map repair errors to 404, 409 / 422 (naming the rule) and 422 (naming the field)."""
+    try:
+        yield
+    except NotFound as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
+    except Refused as exc:
+        raise HTTPException(exc.status, {"step": exc.step, "rule": exc.rule,
+                                         "detail": exc.detail}) from None
+    except RepairInputError as exc:
+        raise RequestValidationError([{"type": "value_error", "loc": ("body", exc.field),
+                                       "msg": exc.problem, "input": None}]) from None
+
+
+def repair_router(require_write: Dependency, require_read: Dependency) -> APIRouter:
+    """Return the repair routes; writes need `require_write` to pass."""
+    router = APIRouter(lifespan=_lifespan)
+    Service = Annotated[Repair, Depends(_repair)]
+    write = [Depends(require_write)]
+    read = [Depends(require_read)]
+    refused: dict[int | str, dict[str, Any]] = {
+        409: {"description": "A lifecycle rule refused the step (the body names it)."},
+        422: {"description": "Bad input (naming the field) or a refused step."}}
+
+    @router.get("/watermarks", tags=["repair"], dependencies=read)
+    async def list_watermarks(service: Service) -> list[dict[str, Any]]:
+        """List every pipeline's watermark."""
+        return await service.watermarks.all()
+
+    @router.get("/watermarks/{pipeline}", tags=["repair"], dependencies=read)
+    async def get_watermark(pipeline: PathName, service: Service) -> dict[str, Any]:
+        """Return one watermark with its latest moves (who, when, why)."""
+        with _translated():
+            return await service.watermarks.get(pipeline)
+
+    @router.post("/watermarks/{pipeline}/advance", tags=["repair"], dependencies=write,
+                 responses=refused)
+    async def advance_watermark(pipeline: PathName, body: WatermarkMove,
+                                service: Service) -> dict[str, Any]:
+        """Move a watermark forward (creating it); never backwards."""
+        stall = (timedelta(seconds=body.stall_after_seconds)
+                 if body.stall_after_seconds is not None else None)
+        with _translated():
+            out = await service.watermarks.advance(pipeline, body.to, by=body.by,
+                                                   reason=body.reason, check=body.check,
+                                                   stall_after=stall)
+        await service.refresh()
+        return out
+
+    @router.post("/watermarks/{pipeline}/move-back", tags=["repair"], dependencies=write,
+                 responses=refused)
+    async def move_watermark_back(pipeline: PathName, body: WatermarkMove,
+                                  service: Service) -> dict[str, Any]:
+        """Move a watermark back; outside an open backfill this raises a breach."""
+        with _translated():
+            out = await service.watermarks.move_back(pipeline, body.to, by=body.by,
+                                                     reason=body.reason)
+        await service.refresh()
+        return out
+
+    @router.get("/consumers", tags=["repair"], dependencies=read)
+    async def list_consumers(service: Service) -> list[dict[str, Any]]:
+        """List consumers in replay order."""
+        return await service.consumers.list()
+
+    @router.put("/consumers/{name}", tags=["repair"], dependencies=write, responses=refused)
+    async def put_consumer(name: PathName, body: ConsumerIn,
+                           service: Service) -> dict[str, Any]:
+        """Create or replace a consumer."""
+        with _translated():
+            return await service.consumers.put(name, **body.model_dump())
+
+    @router.get("/consumers/{name}", tags=["repair"], dependencies=read)
+    async def get_consumer(name: PathName, service: Service) -> dict[str, Any]:
+        """Return one consumer."""
+        with _translated():
+            return await service.consumers.get(name)
+
+    @router.delete("/consumers/{name}", tags=["repair"], dependencies=write, status_code=204)
+    async def delete_consumer(name: PathName, service: Service) -> None:
+        """Remove a consumer and its read log."""
+        with _translated():
+            await service.consumers.delete(name)
+
+    @router.post("/reads", tags=["repair"], dependencies=write, status_code=201,
+                 responses=refused)
+    async def record_read(body: ReadIn, service: Service) -> dict[str, Any]:
+        """Log that a consumer read partitions of a check (with what they held now)."""
+        with _translated():
+            n = await service.reads.record(body.consumer, body.check,
+                                           [(p.start, p.end) for p in body.partitions],
+                                           read_at=body.read_at)
+        return {"recorded": n}
+
+    @router.get("/reads", tags=["repair"], dependencies=read)
+    async def list_reads(service: Service, consumer: QueryName = None, check: QueryName = None,
+                         limit: Annotated[int, Query(ge=1, le=10_000)] = 200,
+                         ) -> list[dict[str, Any]]:
+        """List logged reads, newest first."""
+        return await service.reads.list(consumer=consumer, check=check, limit=limit)
+
+    @router.post("/backfills", tags=["backfill"], dependencies=write, status_code=201,
+                 responses=refused)
+    async def plan_backfill(body: PlanIn, service: Service) -> dict[str, Any]:
+        """Plan: targets from stored results, first bad partition, reset point, consumers."""
+        with _translated():
+            return await service.backfills.plan(body.check, by=body.by, reason=body.reason,
+                                                since=body.since, until=body.until,
+                                                pipeline=body.pipeline)
+
+    @router.get("/backfills", tags=["backfill"], dependencies=read)
+    async def list_backfills(service: Service, check: QueryName = None,
+                             open_only: Annotated[bool, Query(alias="open")] = False,
+                             limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+                             ) -> list[dict[str, Any]]:
+        """List backfills, newest first."""
+        return await service.backfills.all(check=check, open_only=open_only, limit=limit)
+
+    @router.get("/backfills/{backfill_id}", tags=["backfill"], dependencies=read)
+    async def show_backfill(backfill_id: BackfillId, service: Service) -> dict[str, Any]:
+        """Return a backfill: targets, consumers, replays, ledger runs, events."""
+        with _translated():
+            return await service.backfills.show(backfill_id)
+
+    @router.post("/backfills/{backfill_id}/announce", tags=["backfill"], dependencies=write,
+                 responses=refused)
+    async def announce_backfill(backfill_id: BackfillId, body: AnnounceIn,
+                                service: Service) -> dict[str, Any]:
+        """Capture the totals before, render the announcement, post it to the consumers."""
+        with _translated():
+            return await service.backfills.announce(backfill_id, by=body.by,
+                                                    runs_at=body.runs_at)
+
+    @router.post("/backfills/{backfill_id}/start", tags=["backfill"], dependencies=write,
+                 responses=refused)
+    async def start_backfill(backfill_id: BackfillId, body: StepIn,
+                             service: Service) -> dict[str, Any]:
+        """Allow the recompute (announced when signed; closed partitions only)."""
+        with _translated():
+            return await service.backfills.start(backfill_id, by=body.by)
+
+    @router.post("/backfills/{backfill_id}/runs", tags=["backfill"], dependencies=write,
+                 status_code=201, responses=refused)
+    async def attach_run(backfill_id: BackfillId, body: RunIn,
+                         service: Service) -> dict[str, Any]:
+        """Record a ledger run of the recompute under the backfill id."""
+        with _translated():
+            await service.backfills.attach_run(backfill_id, body.ledger_run_id)
+        return {"backfill_id": backfill_id, "ledger_run_id": body.ledger_run_id}
+
+    @router.post("/backfills/{backfill_id}/verify", tags=["backfill"], dependencies=write,
+                 responses=refused)
+    async def verify_backfill(backfill_id: BackfillId, body: StepIn,
+                              service: Service) -> dict[str, Any]:
+        """Re-reconcile every target partition; all must be ok."""
+        with _translated():
+            return await service.backfills.verify(backfill_id, by=body.by)
+
+    @router.post("/backfills/{backfill_id}/replay", tags=["backfill"], dependencies=write,
+                 responses=refused)
+    async def replay_backfill(backfill_id: BackfillId, body: ReplayIn,
+                              service: Service) -> dict[str, Any]:
+        """Re-trigger consumers in rank order (one, or every unfinished one)."""
+        with _translated():
+            return await service.replays.replay(backfill_id, by=body.by,
+                                                consumer=body.consumer)
+
+    @router.post("/backfills/{backfill_id}/replays/{consumer}/finished", tags=["backfill"],
+                 dependencies=write, responses=refused)
+    async def replay_finished(backfill_id: BackfillId, consumer: PathName, body: ReplayDone,
+                              service: Service) -> dict[str, Any]:
+        """Report that a consumer's re-trigger command finished (or failed)."""
+        with _translated():
+            await service.replays.finish(backfill_id, consumer, ok=body.ok,
+                                         detail=body.detail, by=body.by)
+            return await service.backfills.show(backfill_id)
+
+    @router.post("/backfills/{backfill_id}/close", tags=["backfill"], dependencies=write,
+                 responses=refused)
+    async def close_backfill(backfill_id: BackfillId, body: StepIn,
+                             service: Service) -> dict[str, Any]:
+        """File the backfill log row: totals before and after and the diff."""
+        with _translated():
+            return await service.backfills.close(backfill_id, by=body.by)
+
+    @router.post("/probes/rerun", tags=["repair"], dependencies=write, responses=refused)
+    async def probe_rerun(body: ProbeIn, service: Service) -> dict[str, Any]:
+        """Compare a partition after the last two closed ledger runs of one window."""
+        with _translated():
+            out = await service.probe.ledger(body.check, window_start=body.window_start,
+                                             window_end=body.window_end)
+        await service.refresh()
+        return out
+
+    @router.get("/repair/breaches", tags=["repair"], dependencies=read)
+    async def list_breaches(service: Service, kind: QueryName = None, active: bool = False,
+                            limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+                            ) -> list[dict[str, Any]]:
+        """List repair breaches, newest first."""
+        return await service.breaches.list(kind=kind, active_only=active, limit=limit)
+
+    @router.post("/repair/judge", tags=["repair"], dependencies=write)
+    async def judge_now(service: Service) -> dict[str, Any]:
+        """Judge watermark stalls, silent changes and ledger reruns now."""
+        return await service.judge()
+
+    return router

@@ -1,0 +1,72 @@
+"""The repair collector part against the Repair section of docs/metrics.md."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from driftgauge.metrics import build_registry
+from driftgauge.repair.metrics import RepairMetrics, RepairSnapshot
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
+T = datetime(2026, 3, 16, 12, tzinfo=UTC)
+LABELS = {"pipeline", "status", "check", "step", "rule", "kind", "subject", "consumer",
+          "partition", "side"}
+
+
+def _documented() -> dict[str, tuple[str, set[str]]]:
+    out: dict[str, tuple[str, set[str]]] = {}
+    current = ""
+    for line in DOCS.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            current = line[3:].strip()
+        m = re.match(r"\| `(driftgauge_\w+)` \| (\w+) \| ([^|]*) \|", line)
+        if m and current == "Repair":
+            labels = {lab for lab in re.findall(r"`(\w+)`", m.group(3)) if lab in LABELS}
+            out[m.group(1)] = (m.group(2), labels)
+    return out
+
+
+def _part() -> RepairMetrics:
+    part = RepairMetrics(None, lambda: T)  # type: ignore[arg-type]
+    facts = {"check": "orders", "consumer": "settlement-report",
+             "start": "2026-03-15T02:00:00+00:00", "before": {"count": 10},
+             "after": {"count": 11}}
+    part.snap = RepairSnapshot(
+        watermarks=[{"pipeline": "orders-fact", "processed_through": T - timedelta(hours=3),
+                     "advanced_at": T - timedelta(hours=1)}],
+        backfills={"closed": 1, "running": 1}, oldest_open={"orders": T - timedelta(hours=2)},
+        refusals={("start", "not_announced"): 2},
+        active=[{"kind": "silent_change", "subject": "orders/settlement-report/x",
+                 "facts": json.dumps(facts)}],
+        recorded={"silent_change": 1})
+    return part
+
+
+def test_exposition_matches_the_documented_repair_section() -> None:
+    text = generate_latest(build_registry([_part()])).decode()
+    seen: dict[str, tuple[str, set[str]]] = {}
+    for fam in text_string_to_metric_families(text):
+        name = fam.name + "_total" if fam.type == "counter" else fam.name
+        seen[name] = (fam.type, set().union(*(set(s.labels) for s in fam.samples)))
+    assert seen == _documented()
+
+
+def test_ages_and_the_silent_change_read_from_the_snapshot() -> None:
+    fams = {f.name: f for f in text_string_to_metric_families(
+        generate_latest(build_registry([_part()])).decode())}
+    age = fams["driftgauge_watermark_age_seconds"].samples[0]
+    assert age.value == 3 * 3600
+    assert fams["driftgauge_backfill_open_seconds"].samples[0].value == 2 * 3600
+    rows = {s.labels["side"]: s.value for s in fams["driftgauge_silent_change_rows"].samples}
+    assert rows == {"before": 10, "after": 11}
+
+
+def test_nothing_is_published_before_the_first_load() -> None:
+    part = RepairMetrics(None, lambda: T)  # type: ignore[arg-type]
+    assert list(part()) == []
