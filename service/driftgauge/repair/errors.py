@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from driftgauge.errors import DriftgaugeError
+from driftgauge.core.errors import DriftgaugeError
 
 
 class RepairError(DriftgaugeError):

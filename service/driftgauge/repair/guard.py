@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from driftgauge.config.runtime import Check
-from driftgauge.errors import StoreError
+from driftgauge.core.errors import StoreError
 from driftgauge.pgcall import PgCalls
 from driftgauge.repair import breaches, partitions
 from driftgauge.repair.backfill import Sides

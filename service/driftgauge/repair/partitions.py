@@ -7,7 +7,8 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from driftgauge.stores.base import Aggregate, StoreAdapter
+from driftgauge.core.aggregate import Aggregate
+from driftgauge.stores.base import StoreAdapter
 
 HOUR = timedelta(hours=1)
 Partition = tuple[datetime, datetime]

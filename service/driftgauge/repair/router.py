@@ -16,7 +16,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query, Request, status
 from fastapi.exceptions import RequestValidationError
 
-from driftgauge.errors import StateError
+from driftgauge.core.errors import StateError
 from driftgauge.metrics import PartsCollector
 from driftgauge.repair.errors import NotFound, Refused, RepairInputError
 from driftgauge.repair.models import (
@@ -79,7 +79,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 async def _judge_loop(repair: Repair, claims: Any, clock: Callable[[], Any]) -> None:
     """Judge stalls, silent changes and reruns every minute, once across replicas."""
-    from driftgauge.scheduler import JobSpec
+    from driftgauge.jobs.schedule import JobSpec
 
     spec = JobSpec("repair", "recent", every=timedelta(seconds=JUDGE_EVERY))
     while True:

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from driftgauge.config.runtime import Check
-from driftgauge.errors import StateError, StoreError
+from driftgauge.core.errors import StateError, StoreError
 from driftgauge.pgcall import PgCalls
 from driftgauge.repair import partitions
 from driftgauge.repair.backfill import Backfills, Sides
