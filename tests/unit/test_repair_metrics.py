@@ -33,7 +33,7 @@ def _documented() -> dict[str, tuple[str, set[str]]]:
 
 
 def _part() -> RepairMetrics:
-    part = RepairMetrics(None, lambda: T)  # type: ignore[arg-type]
+    part = RepairMetrics(None, lambda: T)  # type: ignore[arg-type, unused-ignore]
     facts = {"check": "orders", "consumer": "settlement-report",
              "start": "2026-03-15T02:00:00+00:00", "before": {"count": 10},
              "after": {"count": 11}}
@@ -68,5 +68,5 @@ def test_ages_and_the_silent_change_read_from_the_snapshot() -> None:
 
 
 def test_nothing_is_published_before_the_first_load() -> None:
-    part = RepairMetrics(None, lambda: T)  # type: ignore[arg-type]
+    part = RepairMetrics(None, lambda: T)  # type: ignore[arg-type, unused-ignore]
     assert list(part()) == []

@@ -8,7 +8,6 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from driftgauge.config.runtime import Check
-from driftgauge.pgcall import PgCalls
 from driftgauge.repair import announce, partitions
 from driftgauge.repair.errors import NotFound, Refused, RepairInputError
 from driftgauge.repair.partitions import Partition, Snapshot
@@ -16,6 +15,7 @@ from driftgauge.repair.plan import Plan, drifting_targets, readers_of
 from driftgauge.repair.readlog import ReadLog
 from driftgauge.repair.watermarks import Watermarks
 from driftgauge.stores.base import StoreAdapter
+from driftgauge.stores.postgres.io import PgCalls
 
 Sides = Callable[[str], Awaitable[tuple[StoreAdapter, StoreAdapter]]]
 """Return a check's (source, reader) adapters."""

@@ -7,7 +7,7 @@ from collections.abc import Collection
 from datetime import datetime
 from typing import Any, Literal
 
-from driftgauge.pgcall import PgCalls
+from driftgauge.stores.postgres.io import PgCalls
 
 BreachKind = Literal["watermark_moved_back", "watermark_stalled", "silent_change",
                      "rerun_appended"]

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from driftgauge.pgcall import PgCalls
 from driftgauge.repair.errors import NotFound, RepairInputError
+from driftgauge.stores.postgres.io import PgCalls
 
 KINDS = ("report", "export", "model", "other")
 

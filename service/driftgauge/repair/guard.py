@@ -10,9 +10,9 @@ from typing import Any
 
 from driftgauge.config.runtime import Check
 from driftgauge.core.errors import StoreError
-from driftgauge.pgcall import PgCalls
 from driftgauge.repair import breaches, partitions
 from driftgauge.repair.backfill import Sides
+from driftgauge.stores.postgres.io import PgCalls
 
 log = logging.getLogger("driftgauge.repair")
 LOOKBACK = timedelta(days=35)

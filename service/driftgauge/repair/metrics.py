@@ -10,9 +10,9 @@ from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from driftgauge.pgcall import PgCalls
 from driftgauge.repair.backfill import ORDER
 from driftgauge.repair.breaches import KINDS
+from driftgauge.stores.postgres.io import PgCalls
 
 
 @dataclass

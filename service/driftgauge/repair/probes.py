@@ -9,12 +9,12 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from driftgauge.config.runtime import Check
-from driftgauge.pgcall import PgCalls
 from driftgauge.repair import breaches, partitions
 from driftgauge.repair.backfill import Sides
 from driftgauge.repair.errors import Refused, RepairInputError
 from driftgauge.repair.partitions import HOUR, Snapshot
 from driftgauge.repair.replay import CommandRunner
+from driftgauge.stores.postgres.io import PgCalls
 
 Verdict = Literal["converged", "appended", "changed"]
 LEDGER_LOOKBACK = timedelta(days=7)

@@ -10,7 +10,6 @@ from typing import Any
 
 from driftgauge.config.runtime import Check
 from driftgauge.core.errors import StateError, StoreError
-from driftgauge.pgcall import PgCalls
 from driftgauge.repair import partitions
 from driftgauge.repair.backfill import Backfills, Sides
 from driftgauge.repair.breaches import Breaches
@@ -22,6 +21,7 @@ from driftgauge.repair.probes import RerunProbe
 from driftgauge.repair.readlog import ReadLog
 from driftgauge.repair.replay import CommandRunner, Replays
 from driftgauge.repair.watermarks import Watermarks
+from driftgauge.stores.postgres.io import PgCalls
 
 log = logging.getLogger("driftgauge.repair")
 

@@ -6,9 +6,9 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from driftgauge.pgcall import PgCalls
 from driftgauge.repair import breaches
 from driftgauge.repair.errors import NotFound, RepairInputError
+from driftgauge.stores.postgres.io import PgCalls
 
 OPEN_STATUSES = ("announced", "running", "verified", "replayed")
 """A backfill in one of these may move its pipeline's watermark back without a breach."""
