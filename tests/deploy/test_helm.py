@@ -8,8 +8,12 @@ are checked against the Service they scrape and with promtool.
 
 from __future__ import annotations
 
+import http.server
 import importlib
+import json
+import re
 import tarfile
+import threading
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -48,11 +52,36 @@ CREATED_SECRET = [
     "--set-string", "secret.values.DRIFTGAUGE_OPENSEARCH_PASSWORD=s3cret",
     "--set-string", "secret.values.DRIFTGAUGE_API_TOKEN=t0ken",
 ]
+DIGEST = "sha256:" + "0123456789abcdef" * 4
+# Every optional piece on at once (values as JSON, as a user's values file would hold them).
+FULL = [
+    *MONITORING,
+    "--set", "ingress.enabled=true", "--set", "ingress.className=nginx",
+    "--set-json",
+    'ingress.tls=[{"secretName": "dg-tls", "hosts": ["driftgauge.example.internal"]}]',
+    "--set", "networkPolicy.enabled=true",
+    "--set-json", 'networkPolicy.ingressFrom=[{"namespaceSelector": {"matchLabels": '
+                  '{"kubernetes.io/metadata.name": "monitoring"}}}]',
+    "--set-json", 'networkPolicy.egress=[{"ports": [{"port": 5432, "protocol": "TCP"}]}]',
+    "--set", "grafanaDashboard.enabled=true",
+    "--set-json", 'extraVolumes=[{"name": "reader", "secret": {"secretName": "reader-secret"}}]',
+    "--set-json", 'extraVolumeMounts=[{"name": "reader", "mountPath": "/etc/driftgauge/secrets",'
+                  ' "readOnly": true}]',
+    "--set-json", 'envFrom=[{"configMapRef": {"name": "driftgauge-env"}}]',
+    "--set", f"image.digest={DIGEST}",
+    "--set-json", 'serviceMonitor.relabelings=[{"targetLabel": "cluster", "replacement": "eu-1"}]',
+    "--set-json", 'serviceMonitor.metricRelabelings=[{"action": "drop", '
+                  '"sourceLabels": ["__name__"], "regex": "python_gc_.*"}]',
+]
 VARIANTS = {
     "default": [],
     "monitoring+existingSecret": MONITORING,
     "created-secret": CREATED_SECRET,
+    "everything-on": FULL,
 }
+# Keys of values.yaml the chart README documents as a whole object rather than key by key.
+OPAQUE_VALUES = {"config", "resources", "podSecurityContext", "securityContext",
+                 "livenessProbe", "readinessProbe", "grafanaDashboard.labels"}
 
 
 @pytest.fixture(scope="session")
@@ -78,9 +107,11 @@ def kubernetes_validate() -> ModuleType:
         pytest.fail("kubernetes-validate is missing: pip install -e '.[dev]'", pytrace=False)
 
 
-def _template(helm: str, *args: str) -> list[dict[str, Any]]:
+def _template(helm: str, *args: str, tests: bool = False) -> list[dict[str, Any]]:
+    # The `helm test` pod is a hook that only `helm test` creates: left out unless asked for.
+    skip = [] if tests else ["--skip-tests"]
     result = run(
-        [helm, "template", RELEASE, str(CHART), "--namespace", NAMESPACE, *IMAGE, *args],
+        [helm, "template", RELEASE, str(CHART), "--namespace", NAMESPACE, *IMAGE, *skip, *args],
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
@@ -112,7 +143,7 @@ def test_rendered_objects_match_kubernetes_schemas(
     helm: str, variant: str, kubernetes_validate: ModuleType
 ) -> None:
     latest = kubernetes_validate.utils.latest_version()
-    docs = _template(helm, *VARIANTS[variant])
+    docs = _template(helm, *VARIANTS[variant], tests=True)
     checked = 0
     for doc in docs:
         if doc["apiVersion"].startswith("monitoring.coreos.com/"):
@@ -362,3 +393,234 @@ def test_chart_packages_into_dist_and_the_package_lints(helm: str) -> None:
     rendered = run([helm, "template", RELEASE, str(package), *IMAGE], timeout=120)
     assert rendered.returncode == 0, rendered.stderr
     assert "kind: Deployment" in rendered.stdout
+
+
+def _named(docs: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
+    return {d["metadata"]["name"]: d for d in docs if d["kind"] == kind}
+
+
+def _release_objects(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Return the objects by kind, leaving out the dashboard ConfigMap and the test Pod."""
+    return _by_kind([d for d in docs if d["kind"] != "Pod"
+                     and not d["metadata"]["name"].endswith("-dashboard")])
+
+
+def test_everything_on_renders_each_optional_object(helm: str) -> None:
+    docs = _template(helm, *FULL, tests=True)
+    kinds = sorted(d["kind"] for d in docs)
+    assert kinds == sorted(["ServiceAccount", "ConfigMap", "ConfigMap", "Service", "Deployment",
+                            "Ingress", "NetworkPolicy", "ServiceMonitor", "PrometheusRule",
+                            "Pod"])
+
+
+def test_ingress_routes_every_host_to_the_service_port(helm: str) -> None:
+    objects = _release_objects(_template(helm, *FULL))
+    ingress, service = objects["Ingress"], objects["Service"]
+    assert ingress["spec"]["ingressClassName"] == "nginx"
+    assert ingress["spec"]["tls"] == [
+        {"secretName": "dg-tls", "hosts": ["driftgauge.example.internal"]}]
+    [rule] = ingress["spec"]["rules"]
+    assert rule["host"] == "driftgauge.example.internal"
+    [path] = rule["http"]["paths"]
+    assert path["path"] == "/" and path["pathType"] == "Prefix"
+    backend = path["backend"]["service"]
+    assert backend["name"] == service["metadata"]["name"]
+    assert backend["port"]["name"] in {p["name"] for p in service["spec"]["ports"]}
+    assert "Ingress" not in _by_kind(_template(helm))
+    no_hosts = run([helm, "template", RELEASE, str(CHART), *IMAGE, "--set", "ingress.enabled=true",
+                    "--set-json", "ingress.hosts=[]"], timeout=120)
+    assert no_hosts.returncode != 0 and "ingress.hosts needs at least one host" in no_hosts.stderr
+
+
+def test_network_policy_opens_port_http_to_the_listed_peers_and_the_test_pod(helm: str) -> None:
+    docs = _template(helm, *FULL, tests=True)
+    objects = {d["kind"]: d for d in docs}
+    policy, deployment, test_pod = objects["NetworkPolicy"], objects["Deployment"], objects["Pod"]
+    spec = policy["spec"]
+    assert spec["podSelector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
+    assert spec["policyTypes"] == ["Ingress", "Egress"]
+    [rule] = spec["ingress"]
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    assert rule["ports"] == [{"port": "http", "protocol": "TCP"}]
+    assert "http" in {p["name"] for p in container["ports"]}
+    peers = rule["from"]
+    assert peers[0] == {"namespaceSelector": {"matchLabels": {
+        "kubernetes.io/metadata.name": "monitoring"}}}
+    # `helm test` still reaches the Service.
+    assert peers[1]["podSelector"]["matchLabels"].items() <= test_pod["metadata"]["labels"].items()
+    assert spec["egress"] == [{"ports": [{"port": 5432, "protocol": "TCP"}]}]
+    # Without peers or egress rules: any source on port http, egress unrestricted.
+    open_policy = _by_kind(_template(helm, "--set", "networkPolicy.enabled=true"))[
+        "NetworkPolicy"]["spec"]
+    assert open_policy["policyTypes"] == ["Ingress"]
+    assert open_policy["ingress"] == [{"ports": [{"port": "http", "protocol": "TCP"}]}]
+    assert "egress" not in open_policy
+
+
+def test_extra_volumes_mount_a_secret_for_file_references(helm: str) -> None:
+    docs = _template(
+        helm, *FULL, "--set",
+        "config.stores.search.password=file:/etc/driftgauge/secrets/opensearch-password")
+    pod = _release_objects(docs)["Deployment"]["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["reader"] == {"name": "reader", "secret": {"secretName": "reader-secret"}}
+    assert {"config", "tmp"} <= set(volumes)
+    [container] = pod["containers"]
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+    assert mounts["/etc/driftgauge/secrets"] == {
+        "name": "reader", "mountPath": "/etc/driftgauge/secrets", "readOnly": True}
+    # The config's file: reference lies under that mount.
+    config_map = _named(docs, "ConfigMap")[f"{RELEASE}-driftgauge"]
+    text = config_map["data"]["config.yml"]
+    assert load_text(text, resolve_secrets=False).checks  # still a valid config
+    password = yaml.safe_load(text)["stores"]["search"]["password"]
+    assert password.startswith("file:/etc/driftgauge/secrets/")
+    # A volume may not take the name of one the chart mounts itself.
+    clash = run([helm, "template", RELEASE, str(CHART), *IMAGE, "--set-json",
+                 'extraVolumes=[{"name": "config", "emptyDir": {}}]'], timeout=120)
+    assert clash.returncode != 0 and "extraVolumes" in clash.stderr
+
+
+def test_env_from_adds_sources_after_the_chart_secret(helm: str) -> None:
+    container = _container(list(_release_objects(_template(helm, *FULL)).values()))
+    assert container["envFrom"] == [
+        {"secretRef": {"name": "driftgauge-credentials"}},
+        {"configMapRef": {"name": "driftgauge-env"}},
+    ]
+    alone = _container(_template(helm, "--set-json", 'envFrom=[{"secretRef": {"name": "x"}}]'))
+    assert alone["envFrom"] == [{"secretRef": {"name": "x"}}]
+
+
+def test_image_digest_pins_the_image(helm: str) -> None:
+    image = _container(_template(helm, "--set", f"image.digest={DIGEST}",
+                                 "--set", "image.tag=ignored"))["image"]
+    assert image == f"registry.invalid/team/driftgauge@{DIGEST}"
+    bad = run([helm, "template", RELEASE, str(CHART), *IMAGE, "--set", "image.digest=latest"],
+              timeout=120)
+    assert bad.returncode != 0 and "image.digest" in bad.stderr
+
+
+def test_service_monitor_carries_relabelings(helm: str) -> None:
+    [endpoint] = _release_objects(_template(helm, *FULL))["ServiceMonitor"]["spec"]["endpoints"]
+    assert endpoint["relabelings"] == [{"targetLabel": "cluster", "replacement": "eu-1"}]
+    assert endpoint["metricRelabelings"] == [
+        {"action": "drop", "sourceLabels": ["__name__"], "regex": "python_gc_.*"}]
+    [plain] = _by_kind(_template(helm, *MONITORING))["ServiceMonitor"]["spec"]["endpoints"]
+    assert "relabelings" not in plain and "metricRelabelings" not in plain
+
+
+def test_existing_config_map_replaces_the_chart_one(helm: str) -> None:
+    docs = _template(helm, "--set", "existingConfigMap=my-driftgauge-config")
+    assert "ConfigMap" not in {d["kind"] for d in docs}
+    pod = _by_kind(docs)["Deployment"]["spec"]["template"]["spec"]
+    [config] = [v for v in pod["volumes"] if v["name"] == "config"]
+    assert config["configMap"] == {
+        "name": "my-driftgauge-config", "items": [{"key": "config.yml", "path": "config.yml"}]}
+    default = _by_kind(_template(helm))
+    [own] = [v for v in default["Deployment"]["spec"]["template"]["spec"]["volumes"]
+             if v["name"] == "config"]
+    assert own["configMap"]["name"] == default["ConfigMap"]["metadata"]["name"]
+
+
+def test_grafana_dashboard_config_map_for_the_sidecar(helm: str) -> None:
+    docs = _template(helm, *FULL)
+    dashboard = _named(docs, "ConfigMap")[f"{RELEASE}-driftgauge-dashboard"]
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert dashboard["metadata"]["namespace"] == NAMESPACE
+    [(name, text)] = dashboard["data"].items()
+    assert name.endswith(".json")
+    board = json.loads(text)
+    assert board == json.loads((ROOT / "grafana" / "dashboards" / name).read_text())
+    custom = _named(_template(
+        helm, "--set", "grafanaDashboard.enabled=true",
+        "--set", "grafanaDashboard.namespace=grafana",
+        # Values merge into the default map: null removes its grafana_dashboard key.
+        "--set-json", 'grafanaDashboard.labels={"grafana_dashboard": null, "dashboards": "x"}',
+        "--set-json", 'grafanaDashboard.annotations={"grafana_folder": "Data"}'), "ConfigMap")[
+        f"{RELEASE}-driftgauge-dashboard"]["metadata"]
+    assert custom["namespace"] == "grafana"
+    assert custom["labels"]["dashboards"] == "x" and "grafana_dashboard" not in custom[
+        "labels"]
+    assert custom["annotations"] == {"grafana_folder": "Data"}
+
+
+def test_helm_test_pod_asks_the_service_for_readyz(helm: str, tmp_path: Path) -> None:
+    docs = _template(helm, tests=True)
+    [pod] = [d for d in docs if d["kind"] == "Pod"]
+    service = _release_objects(docs)["Service"]
+    assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    assert pod["spec"]["restartPolicy"] == "Never"
+    [container] = pod["spec"]["containers"]
+    assert container["image"] == _container(list(_release_objects(docs).values()))["image"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    command = container["command"]
+    url = f"http://{service['metadata']['name']}:{service['spec']['ports'][0]['port']}/readyz"
+    assert command[:2] == ["python", "-c"] and url in command[2]
+    # Run the pod's script against a local server: 200 passes, 503 (not ready) fails.
+    status = {"code": 200}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            code = status["code"] if self.path == "/readyz" else 404
+            self.send_response(code)
+            self.end_headers()
+            self.wfile.write(b'{"status": "ready"}')
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        script = command[2].replace(url, f"http://127.0.0.1:{server.server_port}/readyz")
+        python = str(ROOT / ".venv" / "bin" / "python")
+        ok = run([python, "-c", script], timeout=60)
+        assert ok.returncode == 0, ok.stderr
+        status["code"] = 503
+        not_ready = run([python, "-c", script], timeout=60)
+        assert not_ready.returncode != 0
+    finally:
+        server.shutdown()
+        server.server_close()
+    off = _template(helm, "--set", "helmTest.enabled=false", tests=True)
+    assert "Pod" not in {d["kind"] for d in off}
+
+
+def _value_keys(values: dict[str, Any], prefix: str = "") -> set[str]:
+    keys = set()
+    for key, value in values.items():
+        path = prefix + key
+        if isinstance(value, dict) and value and path not in OPAQUE_VALUES:
+            keys |= _value_keys(value, path + ".")
+        else:
+            keys.add(path)
+    return keys
+
+
+def test_chart_readme_documents_every_value() -> None:
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    rows = set(re.findall(r"^\| `([A-Za-z0-9_.]+)` \|", (CHART / "README.md").read_text(),
+                          re.MULTILINE))
+    keys = _value_keys(values)
+    assert keys - rows == set(), f"values missing from helm/driftgauge/README.md: {keys - rows}"
+    assert rows - keys == set(), f"README rows for no value: {rows - keys}"
+    # The schema knows every top-level value too (additionalProperties: false).
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    assert set(values) == set(schema["properties"])
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["--set", "ingress.hosts[0].paths[0].path=api"], "ingress.hosts.0.paths.0.path"),
+    (["--set", "ingress.hosts[0].paths[0].pathType=Regex"], "pathType"),
+    (["--set-json", 'grafanaDashboard.labels={"grafana_dashboard": 1}'],
+     "grafanaDashboard.labels.grafana_dashboard"),
+    (["--set", "networkPolicy.ingresFrom[0].x=y"], "ingresFrom"),
+    (["--set-json", 'extraVolumeMounts=[{"name": "x"}]'], "mountPath"),
+    (["--set-json", 'envFrom=[{"secretRefs": {"name": "x"}}]'], "secretRefs"),
+    (["--set", "helmTest.enabled=yes"], "helmTest.enabled"),
+    (["--set-json", 'serviceMonitor.relabelings=[{"target_label": "x"}]'], "target_label"),
+])
+def test_values_schema_rejects_bad_new_values(helm: str, args: list[str], expected: str) -> None:
+    result = run([helm, "template", RELEASE, str(CHART), *IMAGE, *args], timeout=120)
+    assert result.returncode != 0, args
+    assert expected in result.stderr, result.stderr

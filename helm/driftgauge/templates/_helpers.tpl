@@ -20,7 +20,17 @@
 {{/* The image reference; the repository has no default because no public image exists. */}}
 {{- define "driftgauge.image" -}}
 {{- $repository := required "image.repository is required: build the driftgauge image, push it to your registry and set image.repository (see docs/deploy.md)" .Values.image.repository }}
+{{- if .Values.image.digest }}
+{{- /* A digest pins the exact image; the tag is then only informative, so it is left out. */}}
+{{- printf "%s@%s" $repository .Values.image.digest }}
+{{- else }}
 {{- printf "%s:%s" $repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
+{{- end }}
+
+{{/* The ConfigMap holding config.yml: existingConfigMap, or the one the chart renders. */}}
+{{- define "driftgauge.configMapName" -}}
+{{- .Values.existingConfigMap | default (include "driftgauge.fullname" .) }}
 {{- end }}
 
 {{/* Labels that select the pod; never change them after the first install. */}}
