@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -19,6 +20,21 @@ from driftgauge.stores.base import BucketDigest
 TZ = ZoneInfo("America/New_York")  # non-UTC, and 2024-03-10 has 23 hours
 START = datetime(2024, 3, 8, tzinfo=TZ)
 END = datetime(2024, 3, 14, tzinfo=TZ)
+DST_DAY = (datetime(2024, 3, 10, tzinfo=TZ), datetime(2024, 3, 11, tzinfo=TZ))
+"""A local day of 23 hours, starting at 05:00 UTC."""
+ODD = (datetime(2024, 3, 9, 13, 37, 42, 123000, tzinfo=TZ),
+       datetime(2024, 3, 11, 2, 0, tzinfo=TZ))
+"""A window whose start is on no round UTC boundary and that crosses two local midnights."""
+STEP = timedelta(minutes=4)
+_FIRST, _DST = START.astimezone(UTC), DST_DAY[0].astimezone(UTC)
+RANGES = [
+    (_FIRST + 5 * STEP, _FIRST + 6 * STEP),
+    (_FIRST + 6 * STEP, _FIRST + 7 * STEP),  # adjacent to the first
+    (_DST + timedelta(hours=1), _DST + timedelta(hours=3)),  # 01:00 EST to 04:00 EDT
+    (_DST + timedelta(hours=2, minutes=30), _DST + timedelta(hours=2, minutes=50)),
+    (END - timedelta(days=2, minutes=10), END - timedelta(days=2, minutes=6)),
+]
+"""Sub-ranges of [START, END) on three days; the fourth lies inside the third."""
 ROWS = 10_000
 ONLY_EXCLUDED = 40
 """The last rows fall on 2024-03-13 with tier 'c': a bucket a PG source excludes entirely."""
@@ -70,12 +86,18 @@ class Row:
 
     def hashes(self) -> tuple[str, int]:
         """Return (key_hash, row_hash) by the Python reference."""
-        return d.hash_row(self.id, "string", [self.label, self.amount, self.qty, self.flag,
-                                              self.updated_at], TYPES)
+        return _hashes(self)
 
     def with_label(self, label: str | None) -> Row:
         """Return a copy with another label."""
         return replace(self, label=label)
+
+
+@functools.cache
+def _hashes(row: Row) -> tuple[str, int]:
+    """Hash a row once: every kind's test asks Python about the same rows."""
+    return d.hash_row(row.id, "string", [row.label, row.amount, row.qty, row.flag,
+                                         row.updated_at], TYPES)
 
 
 def make_rows(seed: int = 20240310) -> list[Row]:
@@ -156,3 +178,30 @@ def pg_reason(r: Row) -> str | None:
     if r.tier == "c":
         return "tier_c"
     return None
+
+
+def python_slots(rows: list[Row], start: datetime, end: datetime, seconds: int,
+                 reason: Callable[[Row], str | None] = lambda r: None) -> list[BucketDigest]:
+    """Return what a correct adapter answers for slot_digests over rows."""
+    step = timedelta(seconds=seconds)
+    origin = start.astimezone(UTC)  # same-zone datetime arithmetic would be wall-clock
+    hashed: dict[datetime, list[tuple[str, int]]] = defaultdict(list)
+    excluded: dict[datetime, dict[str, int]] = defaultdict(dict)
+    for r in rows:
+        if not start <= r.ts < end:
+            continue
+        slot = origin + (r.ts - origin) // step * step
+        why = reason(r)
+        if why is None:
+            hashed[slot].append(r.hashes())
+        else:
+            excluded[slot][why] = excluded[slot].get(why, 0) + 1
+    return [BucketDigest(start=s, agg=d.aggregate(hashed.get(s, [])), excluded=excluded.get(s, {}))
+            for s in sorted(set(hashed) | set(excluded))]
+
+
+def python_rows_in(rows: list[Row], ranges: list[tuple[datetime, datetime]],
+                   prefixes: list[str] | None = None) -> list[tuple[str, str, int, datetime]]:
+    """Return python_rows restricted to rows inside one of the sub-ranges."""
+    inside = [r for r in rows if any(lo <= r.ts < hi for lo, hi in ranges)]
+    return python_rows(inside, prefixes)

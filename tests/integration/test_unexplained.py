@@ -18,8 +18,9 @@ from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
 from tests.unit.corrupting import DropOneRow
 
+from .dst_data import CASES
 from .service_helpers import schema_name
-from .test_dst_buckets import CASES, Loaded, loaded
+from .test_dst_buckets import Loaded, loaded
 
 pytestmark = pytest.mark.integration
 __all__ = ["loaded"]

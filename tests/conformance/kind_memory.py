@@ -1,0 +1,124 @@
+"""The in-memory fake's fixtures: rows hashed by the Python reference, read by MemoryAdapter.
+
+The fake is the oracle of the engine's unit tests, so it must answer as the real kinds do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, cast
+from zoneinfo import ZoneInfo
+
+from driftgauge.encoding import digest as d
+from driftgauge.stores.base import RowHash, StoreAdapter
+from driftgauge.stores.memory import MemoryAdapter
+from tests.conformance.spec import ROW_CHANGES, SLOT_FIRST_PASS, Failures, Spec, Table
+
+_HASHED: dict[tuple[Any, ...], RowHash] = {}
+"""Rows hashed once per view shape: a kind's tests open many views on the same rows."""
+
+
+def _row_hash(row: dict[str, Any], spec: Spec) -> RowHash:
+    shape = (spec.key, spec.key_type, spec.time, tuple(spec.fields.items()), spec.precision)
+    cache_key = (*shape, tuple(row.items()))
+    if cache_key not in _HASHED:
+        _HASHED[cache_key] = _hash(row, spec)
+    return _HASHED[cache_key]
+
+
+def _hash(row: dict[str, Any], spec: Spec) -> RowHash:
+    key = row[spec.key]
+    values = [row[column] for column, _ in spec.fields.values()]
+    types = [type_ for _, type_ in spec.fields.values()]
+    key_hash, row_hash = d.hash_row(key, spec.key_type, values, types,  # type: ignore[arg-type]
+                                    spec.precision)  # type: ignore[arg-type]
+    return RowHash(None if key is None else d.key_text(key), key_hash, row_hash,
+                   row[spec.time])
+
+
+def adapter(rows: Sequence[dict[str, Any]], spec: Spec) -> MemoryAdapter:
+    """Return a MemoryAdapter over the rows a view as `spec` holds, exclusions by reason."""
+    kept: list[RowHash] = []
+    excluded: list[tuple[datetime, str]] = []
+    for row in rows:
+        if spec.keep is not None and not spec.keep.matches(row):
+            continue
+        reason = next((r.name for r in spec.exclusions if r.matches(row)), None)
+        if reason is None:
+            kept.append(_row_hash(row, spec))
+        else:
+            excluded.append((row[spec.time], reason))
+    return MemoryAdapter(kept, ZoneInfo(spec.tz), excluded)
+
+
+class MemorySource:
+    """A table as a list of rows in memory."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+        self.rows = table.dicts()
+        self.opened: list[tuple[MemoryAdapter, Spec]] = []
+
+    async def open(self, spec: Spec) -> StoreAdapter:
+        """Return a MemoryAdapter over the rows; it sees later changes, as a store's would."""
+        opened = adapter(self.rows, spec)
+        self.opened.append((opened, spec))
+        return opened
+
+    async def replace_rows(self, row_id: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Replace the rows with that id."""
+        column = cast(str, self.table.id_column)
+        names = [n for n, _ in self.table.columns]
+        self.rows = [r for r in self.rows if r[column] != row_id]
+        self.rows += [dict(zip(names, row, strict=True)) for row in rows]
+        for opened, spec in self.opened:
+            fresh = adapter(self.rows, spec)
+            opened.rows, opened.excluded = fresh.rows, fresh.excluded
+
+    async def drop(self) -> None:
+        """Nothing to remove."""
+
+
+class MemoryGolden:
+    """One in-memory row per golden vector."""
+
+    def __init__(self, vectors: Sequence[dict[str, Any]], at: datetime) -> None:
+        self.vectors = vectors
+        self.at = at
+
+    async def open(self, n: int, *, double: bool) -> StoreAdapter:
+        """Return a MemoryAdapter holding vector n's row."""
+        vector = self.vectors[n]
+        row = {"k": vector["key"], "t": self.at} | {
+            f"c{i}": f["value"] for i, f in enumerate(vector["fields"])}
+        spec = Spec(key="k", time="t", key_type=vector["key_type"],
+                    fields={f"c{i}": (f"c{i}", f["type"]) for i, f in enumerate(vector["fields"])},
+                    precision=vector.get("precision", "us"))
+        return adapter([row], spec)
+
+    async def encoding(self, n: int) -> str:
+        """The fake has no engine of its own to encode with."""
+        raise NotImplementedError
+
+    async def drop(self) -> None:
+        """Nothing to remove."""
+
+
+class MemoryFixtures:
+    """Fixtures of the in-memory fake."""
+
+    capabilities = frozenset({SLOT_FIRST_PASS, ROW_CHANGES})
+    failures: Failures | None = None
+
+    async def load(self, table: Table) -> MemorySource:
+        """Hold the table's rows."""
+        return MemorySource(table)
+
+    async def golden(self, vectors: Sequence[dict[str, Any]], at: datetime) -> MemoryGolden:
+        """Hold one row per vector."""
+        return MemoryGolden(vectors, at)
+
+    async def open_unreachable(self, spec: Spec) -> StoreAdapter:
+        """A fake in memory is always reachable."""
+        raise NotImplementedError

@@ -1,0 +1,223 @@
+"""The opensearch kind's fixtures: a fresh index per table on the real OpenSearch."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from opensearchpy import AsyncOpenSearch
+from opensearchpy.helpers import async_bulk
+
+from driftgauge.config.runtime import Exclusion, View
+from driftgauge.stores import open_adapter
+from driftgauge.stores.base import StoreAdapter
+from driftgauge.stores.opensearch import requests as rq
+from tests.conformance.spec import (
+    DOUBLE_DECIMALS,
+    ENGINE_ENCODING,
+    FIELD_ERRORS,
+    ROW_CHANGES,
+    SLOT_FIRST_PASS,
+    STORE_ERRORS,
+    ColumnType,
+    Failures,
+    Rule,
+    Spec,
+    Table,
+)
+from tests.integration.conftest import OS_URL, TIMEOUT, make_view, os_store, unique_name
+
+TYPES: dict[ColumnType, str] = {
+    "key": "keyword", "text": "keyword", "instant": "date_nanos", "instant_ms": "date",
+    "naive_ms": "date", "decimal": "double", "integer": "long", "boolean": "boolean",
+    "analyzed": "text",
+}
+
+
+def query(rule: Rule) -> dict[str, Any]:
+    """Return the query DSL of a rule."""
+    if rule.op == "null":
+        return {"bool": {"must_not": {"exists": {"field": rule.column}}}}
+    term = {"term": {rule.column: rule.value}}
+    return term if rule.op == "eq" else {"bool": {"must_not": [term]}}
+
+
+def _value(value: Any, type_: ColumnType) -> Any:
+    if type_ == "instant":
+        return value.isoformat()
+    if type_ == "instant_ms":
+        return value.isoformat(timespec="milliseconds")
+    if type_ == "naive_ms":
+        return value.replace(tzinfo=UTC).isoformat(timespec="milliseconds")
+    if type_ == "decimal":
+        return float(value)
+    return value
+
+
+def _doc(table: Table, row: tuple[Any, ...]) -> dict[str, Any]:
+    """Return a row as a document; a NULL is a missing field."""
+    return {name: _value(value, type_) for (name, type_), value in zip(table.columns, row,
+                                                                      strict=True)
+            if value is not None}
+
+
+def view(index: str, spec: Spec, url: str = OS_URL) -> View:
+    """Return the View a check would have on the index as `spec` says."""
+    where: dict[str, Any] = {"index": spec.relation or index}
+    if spec.keep is not None:
+        where["filter"] = query(spec.keep)
+    return make_view(os_store(url), key=spec.key, time=spec.time, fields=dict(spec.fields),
+                     key_type=spec.key_type, tz=spec.tz, timestamp_precision=spec.precision,
+                     exclusions=tuple(Exclusion(r.name, query=query(r))
+                                      for r in spec.exclusions), **where)
+
+
+class OpenSearchSource:
+    """A table as an index of its own."""
+
+    def __init__(self, table: Table, index: str, client: AsyncOpenSearch) -> None:
+        self.table = table
+        self.index = index
+        self.client = client
+
+    async def open(self, spec: Spec) -> StoreAdapter:
+        """Return an OpenSearch adapter on the index."""
+        return await open_adapter(view(self.index, spec))
+
+    async def replace_rows(self, row_id: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Delete the documents with that id and index `rows`, refreshing at once."""
+        column = self.table.id_column
+        assert column is not None
+        await self.client.delete_by_query(index=self.index, body={
+            "query": {"term": {column: row_id}}}, params={"refresh": "true"})
+        for i, row in enumerate(rows):
+            await self.client.index(index=self.index, id=row_id + "-copy" * i,
+                                    body=_doc(self.table, row), params={"refresh": "true"})
+
+    async def drop(self) -> None:
+        """Delete the index."""
+        try:
+            await self.client.indices.delete(index=self.index, ignore_unavailable=True)
+        finally:
+            await self.client.close()
+
+
+async def _create(client: AsyncOpenSearch, index: str, shards: int,
+                  mappings: dict[str, Any]) -> None:
+    await client.indices.create(index=index, body={
+        "settings": {"number_of_shards": shards, "number_of_replicas": 0},
+        "mappings": mappings})
+
+
+def _golden_column(i: int, field: dict[str, Any], *, double: bool) -> str:
+    value = field["value"]
+    if field["type"] == "timestamp" and value is not None and value.startswith("1969"):
+        return f"f{i}_tsms"  # date_nanos cannot hold instants before 1970
+    if field["type"] == "decimal" and double:
+        return f"f{i}_decdouble"
+    return f"f{i}_{field['type']}"
+
+
+def double_safe(value: str | None) -> bool:
+    """Return True when a double holds the decimal exactly as its shortest repr."""
+    if value is None:
+        return True
+    number = Decimal(value)
+    return number.is_finite() and Decimal(repr(float(number))) == number
+
+
+class OpenSearchGolden:
+    """An index with one document per golden vector, typed by dynamic templates."""
+
+    def __init__(self, index: str, client: AsyncOpenSearch,
+                 vectors: Sequence[dict[str, Any]], at: datetime) -> None:
+        self.index = index
+        self.client = client
+        self.vectors = vectors
+        self.at = at
+
+    def view(self, n: int, *, double: bool) -> View:
+        """Return a view on vector n's document."""
+        vector = self.vectors[n]
+        return make_view(
+            os_store(), key=f"key_{vector['key_type']}", time="t", key_type=vector["key_type"],
+            fields={f"c{i}": (_golden_column(i, f, double=double), f["type"])
+                    for i, f in enumerate(vector["fields"])},
+            index=self.index, filter={"term": {"vid": str(n)}},
+            timestamp_precision=vector.get("precision", "us"))
+
+    async def open(self, n: int, *, double: bool) -> StoreAdapter:
+        """Return an adapter on vector n's document."""
+        return await open_adapter(self.view(n, double=double))
+
+    async def encoding(self, n: int) -> str:
+        """Return what the Painless script computes for vector n's document."""
+        view_ = self.view(n, double=False)
+        day = timedelta(days=1)
+        body = rq.rows_body(view_, self.at - day, self.at + day, None, size=1, encoding=True)
+        resp = await self.client.search(index=self.index, body=body)
+        return str(resp["hits"]["hits"][0]["fields"]["r"][0]["encoding"])
+
+    async def drop(self) -> None:
+        """Delete the index."""
+        try:
+            await self.client.indices.delete(index=self.index, ignore_unavailable=True)
+        finally:
+            await self.client.close()
+
+
+class OpenSearchFixtures:
+    """Fixtures of the opensearch kind."""
+
+    capabilities = frozenset({ENGINE_ENCODING, DOUBLE_DECIMALS, STORE_ERRORS, FIELD_ERRORS,
+                              SLOT_FIRST_PASS, ROW_CHANGES})
+    failures: Failures | None = Failures(
+        unreachable_match="cannot connect", missing_relation=unique_name("dg_missing"),
+        missing_match=("index_not_found", "index_not_found"), unusable_field="label_text")
+
+    async def load(self, table: Table) -> OpenSearchSource:
+        """Create an index with the table's mapping holding its rows and return it."""
+        client = AsyncOpenSearch(hosts=[OS_URL], timeout=TIMEOUT)
+        index = unique_name(f"dg_conf_{table.name}")
+        await _create(client, index, table.shards, {"properties": {
+            name: {"type": TYPES[type_]} for name, type_ in table.columns + table.declared}})
+        ids = [n for n, _ in table.columns].index(table.id_column) if table.id_column else None
+        await async_bulk(client, ({"_index": index, "_source": _doc(table, row),
+                                   **({} if ids is None else {"_id": row[ids]})}
+                                  for row in table.rows), refresh=True, chunk_size=2000)
+        return OpenSearchSource(table, index, client)
+
+    async def golden(self, vectors: Sequence[dict[str, Any]],
+                     at: datetime) -> OpenSearchGolden:
+        """Index one document per vector, each typed column twice where a double holds it."""
+        client = AsyncOpenSearch(hosts=[OS_URL], timeout=TIMEOUT)
+        index = unique_name("dg_golden")
+        templates = [
+            ("*_string", "keyword"), ("*_decimal", "keyword"), ("*_decdouble", "double"),
+            ("*_integer", "long"), ("*_boolean", "boolean"), ("*_timestamp", "date_nanos"),
+            ("*_tsms", "date"),
+        ]
+        await _create(client, index, 2, {
+            "dynamic_templates": [{m: {"match": m, "mapping": {"type": t}}}
+                                  for m, t in templates],
+            "properties": {"vid": {"type": "keyword"}, "t": {"type": "date"},
+                           "key_string": {"type": "keyword"}, "key_integer": {"type": "long"}}})
+        docs = []
+        for n, v in enumerate(vectors):
+            doc: dict[str, Any] = {"vid": str(n), "t": at.isoformat(),
+                                   f"key_{v['key_type']}": v["key"]}
+            for i, f in enumerate(v["fields"]):
+                if f["value"] is None:
+                    continue  # a missing field is NULL
+                doc[_golden_column(i, f, double=False)] = f["value"]
+                if f["type"] == "decimal" and double_safe(f["value"]):
+                    doc[_golden_column(i, f, double=True)] = float(f["value"])
+            docs.append({"_index": index, "_source": doc})
+        await async_bulk(client, docs, refresh=True)
+        return OpenSearchGolden(index, client, vectors, at)
+
+    async def open_unreachable(self, spec: Spec) -> StoreAdapter:
+        """Open an adapter on a port nothing listens at (OpenSearch fails at the first query)."""
+        return await open_adapter(view("x", spec, "http://127.0.0.1:1"))

@@ -1,0 +1,196 @@
+"""The postgres kind's fixtures: a fresh UTF8 database per table on the real PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from driftgauge.config.runtime import Exclusion, View
+from driftgauge.stores import open_adapter
+from driftgauge.stores.base import StoreAdapter
+from driftgauge.stores.postgres import dialect as pg_sql
+from tests.conformance.spec import (
+    ENGINE_ENCODING,
+    FIELD_ERRORS,
+    ROW_CHANGES,
+    SLOT_FIRST_PASS,
+    STORE_ERRORS,
+    ColumnType,
+    Failures,
+    Rule,
+    Spec,
+    Table,
+)
+from tests.integration.conftest import PG_DSN, TIMEOUT, dsn_for, make_view, pg_store, unique_name
+
+TYPES: dict[ColumnType, str] = {
+    "key": "text", "text": "text", "instant": "timestamptz", "instant_ms": "timestamptz",
+    "naive_ms": "timestamp(3) without time zone", "decimal": "numeric(12,2)",
+    "integer": "bigint", "boolean": "boolean",
+}
+"""`analyzed` has no column here: PostgreSQL has no analyzed text a row could be read from."""
+GOLDEN_TYPES = {"string": "text", "integer": "bigint", "decimal": "numeric", "boolean": "boolean"}
+
+
+def _where(rule: Rule) -> str:
+    if rule.op == "null":
+        return f"{rule.column} IS NULL"
+    value = "'" + str(rule.value).replace("'", "''") + "'"
+    return f"{rule.column} {'=' if rule.op == 'eq' else '<>'} {value}"
+
+
+async def _new_database() -> str:
+    name = unique_name("dg_conf")
+    admin = await asyncpg.connect(PG_DSN, timeout=TIMEOUT)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}" ENCODING \'UTF8\' TEMPLATE template0',
+                            timeout=TIMEOUT)
+    finally:
+        await admin.close()
+    return dsn_for(name)
+
+
+async def _drop_database(dsn: str) -> None:
+    admin = await asyncpg.connect(PG_DSN, timeout=TIMEOUT)
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{dsn.rsplit("/", 1)[1]}" WITH (FORCE)',
+                            timeout=TIMEOUT)
+    finally:
+        await admin.close()
+
+
+def view(dsn: str, spec: Spec, relation: str) -> View:
+    """Return the View a check would have on `relation` of the database as `spec` says."""
+    where: dict[str, Any] = {"table": spec.relation or relation}
+    if spec.keep is not None:
+        where = {"query": f"SELECT * FROM {where['table']} WHERE {_where(spec.keep)}"}
+    return make_view(pg_store(dsn), key=spec.key, time=spec.time, fields=dict(spec.fields),
+                     key_type=spec.key_type, tz=spec.tz, timestamp_precision=spec.precision,
+                     exclusions=tuple(Exclusion(r.name, where=_where(r))
+                                      for r in spec.exclusions), **where)
+
+
+class PostgresSource:
+    """A table in its own database."""
+
+    def __init__(self, table: Table, dsn: str) -> None:
+        self.table = table
+        self.dsn = dsn
+
+    async def open(self, spec: Spec) -> StoreAdapter:
+        """Return a PostgreSQL adapter on the table."""
+        return await open_adapter(view(self.dsn, spec, self.table.name))
+
+    async def replace_rows(self, row_id: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Delete the rows with that id and copy `rows` in."""
+        conn = await asyncpg.connect(self.dsn, timeout=TIMEOUT)
+        try:
+            await conn.execute(f"DELETE FROM {self.table.name} WHERE {self.table.id_column} = $1",
+                               row_id, timeout=TIMEOUT)
+            await conn.copy_records_to_table(self.table.name, records=list(rows),
+                                             timeout=TIMEOUT)
+        finally:
+            await conn.close()
+
+    async def drop(self) -> None:
+        """Drop the database."""
+        await _drop_database(self.dsn)
+
+
+def _golden_type(type_: str, value: Any) -> str:
+    if type_ != "timestamp":
+        return GOLDEN_TYPES[type_]
+    if value is not None and datetime.fromisoformat(value).tzinfo is None:
+        return "timestamp"  # without time zone: must read as UTC
+    return "timestamptz"
+
+
+def _literal(value: Any, type_: str) -> str:
+    pg_type = _golden_type(type_, value)
+    if value is None:
+        return f"NULL::{pg_type}"
+    if type_ == "boolean":
+        return "TRUE" if value else "FALSE"
+    return "'" + str(value).replace("'", "''") + f"'::{pg_type}"
+
+
+class PostgresGolden:
+    """One-row VALUES queries holding each vector with real column types."""
+
+    def __init__(self, dsn: str, vectors: Sequence[dict[str, Any]], at: datetime) -> None:
+        self.dsn = dsn
+        self.vectors = vectors
+        self.at = at
+
+    def view(self, n: int) -> View:
+        """Return a view over vector n's one-row query."""
+        vector = self.vectors[n]
+        cols = [_literal(vector["key"], vector["key_type"]),
+                f"'{self.at.isoformat()}'::timestamptz"]
+        cols += [_literal(f["value"], f["type"]) for f in vector["fields"]]
+        names = ["k", "t"] + [f"c{i}" for i in range(len(vector["fields"]))]
+        query = f"SELECT * FROM (VALUES ({', '.join(cols)})) AS v({', '.join(names)})"
+        return make_view(pg_store(self.dsn), key="k", time="t", key_type=vector["key_type"],
+                         fields={f"c{i}": (f"c{i}", f["type"])
+                                 for i, f in enumerate(vector["fields"])},
+                         query=query, timestamp_precision=vector.get("precision", "us"))
+
+    async def open(self, n: int, *, double: bool) -> StoreAdapter:
+        """Return an adapter on vector n's query (PostgreSQL keeps decimals as numeric)."""
+        assert not double
+        return await open_adapter(self.view(n))
+
+    async def encoding(self, n: int) -> str:
+        """Return what the dialect's encoding SQL computes for vector n's row."""
+        view_ = self.view(n)
+        conn = await asyncpg.connect(self.dsn, timeout=TIMEOUT,
+                                     server_settings={"TimeZone": "UTC"})
+        try:
+            return str(await conn.fetchval(
+                f"SELECT {pg_sql.row_encoding_sql(view_)} FROM {pg_sql.relation(view_)}"))
+        finally:
+            await conn.close()
+
+    async def drop(self) -> None:
+        """Drop the database."""
+        await _drop_database(self.dsn)
+
+
+class PostgresFixtures:
+    """Fixtures of the postgres kind."""
+
+    capabilities = frozenset({ENGINE_ENCODING, STORE_ERRORS, FIELD_ERRORS, SLOT_FIRST_PASS,
+                              ROW_CHANGES})
+    failures: Failures | None = Failures(
+        unreachable_match="pg: connect", missing_relation="no_such_table",
+        missing_match=("no_such_table", "42P01"), unusable_field="label_text")
+
+    async def load(self, table: Table) -> PostgresSource:
+        """Create a database holding the table (and its time index) and return it."""
+        dsn = await _new_database()
+        columns = ", ".join(f"{name} {TYPES[type_]}" for name, type_ in table.columns)
+        conn = await asyncpg.connect(dsn, timeout=TIMEOUT)
+        try:
+            await conn.execute(f"CREATE TABLE {table.name} ({columns})", timeout=TIMEOUT)
+            await conn.copy_records_to_table(table.name, records=list(table.rows),
+                                             timeout=TIMEOUT)
+            if table.time_index is not None:
+                await conn.execute(f"CREATE INDEX {table.name}_{table.time_index}_idx ON "
+                                   f"{table.name} ({table.time_index}); ANALYZE {table.name}",
+                                   timeout=TIMEOUT)
+        finally:
+            await conn.close()
+        return PostgresSource(table, dsn)
+
+    async def golden(self, vectors: Sequence[dict[str, Any]],
+                     at: datetime) -> PostgresGolden:
+        """Return one-row queries per vector in a fresh database."""
+        return PostgresGolden(await _new_database(), vectors, at)
+
+    async def open_unreachable(self, spec: Spec) -> StoreAdapter:
+        """Open an adapter on a port nothing listens at (PostgreSQL connects when opened)."""
+        return await open_adapter(view("postgresql://postgres@127.0.0.1:1/postgres", spec,
+                                       "items"))

@@ -1,0 +1,17 @@
+"""The kinds table: one line per store kind the conformance suite runs over.
+
+Adding a kind: one line here and the kind's fixtures module (see spec.Fixtures).
+"""
+
+from __future__ import annotations
+
+from tests.conformance.kind_memory import MemoryFixtures
+from tests.conformance.kind_opensearch import OpenSearchFixtures
+from tests.conformance.kind_postgres import PostgresFixtures
+from tests.conformance.spec import Kind
+
+KINDS = (
+    Kind("postgres", PostgresFixtures()),
+    Kind("opensearch", OpenSearchFixtures()),
+    Kind("memory", MemoryFixtures()),
+)

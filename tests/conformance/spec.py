@@ -1,0 +1,173 @@
+"""What the suite asks a kind's fixtures for, in words no kind owns."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+import pytest
+
+from driftgauge.stores.base import StoreAdapter
+
+ColumnType = Literal["key", "text", "instant", "instant_ms", "naive_ms", "decimal", "integer",
+                     "boolean", "analyzed"]
+"""A column as the suite needs it stored; each kind picks its engine's type for it.
+
+`instant` keeps microseconds, `instant_ms` and `naive_ms` (a time without zone, read as UTC)
+keep milliseconds, `analyzed` is full-text (only declared, never filled)."""
+
+# Capabilities a kind may lack; a test needing one is skipped with its name.
+ENGINE_ENCODING = "engine-side canonical encoding"
+DOUBLE_DECIMALS = "decimals stored as doubles"
+STORE_ERRORS = "store errors (unreachable store, missing relation)"
+FIELD_ERRORS = "query errors naming an unusable field"
+SLOT_FIRST_PASS = "slot first pass"
+ROW_CHANGES = "changing stored rows"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A row predicate on one column: `null`, `eq` value or `ne` value."""
+
+    name: str
+    column: str
+    op: Literal["null", "eq", "ne"]
+    value: Any = None
+
+    def matches(self, row: Mapping[str, Any]) -> bool:
+        """Return True when the row satisfies the predicate (SQL semantics for NULL)."""
+        got = row.get(self.column)
+        if self.op == "null":
+            return got is None
+        if got is None:
+            return False
+        return bool(got == self.value) if self.op == "eq" else bool(got != self.value)
+
+
+@dataclass(frozen=True, eq=False)
+class Table:
+    """Rows to store under a fresh name; `rows` hold a value per column, in order."""
+
+    name: str
+    """A short tag for the data set; the stored name is made unique from it."""
+    columns: tuple[tuple[str, ColumnType], ...]
+    rows: Sequence[tuple[Any, ...]]
+    declared: tuple[tuple[str, ColumnType], ...] = ()
+    """Columns the kind should declare but that hold no values (where the kind can)."""
+    shards: int = 3
+    time_index: str | None = None
+    """A column to index for time-range scans (kinds that index everything ignore it)."""
+    id_column: str | None = None
+    """A column whose value names the row for changes (kinds with document ids use it)."""
+
+    def dicts(self) -> list[dict[str, Any]]:
+        """Return the rows as column → value mappings."""
+        names = [n for n, _ in self.columns]
+        return [dict(zip(names, row, strict=True)) for row in self.rows]
+
+
+@dataclass(frozen=True)
+class Spec:
+    """Which rows of a source to read and how: a view in words no kind owns."""
+
+    key: str
+    time: str
+    fields: Mapping[str, tuple[str, str]]
+    """Canonical name → (this source's column, canonical type)."""
+    key_type: str = "string"
+    tz: str = "UTC"
+    keep: Rule | None = None
+    """Only rows matching this rule are in the view (a reader's filter or a source query)."""
+    exclusions: tuple[Rule, ...] = ()
+    precision: str = "us"
+    relation: str | None = None
+    """Read another relation of the store than the loaded one (for errors)."""
+
+
+class Source(Protocol):
+    """A table as stored by one kind."""
+
+    table: Table
+
+    async def open(self, spec: Spec) -> StoreAdapter:
+        """Return an adapter reading the stored rows as `spec` says."""
+        ...
+
+    async def replace_rows(self, row_id: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Replace the rows whose id column is `row_id` by `rows` (visible at once)."""
+        ...
+
+    async def drop(self) -> None:
+        """Remove everything this source created."""
+        ...
+
+
+class Golden(Protocol):
+    """One stored row per golden vector."""
+
+    async def open(self, n: int, *, double: bool) -> StoreAdapter:
+        """Return an adapter seeing only vector n's row (decimals as doubles when asked)."""
+        ...
+
+    async def encoding(self, n: int) -> str:
+        """Return the canonical encoding the engine itself computes for vector n's row."""
+        ...
+
+    async def drop(self) -> None:
+        """Remove everything this set created."""
+        ...
+
+
+@dataclass(frozen=True)
+class Failures:
+    """How a kind reports a store it cannot reach or a relation that is not there."""
+
+    unreachable_match: str
+    """What the error of `Fixtures.open_unreachable` (or its first query) matches."""
+    missing_relation: str
+    missing_match: tuple[str, str]
+    """Patterns the aggregate error and the row-export error each match."""
+    unusable_field: str = ""
+    """A declared column a query must refuse, named in the error."""
+
+
+class Fixtures(Protocol):
+    """Everything the suite needs from one kind, on its real engine."""
+
+    capabilities: frozenset[str]
+    failures: Failures | None
+
+    async def load(self, table: Table) -> Source:
+        """Store the table under a fresh name and return it."""
+        ...
+
+    async def golden(self, vectors: Sequence[dict[str, Any]], at: datetime) -> Golden:
+        """Store one row per golden vector, each with event time `at`."""
+        ...
+
+    async def open_unreachable(self, spec: Spec) -> StoreAdapter:
+        """Return (or fail opening) an adapter on a store nothing listens at."""
+        ...
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One row of the kinds table: a store kind and its fixtures."""
+
+    name: str
+    fixtures: Fixtures
+
+    def has(self, capability: str) -> bool:
+        """Return True when the kind has a capability."""
+        return capability in self.fixtures.capabilities
+
+    def require(self, capability: str) -> None:
+        """Skip the calling test, naming the capability, unless the kind has it."""
+        if not self.has(capability):
+            pytest.skip(f"{self.name} lacks the capability: {capability}")
+
+
+Store = Callable[[Kind, Table], Awaitable[Source]]
+"""Store a table in a kind once per test session and return it."""
