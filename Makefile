@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: install services services-stop status tools test test-unit test-differential test-fuzz test-faults test-replicas lint typecheck demo bench bench-faults dist lock clean
+.PHONY: install services services-stop status tools test test-unit test-differential test-fuzz test-faults test-replicas lint typecheck demo bench bench-faults dist rules lock clean
 
 $(BIN)/driftgauge: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -49,6 +49,9 @@ test-faults: install services ## The fault suite: proxies in front of the real s
 
 dist: install services tools ## Wheel, sdist and chart into dist/; install them from the lock in a fresh venv and run a check
 	$(BIN)/pytest -q tests/deploy/test_dist.py tests/deploy/test_helm.py::test_chart_packages_into_dist_and_the_package_lints
+
+rules: install ## Regenerate the alert rules (and the chart's dashboard copy) from deploy/prometheus/alerts.yml
+	$(BIN)/python deploy/prometheus/generate.py
 
 lock: install ## Regenerate requirements.lock from pyproject.toml (LOCK_ARGS=--upgrade moves every pin)
 	$(BIN)/pip-compile --quiet --generate-hashes --strip-extras --no-emit-find-links $(LOCK_ARGS) \

@@ -44,12 +44,24 @@ OVERRIDE_KEYS = ("enabled", "for", "labels")
 _DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
 _MATCHER = re.compile(r'^([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"$')
 _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
-# A string literal (skipped) or a metric name with its optional `{...}`. driftgauge's
-# metrics all start with driftgauge_, and `up` is the only other series the rules read.
+# PromQL tokens that are not series: string literals, [durations], label lists of
+# by/without/on/ignoring/group_left/group_right, and numbers; then a name with its optional
+# {matchers}, or a bare {matchers}. A name is a series unless it is a keyword, an
+# aggregation or followed by "(" (a function).
 _TOKEN = re.compile(
-    r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\''
-    r"|(?P<name>\b(?:driftgauge_[a-z0-9_]+|up)\b)(?P<braces>\s*\{(?P<matchers>[^}]*)\})?"
+    r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'"""
+    r"|\[[^\]]*\]"
+    r"|\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)"
+    r"|(?<![\w:.])(?:0x[0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][+-]?\d+)?(?:[a-zA-Z]+\d*)*)"
+    r"|(?i:\b(?:and|or|unless|bool|offset)\b)"  # binary keywords (a bare {...} may follow)
+    r"|(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?P<braces>\s*\{(?P<matchers>[^}]*)\})?"
+    r"|(?P<bare>\{(?P<bare_matchers>[^}]*)\})"
 )
+_NOT_SERIES = frozenset({
+    "inf", "nan", "atan2",
+    "sum", "min", "max", "avg", "group", "stddev", "stdvar", "count", "count_values",
+    "bottomk", "topk", "quantile", "limitk", "limit_ratio",
+})
 
 
 class RulesError(ValueError):
@@ -174,15 +186,29 @@ def inject(expr: str, selector: str) -> str:
     """Return `expr` with `selector` added to every series selector in it."""
 
     def add(match: re.Match[str]) -> str:
+        if match.group("bare") is not None:
+            inner = match.group("bare_matchers").strip()
+            return f"{{{selector}, {inner}}}" if inner else f"{{{selector}}}"
         name = match.group("name")
-        if name is None:
-            return match.group(0)  # a string literal
-        if expr[match.end():].lstrip().startswith("("):
-            raise RulesError(f"expr: {name} is followed by '(' (not a series): {expr!r}")
+        if name is None or name.lower() in _NOT_SERIES:
+            return match.group(0)  # a literal, a duration, a label list, a keyword
+        if match.group("braces") is None and expr[match.end():].lstrip().startswith("("):
+            return match.group(0)  # a function call
         inner = (match.group("matchers") or "").strip()
         return f"{name}{{{selector}, {inner}}}" if inner else f"{name}{{{selector}}}"
 
     return _TOKEN.sub(add, expr)
+
+
+def series_matchers(expr: str) -> list[str]:
+    """Return the matchers text of every series selector in `expr` ('' for a bare name)."""
+    found = []
+    for match in _TOKEN.finditer(expr):
+        if match.group("bare") is not None:
+            found.append(match.group("bare_matchers"))
+        elif match.group("name") and inject(match.group(0), PLACEHOLDER) != match.group(0):
+            found.append(match.group("matchers") or "")
+    return found
 
 
 def dump(rules: Mapping[str, Any], *, what: str) -> str:
@@ -259,8 +285,7 @@ def _check_entry(entry: Mapping[str, Any], names: set[str]) -> None:
     for key in ("for", "keep_firing_for"):
         if key in entry and not _DURATION.match(str(entry[key])):
             raise RulesError(f"{name}.{key}: {entry[key]!r} is not a duration")
-    for match in _TOKEN.finditer(entry["expr"]):
-        matchers = match.group("matchers") or ""
+    for matchers in series_matchers(entry["expr"]):
         for label in ("job", "namespace", "cluster", "instance"):
             if re.search(rf"\b{label}\s*(=|!=|=~|!~)", matchers):
                 raise RulesError(

@@ -12,6 +12,7 @@ import http.server
 import importlib
 import json
 import re
+import sys
 import tarfile
 import threading
 from pathlib import Path
@@ -573,7 +574,7 @@ def test_helm_test_pod_asks_the_service_for_readyz(helm: str, tmp_path: Path) ->
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         script = command[2].replace(url, f"http://127.0.0.1:{server.server_port}/readyz")
-        python = str(ROOT / ".venv" / "bin" / "python")
+        python = sys.executable
         ok = run([python, "-c", script], timeout=60)
         assert ok.returncode == 0, ok.stderr
         status["code"] = 503

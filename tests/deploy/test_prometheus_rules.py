@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,7 @@ def test_committed_rule_files_are_the_generated_ones() -> None:
         assert path.read_text(encoding="utf-8") == text, (
             f"{path.relative_to(ROOT)} is stale: run python deploy/prometheus/generate.py")
     assert {RULES, CHART_RULES} <= set(GEN.outputs(SOURCE))
-    check = run([str(ROOT / ".venv" / "bin" / "python"), str(RULES_GENERATOR), "--check"])
+    check = run([sys.executable, str(RULES_GENERATOR), "--check"])
     assert check.returncode == 0, check.stderr
 
 
@@ -96,6 +97,25 @@ def test_every_series_selector_gets_the_configured_matchers(tmp_path: Path) -> N
                 if r["alert"] == "DriftgaugeAbsent"]
     assert absent["expr"] == 'absent(up{cluster="eu-1", namespace=~"obs|mon"})'
     assert 'up{cluster="eu-1", namespace=~"obs|mon"}' in absent["annotations"]["description"]
+
+
+@pytest.mark.parametrize(("expr", "expected"), [
+    ("absent(up)", "absent(up{S})"),
+    ('time() - a{kind="x"} > 2 * b', 'time() - a{S, kind="x"} > 2 * b{S}'),
+    ("max by (check, day) (rate(process_cpu_seconds_total[5m])) > 1e3",
+     "max by (check, day) (rate(process_cpu_seconds_total{S}[5m])) > 1e3"),
+    ("sum without (instance) (increase(c_total[1h] offset 1h30m)) >= 3",
+     "sum without (instance) (increase(c_total{S}[1h] offset 1h30m)) >= 3"),
+    ('a / ignoring (kind) group_left () b{kind="expected"}',
+     'a{S} / ignoring (kind) group_left () b{S, kind="expected"}'),
+    ('1-a > bool 0.1 or {__name__="b"}', '1-a{S} > bool 0.1 or {S, __name__="b"}'),
+    ('label_replace(a, "dst", "$1", "src", "(up)")',
+     'label_replace(a{S}, "dst", "$1", "src", "(up)")'),
+    ("histogram_quantile(0.9, sum by (le) (rate(h_bucket[5m:1m])))",
+     "histogram_quantile(0.9, sum by (le) (rate(h_bucket{S}[5m:1m])))"),
+])
+def test_inject_reaches_every_series_and_nothing_else(expr: str, expected: str) -> None:
+    assert GEN.inject(expr, "S") == expected
 
 
 def test_overrides_disable_retime_and_label_alerts() -> None:
@@ -141,7 +161,7 @@ def test_bad_options_are_refused_naming_the_field(values: dict[str, Any], messag
 
 
 def test_generator_cli_renders_values_and_refuses_bad_ones(tmp_path: Path) -> None:
-    python = str(ROOT / ".venv" / "bin" / "python")
+    python = sys.executable
     values = tmp_path / "values.yaml"
     values.write_text(yaml.safe_dump({"prometheusRule": {"selectors": ['job="recon"']}}))
     out = tmp_path / "rules.yml"
