@@ -218,3 +218,11 @@ def test_provisioning_points_at_the_dashboard_and_a_prometheus() -> None:
     [provider] = providers["providers"]
     assert provider["type"] == "file"
     assert provider["options"]["path"].startswith("/")
+
+
+def test_the_chart_ships_this_dashboard() -> None:
+    # helm/driftgauge/files/ holds a copy (a chart cannot read outside its directory).
+    copy = ROOT / "helm" / "driftgauge" / "files" / DASHBOARD.name
+    assert copy.read_text(encoding="utf-8") == DASHBOARD.read_text(encoding="utf-8"), (
+        f"{copy.relative_to(ROOT)} is stale: run `make rules` "
+        "(python deploy/prometheus/generate.py)")
