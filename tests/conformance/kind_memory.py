@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 from driftgauge.encoding import digest as d
 from driftgauge.stores.base import RowHash, StoreAdapter
 from driftgauge.stores.memory import MemoryAdapter
-from tests.conformance.spec import ROW_CHANGES, SLOT_FIRST_PASS, Failures, Spec, Table
+from tests.conformance.spec import ROW_CHANGES, SLOT_FIRST_PASS, Failures, Hung, Spec, Table
 
 _HASHED: dict[tuple[Any, ...], RowHash] = {}
 """Rows hashed once per view shape: a kind's tests open many views on the same rows."""
@@ -75,6 +75,10 @@ class MemorySource:
         for opened, spec in self.opened:
             fresh = adapter(self.rows, spec)
             opened.rows, opened.excluded = fresh.rows, fresh.excluded
+
+    async def open_hung(self, spec: Spec, store_timeout: float) -> Hung:
+        """A fake in memory always answers."""
+        raise NotImplementedError
 
     async def drop(self) -> None:
         """Nothing to remove."""

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlsplit
 
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
@@ -21,12 +23,14 @@ from tests.conformance.spec import (
     ROW_CHANGES,
     SLOT_FIRST_PASS,
     STORE_ERRORS,
+    TIMEOUTS,
     ColumnType,
     Failures,
     Rule,
     Spec,
     Table,
 )
+from tests.faults.proxy import Fault, HttpFaultProxy
 from tests.integration.conftest import OS_URL, TIMEOUT, make_view, os_store, unique_name
 
 TYPES: dict[ColumnType, str] = {
@@ -63,12 +67,15 @@ def _doc(table: Table, row: tuple[Any, ...]) -> dict[str, Any]:
             if value is not None}
 
 
-def view(index: str, spec: Spec, url: str = OS_URL) -> View:
+def view(index: str, spec: Spec, url: str = OS_URL, timeout: float | None = None) -> View:
     """Return the View a check would have on the index as `spec` says."""
+    store = os_store(url)
+    if timeout is not None:
+        store = replace(store, timeout=timeout)
     where: dict[str, Any] = {"index": spec.relation or index}
     if spec.keep is not None:
         where["filter"] = query(spec.keep)
-    return make_view(os_store(url), key=spec.key, time=spec.time, fields=dict(spec.fields),
+    return make_view(store, key=spec.key, time=spec.time, fields=dict(spec.fields),
                      key_type=spec.key_type, tz=spec.tz, timestamp_precision=spec.precision,
                      exclusions=tuple(Exclusion(r.name, query=query(r))
                                       for r in spec.exclusions), **where)
@@ -96,12 +103,43 @@ class OpenSearchSource:
             await self.client.index(index=self.index, id=row_id + "-copy" * i,
                                     body=_doc(self.table, row), params={"refresh": "true"})
 
+    async def open_hung(self, spec: Spec, store_timeout: float) -> OpenSearchHung:
+        """Return an adapter reaching the cluster through an HTTP fault proxy."""
+        parts = urlsplit(OS_URL)
+        proxy = HttpFaultProxy((parts.hostname or "127.0.0.1", parts.port or 9200))
+        await proxy.start()
+        try:
+            return OpenSearchHung(await open_adapter(view(self.index, spec, proxy.url,
+                                                          store_timeout)), proxy)
+        except BaseException:
+            await proxy.stop()
+            raise
+
     async def drop(self) -> None:
         """Delete the index."""
         try:
             await self.client.indices.delete(index=self.index, ignore_unavailable=True)
         finally:
             await self.client.close()
+
+
+class OpenSearchHung:
+    """An adapter behind an HTTP proxy that can stop answering requests."""
+
+    def __init__(self, adapter: StoreAdapter, proxy: HttpFaultProxy) -> None:
+        self.adapter = adapter
+        self.proxy = proxy
+
+    def hang(self) -> None:
+        """Answer no request from now on."""
+        self.proxy.arm(Fault("hang"))
+
+    async def close(self) -> None:
+        """Drop the proxied connections, then close the adapter."""
+        try:
+            await self.proxy.stop()
+        finally:
+            await self.adapter.close()
 
 
 async def _create(client: AsyncOpenSearch, index: str, shards: int,
@@ -172,7 +210,7 @@ class OpenSearchFixtures:
     """Fixtures of the opensearch kind."""
 
     capabilities = frozenset({ENGINE_ENCODING, DOUBLE_DECIMALS, STORE_ERRORS, FIELD_ERRORS,
-                              SLOT_FIRST_PASS, ROW_CHANGES})
+                              SLOT_FIRST_PASS, ROW_CHANGES, TIMEOUTS})
     failures: Failures | None = Failures(
         unreachable_match="cannot connect", missing_relation=unique_name("dg_missing"),
         missing_match=("index_not_found", "index_not_found"), unusable_field="label_text")

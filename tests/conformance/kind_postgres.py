@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import asyncpg
 
@@ -18,12 +20,14 @@ from tests.conformance.spec import (
     ROW_CHANGES,
     SLOT_FIRST_PASS,
     STORE_ERRORS,
+    TIMEOUTS,
     ColumnType,
     Failures,
     Rule,
     Spec,
     Table,
 )
+from tests.faults.proxy import TcpFaultProxy
 from tests.integration.conftest import PG_DSN, TIMEOUT, dsn_for, make_view, pg_store, unique_name
 
 TYPES: dict[ColumnType, str] = {
@@ -62,12 +66,15 @@ async def _drop_database(dsn: str) -> None:
         await admin.close()
 
 
-def view(dsn: str, spec: Spec, relation: str) -> View:
+def view(dsn: str, spec: Spec, relation: str, timeout: float | None = None) -> View:
     """Return the View a check would have on `relation` of the database as `spec` says."""
+    store = pg_store(dsn)
+    if timeout is not None:
+        store = replace(store, timeout=timeout)
     where: dict[str, Any] = {"table": spec.relation or relation}
     if spec.keep is not None:
         where = {"query": f"SELECT * FROM {where['table']} WHERE {_where(spec.keep)}"}
-    return make_view(pg_store(dsn), key=spec.key, time=spec.time, fields=dict(spec.fields),
+    return make_view(store, key=spec.key, time=spec.time, fields=dict(spec.fields),
                      key_type=spec.key_type, tz=spec.tz, timestamp_precision=spec.precision,
                      exclusions=tuple(Exclusion(r.name, where=_where(r))
                                       for r in spec.exclusions), **where)
@@ -95,9 +102,41 @@ class PostgresSource:
         finally:
             await conn.close()
 
+    async def open_hung(self, spec: Spec, store_timeout: float) -> PostgresHung:
+        """Return an adapter reaching the database through a TCP fault proxy."""
+        parts = urlsplit(self.dsn)
+        proxy = TcpFaultProxy((parts.hostname or "127.0.0.1", parts.port or 5432))
+        await proxy.start()
+        proxied = parts._replace(netloc=f"{parts.username}@127.0.0.1:{proxy.port}").geturl()
+        try:
+            return PostgresHung(await open_adapter(view(proxied, spec, self.table.name,
+                                                        store_timeout)), proxy)
+        except BaseException:
+            await proxy.stop()
+            raise
+
     async def drop(self) -> None:
         """Drop the database."""
         await _drop_database(self.dsn)
+
+
+class PostgresHung:
+    """An adapter behind a TCP proxy that can hold every byte the server sends."""
+
+    def __init__(self, adapter: StoreAdapter, proxy: TcpFaultProxy) -> None:
+        self.adapter = adapter
+        self.proxy = proxy
+
+    def hang(self) -> None:
+        """Hold the server's bytes from now on."""
+        self.proxy.set_mode("hang")
+
+    async def close(self) -> None:
+        """Reset the proxied connections, then close the adapter."""
+        try:
+            await self.proxy.stop()
+        finally:
+            await self.adapter.close()
 
 
 def _golden_type(type_: str, value: Any) -> str:
@@ -163,7 +202,7 @@ class PostgresFixtures:
     """Fixtures of the postgres kind."""
 
     capabilities = frozenset({ENGINE_ENCODING, STORE_ERRORS, FIELD_ERRORS, SLOT_FIRST_PASS,
-                              ROW_CHANGES})
+                              ROW_CHANGES, TIMEOUTS})
     failures: Failures | None = Failures(
         unreachable_match="pg: connect", missing_relation="no_such_table",
         missing_match=("no_such_table", "42P01"), unusable_field="label_text")

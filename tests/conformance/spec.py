@@ -25,6 +25,7 @@ STORE_ERRORS = "store errors (unreachable store, missing relation)"
 FIELD_ERRORS = "query errors naming an unusable field"
 SLOT_FIRST_PASS = "slot first pass"
 ROW_CHANGES = "changing stored rows"
+TIMEOUTS = "a store that stops answering (through a fault proxy of our own)"
 
 
 @dataclass(frozen=True)
@@ -99,8 +100,26 @@ class Source(Protocol):
         """Replace the rows whose id column is `row_id` by `rows` (visible at once)."""
         ...
 
+    async def open_hung(self, spec: Spec, store_timeout: float) -> Hung:
+        """Return an adapter with `store_timeout` reaching the store through a fault proxy."""
+        ...
+
     async def drop(self) -> None:
         """Remove everything this source created."""
+        ...
+
+
+class Hung(Protocol):
+    """An adapter reaching its store through a proxy of our own that can stop answering."""
+
+    adapter: StoreAdapter
+
+    def hang(self) -> None:
+        """From now on, the store's answers never arrive."""
+        ...
+
+    async def close(self) -> None:
+        """Stop the proxy (dropping what it holds) and close the adapter."""
         ...
 
 
@@ -131,6 +150,7 @@ class Failures:
     """Patterns the aggregate error and the row-export error each match."""
     unusable_field: str = ""
     """A declared column a query must refuse, named in the error."""
+    timeout_match: str = "no answer within the timeout"
 
 
 class Fixtures(Protocol):

@@ -2,21 +2,32 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
 
-from driftgauge.core.errors import StoreQueryError, StoreUnavailable
+from driftgauge.core.errors import StoreQueryError, StoreTimeout, StoreUnavailable
 from driftgauge.stores.base import StoreAdapter
 from tests.conformance.items import ITEMS, NOT_TIER_C, ROWS, RULES, SPEC
-from tests.conformance.spec import FIELD_ERRORS, ROW_CHANGES, STORE_ERRORS, Kind, Source, Store
+from tests.conformance.spec import (
+    FIELD_ERRORS,
+    ROW_CHANGES,
+    STORE_ERRORS,
+    TIMEOUTS,
+    Kind,
+    Source,
+    Store,
+)
 from tests.integration import dataset as ds
 
 pytestmark = pytest.mark.integration
 
 WINDOW = (ds.START, ds.END)
+HUNG_TIMEOUT = 2.0
+"""The store timeout of an adapter whose store stops answering."""
 
 
 @dataclass
@@ -175,3 +186,18 @@ async def test_an_unusable_field_is_a_query_error(kind: Kind, loaded: Loaded) ->
             await adapter.prefix_digests(*WINDOW, 1)
     finally:
         await adapter.close()
+
+
+async def test_a_store_that_stops_answering_is_a_timeout(kind: Kind, loaded: Loaded) -> None:
+    kind.require(TIMEOUTS)
+    assert kind.fixtures.failures is not None
+    hung = await loaded.source.open_hung(SPEC, store_timeout=HUNG_TIMEOUT)
+    try:
+        assert await hung.adapter.prefix_digests(*WINDOW, 1) == ds.python_prefixes(ROWS, 1)
+        hung.hang()
+        began = time.monotonic()
+        with pytest.raises(StoreTimeout, match=kind.fixtures.failures.timeout_match):
+            await hung.adapter.bucket_digests(*WINDOW, "day")
+        assert time.monotonic() - began < HUNG_TIMEOUT + 2
+    finally:
+        await hung.close()
