@@ -17,6 +17,7 @@ from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.opensearch import requests as rq
 from tests.conformance.spec import (
+    DESCRIBES_FIELDS,
     DOUBLE_DECIMALS,
     ENGINE_ENCODING,
     FIELD_ERRORS,
@@ -210,7 +211,7 @@ class OpenSearchFixtures:
     """Fixtures of the opensearch kind."""
 
     capabilities = frozenset({ENGINE_ENCODING, DOUBLE_DECIMALS, STORE_ERRORS, FIELD_ERRORS,
-                              SLOT_FIRST_PASS, ROW_CHANGES, TIMEOUTS})
+                              SLOT_FIRST_PASS, ROW_CHANGES, TIMEOUTS, DESCRIBES_FIELDS})
     failures: Failures | None = Failures(
         unreachable_match="cannot connect", missing_relation=unique_name("dg_missing"),
         missing_match=("index_not_found", "index_not_found"), unusable_field="label_text")

@@ -15,6 +15,7 @@ from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.postgres import dialect as pg_sql
 from tests.conformance.spec import (
+    DESCRIBES_FIELDS,
     ENGINE_ENCODING,
     FIELD_ERRORS,
     ROW_CHANGES,
@@ -202,7 +203,7 @@ class PostgresFixtures:
     """Fixtures of the postgres kind."""
 
     capabilities = frozenset({ENGINE_ENCODING, STORE_ERRORS, FIELD_ERRORS, SLOT_FIRST_PASS,
-                              ROW_CHANGES, TIMEOUTS})
+                              ROW_CHANGES, TIMEOUTS, DESCRIBES_FIELDS})
     failures: Failures | None = Failures(
         unreachable_match="pg: connect", missing_relation="no_such_table",
         missing_match=("no_such_table", "42P01"), unusable_field="label_text")

@@ -25,6 +25,7 @@ STORE_ERRORS = "store errors (unreachable store, missing relation)"
 FIELD_ERRORS = "query errors naming an unusable field"
 SLOT_FIRST_PASS = "slot first pass"
 ROW_CHANGES = "changing stored rows"
+DESCRIBES_FIELDS = "describing its fields (preflight)"
 TIMEOUTS = "a store that stops answering (through a fault proxy of our own)"
 
 
