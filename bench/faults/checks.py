@@ -12,7 +12,8 @@ from typing import Any
 
 import yaml
 
-from driftgauge.config import Config, load_text
+from driftgauge.config.loader import load_text
+from driftgauge.config.runtime import Config
 from faults.syncjob import JOB
 from faults.world import OS_URL, TIERS, Stores
 

@@ -21,14 +21,17 @@ import asyncpg
 import httpx
 from fastapi import FastAPI
 
-from driftgauge.canary import CanaryService, CanaryStore
-from driftgauge.config import Check, Config, View
+from driftgauge.canary.service import CanaryService
+from driftgauge.canary.store import CanaryStore
+from driftgauge.config.runtime import Check, Config, View
 from driftgauge.jobs.adapters import Adapters
 from driftgauge.jobs.runner import run_check
 from driftgauge.jobs.windows import full_window, recent_window
-from driftgauge.ledger import LedgerService, LedgerStore, ReconcileOnClose
+from driftgauge.ledger.hooks import ReconcileOnClose
 from driftgauge.ledger.router import ledger_router
-from driftgauge.state import StateStore
+from driftgauge.ledger.service import LedgerService
+from driftgauge.ledger.store import LedgerStore
+from driftgauge.state.store import StateStore
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.postgres.io import open_pool

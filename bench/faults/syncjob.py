@@ -19,7 +19,7 @@ from typing import Any, Literal
 import httpx
 from opensearchpy import AsyncOpenSearch, TransportError
 
-from driftgauge.ledger import LedgerClient
+from driftgauge.ledger.client import LedgerClient
 from driftgauge.ledger.models import RunStatus
 from faults.world import TIMEOUT, SimClock, day_start
 

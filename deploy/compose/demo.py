@@ -20,9 +20,9 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from driftgauge.config import load_text
+from driftgauge.config.loader import load_text
 from driftgauge.drill import drill_live
-from driftgauge.engine import reconcile
+from driftgauge.engine.reconcile import reconcile
 from driftgauge.render import ProgressBar, render_drill, render_run
 
 PG = os.environ.get("DRIFTGAUGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:55432/postgres")

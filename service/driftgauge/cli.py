@@ -20,7 +20,8 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from driftgauge import __version__
-from driftgauge.config import Check, Config, load_file
+from driftgauge.config.loader import load_file
+from driftgauge.config.runtime import Check, Config
 from driftgauge.core.errors import ConfigError, DriftgaugeError
 from driftgauge.render import ProgressBar, render_drill, render_run
 from driftgauge.repair import cli as repair_cli
@@ -220,7 +221,7 @@ def _window(check: Check, args: argparse.Namespace, now: datetime) -> tuple[date
 
 
 async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> int:
-    from driftgauge.engine import reconcile
+    from driftgauge.engine.reconcile import reconcile
     from driftgauge.jobs.adapters import Adapters
     from driftgauge.stores import open_adapter
     from driftgauge.stores.preflight import preflight
@@ -275,7 +276,7 @@ async def _stored_run(config: Config, check: Check, sides: Any, start: datetime,
     from driftgauge.jobs.runner import run_check
     from driftgauge.ledger.service import ledger_exclusions
     from driftgauge.ledger.store import LedgerStore
-    from driftgauge.state import StateStore
+    from driftgauge.state.store import StateStore
     from driftgauge.stores.postgres.io import open_pool
 
     state = await StateStore.open(config.state)
@@ -321,8 +322,8 @@ async def _drill(config: Config, check: Check, args: argparse.Namespace) -> int:
 
 
 async def _prune(config: Config, *, dry_run: bool) -> int:
-    from driftgauge.retention import TABLES, prune
-    from driftgauge.state import StateStore
+    from driftgauge.retention.prune import TABLES, prune
+    from driftgauge.state.store import StateStore
 
     state = await StateStore.open(config.state)
     try:

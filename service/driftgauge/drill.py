@@ -9,8 +9,9 @@ from typing import Any
 from driftgauge.config.runtime import Check
 from driftgauge.core import buckets
 from driftgauge.core.errors import ConfigError
-from driftgauge.engine import compare_hours, compare_prefixes, explain
+from driftgauge.engine import explain
 from driftgauge.engine.join import Delta, join_rows
+from driftgauge.engine.reconcile import compare_hours, compare_prefixes
 from driftgauge.engine.result import sort_key
 from driftgauge.stores.base import StoreAdapter
 

@@ -10,9 +10,9 @@ import uvicorn
 
 from driftgauge import logs
 from driftgauge.api import create_app
-from driftgauge.config import Config
+from driftgauge.config.runtime import Config
 from driftgauge.startup import load_service_config
-from driftgauge.state import StateStore
+from driftgauge.state.store import StateStore
 
 
 async def _reach_state(config: Config) -> None:

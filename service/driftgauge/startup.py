@@ -9,7 +9,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from driftgauge.config import Config, load_file
+from driftgauge.config.loader import load_file
+from driftgauge.config.runtime import Config
 from driftgauge.core.errors import ConfigError
 
 

@@ -20,12 +20,12 @@ import pytest
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
-from driftgauge.config import Config, load_text
-from driftgauge.config.runtime import View
+from driftgauge.config.loader import load_text
+from driftgauge.config.runtime import Config, View
 from driftgauge.engine.result import RunResult
 from driftgauge.jobs.adapters import AdapterPool, Adapters
 from driftgauge.jobs.runner import run_check
-from driftgauge.state import StateStore
+from driftgauge.state.store import StateStore
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.opensearch.adapter import OpenSearchAdapter

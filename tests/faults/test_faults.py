@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from driftgauge import observe
-from driftgauge.canary import run_canary
+from driftgauge.canary.probe import run_canary
 from driftgauge.config.runtime import Canary
 from driftgauge.stores import retries
 from tests.faults.conftest import (

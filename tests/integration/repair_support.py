@@ -19,7 +19,8 @@ import httpx
 from fastapi import FastAPI
 
 from driftgauge.api.app import create_app
-from driftgauge.config import Config, load_text
+from driftgauge.config.loader import load_text
+from driftgauge.config.runtime import Config
 
 TOKEN = "repair-token-for-tests"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -11,8 +11,9 @@ from fastapi import FastAPI
 from prometheus_client.registry import CollectorRegistry
 
 from driftgauge.api.auth import TokenCheck
-from driftgauge.ledger import LedgerService, ledger_router
-from driftgauge.metrics import CollectorPart, build_registry
+from driftgauge.ledger.router import ledger_router
+from driftgauge.ledger.service import LedgerService
+from driftgauge.metrics.collector import CollectorPart, build_registry
 from driftgauge.state import migrate
 from tests.integration.conftest import TIMEOUT, unique_name
 

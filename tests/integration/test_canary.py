@@ -16,16 +16,14 @@ from opensearchpy import AsyncOpenSearch
 
 from driftgauge.api.audit import audit_router, open_audit
 from driftgauge.api.auth import TokenCheck
-from driftgauge.canary import (
-    CanaryMetrics,
-    CanaryStore,
-    adapter_key_picker,
-    key_picker_for,
-    run_canary,
-)
-from driftgauge.canary.probe import read_back_query, sentinel_document, sentinel_id
-from driftgauge.config import Check, Config, Secret, load_text
-from driftgauge.config.runtime import Api, State
+from driftgauge.canary.keys import adapter_key_picker
+from driftgauge.canary.metrics import CanaryMetrics
+from driftgauge.canary.probe import read_back_query, run_canary, sentinel_document, sentinel_id
+from driftgauge.canary.service import key_picker_for
+from driftgauge.canary.store import CanaryStore
+from driftgauge.config.loader import load_text
+from driftgauge.config.runtime import Api, Check, Config, State
+from driftgauge.config.secrets import Secret
 from driftgauge.stores import open_adapter
 from tests.integration.conftest import OS_URL, TIMEOUT
 from tests.integration.signals_support import migrated_schema, registry_of, state_pool

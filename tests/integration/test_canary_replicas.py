@@ -17,9 +17,11 @@ import pytest
 import yaml
 from opensearchpy import AsyncOpenSearch
 
-from driftgauge.canary import CanaryService, CanaryStore
-from driftgauge.config import Check, load_text
-from driftgauge.state import StateStore
+from driftgauge.canary.service import CanaryService
+from driftgauge.canary.store import CanaryStore
+from driftgauge.config.loader import load_text
+from driftgauge.config.runtime import Check
+from driftgauge.state.store import StateStore
 from driftgauge.stores import open_adapter
 from tests.integration.conftest import OS_URL, TIMEOUT, unique_name
 

@@ -42,7 +42,7 @@ from driftgauge.config.runtime import (
     Tolerance,
     View,
 )
-from driftgauge.engine import reconcile
+from driftgauge.engine.reconcile import reconcile
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.preflight import preflight

@@ -14,10 +14,11 @@ import pytest
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
-from driftgauge.config import Check, load_text
+from driftgauge.config.loader import load_text
+from driftgauge.config.runtime import Check
 from driftgauge.core.errors import ConfigError
 from driftgauge.drill import drill_live
-from driftgauge.engine import reconcile
+from driftgauge.engine.reconcile import reconcile
 from driftgauge.stores import open_adapter
 from tests.integration.conftest import OS_URL, TIMEOUT
 from tests.integration.dst_data import CASES, Case, Row, damage, make_rows

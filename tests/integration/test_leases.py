@@ -12,12 +12,12 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from driftgauge.config import Config
-from driftgauge.config.runtime import Lease
+from driftgauge.config.runtime import Config, Lease
 from driftgauge.core.errors import StateError
 from driftgauge.jobs.heartbeat import LeaseKeeper
-from driftgauge.metrics import SnapshotCache, build_registry, state_part
-from driftgauge.state import StateStore
+from driftgauge.metrics.collector import build_registry
+from driftgauge.metrics.snapshot import SnapshotCache, state_part
+from driftgauge.state.store import StateStore
 
 from .service_helpers import NOW, make_config, schema_name
 

@@ -18,16 +18,14 @@ from opensearchpy.helpers import async_bulk
 
 from driftgauge.api.audit import audit_router, open_audit
 from driftgauge.api.auth import TokenCheck
-from driftgauge.config import Config, load_text
-from driftgauge.engine import reconcile
-from driftgauge.ledger import (
-    LedgerClient,
-    LedgerMetrics,
-    LedgerService,
-    LedgerStore,
-    ledger_exclusions,
-)
+from driftgauge.config.loader import load_text
+from driftgauge.config.runtime import Config
+from driftgauge.engine.reconcile import reconcile
+from driftgauge.ledger.client import LedgerClient
+from driftgauge.ledger.metrics import LedgerMetrics
 from driftgauge.ledger.models import RULES
+from driftgauge.ledger.service import LedgerService, ledger_exclusions
+from driftgauge.ledger.store import LedgerStore
 from driftgauge.stores import open_adapter
 from tests.integration.conftest import OS_URL
 from tests.integration.signals_support import (

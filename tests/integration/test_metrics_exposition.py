@@ -20,9 +20,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from driftgauge.api import create_app
-from driftgauge.canary import CanaryResult
-from driftgauge.config import load_text
-from driftgauge.signals import VocabularyResult, VolumeDay
+from driftgauge.canary.probe import CanaryResult
+from driftgauge.config.loader import load_text
+from driftgauge.signals.vocabulary import VocabularyResult
+from driftgauge.signals.volume import VolumeDay
 from driftgauge.stores.memory import MemoryAdapter
 
 from .service_helpers import TOKEN, day_rows, hashed, key_of, memory_opener, schema_name

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from driftgauge.config import load_file
+from driftgauge.config.loader import load_file
 from driftgauge.metrics.collector import build_registry, reconciliation_part
 from driftgauge.metrics.snapshot import load_check
-from driftgauge.state import StateStore
+from driftgauge.state.store import StateStore
 
 from .test_cli import cli, config
 

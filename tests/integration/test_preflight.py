@@ -17,11 +17,11 @@ import pytest
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
-from driftgauge.config import load_text
+from driftgauge.config.loader import load_text
 from driftgauge.core.errors import ConfigError
 from driftgauge.jobs.adapters import AdapterPool
 from driftgauge.jobs.runner import run_check
-from driftgauge.state import StateStore
+from driftgauge.state.store import StateStore
 from driftgauge.stores.preflight import verify_all
 
 pytestmark = pytest.mark.integration

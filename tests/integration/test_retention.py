@@ -15,13 +15,15 @@ import pytest
 
 from driftgauge.canary.probe import CanaryResult
 from driftgauge.canary.store import CanaryStore
-from driftgauge.config import Config, load_text
+from driftgauge.config.loader import load_text
+from driftgauge.config.runtime import Config
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.engine.result import BucketResult, KeyDiff, Node, RunResult
 from driftgauge.ledger.models import Batch, KeyOutcome, RunOpen, Summary
 from driftgauge.ledger.store import LedgerStore
-from driftgauge.retention import TABLES, RetentionJob, prune
-from driftgauge.state import StateStore
+from driftgauge.retention.job import RetentionJob
+from driftgauge.retention.prune import TABLES, prune
+from driftgauge.state.store import StateStore
 
 from .service_helpers import schema_name
 

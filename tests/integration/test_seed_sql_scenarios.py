@@ -15,8 +15,8 @@ import pytest
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
-from driftgauge.config import load_text
-from driftgauge.engine import reconcile
+from driftgauge.config.loader import load_text
+from driftgauge.engine.reconcile import reconcile
 from driftgauge.stores import open_adapter
 
 pytestmark = pytest.mark.integration

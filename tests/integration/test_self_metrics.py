@@ -14,11 +14,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from driftgauge import observe
 from driftgauge.api import create_app
-from driftgauge.config import load_text
+from driftgauge.config.loader import load_text
 from driftgauge.config.runtime import Config
 from driftgauge.jobs.adapters import AdapterPool
 from driftgauge.jobs.runner import run_check
-from driftgauge.state import StateStore
+from driftgauge.state.store import StateStore
 
 from .conftest import OS_URL
 from .service_helpers import schema_name

@@ -14,8 +14,8 @@ from driftgauge.config.runtime import State
 from driftgauge.config.secrets import Secret
 from driftgauge.core.errors import StateError
 from driftgauge.engine.result import BucketResult, KeyDiff
-from driftgauge.state import StateStore
 from driftgauge.state.migrate import migrations
+from driftgauge.state.store import StateStore
 
 from .service_helpers import DAY0, NOW, make_config, sample_result, schema_name
 

@@ -8,15 +8,15 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from driftgauge.config import Config
-from driftgauge.config.runtime import State
+from driftgauge.config.runtime import Config, State
 from driftgauge.core.errors import StoreUnavailable
 from driftgauge.jobs.adapters import AdapterPool
 from driftgauge.jobs.runner import run_check
 from driftgauge.jobs.schedule import CheckScheduler, job_specs
 from driftgauge.jobs.ticks import TickRunner
-from driftgauge.metrics import SnapshotCache, build_registry, reconciliation_part
-from driftgauge.state import StateStore
+from driftgauge.metrics.collector import build_registry, reconciliation_part
+from driftgauge.metrics.snapshot import SnapshotCache
+from driftgauge.state.store import StateStore
 from driftgauge.stores.base import BucketDigest, Granularity
 from driftgauge.stores.memory import MemoryAdapter
 

@@ -10,10 +10,10 @@ import pytest
 from driftgauge.config.runtime import State
 from driftgauge.config.secrets import Secret
 from driftgauge.drill import drill_live
-from driftgauge.engine import reconcile
+from driftgauge.engine.reconcile import reconcile
 from driftgauge.metrics.collector import build_registry, reconciliation_part
 from driftgauge.metrics.snapshot import CheckSnapshot
-from driftgauge.state import StateStore
+from driftgauge.state.store import StateStore
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
 from tests.unit.corrupting import DropOneRow

@@ -13,9 +13,12 @@ import yaml
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
-from driftgauge.config import Check, load_text
-from driftgauge.engine import reconcile
-from driftgauge.signals import SignalsMetrics, SignalsStore, evaluate_signals
+from driftgauge.config.loader import load_text
+from driftgauge.config.runtime import Check
+from driftgauge.engine.reconcile import reconcile
+from driftgauge.signals.metrics import SignalsMetrics
+from driftgauge.signals.run import evaluate_signals
+from driftgauge.signals.store import SignalsStore
 from driftgauge.stores import open_adapter
 from tests.integration.conftest import OS_URL, TIMEOUT
 from tests.integration.signals_support import registry_of, state_pool

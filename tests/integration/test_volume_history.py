@@ -13,11 +13,14 @@ import yaml
 from fastapi import FastAPI
 
 from driftgauge.api.auth import TokenCheck
-from driftgauge.config import Check, load_text
+from driftgauge.config.loader import load_text
+from driftgauge.config.runtime import Check
 from driftgauge.core.errors import ConfigError
-from driftgauge.signals import SignalsMetrics, SignalsStore, evaluate_signals
+from driftgauge.signals.metrics import SignalsMetrics
 from driftgauge.signals.router import signals_router
+from driftgauge.signals.run import evaluate_signals
 from driftgauge.signals.service import SignalsService
+from driftgauge.signals.store import SignalsStore
 from driftgauge.stores import open_adapter
 from tests.integration.conftest import OS_URL, TIMEOUT
 from tests.integration.signals_support import registry_of, state_pool

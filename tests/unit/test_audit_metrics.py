@@ -10,12 +10,13 @@ from typing import Any
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from driftgauge.canary import CanaryMetrics, CanaryResult
+from driftgauge.canary.metrics import CanaryMetrics
+from driftgauge.canary.probe import CanaryResult
 from driftgauge.canary.store import CanarySnapshot
-from driftgauge.ledger import LedgerMetrics
+from driftgauge.ledger.metrics import LedgerMetrics
 from driftgauge.ledger.store import LedgerSnapshot, OpenBreaches
-from driftgauge.metrics import build_registry
-from driftgauge.signals import SignalsMetrics
+from driftgauge.metrics.collector import build_registry
+from driftgauge.signals.metrics import SignalsMetrics
 from driftgauge.signals.store import SignalsSnapshot
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"

@@ -13,12 +13,12 @@ from prometheus_client.core import Metric
 
 from driftgauge.api.app import _refresh_loop
 from driftgauge.api.audit import Audit
-from driftgauge.canary import CanaryService
-from driftgauge.config import load_text
+from driftgauge.canary.service import CanaryService
+from driftgauge.config.loader import load_text
 from driftgauge.jobs import background
 from driftgauge.ledger.hooks import ReconcileOnClose
 from driftgauge.ledger.models import Counts, RunOut
-from driftgauge.retention import RetentionJob
+from driftgauge.retention.job import RetentionJob
 from driftgauge.signals.service import SignalsService
 
 NOW = datetime(2026, 3, 10, 12, tzinfo=UTC)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from driftgauge.cli import main
-from driftgauge.config import load_file, load_text
+from driftgauge.config.loader import load_file, load_text
 from driftgauge.core.errors import ConfigError
 
 EXAMPLE = Path(__file__).parents[2] / "deploy" / "examples" / "driftgauge.yml"
@@ -100,7 +100,7 @@ def test_not_yaml_and_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_secret_repr_hides_value() -> None:
-    from driftgauge.config import Secret
+    from driftgauge.config.secrets import Secret
 
     s = Secret("postgresql://u:pw@h/db")
     assert "pw" not in repr(s) and "pw" not in str(s)
@@ -138,7 +138,7 @@ def test_an_unexpected_failure_exits_3_never_the_drift_code(
 
 
 def test_a_secret_file_that_is_not_text_is_a_secret_error(tmp_path: Path) -> None:
-    from driftgauge.config import Secret
+    from driftgauge.config.secrets import Secret
     from driftgauge.core.errors import SecretError
 
     f = tmp_path / "dsn"

@@ -11,7 +11,7 @@ import pytest
 
 from driftgauge import cron
 from driftgauge.canary.service import canary_trigger
-from driftgauge.config import load_text
+from driftgauge.config.loader import load_text
 from driftgauge.jobs.schedule import JobSpec
 
 MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from driftgauge.core.errors import StoreUnavailable
 from driftgauge.encoding import digest
-from driftgauge.engine import reconcile
+from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import RunResult
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import MemoryAdapter

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from driftgauge.engine import reconcile
+from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import RunResult
 from driftgauge.stores.base import BucketDigest, Granularity, RowHash
 from driftgauge.stores.memory import MemoryAdapter

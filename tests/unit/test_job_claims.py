@@ -9,8 +9,8 @@ from typing import Any
 
 import driftgauge.api  # noqa: F401  (the app imports the audit it wires; import it first)
 from driftgauge.api.audit import _judge_here
-from driftgauge.config import load_text
-from driftgauge.retention import RetentionJob
+from driftgauge.config.loader import load_text
+from driftgauge.retention.job import RetentionJob
 from driftgauge.signals.service import SignalsService
 
 NOW = datetime(2026, 3, 10, 12, 0, 7, tzinfo=UTC)

@@ -18,14 +18,10 @@ from prometheus_client.registry import CollectorRegistry
 
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.engine.result import BucketResult
-from driftgauge.metrics import (
-    CheckSnapshot,
-    build_registry,
-    history_part,
-    process_part,
-    reconciliation_part,
-)
-from driftgauge.state import RunRow
+from driftgauge.metrics.collector import build_registry, process_part, reconciliation_part
+from driftgauge.metrics.history import history_part
+from driftgauge.metrics.snapshot import CheckSnapshot
+from driftgauge.state.codec import RunRow
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 DAY = datetime(2026, 3, 8, tzinfo=UTC)

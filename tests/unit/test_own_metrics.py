@@ -12,7 +12,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from driftgauge import observe
-from driftgauge.config import load_text
+from driftgauge.config.loader import load_text
 from driftgauge.core.errors import (
     IncompleteExport,
     StorePermissionError,
@@ -20,8 +20,8 @@ from driftgauge.core.errors import (
     StoreTimeout,
     StoreUnavailable,
 )
-from driftgauge.engine import reconcile
-from driftgauge.metrics import build_registry
+from driftgauge.engine.reconcile import reconcile
+from driftgauge.metrics.collector import build_registry
 from driftgauge.metrics.own import own_part
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import MemoryAdapter

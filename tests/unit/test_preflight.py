@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from driftgauge.config import load_text
+from driftgauge.config.loader import load_text
 from driftgauge.config.runtime import Check, View
 from driftgauge.core.errors import ConfigError, SchemaError
 from driftgauge.core.fields import TimestampPrecision

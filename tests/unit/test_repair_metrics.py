@@ -10,7 +10,7 @@ from pathlib import Path
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from driftgauge.metrics import build_registry
+from driftgauge.metrics.collector import build_registry
 from driftgauge.repair.metrics import RepairMetrics, RepairSnapshot
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"

@@ -6,7 +6,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from driftgauge.config import load_text
+from driftgauge.config.loader import load_text
 from driftgauge.jobs.schedule import CheckScheduler, JobSpec, job_specs
 
 CONFIG = """

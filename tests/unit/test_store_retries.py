@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from driftgauge import budget
 from driftgauge.core.errors import StoreError, StoreTimeout, StoreUnavailable
-from driftgauge.metrics import build_registry
+from driftgauge.metrics.collector import build_registry
 from driftgauge.metrics.stores import store_retries_part
 from driftgauge.stores import retries
 from driftgauge.stores.opensearch import retry as os_retry

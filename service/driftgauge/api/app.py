@@ -33,20 +33,19 @@ from driftgauge.jobs.heartbeat import LeaseKeeper
 from driftgauge.jobs.schedule import CheckScheduler, job_specs
 from driftgauge.jobs.ticks import CheckBusy, TickRunner
 from driftgauge.ledger.hooks import retry_while_busy
-from driftgauge.metrics import (
+from driftgauge.metrics.collector import (
     CollectorPart,
-    SnapshotCache,
     build_registry,
-    history_part,
     process_part,
     reconciliation_part,
-    state_part,
 )
+from driftgauge.metrics.history import history_part
 from driftgauge.metrics.own import own_part
+from driftgauge.metrics.snapshot import SnapshotCache, state_part
 from driftgauge.metrics.stores import store_retries_part
 from driftgauge.repair.router import repair_router
-from driftgauge.retention import RetentionJob
-from driftgauge.state import StateStore
+from driftgauge.retention.job import RetentionJob
+from driftgauge.state.store import StateStore
 from driftgauge.stores.base import StoreAdapter
 
 log = logging.getLogger("driftgauge.api")

@@ -19,19 +19,24 @@ from fastapi import APIRouter, HTTPException, Request, status
 from prometheus_client.core import Metric
 
 from driftgauge.api.auth import TokenCheck
-from driftgauge.canary import CanaryMetrics, CanaryService, CanaryStore
+from driftgauge.canary.metrics import CanaryMetrics
 from driftgauge.canary.router import canary_router
+from driftgauge.canary.service import CanaryService
+from driftgauge.canary.store import CanaryStore
 from driftgauge.config.runtime import Config
 from driftgauge.core.errors import StateError
 from driftgauge.jobs.background import survive
 from driftgauge.jobs.clock import utc_now
 from driftgauge.jobs.schedule import JobSpec
-from driftgauge.ledger import LedgerMetrics, LedgerService, LedgerStore, ReconcileOnClose
-from driftgauge.ledger.hooks import ReconcileFn
+from driftgauge.ledger.hooks import ReconcileFn, ReconcileOnClose
+from driftgauge.ledger.metrics import LedgerMetrics
 from driftgauge.ledger.router import ledger_router
-from driftgauge.signals import SignalsMetrics, SignalsStore
+from driftgauge.ledger.service import LedgerService
+from driftgauge.ledger.store import LedgerStore
+from driftgauge.signals.metrics import SignalsMetrics
 from driftgauge.signals.router import signals_router
 from driftgauge.signals.service import SignalsService, SourceGetter
+from driftgauge.signals.store import SignalsStore
 from driftgauge.state.claims import JobClaims
 from driftgauge.stores.postgres.io import open_pool
 

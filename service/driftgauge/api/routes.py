@@ -26,8 +26,8 @@ from driftgauge.config.runtime import Check
 from driftgauge.core import buckets
 from driftgauge.core.bounds import day_problem, iso_day
 from driftgauge.core.errors import StoreTimeout, UnknownCheck
-from driftgauge.engine import compare_prefixes
-from driftgauge.state import StoredBucket
+from driftgauge.engine.reconcile import compare_prefixes
+from driftgauge.state.codec import StoredBucket
 
 router = APIRouter()
 MAX_RANGE_DAYS = 3660

@@ -16,9 +16,9 @@ from driftgauge.config.runtime import Config
 from driftgauge.jobs.adapters import AdapterPool
 from driftgauge.jobs.schedule import CheckScheduler
 from driftgauge.jobs.ticks import TickRunner
-from driftgauge.metrics import SnapshotCache
-from driftgauge.retention import RetentionJob
-from driftgauge.state import StateStore
+from driftgauge.metrics.snapshot import SnapshotCache
+from driftgauge.retention.job import RetentionJob
+from driftgauge.state.store import StateStore
 
 
 @dataclass

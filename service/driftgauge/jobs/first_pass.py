@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 from driftgauge.config.runtime import Check
 from driftgauge.core.errors import DriftgaugeError
-from driftgauge.state import StateStore
+from driftgauge.state.store import StateStore
 
 log = logging.getLogger("driftgauge.runner")
 

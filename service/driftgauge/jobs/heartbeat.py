@@ -9,7 +9,7 @@ from contextlib import suppress
 
 from driftgauge.config.runtime import Lease
 from driftgauge.core.errors import StateError
-from driftgauge.state import StateStore
+from driftgauge.state.store import StateStore
 
 log = logging.getLogger("driftgauge.heartbeat")
 Listener = Callable[[str], Awaitable[None]]

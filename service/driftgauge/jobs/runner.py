@@ -12,13 +12,12 @@ from driftgauge import budget, observe
 from driftgauge.config.runtime import Check
 from driftgauge.core.errors import DriftgaugeError, StateError, StoreError
 from driftgauge.encoding import digest
-from driftgauge.engine import reconcile
-from driftgauge.engine.reconcile import Progress
+from driftgauge.engine.reconcile import Progress, reconcile
 from driftgauge.engine.result import RunResult
 from driftgauge.jobs.adapters import Adapters, AdapterSource
 from driftgauge.jobs.first_pass import expects_drift
 from driftgauge.logs import log_context
-from driftgauge.state import KeyHasher, StateStore
+from driftgauge.state.store import KeyHasher, StateStore
 
 log = logging.getLogger("driftgauge.runner")
 ExclusionSource = Callable[[Check, datetime, datetime], Awaitable[Mapping[str, str]]]

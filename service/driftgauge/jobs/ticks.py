@@ -15,7 +15,7 @@ from driftgauge.jobs.runner import ExclusionSource, execute_run
 from driftgauge.jobs.schedule import JobSpec
 from driftgauge.jobs.windows import window_for
 from driftgauge.logs import log_context
-from driftgauge.state import KeyHasher, StateStore
+from driftgauge.state.store import KeyHasher, StateStore
 
 log = logging.getLogger("driftgauge.ticks")
 MIN_DEADLINE = timedelta(minutes=10)

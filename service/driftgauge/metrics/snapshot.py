@@ -13,7 +13,8 @@ from driftgauge.config.runtime import Check
 from driftgauge.core.errors import StateError
 from driftgauge.engine.result import BucketResult
 from driftgauge.jobs.clock import utc_now
-from driftgauge.state import RunRow, StateStore, StoredBucket
+from driftgauge.state.codec import RunRow, StoredBucket
+from driftgauge.state.store import StateStore
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from driftgauge.config import Config
+from driftgauge.config.runtime import Config
 from driftgauge.repair.errors import Refused, RepairError
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ def run(config: Config, args: argparse.Namespace) -> int:
 async def _opened(config: Config) -> AsyncIterator[Repair]:
     from driftgauge.repair.commands import run_shell
     from driftgauge.repair.service import build_repair
-    from driftgauge.state import StateStore
+    from driftgauge.state.store import StateStore
     from driftgauge.stores import open_adapter
 
     state = await StateStore.open(config.state)

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query, Req
 from fastapi.exceptions import RequestValidationError
 
 from driftgauge.core.errors import StateError
-from driftgauge.metrics import PartsCollector
+from driftgauge.metrics.collector import PartsCollector
 from driftgauge.repair.errors import NotFound, Refused, RepairInputError
 from driftgauge.repair.models import (
     AnnounceIn,

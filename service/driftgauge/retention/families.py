@@ -7,7 +7,7 @@ from datetime import date, datetime, timedelta
 
 from driftgauge.config.runtime import Check, Config
 from driftgauge.retention.batches import Family, Tally
-from driftgauge.state import StateStore
+from driftgauge.state.store import StateStore
 
 
 def served_since(check: Check, now: datetime) -> date:

@@ -13,8 +13,8 @@ from driftgauge.core.errors import StateError
 from driftgauge.jobs.background import survive
 from driftgauge.jobs.schedule import JobSpec
 from driftgauge.retention.prune import PruneReport, prune
-from driftgauge.state import StateStore
 from driftgauge.state.claims import JobClaims
+from driftgauge.state.store import StateStore
 
 log = logging.getLogger("driftgauge.retention")
 DAY = 86400.0

@@ -10,7 +10,7 @@ from datetime import datetime
 from driftgauge.config.runtime import Config
 from driftgauge.retention.batches import BATCH, Batches, Family
 from driftgauge.retention.families import audit_families, run_families
-from driftgauge.state import StateStore
+from driftgauge.state.store import StateStore
 
 log = logging.getLogger("driftgauge.retention")
 TABLES = ("runs", "buckets", "nodes", "key_samples", "ledger_runs", "ledger_batches",
