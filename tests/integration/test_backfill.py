@@ -178,6 +178,37 @@ async def test_start_is_refused_for_partitions_younger_than_the_settle_window(
         assert shown["events"][-1]["rule"] == "open_partition"
 
 
+async def test_an_undelivered_announcement_keeps_the_backfill_planned(
+        pg_database: str) -> None:
+    tables = Tables(pg_database)
+    day = day_zero()
+    await tables.create(order_rows(day, range(3)))
+    await tables.corrupt(day + timedelta(hours=1), day + timedelta(hours=2))
+    with receiver() as hook:
+        async with serve(tables.config()) as (_, client):
+            await reconcile(client)
+            await _consumers(client, hook.url)
+            await post(client, "/reads", {"consumer": "settlement-report", "check": "orders",
+                                          "partitions": [{
+                                              "start": (day + timedelta(hours=1)).isoformat(),
+                                              "end": (day + timedelta(hours=2)).isoformat()}]},
+                       201)
+            plan = await post(client, "/backfills", {"check": "orders", "by": "ana",
+                                                     "reason": "bad hour"}, 201)
+            assert [c["name"] for c in plan["consumers"]] == ["settlement-report"]
+            hook.fail.add("/settlement-report")
+            failed = await post(client, f"/backfills/{plan['id']}/announce", {"by": "ana"}, 409)
+            assert failed["detail"]["rule"] == "announcement_undelivered"
+            assert "HTTP 503" in failed["detail"]["detail"]
+            shown = (await client.get(f"/api/v1/backfills/{plan['id']}")).json()
+            assert shown["status"] == "planned" and shown["announced_at"] is None
+            hook.fail.clear()
+            done = await post(client, f"/backfills/{plan['id']}/announce", {"by": "ana"})
+            assert done["status"] == "announced"
+            assert [e["outcome"] for e in done["events"] if e["step"] == "announce"] == [
+                "undelivered", "refused", "delivered", "done"]
+
+
 async def test_bad_input_names_the_field(pg_database: str) -> None:
     tables = Tables(pg_database)
     await tables.create(order_rows(day_zero(), range(1)))

@@ -84,7 +84,8 @@ def create_app(config: Config, *, start_scheduler: bool = True, opener: Opener |
     app.include_router(router, prefix="/api/v1", responses=answers(400, 401, 403, 404, 503))
     app.include_router(audit_router(tokens), prefix="/api/v1",
                        responses=answers(400, 401, 403, 404, 409, 502, 503, 504))
-    app.include_router(repair_router(tokens.require, tokens.require_read), prefix="/api/v1")
+    app.include_router(repair_router(tokens.require, tokens.require_read), prefix="/api/v1",
+                       responses=answers(400, 401, 403, 404, 503))
     _document_check_names(app, sorted(config.checks))
     _add_schema(app, tokens)
     return app

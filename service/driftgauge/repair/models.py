@@ -14,10 +14,13 @@ Text = Annotated[str, Field(min_length=1, max_length=2000, pattern=r"^[^\x00]*$"
 def _aware(value: datetime) -> datetime:
     if value.tzinfo is None:
         raise ValueError("must carry a time zone (e.g. 2026-03-15T05:00:00Z)")
+    if not 1970 <= value.year <= 9998:
+        raise ValueError("must fall in the years 1970 to 9998")
     return value
 
 
 Instant = Annotated[datetime, AfterValidator(_aware)]
+Day = Annotated[date, Field(ge=date(1970, 1, 1), le=date(9998, 12, 31))]
 
 
 class _Body(BaseModel):
@@ -68,8 +71,8 @@ class PlanIn(_Body):
     check: Name
     by: Name
     reason: Text
-    since: date | None = None
-    until: date | None = None
+    since: Day | None = None
+    until: Day | None = None
     pipeline: Name | None = None
 
 
@@ -110,3 +113,17 @@ class ProbeIn(_Body):
     check: Name
     window_start: Instant | None = None
     window_end: Instant | None = None
+
+
+class Refusal(BaseModel):
+    """Which step a rule refused, the rule's name and why."""
+
+    step: str
+    rule: str
+    detail: str
+
+
+class RefusedOut(BaseModel):
+    """A refused lifecycle step (409, or 422 when the request can never succeed)."""
+
+    detail: Refusal

@@ -25,6 +25,7 @@ from driftgauge.repair.models import (
     PlanIn,
     ProbeIn,
     ReadIn,
+    RefusedOut,
     ReplayDone,
     ReplayIn,
     RunIn,
@@ -114,8 +115,12 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
     write = [Depends(require_write)]
     read = [Depends(require_read)]
     refused: dict[int | str, dict[str, Any]] = {
-        409: {"description": "A lifecycle rule refused the step (the body names it)."},
-        422: {"description": "Bad input (naming the field) or a refused step."}}
+        409: {"model": RefusedOut,
+              "description": "A lifecycle rule refused the step (the body names it)."},
+        422: {"description": "Bad input (naming the field), or a step that cannot succeed "
+                             "(the body names the rule)."},
+        502: {"description": "A store answered with an error while digesting partitions."},
+        504: {"description": "A store did not answer in time while digesting partitions."}}
 
     @router.get("/watermarks", tags=["repair"], dependencies=read)
     async def list_watermarks(service: Service) -> list[dict[str, Any]]:
