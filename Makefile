@@ -23,9 +23,10 @@ services-stop: ## Stop the local stack
 status: ## Report the local stack
 	deploy/local/stack.sh status
 
-lint: install ## ruff and mypy
+lint: install ## ruff, mypy and the import layers (.importlinter)
 	$(BIN)/ruff check service tests bench deploy/compose deploy/prometheus
 	$(BIN)/mypy
+	PYTHONPATH=service $(BIN)/lint-imports --no-cache
 
 tools: ## Install helm (built from the Go module proxy) and promtool (Debian's prometheus)
 	deploy/local/helm.sh install

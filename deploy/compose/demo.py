@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from driftgauge.config.loader import load_text
-from driftgauge.drill import drill_live
+from driftgauge.engine.drill import drill_live
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.render import ProgressBar, render_drill, render_run
 

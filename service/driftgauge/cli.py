@@ -297,7 +297,7 @@ async def _stored_run(config: Config, check: Check, sides: Any, start: datetime,
 
 
 async def _drill(config: Config, check: Check, args: argparse.Namespace) -> int:
-    from driftgauge.drill import drill_live
+    from driftgauge.engine.drill import drill_live
     from driftgauge.stores import open_adapter
     from driftgauge.stores.preflight import preflight
 
