@@ -231,11 +231,13 @@ class SyncLedgerClient:
     def __init__(self, base_url: str, *, job: str, window_start: datetime,
                  window_end: datetime, input_rows: int, token: str | None = None,
                  timeout: float = 10.0, batch_size: int = 1000,
-                 client_run_id: str | None = None,
+                 client_run_id: str | None = None, backfill_id: int | None = None,
                  transport: httpx.BaseTransport | None = None) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(base_url=base_url.rstrip("/") + "/api/v1/ledger",
                                   headers=headers, timeout=timeout, transport=transport)
+        self._backfill = (None if backfill_id is None else
+                          f"{base_url.rstrip('/')}/api/v1/backfills/{backfill_id}/runs")
         self.input_rows = input_rows
         self._open = _open_body(job, window_start, window_end, input_rows,
                                 client_run_id or uuid.uuid4().hex)
@@ -246,6 +248,9 @@ class SyncLedgerClient:
     def __enter__(self) -> SyncLedgerClient:
         try:
             self.run_id = int(self._post("/runs", self._open, "open the run")["id"])
+            if self._backfill is not None:
+                self._post(self._backfill, {"ledger_run_id": self.run_id},
+                           "report the run under its backfill")
         except BaseException:
             self._http.close()
             raise

@@ -98,6 +98,18 @@ class Backfills:
                 raise Refused("plan", "nothing_to_repair",
                               f"the stored runs of {check.name} show no drifting hour in "
                               f"{since}..{until}", status=422)
+            taken = await conn.fetch(
+                "SELECT b.id, min(t.partition_start) AS first FROM backfills b"
+                " JOIN backfill_targets t ON t.backfill_id = b.id WHERE b.check_name = $1"
+                " AND b.status <> 'closed' AND t.partition_start = ANY($2::timestamptz[])"
+                " GROUP BY b.id ORDER BY b.id", check.name, [t.start for t in targets])
+            if taken:
+                detail = (f"backfill {taken[0]['id']} of {check.name} is open over "
+                          f"{taken[0]['first'].isoformat()}; close it first")
+                await self.event(taken[0]["id"], check.name, "plan", "refused",
+                                 rule="overlapping_backfill", actor=by, detail=detail,
+                                 conn=conn)
+                raise Refused("plan", "overlapping_backfill", detail)
             plan = Plan(targets)
             plan.consumers = await readers_of(conn, check.name,
                                               [(t.start, t.end) for t in targets])
