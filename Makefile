@@ -14,7 +14,7 @@ $(BIN)/driftgauge: pyproject.toml
 
 install: $(BIN)/driftgauge ## Create .venv with driftgauge and its dev tools
 
-services: ## Start the local PostgreSQL and OpenSearch (idempotent)
+services: ## Start the local PostgreSQL, MariaDB and OpenSearch (idempotent)
 	deploy/local/stack.sh start
 
 services-stop: ## Stop the local stack
@@ -28,8 +28,10 @@ lint: install ## ruff, mypy and the import layers (.importlinter)
 	$(BIN)/mypy
 	PYTHONPATH=service $(BIN)/lint-imports --no-cache
 
-tools: ## Install helm (built from the Go module proxy) and promtool (Debian's prometheus)
+tools: ## Install helm (built from the Go module proxy), promtool (Debian's prometheus) and mariadbd
 	deploy/local/helm.sh install
+	[ -x /usr/sbin/mariadbd ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	  apt-get install -y -qq --no-install-recommends mariadb-server >/dev/null; }
 	command -v promtool >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	  apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
 

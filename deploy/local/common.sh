@@ -9,6 +9,8 @@ OS_HTTP_PORT="${DRIFTGAUGE_OS_PORT:-9250}"
 OS_DIR="$LOCAL/opensearch"
 OS_HEAP="${DRIFTGAUGE_OS_HEAP:-1g}"
 OS_VERSION="2.19.1"
+MY_PORT="${DRIFTGAUGE_MARIADB_PORT:-53306}"
+MY_DIR="$LOCAL/mariadb"
 
 log() { printf '[driftgauge-local] %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
