@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: install services services-stop status tools test test-unit test-differential test-fuzz test-faults test-replicas lint typecheck demo bench bench-faults dist rules lock clean
+.PHONY: install services services-stop status tools test test-unit test-differential test-fuzz test-faults test-replicas lint typecheck docs demo bench bench-faults dist rules lock clean
 
 $(BIN)/driftgauge: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -24,7 +24,7 @@ status: ## Report the local stack
 	deploy/local/stack.sh status
 
 lint: install ## ruff, mypy and the import layers (.importlinter)
-	$(BIN)/ruff check service tests bench deploy/compose deploy/prometheus
+	$(BIN)/ruff check service tests bench tools deploy/compose deploy/prometheus
 	$(BIN)/mypy
 	PYTHONPATH=service $(BIN)/lint-imports --no-cache
 
@@ -49,6 +49,9 @@ test-fuzz: install services ## Schemathesis over every API operation, every phas
 
 test-faults: install services ## The fault suite: proxies in front of the real stores (also in `make test`)
 	$(BIN)/pytest -q tests/faults
+
+docs: install ## Regenerate docs/configuration.md from the config models
+	$(BIN)/python tools/config_reference.py
 
 dist: install services tools ## Wheel, sdist and chart into dist/; install them from the lock in a fresh venv and run a check
 	$(BIN)/pytest -q tests/deploy/test_dist.py tests/deploy/test_helm.py::test_chart_packages_into_dist_and_the_package_lints
