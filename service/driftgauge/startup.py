@@ -26,12 +26,9 @@ def load_service_config(path: str | Path, *, resolve_secrets: bool = True) -> Co
 def runtime_problems(config: Config, *, resolve_secrets: bool = True,
                      now: datetime | None = None) -> list[str]:
     """Return what fails when serve builds its schedules and token check from `config`."""
-    from apscheduler.triggers.interval import IntervalTrigger
-
     from driftgauge.api import create_app
     from driftgauge.api.auth import TokenCheck
-    from driftgauge.canary.service import canary_trigger
-    from driftgauge.jobs.clock import EPOCH
+    from driftgauge.jobs.recurring import canary_grid, signals_grid
     from driftgauge.jobs.schedule import job_specs
 
     at = now or datetime.now(UTC)
@@ -47,14 +44,12 @@ def runtime_problems(config: Config, *, resolve_secrets: bool = True,
     for name, check in sorted(config.checks.items()):
         try:
             if check.canary is not None:
-                canary_trigger(check).get_next_fire_time(None, at)
+                canary_grid(check).trigger().get_next_fire_time(None, at)
         except (ValueError, ArithmeticError) as exc:
             problems.append(f"checks.{name}.canary: cannot be scheduled ({exc})")
-        every = check.schedule.recent_every
         try:
-            if every is not None:           # the signals service measures on this interval
-                IntervalTrigger(seconds=every.total_seconds(), start_date=EPOCH,
-                                timezone=UTC).get_next_fire_time(None, at)
+            if check.schedule.recent_every is not None:   # the signals measure on this interval
+                signals_grid(check).trigger().get_next_fire_time(None, at)
         except (ValueError, ArithmeticError) as exc:
             problems.append(f"checks.{name}.schedule.recent: cannot be scheduled ({exc})")
     if resolve_secrets:

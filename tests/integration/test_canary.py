@@ -202,7 +202,7 @@ async def test_a_deploy_hook_runs_the_canary_through_the_api(setup: Setup) -> No
             raise AssertionError("no ledger is configured")
 
         async with open_audit(config, reconcile=no_reconcile, source=open_adapter_for,
-                              clock=lambda: NOW, start=False) as audit:
+                              clock=lambda: NOW) as audit:
             app = FastAPI()
             app.include_router(audit_router(TokenCheck([b"t0k"], True)), prefix="/api/v1")
             app.state.audit = audit

@@ -21,6 +21,8 @@ from driftgauge.canary.service import CanaryService
 from driftgauge.canary.store import CanaryStore
 from driftgauge.config.loader import load_text
 from driftgauge.config.runtime import Check
+from driftgauge.jobs.recurring import canary_jobs
+from driftgauge.jobs.runtime import JobRuntime
 from driftgauge.state.store import StateStore
 from driftgauge.stores import open_adapter
 from tests.integration.conftest import OS_URL, TIMEOUT, unique_name
@@ -87,10 +89,14 @@ async def replicas(pg_database: str, os_client: AsyncOpenSearch,
         adapter = await open_adapter(c.source)
         opened.append(adapter)
         return adapter
-    services = [CanaryService(config.checks, CanaryStore(s.calls.pool), source, clock=clock,
-                              claims=s.claims) for s in stores]
+    services = [CanaryService(config.checks, CanaryStore(s.calls.pool), source, clock=clock)
+                for s in stores]
+    # One job runtime per replica, each claiming through its own state store.
+    runtimes = [JobRuntime(clock, claims=s.claims) for s in stores]
+    for rt, service in zip(runtimes, services, strict=True):
+        rt.add(*canary_jobs(config.checks, service))
     try:
-        yield [services, stores, clock, check]
+        yield [services, stores, clock, check, runtimes]
     finally:
         for a in opened:
             await a.close()
@@ -100,11 +106,11 @@ async def replicas(pg_database: str, os_client: AsyncOpenSearch,
 
 async def test_every_scheduled_canary_is_claimed_once_with_no_false_alarm(
         replicas: list[Any]) -> None:
-    services, stores, clock, _ = replicas
+    services, stores, clock, _, runtimes = replicas
     for i in range(TIMES):
         # Both replicas fire the same scheduled time, a few milliseconds apart.
         clock.now = T0 + timedelta(minutes=i, milliseconds=5)
-        await asyncio.gather(*(s._fire("reviews") for s in services))
+        await asyncio.gather(*(rt.fire("reviews:canary") for rt in runtimes))
     results = await services[0].store.history("reviews", limit=100)
     assert [r.result for r in results] == ["ok"] * TIMES, [(r.result, r.detail)
                                                           for r in results]
@@ -115,11 +121,11 @@ async def test_every_scheduled_canary_is_claimed_once_with_no_false_alarm(
 
 async def test_a_time_is_not_claimed_while_the_previous_attempt_still_runs(
         replicas: list[Any]) -> None:
-    services, stores, clock, _ = replicas
+    services, stores, clock, _, runtimes = replicas
     clock.now = T0 + timedelta(minutes=30, milliseconds=5)
     async with stores[1].claims.lock("canary:reviews") as got:
         assert got
-        await services[0]._fire("reviews")
+        await runtimes[0].fire("reviews:canary")
     assert await stores[0].claims.claimed_by("canary:reviews",
                                              T0 + timedelta(minutes=30)) is None
     assert await services[0].store.history("reviews") == []

@@ -14,7 +14,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from driftgauge.config.runtime import Config, Lease
 from driftgauge.core.errors import StateError
+from driftgauge.jobs.clock import ManualClock
 from driftgauge.jobs.heartbeat import LeaseKeeper
+from driftgauge.jobs.recurring import heartbeat_job
+from driftgauge.jobs.runtime import Job, JobRuntime
+from driftgauge.jobs.schedule import every
 from driftgauge.metrics.collector import build_registry
 from driftgauge.metrics.snapshot import SnapshotCache, state_part
 from driftgauge.state.store import StateStore
@@ -67,13 +71,14 @@ async def test_a_run_nobody_renews_expires_as_interrupted_once(stores: list[Stat
 async def test_a_renewed_run_outlives_its_lease(stores: list[StateStore]) -> None:
     live, other = stores
     run_id = await begin(live)
-    keeper = LeaseKeeper(live, SHORT)
-    keeper.start()
+    jobs = JobRuntime()
+    jobs.add(heartbeat_job(LeaseKeeper(live, SHORT)))
+    jobs.start()
     try:
         await asyncio.sleep(2.0)
         assert await LeaseKeeper(other, SHORT).expire() == []
     finally:
-        await keeper.stop()
+        await jobs.stop()
     run = await other.run("reviews", run_id)
     assert run is not None and run.status == "running"
     await asyncio.sleep(1.3)
@@ -102,6 +107,28 @@ async def test_each_scheduled_time_is_claimed_by_one_replica(stores: list[StateS
                                                                            "replica-1")
     assert not await stores[1].claims.claim("canary:reviews", times[0])
     assert await stores[1].claims.claim("canary:orders", times[0])  # another job
+
+
+async def test_two_job_runtimes_on_one_state_database_run_each_claimed_time_once(
+        stores: list[StateStore]) -> None:
+    clock = ManualClock(NOW)
+    ran: list[tuple[str, datetime]] = []
+    runtimes = []
+    for store in stores:
+        async def prune(at: datetime, who: str = store.claims.replica) -> None:
+            ran.append((who, at))
+        rt = JobRuntime(clock, claims=store.claims)
+        rt.add(Job("retention", "retention", prune, every(timedelta(minutes=1)),
+                   claim="retention"))
+        runtimes.append(rt)
+    for i in (1, 2, 3):
+        await clock.set(NOW + timedelta(minutes=i))
+        outcomes = await asyncio.gather(*(rt.run_due() for rt in runtimes))
+        assert sorted(o["retention"] for o in outcomes) == ["ran", "taken"]
+    times = [NOW.replace(second=0, microsecond=0) + timedelta(minutes=i) for i in (1, 2, 3)]
+    assert sorted(at for _, at in ran) == times
+    for who, at in ran:
+        assert await stores[0].claims.claimed_by("retention", at) == who
 
 
 async def test_a_job_lock_keeps_a_long_attempt_from_meeting_the_next(

@@ -450,8 +450,8 @@ async def test_the_audit_wires_ledger_reconcile_and_metrics_together(pg_database
         async def no_source(check: Any) -> Any:
             raise AssertionError("no canary or volume is configured")
 
-        async with open_audit(config, reconcile=reconcile_now, source=no_source, clock=clock,
-                              start=False) as audit:
+        async with open_audit(config, reconcile=reconcile_now, source=no_source,
+                              clock=clock) as audit:
             app = FastAPI()
             app.include_router(audit_router(TokenCheck([TOKEN.encode()], True)),
                                prefix="/api/v1")

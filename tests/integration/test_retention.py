@@ -19,6 +19,8 @@ from driftgauge.config.loader import load_text
 from driftgauge.config.runtime import Config
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.engine.result import BucketResult, KeyDiff, Node, RunResult
+from driftgauge.jobs.recurring import retention_job
+from driftgauge.jobs.runtime import JobRuntime
 from driftgauge.ledger.models import Batch, KeyOutcome, RunOpen, Summary
 from driftgauge.ledger.store import LedgerStore
 from driftgauge.retention.job import RetentionJob
@@ -352,17 +354,19 @@ async def test_a_replica_skips_while_another_prunes(world: World) -> None:
 
 
 async def test_the_daily_job_prunes_in_the_background_and_stops(world: World) -> None:
-    job = RetentionJob(world.state, world.config, clock=lambda: NOW, first_after=0)
-    job.start()
+    job = RetentionJob(world.state, world.config, clock=lambda: NOW, first_after=timedelta(0))
+    jobs = JobRuntime()
+    jobs.add(retention_job(job))
+    jobs.start()
     try:
         for _ in range(200):
             if job.last is not None:
                 break
             await asyncio.sleep(0.05)
-        assert job.running
+        assert jobs.running
     finally:
-        await job.stop()
-    assert not job.running
+        await jobs.stop()
+    assert not jobs.running
     assert job.last is not None and job.last.deleted == EXPECTED
 
 

@@ -11,8 +11,10 @@ import pytest
 from driftgauge.config.runtime import Config, State
 from driftgauge.core.errors import StoreUnavailable
 from driftgauge.jobs.adapters import AdapterPool
+from driftgauge.jobs.recurring import tick_jobs
 from driftgauge.jobs.runner import run_check
-from driftgauge.jobs.schedule import CheckScheduler, job_specs
+from driftgauge.jobs.runtime import JobRuntime
+from driftgauge.jobs.schedule import TickFn, job_specs
 from driftgauge.jobs.ticks import TickRunner
 from driftgauge.metrics.collector import build_registry, reconciliation_part
 from driftgauge.metrics.snapshot import SnapshotCache
@@ -72,6 +74,13 @@ async def config(pg_database: str) -> Config:
     return make_config(pg_database, schema_name())
 
 
+def scheduler(config: Config, tick: TickFn, clock: Clock) -> JobRuntime:
+    """Return a job runtime firing every check's ticks."""
+    runtime = JobRuntime(clock)
+    runtime.add(*tick_jobs(job_specs(config.checks), tick))
+    return runtime
+
+
 async def _open(state: State, n: int) -> list[StateStore]:
     return [await StateStore.open(state, replica=f"replica-{i}") for i in range(n)]
 
@@ -99,7 +108,7 @@ async def test_two_replicas_run_each_scheduled_tick_exactly_once(
         runner = TickRunner(config.checks, store, AdapterPool(config.checks,
                                                               memory_opener(adapters)),
                             clock=clock)
-        replicas.append(CheckScheduler(job_specs(config.checks), runner.tick, clock=clock))
+        replicas.append(scheduler(config, runner.tick, clock))
     outcomes: list[str] = []
     for hours in (1, 2, 3):
         clock.now = T0 + timedelta(hours=hours)
@@ -130,7 +139,7 @@ async def test_a_hung_store_misses_its_deadline_without_holding_up_other_checks(
     runner = TickRunner(config.checks, stores[0], AdapterPool(config.checks,
                                                               memory_opener(adapters)),
                         deadline=0.5, clock=Clock(T0))
-    sched = CheckScheduler(job_specs(config.checks), runner.tick, clock=Clock(T0))
+    sched = scheduler(config, runner.tick, Clock(T0))
     async with asyncio.timeout(30):
         out = await sched.run_due(T0 + timedelta(hours=1))
     assert out == {"reviews:recent": "ran:error", "orders:recent": "ran:ok"}

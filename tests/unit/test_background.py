@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -11,11 +10,12 @@ from pathlib import Path
 import pytest
 from prometheus_client.core import Metric
 
-from driftgauge.api.app import _refresh_loop
 from driftgauge.api.audit import Audit
 from driftgauge.canary.service import CanaryService
 from driftgauge.config.loader import load_text
 from driftgauge.jobs import background
+from driftgauge.jobs.recurring import canary_jobs, refresh_job, signals_jobs
+from driftgauge.jobs.runtime import JobRuntime
 from driftgauge.ledger.hooks import ReconcileOnClose
 from driftgauge.ledger.models import Counts, RunOut
 from driftgauge.retention.job import RetentionJob
@@ -67,8 +67,10 @@ async def test_a_signals_measurement_that_raises_is_counted() -> None:
 
     service = SignalsService(cfg.checks, store=None, source=broken,  # type: ignore[arg-type]
                              clock=lambda: NOW)
+    jobs = JobRuntime(lambda: NOW)
+    jobs.add(*signals_jobs(cfg.checks, service))
     before = background.errors("signals")
-    await service._fire("c")
+    await jobs.fire("c:signals")
     assert background.errors("signals") == before + 1
 
 
@@ -115,8 +117,10 @@ async def test_a_canary_whose_key_picker_raises_is_counted() -> None:
 
     service = CanaryService(cfg.checks, store=None, source=broken,  # type: ignore[arg-type]
                             clock=lambda: NOW)
+    jobs = JobRuntime(lambda: NOW)
+    jobs.add(*canary_jobs(cfg.checks, service))
     before = background.errors("canary")
-    await service._fire("c")
+    await jobs.fire("c:canary")
     assert background.errors("canary") == before + 1
 
 
@@ -145,13 +149,13 @@ class Flaky:
 async def test_the_refresh_loop_goes_on_after_a_bad_reload() -> None:
     flaky = Flaky()
     before = background.errors("snapshot_refresh")
-    task = asyncio.create_task(_refresh_loop(flaky, 0.01))  # type: ignore[arg-type]
+    jobs = JobRuntime()
+    jobs.add(refresh_job(flaky, 0.01))  # type: ignore[arg-type]
+    jobs.start()
     try:
         await asyncio.wait_for(flaky.second.wait(), 5)
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await jobs.stop()
     assert background.errors("snapshot_refresh") == before + 1
 
 

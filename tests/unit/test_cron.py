@@ -8,10 +8,11 @@ from functools import cache
 from zoneinfo import ZoneInfo
 
 import pytest
+from apscheduler.triggers.base import BaseTrigger
 
 from driftgauge import cron
-from driftgauge.canary.service import canary_trigger
 from driftgauge.config.loader import load_text
+from driftgauge.jobs.recurring import canary_grid
 from driftgauge.jobs.schedule import JobSpec
 
 MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
@@ -155,7 +156,7 @@ checks:
       filter: {bool: {must_not: [{exists: {field: driftgauge_canary}}]}}
     canary: {store: dst, cron: "0 12 * * 1-5"}
 """)
-    trig = canary_trigger(config.checks["reviews"])
+    trig: BaseTrigger = canary_grid(config.checks["reviews"]).trigger()
     t = trig.get_next_fire_time(None, datetime(2026, 3, 7, tzinfo=UTC))     # a Saturday
     days = []
     for _ in range(5):

@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
-import driftgauge.api  # noqa: F401  (the app imports the audit it wires; import it first)
-from driftgauge.api.audit import _judge_here
 from driftgauge.config.loader import load_text
+from driftgauge.jobs.recurring import audit_job, retention_job, signals_jobs
+from driftgauge.jobs.runtime import JobRuntime
 from driftgauge.retention.job import RetentionJob
 from driftgauge.signals.service import SignalsService
 
@@ -50,32 +49,46 @@ def other_replica_took(claims: Claims, job: str, at: datetime) -> None:
     claims.taken[(job, at)] = "other"
 
 
+def runtime(claims: Claims | None) -> JobRuntime:
+    """Return a job runtime claiming through `claims`."""
+    return JobRuntime(lambda: NOW, claims=claims)  # type: ignore[arg-type]
+
+
+async def nothing() -> None:
+    """Stand in for a job's work: only the claim is under test."""
+
+
 async def test_signals_claim_the_grid_time_of_the_recent_interval() -> None:
     config = load_text(CONFIG)
     claims = Claims()
     svc = SignalsService(config.checks, store=None, source=None,  # type: ignore[arg-type]
-                         clock=lambda: NOW, claims=claims)  # type: ignore[arg-type]
-    assert await svc.claim("orders")
+                         clock=lambda: NOW)
+    jobs = runtime(claims)
+    jobs.add(*signals_jobs(config.checks, svc))
+    assert await jobs.claim("orders:signals")
     assert ("signals:orders", datetime(2026, 3, 10, 12, 0, tzinfo=UTC)) in claims.taken
     other_replica_took(claims, "signals:orders", datetime(2026, 3, 10, 12, 15, tzinfo=UTC))
-    svc._clock = lambda: NOW + timedelta(minutes=15)
-    assert not await svc.claim("orders")
+    assert not await jobs.claim("orders:signals", NOW + timedelta(minutes=15))
 
 
 async def test_ledger_deadlines_are_judged_by_one_replica_per_period() -> None:
     claims = Claims()
-    assert await _judge_here(claims, 30.0, NOW)  # type: ignore[arg-type]
-    assert not await _judge_here(claims, 30.0, NOW + timedelta(seconds=5))  # type: ignore[arg-type]
+    jobs, alone = runtime(claims), runtime(None)
+    for rt in (jobs, alone):
+        rt.add(audit_job(nothing, nothing, 30.0))
+    assert await jobs.claim("audit", NOW)
+    assert not await jobs.claim("audit", NOW + timedelta(seconds=5))
     other_replica_took(claims, "ledger-deadlines", datetime(2026, 3, 10, 12, 0, 30, tzinfo=UTC))
-    assert not await _judge_here(claims, 30.0, NOW + timedelta(seconds=30))  # type: ignore[arg-type]
-    assert await _judge_here(None, 30.0, NOW)
+    assert not await jobs.claim("audit", NOW + timedelta(seconds=30))
+    assert await alone.claim("audit", NOW)
 
 
 async def test_retention_prunes_on_one_replica_a_day() -> None:
     config = load_text(CONFIG)
     claims = Claims()
-    job: Any = RetentionJob(None, config, clock=lambda: NOW, claims=claims)  # type: ignore[arg-type]
-    assert await job._claim()
+    job = RetentionJob(None, config, clock=lambda: NOW)  # type: ignore[arg-type]
+    jobs = runtime(claims)
+    jobs.add(retention_job(job))
+    assert await jobs.claim("retention")
     other_replica_took(claims, "retention", datetime(2026, 3, 11, tzinfo=UTC))
-    job._clock = lambda: NOW + timedelta(days=1)
-    assert not await job._claim()
+    assert not await jobs.claim("retention", NOW + timedelta(days=1))

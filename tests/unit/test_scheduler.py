@@ -7,7 +7,9 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from driftgauge.config.loader import load_text
-from driftgauge.jobs.schedule import CheckScheduler, JobSpec, job_specs
+from driftgauge.jobs.recurring import tick_jobs
+from driftgauge.jobs.runtime import JobRuntime
+from driftgauge.jobs.schedule import JobSpec, TickFn, job_specs
 
 CONFIG = """
 stores:
@@ -40,6 +42,13 @@ class Clock:
 
 def specs() -> list[JobSpec]:
     return job_specs(load_text(CONFIG).checks)
+
+
+def scheduler(tick: TickFn, clock: Clock | None = None) -> JobRuntime:
+    """Return a job runtime firing every check's ticks."""
+    runtime = JobRuntime(clock)
+    runtime.add(*tick_jobs(specs(), tick))
+    return runtime
 
 
 def test_jobs_per_check_come_from_its_schedule() -> None:
@@ -77,7 +86,7 @@ async def test_run_due_fires_each_tick_once_and_coalesces_missed_ones() -> None:
         fired.append((spec.id, at))
         return "ran"
 
-    sched = CheckScheduler(specs(), tick, clock=clock)
+    sched = scheduler(tick, clock)
     assert await sched.run_due(T0 + timedelta(minutes=10)) == {}
     assert await sched.run_due(T0 + timedelta(minutes=15)) == {"orders:recent": "ran"}
     assert await sched.run_due(T0 + timedelta(minutes=16)) == {}
@@ -100,17 +109,17 @@ async def test_a_slow_check_does_not_hold_up_another() -> None:
         orders_done.set()
         return "fast"
 
-    sched = CheckScheduler(specs(), tick, clock=Clock(T0 - timedelta(minutes=1)))
+    sched = scheduler(tick, Clock(T0 - timedelta(minutes=1)))
     async with asyncio.timeout(10):
         out = await sched.run_due(T0)
     assert out == {"reviews:recent": "slow", "orders:recent": "fast"}
 
 
-async def test_apscheduler_jobs_never_overlap_and_coalesce() -> None:
+async def test_started_jobs_never_overlap_and_coalesce() -> None:
     async def tick(spec: JobSpec, at: datetime) -> str:
         return "ran"
 
-    sched = CheckScheduler(specs(), tick)
+    sched = scheduler(tick)
     sched.start()
     try:
         assert sched.running
@@ -119,5 +128,5 @@ async def test_apscheduler_jobs_never_overlap_and_coalesce() -> None:
         assert all(j.max_instances == 1 and j.coalesce for j in jobs.values())
         assert jobs["orders:recent"].misfire_grace_time == 450
     finally:
-        sched.stop()
+        await sched.stop()
     assert not sched.running and sched.jobs() == []

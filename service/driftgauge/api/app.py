@@ -1,11 +1,11 @@
-"""The FastAPI app: its lifespan owns the state store, adapters, scheduler and registry."""
+"""The composition root: the FastAPI app, and a lifespan that opens and closes the runtime."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -28,9 +28,17 @@ from driftgauge.config.runtime import Check, Config
 from driftgauge.core.errors import StateError
 from driftgauge.jobs.adapters import AdapterPool, Opener
 from driftgauge.jobs.background import background_part, survive
-from driftgauge.jobs.clock import utc_now
+from driftgauge.jobs.clock import Clock, SystemClock, utc_now
 from driftgauge.jobs.heartbeat import LeaseKeeper
-from driftgauge.jobs.schedule import CheckScheduler, job_specs
+from driftgauge.jobs.recurring import (
+    HEARTBEAT,
+    heartbeat_job,
+    refresh_job,
+    retention_job,
+    tick_jobs,
+)
+from driftgauge.jobs.runtime import JobRuntime
+from driftgauge.jobs.schedule import job_specs
 from driftgauge.jobs.ticks import CheckBusy, TickRunner
 from driftgauge.ledger.hooks import retry_while_busy
 from driftgauge.metrics.collector import (
@@ -148,11 +156,12 @@ async def _open_runtime(config: Config, tokens: TokenCheck, *, start_scheduler: 
     snapshots = SnapshotCache(state, config.checks, clock)
     ticks = TickRunner(config.checks, state, adapters, sample_keys=config.api.sample_keys,
                        clock=clock, deadline=run_deadline, on_change=snapshots.refresh)
-    scheduler = CheckScheduler(job_specs(config.checks), ticks.tick, clock=clock)
-    retention = RetentionJob(state, config, clock=clock, claims=state.claims)
+    # A plain function is a data clock (a test's frozen time): the jobs then fire on the
+    # wall clock, so the heartbeat and the reloads go on.
+    jobs = JobRuntime(clock if isinstance(clock, Clock) else SystemClock(),
+                      claims=state.claims)
+    retention = RetentionJob(state, config, clock=clock)
     leases = LeaseKeeper(state, config.state.lease, on_expired=snapshots.refresh)
-    refresher: asyncio.Task[None] | None = None
-
     ledger_reconcile = retry_while_busy(partial(ticks.trigger, kind="ledger"), CheckBusy)
 
     async def source_of(check: Check) -> StoreAdapter:
@@ -165,7 +174,7 @@ async def _open_runtime(config: Config, tokens: TokenCheck, *, start_scheduler: 
         # results, so a summary, breach or vocabulary verdict reaches /metrics as promptly.
         audit = await stack.enter_async_context(open_audit(
             config, reconcile=ledger_reconcile, source=source_of, clock=clock,
-            start=start_scheduler, every=refresh, claims=state.claims))
+            jobs=jobs if start_scheduler else None, every=refresh))
         ticks.exclusions = audit.ledger.ledger_exclusions
         registry = build_registry([reconciliation_part(snapshots.current),
                                    history_part(snapshots.current), state_part(snapshots),
@@ -179,45 +188,26 @@ async def _open_runtime(config: Config, tokens: TokenCheck, *, start_scheduler: 
             await leases.expire()
         except StateError as exc:
             log.warning("could not expire interrupted runs", extra={"error": str(exc)})
-        leases.start()
         # Start-up never depends on the stored data being well-formed.
         with survive("snapshot_refresh", "load stored results"):
             try:
                 await snapshots.refresh()
             except StateError as exc:
                 log.warning("could not load stored results", extra={"error": str(exc)})
+        jobs.add(heartbeat_job(leases), refresh_job(snapshots, refresh))
         if start_scheduler:
-            scheduler.start()
-            retention.start()
-        refresher = asyncio.create_task(_refresh_loop(snapshots, refresh),
-                                        name="driftgauge-snapshot-refresh")
-        yield Runtime(config, state, adapters, snapshots, ticks, scheduler, registry, tokens,
+            jobs.add(*tick_jobs(job_specs(config.checks), ticks.tick), retention_job(retention))
+        jobs.start()
+        yield Runtime(config, state, adapters, snapshots, ticks, jobs, registry, tokens,
                       start_scheduler, clock, audit, retention,
                       asyncio.Semaphore(config.api.live_concurrency))
     finally:
-        scheduler.stop()
-        await retention.stop()
-        await stack.aclose()
-        if refresher is not None:
-            refresher.cancel()
-            with suppress(asyncio.CancelledError):
-                await refresher
+        # Nothing new starts; the runs under way are cancelled and recorded while the
+        # heartbeat still keeps them owned, and only then does the heartbeat stop.
+        await jobs.drain(keep={HEARTBEAT})
         await ticks.shutdown()
-        # Only now: the runs cancelled above stay owned until they are recorded.
-        await leases.stop()
+        await jobs.stop()
+        await stack.aclose()
         await adapters.close()
         await state.close()
         log.info("stopped")
-
-
-async def _refresh_loop(snapshots: SnapshotCache, every: float) -> None:
-    """Reload stored results now and then, so runs made by other replicas show up."""
-    while True:
-        await asyncio.sleep(every)
-        with survive("snapshot_refresh", "reload stored results"):
-            try:
-                await snapshots.refresh()
-            except StateError as exc:
-                log.warning("could not refresh stored results", extra={"error": str(exc)})
-
-

@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
+from functools import partial
 
 from fastapi import APIRouter, HTTPException, Request, status
 from prometheus_client.core import Metric
@@ -27,7 +28,8 @@ from driftgauge.config.runtime import Config
 from driftgauge.core.errors import StateError
 from driftgauge.jobs.background import survive
 from driftgauge.jobs.clock import utc_now
-from driftgauge.jobs.schedule import JobSpec
+from driftgauge.jobs.recurring import audit_job, canary_jobs, reconcile_job, signals_jobs
+from driftgauge.jobs.runtime import JobRuntime
 from driftgauge.ledger.hooks import ReconcileFn, ReconcileOnClose
 from driftgauge.ledger.metrics import LedgerMetrics
 from driftgauge.ledger.router import ledger_router
@@ -37,7 +39,6 @@ from driftgauge.signals.metrics import SignalsMetrics
 from driftgauge.signals.router import signals_router
 from driftgauge.signals.service import SignalsService, SourceGetter
 from driftgauge.signals.store import SignalsStore
-from driftgauge.state.claims import JobClaims
 from driftgauge.stores.postgres.io import open_pool
 
 log = logging.getLogger("driftgauge.audit")
@@ -111,15 +112,15 @@ def audit_router(tokens: TokenCheck) -> APIRouter:
 
 @asynccontextmanager
 async def open_audit(config: Config, *, reconcile: ReconcileFn, source: SourceGetter,
-                     clock: Callable[[], datetime] = utc_now, start: bool = True,
-                     every: float = 60.0, deadline: float = 10.0,
-                     claims: JobClaims | None = None) -> AsyncIterator[Audit]:
-    """Open the audit on the state database; with `start`, run its schedules and loop.
+                     clock: Callable[[], datetime] = utc_now, jobs: JobRuntime | None = None,
+                     every: float = 60.0, deadline: float = 10.0) -> AsyncIterator[Audit]:
+    """Open the audit on the state database; with `jobs`, schedule its jobs there.
 
     `reconcile(check, start, end)` runs when a ledger run's window has settled (the app
     passes a manual run of the check); `source(check)` returns the check's source adapter
-    (the app's shared one: it is not closed here). With `claims`, replicas sharing the
-    state database run each canary, measurement and ledger judgement once per scheduled time.
+    (the app's shared one: it is not closed here). The runtime's claims let replicas
+    sharing the state database run each canary, measurement and ledger judgement once per
+    scheduled time; the audit job judges and reloads every `every` seconds.
     """
     pool = await open_pool(config.state, deadline=deadline)
     ledger_store, canary_store = LedgerStore(pool, deadline), CanaryStore(pool, deadline)
@@ -135,51 +136,31 @@ async def open_audit(config: Config, *, reconcile: ReconcileFn, source: SourceGe
     audit = Audit(
         ledger=ledger, reconcile_on_close=hook,
         canary=CanaryService(config.checks, canary_store, source, clock=clock,
-                             on_result=after_canary, claims=claims),
-        signals=SignalsService(config.checks, signals_store, source, clock=clock,
-                               claims=claims),
+                             on_result=after_canary),
+        signals=SignalsService(config.checks, signals_store, source, clock=clock),
         ledger_metrics=LedgerMetrics(ledger_store, list(ledger.jobs),
                                      {j.job: j.timezone for j in ledger.jobs.values()}),
         canary_metrics=canary_metrics,
         signals_metrics=SignalsMetrics(signals_store, list(config.checks)))
-    loop: asyncio.Task[None] | None = None
+    added: list[str] = []
     try:
         await audit.tick()
-        if start:
-            hook.start()
-            audit.canary.start()
-            audit.signals.start()
-            loop = asyncio.create_task(_loop(audit, every, claims, clock),
-                                       name="driftgauge-audit")
+        if jobs is not None:
+            runtime = jobs
+            hook.on_pending = lambda p: runtime.add(reconcile_job(hook, p))
+            own = [*canary_jobs(config.checks, audit.canary),
+                   *signals_jobs(config.checks, audit.signals),
+                   audit_job(partial(audit.tick, judge=True), partial(audit.tick, judge=False),
+                             every)]
+            jobs.add(*own)
+            added = [j.id for j in own]
         yield audit
     finally:
-        if loop is not None:
-            loop.cancel()
-            with suppress(asyncio.CancelledError):
-                await loop
-        hook.stop()
-        audit.canary.stop()
-        audit.signals.stop()
+        hook.on_pending = None
+        if jobs is not None:
+            for job_id in added + [p.job_id for p in hook.pending]:
+                jobs.remove(job_id)
         try:
             await asyncio.wait_for(pool.close(), deadline)
         except TimeoutError:
             pool.terminate()
-
-
-async def _loop(audit: Audit, every: float, claims: JobClaims | None,
-                clock: Callable[[], datetime]) -> None:
-    """Judge ledger deadlines and reload stored results every `every` seconds."""
-    while True:
-        await asyncio.sleep(every)
-        await audit.tick(judge=await _judge_here(claims, every, clock()))
-
-
-async def _judge_here(claims: JobClaims | None, every: float, now: datetime) -> bool:
-    """Return True if this replica judges the ledger windows of the current period."""
-    if claims is None:
-        return True
-    fire = JobSpec("ledger", "recent", every=timedelta(seconds=every)).latest_fire(now)
-    try:
-        return fire is None or await claims.claim("ledger-deadlines", fire)
-    except StateError:
-        return True  # judging will fail and say why

@@ -29,7 +29,7 @@ def add_health(app: FastAPI, tokens: TokenCheck) -> None:
             await rt.state.ping()
         except StateError as exc:
             state = str(exc)
-        sched = ("running" if rt.scheduler.running else "stopped") if rt.scheduler_enabled \
+        sched = ("running" if rt.jobs.running else "stopped") if rt.scheduler_enabled \
             else "disabled"
         ready = state == "ok" and sched != "stopped"
         body = HealthOut(status="ok" if ready else "unavailable", state=state, scheduler=sched)

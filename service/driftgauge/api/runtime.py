@@ -14,7 +14,7 @@ from driftgauge.api.audit import Audit
 from driftgauge.api.auth import TokenCheck
 from driftgauge.config.runtime import Config
 from driftgauge.jobs.adapters import AdapterPool
-from driftgauge.jobs.schedule import CheckScheduler
+from driftgauge.jobs.runtime import JobRuntime
 from driftgauge.jobs.ticks import TickRunner
 from driftgauge.metrics.snapshot import SnapshotCache
 from driftgauge.retention.job import RetentionJob
@@ -30,7 +30,7 @@ class Runtime:
     adapters: AdapterPool
     snapshots: SnapshotCache
     ticks: TickRunner
-    scheduler: CheckScheduler
+    jobs: JobRuntime
     registry: CollectorRegistry
     tokens: TokenCheck
     scheduler_enabled: bool

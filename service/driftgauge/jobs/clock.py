@@ -27,7 +27,7 @@ class Clock(Protocol):
         """Return the current time."""
 
     async def sleep_until(self, when: datetime) -> None:
-        """Return once the time is `when` or later (or earlier, if the clock says so)."""
+        """Return once the clock reads `when` or later."""
 
 
 class SystemClock:
@@ -40,24 +40,6 @@ class SystemClock:
     async def sleep_until(self, when: datetime) -> None:
         """Sleep until the wall clock reaches `when`."""
         await asyncio.sleep(max(0.0, (when - utc_now()).total_seconds()))
-
-
-class ReadingClock:
-    """Times from a plain function, waiting by the wall clock (a frozen test time, say)."""
-
-    def __init__(self, read: object) -> None:
-        if not callable(read):
-            raise TypeError("a clock must be callable")
-        self._read = read
-
-    def __call__(self) -> datetime:
-        """Return what the function says."""
-        now: datetime = self._read()
-        return now
-
-    async def sleep_until(self, when: datetime) -> None:
-        """Sleep the difference on the wall clock: the function may never move."""
-        await asyncio.sleep(max(0.0, (when - self()).total_seconds()))
 
 
 class ManualClock:
@@ -85,10 +67,3 @@ class ManualClock:
         async with self._moved:
             self._now = to
             self._moved.notify_all()
-
-
-def as_clock(clock: object) -> Clock:
-    """Return `clock` as a Clock: one already is, a plain function waits by the wall clock."""
-    if isinstance(clock, Clock):
-        return clock
-    return ReadingClock(clock)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from contextlib import suppress
+from datetime import timedelta
 
 from driftgauge.config.runtime import Lease
 from driftgauge.core.errors import StateError
@@ -16,7 +15,7 @@ Listener = Callable[[str], Awaitable[None]]
 
 
 class LeaseKeeper:
-    """Every heartbeat: renew the runs this process owns, then expire runs past their lease.
+    """Renew this process's runs and expire others' runs past their lease, once a heartbeat.
 
     Any replica expires any run, so a dead replica's run is marked `error: interrupted`
     within one lease plus one heartbeat by a survivor, or by the next start.
@@ -27,27 +26,13 @@ class LeaseKeeper:
         self._state = state
         self._lease = lease
         self._on_expired = on_expired
-        self._task: asyncio.Task[None] | None = None
         self.expired = 0
         """Runs this process marked interrupted since it started."""
 
     @property
-    def running(self) -> bool:
-        """Return True while the heartbeat task is alive."""
-        return self._task is not None and not self._task.done()
-
-    def start(self) -> None:
-        """Start the heartbeat on the running loop."""
-        if self._task is None:
-            self._task = asyncio.create_task(self._loop(), name="driftgauge-heartbeat")
-
-    async def stop(self) -> None:
-        """Stop the heartbeat (runs still owned expire unless they are recorded first)."""
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with suppress(asyncio.CancelledError):
-                await task
+    def every(self) -> timedelta:
+        """Return how often the runtime beats (the lease's heartbeat)."""
+        return self._lease.heartbeat
 
     async def beat(self) -> None:
         """Renew this process's runs once; log runs another replica already expired."""
@@ -72,15 +57,10 @@ class LeaseKeeper:
                     await self._on_expired(check)
         return gone
 
-    async def _loop(self) -> None:
-        every = self._lease.heartbeat.total_seconds()
-        while True:
-            try:
-                await self.beat()
-                await self.expire()
-            except StateError as exc:
-                log.warning("heartbeat failed: state database", extra={"error": str(exc)})
-            except Exception:
-                # One bad beat must not end the heartbeat: the next one may succeed.
-                log.exception("heartbeat crashed")
-            await asyncio.sleep(every)
+    async def tick(self, _: object = None) -> None:
+        """Renew, then expire, once; a state-database outage is logged (the next beat retries)."""
+        try:
+            await self.beat()
+            await self.expire()
+        except StateError as exc:
+            log.warning("heartbeat failed: state database", extra={"error": str(exc)})

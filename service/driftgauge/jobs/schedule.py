@@ -1,54 +1,43 @@
-"""When checks run: per check a recent-window job and a full-history job, aligned across replicas.
+"""When jobs fire: grids anchored at the Unix epoch (or cron times), aligned across replicas.
 
 Interval jobs fire on a grid anchored at the Unix epoch, so every replica fires the same
-tick at the same instant and the state database can let exactly one of them run it.
-Tests drive `run_due(now)` with their own clock instead of sleeping.
+time at the same instant and the state database can let exactly one of them run it. Per
+check there is a recent-window job and a full-history job.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from driftgauge.config.runtime import Check
 from driftgauge.cron import CronTrigger, trigger_for
-from driftgauge.jobs.clock import EPOCH, utc_now
+from driftgauge.jobs.clock import EPOCH
 
-log = logging.getLogger("driftgauge.scheduler")
 JobKind = Literal["recent", "full"]
 _LOOKBACKS = [timedelta(minutes=1), timedelta(hours=1), timedelta(days=1), timedelta(days=8),
               timedelta(days=32), timedelta(days=367)]
 
 
 @dataclass(frozen=True)
-class JobSpec:
-    """One scheduled job: a check, which window it covers and when it fires."""
+class Grid:
+    """The times a recurring job fires: every `every` from the epoch, or a cron expression."""
 
-    check: str
-    kind: JobKind
     every: timedelta | None = None
     cron: str | None = None
     timezone: Any = UTC
 
-    @property
-    def id(self) -> str:
-        """Return the job's id: `check:kind`."""
-        return f"{self.check}:{self.kind}"
-
     def trigger(self) -> IntervalTrigger | CronTrigger:
-        """Return the APScheduler trigger for this job."""
+        """Return the trigger that computes these times."""
         if self.every is not None:
             return IntervalTrigger(seconds=self.every.total_seconds(), start_date=EPOCH,
                                    timezone=UTC)
         if self.cron is None:
-            raise ValueError(f"job {self.id}: neither an interval nor a cron expression")
+            raise ValueError("neither an interval nor a cron expression")
         return trigger_for(self.cron, self.timezone)
 
     def latest_fire(self, now: datetime) -> datetime | None:
@@ -68,8 +57,16 @@ class JobSpec:
                 t = nxt
         return None
 
+    def next_fire(self, now: datetime) -> datetime | None:
+        """Return the first fire time after `now`."""
+        if self.every is not None:
+            latest = self.latest_fire(now)
+            return None if latest is None else latest + self.every
+        t = self.trigger().get_next_fire_time(None, now + timedelta(microseconds=1))
+        return None if t is None else t.astimezone(UTC)
+
     def period(self, now: datetime) -> timedelta:
-        """Return the time between this job's ticks around `now`."""
+        """Return the time between this grid's fires around `now`."""
         if self.every is not None:
             return self.every
         trig = self.trigger()
@@ -79,6 +76,50 @@ class JobSpec:
         if first is None or second is None:
             return timedelta(days=1)
         return second - first
+
+
+def every(delta: timedelta) -> Grid:
+    """Return the grid of fires every `delta` from the epoch."""
+    return Grid(every=delta)
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One scheduled reconcile job: a check, which window it covers and when it fires."""
+
+    check: str
+    kind: JobKind
+    every: timedelta | None = None
+    cron: str | None = None
+    timezone: Any = UTC
+
+    @property
+    def id(self) -> str:
+        """Return the job's id: `check:kind`."""
+        return f"{self.check}:{self.kind}"
+
+    @property
+    def grid(self) -> Grid:
+        """Return when the job fires."""
+        return Grid(self.every, self.cron, self.timezone)
+
+    def trigger(self) -> IntervalTrigger | CronTrigger:
+        """Return the trigger for this job."""
+        if self.every is None and self.cron is None:
+            raise ValueError(f"job {self.id}: neither an interval nor a cron expression")
+        return self.grid.trigger()
+
+    def latest_fire(self, now: datetime) -> datetime | None:
+        """Return the last fire time at or before `now`."""
+        return self.grid.latest_fire(now)
+
+    def next_fire(self, now: datetime) -> datetime | None:
+        """Return the first fire time after `now`."""
+        return self.grid.next_fire(now)
+
+    def period(self, now: datetime) -> timedelta:
+        """Return the time between this job's ticks around `now`."""
+        return self.grid.period(now)
 
 
 def _micros(delta: timedelta) -> int:
@@ -101,69 +142,3 @@ def job_specs(checks: Mapping[str, Check]) -> list[JobSpec]:
 
 TickFn = Callable[[JobSpec, datetime], Coroutine[Any, Any, str]]
 """Run one tick of a job, given its scheduled time; return what happened."""
-
-
-class CheckScheduler:
-    """Fire each job's ticks: in production through APScheduler, in tests through run_due."""
-
-    def __init__(self, specs: list[JobSpec], tick: TickFn, *,
-                 clock: Callable[[], datetime] = utc_now) -> None:
-        self.specs = specs
-        self._tick = tick
-        self._clock = clock
-        self._aps: AsyncIOScheduler | None = None
-        # Ticks at or before these times are done (or predate this scheduler).
-        start = clock()
-        self._last: dict[str, datetime | None] = {s.id: s.latest_fire(start) for s in specs}
-
-    @property
-    def running(self) -> bool:
-        """Return True while the APScheduler loop is started."""
-        return self._aps is not None and bool(self._aps.running)
-
-    def start(self) -> None:
-        """Add one APScheduler job per spec and start firing them on the running loop."""
-        aps = AsyncIOScheduler(timezone=UTC)
-        for spec in self.specs:
-            grace = max(1, int(spec.period(self._clock()).total_seconds() / 2))
-            aps.add_job(self._fire, trigger=spec.trigger(), args=[spec], id=spec.id,
-                        name=spec.id, max_instances=1, coalesce=True,
-                        misfire_grace_time=grace, replace_existing=True)
-        aps.start()
-        self._aps = aps
-        log.info("scheduler started", extra={"jobs": [s.id for s in self.specs]})
-
-    def jobs(self) -> list[Any]:
-        """Return the APScheduler jobs while started (empty otherwise)."""
-        return list(self._aps.get_jobs()) if self._aps is not None else []
-
-    def stop(self) -> None:
-        """Stop firing new ticks (running ticks are the tick owner's to cancel)."""
-        if self._aps is not None and self._aps.running:
-            self._aps.shutdown(wait=False)
-        self._aps = None
-
-    async def _fire(self, spec: JobSpec) -> None:
-        """Run the tick APScheduler just fired; its scheduled time is the latest grid point."""
-        fire = spec.latest_fire(self._clock())
-        if fire is None:
-            return
-        self._last[spec.id] = fire
-        await self._tick(spec, fire)
-
-    async def run_due(self, now: datetime) -> dict[str, str]:
-        """Run every job with a tick due at `now` (missed ticks coalesce into one).
-
-        Ticks of different checks run as concurrent tasks; returns job id → outcome.
-        """
-        due: list[tuple[JobSpec, datetime]] = []
-        for spec in self.specs:
-            fire = spec.latest_fire(now)
-            last = self._last.get(spec.id)
-            if fire is not None and (last is None or fire > last):
-                self._last[spec.id] = fire
-                due.append((spec, fire))
-        tasks: dict[str, asyncio.Task[str]]
-        async with asyncio.TaskGroup() as group:
-            tasks = {spec.id: group.create_task(self._tick(spec, fire)) for spec, fire in due}
-        return {job: task.result() for job, task in tasks.items()}

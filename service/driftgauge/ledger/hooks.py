@@ -6,10 +6,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-
-from apscheduler.schedulers.asyncio import AsyncIOScheduler
-from apscheduler.triggers.date import DateTrigger
+from datetime import datetime
 
 from driftgauge.config.runtime import Check
 from driftgauge.core.errors import DriftgaugeError
@@ -59,7 +56,7 @@ class PendingReconcile:
 class ReconcileOnClose:
     """The run-closed hook: schedule a one-off reconciliation of each fed check's window.
 
-    In production APScheduler fires the jobs; tests drive `run_due(now)` with their clock.
+    In production the job runtime fires them (`fire(job_id)`); tests drive `run_due(now)`.
     Several runs closing for the same window coalesce into one job.
     """
 
@@ -69,21 +66,8 @@ class ReconcileOnClose:
         self._reconcile = reconcile
         self._clock = clock
         self._pending: dict[str, PendingReconcile] = {}
-        self._aps: AsyncIOScheduler | None = None
-
-    def start(self) -> None:
-        """Start firing pending jobs on the running event loop."""
-        aps = AsyncIOScheduler(timezone=UTC)
-        aps.start()
-        self._aps = aps
-        for p in self._pending.values():
-            self._add(p)
-
-    def stop(self) -> None:
-        """Stop firing; jobs still pending are dropped (the recent schedule covers them)."""
-        if self._aps is not None and self._aps.running:
-            self._aps.shutdown(wait=False)
-        self._aps = None
+        self.on_pending: Callable[[PendingReconcile], None] | None = None
+        """Set by the job runtime: it then runs each reconciliation at its time (`fire`)."""
 
     @property
     def pending(self) -> list[PendingReconcile]:
@@ -108,20 +92,18 @@ class ReconcileOnClose:
                                                    "run_at": pending.run_at.isoformat()})
 
     def _add(self, p: PendingReconcile) -> None:
-        if self._aps is None:
-            return
-        self._aps.add_job(self._fire, trigger=DateTrigger(run_date=p.run_at, timezone=UTC),
-                          args=[p.job_id], id=p.job_id, name=p.job_id, replace_existing=True,
-                          misfire_grace_time=int(timedelta(hours=1).total_seconds()))
+        if self.on_pending is not None:
+            self.on_pending(p)
 
     async def run_due(self, now: datetime) -> list[str]:
         """Run every pending reconciliation due at `now`; return their job ids."""
         due = [p.job_id for p in self.pending if p.run_at <= now]
         for job_id in due:
-            await self._fire(job_id)
+            await self.fire(job_id)
         return due
 
-    async def _fire(self, job_id: str) -> None:
+    async def fire(self, job_id: str) -> None:
+        """Run one pending reconciliation now (a no-op if it already ran)."""
         p = self._pending.pop(job_id, None)
         if p is None:
             return
