@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: install services services-stop status tools test test-unit test-differential test-fuzz test-faults test-replicas lint typecheck docs demo bench bench-faults dist rules lock clean
+.PHONY: install services services-stop status tools test test-unit test-differential test-fuzz test-faults test-replicas lint typecheck docs demo demo-backfill bench bench-faults dist rules lock clean
 
 $(BIN)/driftgauge: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -68,6 +68,9 @@ test-replicas: install services ## Two replicas' canaries over five scheduled mi
 
 demo: install services ## A week of the fault bench, then driftgauge serve finding the drift
 	$(BIN)/python bench/faults/demo.py
+
+demo-backfill: install services ## Night 15 repaired: plan, announce, start, verify, replay, close
+	$(BIN)/python bench/backfill/demo.py
 
 bench: install services ## Benchmarks; results go to bench/RESULTS.md
 	$(BIN)/python bench/run.py
