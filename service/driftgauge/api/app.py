@@ -8,11 +8,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import datetime
 from functools import partial
-from typing import Any
 
-from fastapi import Depends, FastAPI
-from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import JSONResponse, Response
+from fastapi import FastAPI
 from prometheus_client import ProcessCollector
 
 from driftgauge import __version__
@@ -22,6 +19,8 @@ from driftgauge.api.errors import add_error_handlers
 from driftgauge.api.health import add_health
 from driftgauge.api.middleware import RequestContext
 from driftgauge.api.models import answers
+from driftgauge.api.openapi import add_schema
+from driftgauge.api.page import add_page
 from driftgauge.api.routes import router
 from driftgauge.api.runtime import Runtime
 from driftgauge.config.runtime import Check, Config
@@ -94,39 +93,9 @@ def create_app(config: Config, *, start_scheduler: bool = True, opener: Opener |
                        responses=answers(400, 401, 403, 404, 409, 502, 503, 504))
     app.include_router(repair_router(tokens.require, tokens.require_read), prefix="/api/v1",
                        responses=answers(400, 401, 403, 404, 503))
-    _document_check_names(app, sorted(config.checks))
-    _add_schema(app, tokens)
+    add_schema(app, tokens, sorted(config.checks))
+    add_page(app)
     return app
-
-
-def _add_schema(app: FastAPI, tokens: TokenCheck) -> None:
-    read = [Depends(tokens.require_read)]
-
-    @app.get("/openapi.json", include_in_schema=False, dependencies=read)
-    async def openapi() -> JSONResponse:
-        return JSONResponse(app.openapi())
-
-    @app.get("/docs", include_in_schema=False, dependencies=read)
-    async def docs() -> Response:
-        return get_swagger_ui_html(openapi_url="/openapi.json", title="driftgauge")
-
-
-def _document_check_names(app: FastAPI, names: list[str]) -> None:
-    """List the configured check names as the `check` parameter's values in /openapi.json."""
-    build = app.openapi
-
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            schema = build()
-            for ops in schema.get("paths", {}).values():
-                for op in ops.values():
-                    for param in op.get("parameters", []):
-                        if param.get("name") == "check" and param.get("in") == "path":
-                            param["schema"]["enum"] = names
-            app.openapi_schema = schema
-        return app.openapi_schema
-
-    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _refresh_period(config: Config, refresh_every: float | None) -> float:

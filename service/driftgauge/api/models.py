@@ -104,9 +104,9 @@ class KeysOut(BaseModel):
     check: str
     day: str
     run_id: int
-    page: int
-    page_size: int
-    total: int
+    limit: int
+    offset: int
+    total: int = Field(description="Keys matching the filters, over every page.")
     keys: list[KeyOut]
 
 

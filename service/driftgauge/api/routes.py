@@ -41,6 +41,11 @@ Day = Annotated[date, BeforeValidator(iso_day),
                                  "year from now).")]
 QueryDay = Annotated[date | None, BeforeValidator(iso_day)]
 Hex = r"^[0-9a-f]{1,32}$"
+# Every list endpoint pages the same way: `limit` items after skipping `offset`.
+Limit = Annotated[int, Query(ge=1, le=500, description="At most this many items.")]
+Offset = Annotated[int, Query(ge=0, le=10_000_000,
+                              description="Skip this many items first (the next page: "
+                                          "offset + limit).")]
 HOUR_HELP = ("One hour bucket of the day: a local hour 0-23 where only one hour starts then; "
              "where the clocks repeat it, the local time with its offset (02:00+01:00) or "
              "the UTC start (2026-10-25T01:00:00Z).")
@@ -222,29 +227,36 @@ async def get_keys(rt: Writer, check: CheckName, day: Day,
                    hour: Annotated[str | None, Query(
                        max_length=40, description="Only keys of this hour bucket. "
                                                   + HOUR_HELP)] = None,
-                   page: Annotated[int, Query(ge=1, le=100_000)] = 1,
-                   page_size: Annotated[int, Query(ge=1, le=500)] = 50,
+                   limit: Limit = 50, offset: Offset = 0,
+                   page: Annotated[int | None, Query(
+                       ge=1, le=100_000, deprecated=True,
+                       description="Old style: page number of page_size keys; use offset.")]
+                   = None,
+                   page_size: Annotated[int | None, Query(
+                       ge=1, le=500, deprecated=True,
+                       description="Old style: keys per page; use limit.")] = None,
                    ) -> dict[str, Any]:
     """Return a page of the day's sampled differing keys (needs a bearer token)."""
     c = _check(rt, check)
+    limit = page_size if page_size is not None else limit
+    if page is not None:
+        if offset:
+            raise _bad("query", "page", page, "give offset or page, not both")
+        offset = (page - 1) * limit
     stored = await _stored_day(rt, c, _day_ok(rt, "path", "day", day))
     start, end = _hour_range(c, day, hour, "query") if hour is not None else (None, None)
     total, keys = await rt.state.keys(stored.run_id, day, kind=kind, prefix=prefix,
-                                      start=start, end=end, limit=page_size,
-                                      offset=(page - 1) * page_size)
-    return {"check": c.name, "day": day.isoformat(), "run_id": stored.run_id, "page": page,
-            "page_size": page_size, "total": total, "keys": [k.to_dict() for k in keys]}
+                                      start=start, end=end, limit=limit, offset=offset)
+    return {"check": c.name, "day": day.isoformat(), "run_id": stored.run_id, "limit": limit,
+            "offset": offset, "total": total, "keys": [k.to_dict() for k in keys]}
 
 
 @router.get("/checks/{check}/runs", response_model=RunsOut, tags=["runs"])
 async def list_runs(rt: Reader, check: CheckName,
-                    limit: Annotated[int, Query(ge=1, le=500)] = 50,
-                    before: Annotated[int | None, Query(
-                        ge=1, le=2**63 - 1, description="Only runs with a smaller id.")] = None,
-                    ) -> dict[str, Any]:
+                    limit: Limit = 50, offset: Offset = 0) -> dict[str, Any]:
     """Return the check's runs, newest first."""
     c = _check(rt, check)
-    runs = await rt.state.runs(c.name, limit=limit, before_id=before)
+    runs = await rt.state.runs(c.name, limit=limit, offset=offset)
     return {"check": c.name, "runs": [r.to_dict() for r in runs]}
 
 

@@ -56,11 +56,16 @@ def canary_router(require_write: Dependency, require_read: Dependency, *,
     @router.get("/{check}", response_model=list[CanaryOut],
                 dependencies=[Depends(require_read)])
     async def history(check: str, service: Service,
-                      limit: Annotated[int, Query(ge=1, le=500)] = 20) -> list[CanaryOut]:
+                      limit: Annotated[int, Query(ge=1, le=500,
+                                                  description="At most this many items.")]
+                      = 20,
+                      offset: Annotated[int, Query(ge=0, le=10_000_000,
+                                                   description="Skip this many items first.")]
+                      = 0) -> list[CanaryOut]:
         """List the check's latest canary attempts, newest first."""
         if check not in service.checks:
             raise HTTPException(status.HTTP_404_NOT_FOUND,
                                 f"no check named {check!r} has a canary")
-        return [CanaryOut.of(r) for r in await service.store.history(check, limit)]
+        return [CanaryOut.of(r) for r in await service.store.history(check, limit, offset)]
 
     return router

@@ -43,11 +43,13 @@ class CanaryStore:
                 result.duration, result.key, result.detail)
         return rid
 
-    async def history(self, check: str, limit: int = 20) -> list[CanaryResult]:
+    async def history(self, check: str, limit: int = 20, offset: int = 0
+                      ) -> list[CanaryResult]:
         """Return the check's latest attempts, newest first."""
         async with self._db.conn("read canary results") as conn:
             recs = await conn.fetch("SELECT * FROM canary_results WHERE check_name = $1"
-                                    " ORDER BY finished_at DESC, id DESC LIMIT $2", check, limit)
+                                    " ORDER BY finished_at DESC, id DESC LIMIT $2 OFFSET $3",
+                                    check, limit, offset)
         return [_result(r) for r in recs]
 
     async def snapshot(self, checks: Sequence[str]) -> CanarySnapshot:

@@ -29,6 +29,10 @@ Dependency = Callable[..., Any]
 
 # Bounds that PostgreSQL can hold, so a wild id or a NUL byte is a 422, not a 503.
 RunId = Annotated[int, Path(ge=1, le=2**63 - 1, description="ledger run id")]
+Limit = Annotated[int, Query(ge=1, le=1000, description="At most this many items.")]
+Offset = Annotated[int, Query(ge=0, le=10_000_000,
+                              description="Skip this many items first (the next page: "
+                                          "offset + limit).")]
 JobName = Annotated[str | None, Query(min_length=1, max_length=200, pattern=r"^[^\x00]*$",
                                       description="sync job name")]
 
@@ -74,10 +78,10 @@ def ledger_router(require_write: Dependency, require_read: Dependency, *,
 
     @router.get("/runs", response_model=list[RunOut], dependencies=read)
     async def list_runs(service: Service, job: JobName = None,
-                        limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> list[RunOut]:
+                        limit: Limit = 50, offset: Offset = 0) -> list[RunOut]:
         """List recent ledger runs, newest first."""
         with _translated():
-            return await service.store.runs(job, limit)
+            return await service.store.runs(job, limit, offset)
 
     @router.get("/runs/{run_id}", response_model=RunOut, dependencies=read)
     async def get_run(run_id: RunId, service: Service) -> RunOut:
@@ -87,28 +91,29 @@ def ledger_router(require_write: Dependency, require_read: Dependency, *,
 
     @router.get("/runs/{run_id}/keys", response_model=list[LedgerKeyOut], dependencies=write)
     async def run_keys(run_id: RunId, service: Service, outcome: Outcome | None = None,
-                       limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
-                       ) -> list[LedgerKeyOut]:
+                       limit: Annotated[int, Query(ge=1, le=10_000,
+                                                   description="At most this many items.")]
+                       = 1000, offset: Offset = 0) -> list[LedgerKeyOut]:
         """List keys the run reported as no_match, skipped or failed (reveals keys)."""
         with _translated():
             await service.store.run(run_id)
-            return await service.store.keys(run_id, outcome=outcome, limit=limit)
+            return await service.store.keys(run_id, outcome=outcome, limit=limit,
+                                            offset=offset)
 
     @router.get("/breaches", response_model=list[BreachOut], dependencies=read)
     async def list_breaches(service: Service, job: JobName = None, active: bool = False,
-                            limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-                            ) -> list[BreachOut]:
+                            limit: Limit = 100, offset: Offset = 0) -> list[BreachOut]:
         """List recorded breaches of the ledger rules, newest window first."""
         with _translated():
-            return await service.store.breaches(job, active_only=active, limit=limit)
+            return await service.store.breaches(job, active_only=active, limit=limit,
+                                                offset=offset)
 
     @router.get("/windows", response_model=list[WindowOut], dependencies=read)
     async def list_windows(service: Service, job: JobName = None,
-                           limit: Annotated[int, Query(ge=1, le=1000)] = 30,
-                           ) -> list[WindowOut]:
+                           limit: Limit = 30, offset: Offset = 0) -> list[WindowOut]:
         """List judged job windows with the rules each breaches now."""
         with _translated():
-            return await service.store.windows(job, limit)
+            return await service.store.windows(job, limit, offset)
 
     return router
 

@@ -110,12 +110,12 @@ class LedgerStore:
                                       run_id)
         return _run_out(rec, outs, batches)
 
-    async def runs(self, job: str | None, limit: int = 50) -> list[RunOut]:
+    async def runs(self, job: str | None, limit: int = 50, offset: int = 0) -> list[RunOut]:
         """Return the most recent runs, newest first, optionally of one job."""
         async with self._db.conn("list ledger runs") as conn:
             recs = await conn.fetch(
                 f"SELECT {_RUN_COLUMNS} FROM ledger_runs WHERE $1::text IS NULL OR job = $1"
-                " ORDER BY id DESC LIMIT $2", job, limit)
+                " ORDER BY id DESC LIMIT $2 OFFSET $3", job, limit, offset)
             ids = [r["id"] for r in recs]
             outs = await conn.fetch("SELECT run_id, outcome, reason, rows FROM ledger_outcomes"
                                     " WHERE run_id = ANY($1::bigint[])", ids)
@@ -251,17 +251,18 @@ class LedgerStore:
         return new
 
     async def breaches(self, job: str | None, *, active_only: bool = False,
-                       limit: int = 100) -> list[BreachOut]:
+                       limit: int = 100, offset: int = 0) -> list[BreachOut]:
         """Return recorded breaches, newest window first."""
         async with self._db.conn("list ledger breaches") as conn:
             recs = await conn.fetch(
                 "SELECT job, window_day, rule, detail, first_seen, last_seen, active"
                 " FROM ledger_breaches WHERE ($1::text IS NULL OR job = $1)"
-                " AND (active OR NOT $2) ORDER BY window_day DESC, job, rule LIMIT $3",
-                job, active_only, limit)
+                " AND (active OR NOT $2) ORDER BY window_day DESC, job, rule"
+                " LIMIT $3 OFFSET $4", job, active_only, limit, offset)
         return [BreachOut(**dict(r)) for r in recs]
 
-    async def windows(self, job: str | None, limit: int = 30) -> list[WindowOut]:
+    async def windows(self, job: str | None, limit: int = 30,
+                      offset: int = 0) -> list[WindowOut]:
         """Return evaluated windows, newest first, with the rules each breaches now."""
         async with self._db.conn("list ledger windows") as conn:
             recs = await conn.fetch(
@@ -271,20 +272,20 @@ class LedgerStore:
                 " FROM ledger_windows w LEFT JOIN ledger_breaches b ON b.job = w.job"
                 "   AND b.window_day = w.window_day AND b.active"
                 " WHERE $1::text IS NULL OR w.job = $1"
-                " GROUP BY w.job, w.window_day ORDER BY w.window_day DESC, w.job LIMIT $2",
-                job, limit)
+                " GROUP BY w.job, w.window_day ORDER BY w.window_day DESC, w.job"
+                " LIMIT $2 OFFSET $3", job, limit, offset)
         return [WindowOut(job=r["job"], window_day=r["window_day"], due=r["due"],
                           evaluated_at=r["evaluated_at"], breaches=list(r["breaches"]))
                 for r in recs]
 
     async def keys(self, run_id: int, *, outcome: str | None = None,
-                   limit: int = 1000) -> list[LedgerKeyOut]:
+                   limit: int = 1000, offset: int = 0) -> list[LedgerKeyOut]:
         """Return keys a run reported as no_match, skipped or failed."""
         async with self._db.conn("list ledger keys") as conn:
             recs = await conn.fetch(
                 "SELECT key, outcome, reason, batch_id FROM ledger_keys WHERE run_id = $1"
-                " AND ($2::text IS NULL OR outcome = $2) ORDER BY id LIMIT $3",
-                run_id, outcome, limit)
+                " AND ($2::text IS NULL OR outcome = $2) ORDER BY id LIMIT $3 OFFSET $4",
+                run_id, outcome, limit, offset)
         return [LedgerKeyOut(**dict(r)) for r in recs]
 
     async def excused_keys(self, job: str, start: datetime, end: datetime) -> dict[str, str]:

@@ -83,14 +83,12 @@ class Reads:
         return await self._one_run("read a run", "WHERE check_name = $1 AND id = $2", check,
                                    run_id)
 
-    async def runs(self, check: str, *, limit: int = 50,
-                   before_id: int | None = None) -> list[RunRow]:
-        """Return the check's runs, newest first, optionally those older than `before_id`."""
+    async def runs(self, check: str, *, limit: int = 50, offset: int = 0) -> list[RunRow]:
+        """Return the check's runs, newest first, skipping the newest `offset`."""
         async with self._call("list runs") as conn:
             recs = await conn.fetch(
                 f"SELECT {codec.RUN_COLUMNS} FROM runs WHERE check_name = $1"
-                " AND ($2::bigint IS NULL OR id < $2) ORDER BY id DESC LIMIT $3",
-                check, before_id, limit)
+                " ORDER BY id DESC LIMIT $2 OFFSET $3", check, limit, offset)
         return [codec.run_row(r) for r in recs]
 
     async def run_counts(self, check: str) -> dict[str, int]:

@@ -1,0 +1,309 @@
+"""The drill-down page in a real headless Chromium against a live `driftgauge serve`.
+
+PostgreSQL holds the source, OpenSearch the reader with drift planted per day (2 missing,
+1 mismatched, 1 extra document; see test_serve.plant). A second check reads an index that
+does not exist, so its runs fail. The browser is Debian's `chromium` (`make tools`), driven
+by Playwright over its own pipe; nothing is downloaded. Screenshots go to pytest's tmp dir
+and are checked by pixel: the planted days' squares are red where the grid draws them.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+from opensearchpy import AsyncOpenSearch
+from PIL import Image
+from playwright.async_api import async_playwright
+
+from tests.e2e.support import (
+    OS_URL,
+    config_text,
+    dump_log,
+    free_port,
+    scratch_database,
+    start_replica,
+    stop,
+    until,
+    wait_ready,
+)
+from tests.e2e.test_serve import load_index, make_rows, plant
+
+pytestmark = pytest.mark.e2e
+
+CHROMIUM = shutil.which("chromium")
+
+TOKEN = "page-" + uuid.uuid4().hex
+DAYS = 3
+RED = (0xD3, 0x2F, 0x2F)      # --drift in page.css
+GREY = (0xD9, 0xD9, 0xD9)     # --none: a day no run judged
+CONFIG = """
+stores:
+  pg: {kind: postgres, dsn: "<DSN>", timeout_seconds: 10, pool_max: 2}
+  os: {kind: opensearch, url: "<OS>", timeout_seconds: 10}
+state: {dsn: "<DSN>", schema: driftgauge_page}
+api: {tokens: ["<TOKEN>"], public_read: true, sample_keys: 20}
+checks:
+  reviews:
+    source: {store: pg, table: tasks, key: task_id, time: completed_at}
+    reader: {store: os, index: <INDEX>, key: task_id, time: completed_at}
+    fields: {label: string}
+    settle: 1m
+    drilldown: {leaf_rows: 20}
+    schedule: {recent: {every: 1h, days: 4}}
+  broken:
+    description: reads an index that is not there
+    source: {store: pg, table: tasks, key: task_id, time: completed_at}
+    reader: {store: os, index: <INDEX>_gone, key: task_id, time: completed_at}
+    fields: {label: string}
+    settle: 1m
+    schedule: {recent: {every: 1h, days: 4}}
+"""
+
+
+@dataclass
+class Served:
+    """One replica that has judged both checks once."""
+
+    url: str
+    log: Path
+    days: list[date]
+    planted: dict[str, dict[str, set[str]]]
+
+
+@pytest.fixture(scope="module")
+async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Served]:
+    tmp = tmp_path_factory.mktemp("page")
+    index = f"dg_page_{uuid.uuid4().hex[:10]}"
+    today = datetime.now(UTC).date()
+    days = [today - timedelta(days=d) for d in range(DAYS, 0, -1)]
+    rows = make_rows(days)
+    client = AsyncOpenSearch(hosts=[OS_URL], timeout=30)
+    proc = None
+    async with scratch_database("dg_page") as dsn:
+        try:
+            conn = await asyncpg.connect(dsn, timeout=10)
+            try:
+                await conn.execute("CREATE TABLE tasks (task_id text PRIMARY KEY, label text,"
+                                   " completed_at timestamptz NOT NULL)")
+                await conn.copy_records_to_table(
+                    "tasks", records=[(r["task_id"], r["label"], r["completed_at"])
+                                      for r in rows],
+                    columns=["task_id", "label", "completed_at"])
+            finally:
+                await conn.close()
+            await load_index(client, index, rows)
+            planted = await plant(client, index, rows)
+            config = tmp / "driftgauge.yml"
+            config.write_text(config_text(CONFIG, DSN=dsn, OS=OS_URL, TOKEN=TOKEN,
+                                          INDEX=index), encoding="utf-8")
+            port, log = free_port(), tmp / "serve.log"
+            proc = start_replica(config, port, log)
+            url = f"http://127.0.0.1:{port}"
+            async with httpx.AsyncClient(base_url=url, timeout=10) as http:
+                await wait_ready(http, url, proc, log)
+                # Hourly schedules: the one run of each check is this one, so the stored
+                # results stay put while the browser walks them.
+                for check in ("reviews", "broken"):
+                    started = await http.post(f"/api/v1/checks/{check}/runs",
+                                              headers={"Authorization": f"Bearer {TOKEN}"})
+                    assert started.status_code in (202, 409), started.text
+
+                async def judged() -> bool:
+                    checks = (await http.get("/api/v1/checks")).json()["checks"]
+                    return all(c["status"] is not None for c in checks)
+                await until("a first run of both checks", judged, limit=30)
+            yield Served(url, log, days, planted)
+        finally:
+            if proc is not None:
+                stop(proc)
+            await client.indices.delete(index=index, ignore_unavailable=True)
+            await client.close()
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Any]:
+    assert CHROMIUM is not None, "no chromium on PATH: `make tools` installs Debian's"
+    async with async_playwright() as pw:
+        chromium = await pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                            args=["--no-sandbox", "--disable-gpu"])
+        try:
+            yield chromium
+        finally:
+            await chromium.close()
+
+
+class Walk:
+    """A page on the served app that records every request the browser makes."""
+
+    def __init__(self, page: Any, served: Served) -> None:
+        self.page = page
+        self.served = served
+        self.requests: list[str] = []
+        page.on("request", lambda req: self.requests.append(req.url))
+        page.set_default_timeout(10_000)
+
+    async def drawn(self) -> int:
+        got = await self.page.get_attribute("#view", "data-drawn")
+        return int(got or 0)
+
+    async def wait_drawn(self, after: int) -> None:
+        """Wait until the view was drawn again since `after` (a navigation finished)."""
+        await self.page.wait_for_function(
+            "n => Number(document.getElementById('view').dataset.drawn || 0) > n", arg=after)
+
+    async def click(self, selector: str) -> None:
+        before = await self.drawn()
+        await self.page.locator(selector).first.click()
+        await self.wait_drawn(before)
+
+    async def back(self) -> None:
+        before = await self.drawn()
+        await self.page.go_back()
+        await self.wait_drawn(before)
+
+    async def hrefs(self, selector: str) -> list[str]:
+        return [h for h in await self.page.eval_on_selector_all(
+            selector, "els => els.map(e => e.getAttribute('href'))") if h]
+
+    async def error(self) -> str:
+        if await self.page.locator("#error").is_hidden():
+            return ""
+        return str(await self.page.inner_text("#error"))
+
+    async def shot(self, path: Path) -> Image.Image:
+        await self.page.screenshot(path=str(path), full_page=True)
+        return Image.open(path).convert("RGB")
+
+
+def near(pixel: tuple[int, ...], colour: tuple[int, int, int], slack: int = 12) -> bool:
+    return all(abs(a - b) <= slack for a, b in zip(pixel, colour, strict=False))
+
+
+async def cell_pixel(walk: Walk, image: Image.Image, check: str, day: str) -> tuple[int, ...]:
+    """Return the screenshot's colour inside the grid square of `check`'s `day`."""
+    box = await walk.page.locator(
+        f'section[data-check="{check}"] .cell[data-day="{day}"]').bounding_box()
+    assert box is not None, f"no square for {check} {day}"
+    # A corner of the square, inset past its rounded edge and clear of the day number.
+    pixel: tuple[int, ...] = image.getpixel((int(box["x"]) + 5, int(box["y"]) + 5))
+    return pixel
+
+
+def assert_not_blank(image: Image.Image) -> None:
+    colours = image.getcolors(maxcolors=1 << 16)
+    assert colours is None or len(colours) > 20, "the screenshot is (nearly) one colour"
+
+
+async def test_page_walks_day_hour_prefix_to_the_planted_keys(
+        served: Served, browser: Any, tmp_path: Path) -> None:
+    page = await browser.new_page(viewport={"width": 1200, "height": 900},
+                                  device_scale_factor=1)
+    walk = Walk(page, served)
+    try:
+        await page.goto(served.url + "/")
+        await page.wait_for_selector('section[data-check="reviews"] .grid .cell')
+        await page.wait_for_function("document.getElementById('view').dataset.drawn")
+
+        # The checks with their status: drift and error as such, never ok.
+        reviews = page.locator('section[data-check="reviews"] h2 .badge').first
+        broken = page.locator('section[data-check="broken"]')
+        assert await reviews.inner_text() == "drift"
+        assert await broken.locator("h2 .badge").first.inner_text() == "error"
+        assert "index" in (await broken.locator(".reason").first.inner_text()).lower()
+
+        home = await walk.shot(tmp_path / "1-checks.png")
+        assert_not_blank(home)
+        for day in served.days:
+            pixel = await cell_pixel(walk, home, "reviews", day.isoformat())
+            assert near(pixel, RED), f"{day}: {pixel} is not the drift red"
+        unjudged = datetime.now(UTC).date() - timedelta(days=DAYS + 5)
+        assert near(await cell_pixel(walk, home, "reviews", unjudged.isoformat()), GREY)
+        statuses = await page.eval_on_selector_all(
+            'section[data-check="reviews"] .cell', "els => els.map(e => e.dataset.status)")
+        assert statuses.count("drift") == DAYS and "ok" not in statuses
+
+        day = served.days[1].isoformat()
+        truth = served.planted[day]
+        # Keys need the token: without one the page says so instead of showing nothing.
+        before = await walk.drawn()
+        await page.goto(f"{served.url}/#/checks/reviews/days/{day}/keys")
+        await walk.wait_drawn(before)
+        assert "401" in await walk.error()
+        before = await walk.drawn()
+        await page.fill("#token", TOKEN)
+        await page.click("#token-use")
+        await walk.wait_drawn(before)
+        assert await walk.error() == ""
+        assert TOKEN not in page.url and await page.input_value("#token") == ""
+        before = await walk.drawn()
+        await page.goto(f"{served.url}/#/")
+        await walk.wait_drawn(before)
+
+        # day -> hour -> prefix -> keys, by clicking.
+        await walk.click(f'section[data-check="reviews"] a[href="#/checks/reviews/days/{day}"]')
+        assert "missing 2" in await page.inner_text(".bucket")
+        await walk.shot(tmp_path / "2-day.png")
+        hours = await walk.hrefs("table.nodes tr.differs a")
+        assert hours, "no differing hour on a day with planted drift"
+        found: dict[str, set[str]] = {"missing": set(), "extra": set(), "mismatched": set()}
+        keys_shot = tmp_path / "4-keys.png"
+        for hour in hours:
+            await walk.click(f'a[href="{hour}"]')
+            prefixes = await walk.hrefs("table.nodes tr.differs a")
+            if not prefixes:
+                # The stored run compared this hour whole: split it live (needs the token).
+                await walk.click('a[href$="?live"]')
+                prefixes = await walk.hrefs("table.nodes tr.differs a")
+            assert prefixes, f"{hour}: no differing prefix"
+            for prefix in prefixes:
+                await walk.click(f'a[href="{prefix}"]')
+                await page.wait_for_selector(".keys-part")
+                rows = await page.eval_on_selector_all(
+                    "table.keys tbody tr", "rs => rs.map(r => [r.cells[0].innerText, "
+                                           "r.cells[1].innerText])")
+                for key, kind in rows:
+                    found[kind].add(key)
+                if not keys_shot.exists():
+                    assert_not_blank(await walk.shot(keys_shot))
+                await walk.back()
+            await walk.shot(tmp_path / "3-hour.png")
+            while (await page.get_attribute("#view", "data-shown")) != \
+                    f"#/checks/reviews/days/{day}":
+                await walk.back()
+        assert found == truth, (found, truth)
+        assert keys_shot.exists()
+        assert await walk.error() == ""
+    finally:
+        await page.close()
+    # Everything came from the server itself: no CDN, and the token never in a URL.
+    assert walk.requests and all(u.startswith(served.url + "/") for u in walk.requests), \
+        sorted({u for u in walk.requests if not u.startswith(served.url)})
+    assert not [u for u in walk.requests if TOKEN in u]
+    assert "Traceback" not in dump_log(served.log, 400)
+
+
+async def test_docs_render_offline_from_local_assets(
+        served: Served, browser: Any, tmp_path: Path) -> None:
+    page = await browser.new_page(viewport={"width": 1200, "height": 900})
+    walk = Walk(page, served)
+    try:
+        await page.goto(served.url + "/docs")
+        await page.wait_for_selector(".swagger-ui .opblock", timeout=20_000)
+        summaries = await page.locator(".opblock-summary-path").all_inner_texts()
+        assert len(summaries) >= 20 and "/api/v1/checks/{check}/days" in \
+            [s.replace("\u200b", "") for s in summaries]
+        assert await page.locator(".btn.authorize").count() == 1  # the bearer scheme
+        assert_not_blank(await walk.shot(tmp_path / "docs.png"))
+    finally:
+        await page.close()
+    assert all(u.startswith(served.url + "/") for u in walk.requests), walk.requests
+
