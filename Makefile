@@ -28,12 +28,14 @@ lint: install ## ruff, mypy and the import layers (.importlinter)
 	$(BIN)/mypy
 	PYTHONPATH=service $(BIN)/lint-imports --no-cache
 
-tools: ## Install helm (built from the Go module proxy), promtool (Debian's prometheus) and mariadbd
+tools: ## Install helm (built from the Go module proxy), and Debian's promtool, mariadbd and chromium
 	deploy/local/helm.sh install
 	[ -x /usr/sbin/mariadbd ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	  apt-get install -y -qq --no-install-recommends mariadb-server >/dev/null; }
 	command -v promtool >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	  apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+	command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	  apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
 
 test: install services tools ## Start the stack and run every test (unit, integration, e2e)
 	$(BIN)/pytest -q

@@ -180,6 +180,8 @@ def test_check_rows_repeat_and_link_to_the_drill_down_api(board: dict[str, Any])
     links = json.dumps([p.get("links", []) for p in _panels(board)])
     links += json.dumps([p["fieldConfig"]["defaults"].get("links", []) for p in _panels(board)])
     assert "/api/v1/checks/${check}/days/${__field.labels.day}" in links
+    # The page first: it opens the day people clicked, in the drill-down page at `/`.
+    assert '"${api}/#/checks/${check}/days/${__field.labels.day}"' in links
     assert "/api/v1/checks/${check}/days\"" in links
 
 

@@ -22,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
+import httpx
 import pytest
 import yaml
 from deploy_support import CHART, ROOT, run
@@ -54,10 +55,11 @@ checks:
 
 def _package_files() -> set[str]:
     """Return the files the wheel must carry: every module and the package data."""
-    patterns = ("**/*.py", "py.typed", "state/migrations/*.sql", "stores/*.painless")
+    patterns = ("**/*.py", "py.typed", "state/migrations/*.sql", "stores/*.painless",
+                "api/static/*", "api/static/swagger/*")
     files = {p for pattern in patterns for p in PACKAGE.glob(pattern)}
     return {"driftgauge/" + p.relative_to(PACKAGE).as_posix() for p in files
-            if "__pycache__" not in p.parts}
+            if "__pycache__" not in p.parts and p.is_file()}
 
 
 def _env() -> dict[str, str]:
@@ -215,3 +217,54 @@ def test_installed_cli_finds_the_missing_row(venv: Path, config: Path) -> None:
     assert sum(b["expected"] for b in out["buckets"]) == 100
     [day] = [b for b in out["buckets"] if b["missing"]]
     assert day["status"] == "drift"
+
+
+def test_installed_serve_answers_the_page_and_its_assets(venv: Path, config: Path) -> None:
+    port = _free_port()
+    log = config.parent / "serve.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([str(venv / "driftgauge"), "serve", "--config", str(config),
+                                 "--host", "127.0.0.1", "--port", str(port)], stdout=out,
+                                stderr=subprocess.STDOUT, env=_env(), cwd=config.parent)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_ready(url, proc, log)
+        page = httpx.get(f"{url}/", timeout=10)
+        assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+        assert "default-src 'self'" in page.headers["content-security-policy"]
+        # The page, its script and style, and the docs' Swagger UI all come from the wheel.
+        for asset in re.findall(r'(?:src|href)="(static/[^"]+)"', page.text):
+            assert httpx.get(f"{url}/{asset}", timeout=10).status_code == 200, asset
+        docs = httpx.get(f"{url}/docs", timeout=10)
+        refs = re.findall(r'(?:src|href)="([^"]+)"', docs.text)
+        assert docs.status_code == 200 and refs, docs.text[:500]
+        assert all(r.startswith("/static/swagger/") for r in refs), refs   # no CDN
+        for asset in refs:
+            assert httpx.get(f"{url}{asset}", timeout=10).status_code == 200, asset
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+    import time
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, log.read_text(encoding="utf-8", errors="replace")[-2000:]
+        try:
+            if httpx.get(f"{url}/readyz", timeout=5).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.25)
+    raise AssertionError(f"serve from the wheel never got ready, see {log}")

@@ -194,7 +194,8 @@ async def cell_pixel(walk: Walk, image: Image.Image, check: str, day: str) -> tu
         f'section[data-check="{check}"] .cell[data-day="{day}"]').bounding_box()
     assert box is not None, f"no square for {check} {day}"
     # A corner of the square, inset past its rounded edge and clear of the day number.
-    pixel: tuple[int, ...] = image.getpixel((int(box["x"]) + 5, int(box["y"]) + 5))
+    pixel = image.getpixel((int(box["x"]) + 5, int(box["y"]) + 5))
+    assert isinstance(pixel, tuple)
     return pixel
 
 
@@ -222,9 +223,9 @@ async def test_page_walks_day_hour_prefix_to_the_planted_keys(
 
         home = await walk.shot(tmp_path / "1-checks.png")
         assert_not_blank(home)
-        for day in served.days:
-            pixel = await cell_pixel(walk, home, "reviews", day.isoformat())
-            assert near(pixel, RED), f"{day}: {pixel} is not the drift red"
+        for planted_day in served.days:
+            pixel = await cell_pixel(walk, home, "reviews", planted_day.isoformat())
+            assert near(pixel, RED), f"{planted_day}: {pixel} is not the drift red"
         unjudged = datetime.now(UTC).date() - timedelta(days=DAYS + 5)
         assert near(await cell_pixel(walk, home, "reviews", unjudged.isoformat()), GREY)
         statuses = await page.eval_on_selector_all(

@@ -123,6 +123,26 @@ async def test_keys_page_and_filter_by_kind(api: Api) -> None:
     assert missing["keys"][0]["key"] != page2["keys"][0]["key"]
 
 
+async def test_keys_and_runs_page_by_limit_and_offset(api: Api) -> None:
+    url = f"/api/v1/checks/reviews/days/{DAY}/keys"
+    pages = [(await api.client.get(url, params={"limit": 1, "offset": i},
+                                   headers=AUTH)).json() for i in range(3)]
+    assert [(p["limit"], p["offset"], p["total"]) for p in pages] == [(1, i, 4) for i in range(3)]
+    keys = [k["key"] for p in pages for k in p["keys"]]
+    assert len(set(keys)) == 3
+    whole = (await api.client.get(url, params={"limit": 3}, headers=AUTH)).json()
+    assert [k["key"] for k in whole["keys"]] == keys
+    old = (await api.client.get(url, params={"page_size": 1, "page": 3}, headers=AUTH)).json()
+    assert old["keys"] == pages[2]["keys"] and old["offset"] == 2
+    both = await api.client.get(url, params={"page": 2, "offset": 1}, headers=AUTH)
+    assert both.status_code == 422 and "page" in both.text
+    runs = "/api/v1/checks/reviews/runs"
+    newest = (await api.client.get(runs, params={"limit": 1})).json()["runs"]
+    skipped = (await api.client.get(runs, params={"limit": 1, "offset": 1})).json()["runs"]
+    assert newest and [r["id"] for r in skipped] == [r["id"] for r in (await api.client.get(
+        runs, params={"limit": 2})).json()["runs"]][1:]
+
+
 async def test_keys_and_writes_need_a_valid_token(api: Api) -> None:
     url = f"/api/v1/checks/reviews/days/{DAY}/keys"
     assert (await api.client.get(url)).status_code == 401
