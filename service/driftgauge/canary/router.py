@@ -3,7 +3,6 @@
 # No `from __future__ import annotations`: FastAPI must see the dependency alias built
 # inside canary_router() as a real object.
 from collections.abc import Callable
-from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
@@ -12,6 +11,7 @@ from pydantic import BaseModel
 from driftgauge.canary.probe import CanaryResult, Result
 from driftgauge.canary.service import CanaryService
 from driftgauge.core.errors import UnknownCheck
+from driftgauge.core.instants import Instant
 
 Dependency = Callable[..., Any]
 
@@ -21,7 +21,7 @@ class CanaryOut(BaseModel):
 
     check: str
     result: Result
-    started_at: datetime
+    started_at: Instant
     duration_seconds: float
     detail: str
 

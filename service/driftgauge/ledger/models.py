@@ -18,6 +18,7 @@ from pydantic import (
 )
 
 from driftgauge.core.bounds import no_lone_surrogates, sane_instant
+from driftgauge.core.instants import Instant
 
 Outcome = Literal["written", "no_match", "skipped", "failed"]
 OUTCOMES: tuple[Outcome, ...] = ("written", "no_match", "skipped", "failed")
@@ -170,12 +171,12 @@ class RunOut(BaseModel):
     id: int
     job: str
     client_run_id: str | None
-    window_start: datetime
-    window_end: datetime
+    window_start: Instant
+    window_end: Instant
     window_day: date
     input_rows: int
-    opened_at: datetime
-    closed_at: datetime | None
+    opened_at: Instant
+    closed_at: Instant | None
     status: RunStatus | None
     outcomes: Counts
     reasons: dict[str, dict[str, int]] = Field(
@@ -200,8 +201,8 @@ class BreachOut(BaseModel):
     window_day: date
     rule: Rule
     detail: str
-    first_seen: datetime
-    last_seen: datetime
+    first_seen: Instant
+    last_seen: Instant
     active: bool
 
 
@@ -211,7 +212,7 @@ class WindowOut(BaseModel):
     job: str
     window_day: date
     due: bool
-    evaluated_at: datetime
+    evaluated_at: Instant
     breaches: list[Rule]
 
 

@@ -194,13 +194,13 @@ class Backfills:
         return bf
 
     async def all(self, *, check: str | None = None, open_only: bool = False,
-                   limit: int = 50) -> list[dict[str, Any]]:
+                   limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
         """Return backfills, newest first (without their events)."""
         async with self.calls.conn("list backfills") as conn:
             ids = [r["id"] for r in await conn.fetch(
                 "SELECT id FROM backfills WHERE ($1::text IS NULL OR check_name = $1)"
-                " AND (status <> 'closed' OR NOT $2) ORDER BY id DESC LIMIT $3",
-                check, open_only, limit)]
+                " AND (status <> 'closed' OR NOT $2) ORDER BY id DESC LIMIT $3 OFFSET $4",
+                check, open_only, limit, offset)]
             return [await self._load(conn, i) for i in ids]
 
     def _expect(self, bf: Mapping[str, Any], step: str, allowed: tuple[str, ...]) -> str | None:

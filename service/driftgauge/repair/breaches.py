@@ -52,13 +52,13 @@ class Breaches:
         self.calls = calls
 
     async def list(self, *, kind: str | None = None, active_only: bool = False,
-                   limit: int = 100) -> list[dict[str, Any]]:
+                   limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:
         """Return recorded breaches, newest first."""
         async with self.calls.conn("read repair breaches") as conn:
             recs = await conn.fetch(
                 "SELECT * FROM repair_breaches WHERE ($1::text IS NULL OR kind = $1)"
-                " AND (active OR NOT $2) ORDER BY first_seen DESC, kind, subject LIMIT $3",
-                kind, active_only, limit)
+                " AND (active OR NOT $2) ORDER BY first_seen DESC, kind, subject"
+                " LIMIT $3 OFFSET $4", kind, active_only, limit, offset)
         return [{"kind": r["kind"], "subject": r["subject"], "detail": r["detail"],
                  "facts": json.loads(r["facts"]), "first_seen": r["first_seen"],
                  "last_seen": r["last_seen"], "active": r["active"]} for r in recs]

@@ -59,14 +59,16 @@ class ReadLog:
             " read_at, seen, backfill_id) VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7)", rows)
 
     async def list(self, *, consumer: str | None = None, check: str | None = None,
-                   since: datetime | None = None, limit: int = 200) -> list[dict[str, Any]]:
+                   since: datetime | None = None, limit: int = 200,
+                   offset: int = 0) -> list[dict[str, Any]]:
         """Return logged reads, newest first."""
         async with self.calls.conn("read the read log") as conn:
             recs = await conn.fetch(
                 "SELECT * FROM consumer_reads WHERE ($1::text IS NULL OR consumer = $1)"
                 " AND ($2::text IS NULL OR check_name = $2)"
                 " AND ($3::timestamptz IS NULL OR partition_end > $3)"
-                " ORDER BY read_at DESC, id DESC LIMIT $4", consumer, check, since, limit)
+                " ORDER BY read_at DESC, id DESC LIMIT $4 OFFSET $5", consumer, check, since,
+                limit, offset)
         return [{"consumer": r["consumer"], "check": r["check_name"],
                  "start": r["partition_start"], "end": r["partition_end"],
                  "read_at": r["read_at"],

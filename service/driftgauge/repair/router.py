@@ -39,6 +39,8 @@ Dependency = Callable[..., Any]
 JUDGE_EVERY = 60.0
 BackfillId = Annotated[int, Path(ge=1, le=2**63 - 1, description="backfill id")]
 PathName = Annotated[str, Path(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
+# Lists page like every other list of the API: `limit` items after skipping `offset`.
+Offset = Annotated[int, Query(ge=0, le=10_000_000, description="Skip this many items first.")]
 QueryName = Annotated[str | None, Query(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
 
 
@@ -195,9 +197,10 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
     @router.get("/reads", tags=["repair"], dependencies=read)
     async def list_reads(service: Service, consumer: QueryName = None, check: QueryName = None,
                          limit: Annotated[int, Query(ge=1, le=10_000)] = 200,
-                         ) -> list[dict[str, Any]]:
+                         offset: Offset = 0) -> list[dict[str, Any]]:
         """List logged reads, newest first."""
-        return await service.reads.list(consumer=consumer, check=check, limit=limit)
+        return await service.reads.list(consumer=consumer, check=check, limit=limit,
+                                        offset=offset)
 
     @router.post("/backfills", tags=["backfill"], dependencies=write, status_code=201,
                  responses=refused)
@@ -212,9 +215,10 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
     async def list_backfills(service: Service, check: QueryName = None,
                              open_only: Annotated[bool, Query(alias="open")] = False,
                              limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-                             ) -> list[dict[str, Any]]:
+                             offset: Offset = 0) -> list[dict[str, Any]]:
         """List backfills, newest first."""
-        return await service.backfills.all(check=check, open_only=open_only, limit=limit)
+        return await service.backfills.all(check=check, open_only=open_only, limit=limit,
+                                           offset=offset)
 
     @router.get("/backfills/{backfill_id}", tags=["backfill"], dependencies=read)
     async def show_backfill(backfill_id: BackfillId, service: Service) -> dict[str, Any]:
@@ -295,9 +299,10 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
     @router.get("/repair/breaches", tags=["repair"], dependencies=read)
     async def list_breaches(service: Service, kind: QueryName = None, active: bool = False,
                             limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-                            ) -> list[dict[str, Any]]:
+                            offset: Offset = 0) -> list[dict[str, Any]]:
         """List repair breaches, newest first."""
-        return await service.breaches.list(kind=kind, active_only=active, limit=limit)
+        return await service.breaches.list(kind=kind, active_only=active, limit=limit,
+                                           offset=offset)
 
     @router.post("/repair/judge", tags=["repair"], dependencies=write)
     async def judge_now(service: Service) -> dict[str, Any]:
