@@ -146,10 +146,10 @@ async function checkCard(c) {
       run ? `last run ${run.id} (${run.trigger}) finished ${run.finished_at || "—"}` : "no run yet",
       " · last success ", c.last_success_at || "never"),
     run && run.error ? h("p", { class: "reason" }, `error: ${run.error}`) : null);
-  const until = isoDay(new Date());
+  // `until` is left to the server: today in the check's time zone, not the browser's.
   const since = isoDay(new Date(Date.now() - (GRID_DAYS - 1) * 86400000));
   try {
-    card.append(grid(c.name, await api(`/checks/${enc(c.name)}/days`, { since, until })));
+    card.append(grid(c.name, await api(`/checks/${enc(c.name)}/days`, { since })));
   } catch (exc) {
     card.append(h("p", { class: "reason" }, `days: ${exc.message}`));
   }
