@@ -28,7 +28,7 @@ lint: install ## ruff, mypy and the import layers (.importlinter)
 	$(BIN)/mypy
 	PYTHONPATH=service $(BIN)/lint-imports --no-cache
 
-tools: ## Install helm (built from the Go module proxy), and Debian's promtool, mariadbd and chromium
+tools: ## Install helm (built from the Go module proxy) and Debian's promtool, mariadbd and chromium
 	deploy/local/helm.sh install
 	[ -x /usr/sbin/mariadbd ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	  apt-get install -y -qq --no-install-recommends mariadb-server >/dev/null; }
