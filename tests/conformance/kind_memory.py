@@ -15,16 +15,19 @@ from driftgauge.stores.base import RowHash, StoreAdapter
 from driftgauge.stores.memory import MemoryAdapter
 from tests.conformance.spec import ROW_CHANGES, SLOT_FIRST_PASS, Failures, Hung, Spec, Table
 
-_HASHED: dict[tuple[Any, ...], RowHash] = {}
-"""Rows hashed once per view shape: a kind's tests open many views on the same rows."""
+_HASHED: dict[tuple[Any, ...], tuple[dict[str, Any], RowHash]] = {}
+"""Rows hashed once per view shape: a kind's tests open many views on the same rows.
+
+Keyed by the row's id, and holding the row itself, so a reused id is never mistaken."""
 
 
 def _row_hash(row: dict[str, Any], spec: Spec) -> RowHash:
-    shape = (spec.key, spec.key_type, spec.time, tuple(spec.fields.items()), spec.precision)
-    cache_key = (*shape, tuple(row.items()))
-    if cache_key not in _HASHED:
-        _HASHED[cache_key] = _hash(row, spec)
-    return _HASHED[cache_key]
+    cache_key = (spec.key, spec.key_type, spec.time, tuple(spec.fields.items()),
+                 spec.precision, id(row))
+    held = _HASHED.get(cache_key)
+    if held is None or held[0] is not row:
+        held = _HASHED[cache_key] = (row, _hash(row, spec))
+    return held[1]
 
 
 def _hash(row: dict[str, Any], spec: Spec) -> RowHash:
@@ -52,18 +55,33 @@ def adapter(rows: Sequence[dict[str, Any]], spec: Spec) -> MemoryAdapter:
     return MemoryAdapter(kept, ZoneInfo(spec.tz), excluded)
 
 
+class _Opened(MemoryAdapter):
+    """A MemoryAdapter its source keeps up to date until it is closed."""
+
+    source: MemorySource | None = None
+    spec: Spec | None = None
+
+    async def close(self) -> None:
+        """Stop following the source's changes."""
+        if self.source is not None:
+            self.source.opened.remove(self)
+            self.source = None
+
+
 class MemorySource:
     """A table as a list of rows in memory."""
 
     def __init__(self, table: Table) -> None:
         self.table = table
         self.rows = table.dicts()
-        self.opened: list[tuple[MemoryAdapter, Spec]] = []
+        self.opened: list[_Opened] = []
 
     async def open(self, spec: Spec) -> StoreAdapter:
         """Return a MemoryAdapter over the rows; it sees later changes, as a store's would."""
-        opened = adapter(self.rows, spec)
-        self.opened.append((opened, spec))
+        fresh = adapter(self.rows, spec)
+        opened = _Opened(fresh.rows, fresh.timezone, fresh.excluded)
+        opened.source, opened.spec = self, spec
+        self.opened.append(opened)
         return opened
 
     async def replace_rows(self, row_id: str, rows: Sequence[tuple[Any, ...]]) -> None:
@@ -72,8 +90,8 @@ class MemorySource:
         names = [n for n, _ in self.table.columns]
         self.rows = [r for r in self.rows if r[column] != row_id]
         self.rows += [dict(zip(names, row, strict=True)) for row in rows]
-        for opened, spec in self.opened:
-            fresh = adapter(self.rows, spec)
+        for opened in self.opened:
+            fresh = adapter(self.rows, cast(Spec, opened.spec))
             opened.rows, opened.excluded = fresh.rows, fresh.excluded
 
     async def open_hung(self, spec: Spec, store_timeout: float) -> Hung:

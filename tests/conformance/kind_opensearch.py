@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -30,6 +29,7 @@ from tests.conformance.spec import (
     Rule,
     Spec,
     Table,
+    double_safe,
 )
 from tests.faults.proxy import Fault, HttpFaultProxy
 from tests.integration.conftest import OS_URL, TIMEOUT, make_view, os_store, unique_name
@@ -157,14 +157,6 @@ def _golden_column(i: int, field: dict[str, Any], *, double: bool) -> str:
     if field["type"] == "decimal" and double:
         return f"f{i}_decdouble"
     return f"f{i}_{field['type']}"
-
-
-def double_safe(value: str | None) -> bool:
-    """Return True when a double holds the decimal exactly as its shortest repr."""
-    if value is None:
-        return True
-    number = Decimal(value)
-    return number.is_finite() and Decimal(repr(float(number))) == number
 
 
 class OpenSearchGolden:

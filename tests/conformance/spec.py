@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from typing import Any, Literal, Protocol
 
 import pytest
@@ -27,6 +28,14 @@ SLOT_FIRST_PASS = "slot first pass"
 ROW_CHANGES = "changing stored rows"
 DESCRIBES_FIELDS = "describing its fields (preflight)"
 TIMEOUTS = "a store that stops answering (through a fault proxy of our own)"
+
+
+def double_safe(value: str | None) -> bool:
+    """Return True when a double holds the decimal exactly as its shortest repr."""
+    if value is None:
+        return True
+    number = Decimal(value)
+    return number.is_finite() and Decimal(repr(float(number))) == number
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -74,17 +75,33 @@ async def _ask(adapter: StoreAdapter, case: Case, granularity: str) -> Any:
                    async for r in adapter.iter_rows(start, end)])
 
 
+Opener = Callable[[str], Awaitable[StoreAdapter]]
+
+
+@pytest.fixture(scope="module")
+async def adapter_in(kind: Kind, stored: Store) -> AsyncIterator[Opener]:
+    """Yield a function returning the kind's adapter on the rows in a zone, opened once."""
+    source = await stored(kind, DST)
+    opened: dict[str, StoreAdapter] = {}
+
+    async def open_in(tz: str) -> StoreAdapter:
+        if tz not in opened:
+            opened[tz] = await source.open(Spec(key="id", time="ts", tz=tz,
+                                                fields={"label": ("label", "string")}))
+        return opened[tz]
+
+    try:
+        yield open_in
+    finally:
+        for adapter in opened.values():
+            await adapter.close()
+
+
 @pytest.mark.parametrize("granularity", ["day", "hour", "slot", "prefix", "rows"])
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
-async def test_adapters_bucket_by_absolute_instants(kind: Kind, stored: Store, case: Case,
+async def test_adapters_bucket_by_absolute_instants(adapter_in: Opener, case: Case,
                                                     granularity: str) -> None:
-    source = await stored(kind, DST)
-    adapter = await source.open(Spec(key="id", time="ts", fields={"label": ("label", "string")},
-                                     tz=case.tz))
-    try:
-        got = await _ask(adapter, case, granularity)
-    finally:
-        await adapter.close()
+    got = await _ask(await adapter_in(case.tz), case, granularity)
     want = _reference(ROWS, case, granularity)
     assert got == want
     if granularity == "hour":

@@ -12,8 +12,7 @@ import pytest
 
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.stores.base import RowHash, StoreAdapter
-from tests.conformance.kind_opensearch import double_safe
-from tests.conformance.spec import DOUBLE_DECIMALS, ENGINE_ENCODING, Golden, Kind
+from tests.conformance.spec import DOUBLE_DECIMALS, ENGINE_ENCODING, Golden, Kind, double_safe
 
 pytestmark = pytest.mark.integration
 
