@@ -12,6 +12,7 @@ from driftgauge.canary.probe import CanaryResult, Result
 from driftgauge.canary.service import CanaryService
 from driftgauge.core.errors import UnknownCheck
 from driftgauge.core.instants import Instant
+from driftgauge.routing import app_service
 
 Dependency = Callable[..., Any]
 
@@ -33,9 +34,7 @@ class CanaryOut(BaseModel):
 
 
 def _app_canary(request: Request) -> CanaryService:
-    service: CanaryService | None = getattr(request.app.state, "canary", None)
-    if service is None:
-        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "canaries are not running")
+    service: CanaryService = app_service(request, "canary", "canaries are not running")
     return service
 
 

@@ -22,6 +22,7 @@ from driftgauge.ledger.models import (
     WindowOut,
 )
 from driftgauge.ledger.service import LedgerService
+from driftgauge.routing import app_service
 
 Dependency = Callable[..., Any]
 
@@ -37,9 +38,7 @@ JobName = Annotated[str | None, Query(min_length=1, max_length=200, pattern=r"^[
                                       description="sync job name")]
 
 def _app_ledger(request: Request) -> LedgerService:
-    service: LedgerService | None = getattr(request.app.state, "ledger", None)
-    if service is None:
-        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "the run ledger is not running")
+    service: LedgerService = app_service(request, "ledger", "the run ledger is not running")
     return service
 
 

@@ -7,10 +7,10 @@ from datetime import date
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, status
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from driftgauge.signals.service import SignalsService
-from driftgauge.signals.volume import VolumeDay, VolumeStatus
+from driftgauge.signals.volume import VolumeStatus
 
 Dependency = Callable[..., Any]
 
@@ -28,11 +28,8 @@ class VolumeDayOut(BaseModel):
     low: float
     high: float
 
-    @classmethod
-    def of(cls, d: VolumeDay) -> "VolumeDayOut":
-        """Return the API form of a stored verdict."""
-        return cls(day=d.day, status=d.status, distinct_keys=d.distinct_keys,
-                   history_days=d.history_days, mean=d.mean, sd=d.sd, low=d.low, high=d.high)
+    # The API form of a stored VolumeDay is read from its attributes of the same names.
+    model_config = ConfigDict(from_attributes=True)
 
 
 class VolumeOut(BaseModel):
@@ -59,6 +56,6 @@ def signals_router(require_read: Dependency, *,
                                 f"check: no check named {check!r} has volume settings")
         days = await service.store.volume(check)
         return VolumeOut(check=check, needed_history_days=settings.needed_history,
-                         days=[VolumeDayOut.of(d) for d in days])
+                         days=[VolumeDayOut.model_validate(d) for d in days])
 
     return router
