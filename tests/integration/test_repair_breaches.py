@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from driftgauge.api.app import create_app
 from driftgauge.ledger.client import LedgerClient, RepairClient
 from tests.integration.repair_support import (
     AUTH,
@@ -200,3 +201,20 @@ def test_probe_rerun_catches_a_step_that_appends(pg_database: str, tmp_path: Pat
     assert "appended" in done.stdout
     assert (f"count {2 * ROWS_PER_HOUR} after run 1, {3 * ROWS_PER_HOUR} after run 2, "
             f"{ROWS_PER_HOUR} appended") in done.stdout
+
+
+async def test_the_job_runtime_judges_repair_breaches(pg_database: str) -> None:
+    tables = Tables(pg_database)
+    await tables.create(order_rows(day_zero(), range(1)))
+    app = create_app(tables.config(), start_scheduler=True, refresh_every=3600)
+    async with app.router.lifespan_context(app), httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://driftgauge") as client:
+        jobs = app.state.runtime.jobs
+        assert "repair-judge" in [j.id for j in jobs.jobs()]
+        await post(client, "/watermarks/orders-fact/advance", {
+            "to": day_zero().isoformat(), "by": "nightly", "reason": "run",
+            "stall_after_seconds": 0.2})
+        await asyncio.sleep(0.3)
+        await jobs.fire("repair-judge")
+        [stalled] = await _breaches(client, "watermark_stalled")
+        assert stalled["subject"] == "orders-fact"

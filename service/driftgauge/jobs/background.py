@@ -11,7 +11,7 @@ from prometheus_client.core import CounterMetricFamily, Metric
 
 log = logging.getLogger("driftgauge.background")
 LOOPS = ("audit", "snapshot_refresh", "retention", "canary", "signals", "ledger_deadlines",
-         "ledger_reconcile", "ticks", "heartbeat")
+         "ledger_reconcile", "ticks", "heartbeat", "repair")
 # One process serves one app, so a process-wide tally is the service's tally.
 _errors: dict[str, int] = dict.fromkeys(LOOPS, 0)
 

@@ -6,17 +6,18 @@ adapters, so the app includes it with one line.
 
 # No `from __future__ import annotations`: FastAPI must see the dependency aliases built
 # inside repair_router() as real objects.
-import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager, suppress
-from datetime import timedelta
+from contextlib import asynccontextmanager, contextmanager
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query, Request, status
 from fastapi.exceptions import RequestValidationError
 
 from driftgauge.core.errors import StateError
+from driftgauge.jobs.runtime import Job
+from driftgauge.jobs.schedule import every
 from driftgauge.metrics.collector import PartsCollector
 from driftgauge.repair.errors import NotFound, Refused, RepairInputError
 from driftgauge.repair.models import (
@@ -36,7 +37,8 @@ from driftgauge.repair.service import Repair, build_repair
 
 log = logging.getLogger("driftgauge.repair")
 Dependency = Callable[..., Any]
-JUDGE_EVERY = 60.0
+JUDGE = "repair-judge"
+JUDGE_EVERY = timedelta(minutes=1)
 BackfillId = Annotated[int, Path(ge=1, le=2**63 - 1, description="backfill id")]
 PathName = Annotated[str, Path(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
 # Lists page like every other list of the API: `limit` items after skipping `offset`.
@@ -68,31 +70,24 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     await repair.refresh()
     collector = PartsCollector([repair.metrics])
     rt.registry.register(collector)
-    loop = (asyncio.create_task(_judge_loop(repair, rt.state.claims, rt.clock),
-                                name="driftgauge-repair") if rt.scheduler_enabled else None)
+    if rt.scheduler_enabled:
+        rt.jobs.add(judge_job(repair))
     try:
         yield
     finally:
-        if loop is not None:
-            loop.cancel()
-            with suppress(asyncio.CancelledError):
-                await loop
+        if rt.scheduler_enabled:
+            rt.jobs.remove(JUDGE)
         rt.registry.unregister(collector)
 
 
-async def _judge_loop(repair: Repair, claims: Any, clock: Callable[[], Any]) -> None:
-    """Judge stalls, silent changes and reruns every minute, once across replicas."""
-    from driftgauge.jobs.schedule import JobSpec
-
-    spec = JobSpec("repair", "recent", every=timedelta(seconds=JUDGE_EVERY))
-    while True:
-        await asyncio.sleep(JUDGE_EVERY)
+def judge_job(repair: Repair) -> Job:
+    """Return the job judging stalls, silent changes and reruns, once across replicas."""
+    async def judge(_: datetime) -> None:
         try:
-            fire = spec.latest_fire(clock())
-            if fire is None or await claims.claim("repair-judge", fire):
-                await repair.judge()
+            await repair.judge()
         except StateError as exc:
             log.warning("could not judge repair breaches", extra={"error": str(exc)})
+    return Job(JUDGE, "repair", judge, every(JUDGE_EVERY), claim=JUDGE)
 
 
 @contextmanager
