@@ -180,8 +180,8 @@ async def drill_paths(base: str, token: str, days: list[str]) -> list[tuple[str,
             for h in detail["hours"]:
                 hour = datetime.fromisoformat(h["label"]).hour
                 paths.append(("hour", f"{prefix}/days/{day}/hours/{hour}", False))
-            for page in (1, 2):
-                paths.append(("keys", f"{prefix}/days/{day}/keys?page={page}&page_size=50",
+            for offset in (0, 50):
+                paths.append(("keys", f"{prefix}/days/{day}/keys?limit=50&offset={offset}",
                               True))
     return paths
 
