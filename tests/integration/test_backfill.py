@@ -209,6 +209,47 @@ async def test_an_undelivered_announcement_keeps_the_backfill_planned(
                 "undelivered", "refused", "delivered", "done"]
 
 
+async def test_a_command_consumer_is_replayed_once_its_run_is_reported(
+        pg_database: str) -> None:
+    tables = Tables(pg_database)
+    day = day_zero()
+    await tables.create(order_rows(day, range(2)))
+    await tables.corrupt(day, day + timedelta(hours=1))
+    hour = [{"start": day.isoformat(), "end": (day + timedelta(hours=1)).isoformat()}]
+    async with serve(tables.config()) as (_, client):
+        await reconcile(client)
+        for name, rank in (("ledger-report", 1), ("tax-export", 2)):
+            resp = await client.put(f"/api/v1/consumers/{name}", headers=AUTH, json={
+                "kind": "report", "owner": "finance", "rank": rank,
+                "command": f"make {name}"})
+            assert resp.status_code == 200, resp.text
+            await post(client, "/reads", {"consumer": name, "check": "orders",
+                                          "partitions": hour}, 201)
+        bf = (await post(client, "/backfills", {"check": "orders", "by": "ana",
+                                                "reason": "bad hour"}, 201))["id"]
+        # Nobody signs: start needs no announcement.
+        await post(client, f"/backfills/{bf}/start", {"by": "ana"})
+        await tables.recompute(day, day + timedelta(hours=1))
+        await post(client, f"/backfills/{bf}/verify", {"by": "ana"})
+        waiting = await post(client, f"/backfills/{bf}/replay", {"by": "ana"})
+        assert waiting["status"] == "verified"
+        assert [c["replay"] and c["replay"]["outcome"] for c in waiting["consumers"]] == [
+            "running", None]
+        assert "waiting: run 'make ledger-report'" in waiting["events"][-1]["detail"]
+        early = await post(client, f"/backfills/{bf}/replay",
+                           {"by": "ana", "consumer": "tax-export"}, 409)
+        assert early["detail"]["rule"] == "replay_order"
+        await post(client, f"/backfills/{bf}/replays/ledger-report/finished",
+                   {"by": "ana", "detail": "exit 0"})
+        await post(client, f"/backfills/{bf}/replay", {"by": "ana"})
+        done = await post(client, f"/backfills/{bf}/replays/tax-export/finished",
+                          {"by": "ana"})
+        assert done["status"] == "replayed"
+        closed = await post(client, f"/backfills/{bf}/close", {"by": "ana"})
+        assert closed["status"] == "closed"
+        assert closed["announced_at"] is None and closed["totals_before"]["count"] == 10
+
+
 async def test_bad_input_names_the_field(pg_database: str) -> None:
     tables = Tables(pg_database)
     await tables.create(order_rows(day_zero(), range(1)))
