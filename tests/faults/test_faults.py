@@ -281,7 +281,7 @@ async def test_a_failed_run_leaves_no_store_call_running(world: World) -> None:
 async def test_a_canary_write_answered_429_is_not_retried(world: World) -> None:
     await baseline(world)
     check = world.config.checks["items"]
-    canary = Canary(store=check.reader.store, index=unique_name("dg_faults_canary"),  # type: ignore[arg-type]
+    canary = Canary(store=check.reader.store, index=unique_name("dg_faults_canary"),
                     document={}, timeout=STORE_TIMEOUT)
     with_canary = dataclasses.replace(check, canary=canary)
     world.os.arm(Fault("status", status=429, cause="queue", match=r"/_(doc|update)/"))
@@ -299,7 +299,7 @@ async def test_a_canary_read_back_missing_a_shard_is_an_error_not_a_verdict(
         world: World) -> None:
     await baseline(world)
     check = world.config.checks["items"]
-    canary = Canary(store=check.reader.store, index=str(check.reader.index),  # type: ignore[arg-type]
+    canary = Canary(store=check.reader.store, index=str(check.reader.index),
                     document={"label": "canary"}, timeout=STORE_TIMEOUT)
     hiding = {"bool": {"must_not": [{"exists": {"field": canary.marker}}]}}
     with_canary = dataclasses.replace(check, canary=canary,

@@ -15,8 +15,10 @@ import asyncpg
 import pytest
 from opensearchpy import AsyncOpenSearch
 
-from driftgauge.config.runtime import Field, OpenSearchStore, PostgresStore, View
+from driftgauge.config.runtime import Field, View
 from driftgauge.config.secrets import Secret
+from driftgauge.stores.opensearch.settings import OpenSearchStore
+from driftgauge.stores.postgres.settings import PostgresStore
 
 PG_DSN = os.environ.get("DRIFTGAUGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:55432/postgres")
 OS_URL = os.environ.get("DRIFTGAUGE_TEST_OS_URL", "http://127.0.0.1:9250")

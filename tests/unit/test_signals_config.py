@@ -11,6 +11,7 @@ import yaml
 from driftgauge.config.loader import load_text
 from driftgauge.core.errors import ConfigError
 from driftgauge.stores.opensearch import querydsl
+from driftgauge.stores.opensearch.settings import OpenSearchStore
 
 HIDE = {"exists": {"field": "driftgauge_canary"}}
 TIERS = {"terms": {"review_tier": ["first_tier", "second_tier"]}}
@@ -54,6 +55,7 @@ def test_defaults_of_each_section() -> None:
     assert check.ledger.no_match_rate == 0.05
     assert check.ledger.summary_deadline == timedelta(hours=6)
     assert check.canary.index == "conv" and check.canary.cron == "0 12 * * *"
+    assert isinstance(check.canary.store, OpenSearchStore)
     assert check.canary.store.username == "sync"
     assert check.vocabulary[0].accepted == ("first_tier", "second_tier")
     assert (check.volume.trailing, check.volume.sigmas) == (30, 3.0)

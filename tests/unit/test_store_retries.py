@@ -19,7 +19,7 @@ from driftgauge.metrics.collector import build_registry
 from driftgauge.metrics.stores import store_retries_part
 from driftgauge.stores import retries
 from driftgauge.stores.opensearch import retry as os_retry
-from driftgauge.stores.opensearch.adapter import translate_error
+from driftgauge.stores.opensearch.client import translate_error
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 FAST = os_retry.RetryPolicy(attempts=4, base=0.001, cap=0.004, reserve=0.0)

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 from datetime import datetime
 
 from driftgauge.canary.probe import KeyPicker
-from driftgauge.config.runtime import PostgresStore
-from driftgauge.core.errors import StoreError
-from driftgauge.stores.base import StoreAdapter
+from driftgauge.stores.base import KeyQuery, StoreAdapter
 
 
 def adapter_key_picker(adapter: StoreAdapter) -> KeyPicker:
@@ -27,26 +24,8 @@ def adapter_key_picker(adapter: StoreAdapter) -> KeyPicker:
     return pick
 
 
-def sql_key_picker(store: PostgresStore, query: str) -> KeyPicker:
-    """Return a picker running `query` ($1, $2 = the day's start and end) on a postgres source."""
+def query_key_picker(adapter: KeyQuery, query: str) -> KeyPicker:
+    """Return a picker running the operator's `query` ($1, $2 = the day's bounds) on the source."""
     async def pick(start: datetime, end: datetime) -> str | None:
-        import asyncpg
-
-        from driftgauge.stores.postgres.adapter import translate_error
-
-        try:
-            async with asyncio.timeout(store.timeout):
-                conn = await asyncpg.connect(store.dsn.reveal(), timeout=store.timeout,
-                                             server_settings={"TimeZone": "UTC",
-                                                              "application_name":
-                                                              "driftgauge-canary"})
-                try:
-                    value = await conn.fetchval(query, start, end, timeout=store.timeout)
-                finally:
-                    await conn.close(timeout=store.timeout)
-        except StoreError:
-            raise
-        except Exception as exc:
-            raise translate_error(store.name, "pick a canary key", exc) from exc
-        return None if value is None else str(value)
+        return await adapter.query_key(query, start, end)
     return pick

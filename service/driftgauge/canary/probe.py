@@ -13,9 +13,10 @@ from urllib.parse import quote
 
 import httpx
 
-from driftgauge.config.runtime import Canary, Check, OpenSearchStore
+from driftgauge.config.runtime import Canary, Check
 from driftgauge.core.errors import DriftgaugeError, StorePermissionError, StoreTimeout
 from driftgauge.stores.opensearch import querydsl
+from driftgauge.stores.opensearch.settings import OpenSearchStore
 
 Result = Literal["ok", "permission", "not_visible", "timeout", "error"]
 RESULTS: tuple[Result, ...] = ("ok", "permission", "not_visible", "timeout", "error")
@@ -191,7 +192,8 @@ async def run_canary(check: Check, pick_key: KeyPicker, *, now: datetime | None 
     key: str | None = None
     result: Result = "ok"
     detail = ""
-    if not isinstance(check.reader.store, OpenSearchStore):
+    if not isinstance(check.reader.store, OpenSearchStore) \
+            or not isinstance(canary.store, OpenSearchStore):
         raise ValueError(f"check {check.name!r}: the canary needs an opensearch reader view")
     w = http_client(canary.store, canary.timeout, writer)
     r = http_client(check.reader.store, canary.timeout, reader)

@@ -6,13 +6,13 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 
-from driftgauge.canary.keys import adapter_key_picker, sql_key_picker
+from driftgauge.canary.keys import adapter_key_picker, query_key_picker
 from driftgauge.canary.probe import CanaryResult, KeyPicker, run_canary
 from driftgauge.canary.store import CanaryStore
-from driftgauge.config.runtime import Check, PostgresStore
+from driftgauge.config.runtime import Check
 from driftgauge.core.errors import DriftgaugeError, UnknownCheck
 from driftgauge.jobs.clock import utc_now
-from driftgauge.stores.base import StoreAdapter
+from driftgauge.stores.base import KeyQuery, StoreAdapter
 
 log = logging.getLogger("driftgauge.canary")
 SourceGetter = Callable[[Check], Awaitable[StoreAdapter]]
@@ -21,12 +21,13 @@ SourceGetter = Callable[[Check], Awaitable[StoreAdapter]]
 def key_picker_for(check: Check, source: SourceGetter) -> KeyPicker:
     """Return how the check's canary picks a real key: its key_query, else the source view."""
     canary = check.canary
-    if canary is not None and canary.key_query is not None \
-            and isinstance(check.source.store, PostgresStore):
-        return sql_key_picker(check.source.store, canary.key_query)
+    query = canary.key_query if canary is not None else None
 
     async def pick(start: datetime, end: datetime) -> str | None:
-        return await adapter_key_picker(await source(check))(start, end)
+        adapter = await source(check)
+        if query is not None and isinstance(adapter, KeyQuery):
+            return await query_key_picker(adapter, query)(start, end)
+        return await adapter_key_picker(adapter)(start, end)
     return pick
 
 

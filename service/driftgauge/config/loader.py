@@ -19,8 +19,6 @@ from driftgauge.config.runtime import (
     Exclusion,
     Field,
     Lease,
-    OpenSearchStore,
-    PostgresStore,
     Retention,
     Schedule,
     State,
@@ -31,6 +29,7 @@ from driftgauge.config.runtime import (
 from driftgauge.config.secrets import Secret
 from driftgauge.config.values import parse_duration
 from driftgauge.core.errors import ConfigError
+from driftgauge.stores import registry
 
 __all__ = ["build", "load_file", "load_text", "parse_duration"]
 
@@ -43,7 +42,7 @@ Loc = tuple[str | int, ...]
 def _loc(parts: tuple[Any, ...]) -> str:
     """Return a dotted location, dropping pydantic's union-member and key tags."""
     shown = [p for p in parts if p != "[key]"]
-    if len(shown) > 2 and shown[0] == "stores" and shown[2] in ("postgres", "opensearch"):
+    if len(shown) > 2 and shown[0] == "stores" and shown[2] in registry.kinds():
         del shown[2]
     return ".".join('""' if p == "" else str(p) for p in shown) or "(root)"
 
@@ -185,14 +184,7 @@ def build(parsed: m.ConfigModel, *, resolve_secrets: bool = False,
     problems: list[str] = []
     stores: dict[str, Store] = {}
     for name, sm in parsed.stores.items():
-        if isinstance(sm, m.PostgresStoreModel):
-            stores[name] = PostgresStore(name, Secret(sm.dsn), sm.timeout_seconds, sm.pool_max)
-            problems.extend(secrets.dsn_problems(f"stores.{name}.dsn", sm.dsn))
-        else:
-            pw = Secret(sm.password) if sm.password is not None else None
-            stores[name] = OpenSearchStore(
-                name, sm.url.rstrip("/"), sm.username, pw, sm.timeout_seconds, sm.verify_certs
-            )
+        stores[name] = registry.kind_of(sm.kind).build(name, sm, problems)
     broken = (known_stores or set()) - set(stores)
     state = State(Secret(parsed.state.dsn), parsed.state.schema_name,
                   Retention(parsed.state.retention.runs, parsed.state.retention.ledger),
@@ -273,26 +265,7 @@ def _build_view(where: str, vm: m.ViewModel, cm: m.CheckModel, fields: tuple[Fie
         return None
     for extra in set(vm.fields) - {f.name for f in fields}:
         problems.append(f"{where}.fields.{extra}: not one of the check's fields")
-    if store.kind == "postgres":
-        if (vm.query is None) == (vm.table is None):
-            problems.append(f"{where}: a postgres view needs exactly one of 'query' or 'table'")
-        for key in ("index", "filter"):
-            if getattr(vm, key) is not None:
-                problems.append(f"{where}.{key}: only for opensearch views")
-        for i, ex in enumerate(exclusions):
-            if ex.where is None or ex.query is not None:
-                problems.append(f"{where.rsplit('.', 1)[0]}.exclusions.{i}: a postgres source "
-                                "excludes rows with 'where' (an SQL predicate)")
-    else:
-        if vm.index is None:
-            problems.append(f"{where}.index: field required for an opensearch view")
-        for key in ("query", "table"):
-            if getattr(vm, key) is not None:
-                problems.append(f"{where}.{key}: only for postgres views")
-        for i, ex in enumerate(exclusions):
-            if ex.query is None or ex.where is not None:
-                problems.append(f"{where.rsplit('.', 1)[0]}.exclusions.{i}: an opensearch source "
-                                "excludes rows with 'query' (query DSL)")
+    registry.kind_of(store.kind).check_view(where, vm, exclusions, problems)
     reasons = [e.reason for e in exclusions]
     if len(set(reasons)) != len(reasons):
         problems.append(f"{where.rsplit('.', 1)[0]}.exclusions: reasons must be unique")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import Field, StringConstraints, model_validator
 
 from driftgauge.config.values import (
     CanaryInterval,
@@ -17,11 +17,10 @@ from driftgauge.config.values import (
     NonEmptyList,
     NonEmptyMapping,
     Ratio,
-    Seconds,
     SecretRef,
     Settle,
+    Strict,
     SummaryDeadline,
-    Url,
     between,
 )
 
@@ -31,31 +30,20 @@ CheckName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,62}$")
 FieldTypeName = Literal["string", "integer", "decimal", "boolean", "timestamp"]
 
 
-class Strict(BaseModel):
-    """Base for every config section: unknown keys are errors, numbers finite, types exact."""
+def _store_union() -> Any:
+    """Return the `stores.NAME` model: one member per registered store kind, by `kind`."""
+    from driftgauge.stores import registry
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
-
-
-class PostgresStoreModel(Strict):
-    kind: Literal["postgres"]
-    dsn: SecretRef = Field(description="Connection string, usually a secret reference "
-                          "(env:NAME).")
-    timeout_seconds: Seconds = 30.0
-    pool_max: int = Field(4, ge=1, le=100)
+    members = tuple(k.config_model for k in registry.kinds().values())
+    if len(members) == 1:
+        return members[0]
+    return Annotated[Union[members], Field(discriminator="kind")]  # noqa: UP007
 
 
-class OpenSearchStoreModel(Strict):
-    kind: Literal["opensearch"]
-    url: Url = Field(description="Base URL of the cluster, e.g. http://127.0.0.1:9250.")
-    username: NonEmpty | None = None
-    password: SecretRef | None = Field(None, description="Secret reference (env:NAME or "
-                                      "file:/path).")
-    timeout_seconds: Seconds = 30.0
-    verify_certs: bool = True
-
-
-StoreModel = Annotated[PostgresStoreModel | OpenSearchStoreModel, Field(discriminator="kind")]
+if TYPE_CHECKING:
+    from driftgauge.stores.registry import StoreModel
+else:
+    StoreModel = _store_union()
 
 
 class RetentionModel(Strict):

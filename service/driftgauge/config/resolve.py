@@ -4,19 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from driftgauge.config.runtime import Api, PostgresStore, State, Store
+from driftgauge.config.runtime import Api, State, Store
 from driftgauge.config.secrets import Secret, dsn_shape, is_reference
 from driftgauge.core.errors import SecretError
+from driftgauge.stores import registry
 
 
 def resolve_problems(stores: Mapping[str, Store], state: State, api: Api) -> list[str]:
     """Resolve every secret reference as `serve` does; return each failure by location."""
     refs: list[tuple[str, Secret, str]] = [("state.dsn", state.dsn, "dsn")]
     for name, store in stores.items():
-        if isinstance(store, PostgresStore):
-            refs.append((f"stores.{name}.dsn", store.dsn, "dsn"))
-        elif store.password is not None:
-            refs.append((f"stores.{name}.password", store.password, "password"))
+        refs.extend((f"stores.{name}.{field}", secret, kind)
+                    for field, secret, kind in registry.kind_of(store.kind).secrets(store))
     refs.extend((f"api.tokens.{i}", t, "token") for i, t in enumerate(api.tokens))
     refs.extend((f"api.metrics_tokens.{i}", t, "token") for i, t in enumerate(api.metrics_tokens))
     problems = []

@@ -4,40 +4,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 from zoneinfo import ZoneInfo
 
 from driftgauge.config.secrets import Secret
 from driftgauge.core.fields import FieldType, KeyType, TimestampPrecision
 
-StoreKind = Literal["postgres", "opensearch"]
 
+class Store(Protocol):
+    """A configured store as every layer sees it; each kind adds its own settings.
 
-@dataclass(frozen=True)
-class PostgresStore:
-    """A PostgreSQL store reached through an asyncpg pool."""
+    The kinds' own dataclasses (stores/*/kind.py) satisfy it.
+    """
 
-    name: str
-    dsn: Secret
-    timeout: float = 30.0
-    pool_max: int = 4
-    kind: StoreKind = "postgres"
+    @property
+    def name(self) -> str:
+        """The key of the store under `stores:`."""
+        ...
 
+    @property
+    def kind(self) -> str:
+        """The store kind's name (see driftgauge.stores.registry)."""
+        ...
 
-@dataclass(frozen=True)
-class OpenSearchStore:
-    """An OpenSearch cluster reached over HTTP."""
-
-    name: str
-    url: str
-    username: str | None = None
-    password: Secret | None = None
-    timeout: float = 30.0
-    verify_certs: bool = True
-    kind: StoreKind = "opensearch"
-
-
-Store = PostgresStore | OpenSearchStore
+    @property
+    def timeout(self) -> float:
+        """Seconds any one call to the store may take."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -78,7 +71,7 @@ class View:
     """Set from the check's `timestamp_precision`; `auto` is resolved by the preflight."""
 
     @property
-    def kind(self) -> StoreKind:
+    def kind(self) -> str:
         """Return the kind of store this view lives in."""
         return self.store.kind
 
@@ -138,7 +131,8 @@ class Ledger:
 class Canary:
     """A sentinel written with the sync job's identity and read back through the reader view."""
 
-    store: OpenSearchStore
+    store: Store
+    """Where the sentinel is written, with the sync job's own credentials."""
     index: str
     document: dict[str, Any]
     marker: str = "driftgauge_canary"

@@ -9,12 +9,12 @@ from driftgauge.config.runtime import (
     Canary,
     Check,
     Ledger,
-    OpenSearchStore,
     Store,
     View,
     VocabularyField,
     Volume,
 )
+from driftgauge.stores import registry
 from driftgauge.stores.opensearch import querydsl
 
 DEFAULT_CANARY_CRON = "0 12 * * *"
@@ -39,11 +39,11 @@ def build_canary(where: str, cm: m.CanaryModel | None, source: View, reader: Vie
     elif store is None:
         known = ", ".join(sorted(stores)) or "none"
         problems.append(f"{where}.store: unknown store {cm.store!r} (known: {known})")
-    elif not isinstance(store, OpenSearchStore):
+    elif not registry.kind_of(store.kind).has(registry.CANARY_WRITER):
         problems.append(f"{where}.store: the canary writes to OpenSearch; store {cm.store!r} "
                         f"is {store.kind}")
     check_where = where.rsplit(".", 1)[0]
-    if reader.kind != "opensearch":
+    if not registry.kind_of(reader.kind).has(registry.CANARY_WRITER):
         problems.append(f"{where}: the canary reads back through an opensearch reader view")
     elif not querydsl.excludes_marker(reader.filter, cm.marker):
         problems.append(
@@ -60,9 +60,10 @@ def build_canary(where: str, cm: m.CanaryModel | None, source: View, reader: Vie
         if name in cm.document:
             problems.append(f"{where}.document.{name}: set by the canary itself (marker and "
                             "real key); remove it")
-    if cm.key_query is not None and source.kind != "postgres":
+    if cm.key_query is not None and not registry.kind_of(source.kind).has(registry.KEY_PICKER):
         problems.append(f"{where}.key_query: only for a postgres source")
-    if not isinstance(store, OpenSearchStore) or index is None:
+    if store is None or not registry.kind_of(store.kind).has(registry.CANARY_WRITER) \
+            or index is None:
         return None
     return Canary(store=store, index=index, document=dict(cm.document), marker=cm.marker,
                   write=cm.write, every=every, cron=cron, timeout=cm.timeout_seconds,
@@ -72,7 +73,7 @@ def build_canary(where: str, cm: m.CanaryModel | None, source: View, reader: Vie
 def build_vocabulary(where: str, vm: Mapping[str, m.VocabularyFieldModel], source: View,
                      reader: View, problems: list[str]) -> tuple[VocabularyField, ...]:
     """Return the vocabulary fields of a check, each with the reader's accepted values."""
-    if vm and source.kind != "postgres":
+    if vm and not registry.kind_of(source.kind).has(registry.VOCABULARY_COUNTER):
         problems.append(f"{where}: the vocabulary check needs a postgres source")
         return ()
     out = []

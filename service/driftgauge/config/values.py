@@ -8,7 +8,7 @@ from fractions import Fraction
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from driftgauge import cron
 
@@ -16,6 +16,12 @@ _PART = re.compile(r"(\d+(?:\.\d+)?)(w|d|h|m|s)")
 _UNITS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
 _ORDER = list(_UNITS)
 _HINT = "use e.g. 30s, 15m, 2h, 1h30m, 1d"
+
+
+class Strict(BaseModel):
+    """Base for every config section: unknown keys are errors, numbers finite, types exact."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 def parse_duration(text: str) -> timedelta:

@@ -10,6 +10,7 @@ from typing import NamedTuple
 from driftgauge import observe
 from driftgauge.config.runtime import Check, View
 from driftgauge.stores.base import StoreAdapter
+from driftgauge.stores.pools import StorePools
 from driftgauge.stores.preflight import preflight
 
 log = logging.getLogger("driftgauge.runner")
@@ -28,18 +29,17 @@ AdapterSource = Adapters | Callable[[], Awaitable[Adapters]]
 Opener = Callable[[View], Awaitable[StoreAdapter]]
 
 
-async def _default_open(view: View) -> StoreAdapter:
-    from driftgauge.stores import open_adapter
-
-    return await open_adapter(view)
-
-
 class AdapterPool:
-    """One adapter per check side, opened on first use and kept until close()."""
+    """One adapter per check side, opened on first use and kept until close().
+
+    By default every side on one configured store shares that store's one pool or
+    client (StorePools); a given `opener` is used as it is.
+    """
 
     def __init__(self, checks: Mapping[str, Check], opener: Opener | None = None) -> None:
         self._checks = checks
-        self._open = opener or _default_open
+        self._stores = StorePools()
+        self._open = opener or self._stores.adapter
         self._sides: dict[str, Adapters] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -91,3 +91,4 @@ class AdapterPool:
                 except Exception as exc:
                     log.warning("closing an adapter failed",
                                 extra={"check": name, "error": f"{type(exc).__name__}: {exc}"})
+        await self._stores.close()

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from driftgauge.config.runtime import Check, PostgresStore
+from driftgauge.config.runtime import Check
 from driftgauge.signals.store import SignalsStore
-from driftgauge.signals.vocabulary import VocabularyResult, measure_vocabulary, source_connection
+from driftgauge.signals.vocabulary import VocabularyResult, measure_vocabulary
 from driftgauge.signals.volume import VolumeDay, measure_volume
-from driftgauge.stores.base import StoreAdapter
+from driftgauge.stores.base import StoreAdapter, VocabularyCounter
 
 
 @dataclass
@@ -29,9 +29,10 @@ async def evaluate_signals(check: Check, source: StoreAdapter, store: SignalsSto
     the previous verdict.
     """
     out = SignalsResult()
-    if check.vocabulary and isinstance(check.source.store, PostgresStore):
-        async with source_connection(check.source.store) as conn:
-            out.vocabulary = await measure_vocabulary(check, conn, window_start, window_end)
+    if check.vocabulary:
+        if not isinstance(source, VocabularyCounter):
+            raise ValueError(f"check {check.name!r}: its source cannot count values")
+        out.vocabulary = await measure_vocabulary(check, source, window_start, window_end)
     if check.volume is not None:
         out.volume = await measure_volume(check, source, window_start, window_end, now)
     if out.vocabulary:

@@ -146,6 +146,29 @@ class SlotFirstPass(Protocol):
         ...
 
 
+@runtime_checkable
+class VocabularyCounter(Protocol):
+    """An adapter that counts the expected rows per value of one of its columns."""
+
+    async def value_counts(self, column: str, start: datetime,
+                           end: datetime) -> dict[str | None, int]:
+        """Return rows per value of `column` in [start, end), excluded rows left out.
+
+        Values are their text (booleans as true/false, as a reader filter writes them);
+        None counts the rows where the column is NULL.
+        """
+        ...
+
+
+@runtime_checkable
+class KeyQuery(Protocol):
+    """An adapter that runs an operator's query returning one key of a time range."""
+
+    async def query_key(self, query: str, start: datetime, end: datetime) -> str | None:
+        """Return the first value `query` returns with the range's bounds, or None."""
+        ...
+
+
 SlotQuery = Callable[[datetime, datetime, int], Awaitable[list[BucketDigest]]]
 
 

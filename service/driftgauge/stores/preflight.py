@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from driftgauge import observe
 from driftgauge.config.runtime import Check, Config, View
 from driftgauge.core.errors import ConfigError, DriftgaugeError, SchemaError
 from driftgauge.core.fields import FieldType, TimestampPrecision
 from driftgauge.stores.base import StoreAdapter
+
+if TYPE_CHECKING:
+    from driftgauge.stores.pools import StorePools
 
 Expects = FieldType | Literal["time"]
 UNIT_NAMES: dict[TimestampPrecision, str] = {"ms": "milliseconds", "us": "microseconds"}
@@ -117,13 +120,19 @@ def resolve_precision(check: Check, described: Sequence[tuple[str, FieldSchema]]
     return setting
 
 
-async def verify(check: Check) -> TimestampPrecision:
-    """Open both sides of a check, run the preflight and close them (for config validation)."""
+async def verify(check: Check, stores: StorePools | None = None) -> TimestampPrecision:
+    """Open both sides of a check, run the preflight and close them (for config validation).
+
+    With `stores`, both sides use those shared connections (the caller closes them).
+    """
     from driftgauge.stores import open_adapter
 
-    source = await open_adapter(check.source)
+    async def open_side(view: View) -> StoreAdapter:
+        return await (open_adapter(view) if stores is None else stores.adapter(view))
+
+    source = await open_side(check.source)
     try:
-        reader = await open_adapter(check.reader)
+        reader = await open_side(check.reader)
         try:
             return await preflight(check, source, reader)
         finally:
@@ -138,12 +147,18 @@ async def verify_all(config: Config) -> list[str]:
     A store that cannot be asked is one problem at `checks.NAME`; the other checks are
     still verified, so one call lists every problem.
     """
+    from driftgauge.stores.pools import StorePools
+
     problems: list[str] = []
-    for name, check in config.checks.items():
-        try:
-            await verify(check)
-        except ConfigError as exc:
-            problems += exc.problems
-        except DriftgaugeError as exc:
-            problems.append(f"checks.{name}: {exc}")
+    stores = StorePools()
+    try:
+        for name, check in config.checks.items():
+            try:
+                await verify(check, stores)
+            except ConfigError as exc:
+                problems += exc.problems
+            except DriftgaugeError as exc:
+                problems.append(f"checks.{name}: {exc}")
+    finally:
+        await stores.close()
     return problems

@@ -7,15 +7,12 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Self, TypeVar
 
-from driftgauge.config.runtime import OpenSearchStore, View
+from driftgauge.config.runtime import View
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.errors import (
     IncompleteExport,
-    StoreError,
-    StorePermissionError,
     StoreQueryError,
     StoreTimeout,
-    StoreUnavailable,
 )
 from driftgauge.core.fields import TimestampPrecision
 from driftgauge.encoding.digest import from_epoch_micros
@@ -33,6 +30,8 @@ from driftgauge.stores.base import (
 from driftgauge.stores.opensearch import preflight as preflight_os
 from driftgauge.stores.opensearch import requests as rq
 from driftgauge.stores.opensearch import retry as os_retry
+from driftgauge.stores.opensearch.client import cause, open_client, translate_error
+from driftgauge.stores.opensearch.settings import OpenSearchStore
 from driftgauge.stores.preflight import FieldSchema
 
 T = TypeVar("T")
@@ -46,7 +45,8 @@ class OpenSearchAdapter:
 
     def __init__(self, view: View, client: Any, *, page_size: int = 1000,
                  max_chunk_rows: int = 200_000,
-                 retry: os_retry.RetryPolicy = os_retry.DEFAULT_POLICY) -> None:
+                 retry: os_retry.RetryPolicy = os_retry.DEFAULT_POLICY,
+                 owns_client: bool = True) -> None:
         if not isinstance(view.store, OpenSearchStore) or not view.index:
             raise ValueError("an opensearch view needs an opensearch store and an index")
         self.view = view
@@ -55,26 +55,16 @@ class OpenSearchAdapter:
         self.page_size = page_size
         self.max_chunk_rows = max_chunk_rows
         self.retry = retry
+        self._owns_client = owns_client
 
     @classmethod
-    async def open(cls, view: View) -> Self:
-        """Return an adapter with its own HTTP client (no request is made yet)."""
-        from opensearchpy import AsyncOpenSearch
-
-        store = view.store
-        if not isinstance(store, OpenSearchStore):
+    async def open(cls, view: View, client: Any = None) -> Self:
+        """Return an adapter on the store's shared client, or on a client of its own."""
+        if not isinstance(view.store, OpenSearchStore):
             raise ValueError("an opensearch view needs an opensearch store")
-        auth = None
-        if store.username is not None:
-            password = store.password.reveal() if store.password is not None else ""
-            auth = (store.username, password)
-        # No retries in the client: retry.py is the one retry layer, with backoff.
-        client = AsyncOpenSearch(
-            hosts=[store.url], http_auth=auth, timeout=store.timeout,
-            verify_certs=store.verify_certs, ssl_show_warn=False,
-            connection_class=os_retry.HeaderKeepingConnection,
-            max_retries=0, retry_on_timeout=False)
-        return cls(view, client)
+        if client is not None:
+            return cls(view, client, owns_client=False)
+        return cls(view, open_client(view.store))
 
     async def inspect_fields(self) -> list[FieldSchema]:
         """Return each configured field as every concrete index maps it (the preflight's view)."""
@@ -85,8 +75,9 @@ class OpenSearchAdapter:
         self.view = replace(self.view, timestamp_precision=precision)
 
     async def close(self) -> None:
-        """Close the HTTP client."""
-        await self._client.close()
+        """Close the HTTP client, unless the store's other views share it."""
+        if self._owns_client:
+            await self._client.close()
 
     async def bucket_digests(self, start: datetime, end: datetime,
                              granularity: Granularity) -> list[BucketDigest]:
@@ -263,7 +254,7 @@ class OpenSearchAdapter:
                 f"{what} on index {self.view.index}: unreadable _shards ({exc})")) from exc
         if failed > 0:
             first = failures[0] if failures and isinstance(failures[0], dict) else {}
-            kind, reason = _cause({"error": first.get("reason")})
+            kind, reason = cause({"error": first.get("reason")})
             raise StoreQueryError(self.store.name, (
                 f"{what} on index {self.view.index}: {failed} of {total} shards failed "
                 f"({kind}: {reason}); partial answer refused"))
@@ -297,51 +288,3 @@ def _row(hit: dict[str, Any]) -> RowHash:
     key = value.get("key")  # null for a NULL key, which is not the key ""
     return RowHash(key=None if key is None else str(key), key_hash=str(value["key_hash"]),
                    row_hash=int(value["row_hash"]), event_time=from_epoch_micros(int(micros)))
-
-
-def translate_error(store: str, what: str, exc: BaseException) -> StoreError:
-    """Return our exception for an opensearch-py (or aiohttp) error."""
-    import opensearchpy as osp
-
-    if isinstance(exc, StoreError):
-        return exc
-    if isinstance(exc, osp.ConnectionTimeout | TimeoutError):
-        return StoreTimeout(store, f"{what}: no answer within the timeout")
-    if isinstance(exc, osp.ConnectionError):
-        return StoreUnavailable(store, f"{what}: cannot connect ({exc.error})")
-    if isinstance(exc, osp.TransportError):
-        status = exc.status_code
-        kind, reason = _cause(exc.info)
-        if status in (401, 403) or kind == "cluster_block_exception":
-            return StorePermissionError(store, f"{what}: refused ({status} {kind}: {reason})")
-        if status == 404:
-            return StoreQueryError(store, f"{what}: not found ({kind}: {reason})")
-        if status in (429, 502, 503, 504):
-            return StoreUnavailable(store, f"{what}: cluster answered {status} ({kind}: {reason})")
-        return StoreQueryError(store, f"{what}: rejected ({status} {kind}: {reason})")
-    if isinstance(exc, osp.SerializationError | ValueError):
-        return StoreQueryError(store, f"{what}: unreadable response ({exc})")
-    return StoreQueryError(store, f"{what}: {type(exc).__name__}: {exc}")
-
-
-def _cause(info: Any) -> tuple[str, str]:
-    """Return the innermost error type and reason of an OpenSearch error body.
-
-    Script errors say only "runtime error" at the top; the field and the problem sit
-    under failed_shards[].reason.caused_by.
-    """
-    if not isinstance(info, dict) or not isinstance(info.get("error"), dict):
-        return "error", str(info)[:300]
-    err: dict[str, Any] = info["error"]
-    for _ in range(8):
-        shards = err.get("failed_shards")
-        if isinstance(err.get("caused_by"), dict):
-            err = err["caused_by"]
-        elif shards and isinstance(shards[0], dict) and isinstance(shards[0].get("reason"), dict):
-            err = shards[0]["reason"]
-        else:
-            break
-    if err.get("type") == "search_phase_execution_exception":
-        root = info["error"].get("root_cause") or [{}]
-        err = root[0] if isinstance(root[0], dict) else err
-    return str(err.get("type", "error")), str(err.get("reason", ""))[:300]

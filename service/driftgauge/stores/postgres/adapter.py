@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Self
 
-from driftgauge.config.runtime import PostgresStore, View
+from driftgauge.config.runtime import View
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.errors import (
     StoreError,
-    StorePermissionError,
-    StoreQueryError,
-    StoreTimeout,
-    StoreUnavailable,
 )
 from driftgauge.core.fields import TimestampPrecision
 from driftgauge.encoding.digest import unsigned64
@@ -31,7 +26,9 @@ from driftgauge.stores.base import (
     check_slot,
     hour_digests,
 )
-from driftgauge.stores.postgres import dialect, preflight
+from driftgauge.stores.postgres import dialect, io, preflight
+from driftgauge.stores.postgres.io import translate_error
+from driftgauge.stores.postgres.settings import PostgresStore
 from driftgauge.stores.preflight import FieldSchema
 
 FETCH_ROWS = 2000
@@ -41,12 +38,13 @@ FETCH_ROWS = 2000
 class PostgresAdapter:
     """Read a PostgreSQL source (with exclusions) or a PostgreSQL reader view."""
 
-    def __init__(self, view: View, pool: Any) -> None:
+    def __init__(self, view: View, pool: Any, *, owns_pool: bool = True) -> None:
         if not isinstance(view.store, PostgresStore):
             raise ValueError("a postgres view needs a postgres store")
         self.view = view
         self.store = view.store
         self._pool = pool
+        self._owns_pool = owns_pool
         self._reasons = [ex.reason for ex in view.exclusions if ex.where is not None]
         self._compile()
 
@@ -58,36 +56,19 @@ class PostgresAdapter:
         self._sql_day_slot = dialect.day_slot_sql(view)
 
     @classmethod
-    async def open(cls, view: View) -> Self:
-        """Return an adapter with its own pool, after checking the database encoding."""
-        import asyncpg
+    async def open(cls, view: View, pool: Any = None) -> Self:
+        """Return an adapter on the store's shared pool, or on a pool of its own.
 
+        A pool of its own is checked for the database encoding first; a shared pool was
+        checked when the store was connected.
+        """
         store = view.store
         if not isinstance(store, PostgresStore):
             raise ValueError("a postgres view needs a postgres store")
         dialect.bucket_sql(view)  # refuse a malformed view before opening connections
-        try:
-            pool = await asyncio.wait_for(asyncpg.create_pool(
-                store.dsn.reveal(), min_size=1, max_size=store.pool_max,
-                timeout=store.timeout, command_timeout=store.timeout,
-                # UTC sessions make a timestamp without time zone read as UTC everywhere.
-                server_settings={"TimeZone": "UTC", "application_name": "driftgauge"},
-            ), timeout=store.timeout)
-        except Exception as exc:
-            raise translate_error(store.name, "connect", exc) from exc
-        adapter = cls(view, pool)
-        try:
-            encoding = await adapter._fetchval("check the encoding", "SHOW server_encoding")
-        except BaseException:
-            await pool.close()
-            raise
-        if encoding != "UTF8":
-            await pool.close()
-            # md5(text) hashes the database encoding's bytes, not UTF-8.
-            raise StoreQueryError(store.name, (
-                f"server_encoding is {encoding}; driftgauge needs a UTF8 database "
-                "so that md5() sees UTF-8 bytes"))
-        return adapter
+        if pool is not None:
+            return cls(view, pool, owns_pool=False)
+        return cls(view, await io.store_pool(store))
 
     async def inspect_fields(self) -> list[FieldSchema]:
         """Return the type of each configured column (the preflight's view of this side)."""
@@ -105,8 +86,9 @@ class PostgresAdapter:
             self._compile()
 
     async def close(self) -> None:
-        """Close the pool."""
-        await asyncio.wait_for(self._pool.close(), timeout=self.store.timeout)
+        """Close the pool, unless the store's other views share it."""
+        if self._owns_pool:
+            await io.close_pool(self._pool, self.store.timeout)
 
     async def bucket_digests(self, start: datetime, end: datetime,
                              granularity: Granularity) -> list[BucketDigest]:
@@ -211,17 +193,26 @@ class PostgresAdapter:
         except Exception as exc:
             raise translate_error(self.store.name, self._where("export rows"), exc) from exc
 
+    async def value_counts(self, column: str, start: datetime,
+                           end: datetime) -> dict[str | None, int]:
+        """Return expected rows per text value of `column` in [start, end) (None: NULL)."""
+        rows = await self._fetch(f"count values of {column}",
+                                 dialect.value_counts_sql(self.view, column), start, end)
+        return {r["value"]: int(r["n"]) for r in rows}
+
+    async def query_key(self, query: str, start: datetime, end: datetime) -> str | None:
+        """Return the first value of the operator's key query ($1, $2 = start, end)."""
+        try:
+            async with self._connection() as conn:
+                value = await conn.fetchval(query, start, end, timeout=self.store.timeout)
+        except Exception as exc:
+            raise translate_error(self.store.name, "pick a canary key", exc) from exc
+        return None if value is None else str(value)
+
     async def _fetch(self, what: str, sql: str, *args: Any) -> list[Any]:
         try:
             async with self._connection() as conn:
                 return list(await conn.fetch(sql, *args, timeout=self.store.timeout))
-        except Exception as exc:
-            raise translate_error(self.store.name, self._where(what), exc) from exc
-
-    async def _fetchval(self, what: str, sql: str) -> Any:
-        try:
-            async with self._connection() as conn:
-                return await conn.fetchval(sql, timeout=self.store.timeout)
         except Exception as exc:
             raise translate_error(self.store.name, self._where(what), exc) from exc
 
@@ -256,28 +247,3 @@ def _slots_from_records(records: list[Any]) -> list[BucketDigest]:
     return sorted((BucketDigest(start=r["slot"], agg=Aggregate(
         count=r["n"], distinct_keys=r["keys"], digest=unsigned64(r["digest"])))
         for r in records), key=lambda b: b.start)
-
-
-def translate_error(store: str, what: str, exc: BaseException) -> StoreError:
-    """Return our exception for an asyncpg or socket error."""
-    import asyncpg
-
-    if isinstance(exc, StoreError):
-        return exc
-    if isinstance(exc, TimeoutError | asyncpg.QueryCanceledError):
-        return StoreTimeout(store, f"{what}: no answer within the timeout")
-    if isinstance(exc, asyncpg.InsufficientPrivilegeError
-                  | asyncpg.InvalidAuthorizationSpecificationError
-                  | asyncpg.InvalidPasswordError):
-        return StorePermissionError(store, f"{what}: {exc.sqlstate} {_message(exc)}")
-    if isinstance(exc, asyncpg.InvalidCatalogNameError | asyncpg.CannotConnectNowError
-                  | asyncpg.TooManyConnectionsError | asyncpg.ConnectionDoesNotExistError
-                  | OSError):
-        return StoreUnavailable(store, f"{what}: cannot use the connection ({_message(exc)})")
-    if isinstance(exc, asyncpg.PostgresError):
-        return StoreQueryError(store, f"{what}: {exc.sqlstate} {_message(exc)}")
-    return StoreQueryError(store, f"{what}: {type(exc).__name__}: {exc}")
-
-
-def _message(exc: BaseException) -> str:
-    return str(getattr(exc, "message", None) or exc or type(exc).__name__)

@@ -230,3 +230,13 @@ def like_patterns(prefixes: list[str]) -> list[str]:
             raise ValueError(f"key-hash prefix must be lowercase hex, got {p!r}")
         out.append(p + "%")
     return out
+
+
+def value_counts_sql(view: View, column: str) -> str:
+    """Return SQL counting rows per value of `column` in [$1, $2), skipping excluded rows."""
+    t = quote_ident(view.time_column)
+    value = quote_ident(column)
+    # Booleans read as true/false, the same text the reader filter's values are compared by.
+    return (f"SELECT ({value})::text AS value, count(*) AS n FROM {relation(view)} "
+            f"WHERE {t} >= $1::timestamptz AND {t} < $2::timestamptz "
+            f"AND ({exclusion_sql(view)}) IS NULL GROUP BY 1")

@@ -1,4 +1,4 @@
-"""State-database calls under a deadline, with driver errors translated into StateError."""
+"""The PostgreSQL I/O boundary: pools, calls under a deadline, driver errors mapped to ours."""
 
 from __future__ import annotations
 
@@ -10,7 +10,16 @@ from typing import Any
 import asyncpg
 
 from driftgauge.config.runtime import State
-from driftgauge.core.errors import SecretError, StateError
+from driftgauge.core.errors import (
+    SecretError,
+    StateError,
+    StoreError,
+    StorePermissionError,
+    StoreQueryError,
+    StoreTimeout,
+    StoreUnavailable,
+)
+from driftgauge.stores.postgres.settings import PostgresStore
 
 DB_ERRORS = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError)
 
@@ -63,3 +72,59 @@ async def open_pool(state: State, *, deadline: float = 10.0, pool_max: int = 2) 
     except (*DB_ERRORS, ValueError) as exc:
         raise StateError(f"state.dsn: cannot connect to the state database "
                          f"({describe(exc)})") from None
+
+
+async def store_pool(store: PostgresStore) -> Any:
+    """Open the pool of a data store after checking its encoding; failures are StoreErrors."""
+    try:
+        pool = await asyncio.wait_for(asyncpg.create_pool(
+            store.dsn.reveal(), min_size=1, max_size=store.pool_max,
+            timeout=store.timeout, command_timeout=store.timeout,
+            # UTC sessions make a timestamp without time zone read as UTC everywhere.
+            server_settings={"TimeZone": "UTC", "application_name": "driftgauge"},
+        ), timeout=store.timeout)
+    except Exception as exc:
+        raise translate_error(store.name, "connect", exc) from exc
+    try:
+        async with pool.acquire(timeout=store.timeout) as conn:
+            encoding = await conn.fetchval("SHOW server_encoding", timeout=store.timeout)
+    except BaseException as exc:
+        await pool.close()
+        if isinstance(exc, Exception):
+            raise translate_error(store.name, "check the encoding", exc) from exc
+        raise
+    if encoding != "UTF8":
+        await pool.close()
+        # md5(text) hashes the database encoding's bytes, not UTF-8.
+        raise StoreQueryError(store.name, (
+            f"server_encoding is {encoding}; driftgauge needs a UTF8 database "
+            "so that md5() sees UTF-8 bytes"))
+    return pool
+
+
+async def close_pool(pool: Any, seconds: float = 10.0) -> None:
+    """Close a pool, waiting at most `seconds`."""
+    await asyncio.wait_for(pool.close(), timeout=seconds)
+
+
+def translate_error(store: str, what: str, exc: BaseException) -> StoreError:
+    """Return our exception for an asyncpg or socket error."""
+    if isinstance(exc, StoreError):
+        return exc
+    if isinstance(exc, TimeoutError | asyncpg.QueryCanceledError):
+        return StoreTimeout(store, f"{what}: no answer within the timeout")
+    if isinstance(exc, asyncpg.InsufficientPrivilegeError
+                  | asyncpg.InvalidAuthorizationSpecificationError
+                  | asyncpg.InvalidPasswordError):
+        return StorePermissionError(store, f"{what}: {exc.sqlstate} {_message(exc)}")
+    if isinstance(exc, asyncpg.InvalidCatalogNameError | asyncpg.CannotConnectNowError
+                  | asyncpg.TooManyConnectionsError | asyncpg.ConnectionDoesNotExistError
+                  | OSError):
+        return StoreUnavailable(store, f"{what}: cannot use the connection ({_message(exc)})")
+    if isinstance(exc, asyncpg.PostgresError):
+        return StoreQueryError(store, f"{what}: {exc.sqlstate} {_message(exc)}")
+    return StoreQueryError(store, f"{what}: {type(exc).__name__}: {exc}")
+
+
+def _message(exc: BaseException) -> str:
+    return str(getattr(exc, "message", None) or exc or type(exc).__name__)

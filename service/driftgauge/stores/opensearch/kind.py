@@ -1,0 +1,73 @@
+"""The opensearch store kind: its config, its view rules and how to open it (client lazily)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from driftgauge.config.runtime import Store, View
+from driftgauge.config.secrets import Secret
+from driftgauge.core.errors import StoreError
+from driftgauge.stores import registry
+from driftgauge.stores.base import StoreAdapter
+from driftgauge.stores.opensearch.settings import OpenSearchStore, OpenSearchStoreModel
+
+
+def build(name: str, sm: OpenSearchStoreModel, problems: list[str]) -> OpenSearchStore:
+    """Return the runtime store of a validated `stores.NAME` entry."""
+    pw = Secret(sm.password) if sm.password is not None else None
+    return OpenSearchStore(name, sm.url.rstrip("/"), sm.username, pw, sm.timeout_seconds,
+                           sm.verify_certs)
+
+
+def check_view(where: str, vm: Any, exclusions: Sequence[Any], problems: list[str]) -> None:
+    """Append what an opensearch view (and its source's exclusions) gets wrong."""
+    if vm.index is None:
+        problems.append(f"{where}.index: field required for an opensearch view")
+    for key in ("query", "table"):
+        if getattr(vm, key) is not None:
+            problems.append(f"{where}.{key}: only for postgres views")
+    for i, ex in enumerate(exclusions):
+        if ex.query is None or ex.where is not None:
+            problems.append(f"{where.rsplit('.', 1)[0]}.exclusions.{i}: an opensearch source "
+                            "excludes rows with 'query' (query DSL)")
+
+
+def store_secrets(store: Store) -> list[tuple[str, Secret, str]]:
+    """Return the store's password reference, if it has one."""
+    assert isinstance(store, OpenSearchStore)
+    return [] if store.password is None else [("password", store.password, "password")]
+
+
+async def connect(store: Store) -> Any:
+    """Return the client every view of the store shares (no request is made yet)."""
+    from driftgauge.stores.opensearch import client
+
+    assert isinstance(store, OpenSearchStore)
+    return client.open_client(store)
+
+
+async def disconnect(handle: Any) -> None:
+    """Close a client opened by connect."""
+    await handle.close()
+
+
+async def open_adapter(view: View, handle: Any) -> StoreAdapter:
+    """Return an OpenSearch adapter on the shared client, or on its own client when None."""
+    from driftgauge.stores.opensearch.adapter import OpenSearchAdapter
+
+    return await OpenSearchAdapter.open(view, handle)
+
+
+def error_map(store: str, what: str, exc: BaseException) -> StoreError:
+    """Return our exception for an opensearch-py (or aiohttp) error."""
+    from driftgauge.stores.opensearch import client
+
+    return client.translate_error(store, what, exc)
+
+
+KIND = registry.StoreKind(
+    name="opensearch", config_model=OpenSearchStoreModel, build=build, check_view=check_view,
+    connect=connect, disconnect=disconnect, open=open_adapter, error_map=error_map,
+    secrets=store_secrets,
+    capabilities=frozenset({registry.SLOT_FIRST_PASS, registry.CANARY_WRITER}))

@@ -1,0 +1,76 @@
+"""The postgres store kind: its config, its view rules and how to open it (driver loaded lazily)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from driftgauge.config import secrets
+from driftgauge.config.runtime import Store, View
+from driftgauge.config.secrets import Secret
+from driftgauge.core.errors import StoreError
+from driftgauge.stores import registry
+from driftgauge.stores.base import StoreAdapter
+from driftgauge.stores.postgres.settings import PostgresStore, PostgresStoreModel
+
+
+def build(name: str, sm: PostgresStoreModel, problems: list[str]) -> PostgresStore:
+    """Return the runtime store of a validated `stores.NAME` entry."""
+    problems.extend(secrets.dsn_problems(f"stores.{name}.dsn", sm.dsn))
+    return PostgresStore(name, Secret(sm.dsn), sm.timeout_seconds, sm.pool_max)
+
+
+def check_view(where: str, vm: Any, exclusions: Sequence[Any], problems: list[str]) -> None:
+    """Append what a postgres view (and its source's exclusions) gets wrong."""
+    if (vm.query is None) == (vm.table is None):
+        problems.append(f"{where}: a postgres view needs exactly one of 'query' or 'table'")
+    for key in ("index", "filter"):
+        if getattr(vm, key) is not None:
+            problems.append(f"{where}.{key}: only for opensearch views")
+    for i, ex in enumerate(exclusions):
+        if ex.where is None or ex.query is not None:
+            problems.append(f"{where.rsplit('.', 1)[0]}.exclusions.{i}: a postgres source "
+                            "excludes rows with 'where' (an SQL predicate)")
+
+
+def store_secrets(store: Store) -> list[tuple[str, Secret, str]]:
+    """Return the store's DSN reference."""
+    assert isinstance(store, PostgresStore)
+    return [("dsn", store.dsn, "dsn")]
+
+
+async def connect(store: Store) -> Any:
+    """Return the pool every view of the store shares."""
+    from driftgauge.stores.postgres import io
+
+    assert isinstance(store, PostgresStore)
+    return await io.store_pool(store)
+
+
+async def disconnect(pool: Any) -> None:
+    """Close a pool opened by connect."""
+    from driftgauge.stores.postgres import io
+
+    await io.close_pool(pool)
+
+
+async def open_adapter(view: View, pool: Any) -> StoreAdapter:
+    """Return a PostgreSQL adapter on the shared pool, or on its own pool when None."""
+    from driftgauge.stores.postgres.adapter import PostgresAdapter
+
+    return await PostgresAdapter.open(view, pool)
+
+
+def error_map(store: str, what: str, exc: BaseException) -> StoreError:
+    """Return our exception for an asyncpg or socket error."""
+    from driftgauge.stores.postgres import io
+
+    return io.translate_error(store, what, exc)
+
+
+KIND = registry.StoreKind(
+    name="postgres", config_model=PostgresStoreModel, build=build, check_view=check_view,
+    connect=connect, disconnect=disconnect, open=open_adapter, error_map=error_map,
+    secrets=store_secrets,
+    capabilities=frozenset({registry.SLOT_FIRST_PASS, registry.VOCABULARY_COUNTER,
+                            registry.KEY_PICKER}))

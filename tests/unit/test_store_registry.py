@@ -1,0 +1,65 @@
+"""The store kinds table: one object per kind, and what the config and features take from it."""
+
+from __future__ import annotations
+
+import typing
+
+import pytest
+
+from driftgauge.config import model as m
+from driftgauge.config.loader import load_text
+from driftgauge.stores import registry
+from driftgauge.stores.base import KeyQuery, SlotFirstPass, VocabularyCounter
+from driftgauge.stores.opensearch.adapter import OpenSearchAdapter
+from driftgauge.stores.postgres.adapter import PostgresAdapter
+
+CONFIG = """
+stores:
+  pg: {kind: postgres, dsn: "postgresql://u@127.0.0.1:1/db"}
+  os: {kind: opensearch, url: "http://127.0.0.1:9250"}
+state: {dsn: "postgresql://u@127.0.0.1:1/state"}
+checks:
+  c:
+    source: {store: pg, table: t, key: id, time: ts}
+    reader: {store: os, index: i, key: id, time: ts}
+"""
+ADAPTERS = {"postgres": PostgresAdapter, "opensearch": OpenSearchAdapter}
+PROTOCOLS = {registry.SLOT_FIRST_PASS: SlotFirstPass,
+             registry.VOCABULARY_COUNTER: VocabularyCounter, registry.KEY_PICKER: KeyQuery}
+
+
+def test_each_store_subpackage_exports_one_kind_named_after_it() -> None:
+    kinds = registry.kinds()
+    assert sorted(kinds) == ["opensearch", "postgres"]
+    for name, kind in kinds.items():
+        assert kind.name == name
+        assert typing.get_args(kind.config_model.model_fields["kind"].annotation) == (name,)
+
+
+def test_the_config_union_has_one_member_per_kind() -> None:
+    union = typing.get_args(m.ConfigModel.model_fields["stores"].annotation)[1]
+    members = set(typing.get_args(typing.get_args(union)[0]))
+    assert members == {k.config_model for k in registry.kinds().values()}
+
+
+def test_the_loader_builds_each_store_with_its_kind() -> None:
+    config = load_text(CONFIG)
+    assert {n: s.kind for n, s in config.stores.items()} == {"pg": "postgres",
+                                                             "os": "opensearch"}
+    for store in config.stores.values():
+        assert registry.kind_of(store.kind).name == store.kind
+
+
+def test_an_unknown_kind_is_refused_naming_the_known_ones() -> None:
+    with pytest.raises(ValueError, match=r"no store kind 'mariadb' \(known: opensearch, postgres"):
+        registry.kind_of("mariadb")
+
+
+@pytest.mark.parametrize("name", sorted(ADAPTERS))
+def test_a_kinds_capabilities_are_what_its_adapter_implements(name: str) -> None:
+    kind, adapter = registry.kind_of(name), ADAPTERS[name]
+    for capability, protocol in PROTOCOLS.items():
+        methods = [a for a in dir(protocol) if not a.startswith("_")]
+        assert methods
+        assert kind.has(capability) == all(hasattr(adapter, a) for a in methods), capability
+    assert registry.with_capability(registry.CANARY_WRITER) == ["opensearch"]
