@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from contextlib import suppress
 from datetime import datetime
 from types import TracebackType
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import httpx
 
@@ -31,6 +31,8 @@ from driftgauge.ledger.models import Outcome, RunStatus
 from driftgauge.ledger.rules import Tally, derive_status
 
 RETRY_DELAYS = (0.5, 1.0, 2.0)
+HttpT = TypeVar("HttpT", httpx.AsyncClient, httpx.Client)
+TransportT = TypeVar("TransportT", httpx.AsyncBaseTransport, httpx.BaseTransport)
 
 
 class LedgerClientError(DriftgaugeError):
@@ -117,17 +119,17 @@ def _result(resp: httpx.Response, what: str) -> dict[str, Any]:
     return body
 
 
-class LedgerClient:
-    """One sync-job run reported to the ledger (async context manager)."""
+class _Run(Generic[HttpT, TransportT]):
+    """What both clients keep of one run: its opening, its outbox and its id."""
 
     def __init__(self, base_url: str, *, job: str, window_start: datetime,
                  window_end: datetime, input_rows: int, token: str | None = None,
                  timeout: float = 10.0, batch_size: int = 1000,
                  client_run_id: str | None = None, backfill_id: int | None = None,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+                 transport: TransportT | None = None) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.AsyncClient(base_url=base_url.rstrip("/") + "/api/v1/ledger",
-                                       headers=headers, timeout=timeout, transport=transport)
+        self._http: HttpT = self._connect(base_url.rstrip("/") + "/api/v1/ledger", headers,
+                                          timeout, transport)
         self._backfill = (None if backfill_id is None else
                           f"{base_url.rstrip('/')}/api/v1/backfills/{backfill_id}/runs")
         self.input_rows = input_rows
@@ -136,6 +138,25 @@ class LedgerClient:
         self._out = _Outbox(self._open["client_run_id"], batch_size)
         self.run_id: int | None = None
         self.closed = False
+
+    def _connect(self, url: str, headers: dict[str, str], timeout: float,
+                 transport: TransportT | None) -> HttpT:
+        """Return the HTTP client the run's requests go through."""
+        raise NotImplementedError
+
+    @property
+    def tally(self) -> Tally:
+        """Return the outcomes reported so far."""
+        return self._out.tally
+
+
+class LedgerClient(_Run[httpx.AsyncClient, httpx.AsyncBaseTransport]):
+    """One sync-job run reported to the ledger (async context manager)."""
+
+    def _connect(self, url: str, headers: dict[str, str], timeout: float,
+                 transport: httpx.AsyncBaseTransport | None) -> httpx.AsyncClient:
+        return httpx.AsyncClient(base_url=url, headers=headers, timeout=timeout,
+                                 transport=transport)
 
     async def __aenter__(self) -> LedgerClient:
         try:
@@ -161,11 +182,6 @@ class LedgerClient:
                     await self.flush()
         finally:
             await self._http.aclose()
-
-    @property
-    def tally(self) -> Tally:
-        """Return the outcomes reported so far."""
-        return self._out.tally
 
     async def written(self, keys: Iterable[str]) -> None:
         """Report keys written to the derived store."""
@@ -225,25 +241,12 @@ class LedgerClient:
         return _result(resp, what)
 
 
-class SyncLedgerClient:
+class SyncLedgerClient(_Run[httpx.Client, httpx.BaseTransport]):
     """One sync-job run reported to the ledger (context manager, no event loop needed)."""
 
-    def __init__(self, base_url: str, *, job: str, window_start: datetime,
-                 window_end: datetime, input_rows: int, token: str | None = None,
-                 timeout: float = 10.0, batch_size: int = 1000,
-                 client_run_id: str | None = None, backfill_id: int | None = None,
-                 transport: httpx.BaseTransport | None = None) -> None:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.Client(base_url=base_url.rstrip("/") + "/api/v1/ledger",
-                                  headers=headers, timeout=timeout, transport=transport)
-        self._backfill = (None if backfill_id is None else
-                          f"{base_url.rstrip('/')}/api/v1/backfills/{backfill_id}/runs")
-        self.input_rows = input_rows
-        self._open = _open_body(job, window_start, window_end, input_rows,
-                                client_run_id or uuid.uuid4().hex)
-        self._out = _Outbox(self._open["client_run_id"], batch_size)
-        self.run_id: int | None = None
-        self.closed = False
+    def _connect(self, url: str, headers: dict[str, str], timeout: float,
+                 transport: httpx.BaseTransport | None) -> httpx.Client:
+        return httpx.Client(base_url=url, headers=headers, timeout=timeout, transport=transport)
 
     def __enter__(self) -> SyncLedgerClient:
         try:
@@ -268,11 +271,6 @@ class SyncLedgerClient:
                     self.flush()
         finally:
             self._http.close()
-
-    @property
-    def tally(self) -> Tally:
-        """Return the outcomes reported so far."""
-        return self._out.tally
 
     def written(self, keys: Iterable[str]) -> None:
         """Report keys written to the derived store."""
