@@ -70,6 +70,9 @@ async def test_night_15_backfill_runs_in_the_seed_order(pg_database: str) -> Non
             assert [c["name"] for c in plan["consumers"]] == [
                 "settlement-report", "demand-forecast", "payout-export"]
             assert plan["status"] == "planned"
+            twice = await post(client, "/backfills", {"check": "orders", "by": "bob",
+                                                      "reason": "same hours"}, 409)
+            assert twice["detail"]["rule"] == "overlapping_backfill"
 
             # start before announcing: a signing consumer read the partitions
             refused = await post(client, f"/backfills/{bf}/start", {"by": "ana"}, 409)
@@ -147,6 +150,8 @@ async def test_night_15_backfill_runs_in_the_seed_order(pg_database: str) -> Non
             assert 'driftgauge_backfill_refusals_total{rule="not_announced",step="start"} 1.0' \
                 in text
             assert 'driftgauge_backfills{status="closed"} 1.0' in text
+            assert ('driftgauge_backfill_refusals_total{rule="overlapping_backfill",'
+                    'step="plan"} 1.0') in text
             assert 'driftgauge_watermark_age_seconds{pipeline="orders-fact"}' in text
 
             # the replayed consumers re-read the corrected partitions: no silent change

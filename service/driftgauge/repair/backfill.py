@@ -89,12 +89,25 @@ class Backfills:
         since = since or until - timedelta(days=check.schedule.recent_days - 1)
         if since > until:
             raise RepairInputError("since", f"{since} is after until {until}")
+        try:
+            bf_id = await self._plan(check, since, until, by, reason, pipeline)
+        except Refused as exc:
+            # Logged apart: the plan's own transaction rolled back.
+            await self.event(exc.backfill_id, check.name, "plan", "refused", rule=exc.rule,
+                             actor=by, detail=exc.detail)
+            await self._changed()
+            raise
+        await self._changed()
+        return await self.show(bf_id)
+
+    async def _plan(self, check: Check, since: date, until: date, by: str, reason: str,
+                    pipeline: str | None) -> int:
         async with self.calls.transaction("plan a backfill") as conn:
+            # Plans of one check serialise here, so two cannot claim the same partitions.
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+                               f"driftgauge-backfill-plan/{check.name}")
             targets = await drifting_targets(conn, check.name, since, until, check.timezone)
             if not targets:
-                await self.event(None, check.name, "plan", "refused", rule="nothing_to_repair",
-                                 actor=by, detail=f"no drifting hour in {since}..{until}",
-                                 conn=conn)
                 raise Refused("plan", "nothing_to_repair",
                               f"the stored runs of {check.name} show no drifting hour in "
                               f"{since}..{until}", status=422)
@@ -104,12 +117,11 @@ class Backfills:
                 " AND b.status <> 'closed' AND t.partition_start = ANY($2::timestamptz[])"
                 " GROUP BY b.id ORDER BY b.id", check.name, [t.start for t in targets])
             if taken:
-                detail = (f"backfill {taken[0]['id']} of {check.name} is open over "
-                          f"{taken[0]['first'].isoformat()}; close it first")
-                await self.event(taken[0]["id"], check.name, "plan", "refused",
-                                 rule="overlapping_backfill", actor=by, detail=detail,
-                                 conn=conn)
-                raise Refused("plan", "overlapping_backfill", detail)
+                refused = Refused("plan", "overlapping_backfill",
+                                  f"backfill {taken[0]['id']} of {check.name} is open over "
+                                  f"{taken[0]['first'].isoformat()}; close it first")
+                refused.backfill_id = taken[0]["id"]
+                raise refused
             plan = Plan(targets)
             plan.consumers = await readers_of(conn, check.name,
                                               [(t.start, t.end) for t in targets])
@@ -132,8 +144,7 @@ class Backfills:
             await self.event(bf_id, check.name, "plan", "done", actor=by, conn=conn,
                              detail=f"{len(targets)} partition(s), first bad "
                              f"{plan.first_bad.isoformat()}, {len(plan.consumers)} consumer(s)")
-        await self._changed()
-        return await self.show(bf_id)
+        return bf_id
 
     # -- reading ---------------------------------------------------------------------------------
 

@@ -31,3 +31,5 @@ class Refused(RepairError):
         self.rule = rule
         self.detail = detail
         self.status = status
+        self.backfill_id: int | None = None
+        """The backfill the refusal is about, when it is not the one asked for."""
