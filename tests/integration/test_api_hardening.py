@@ -127,7 +127,7 @@ async def _scrape(http: httpx.AsyncClient, **headers: str) -> dict[Any, float]:
 # Finding 1: a bad row written around the API made every later start-up exit 3.
 async def test_a_bad_ledger_row_neither_bricks_start_up_nor_hides_good_windows(
         pg_database: str) -> None:
-    from driftgauge.jobs import background
+    from driftgauge import background
     schema = schema_name()
     cfg = config(pg_database, schema)
     async with serve(cfg) as http:

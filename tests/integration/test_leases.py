@@ -13,8 +13,8 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from driftgauge.config.runtime import Config, Lease
+from driftgauge.core.clock import ManualClock
 from driftgauge.core.errors import StateError
-from driftgauge.jobs.clock import ManualClock
 from driftgauge.jobs.heartbeat import LeaseKeeper
 from driftgauge.jobs.recurring import heartbeat_job
 from driftgauge.jobs.runtime import Job, JobRuntime

@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from driftgauge import background
+from driftgauge.core.clock import ManualClock
 from driftgauge.core.errors import StateError
-from driftgauge.jobs import background
-from driftgauge.jobs.clock import ManualClock
 from driftgauge.jobs.runtime import Job, JobRuntime
 from driftgauge.jobs.schedule import every
 

@@ -23,11 +23,11 @@ from driftgauge.api.openapi import add_schema
 from driftgauge.api.page import add_page
 from driftgauge.api.routes import router
 from driftgauge.api.runtime import Runtime
+from driftgauge.background import background_part, survive
 from driftgauge.config.runtime import Check, Config
+from driftgauge.core.clock import Clock, SystemClock, utc_now
 from driftgauge.core.errors import StateError
 from driftgauge.jobs.adapters import AdapterPool, Opener
-from driftgauge.jobs.background import background_part, survive
-from driftgauge.jobs.clock import Clock, SystemClock, utc_now
 from driftgauge.jobs.heartbeat import LeaseKeeper
 from driftgauge.jobs.recurring import (
     HEARTBEAT,

@@ -20,14 +20,14 @@ from fastapi import APIRouter, HTTPException, Request, status
 from prometheus_client.core import Metric
 
 from driftgauge.api.auth import TokenCheck
+from driftgauge.background import survive
 from driftgauge.canary.metrics import CanaryMetrics
 from driftgauge.canary.router import canary_router
 from driftgauge.canary.service import CanaryService
 from driftgauge.canary.store import CanaryStore
 from driftgauge.config.runtime import Config
+from driftgauge.core.clock import utc_now
 from driftgauge.core.errors import StateError
-from driftgauge.jobs.background import survive
-from driftgauge.jobs.clock import utc_now
 from driftgauge.jobs.recurring import audit_job, canary_jobs, reconcile_job, signals_jobs
 from driftgauge.jobs.runtime import JobRuntime
 from driftgauge.ledger.hooks import ReconcileFn, ReconcileOnClose

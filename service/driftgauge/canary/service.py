@@ -10,8 +10,8 @@ from driftgauge.canary.keys import adapter_key_picker, query_key_picker
 from driftgauge.canary.probe import CanaryResult, KeyPicker, run_canary
 from driftgauge.canary.store import CanaryStore
 from driftgauge.config.runtime import Check
+from driftgauge.core.clock import utc_now
 from driftgauge.core.errors import DriftgaugeError, UnknownCheck
-from driftgauge.jobs.clock import utc_now
 from driftgauge.stores.base import KeyQuery, StoreAdapter
 
 log = logging.getLogger("driftgauge.canary")

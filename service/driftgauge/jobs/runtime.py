@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from driftgauge.background import survive
+from driftgauge.core.clock import Clock, SystemClock, utc_now
 from driftgauge.core.errors import StateError
-from driftgauge.jobs.background import survive
-from driftgauge.jobs.clock import Clock, SystemClock, utc_now
+from driftgauge.jobs.schedule import every
 from driftgauge.state.claims import JobClaims
 
 log = logging.getLogger("driftgauge.jobs")
@@ -137,6 +138,11 @@ class JobRuntime:
                 self._not_before[job.id] = now + job.first_after
                 self._catch_up.add(job.id)
         self._wake.set()
+
+    def add_every(self, job_id: str, loop: str, period: timedelta, run: Run, *,
+                  claim: str | None = None) -> None:
+        """Add a job run every `period` on the epoch grid (callers need no Job of their own)."""
+        self.add(Job(job_id, loop, run, every(period), claim=claim))
 
     def remove(self, job_id: str) -> None:
         """Stop scheduling a job (a run under way goes on)."""

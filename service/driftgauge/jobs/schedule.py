@@ -15,8 +15,8 @@ from typing import Any, Literal
 from apscheduler.triggers.interval import IntervalTrigger
 
 from driftgauge.config.runtime import Check
+from driftgauge.core.clock import EPOCH
 from driftgauge.cron import CronTrigger, trigger_for
-from driftgauge.jobs.clock import EPOCH
 
 JobKind = Literal["recent", "full"]
 _LOOKBACKS = [timedelta(minutes=1), timedelta(hours=1), timedelta(days=1), timedelta(days=8),

@@ -8,9 +8,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
 
 from driftgauge.config.runtime import Check
+from driftgauge.core.clock import utc_now
 from driftgauge.core.errors import DriftgaugeError, StateError
 from driftgauge.jobs.adapters import AdapterPool
-from driftgauge.jobs.clock import utc_now
 from driftgauge.jobs.runner import ExclusionSource, execute_run
 from driftgauge.jobs.schedule import JobSpec
 from driftgauge.jobs.windows import window_for

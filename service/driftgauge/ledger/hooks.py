@@ -8,11 +8,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from driftgauge.background import survive
 from driftgauge.config.runtime import Check
+from driftgauge.core.clock import utc_now
 from driftgauge.core.errors import DriftgaugeError
 from driftgauge.engine import plan
-from driftgauge.jobs.background import survive
-from driftgauge.jobs.clock import utc_now
 from driftgauge.ledger.models import RunOut
 
 log = logging.getLogger("driftgauge.ledger")

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from driftgauge.background import survive
 from driftgauge.config.runtime import Check, Ledger
+from driftgauge.core.clock import utc_now
 from driftgauge.core.errors import DriftgaugeError
-from driftgauge.jobs.background import survive
-from driftgauge.jobs.clock import utc_now
 from driftgauge.ledger import rules
 from driftgauge.ledger.errors import LedgerInputError
 from driftgauge.ledger.models import Batch, BatchOut, Rule, RunOpen, RunOut, Summary

@@ -10,9 +10,9 @@ from datetime import date, datetime, timedelta
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from driftgauge.config.runtime import Check
+from driftgauge.core.clock import utc_now
 from driftgauge.core.errors import StateError
 from driftgauge.engine.result import BucketResult
-from driftgauge.jobs.clock import utc_now
 from driftgauge.state.codec import RunRow, StoredBucket
 from driftgauge.state.store import StateStore
 

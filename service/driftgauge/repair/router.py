@@ -9,15 +9,13 @@ adapters, so the app includes it with one line.
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query, Request, status
 from fastapi.exceptions import RequestValidationError
 
 from driftgauge.core.errors import StateError
-from driftgauge.jobs.runtime import Job
-from driftgauge.jobs.schedule import every
 from driftgauge.metrics.collector import PartsCollector
 from driftgauge.repair.errors import NotFound, Refused, RepairInputError
 from driftgauge.repair.models import (
@@ -37,8 +35,8 @@ from driftgauge.repair.service import Repair, build_repair
 
 log = logging.getLogger("driftgauge.repair")
 Dependency = Callable[..., Any]
-JUDGE = "repair-judge"
-JUDGE_EVERY = timedelta(minutes=1)
+JUDGE_EVERY = 60.0
+JUDGE_JOB = "repair-judge"
 BackfillId = Annotated[int, Path(ge=1, le=2**63 - 1, description="backfill id")]
 PathName = Annotated[str, Path(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
 # Lists page like every other list of the API: `limit` items after skipping `offset`.
@@ -71,23 +69,22 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     collector = PartsCollector([repair.metrics])
     rt.registry.register(collector)
     if rt.scheduler_enabled:
-        rt.jobs.add(judge_job(repair))
+        # Judged once across replicas per scheduled time: the job runtime claims it.
+        rt.jobs.add_every(JUDGE_JOB, "repair", timedelta(seconds=JUDGE_EVERY),
+                          lambda _: _judge(repair), claim="repair-judge")
     try:
         yield
     finally:
-        if rt.scheduler_enabled:
-            rt.jobs.remove(JUDGE)
+        rt.jobs.remove(JUDGE_JOB)
         rt.registry.unregister(collector)
 
 
-def judge_job(repair: Repair) -> Job:
-    """Return the job judging stalls, silent changes and reruns, once across replicas."""
-    async def judge(_: datetime) -> None:
-        try:
-            await repair.judge()
-        except StateError as exc:
-            log.warning("could not judge repair breaches", extra={"error": str(exc)})
-    return Job(JUDGE, "repair", judge, every(JUDGE_EVERY), claim=JUDGE)
+async def _judge(repair: Repair) -> None:
+    """Judge stalls, silent changes and reruns; a state-database outage is logged."""
+    try:
+        await repair.judge()
+    except StateError as exc:
+        log.warning("could not judge repair breaches", extra={"error": str(exc)})
 
 
 @contextmanager

@@ -6,9 +6,9 @@ import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from driftgauge.background import survive
 from driftgauge.config.runtime import Config
 from driftgauge.core.errors import StateError
-from driftgauge.jobs.background import survive
 from driftgauge.retention.prune import PruneReport, prune
 from driftgauge.state.store import StateStore
 

@@ -7,8 +7,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
 
 from driftgauge.config.runtime import Check, Volume
+from driftgauge.core.clock import utc_now
 from driftgauge.core.errors import DriftgaugeError, UnknownCheck
-from driftgauge.jobs.clock import utc_now
 from driftgauge.signals.run import SignalsResult, evaluate_signals
 from driftgauge.signals.store import SignalsStore
 from driftgauge.stores.base import StoreAdapter
