@@ -30,7 +30,7 @@ PROTOCOLS = {registry.SLOT_FIRST_PASS: SlotFirstPass,
 
 def test_each_store_subpackage_exports_one_kind_named_after_it() -> None:
     kinds = registry.kinds()
-    assert sorted(kinds) == ["opensearch", "postgres"]
+    assert {"opensearch", "postgres"} <= set(kinds)
     for name, kind in kinds.items():
         assert kind.name == name
         assert typing.get_args(kind.config_model.model_fields["kind"].annotation) == (name,)
@@ -51,8 +51,8 @@ def test_the_loader_builds_each_store_with_its_kind() -> None:
 
 
 def test_an_unknown_kind_is_refused_naming_the_known_ones() -> None:
-    with pytest.raises(ValueError, match=r"no store kind 'mariadb' \(known: opensearch, postgres"):
-        registry.kind_of("mariadb")
+    with pytest.raises(ValueError, match=r"no store kind 'nosuch' \(known: .*opensearch"):
+        registry.kind_of("nosuch")
 
 
 @pytest.mark.parametrize("name", sorted(ADAPTERS))
@@ -62,4 +62,5 @@ def test_a_kinds_capabilities_are_what_its_adapter_implements(name: str) -> None
         methods = [a for a in dir(protocol) if not a.startswith("_")]
         assert methods
         assert kind.has(capability) == all(hasattr(adapter, a) for a in methods), capability
-    assert registry.with_capability(registry.CANARY_WRITER) == ["opensearch"]
+    assert "opensearch" in registry.with_capability(registry.CANARY_WRITER)
+    assert "postgres" not in registry.with_capability(registry.CANARY_WRITER)
