@@ -1,0 +1,1 @@
+"""What SQL engines share: the digest queries written once, over a dialect's spellings."""

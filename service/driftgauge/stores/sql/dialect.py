@@ -1,0 +1,252 @@
+"""The digest queries every SQL engine runs, written once over the spellings a dialect overrides.
+
+A SQL store kind subclasses SqlDialect and overrides the hooks its engine spells otherwise
+(quoting, parameters, casts, md5, aggregates with a filter, time buckets); the queries
+built here (row encoding, exclusions, buckets, slots, prefixes, row export, value counts)
+then come out in its dialect. Every identifier from config is quoted; every value is a
+bind parameter. Exclusion predicates and a view's `query` are SQL written by the operator
+and go in verbatim. No I/O.
+"""
+
+from __future__ import annotations
+
+from driftgauge.config.runtime import View
+from driftgauge.core.fields import FieldType, TimestampPrecision
+
+
+class SqlDialect:
+    """The shared query builders; the methods above `relation` are the dialect's spellings."""
+
+    name = "sql"
+    """The store kind's name, in messages."""
+    no_rule = "NULL"
+    """The exclusion index of a view without rules."""
+
+    # ---- spellings ---------------------------------------------------------------------
+
+    def quote_ident(self, name: str) -> str:
+        """Return an identifier quoted so any name (case, spaces, quotes) is taken literally."""
+        if not name or "\x00" in name:
+            raise ValueError(f"invalid identifier {name!r}")
+        return '"' + name.replace('"', '""') + '"'
+
+    def param(self, n: int, type_: str | None = None) -> str:
+        """Return bind parameter number `n` (1-based), cast to `type_` when given."""
+        raise NotImplementedError
+
+    def concat(self, *parts: str) -> str:
+        """Return the text concatenation of SQL expressions."""
+        return " || ".join(parts)
+
+    def text(self, expr: str) -> str:
+        """Return `expr` as text."""
+        return f"CAST(({expr}) AS TEXT)"
+
+    def bigint(self, expr: str) -> str:
+        """Return `expr` as a signed 64-bit integer."""
+        return f"CAST(({expr}) AS BIGINT)"
+
+    def decimal_text(self, expr: str) -> str:
+        """Return a decimal's shortest text: no trailing zeros after the point, no exponent."""
+        raise NotImplementedError
+
+    def boolean(self, expr: str) -> str:
+        """Return `expr` as a boolean condition."""
+        return f"CAST(({expr}) AS BOOLEAN)"
+
+    def char_length(self, expr: str) -> str:
+        """Return the length of a text in characters (code points)."""
+        return f"char_length({expr})"
+
+    def instant(self, expr: str) -> str:
+        """Return `expr` as an absolute instant (a time without zone is read as UTC)."""
+        raise NotImplementedError
+
+    def epoch_micros(self, col: str, precision: TimestampPrecision) -> str:
+        """Return microseconds since the epoch of a time column, floored to `precision`."""
+        raise NotImplementedError
+
+    def md5(self, expr: str) -> str:
+        """Return the 32 lowercase hex digits of md5 over the UTF-8 bytes of `expr`."""
+        return f"md5({expr})"
+
+    def row_hash(self, renc: str) -> str:
+        """Return the first 8 bytes of md5(row encoding), big-endian, as a signed bigint."""
+        raise NotImplementedError
+
+    def filtered(self, func: str, arg: str, where: str, *, distinct: bool = False) -> str:
+        """Return aggregate `func` over `arg` of the rows matching `where`."""
+        each = "1" if arg == "*" else arg
+        return f"{func}({'DISTINCT ' if distinct else ''}CASE WHEN {where} THEN {each} END)"
+
+    def key_distinct(self, view: View) -> str:
+        """Return the key as a value whose equality is the key encoding's, cheap to sort."""
+        raise NotImplementedError
+
+    def prefix_in(self, khash: str, param: str) -> str:
+        """Return whether a key hash starts with one of the LIKE patterns in `param`."""
+        raise NotImplementedError
+
+    def bucket(self, t: str) -> str:
+        """Return the bucket of time `t`: parameter 3 is 'day' or 'hour', 4 the time zone."""
+        raise NotImplementedError
+
+    def slot(self, t: str) -> str:
+        """Return the slot start of `t`: parameter 3 is the slot interval, 4 the origin."""
+        raise NotImplementedError
+
+    def ranges_sql(self, t: str, first: int, count: int) -> str:
+        """Return an AND clause keeping rows whose time `t` is in one of `count` sub-ranges.
+
+        Their starts and ends are the parameters from `first` on, as the adapter binds them.
+        """
+        raise NotImplementedError
+
+    # ---- the queries -------------------------------------------------------------------
+
+    def relation(self, view: View) -> str:
+        """Return the FROM item of a view: its query as a subquery, or its quoted table."""
+        if view.query is not None:
+            return f"({view.query.strip().rstrip(';')}) AS src"
+        if view.table is None:
+            raise ValueError(f"a {self.name} view needs a query or a table")
+        return ".".join(self.quote_ident(part) for part in view.table.split(".")) + " AS src"
+
+    def token_sql(self, column: str, type_: FieldType,
+                  precision: TimestampPrecision = "us") -> str:
+        """Return a SQL expression of a column's canonical token (see docs/digest.md)."""
+        col = self.quote_ident(column)
+        if type_ == "string":
+            enc = self.concat("'S'", self.char_length(self.text(col)), "':'", self.text(col))
+        elif type_ == "integer":
+            enc = self.concat("'I'", self.text(self.bigint(col)), "';'")
+        elif type_ == "decimal":
+            enc = self.concat("'D'", self.decimal_text(col), "';'")
+        elif type_ == "boolean":
+            enc = f"CASE WHEN {self.boolean(col)} THEN 'T' ELSE 'F' END"
+        elif type_ == "timestamp":
+            enc = self.concat("'M'", self.text(self.epoch_micros(col, precision)), "';'")
+        else:
+            raise ValueError(f"unknown field type {type_!r}")
+        return f"(CASE WHEN ({col}) IS NULL THEN 'N' ELSE {enc} END)"
+
+    def key_text_sql(self, view: View) -> str:
+        """Return a SQL expression of the key's canonical text."""
+        col = self.quote_ident(view.key_column)
+        if view.key_type == "integer":
+            return self.text(self.bigint(col))
+        return self.text(col)
+
+    def key_encoding_sql(self, view: View) -> str:
+        """Return a SQL expression of the key encoding."""
+        return self.token_sql(view.key_column, view.key_type)
+
+    def row_encoding_sql(self, view: View) -> str:
+        """Return a SQL expression of the row encoding: key token then each field's token."""
+        parts = [self.key_encoding_sql(view)]
+        parts += [self.token_sql(col, f.type, view.timestamp_precision)
+                  for col, f in zip(view.columns, view.fields, strict=True)]
+        return self.concat(*parts)
+
+    def exclusion_sql(self, view: View) -> str:
+        """Return the 1-based index of the first exclusion rule a row matches, else NULL."""
+        rules = [ex for ex in view.exclusions if ex.where is not None]
+        if not rules:
+            return self.no_rule
+        whens = " ".join(f"WHEN ({ex.where}) IS TRUE THEN {i}" for i, ex in enumerate(rules, 1))
+        return f"CASE {whens} END"
+
+    def window(self, t: str) -> str:
+        """Return the condition keeping rows whose time `t` is in [$1, $2)."""
+        return (f"{t} >= {self.param(1, 'timestamptz')} "
+                f"AND {t} < {self.param(2, 'timestamptz')}")
+
+    def base_sql(self, view: View, *, ranges: tuple[int, int] | None = None) -> str:
+        """Return the rows in [$1, $2) with exclusion index, event time, key text and encodings.
+
+        With `ranges` = (n, count), only rows inside one of `count` sub-ranges are kept,
+        their bounds given from parameter n on (see ranges_sql).
+        """
+        t = self.quote_ident(view.time_column)
+        return (
+            f"SELECT {self.exclusion_sql(view)} AS x, {self.instant(t)} AS t, "
+            f"{self.key_text_sql(view)} AS ktext, {self.key_encoding_sql(view)} AS kenc, "
+            f"{self.key_distinct(view)} AS kd, {self.row_encoding_sql(view)} AS renc "
+            f"FROM {self.relation(view)} "
+            f"WHERE {self.window(t)}"
+            f"{'' if ranges is None else self.ranges_sql(t, *ranges)}"
+        )
+
+    def distinct_keys_sql(self, where: str) -> str:
+        """Return the distinct-key count of the rows matching `where` (a NULL key counts once)."""
+        nulls = self.filtered("max", "CASE WHEN r.kd IS NULL THEN 1 END", where)
+        return f"({self.filtered('count', 'r.kd', where, distinct=True)} + coalesce({nulls}, 0))"
+
+    def _digests(self, view: View, bucket: str, keys: str) -> str:
+        return (
+            f"SELECT {bucket} AS bucket, r.x AS rule, count(*) AS n, {keys} AS keys, "
+            f"{self.filtered('sum', self.row_hash('renc'), 'r.x IS NULL')} AS digest "
+            f"FROM ({self.base_sql(view)}) AS r GROUP BY 1, 2 ORDER BY 1, 2"
+        )
+
+    def bucket_sql(self, view: View) -> str:
+        """Return the per-bucket query; $3 is 'day' or 'hour', $4 the time zone name.
+
+        One pass yields both the expected aggregate (rows no rule excludes) and the
+        excluded counts per rule, so both come from the same snapshot of the source.
+        """
+        return self._digests(view, self.bucket("r.t"), self.distinct_keys_sql("r.x IS NULL"))
+
+    def slot_sql(self, view: View, *, distinct: bool = True) -> str:
+        """Return the per-slot query; $3 is the slot interval, $4 the slots' origin.
+
+        Slots are spans of absolute time, so they stay `$3` long across DST changes.
+        Without `distinct` the key count is the row count (the caller knows keys are
+        unique), which spares the sort a distinct count needs.
+        """
+        keys = (self.distinct_keys_sql("r.x IS NULL") if distinct
+                else self.filtered("count", "*", "r.x IS NULL"))
+        return self._digests(view, self.slot("r.t"), keys)
+
+    def prefix_sql(self, view: View, *, within: bool) -> str:
+        """Return the per-prefix query; $3 is the depth, $4 LIKE patterns when `within`."""
+        khash = self.md5("r.kenc")
+        restrict = f" AND {self.prefix_in(khash, self.param(4, 'text[]'))}" if within else ""
+        return (
+            f"SELECT left({khash}, {self.param(3)}) AS prefix, count(*) AS n, "
+            f"{self.distinct_keys_sql('true')} AS keys, sum({self.row_hash('renc')}) AS digest "
+            f"FROM ({self.base_sql(view)}) AS r WHERE r.x IS NULL{restrict} GROUP BY 1 ORDER BY 1"
+        )
+
+    def rows_sql(self, view: View, *, within: bool, ranges: int | None = None) -> str:
+        """Return the expected rows' key text, key hash, row hash and event time.
+
+        Parameters after $1, $2: LIKE patterns when `within`, then the starts and ends of
+        `ranges` sub-ranges when given.
+        """
+        khash = self.md5("r.kenc")
+        restrict = f" AND {self.prefix_in(khash, self.param(3, 'text[]'))}" if within else ""
+        base = self.base_sql(view, ranges=None if ranges is None else (4 if within else 3,
+                                                                        ranges))
+        return (
+            f"SELECT r.ktext, {khash} AS khash, {self.row_hash('renc')} AS rhash, r.t "
+            f"FROM ({base}) AS r WHERE r.x IS NULL{restrict}"
+        )
+
+    def value_counts_sql(self, view: View, column: str) -> str:
+        """Return SQL counting rows per value of `column` in [$1, $2), skipping excluded rows."""
+        t = self.quote_ident(view.time_column)
+        # Booleans read as true/false, the same text the reader filter's values are compared by.
+        return (f"SELECT {self.text(self.quote_ident(column))} AS value, count(*) AS n "
+                f"FROM {self.relation(view)} WHERE {self.window(t)} "
+                f"AND ({self.exclusion_sql(view)}) IS NULL GROUP BY 1")
+
+    @staticmethod
+    def like_patterns(prefixes: list[str]) -> list[str]:
+        """Return LIKE patterns for hex prefixes (hex digits hold no LIKE wildcards)."""
+        out = []
+        for p in prefixes:
+            if not p or any(c not in "0123456789abcdef" for c in p):
+                raise ValueError(f"key-hash prefix must be lowercase hex, got {p!r}")
+            out.append(p + "%")
+        return out
