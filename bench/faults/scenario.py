@@ -29,7 +29,7 @@ from driftgauge.jobs.runner import run_check
 from driftgauge.jobs.windows import full_window, recent_window
 from driftgauge.ledger.hooks import ReconcileOnClose
 from driftgauge.ledger.router import ledger_router
-from driftgauge.ledger.service import LedgerService
+from driftgauge.ledger.service import LedgerService, exclusion_source
 from driftgauge.ledger.store import LedgerStore
 from driftgauge.state.store import StateStore
 from driftgauge.stores import open_adapter
@@ -272,7 +272,7 @@ class Simulation:
         clock = time.perf_counter()
         result = await run_check(check, sides, self.state, start, end, trigger=trigger, now=now,
                                  sample_keys=SAMPLE_KEYS, deadline=RUN_DEADLINE,
-                                 exclusions=self.ledger.ledger_exclusions)
+                                 exclusions=exclusion_source(self.ledger.store))
         self.reconcile_seconds += time.perf_counter() - clock
         if result.error is not None:
             log.warning("reconciliation failed", extra={"check": name, "error": result.error})

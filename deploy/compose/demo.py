@@ -20,10 +20,10 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from driftgauge.cli.render import ProgressBar, render_drill, render_run
 from driftgauge.config.loader import load_text
 from driftgauge.engine.drill import drill_live
 from driftgauge.engine.reconcile import reconcile
-from driftgauge.render import ProgressBar, render_drill, render_run
 
 PG = os.environ.get("DRIFTGAUGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:55432/postgres")
 OS_URL = os.environ.get("DRIFTGAUGE_TEST_OS_URL", "http://127.0.0.1:9250")

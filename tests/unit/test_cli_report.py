@@ -6,9 +6,9 @@ import argparse
 from datetime import UTC, datetime, timedelta
 
 from driftgauge.cli import _parser
+from driftgauge.cli.render import render_run
+from driftgauge.cli.report import run_report
 from driftgauge.engine.result import BucketResult, KeyDiff, RunResult
-from driftgauge.render import render_run
-from driftgauge.run_report import run_report
 
 DAY = datetime(2026, 3, 8, tzinfo=UTC)
 

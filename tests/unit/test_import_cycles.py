@@ -24,8 +24,6 @@ KNOWN: set[tuple[str, str]] = {
     ("driftgauge.config.model", "driftgauge.stores.registry"),
     ("driftgauge.config.loader", "driftgauge.stores.registry"),
     ("driftgauge.config.resolve", "driftgauge.stores.registry"),
-    # layers: `python -m driftgauge.server` runs the CLI, whose serve runs the server.
-    ("driftgauge.server", "driftgauge.cli"),
 }
 
 

@@ -40,6 +40,7 @@ from driftgauge.jobs.runtime import JobRuntime
 from driftgauge.jobs.schedule import job_specs
 from driftgauge.jobs.ticks import CheckBusy, TickRunner
 from driftgauge.ledger.hooks import retry_while_busy
+from driftgauge.ledger.service import exclusion_source
 from driftgauge.metrics.collector import (
     CollectorPart,
     build_registry,
@@ -144,7 +145,7 @@ async def _open_runtime(config: Config, tokens: TokenCheck, *, start_scheduler: 
         audit = await stack.enter_async_context(open_audit(
             config, reconcile=ledger_reconcile, source=source_of, clock=clock,
             jobs=jobs if start_scheduler else None, every=refresh))
-        ticks.exclusions = audit.ledger.ledger_exclusions
+        ticks.exclusions = exclusion_source(audit.ledger.store)
         registry = build_registry([reconciliation_part(snapshots.current),
                                    history_part(snapshots.current), state_part(snapshots),
                                    process_part(__version__), background_part, *audit.parts,

@@ -2,7 +2,7 @@
 
 The app wires them in with a few calls (see `open_audit`): include `audit_router` once at
 app creation, open the audit in the lifespan, put `audit.parts` into the metrics registry
-and `audit` on `app.state`, and let the runner ask `audit.ledger.ledger_exclusions(...)`
+and `audit` on `app.state`, and let the runner ask `exclusion_source(audit.ledger.store)`
 for the `ledger_excluded` mapping of each reconciliation.
 """
 

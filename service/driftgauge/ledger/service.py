@@ -145,12 +145,6 @@ class LedgerService:
                 latest[job.job] = last
         return latest
 
-    async def ledger_exclusions(self, check: Check, window_start: datetime,
-                                window_end: datetime) -> dict[str, str]:
-        """Return key → reason for the check's keys its sync job reported it did not write."""
-        return await ledger_exclusions(self.store, check, window_start, window_end)
-
-
 async def ledger_exclusions(state: LedgerStore, check: Check, window_start: datetime,
                             window_end: datetime) -> dict[str, str]:
     """Return the `ledger_excluded` mapping the engine takes for [window_start, window_end).
@@ -161,3 +155,21 @@ async def ledger_exclusions(state: LedgerStore, check: Check, window_start: date
     if check.ledger is None:
         return {}
     return await state.excused_keys(check.ledger.job, window_start, window_end)
+
+
+ExcusedKeys = Callable[[Check, datetime, datetime], Awaitable[dict[str, str]]]
+"""What a run asks for a check's `ledger_excluded` keys over its window."""
+
+
+def exclusion_source(store: LedgerStore | None) -> ExcusedKeys:
+    """Return the ledger exclusions every run takes (none without a ledger store).
+
+    The service passes its audit's store; the CLI one it opens when the check has a ledger.
+    """
+    async def excused(check: Check, window_start: datetime,
+                      window_end: datetime) -> dict[str, str]:
+        if store is None:
+            return {}
+        return await ledger_exclusions(store, check, window_start, window_end)
+
+    return excused

@@ -1,0 +1,83 @@
+"""The `driftgauge` command: validate config, run a check, drill down, prune state, serve.
+
+Exit codes: 0 ok; 1 drift (`check` or `drill` found differences, or `probe rerun` found a
+step that is not idempotent; nothing else exits 1);
+2 error (an invalid config, a bad argument, a store or the state database failing, a run
+that errored); 3 an internal error (a bug: please report the traceback); 4 nothing judged
+(`check` ran but every day bucket was settling, or the window held no day: not a pass).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Sequence
+
+from driftgauge import __version__
+from driftgauge.cli import check, drill, serve, state, validate
+from driftgauge.cli.common import (
+    EXIT_ERROR,
+    EXIT_INTERNAL,
+    configure_logs,
+    log_options,
+    with_config,
+)
+from driftgauge.config.loader import load_file
+from driftgauge.core.errors import ConfigError, DriftgaugeError
+from driftgauge.repair import cli as repair_cli
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="driftgauge", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"driftgauge {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, help="what to do")
+    validate.add_commands(sub)
+    check.add_commands(sub)
+    drill.add_commands(sub)
+    state.add_commands(sub)
+    repair_cli.add_commands(sub, with_config, log_options)
+    serve.add_commands(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI and return its exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "config":
+            return validate.run(args)
+        if args.config is None:
+            print("error: --config is required (or set DRIFTGAUGE_CONFIG)", file=sys.stderr)
+            return EXIT_ERROR
+        return _run(args)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return EXIT_ERROR
+    except DriftgaugeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+    except Exception:
+        # Exit 1 means drift: an unexpected failure must never look like a verdict.
+        traceback.print_exc()
+        print("error: internal error (a bug; the traceback above says where)", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run a command that needs --config."""
+    configure_logs(args)
+    if args.command == "serve":
+        return serve.run(args)
+    config = load_file(args.config)
+    if hasattr(args, "repair"):
+        return repair_cli.run(config, args)
+    if args.command == "state":
+        return state.run(config, args)
+    if args.command == "check":
+        return check.run(config, args)
+    return drill.run(config, args)

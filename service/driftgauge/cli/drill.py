@@ -1,0 +1,68 @@
+"""`driftgauge drill`: ask both stores live about one day, hour or key-hash prefix."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from datetime import date
+from typing import Any
+
+from driftgauge.cli.common import (
+    EXIT_DRIFT,
+    EXIT_ERROR,
+    EXIT_OK,
+    check_named,
+    log_options,
+    with_config,
+)
+from driftgauge.cli.render import render_drill
+from driftgauge.config.runtime import Config
+
+
+def add_commands(sub: Any) -> None:
+    """Add `drill` to the CLI's subparsers."""
+    drl = sub.add_parser("drill", help="drill into one day: hours, key prefixes, keys")
+    drl.add_argument("name", help="the check's name under checks: in the config")
+    drl.add_argument("day", type=date.fromisoformat,
+                     help="the day bucket (YYYY-MM-DD, in the check's time zone)")
+    with_config(drl)
+    drl.add_argument("--hour", metavar="H",
+                     help="one hour bucket: a local hour (2), or, where the clocks repeat "
+                     "it, the local time with its offset (02:00+01:00) or the UTC start "
+                     "(2026-10-25T01:00:00Z)")
+    drl.add_argument("--prefix", default=None, help="key-hash prefix (hex)")
+    drl.add_argument("--json", action="store_true", help="print the level as JSON")
+    log_options(drl, "WARNING", "text")
+
+
+def run(config: Config, args: argparse.Namespace) -> int:
+    """Print one level of the drill-down; exit 1 when the sides differ there."""
+    return asyncio.run(_drill(config, args))
+
+
+async def _drill(config: Config, args: argparse.Namespace) -> int:
+    from driftgauge.engine.drill import drill_live
+    from driftgauge.stores import open_adapter
+    from driftgauge.stores.preflight import preflight
+
+    check = check_named(config, args.name)
+    source = await open_adapter(check.source)
+    try:
+        reader = await open_adapter(check.reader)
+        try:
+            await preflight(check, source, reader)
+            report = await drill_live(check, source, reader, args.day, args.hour, args.prefix)
+        finally:
+            await reader.close()
+    finally:
+        await source.close()
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(render_drill(report))
+    if report.get("unexplained"):
+        print(f"error: {report['unexplained']}", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_DRIFT if report["differs"] else EXIT_OK
