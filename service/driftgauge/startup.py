@@ -6,7 +6,7 @@ canary and signals triggers, API tokens and every secret reference.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from driftgauge.config.loader import load_file
@@ -28,10 +28,11 @@ def runtime_problems(config: Config, *, resolve_secrets: bool = True,
     """Return what fails when serve builds its schedules and token check from `config`."""
     from driftgauge.api import create_app
     from driftgauge.api.auth import TokenCheck
+    from driftgauge.core.clock import utc_now
     from driftgauge.jobs.recurring import canary_grid, signals_grid
     from driftgauge.jobs.schedule import job_specs
 
-    at = now or datetime.now(UTC)
+    at = now or utc_now()
     problems: list[str] = []
     for spec in job_specs(config.checks):
         where = f"checks.{spec.check}.schedule.{spec.kind}"

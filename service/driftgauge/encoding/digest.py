@@ -13,12 +13,12 @@ from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal, InvalidOperation
 
 from driftgauge.core.aggregate import Aggregate
+from driftgauge.core.clock import EPOCH
 from driftgauge.core.fields import FieldType, KeyType, TimestampPrecision
 
 MASK64 = (1 << 64) - 1
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 STEP_MICROS: dict[TimestampPrecision, int] = {"ms": 1000, "us": 1}
 """Microseconds per step of each timestamp precision."""
@@ -144,7 +144,7 @@ def epoch_micros(value: Value) -> int:
         instant = datetime.combine(value, time(), tzinfo=UTC)
     else:
         raise TypeError(f"timestamp value expected, got {type(value).__name__}")
-    return (instant - _EPOCH) // _MICROSECOND
+    return (instant - EPOCH) // _MICROSECOND
 
 
 def truncate_micros(micros: int, precision: TimestampPrecision) -> int:
@@ -155,7 +155,7 @@ def truncate_micros(micros: int, precision: TimestampPrecision) -> int:
 
 def from_epoch_micros(micros: int) -> datetime:
     """Return the aware UTC datetime of integer epoch microseconds."""
-    return _EPOCH + timedelta(microseconds=micros)
+    return EPOCH + timedelta(microseconds=micros)
 
 
 def _as_text(value: Value) -> str:

@@ -6,10 +6,11 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 
 from driftgauge import budget, observe
 from driftgauge.config.runtime import Check
+from driftgauge.core.clock import utc_now
 from driftgauge.core.errors import DriftgaugeError, StateError, StoreError
 from driftgauge.encoding import digest
 from driftgauge.engine.reconcile import Progress, reconcile
@@ -119,7 +120,7 @@ async def _execute(check: Check, adapters: AdapterSource, state: StateStore, run
             log.exception("run crashed")
             result = _failed(check, window_start, window_end, now,
                              f"internal error: {type(exc).__name__}: {exc}")
-        result.finished_at = result.finished_at or datetime.now(UTC)
+        result.finished_at = result.finished_at or utc_now()
         result.run_id = run_id
         duration = time.monotonic() - clock
         observe.run_finished(check.name, trigger, duration)
@@ -148,7 +149,7 @@ def _failed(check: Check, start: datetime, end: datetime, now: datetime,
 async def _shielded_fail(state: StateStore, run_id: int, reason: str, duration: float) -> None:
     """Record a cancelled run as interrupted, even though our own task is being cancelled."""
     task = asyncio.ensure_future(state.leases.interrupt(
-        run_id, reason, finished_at=datetime.now(UTC), duration=duration))
+        run_id, reason, finished_at=utc_now(), duration=duration))
     try:
         await asyncio.shield(task)
     except asyncio.CancelledError:

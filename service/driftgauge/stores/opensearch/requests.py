@@ -12,6 +12,7 @@ from typing import Any
 
 from driftgauge.config.runtime import View
 from driftgauge.core.aggregate import Aggregate
+from driftgauge.core.clock import EPOCH
 from driftgauge.encoding.digest import STEP_MICROS
 from driftgauge.stores.base import BucketDigest, Granularity
 
@@ -141,7 +142,7 @@ def day_slot_body(view: View, start: datetime, end: datetime, seconds: int,
 
 
 def _epoch_ms(moment: datetime) -> int:
-    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
+    delta = moment - EPOCH
     return delta // timedelta(milliseconds=1)
 
 
