@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -150,6 +150,28 @@ async def test_two_ledger_runs_of_one_window_that_append_are_caught(pg_database:
         assert stopped["detail"]["rule"] == "rerun_appended"
 
 
+async def test_a_rerun_probe_does_not_blame_the_rerun_for_other_writes(
+        pg_database: str) -> None:
+    tables = Tables(pg_database)
+    day = day_zero()
+    await tables.create(order_rows(day, range(8)))
+    await tables.sql("DELETE FROM {fact} WHERE created_at >= $1", day + timedelta(hours=5))
+    windows = [(5, 6), (6, 7), (5, 6)]  # window 06 lands between window 05 and its rerun
+    async with serve(tables.config()) as (app, client):
+        transport = httpx.ASGITransport(app=app)
+        for first, last in windows:
+            lo, hi = day + timedelta(hours=first), day + timedelta(hours=last)
+            async with LedgerClient("http://driftgauge", job="orders-step", window_start=lo,
+                                    window_end=hi, input_rows=ROWS_PER_HOUR, token=TOKEN,
+                                    transport=transport) as run:
+                await run.count("written", await tables.recompute(lo, hi))
+            await reconcile(client)
+        refused = await post(client, "/probes/rerun", {"check": "orders"}, 422)
+        assert refused["detail"]["rule"] == "unobserved"
+        assert "1 other run(s) of orders-step" in refused["detail"]["detail"]
+        assert await _breaches(client, "rerun_appended") == []
+
+
 STEP = """
 import asyncio, os, asyncpg
 from datetime import datetime
@@ -215,6 +237,8 @@ async def test_the_job_runtime_judges_repair_breaches(pg_database: str) -> None:
             "to": day_zero().isoformat(), "by": "nightly", "reason": "run",
             "stall_after_seconds": 0.2})
         await asyncio.sleep(0.3)
-        await jobs.fire("repair-judge")
+        # A time of its own: the runtime may have claimed this minute's already.
+        later = datetime.now(UTC) + timedelta(days=1)
+        assert await jobs.fire("repair-judge", later) == "ran"
         [stalled] = await _breaches(client, "watermark_stalled")
         assert stalled["subject"] == "orders-fact"

@@ -28,6 +28,8 @@ class Observed:
     end: datetime
     run1: Snapshot
     run2: Snapshot
+    second_input: int | None = None
+    """Rows run 2 wrote, when known: only growth by exactly that many is an append."""
 
     @property
     def appended(self) -> int:
@@ -39,6 +41,8 @@ class Observed:
         """Return converged (identical), appended (more rows) or changed (other content)."""
         if partitions.same(self.run1, self.run2):
             return "converged"
+        if self.second_input is not None and self.appended != self.second_input:
+            return "changed"  # the partition moved for another reason than the rerun
         return "appended" if self.appended else "changed"
 
 
@@ -114,6 +118,16 @@ class RerunProbe:
             one = await _reconciled(conn, check, window_start, first["closed_at"],
                                     second["opened_at"])
             two = await _reconciled(conn, check, window_start, second["closed_at"], None)
+            others = await conn.fetchval(
+                "SELECT count(*) FROM ledger_runs WHERE job = $1 AND closed_at > $2"
+                " AND closed_at <= $3 AND id <> $4 AND window_start < $6"
+                " AND window_end > $5", job, first["closed_at"], second["closed_at"],
+                second["id"], *_day_of(check, window_start))
+            if others:
+                raise Refused("probe", "unobserved",
+                              f"{others} other run(s) of {job} wrote the same day between the"
+                              f" two runs of window {window_start.isoformat()}: the day's "
+                              "growth cannot be put on the rerun", status=422)
             written = await conn.fetchval(
                 "SELECT coalesce(sum(rows), 0) FROM ledger_outcomes WHERE run_id = $1"
                 " AND outcome = 'written'", second["id"])
@@ -124,7 +138,7 @@ class RerunProbe:
                           f"{job}'s window {window_start.isoformat()} closing and the next "
                           f"write: the partition after it is unknown", status=422)
         day_start, day_end = one[1], one[2]
-        found = [Observed(day_start, day_end, one[0], two[0])]
+        found = [Observed(day_start, day_end, one[0], two[0], second_input=int(written))]
         result = await self._record(check.name, "ledger", f"{job} runs {first['id']}, "
                                     f"{second['id']}", found, second_written=int(written))
         result["ledger_runs"] = [first["id"], second["id"]]
@@ -182,6 +196,14 @@ class RerunProbe:
                 except Refused:
                     continue  # not reconciled yet in between: judged on a later pass
         return judged
+
+
+def _day_of(check: Check, at: datetime) -> tuple[datetime, datetime]:
+    """Return the check's day bucket holding `at`: [start, end)."""
+    day = at.astimezone(check.timezone).date()
+    nxt = day + timedelta(days=1)
+    return (datetime(day.year, day.month, day.day, tzinfo=check.timezone),
+            datetime(nxt.year, nxt.month, nxt.day, tzinfo=check.timezone))
 
 
 def _hours(start: datetime, end: datetime) -> list[datetime]:
