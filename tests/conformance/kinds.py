@@ -5,6 +5,7 @@ Adding a kind: one line here and the kind's fixtures module (see spec.Fixtures).
 
 from __future__ import annotations
 
+from tests.conformance.kind_mariadb import MariaDBFixtures
 from tests.conformance.kind_memory import MemoryFixtures
 from tests.conformance.kind_opensearch import OpenSearchFixtures
 from tests.conformance.kind_postgres import PostgresFixtures
@@ -14,4 +15,5 @@ KINDS = (
     Kind("postgres", PostgresFixtures()),
     Kind("opensearch", OpenSearchFixtures()),
     Kind("memory", MemoryFixtures()),
+    Kind("mariadb", MariaDBFixtures()),
 )
