@@ -16,10 +16,10 @@ import aiomysql
 
 from driftgauge.config.runtime import Exclusion, View
 from driftgauge.config.secrets import Secret
+from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.mariadb import dialect as my_sql
-from driftgauge.stores.mariadb.adapter import MariaDBAdapter
-from driftgauge.stores.mariadb.store import MariaDBStore
+from driftgauge.stores.mariadb.settings import MariaDBStore
 from tests.conformance.spec import (
     ENGINE_ENCODING,
     FIELD_ERRORS,
@@ -133,7 +133,7 @@ class MariaDBSource:
 
     async def open(self, spec: Spec) -> StoreAdapter:
         """Return a MariaDB adapter on the table."""
-        return await MariaDBAdapter.open(view(self.dsn, spec, self.table.name))
+        return await open_adapter(view(self.dsn, spec, self.table.name))
 
     async def replace_rows(self, row_id: str, rows: Sequence[tuple[Any, ...]]) -> None:
         """Delete the rows with that id (compared as bytes) and insert `rows`."""
@@ -148,7 +148,7 @@ class MariaDBSource:
         await proxy.start()
         proxied = parts._replace(netloc=f"{parts.username}@127.0.0.1:{proxy.port}").geturl()
         try:
-            return MariaDBHung(await MariaDBAdapter.open(
+            return MariaDBHung(await open_adapter(
                 view(proxied, spec, self.table.name, store_timeout)), proxy)
         except BaseException:
             await proxy.stop()
@@ -215,7 +215,7 @@ class MariaDBGolden:
     async def open(self, n: int, *, double: bool) -> StoreAdapter:
         """Return an adapter on vector n's table (decimals are DECIMAL(65,30))."""
         assert not double
-        return await MariaDBAdapter.open(self.view(n))
+        return await open_adapter(self.view(n))
 
     async def encoding(self, n: int) -> str:
         """Return what the dialect's encoding SQL computes for vector n's row."""
@@ -261,5 +261,5 @@ class MariaDBFixtures:
 
     async def open_unreachable(self, spec: Spec) -> StoreAdapter:
         """Open an adapter on a port nothing listens at (the pool connects when opened)."""
-        return await MariaDBAdapter.open(view(dsn_for("mysql", "mysql://root@127.0.0.1:1/x"),
+        return await open_adapter(view(dsn_for("mysql", "mysql://root@127.0.0.1:1/x"),
                                               spec, "items"))

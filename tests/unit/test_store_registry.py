@@ -10,6 +10,7 @@ from driftgauge.config import model as m
 from driftgauge.config.loader import load_text
 from driftgauge.stores import registry
 from driftgauge.stores.base import KeyQuery, SlotFirstPass, VocabularyCounter
+from driftgauge.stores.mariadb.adapter import MariaDBAdapter
 from driftgauge.stores.opensearch.adapter import OpenSearchAdapter
 from driftgauge.stores.postgres.adapter import PostgresAdapter
 
@@ -23,14 +24,15 @@ checks:
     source: {store: pg, table: t, key: id, time: ts}
     reader: {store: os, index: i, key: id, time: ts}
 """
-ADAPTERS = {"postgres": PostgresAdapter, "opensearch": OpenSearchAdapter}
+ADAPTERS = {"postgres": PostgresAdapter, "opensearch": OpenSearchAdapter,
+            "mariadb": MariaDBAdapter}
 PROTOCOLS = {registry.SLOT_FIRST_PASS: SlotFirstPass,
              registry.VOCABULARY_COUNTER: VocabularyCounter, registry.KEY_PICKER: KeyQuery}
 
 
 def test_each_store_subpackage_exports_one_kind_named_after_it() -> None:
     kinds = registry.kinds()
-    assert {"opensearch", "postgres"} <= set(kinds)
+    assert {"mariadb", "opensearch", "postgres"} <= set(kinds)
     for name, kind in kinds.items():
         assert kind.name == name
         assert typing.get_args(kind.config_model.model_fields["kind"].annotation) == (name,)

@@ -26,7 +26,7 @@ from driftgauge.stores.base import (
     hour_digests,
 )
 from driftgauge.stores.mariadb import dialect, io
-from driftgauge.stores.mariadb.store import MariaDBStore
+from driftgauge.stores.mariadb.settings import MariaDBStore
 
 FETCH_ROWS = 2000
 """Rows per round trip of the unbuffered cursor in iter_rows."""

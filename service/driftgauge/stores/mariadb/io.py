@@ -19,27 +19,14 @@ from driftgauge.core.errors import (
     StoreTimeout,
     StoreUnavailable,
 )
-from driftgauge.stores.mariadb.store import MariaDBStore
+from driftgauge.stores.mariadb.settings import MariaDBStore, dsn_shape
 
-SCHEMES = ("mysql", "mariadb")
 PERMISSION_ERRORS = frozenset({1044, 1045, 1142, 1143, 1227, 1370})
 """Access denied to a database, a user, a table, a column, an operation or a routine."""
 TIMEOUT_ERRORS = frozenset({1317, 1969, 3024})
 """Query interrupted, max_statement_time exceeded (MariaDB), execution time exceeded (MySQL)."""
 UNAVAILABLE_ERRORS = frozenset({1040, 1053, 1203, 2002, 2003, 2006, 2013, 2055})
 """Too many connections, shutdown in progress, can't connect, server gone, lost connection."""
-
-
-def dsn_shape(value: str) -> str | None:
-    """Return why `value` is no mysql:// (or mariadb://) URL (without showing it), or None."""
-    try:
-        parts = urlsplit(value.strip())
-        ok = parts.scheme in SCHEMES and bool(parts.hostname) and bool(parts.path.strip("/"))
-    except ValueError:
-        ok = False
-    if not ok:
-        return "must be a mysql://user:password@host:port/database URL (the value is not shown)"
-    return None
 
 
 def connect_args(dsn: str) -> dict[str, Any]:

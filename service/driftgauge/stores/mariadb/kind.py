@@ -1,0 +1,76 @@
+"""The mariadb store kind (MariaDB or MySQL): its config, view rules and how to open it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from driftgauge.config import secrets
+from driftgauge.config.runtime import Store, View
+from driftgauge.config.secrets import Secret
+from driftgauge.core.errors import StoreError
+from driftgauge.stores import registry
+from driftgauge.stores.base import StoreAdapter
+from driftgauge.stores.mariadb.settings import MariaDBStore, MariaDBStoreModel, dsn_shape
+
+
+def build(name: str, sm: MariaDBStoreModel, problems: list[str]) -> MariaDBStore:
+    """Return the runtime store of a validated `stores.NAME` entry."""
+    if not secrets.is_reference(sm.dsn) and (problem := dsn_shape(sm.dsn)):
+        problems.append(f"stores.{name}.dsn: {problem}")
+    return MariaDBStore(name, Secret(sm.dsn), sm.timeout_seconds, sm.pool_max)
+
+
+def check_view(where: str, vm: Any, exclusions: Sequence[Any], problems: list[str]) -> None:
+    """Append what a mariadb view (and its source's exclusions) gets wrong."""
+    if (vm.query is None) == (vm.table is None):
+        problems.append(f"{where}: a mariadb view needs exactly one of 'query' or 'table'")
+    for key in ("index", "filter"):
+        if getattr(vm, key) is not None:
+            problems.append(f"{where}.{key}: only for opensearch views")
+    for i, ex in enumerate(exclusions):
+        if ex.where is None or ex.query is not None:
+            problems.append(f"{where.rsplit('.', 1)[0]}.exclusions.{i}: a mariadb source "
+                            "excludes rows with 'where' (an SQL predicate)")
+
+
+def store_secrets(store: Store) -> list[tuple[str, Secret, str]]:
+    """Return the store's DSN reference (its shape is checked when the pool opens)."""
+    assert isinstance(store, MariaDBStore)
+    # "password", not "dsn": the resolver's DSN check knows only postgresql:// URLs.
+    return [("dsn", store.dsn, "password")]
+
+
+async def connect(store: Store) -> Any:
+    """Return the pool every view of the store shares."""
+    from driftgauge.stores.mariadb import io
+
+    assert isinstance(store, MariaDBStore)
+    return await io.store_pool(store)
+
+
+async def disconnect(pool: Any) -> None:
+    """Close a pool opened by connect."""
+    from driftgauge.stores.mariadb import io
+
+    await io.close_pool(pool)
+
+
+async def open_adapter(view: View, pool: Any) -> StoreAdapter:
+    """Return a MariaDB adapter on the shared pool, or on its own pool when None."""
+    from driftgauge.stores.mariadb.adapter import MariaDBAdapter
+
+    return await MariaDBAdapter.open(view, pool)
+
+
+def error_map(store: str, what: str, exc: BaseException) -> StoreError:
+    """Return our exception for an aiomysql, PyMySQL or socket error."""
+    from driftgauge.stores.mariadb import io
+
+    return io.translate_error(store, what, exc)
+
+
+KIND = registry.StoreKind(
+    name="mariadb", config_model=MariaDBStoreModel, build=build, check_view=check_view,
+    connect=connect, disconnect=disconnect, open=open_adapter, error_map=error_map,
+    secrets=store_secrets)
