@@ -15,8 +15,9 @@ from driftgauge.repair.backfill import Sides
 from driftgauge.stores.postgres.io import PgCalls
 
 log = logging.getLogger("driftgauge.repair")
-LOOKBACK = timedelta(days=35)
-"""Partitions read this long ago or less are digested again on every judgement."""
+LOOKBACK = timedelta(days=7)
+"""Partitions ending this recently are digested again on every judgement (a check's
+recent window, by default)."""
 
 # The latest read of each partition by each signing consumer, with what it held then.
 _SIGNED_READS = (

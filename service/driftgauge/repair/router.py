@@ -37,6 +37,9 @@ log = logging.getLogger("driftgauge.repair")
 Dependency = Callable[..., Any]
 JUDGE_EVERY = 60.0
 JUDGE_JOB = "repair-judge"
+GUARD_EVERY = 900.0
+"""Silent changes: every signed partition is digested in its store this often."""
+GUARD_JOB = "repair-guard"
 BackfillId = Annotated[int, Path(ge=1, le=2**63 - 1, description="backfill id")]
 PathName = Annotated[str, Path(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
 # Lists page like every other list of the API: `limit` items after skipping `offset`.
@@ -71,18 +74,21 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     if rt.scheduler_enabled:
         # Judged once across replicas per scheduled time: the job runtime claims it.
         rt.jobs.add_every(JUDGE_JOB, "repair", timedelta(seconds=JUDGE_EVERY),
-                          lambda _: _judge(repair), claim="repair-judge")
+                          lambda _: _judge(repair, signed=False), claim=JUDGE_JOB)
+        rt.jobs.add_every(GUARD_JOB, "repair", timedelta(seconds=GUARD_EVERY),
+                          lambda _: _judge(repair, rest=False), claim=GUARD_JOB)
     try:
         yield
     finally:
         rt.jobs.remove(JUDGE_JOB)
+        rt.jobs.remove(GUARD_JOB)
         rt.registry.unregister(collector)
 
 
-async def _judge(repair: Repair) -> None:
-    """Judge stalls, silent changes and reruns; a state-database outage is logged."""
+async def _judge(repair: Repair, *, signed: bool = True, rest: bool = True) -> None:
+    """Judge the repair rules asked for; a state-database outage is logged."""
     try:
-        await repair.judge()
+        await repair.judge(signed=signed, rest=rest)
     except StateError as exc:
         log.warning("could not judge repair breaches", extra={"error": str(exc)})
 

@@ -40,13 +40,20 @@ class Repair:
     breaches: Breaches
     metrics: RepairMetrics
 
-    async def judge(self) -> dict[str, Any]:
-        """Judge stalls, silent changes and ledger reruns now; then reload the metrics."""
-        stalled = await self.watermarks.judge_stalls()
-        changed = await self.guard.judge()
-        probed = await self.probe.judge_ledger()
+    async def judge(self, *, signed: bool = True, rest: bool = True) -> dict[str, Any]:
+        """Judge stalls and ledger reruns (`rest`), silent changes (`signed`); reload metrics.
+
+        Silent changes digest every signed partition in its store, so they are judged less
+        often than the state-database-only rules.
+        """
+        out: dict[str, Any] = {}
+        if rest:
+            out["stalled"] = await self.watermarks.judge_stalls()
+            out["ledger_windows"] = await self.probe.judge_ledger()
+        if signed:
+            out["silent_changes"] = len(await self.guard.judge())
         await self.refresh()
-        return {"stalled": stalled, "silent_changes": len(changed), "ledger_windows": probed}
+        return out
 
     async def refresh(self) -> None:
         """Reload the metrics snapshot; a failure keeps the last one."""
