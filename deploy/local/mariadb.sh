@@ -21,7 +21,16 @@ start() {
   ensure_binaries
   mkdir -p "$MY_DIR"
   local user; user="$(id -un)"
-  [ "$(id -u)" = 0 ] && user=mysql && chown mysql:mysql "$MY_DIR"
+  if [ "$(id -u)" = 0 ]; then
+    # As root, run as mysql when it can reach the data directory (a checkout under a
+    # private home cannot be), else as root, which mariadbd allows when told explicitly.
+    if id mysql >/dev/null 2>&1 && runuser -u mysql -- test -x "$MY_DIR" 2>/dev/null; then
+      user=mysql
+    else
+      user=root
+    fi
+    chown "$user": "$MY_DIR"
+  fi
   if [ ! -d "$MY_DIR/data/mysql" ]; then
     log "initialising MariaDB data in $MY_DIR/data"
     mariadb-install-db --user="$user" --datadir="$MY_DIR/data" --auth-root-authentication-method=socket \
