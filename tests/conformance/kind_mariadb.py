@@ -21,6 +21,7 @@ from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.mariadb import dialect as my_sql
 from driftgauge.stores.mariadb.settings import MariaDBStore
 from tests.conformance.spec import (
+    DESCRIBES_FIELDS,
     ENGINE_ENCODING,
     FIELD_ERRORS,
     ROW_CHANGES,
@@ -239,7 +240,7 @@ class MariaDBFixtures:
     """Fixtures of the mariadb kind."""
 
     capabilities = frozenset({ENGINE_ENCODING, STORE_ERRORS, FIELD_ERRORS, ROW_CHANGES,
-                              TIMEOUTS})
+                              TIMEOUTS, DESCRIBES_FIELDS})
     failures: Failures | None = Failures(
         unreachable_match="my: connect", missing_relation="no_such_table",
         missing_match=("no_such_table", "1146"), unusable_field="label_text")

@@ -25,8 +25,9 @@ from driftgauge.stores.base import (
     check_slot,
     hour_digests,
 )
-from driftgauge.stores.mariadb import dialect, io
+from driftgauge.stores.mariadb import dialect, io, preflight
 from driftgauge.stores.mariadb.settings import MariaDBStore
+from driftgauge.stores.preflight import FieldSchema
 
 FETCH_ROWS = 2000
 """Rows per round trip of the unbuffered cursor in iter_rows."""
@@ -79,6 +80,13 @@ class MariaDBAdapter:
             raise StoreQueryError(self.store.name, (
                 f"time zone {zone} is not in the server's zone tables; load them with "
                 "mariadb-tzinfo-to-sql /usr/share/zoneinfo | mariadb mysql"))
+
+    async def inspect_fields(self) -> list[FieldSchema]:
+        """Return the type of each configured column (the preflight's view of this side)."""
+        async with io.connection(self._pool, self.store.name,
+                                 _where(self.view, "check the columns"),
+                                 self.store.timeout) as conn, _deadline(self.store.timeout):
+            return await preflight.describe(conn, self.view)
 
     def use_timestamp_precision(self, precision: TimestampPrecision) -> None:
         """Hash timestamp fields at `precision` from the next query on."""
