@@ -165,7 +165,7 @@ async def run_demo() -> int:
             report = await drill_live(check, source, reader, day)
             print()
             print(render_drill(report))
-            hour = next((n["label"] for n in report["nodes"] if n["differs"]), None)
+            hour = next((n.label for n in report.nodes if n.differs), None)
             if hour is not None:
                 print()
                 print(render_drill(await drill_live(check, source, reader, day, hour)))

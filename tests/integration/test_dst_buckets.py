@@ -134,7 +134,7 @@ async def test_drill_addresses_both_repeated_hours(loaded: Loaded, reader: str) 
     source, rdr = await open_adapter(check.source), await open_adapter(check.reader)
     try:
         day = await drill_live(check, source, rdr, case.day)
-        labels = [n["label"] for n in day["nodes"]]
+        labels = [n.label for n in day.nodes]
         assert len(labels) == 25 and len(set(labels)) == 25
         summer = await drill_live(check, source, rdr, case.day, "02:00+02:00")
         winter = await drill_live(check, source, rdr, case.day, "02:00+01:00")
@@ -145,8 +145,8 @@ async def test_drill_addresses_both_repeated_hours(loaded: Loaded, reader: str) 
     finally:
         await source.close()
         await rdr.close()
-    assert not summer["differs"] and winter["differs"]
-    assert winter["start"] == "2026-10-25T02:00:00+01:00" == by_utc["start"]
-    assert {k["key"] for k in winter["keys"]} == {
+    assert not summer.differs and winter.differs
+    assert winter.start == "2026-10-25T02:00:00+01:00" == by_utc.start
+    assert {k.key for k in winter.keys} == {
         f"{case.id}-h{i}" for i in range(5)} | {f"{case.id}-extra"}
-    assert three["start"] == "2026-10-25T03:00:00+01:00"
+    assert three.start == "2026-10-25T03:00:00+01:00"

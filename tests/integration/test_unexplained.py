@@ -96,5 +96,5 @@ async def test_a_live_drill_whose_keys_do_not_add_up_says_so(loaded: Loaded,
     finally:
         await source.close()
         await rdr.close()
-    assert honest["keys"] and honest["unexplained"] is None
-    assert broken["unexplained"].startswith("unexplained_difference: ")
+    assert honest.keys and honest.unexplained is None
+    assert str(broken.unexplained).startswith("unexplained_difference: ")

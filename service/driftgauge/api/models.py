@@ -1,4 +1,8 @@
-"""Response models of the REST API (they document the payloads in the OpenAPI schema)."""
+"""Response models of the REST API (they document the payloads in the OpenAPI schema).
+
+The runs, buckets, nodes and keys inside them are declared once, in engine/payloads.py and
+state/payloads.py; these are the API's own envelopes around them.
+"""
 
 from __future__ import annotations
 
@@ -6,48 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-BucketStatus = Literal["ok", "drift", "settling", "error"]
-RunStatus = Literal["running", "ok", "drift", "error", "nothing_judged"]
-
-
-class AggregateOut(BaseModel):
-    """Count, distinct keys and digest of one side."""
-
-    count: int
-    distinct_keys: int
-    digest: str = Field(description="Sum of row hashes mod 2^64, 16 hex digits.")
-
-
-class NodeOut(BaseModel):
-    """A drill-down node: an hour or a key-hash prefix."""
-
-    level: Literal["hour", "prefix"]
-    label: str = Field(description="The hour's start (ISO 8601) or a hex key-hash prefix.")
-    differs: bool
-    fetched: bool
-    source: AggregateOut
-    reader: AggregateOut
-    children: list[NodeOut] = Field(default_factory=list)
-
-
-class BucketOut(BaseModel):
-    """One day bucket as the latest completed run that judged it left it."""
-
-    day: str
-    start: str
-    status: BucketStatus
-    expected: int
-    visible: int
-    excluded: dict[str, int]
-    missing: int
-    extra: int
-    mismatched: int
-    duplicates: int
-    source: AggregateOut
-    reader: AggregateOut
-    reasons: list[str]
-    run_id: int
-    checked_at: str | None
+from driftgauge.engine.payloads import NodeOut
+from driftgauge.state.payloads import BucketOut, KeyOut, RunOut, RunStatus
 
 
 class DaysOut(BaseModel):
@@ -87,17 +51,6 @@ class HourOut(BaseModel):
     prefixes: list[NodeOut]
 
 
-class KeyOut(BaseModel):
-    """One sampled differing key."""
-
-    key: str | None = Field(description="The key's text; null for a NULL key.")
-    kind: Literal["missing", "extra", "mismatched"]
-    source_copies: int
-    reader_copies: int
-    key_hash: str | None
-    event_time: str | None
-
-
 class KeysOut(BaseModel):
     """A page of a bucket's sampled differing keys."""
 
@@ -108,26 +61,6 @@ class KeysOut(BaseModel):
     offset: int
     total: int = Field(description="Keys matching the filters, over every page.")
     keys: list[KeyOut]
-
-
-class RunOut(BaseModel):
-    """One run of a check."""
-
-    id: int
-    check: str
-    trigger: str
-    window_start: str
-    window_end: str
-    scheduled_for: str | None
-    started_at: str
-    finished_at: str | None
-    status: RunStatus
-    complete: bool
-    error: str | None
-    duration_seconds: float | None
-    queries: int
-    rows_fetched: int
-    replica: str
 
 
 class RunsOut(BaseModel):

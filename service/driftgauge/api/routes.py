@@ -11,13 +11,14 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BeforeValidator
 
 from driftgauge.api.models import (
+    CheckOut,
     ChecksOut,
     DayOut,
     DaysOut,
     HourOut,
     KeysOut,
-    RunOut,
     RunsOut,
+    ScheduleOut,
     TriggeredOut,
     answers,
 )
@@ -28,6 +29,7 @@ from driftgauge.core.bounds import day_problem, iso_day
 from driftgauge.core.errors import StoreTimeout, UnknownCheck
 from driftgauge.engine.reconcile import compare_prefixes
 from driftgauge.state.codec import StoredBucket
+from driftgauge.state.payloads import RunOut
 
 router = APIRouter()
 MAX_RANGE_DAYS = 3660
@@ -97,7 +99,7 @@ def _hour_range(check: Check, day: date, hour: str, where: str = "path"
 
 
 @router.get("/checks", response_model=ChecksOut, tags=["checks"])
-async def list_checks(rt: Reader) -> dict[str, Any]:
+async def list_checks(rt: Reader) -> ChecksOut:
     """List every configured check with its latest status."""
     latest = await rt.state.latest_runs()
     out = []
@@ -105,23 +107,23 @@ async def list_checks(rt: Reader) -> dict[str, Any]:
         finished, success = await asyncio.gather(rt.state.latest_finished_run(name),
                                                  rt.state.latest_success(name))
         sched = check.schedule
-        out.append({
-            "name": name, "description": check.description,
-            "status": finished.status if finished else None,
-            "running": latest[name].status == "running" if name in latest else False,
-            "last_run": finished.to_dict() if finished else None,
-            "last_success_at": (success.finished_at.isoformat()
-                                if success and success.finished_at else None),
-            "schedule": {
-                "recent_every_seconds": (sched.recent_every.total_seconds()
-                                         if sched.recent_every else None),
-                "recent_days": sched.recent_days,
-                "full_every_seconds": (sched.full_every.total_seconds()
-                                       if sched.full_every else None),
-                "full_cron": sched.full_cron, "full_days": sched.full_days,
-            },
-        })
-    return {"checks": out}
+        last_run = finished.payload() if finished else None
+        out.append(CheckOut(
+            name=name, description=check.description,
+            status=last_run.status if last_run else None,
+            running=latest[name].status == "running" if name in latest else False,
+            last_run=last_run,
+            last_success_at=(success.finished_at.isoformat()
+                             if success and success.finished_at else None),
+            schedule=ScheduleOut(
+                recent_every_seconds=(sched.recent_every.total_seconds()
+                                      if sched.recent_every else None),
+                recent_days=sched.recent_days,
+                full_every_seconds=(sched.full_every.total_seconds()
+                                    if sched.full_every else None),
+                full_cron=sched.full_cron, full_days=sched.full_days),
+        ))
+    return ChecksOut(checks=out)
 
 
 @router.get("/checks/{check}/days", response_model=DaysOut, tags=["drill-down"])
@@ -130,7 +132,7 @@ async def list_days(rt: Reader, check: CheckName,
                         description="First day (default: start of the recent window).")] = None,
                     until: Annotated[QueryDay, Query(
                         description="Last day, inclusive (default: today).")] = None,
-                    ) -> dict[str, Any]:
+                    ) -> DaysOut:
     """Return each day's counts, digests and status from the latest run that judged it."""
     c = _check(rt, check)
     today = rt.clock().astimezone(c.timezone).date()
@@ -142,8 +144,8 @@ async def list_days(rt: Reader, check: CheckName,
     if (last - first).days >= MAX_RANGE_DAYS:
         raise _bad("query", "since", str(first), f"the range exceeds {MAX_RANGE_DAYS} days")
     days = await rt.state.day_buckets(c.name, first, last, c.timezone)
-    return {"check": c.name, "since": first.isoformat(), "until": last.isoformat(),
-            "days": [d.to_dict() for d in days]}
+    return DaysOut(check=c.name, since=first.isoformat(), until=last.isoformat(),
+                   days=[d.payload() for d in days])
 
 
 async def _stored_day(rt: Runtime, c: Check, day: date) -> StoredBucket:
@@ -154,13 +156,13 @@ async def _stored_day(rt: Runtime, c: Check, day: date) -> StoredBucket:
 
 
 @router.get("/checks/{check}/days/{day}", response_model=DayOut, tags=["drill-down"])
-async def get_day(rt: Reader, check: CheckName, day: Day) -> dict[str, Any]:
+async def get_day(rt: Reader, check: CheckName, day: Day) -> DayOut:
     """Return one day bucket and its hours (plus prefixes split over the whole day)."""
     c = _check(rt, check)
     stored = await _stored_day(rt, c, _day_ok(rt, "path", "day", day))
     hours, prefixes = await rt.state.day_nodes(stored.run_id, day)
-    return {"check": c.name, "bucket": stored.to_dict(),
-            "hours": [h.to_dict() for h in hours], "prefixes": [p.to_dict() for p in prefixes]}
+    return DayOut(check=c.name, bucket=stored.payload(), hours=[h.payload() for h in hours],
+                  prefixes=[p.payload() for p in prefixes])
 
 
 @router.get("/checks/{check}/days/{day}/hours/{hour}", response_model=HourOut,
@@ -175,7 +177,7 @@ async def get_hour(request: Request, rt: Reader, check: CheckName, day: Day,
                    prefix: Annotated[str | None, Query(
                        pattern=Hex, description="Live: split this key-hash prefix one digit "
                                                 "further (hex).")] = None,
-                   ) -> dict[str, Any]:
+                   ) -> HourOut:
     """Return an hour's key-hash prefixes with both sides' count and digest."""
     c = _check(rt, check)
     _day_ok(rt, "path", "day", day)
@@ -184,11 +186,10 @@ async def get_hour(request: Request, rt: Reader, check: CheckName, day: Day,
         rt.tokens.require(request)
     start, end = _hour_range(c, day, hour)
     label = buckets.label(start, c.timezone)
-    out: dict[str, Any] = {"check": c.name, "day": day.isoformat(), "hour": int(label[11:13]),
-                           "label": label[11:16] + label[19:], "start": label,
-                           "end": buckets.label(end, c.timezone), "live": live,
-                           "prefix": prefix, "run_id": None, "node": None, "differs": None,
-                           "prefixes": []}
+    out = HourOut(check=c.name, day=day.isoformat(), hour=int(label[11:13]),
+                  label=label[11:16] + label[19:], start=label,
+                  end=buckets.label(end, c.timezone), live=live, prefix=prefix, run_id=None,
+                  node=None, differs=None, prefixes=[])
     if live:
         if rt.live.locked():
             raise HTTPException(429, f"live: {rt.config.api.live_concurrency} live drill-downs "
@@ -203,18 +204,19 @@ async def get_hour(request: Request, rt: Reader, check: CheckName, day: Day,
                                                [prefix] if prefix else None)
         except TimeoutError:
             raise StoreTimeout(c.name, f"live drill-down exceeded {LIVE_DEADLINE:g}s") from None
-        out["prefixes"] = [n.to_dict() for n in nodes]
-        out["differs"] = any(n.differs for n in nodes)
+        out.prefixes = [n.payload() for n in nodes]
+        out.differs = any(n.differs for n in nodes)
         return out
     if prefix is not None:
         raise _bad("query", "prefix", prefix, "only with live=true (stored trees are whole)")
     stored = await _stored_day(rt, c, day)
-    out["run_id"] = stored.run_id
+    out.run_id = stored.run_id
     node = await rt.state.hour_tree(stored.run_id, day, start)
     if node is not None:
-        out["node"] = {**node.to_dict(), "children": []}
-        out["differs"] = node.differs
-        out["prefixes"] = [n.to_dict() for n in node.children]
+        tree = node.payload()
+        out.node = tree.model_copy(update={"children": []})
+        out.differs = tree.differs
+        out.prefixes = tree.children
     return out
 
 
@@ -235,7 +237,7 @@ async def get_keys(rt: Writer, check: CheckName, day: Day,
                    page_size: Annotated[int | None, Query(
                        ge=1, le=500, deprecated=True,
                        description="Old style: keys per page; use limit.")] = None,
-                   ) -> dict[str, Any]:
+                   ) -> KeysOut:
     """Return a page of the day's sampled differing keys (needs a bearer token)."""
     c = _check(rt, check)
     limit = page_size if page_size is not None else limit
@@ -247,28 +249,28 @@ async def get_keys(rt: Writer, check: CheckName, day: Day,
     start, end = _hour_range(c, day, hour, "query") if hour is not None else (None, None)
     total, keys = await rt.state.keys(stored.run_id, day, kind=kind, prefix=prefix,
                                       start=start, end=end, limit=limit, offset=offset)
-    return {"check": c.name, "day": day.isoformat(), "run_id": stored.run_id, "limit": limit,
-            "offset": offset, "total": total, "keys": [k.to_dict() for k in keys]}
+    return KeysOut(check=c.name, day=day.isoformat(), run_id=stored.run_id, limit=limit,
+                   offset=offset, total=total, keys=[k.payload() for k in keys])
 
 
 @router.get("/checks/{check}/runs", response_model=RunsOut, tags=["runs"])
 async def list_runs(rt: Reader, check: CheckName,
-                    limit: Limit = 50, offset: Offset = 0) -> dict[str, Any]:
+                    limit: Limit = 50, offset: Offset = 0) -> RunsOut:
     """Return the check's runs, newest first."""
     c = _check(rt, check)
     runs = await rt.state.runs(c.name, limit=limit, offset=offset)
-    return {"check": c.name, "runs": [r.to_dict() for r in runs]}
+    return RunsOut(check=c.name, runs=[r.payload() for r in runs])
 
 
 @router.get("/checks/{check}/runs/{run_id}", response_model=RunOut, tags=["runs"])
 async def get_run(rt: Reader, check: CheckName,
-                  run_id: Annotated[int, Path(ge=1, le=2**63 - 1)]) -> dict[str, Any]:
+                  run_id: Annotated[int, Path(ge=1, le=2**63 - 1)]) -> RunOut:
     """Return one run of the check."""
     c = _check(rt, check)
     run = await rt.state.run(c.name, run_id)
     if run is None:
         raise HTTPException(404, f"run_id: check {c.name!r} has no run {run_id}")
-    return run.to_dict()
+    return run.payload()
 
 
 @router.post("/checks/{check}/runs", response_model=TriggeredOut, status_code=202,
@@ -276,10 +278,10 @@ async def get_run(rt: Reader, check: CheckName,
 async def trigger_run(rt: Writer, check: CheckName,
                       window: Annotated[Literal["recent", "full"], Query(
                           description="Which window to reconcile.")] = "recent",
-                      ) -> dict[str, Any]:
+                      ) -> TriggeredOut:
     """Start a run of the check now (needs a bearer token); 409 if one is in progress."""
     c = _check(rt, check)
     trigger = "manual" if window == "recent" else "manual-full"
     run_id = await rt.ticks.trigger(c.name, trigger, window=window)
-    return {"check": c.name, "run_id": run_id, "trigger": trigger,
-            "run": f"/api/v1/checks/{c.name}/runs/{run_id}"}
+    return TriggeredOut(check=c.name, run_id=run_id, trigger=trigger,
+                        run=f"/api/v1/checks/{c.name}/runs/{run_id}")

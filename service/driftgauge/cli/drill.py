@@ -59,10 +59,10 @@ async def _drill(config: Config, args: argparse.Namespace) -> int:
     finally:
         await source.close()
     if args.json:
-        print(json.dumps(report, indent=2))
+        print(json.dumps(report.model_dump(), indent=2))
     else:
         print(render_drill(report))
-    if report.get("unexplained"):
-        print(f"error: {report['unexplained']}", file=sys.stderr)
+    if report.unexplained:
+        print(f"error: {report.unexplained}", file=sys.stderr)
         return EXIT_ERROR
-    return EXIT_DRIFT if report["differs"] else EXIT_OK
+    return EXIT_DRIFT if report.differs else EXIT_OK

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, TextIO
+from typing import TextIO
 
+from driftgauge.engine.payloads import DrillOut
 from driftgauge.engine.result import RunResult
 
 COLUMNS = ("day", "expected", "excluded", "visible", "missing", "extra", "mismatched", "status")
@@ -41,24 +42,24 @@ def render_run(result: RunResult) -> str:
     return "\n".join(lines)
 
 
-def render_drill(report: dict[str, Any]) -> str:
+def render_drill(report: DrillOut) -> str:
     """Return one drill-down level as text: nodes that differ first, then keys."""
-    head = f"{report['check']} {report['day']}"
-    if report["hour"] is not None:
-        head += f" hour {report['hour']}"
-    if report["prefix"]:
-        head += f" prefix {report['prefix']}"
+    head = f"{report.check} {report.day}"
+    if report.hour is not None:
+        head += f" hour {report.hour}"
+    if report.prefix:
+        head += f" prefix {report.prefix}"
     lines = [head, f"{'node':<28} {'source':>9} {'reader':>9}  differs"]
-    for n in report["nodes"]:
-        mark = "  <--" if n["differs"] else ""
-        lines.append(f"{n['label']:<28} {n['source']['count']:>9} {n['reader']['count']:>9}"
-                     f"  {'yes' if n['differs'] else 'no'}{mark}")
-    if report.get("unexplained"):
-        lines.append(f"error: {report['unexplained']}")
-    if report["keys"]:
+    for n in report.nodes:
+        mark = "  <--" if n.differs else ""
+        lines.append(f"{n.label:<28} {n.source.count:>9} {n.reader.count:>9}"
+                     f"  {'yes' if n.differs else 'no'}{mark}")
+    if report.unexplained:
+        lines.append(f"error: {report.unexplained}")
+    if report.keys:
         lines.append("differing keys:")
-        lines.extend(f"  {k['kind']:<10} {k['key']}  (source {k['source_copies']}, "
-                     f"reader {k['reader_copies']})" for k in report["keys"])
+        lines.extend(f"  {k.kind:<10} {k.key}  (source {k.source_copies}, "
+                     f"reader {k.reader_copies})" for k in report.keys)
     return "\n".join(lines)
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime
-from typing import Any
 
 from driftgauge.config.runtime import Check
 from driftgauge.core import buckets
 from driftgauge.core.errors import ConfigError
 from driftgauge.engine import explain
 from driftgauge.engine.join import Delta, join_rows
+from driftgauge.engine.payloads import DrillKeyOut, DrillOut
 from driftgauge.engine.reconcile import compare_hours, compare_prefixes
 from driftgauge.engine.result import sort_key
 from driftgauge.stores.base import StoreAdapter
@@ -29,7 +29,7 @@ def _range(check: Check, day: date, hour: str | None) -> tuple[datetime, datetim
 
 
 async def drill_live(check: Check, source: StoreAdapter, reader: StoreAdapter, day: date,
-                     hour: str | None = None, prefix: str | None = None) -> dict[str, Any]:
+                     hour: str | None = None, prefix: str | None = None) -> DrillOut:
     """Return one level of the drill-down below (day, hour, prefix), and keys at a leaf.
 
     `hour` names one hour bucket of the day as buckets.resolve_hour accepts it.
@@ -47,15 +47,13 @@ async def drill_live(check: Check, source: StoreAdapter, reader: StoreAdapter, d
         level = "prefix"
     s_total = sum(n.source.count for n in nodes)
     r_total = sum(n.reader.count for n in nodes)
-    report: dict[str, Any] = {
-        "check": check.name, "day": day.isoformat(),
-        "hour": None if hour is None else _short(buckets.label(start, check.timezone)),
-        "start": buckets.label(start, check.timezone),
-        "end": buckets.label(end, check.timezone), "prefix": prefix,
-        "level": level, "differs": any(n.differs for n in nodes),
-        "nodes": [n.to_dict() for n in nodes], "keys": [], "unexplained": None,
-    }
-    if max(s_total, r_total) <= check.drilldown.leaf_rows and report["differs"]:
+    report = DrillOut(
+        check=check.name, day=day.isoformat(),
+        hour=None if hour is None else _short(buckets.label(start, check.timezone)),
+        start=buckets.label(start, check.timezone), end=buckets.label(end, check.timezone),
+        prefix=prefix, level=level, differs=any(n.differs for n in nodes),
+        nodes=[n.payload() for n in nodes])
+    if max(s_total, r_total) <= check.drilldown.leaf_rows and report.differs:
         within = [prefix] if prefix else None
         s_rows = [r async for r in source.iter_rows(start, end, within)]
         r_rows = [r async for r in reader.iter_rows(start, end, within)]
@@ -65,14 +63,14 @@ async def drill_live(check: Check, source: StoreAdapter, reader: StoreAdapter, d
             want.add(Delta.between(n.source, n.reader))
         if want != diff.found:
             # The keys listed do not add up to the nodes above them: say so, not a list.
-            report["unexplained"] = (
+            report.unexplained = (
                 f"{explain.REASON}: the nodes differ by {want.count:+d} rows, digest "
                 f"{want.digest:016x}; the keys found by {diff.found.count:+d} rows, digest "
                 f"{diff.found.digest:016x}")
-        report["keys"] = [
-            {"key": k.key, "kind": k.kind, "source_copies": k.source_copies,
-             "reader_copies": k.reader_copies,
-             "event_time": k.event_time.isoformat() if k.event_time else None}
+        report.keys = [
+            DrillKeyOut(key=k.key, kind=k.kind, source_copies=k.source_copies,
+                        reader_copies=k.reader_copies,
+                        event_time=k.event_time.isoformat() if k.event_time else None)
             for k in sorted(diff.keys, key=lambda k: (k.kind, sort_key(k)))
         ]
     return report

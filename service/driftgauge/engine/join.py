@@ -6,7 +6,8 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from driftgauge.core.aggregate import Aggregate
-from driftgauge.engine.result import DriftKind, KeyDiff
+from driftgauge.engine.payloads import DriftKind
+from driftgauge.engine.result import KeyDiff
 from driftgauge.stores.base import RowHash
 
 MOD = 1 << 64

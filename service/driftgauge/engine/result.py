@@ -7,12 +7,18 @@ from datetime import datetime
 from typing import Any, Literal
 
 from driftgauge.core.aggregate import Aggregate
+from driftgauge.engine.payloads import (
+    AggregateOut,
+    BucketResultOut,
+    BucketStatus,
+    DriftKind,
+    NodeOut,
+)
 
-Status = Literal["ok", "drift", "settling", "error"]
+Status = BucketStatus
 RunStatus = Literal["ok", "drift", "error", "nothing_judged"]
 """A run's status: its worst bucket, or nothing_judged when no bucket was judged at all
 (every bucket settling, or none in the window): never ok without a judged bucket."""
-DriftKind = Literal["missing", "extra", "mismatched"]
 DRIFT_KINDS: tuple[DriftKind, ...] = ("missing", "extra", "mismatched")
 
 
@@ -48,13 +54,16 @@ class Node:
         """Return True when the sides disagree, or either holds a key more than once."""
         return needs_drill(self.source, self.reader)
 
+    def payload(self) -> NodeOut:
+        """Return the node and its children as the payload the CLI and the API show."""
+        return NodeOut(level=self.level, label=self.label, differs=self.differs,
+                       fetched=self.fetched, source=aggregate_out(self.source),
+                       reader=aggregate_out(self.reader),
+                       children=[c.payload() for c in self.children])
+
     def to_dict(self) -> dict[str, Any]:
         """Return the node as a JSON-ready dict."""
-        return {
-            "level": self.level, "label": self.label, "differs": self.differs,
-            "fetched": self.fetched, "source": _agg(self.source), "reader": _agg(self.reader),
-            "children": [c.to_dict() for c in self.children],
-        }
+        return self.payload().model_dump()
 
 
 @dataclass
@@ -90,16 +99,19 @@ class BucketResult:
         """Return the number of excluded rows over all reasons."""
         return sum(self.excluded.values())
 
+    def payload(self) -> BucketResultOut:
+        """Return the bucket (without its tree) as the payload the CLI and the API show."""
+        return BucketResultOut(
+            day=self.start.date().isoformat(), start=self.start.isoformat(),
+            status=self.status, expected=self.expected, visible=self.visible,
+            excluded=dict(self.excluded), missing=self.missing, extra=self.extra,
+            mismatched=self.mismatched, duplicates=self.duplicates,
+            source=aggregate_out(self.source), reader=aggregate_out(self.reader),
+            reasons=list(self.reasons))
+
     def to_dict(self, *, with_tree: bool = False) -> dict[str, Any]:
         """Return the bucket as a JSON-ready dict."""
-        out: dict[str, Any] = {
-            "day": self.start.date().isoformat(), "start": self.start.isoformat(),
-            "status": self.status, "expected": self.expected, "visible": self.visible,
-            "excluded": dict(self.excluded), "missing": self.missing, "extra": self.extra,
-            "mismatched": self.mismatched, "duplicates": self.duplicates,
-            "source": _agg(self.source), "reader": _agg(self.reader),
-            "reasons": list(self.reasons),
-        }
+        out = self.payload().model_dump()
         if with_tree:
             out["tree"] = [n.to_dict() for n in self.tree]
         return out
@@ -160,9 +172,10 @@ def needs_drill(source: Aggregate, reader: Aggregate) -> bool:
     return (not source.same_as(reader)) or source.has_duplicates or reader.has_duplicates
 
 
-def _agg(a: Aggregate) -> dict[str, Any]:
+def aggregate_out(a: Aggregate) -> AggregateOut:
+    """Return an aggregate as its payload."""
     # Digests are 64-bit unsigned; JSON readers lose precision above 2^53, so send hex.
-    return {"count": a.count, "distinct_keys": a.distinct_keys, "digest": f"{a.digest:016x}"}
+    return AggregateOut(count=a.count, distinct_keys=a.distinct_keys, digest=f"{a.digest:016x}")
 
 
 def sort_key(k: KeyDiff) -> tuple[bool, str]:

@@ -12,7 +12,9 @@ from zoneinfo import ZoneInfo
 
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.errors import StateError
-from driftgauge.engine.result import BucketResult, DriftKind, KeyDiff, Node
+from driftgauge.engine.payloads import DriftKind
+from driftgauge.engine.result import BucketResult, KeyDiff, Node
+from driftgauge.state.payloads import BucketOut, KeyOut, RunOut
 
 MAX_DIGEST = (1 << 64) - 1
 RUN_COLUMNS = ("id, check_name, trigger, window_start, window_end, scheduled_for, started_at, "
@@ -48,21 +50,23 @@ class RunRow:
     rows_fetched: int
     replica: str
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return the run as a JSON-ready dict."""
+    def payload(self) -> RunOut:
+        """Return the run as the payload the API shows."""
         def iso(t: datetime | None) -> str | None:
             return t.isoformat() if t is not None else None
 
-        return {
-            "id": self.id, "check": self.check, "trigger": self.trigger,
-            "window_start": self.window_start.isoformat(),
-            "window_end": self.window_end.isoformat(),
-            "scheduled_for": iso(self.scheduled_for), "started_at": self.started_at.isoformat(),
-            "finished_at": iso(self.finished_at), "status": self.status,
-            "complete": self.complete, "error": self.error,
-            "duration_seconds": self.duration_seconds, "queries": self.queries,
-            "rows_fetched": self.rows_fetched, "replica": self.replica,
-        }
+        return RunOut(
+            id=self.id, check=self.check, trigger=self.trigger,
+            window_start=self.window_start.isoformat(), window_end=self.window_end.isoformat(),
+            scheduled_for=iso(self.scheduled_for), started_at=self.started_at.isoformat(),
+            finished_at=iso(self.finished_at), status=self.status,
+            complete=self.complete, error=self.error,
+            duration_seconds=self.duration_seconds, queries=self.queries,
+            rows_fetched=self.rows_fetched, replica=self.replica)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the run as a JSON-ready dict."""
+        return self.payload().model_dump()
 
 
 @dataclass(frozen=True)
@@ -73,12 +77,14 @@ class StoredBucket:
     finished_at: datetime | None
     bucket: BucketResult
 
+    def payload(self) -> BucketOut:
+        """Return the bucket and its run as the payload the API shows."""
+        return BucketOut(**dict(self.bucket.payload()), run_id=self.run_id,
+                         checked_at=self.finished_at.isoformat() if self.finished_at else None)
+
     def to_dict(self) -> dict[str, Any]:
         """Return the bucket and its run as a JSON-ready dict."""
-        out = self.bucket.to_dict()
-        out["run_id"] = self.run_id
-        out["checked_at"] = self.finished_at.isoformat() if self.finished_at else None
-        return out
+        return self.payload().model_dump()
 
 
 @dataclass(frozen=True)
@@ -88,14 +94,16 @@ class StoredKey:
     diff: KeyDiff
     key_hash: str | None
 
+    def payload(self) -> KeyOut:
+        """Return the key as the payload the API shows."""
+        d = self.diff
+        return KeyOut(key=d.key, kind=d.kind, source_copies=d.source_copies,
+                      reader_copies=d.reader_copies, key_hash=self.key_hash,
+                      event_time=d.event_time.isoformat() if d.event_time else None)
+
     def to_dict(self) -> dict[str, Any]:
         """Return the key as a JSON-ready dict."""
-        d = self.diff
-        return {
-            "key": d.key, "kind": d.kind, "source_copies": d.source_copies,
-            "reader_copies": d.reader_copies, "key_hash": self.key_hash,
-            "event_time": d.event_time.isoformat() if d.event_time else None,
-        }
+        return self.payload().model_dump()
 
 
 def digest_param(value: int) -> Decimal:

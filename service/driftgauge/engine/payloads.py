@@ -1,0 +1,77 @@
+"""The engine's results as JSON payloads, declared once: the CLI prints them, the API serves them.
+
+Field order is the JSON's key order; the docstrings and descriptions are the OpenAPI text.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+BucketStatus = Literal["ok", "drift", "settling", "error"]
+DriftKind = Literal["missing", "extra", "mismatched"]
+
+
+class AggregateOut(BaseModel):
+    """Count, distinct keys and digest of one side."""
+
+    count: int
+    distinct_keys: int
+    digest: str = Field(description="Sum of row hashes mod 2^64, 16 hex digits.")
+
+
+class NodeOut(BaseModel):
+    """A drill-down node: an hour or a key-hash prefix."""
+
+    level: Literal["hour", "prefix"]
+    label: str = Field(description="The hour's start (ISO 8601) or a hex key-hash prefix.")
+    differs: bool
+    fetched: bool
+    source: AggregateOut
+    reader: AggregateOut
+    children: list[NodeOut] = Field(default_factory=list)
+
+
+class BucketResultOut(BaseModel):
+    """One day bucket of a run: counts, both sides' aggregates, status and reasons."""
+
+    day: str
+    start: str
+    status: BucketStatus
+    expected: int
+    visible: int
+    excluded: dict[str, int]
+    missing: int
+    extra: int
+    mismatched: int
+    duplicates: int
+    source: AggregateOut
+    reader: AggregateOut
+    reasons: list[str]
+
+
+class DrillKeyOut(BaseModel):
+    """One differing key found live at a drill-down leaf."""
+
+    key: str | None
+    kind: DriftKind
+    source_copies: int
+    reader_copies: int
+    event_time: str | None
+
+
+class DrillOut(BaseModel):
+    """One level of a live drill-down below (day, hour, prefix), and the keys at a leaf."""
+
+    check: str
+    day: str
+    hour: str | None
+    start: str
+    end: str
+    prefix: str | None
+    level: Literal["hour", "prefix"]
+    differs: bool
+    nodes: list[NodeOut]
+    keys: list[DrillKeyOut] = Field(default_factory=list)
+    unexplained: str | None = None
