@@ -21,7 +21,6 @@ from tests.conformance.spec import (
     ENGINE_ENCODING,
     FIELD_ERRORS,
     ROW_CHANGES,
-    SLOT_FIRST_PASS,
     STORE_ERRORS,
     TIMEOUTS,
     ColumnType,
@@ -203,7 +202,7 @@ class OpenSearchFixtures:
     """Fixtures of the opensearch kind."""
 
     capabilities = frozenset({ENGINE_ENCODING, DOUBLE_DECIMALS, STORE_ERRORS, FIELD_ERRORS,
-                              SLOT_FIRST_PASS, ROW_CHANGES, TIMEOUTS, DESCRIBES_FIELDS})
+                              ROW_CHANGES, TIMEOUTS, DESCRIBES_FIELDS})
     failures: Failures | None = Failures(
         unreachable_match="cannot connect", missing_relation=unique_name("dg_missing"),
         missing_match=("index_not_found", "index_not_found"), unusable_field="label_text")

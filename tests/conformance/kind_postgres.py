@@ -19,7 +19,6 @@ from tests.conformance.spec import (
     ENGINE_ENCODING,
     FIELD_ERRORS,
     ROW_CHANGES,
-    SLOT_FIRST_PASS,
     STORE_ERRORS,
     TIMEOUTS,
     ColumnType,
@@ -202,7 +201,7 @@ class PostgresGolden:
 class PostgresFixtures:
     """Fixtures of the postgres kind."""
 
-    capabilities = frozenset({ENGINE_ENCODING, STORE_ERRORS, FIELD_ERRORS, SLOT_FIRST_PASS,
+    capabilities = frozenset({ENGINE_ENCODING, STORE_ERRORS, FIELD_ERRORS,
                               ROW_CHANGES, TIMEOUTS, DESCRIBES_FIELDS})
     failures: Failures | None = Failures(
         unreachable_match="pg: connect", missing_relation="no_such_table",

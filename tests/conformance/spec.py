@@ -10,7 +10,11 @@ from typing import Any, Literal, Protocol
 
 import pytest
 
+from driftgauge.stores import registry
 from driftgauge.stores.base import StoreAdapter
+from driftgauge.stores.registry import SLOT_FIRST_PASS, VOCABULARY_COUNTER
+
+__all__ = ["SLOT_FIRST_PASS", "VOCABULARY_COUNTER"]
 
 ColumnType = Literal["key", "text", "instant", "instant_ms", "naive_ms", "decimal", "integer",
                      "boolean", "analyzed"]
@@ -19,12 +23,13 @@ ColumnType = Literal["key", "text", "instant", "instant_ms", "naive_ms", "decima
 `instant` keeps microseconds, `instant_ms` and `naive_ms` (a time without zone, read as UTC)
 keep milliseconds, `analyzed` is full-text (only declared, never filled)."""
 
-# Capabilities a kind may lack; a test needing one is skipped with its name.
+# Capabilities a kind may lack; a test needing one is skipped with its name. A registered
+# kind has those of its stores.registry entry (SLOT_FIRST_PASS, VOCABULARY_COUNTER, ...)
+# and those its fixtures add.
 ENGINE_ENCODING = "engine-side canonical encoding"
 DOUBLE_DECIMALS = "decimals stored as doubles"
 STORE_ERRORS = "store errors (unreachable store, missing relation)"
 FIELD_ERRORS = "query errors naming an unusable field"
-SLOT_FIRST_PASS = "slot first pass"
 ROW_CHANGES = "changing stored rows"
 DESCRIBES_FIELDS = "describing its fields (preflight)"
 TIMEOUTS = "a store that stops answering (through a fault proxy of our own)"
@@ -188,10 +193,18 @@ class Kind:
 
     name: str
     fixtures: Fixtures
+    registered: bool = True
+    """False for the in-memory fake, which no config can name (it has no registry entry)."""
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """Return the registry entry's capabilities and those the fixtures add."""
+        entry = registry.kind_of(self.name).capabilities if self.registered else frozenset()
+        return entry | self.fixtures.capabilities
 
     def has(self, capability: str) -> bool:
         """Return True when the kind has a capability."""
-        return capability in self.fixtures.capabilities
+        return capability in self.capabilities
 
     def require(self, capability: str) -> None:
         """Skip the calling test, naming the capability, unless the kind has it."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -10,14 +11,16 @@ from typing import Any
 import pytest
 
 from driftgauge.core.errors import StoreQueryError, StoreTimeout, StoreUnavailable
-from driftgauge.stores.base import StoreAdapter
+from driftgauge.stores.base import StoreAdapter, VocabularyCounter
 from tests.conformance.items import ITEMS, NOT_TIER_C, ROWS, RULES, SPEC
 from tests.conformance.spec import (
     FIELD_ERRORS,
     ROW_CHANGES,
     STORE_ERRORS,
     TIMEOUTS,
+    VOCABULARY_COUNTER,
     Kind,
+    Rule,
     Source,
     Store,
 )
@@ -201,3 +204,19 @@ async def test_a_store_that_stops_answering_is_a_timeout(kind: Kind, loaded: Loa
         assert time.monotonic() - began < HUNG_TIMEOUT + 2
     finally:
         await hung.close()
+
+
+@pytest.mark.parametrize("rules", [(), RULES], ids=["all_rows", "excluding"])
+@pytest.mark.parametrize("column", ["tier", "label"])
+async def test_value_counts_agree_with_python(kind: Kind, loaded: Loaded, column: str,
+                                              rules: tuple[Rule, ...]) -> None:
+    kind.require(VOCABULARY_COUNTER)
+    kept = [r for r in ROWS if not rules or ds.pg_reason(r) is None]
+    want = Counter(getattr(r, column) for r in kept)
+    adapter = await loaded.source.open(replace(SPEC, exclusions=rules))
+    try:
+        assert isinstance(adapter, VocabularyCounter)
+        assert await adapter.value_counts(column, *WINDOW) == dict(want)
+    finally:
+        await adapter.close()
+    assert (None in want) == (column == "label" and not rules)  # a NULL is its own value
