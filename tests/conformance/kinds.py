@@ -7,6 +7,7 @@ fails while a registered kind has no line.
 
 from __future__ import annotations
 
+from tests.conformance.kind_duckdb import DuckDBFixtures
 from tests.conformance.kind_mariadb import MariaDBFixtures
 from tests.conformance.kind_memory import MemoryFixtures
 from tests.conformance.kind_opensearch import OpenSearchFixtures
@@ -18,4 +19,5 @@ KINDS = (
     Kind("opensearch", OpenSearchFixtures()),
     Kind("memory", MemoryFixtures(), registered=False),
     Kind("mariadb", MariaDBFixtures()),
+    Kind("duckdb", DuckDBFixtures()),
 )

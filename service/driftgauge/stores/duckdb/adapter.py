@@ -1,0 +1,203 @@
+"""The DuckDB adapter: digests computed by SQL inside the embedded engine, off the event loop."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any, Self
+
+from driftgauge.config.runtime import View
+from driftgauge.core import buckets as days
+from driftgauge.core.aggregate import Aggregate
+from driftgauge.core.clock import EPOCH
+from driftgauge.core.errors import StoreError
+from driftgauge.core.fields import TimestampPrecision
+from driftgauge.encoding.digest import unsigned64
+from driftgauge.stores.base import (
+    BucketDigest,
+    Granularity,
+    RowHash,
+    TimeRanges,
+    check_ranges,
+    check_slot,
+    hour_digests,
+)
+from driftgauge.stores.duckdb import io, preflight
+from driftgauge.stores.duckdb.dialect import DUCKDB
+from driftgauge.stores.duckdb.settings import DuckDBStore
+from driftgauge.stores.preflight import FieldSchema
+
+FETCH_ROWS = 2000
+"""Rows per hop to the engine's thread in iter_rows."""
+_MICRO = timedelta(microseconds=1)
+
+
+class DuckDBAdapter:
+    """Read a DuckDB source (with exclusions) or a DuckDB reader view."""
+
+    def __init__(self, view: View, conn: io.Connection, *, owns: bool = True) -> None:
+        if not isinstance(view.store, DuckDBStore):
+            raise ValueError("a duckdb view needs a duckdb store")
+        self.view = view
+        self.store = view.store
+        self._conn = conn
+        self._owns = owns
+        self._reasons = [ex.reason for ex in view.exclusions if ex.where is not None]
+        self._compile()
+
+    def _compile(self) -> None:
+        view = self.view
+        self._sql_bucket = DUCKDB.bucket_sql(view)
+        self._sql_slot = DUCKDB.slot_sql(view)
+        self._sql_slot_rows = DUCKDB.slot_sql(view, distinct=False)
+
+    @classmethod
+    async def open(cls, view: View, conn: Any = None) -> Self:
+        """Return an adapter on the store's shared connection, or on one of its own."""
+        store = view.store
+        if not isinstance(store, DuckDBStore):
+            raise ValueError("a duckdb view needs a duckdb store")
+        DUCKDB.bucket_sql(view)  # refuse a malformed view before opening anything
+        if conn is not None:
+            return cls(view, conn, owns=False)
+        return cls(view, await io.connect(store))
+
+    async def inspect_fields(self) -> list[FieldSchema]:
+        """Return the type of each configured column (the preflight's view of this side)."""
+        with self._errors("check the columns"):
+            return await preflight.describe(self._conn, self.view)
+
+    def use_timestamp_precision(self, precision: TimestampPrecision) -> None:
+        """Hash timestamp fields at `precision` from the next query on."""
+        if precision != self.view.timestamp_precision:
+            self.view = replace(self.view, timestamp_precision=precision)
+            self._compile()
+
+    async def close(self) -> None:
+        """Close the connection, unless the store's other views share it."""
+        if self._owns:
+            await self._conn.close()
+
+    async def bucket_digests(self, start: datetime, end: datetime,
+                             granularity: Granularity) -> list[BucketDigest]:
+        """Return per-bucket aggregates of expected rows and excluded counts by reason."""
+        if start >= end:
+            return []
+        if granularity == "hour":
+            return await hour_digests(self.slot_digests, start, end, self.view.timezone)
+        rows = await self._fetch("bucket digests", self._sql_bucket, start, end,
+                                 self._day_starts(start, end))
+        return self._buckets(rows)
+
+    def _day_starts(self, start: datetime, end: datetime) -> list[datetime]:
+        # From zoneinfo, as core.buckets defines a day: the engine's own tz data may differ.
+        tz = self.view.timezone
+        out = [days.day_start(start, tz)]
+        while (nxt := days.day_end(out[-1], tz)) < end:
+            out.append(nxt)
+        return out
+
+    async def slot_digests(self, start: datetime, end: datetime, seconds: int, *,
+                           distinct: bool = True) -> list[BucketDigest]:
+        """Return per-slot aggregates (spans of absolute time from start), excluded by reason."""
+        step = check_slot(start, seconds)
+        if start >= end:
+            return []
+        sql = self._sql_slot if distinct else self._sql_slot_rows
+        rows = await self._fetch("slot digests", sql, start, end, step // _MICRO,
+                                 (start - EPOCH) // _MICRO)
+        return self._buckets(rows)
+
+    def _buckets(self, rows: list[dict[str, Any]]) -> list[BucketDigest]:
+        out: dict[datetime, tuple[Aggregate, dict[str, int]]] = {}
+        for r in rows:
+            begin = r["bucket"].astimezone(UTC)
+            agg, excluded = out.get(begin, (Aggregate(), {}))
+            if r["rule"] is None:
+                agg = Aggregate(count=r["n"], distinct_keys=r["keys"],
+                                digest=unsigned64(int(r["digest"] or 0)))
+            else:
+                reason = self._reasons[r["rule"] - 1]
+                excluded = excluded | {reason: excluded.get(reason, 0) + r["n"]}
+            out[begin] = (agg, excluded)
+        return [BucketDigest(start=b, agg=a, excluded=x) for b, (a, x) in sorted(out.items())]
+
+    async def prefix_digests(self, start: datetime, end: datetime, depth: int,
+                             within: Sequence[str] | None = None) -> dict[str, Aggregate]:
+        """Return aggregates grouped by the first `depth` hex digits of the key hash."""
+        if not 1 <= depth <= 32:
+            raise ValueError(f"depth must be between 1 and 32, got {depth}")
+        if start >= end or (within is not None and not within):
+            return {}
+        args: list[Any] = [start, end, depth]
+        if within is not None:
+            args.append(DUCKDB.like_patterns(list(within)))
+        rows = await self._fetch("prefix digests",
+                                 DUCKDB.prefix_sql(self.view, within=within is not None), *args)
+        return {r["prefix"]: Aggregate(count=r["n"], distinct_keys=r["keys"],
+                                       digest=unsigned64(int(r["digest"]))) for r in rows}
+
+    async def iter_rows(self, start: datetime, end: datetime,
+                        prefixes: Sequence[str] | None = None, *,
+                        ranges: TimeRanges | None = None) -> AsyncIterator[RowHash]:
+        """Yield expected rows, fetched FETCH_ROWS at a time in the engine's thread."""
+        spans = None if ranges is None else check_ranges(ranges)
+        if start >= end or (prefixes is not None and not prefixes) or spans == []:
+            return
+        args: list[Any] = [start, end]
+        if prefixes is not None:
+            args.append(DUCKDB.like_patterns(list(prefixes)))
+        if spans is not None:
+            args += [[lo for lo, _ in spans], [hi for _, hi in spans]]
+        sql = DUCKDB.rows_sql(self.view, within=prefixes is not None,
+                              ranges=None if spans is None else len(spans))
+        cursor = self._conn.cursor()
+        try:
+            with self._errors("export rows"):
+                await self._conn.call(cursor, lambda: cursor.execute(sql, args))
+            while True:
+                with self._errors("export rows"):
+                    batch = await self._conn.call(cursor, lambda: cursor.fetchmany(FETCH_ROWS))
+                for ktext, khash, rhash, t in batch:
+                    yield RowHash(key=ktext, key_hash=khash, row_hash=unsigned64(rhash),
+                                  event_time=t.astimezone(UTC))
+                if len(batch) < FETCH_ROWS:
+                    break
+        finally:
+            cursor.close()
+
+    async def value_counts(self, column: str, start: datetime,
+                           end: datetime) -> dict[str | None, int]:
+        """Return expected rows per text value of `column` in [start, end) (None: NULL)."""
+        rows = await self._fetch(f"count values of {column}",
+                                 DUCKDB.value_counts_sql(self.view, column), start, end)
+        return {r["value"]: int(r["n"]) for r in rows}
+
+    async def query_key(self, query: str, start: datetime, end: datetime) -> str | None:
+        """Return the first value of the operator's key query ($1, $2 = start, end)."""
+        with self._errors("pick a canary key"):
+            rows = await self._conn.fetch(query, [start, end])
+        value = next(iter(rows[0].values()), None) if rows else None
+        return None if value is None else str(value)
+
+    async def _fetch(self, what: str, sql: str, *args: Any) -> list[dict[str, Any]]:
+        with self._errors(self._where(what)):
+            return await self._conn.fetch(sql, args)
+
+    @contextmanager
+    def _errors(self, what: str) -> Iterator[None]:
+        try:
+            yield
+        except StoreError:
+            raise
+        except Exception as exc:
+            if not io.driver_error(exc):
+                raise
+            raise io.store_error(self.store.name, what, exc) from exc
+
+    def _where(self, what: str) -> str:
+        target = self.view.table if self.view.table is not None else "view query"
+        return f"{what} on {target}"
+

@@ -1,0 +1,125 @@
+"""The DuckDB dialect of the digest queries (no I/O).
+
+The queries are stores.sql.dialect's; this module gives DuckDB's spellings: `$n`
+parameters, md5 hex to UBIGINT, HUGEINT sums (exact; reduced mod 2^64 in Python), slots
+in epoch microseconds, and day buckets by an ASOF join on day starts computed in Python
+from zoneinfo, so a day means what driftgauge.core.buckets says on every DST change
+whatever tz database the engine carries.
+"""
+
+from __future__ import annotations
+
+from driftgauge.config.runtime import View
+from driftgauge.core.fields import TimestampPrecision
+from driftgauge.stores.duckdb.settings import DuckDBStore
+from driftgauge.stores.sql.dialect import SqlDialect
+
+
+def sql_string(value: str) -> str:
+    """Return a SQL string literal of `value`."""
+    if "\x00" in value:
+        raise ValueError(f"invalid string {value!r}")
+    return "'" + value.replace("'", "''") + "'"
+
+
+class DuckDBDialect(SqlDialect):
+    """DuckDB's spellings of the shared queries."""
+
+    name = "duckdb"
+    no_rule = "CAST(NULL AS INTEGER)"
+
+    def param(self, n: int, type_: str | None = None) -> str:
+        """Return `$n`, cast to `type_` when given."""
+        if type_ is None:
+            return f"${n}"
+        return f"CAST(${n} AS {type_.replace('text[]', 'VARCHAR[]')})"
+
+    def text(self, expr: str) -> str:
+        """Return `expr` as VARCHAR."""
+        return f"CAST(({expr}) AS VARCHAR)"
+
+    def decimal_text(self, expr: str) -> str:
+        """Return a DECIMAL's or integer's text with trailing zeros after the point trimmed."""
+        s = self.text(expr)
+        return f"(CASE WHEN contains({s}, '.') THEN rtrim(rtrim({s}, '0'), '.') ELSE {s} END)"
+
+    def char_length(self, expr: str) -> str:
+        """Return the length in code points (DuckDB's length() counts them)."""
+        return f"length({expr})"
+
+    def instant(self, expr: str) -> str:
+        """Return `expr` as TIMESTAMPTZ (the connection runs in UTC)."""
+        return f"CAST(({expr}) AS TIMESTAMPTZ)"
+
+    def epoch_micros(self, col: str, precision: TimestampPrecision) -> str:
+        """Return epoch microseconds of the raw column: epoch_us floors nanoseconds too."""
+        micros = f"epoch_us({col})"
+        if precision == "us":
+            return micros
+        # % takes the dividend's sign; this floors before 1970 as well.
+        return f"({micros} - (({micros} % 1000) + 1000) % 1000)"
+
+    def row_hash(self, renc: str) -> str:
+        """Return the first 8 bytes of md5(renc), big-endian, as an unsigned UBIGINT."""
+        return f"CAST('0x' || left(md5({renc}), 16) AS UBIGINT)"
+
+    def filtered(self, func: str, arg: str, where: str, *, distinct: bool = False) -> str:
+        """Return the aggregate with a FILTER clause; sums are taken over HUGEINT (exact)."""
+        if func == "sum":
+            arg = f"CAST({arg} AS HUGEINT)"
+        return f"{func}({'DISTINCT ' if distinct else ''}{arg}) FILTER (WHERE {where})"
+
+    def key_distinct(self, view: View) -> str:
+        """Return the key as BIGINT, or as VARCHAR (DuckDB compares strings bytewise)."""
+        col = self.quote_ident(view.key_column)
+        if view.key_type == "integer":
+            return f"({self.bigint(col)})"
+        return f"({self.text(col)})"
+
+    def prefix_in(self, khash: str, param: str) -> str:
+        """Return whether `khash` matches one of the LIKE patterns of a list parameter."""
+        return f"(len(list_filter({param}, lambda p: {khash} LIKE p)) > 0)"
+
+    def slot(self, t: str) -> str:
+        """Return the slot start in epoch microseconds: $3 the step, $4 the origin (both µs)."""
+        return f"make_timestamptz($4 + (epoch_us({t}) - $4) // $3 * $3)"
+
+    def bucket(self, t: str) -> str:
+        """Return the day start of the ASOF-joined day table (see bucket_sql)."""
+        return "d.lo"
+
+    def ranges_sql(self, t: str, first: int, count: int) -> str:
+        """Return one OR branch per sub-range, bounds from two TIMESTAMPTZ[] parameters."""
+        if count < 1:
+            raise ValueError("ranges_sql needs at least one sub-range")
+        lo = self.param(first, "TIMESTAMPTZ[]")
+        hi = self.param(first + 1, "TIMESTAMPTZ[]")
+        branches = " OR ".join(f"({t} >= {lo}[{i}] AND {t} < {hi}[{i}])"
+                               for i in range(1, count + 1))
+        return f" AND ({branches})"
+
+    def bucket_sql(self, view: View) -> str:
+        """Return the per-day query; $3 holds the UTC starts of the window's local days.
+
+        Each row joins the last day start at or before its time (ASOF): exactly the day
+        bucket of core.buckets, since the starts come from it.
+        """
+        sum_ = self.filtered("sum", self.row_hash("r.renc"), "r.x IS NULL")
+        return (
+            f"SELECT d.lo AS bucket, r.x AS rule, count(*) AS n, "
+            f"{self.distinct_keys_sql('r.x IS NULL')} AS keys, {sum_} AS digest "
+            f"FROM ({self.base_sql(view)}) AS r "
+            f"ASOF JOIN (SELECT unnest({self.param(3, 'TIMESTAMPTZ[]')}) AS lo) AS d "
+            "ON r.t >= d.lo GROUP BY 1, 2 ORDER BY 1, 2"
+        )
+
+    def relation(self, view: View) -> str:
+        """Return the FROM item; a `files` table of the store is its reader function."""
+        store = view.store
+        files = store.file_table(view.table) if isinstance(store, DuckDBStore) else None
+        if view.query is None and files is not None:
+            return f"{files.reader()} AS src"
+        return super().relation(view)
+
+
+DUCKDB = DuckDBDialect()

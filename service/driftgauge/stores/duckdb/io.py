@@ -1,0 +1,148 @@
+"""The one DuckDB boundary: a connection per store, each query on its own cursor in a thread.
+
+DuckDB's API blocks, so nothing here runs it on the event loop. A query that outlives the
+store timeout is interrupted (the engine stops it) and reported as a timeout; the same
+happens when the awaiting task is cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+import duckdb
+
+from driftgauge.core.errors import (
+    ConfigError,
+    StoreError,
+    StorePermissionError,
+    StoreQueryError,
+    StoreTimeout,
+    StoreUnavailable,
+)
+from driftgauge.stores.duckdb.settings import DuckDBStore
+
+T = TypeVar("T")
+WORKERS = 4
+"""Queries of one store running at once; more wait for a thread (within their timeout)."""
+DRIVER_ERRORS = (duckdb.Error, OSError)
+"""What a DuckDB call may raise that is the engine's or the files' doing."""
+
+
+class Connection:
+    """A store's DuckDB connection and the threads its queries run in."""
+
+    def __init__(self, store: DuckDBStore, conn: duckdb.DuckDBPyConnection) -> None:
+        self.store = store
+        self._conn = conn
+        self._pool = ThreadPoolExecutor(WORKERS, thread_name_prefix=f"duckdb-{store.name}")
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """Return a new cursor (its own connection to the same database)."""
+        return self._conn.cursor()
+
+    async def call(self, cursor: duckdb.DuckDBPyConnection, work: Callable[[], T]) -> T:
+        """Run `work` (which uses `cursor`) in a thread; interrupt it past the timeout."""
+        future = asyncio.get_running_loop().run_in_executor(self._pool, work)
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), self.store.timeout)
+        except BaseException:
+            if not future.done():
+                cursor.interrupt()
+                # The interrupted query ends promptly; wait so no thread outlives the call.
+                await asyncio.wait([future], timeout=5)
+            raise
+
+    async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        """Return every row of a query as column → value mappings."""
+        cursor = self.cursor()
+
+        def run() -> list[dict[str, Any]]:
+            cursor.execute(sql, list(params))
+            names = [d[0] for d in cursor.description or ()]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+        try:
+            return await self.call(cursor, run)
+        finally:
+            cursor.close()
+
+    async def close(self) -> None:
+        """Close the connection and let the threads finish."""
+        self._conn.close()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _open(store: DuckDBStore) -> duckdb.DuckDBPyConnection:
+    problems: list[str] = []
+    where = f"stores.{store.name}"
+    if store.database is not None and not Path(store.database).is_file():
+        raise ConfigError([f"{where}.database: no such file {store.database}"])
+    config: dict[str, Any] = {"threads": store.threads, "autoinstall_known_extensions": False}
+    conn = duckdb.connect(store.database or ":memory:", read_only=store.database is not None,
+                          config=config)
+    try:
+        # A TIMESTAMP without zone is read as UTC, and every cursor inherits it (the
+        # default is the process's zone). The ICU extension this needs is built in.
+        conn.execute("SET GLOBAL TimeZone = 'UTC'")
+        for table in store.files:
+            found = conn.execute("SELECT count(*) FROM glob(?)", [table.path]).fetchone()
+            if not found or not found[0]:
+                problems.append(f"{where}.{table.field}: no file matches {table.path!r}")
+                continue
+            try:
+                conn.execute(f"DESCRIBE SELECT * FROM {table.reader()}").fetchall()
+            except duckdb.Error as exc:
+                problems.append(f"{where}.{table.field}: cannot read {table.path!r} as "
+                                f"{table.format} ({_message(exc)})")
+    except BaseException:
+        conn.close()
+        raise
+    if problems:
+        conn.close()
+        raise ConfigError(problems)
+    return conn
+
+
+async def connect(store: DuckDBStore) -> Connection:
+    """Open the store's database and check its file tables (ConfigError naming the field)."""
+    try:
+        conn = await asyncio.wait_for(asyncio.to_thread(_open, store), store.timeout)
+    except ConfigError:
+        raise
+    except DRIVER_ERRORS as exc:
+        raise store_error(store.name, "open the database", exc) from exc
+    return Connection(store, conn)
+
+
+def driver_error(exc: BaseException) -> bool:
+    """Return True when `exc` is the engine's or the files' doing (mapped), False for a bug."""
+    return isinstance(exc, DRIVER_ERRORS)  # TimeoutError is an OSError
+
+
+def store_error(store: str, what: str, exc: BaseException) -> StoreError:
+    """Return our exception for a DuckDB, file or timeout error."""
+    if isinstance(exc, StoreError):
+        return exc
+    if isinstance(exc, TimeoutError | duckdb.InterruptException):
+        return StoreTimeout(store, f"{what}: no answer within the timeout")
+    if isinstance(exc, PermissionError | duckdb.PermissionException):
+        return StorePermissionError(store, f"{what}: {_message(exc)}")
+    if isinstance(exc, duckdb.IOException | OSError):
+        return StoreUnavailable(store, f"{what}: cannot read the files ({_message(exc)})")
+    return StoreQueryError(store, f"{what}: {type(exc).__name__}: {_message(exc)}")
+
+
+def translate_error(store: str, what: str, exc: BaseException) -> StoreError:
+    """Return our exception for a driver error; anything else propagates (it is a bug)."""
+    if driver_error(exc) or isinstance(exc, StoreError):
+        return store_error(store, what, exc)
+    raise exc
+
+
+def _message(exc: BaseException) -> str:
+    # DuckDB messages carry the SQL's LINE/caret block after a blank line: keep the first part.
+    return (str(exc) or type(exc).__name__).split("\n\n", 1)[0].strip()

@@ -1,0 +1,78 @@
+"""What a DuckDB view holds for each configured field: its columns' types (no rows read)."""
+
+from __future__ import annotations
+
+from driftgauge.config.runtime import View
+from driftgauge.core.fields import TimestampPrecision
+from driftgauge.stores.duckdb.dialect import DUCKDB
+from driftgauge.stores.duckdb.io import Connection
+from driftgauge.stores.preflight import Expects, FieldSchema, Wanted, wanted
+
+INTEGERS = frozenset({"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT",
+                      "UINTEGER", "UBIGINT", "HUGEINT"})
+TIMES = frozenset({"TIMESTAMP", "TIMESTAMP WITH TIME ZONE", "TIMESTAMP_MS", "TIMESTAMP_S",
+                   "TIMESTAMP_NS", "DATE"})
+MILLIS = frozenset({"TIMESTAMP_MS", "TIMESTAMP_S"})
+ACCEPTS: dict[Expects, frozenset[str] | None] = {
+    "string": None,  # every scalar type has a text form
+    "integer": INTEGERS | {"VARCHAR"},
+    "decimal": INTEGERS | {"DECIMAL"},
+    "boolean": frozenset({"BOOLEAN", "VARCHAR"}),
+    "timestamp": TIMES,
+    "time": TIMES,
+}
+"""Column types each field type reads from; an integer wider than 64 bits fails loudly."""
+WHY: dict[str, str] = {
+    "DOUBLE": "a double's text is not the same on every store; cast it to DECIMAL",
+    "FLOAT": "a float's text is not the same on every store; cast it to DECIMAL",
+    "VARCHAR": "text is not checked for a plain decimal form; cast it to DECIMAL",
+}
+
+
+def base_type(type_name: str) -> str:
+    """Return a DuckDB type without its parameters: DECIMAL(12,2) is DECIMAL."""
+    return type_name.split("(", 1)[0].strip()
+
+
+async def describe(conn: Connection, view: View) -> list[FieldSchema]:
+    """Return each wanted field's column type, from DESCRIBE of the view's relation."""
+    rows = await conn.fetch(f"DESCRIBE SELECT * FROM {DUCKDB.relation(view)}")
+    types: dict[str, str] = {}
+    for r in rows:
+        types.setdefault(str(r["column_name"]), str(r["column_type"]))
+    where = _where(view)
+    out = []
+    for w in wanted(view):
+        typ = types.get(w.column)
+        if typ is None:
+            has = ", ".join(types) or "no columns"
+            out.append(FieldSchema(w, (f"column {w.column} does not exist in {where} "
+                                       f"(it has {has})",)))
+        else:
+            out.append(judge(w, typ, where))
+    return out
+
+
+def judge(w: Wanted, type_name: str, where: str) -> FieldSchema:
+    """Return whether a column of `type_name` can be read as the field `w` expects."""
+    holds = f"{type_name} in {where}"
+    if type_name.endswith("]") or base_type(type_name) in {"STRUCT", "MAP", "UNION"}:
+        return FieldSchema(w, (f"column {w.column} is {type_name}; a field holds one value "
+                               "per row",), holds=holds)
+    accepts = ACCEPTS[w.expects]
+    base = base_type(type_name)
+    if accepts is not None and base not in accepts:
+        what = "the time field" if w.expects == "time" else f"a {w.expects} field"
+        why = f" ({WHY[base]})" if w.expects == "decimal" and base in WHY else ""
+        return FieldSchema(w, (f"column {w.column} is {type_name}{why}; {what} reads one of "
+                               f"{', '.join(sorted(accepts))}",), holds=holds)
+    precision: TimestampPrecision | None = None
+    if w.expects == "timestamp":
+        precision = "ms" if base in MILLIS else "us"
+    return FieldSchema(w, precision=precision, holds=holds)
+
+
+def _where(view: View) -> str:
+    if view.query is not None:
+        return "the view's query"
+    return f"table {view.table}"
