@@ -25,6 +25,7 @@ from driftgauge.config.loader import load_text
 from driftgauge.config.runtime import Api, Check, Config, State
 from driftgauge.config.secrets import Secret
 from driftgauge.stores import open_adapter
+from driftgauge.stores.pools import StorePools
 from tests.integration.conftest import OS_URL, TIMEOUT
 from tests.integration.signals_support import migrated_schema, registry_of, state_pool
 
@@ -102,6 +103,22 @@ async def test_a_healthy_canary_reads_its_sentinel_back_and_removes_it(setup: Se
 
 async def open_adapter_for(check: Check) -> Any:
     return await open_adapter(check.source)
+
+
+async def test_the_canary_writes_and_reads_through_the_stores_shared_clients(
+        setup: Setup) -> None:
+    check = check_config(setup.dsn, setup.index)
+    assert check.canary is not None
+    pools = StorePools()
+    try:
+        result = await run_canary(check, key_picker_for(check, open_adapter_for), now=NOW,
+                                  connections=pools.connection)
+        assert (result.result, result.detail) == ("ok", "")
+        shared = await pools.connection(check.canary.store)
+        # The canary left the shared client open for the store's other users.
+        assert not await shared.exists(index=setup.index, id=sentinel_id("reviews"))
+    finally:
+        await pools.close()
 
 
 async def test_the_sentinel_is_hidden_from_the_reader_filter_but_not_from_the_read_back(

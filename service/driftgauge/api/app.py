@@ -144,7 +144,8 @@ async def _open_runtime(config: Config, tokens: TokenCheck, *, start_scheduler: 
         # results, so a summary, breach or vocabulary verdict reaches /metrics as promptly.
         audit = await stack.enter_async_context(open_audit(
             config, reconcile=ledger_reconcile, source=source_of, clock=clock,
-            jobs=jobs if start_scheduler else None, every=refresh))
+            jobs=jobs if start_scheduler else None, every=refresh,
+            connections=adapters.stores.connection))
         ticks.exclusions = exclusion_source(audit.ledger.store)
         registry = build_registry([reconciliation_part(snapshots.current),
                                    history_part(snapshots.current), state_part(snapshots),

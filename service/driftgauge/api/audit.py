@@ -22,6 +22,7 @@ from prometheus_client.core import Metric
 from driftgauge.api.auth import TokenCheck
 from driftgauge.background import survive
 from driftgauge.canary.metrics import CanaryMetrics
+from driftgauge.canary.probe import Connections
 from driftgauge.canary.router import canary_router
 from driftgauge.canary.service import CanaryService
 from driftgauge.canary.store import CanaryStore
@@ -113,7 +114,8 @@ def audit_router(tokens: TokenCheck) -> APIRouter:
 @asynccontextmanager
 async def open_audit(config: Config, *, reconcile: ReconcileFn, source: SourceGetter,
                      clock: Callable[[], datetime] = utc_now, jobs: JobRuntime | None = None,
-                     every: float = 60.0, deadline: float = 10.0) -> AsyncIterator[Audit]:
+                     every: float = 60.0, deadline: float = 10.0,
+                     connections: Connections | None = None) -> AsyncIterator[Audit]:
     """Open the audit on the state database; with `jobs`, schedule its jobs there.
 
     `reconcile(check, start, end)` runs when a ledger run's window has settled (the app
@@ -136,7 +138,7 @@ async def open_audit(config: Config, *, reconcile: ReconcileFn, source: SourceGe
     audit = Audit(
         ledger=ledger, reconcile_on_close=hook,
         canary=CanaryService(config.checks, canary_store, source, clock=clock,
-                             on_result=after_canary),
+                             on_result=after_canary, connections=connections),
         signals=SignalsService(config.checks, signals_store, source, clock=clock),
         ledger_metrics=LedgerMetrics(ledger_store, list(ledger.jobs),
                                      {j.job: j.timezone for j in ledger.jobs.values()}),

@@ -5,17 +5,15 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
-from urllib.parse import quote
 
-import httpx
-
-from driftgauge.config.runtime import Canary, Check
+from driftgauge.config.runtime import Canary, Check, Store
 from driftgauge.core.errors import DriftgaugeError, StorePermissionError, StoreTimeout
-from driftgauge.stores.opensearch import querydsl
+from driftgauge.stores.opensearch import client, querydsl
 from driftgauge.stores.opensearch.settings import OpenSearchStore
 
 Result = Literal["ok", "permission", "not_visible", "timeout", "error"]
@@ -93,60 +91,43 @@ def read_back_query(check: Check, canary: Canary, key: str, token: str) -> dict[
                                 {"term": {canary.marker: token}}]}}
 
 
-def http_client(store: OpenSearchStore, timeout: float,
-                transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
-    """Return an HTTP client with the store's credentials and a deadline on every call."""
-    auth = None
-    if store.username is not None:
-        auth = httpx.BasicAuth(store.username,
-                               store.password.reveal() if store.password is not None else "")
-    return httpx.AsyncClient(base_url=store.url, auth=auth, verify=store.verify_certs,
-                             timeout=min(store.timeout, timeout), transport=transport)
+Connections = Callable[[Store], Awaitable[Any]]
+"""Return the shared OpenSearch client of a store (StorePools.connection)."""
 
 
-def _error_of(resp: httpx.Response) -> tuple[str, str]:
+@contextmanager
+def _classified(step: str) -> Iterator[None]:
+    """Turn a refusal by the cluster into a classified failure naming the step."""
     try:
-        err = resp.json().get("error")
-    except ValueError:
-        return "error", resp.text[:200]
-    if isinstance(err, dict):
-        return str(err.get("type", "error")), str(err.get("reason", ""))[:300]
-    return "error", str(err)[:300]
+        yield
+    except Exception as exc:
+        refused = client.refusal(exc)
+        if refused is None:
+            raise
+        status, kind, reason = refused
+        detail = f"{step}: HTTP {status} {kind}: {reason}"
+        # 403 is both a lost privilege and an index write block or read-only index.
+        raise _Failed("permission" if status in (401, 403) else "error", detail) from None
 
 
-def _classify(step: str, resp: httpx.Response) -> None:
-    """Raise a classified failure for an unsuccessful response; return on success."""
-    if resp.status_code < 300:
-        return
-    kind, reason = _error_of(resp)
-    detail = f"{step}: HTTP {resp.status_code} {kind}: {reason}"
-    # 403 is both a lost privilege and an index write block or read-only index.
-    if resp.status_code in (401, 403):
-        raise _Failed("permission", detail)
-    raise _Failed("error", detail)
-
-
-async def _write(client: httpx.AsyncClient, canary: Canary, doc_id: str,
-                 doc: dict[str, Any]) -> None:
-    index, ident = quote(canary.index, safe=""), quote(doc_id, safe="")
+async def _write(w: Any, canary: Canary, doc_id: str, doc: dict[str, Any],
+                 seconds: float) -> None:
     # refresh=wait_for: the read-back then tests visibility, not the refresh interval.
-    if canary.write == "index":
-        resp = await client.put(f"/{index}/_doc/{ident}", params={"refresh": "wait_for"},
-                                json=doc)
-    else:
-        resp = await client.post(f"/{index}/_update/{ident}", params={"refresh": "wait_for"},
-                                 json={"doc": doc, "doc_as_upsert": True})
-    _classify("write the sentinel as the sync job", resp)
+    params = {"refresh": "wait_for", "request_timeout": seconds}
+    with _classified("write the sentinel as the sync job"):
+        if canary.write == "index":
+            await w.index(index=canary.index, id=doc_id, body=doc, params=params)
+        else:
+            await w.update(index=canary.index, id=doc_id, params=params,
+                           body={"doc": doc, "doc_as_upsert": True})
 
 
-async def _read_back(client: httpx.AsyncClient, check: Check, query: dict[str, Any]) -> int:
-    index = quote(check.reader.index or "", safe=",*")
+async def _read_back(r: Any, check: Check, query: dict[str, Any], seconds: float) -> int:
     step = "read the sentinel back through the reader view"
-    resp = await client.post(f"/{index}/_search",
-                             params={"allow_partial_search_results": "false"},
-                             json={"size": 0, "track_total_hits": True, "query": query})
-    _classify(step, resp)
-    body = resp.json()
+    with _classified(step):
+        body = await r.search(index=check.reader.index or "", params={
+            "allow_partial_search_results": "false", "request_timeout": seconds},
+            body={"size": 0, "track_total_hits": True, "query": query})
     _complete(step, body)
     total = body.get("hits", {}).get("total", {})
     return int(total.get("value", 0) if isinstance(total, dict) else total)
@@ -166,24 +147,30 @@ def _complete(step: str, body: dict[str, Any]) -> None:
                       "partial answer refused")
 
 
-async def _remove(client: httpx.AsyncClient, canary: Canary, doc_id: str) -> str:
+async def _remove(w: Any, canary: Canary, doc_id: str) -> str:
     """Delete the sentinel; return '' or why it could not be removed."""
-    index, ident = quote(canary.index, safe=""), quote(doc_id, safe="")
     try:
         async with asyncio.timeout(CLEANUP_SECONDS):
-            resp = await client.delete(f"/{index}/_doc/{ident}", params={"refresh": "true"})
-    except (TimeoutError, httpx.HTTPError) as exc:
+            await w.delete(index=canary.index, id=doc_id, params={"refresh": "true"})
+    except Exception as exc:
+        refused = client.refusal(exc)
+        if refused is not None:
+            status, kind, _ = refused
+            return "" if status == 404 else (f"; the sentinel was not removed "
+                                             f"(HTTP {status} {kind})")
+        if client.translate_error(canary.store.name, "remove the sentinel", exc) is None:
+            raise
         return f"; the sentinel was not removed ({type(exc).__name__})"
-    if resp.status_code >= 300 and resp.status_code != 404:
-        kind, _ = _error_of(resp)
-        return f"; the sentinel was not removed (HTTP {resp.status_code} {kind})"
     return ""
 
 
 async def run_canary(check: Check, pick_key: KeyPicker, *, now: datetime | None = None,
-                     writer: httpx.AsyncBaseTransport | None = None,
-                     reader: httpx.AsyncBaseTransport | None = None) -> CanaryResult:
-    """Write, read back and remove the check's sentinel; never raises for a store failure."""
+                     connections: Connections | None = None) -> CanaryResult:
+    """Write, read back and remove the check's sentinel; never raises for a store failure.
+
+    With `connections` both stores' shared clients are used; without, the canary opens
+    its own and closes them.
+    """
     canary = check.canary
     if canary is None:
         raise ValueError(f"check {check.name!r} has no canary")
@@ -195,8 +182,11 @@ async def run_canary(check: Check, pick_key: KeyPicker, *, now: datetime | None 
     if not isinstance(check.reader.store, OpenSearchStore) \
             or not isinstance(canary.store, OpenSearchStore):
         raise ValueError(f"check {check.name!r}: the canary needs an opensearch reader view")
-    w = http_client(canary.store, canary.timeout, writer)
-    r = http_client(check.reader.store, canary.timeout, reader)
+    if connections is None:
+        w, r = client.open_client(canary.store), client.open_client(check.reader.store)
+    else:
+        w, r = await connections(canary.store), await connections(check.reader.store)
+    wait = min(canary.timeout, canary.store.timeout)
     wrote = False
     try:
         async with asyncio.timeout(canary.timeout):
@@ -204,25 +194,30 @@ async def run_canary(check: Check, pick_key: KeyPicker, *, now: datetime | None 
             token = uuid.uuid4().hex
             doc_id = sentinel_id(check.name)
             wrote = True
-            await _write(w, canary, doc_id, sentinel_document(check, canary, key, token, started))
-            seen = await _read_back(r, check, read_back_query(check, canary, key, token))
+            await _write(w, canary, doc_id, sentinel_document(check, canary, key, token, started),
+                         wait)
+            seen = await _read_back(r, check, read_back_query(check, canary, key, token),
+                                    min(canary.timeout, check.reader.store.timeout))
             if seen == 0:
                 raise _Failed("not_visible", "the sentinel was written but the reader view "
                               f"does not return it (index {check.reader.index!r})")
     except _Failed as exc:
         result, detail = exc.result, exc.detail
-    except (TimeoutError, httpx.TimeoutException):
-        result, detail = "timeout", f"no answer within {canary.timeout:g}s"
-    except (httpx.HTTPError, ValueError) as exc:
-        # ValueError: a response that is not the JSON OpenSearch sends.
-        result, detail = "error", f"{type(exc).__name__}: {exc}"
+    except Exception as exc:
+        if client.timed_out(exc):
+            result, detail = "timeout", f"no answer within {canary.timeout:g}s"
+        elif client.translate_error(canary.store.name, "canary", exc) is not None:
+            result, detail = "error", f"{type(exc).__name__}: {exc}"
+        else:
+            raise
     finally:
         try:
             if wrote:
                 detail += await _remove(w, canary, sentinel_id(check.name))
         finally:
-            await w.aclose()
-            await r.aclose()
+            if connections is None:
+                await w.close()
+                await r.close()
     return CanaryResult(check.name, result, started, time.monotonic() - clock, key,
                         detail.lstrip("; "))
 

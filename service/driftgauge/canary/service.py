@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 
 from driftgauge.canary.keys import adapter_key_picker, query_key_picker
-from driftgauge.canary.probe import CanaryResult, KeyPicker, run_canary
+from driftgauge.canary.probe import CanaryResult, Connections, KeyPicker, run_canary
 from driftgauge.canary.store import CanaryStore
 from driftgauge.config.runtime import Check
 from driftgauge.core.clock import utc_now
@@ -36,8 +36,10 @@ class CanaryService:
 
     def __init__(self, checks: Mapping[str, Check], store: CanaryStore, source: SourceGetter,
                  *, clock: Callable[[], datetime] = utc_now,
-                 on_result: Callable[[CanaryResult], Awaitable[None]] | None = None) -> None:
+                 on_result: Callable[[CanaryResult], Awaitable[None]] | None = None,
+                 connections: Connections | None = None) -> None:
         self._checks = {n: c for n, c in checks.items() if c.canary is not None}
+        self._connections = connections
         self.store = store
         self._source = source
         self._clock = clock
@@ -53,7 +55,8 @@ class CanaryService:
         check = self._checks.get(name)
         if check is None:
             raise UnknownCheck(f"no check named {name!r} has a canary")
-        result = await run_canary(check, key_picker_for(check, self._source), now=self._clock())
+        result = await run_canary(check, key_picker_for(check, self._source), now=self._clock(),
+                                  connections=self._connections)
         await self.store.record(result)
         log.log(logging.INFO if result.ok else logging.WARNING, "canary",
                 extra={"check": name, "result": result.result, "detail": result.detail,

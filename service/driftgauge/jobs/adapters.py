@@ -38,8 +38,9 @@ class AdapterPool:
 
     def __init__(self, checks: Mapping[str, Check], opener: Opener | None = None) -> None:
         self._checks = checks
-        self._stores = StorePools()
-        self._open = opener or self._stores.adapter
+        self.stores = StorePools()
+        """The one pool or client per store, for every side and the canary."""
+        self._open = opener or self.stores.adapter
         self._sides: dict[str, Adapters] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -91,4 +92,4 @@ class AdapterPool:
                 except Exception as exc:
                     log.warning("closing an adapter failed",
                                 extra={"check": name, "error": f"{type(exc).__name__}: {exc}"})
-        await self._stores.close()
+        await self.stores.close()

@@ -2,32 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-import asyncpg
-
-from driftgauge.core.errors import StateError
 from driftgauge.engine.result import Node
 from driftgauge.state import codec
 from driftgauge.state.codec import RunRow, StoredBucket, StoredKey
+from driftgauge.stores.postgres.io import PgCalls
 
-DB_ERRORS = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError)
 _BUCKET_SELECT = ("SELECT DISTINCT ON (b.day) b.*, r.finished_at FROM buckets b"
                   " JOIN runs r ON r.id = b.run_id"
                   # A bucket in error (an unexplained difference) is served as it is:
                   # an older verdict in its place would be a wrong answer, not a cautious one.
                   " WHERE r.check_name = $1 AND r.complete")
-
-
-def describe(exc: BaseException) -> str:
-    """Return an exception's type and message on one line."""
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 class Reads:
@@ -36,18 +24,7 @@ class Reads:
     def __init__(self, pool: Any, timeout: float) -> None:
         self._pool = pool
         self._timeout = timeout
-
-    @asynccontextmanager
-    async def _call(self, what: str, *, scale: float = 1.0) -> AsyncIterator[Any]:
-        """Yield a pooled connection under a deadline; translate failures into StateError."""
-        limit = self._timeout * scale
-        try:
-            async with asyncio.timeout(limit), self._pool.acquire() as conn:
-                yield conn
-        except TimeoutError:
-            raise StateError(f"state database: {what}: no answer within {limit:g}s") from None
-        except DB_ERRORS as exc:
-            raise StateError(f"state database: {what}: {describe(exc)}") from None
+        self._call = PgCalls(pool, timeout).conn
 
     async def latest_runs(self) -> dict[str, RunRow]:
         """Return the most recently started run of every check (running or not)."""

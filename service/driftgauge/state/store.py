@@ -11,15 +11,14 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import asyncpg
-
 from driftgauge.config.runtime import State
-from driftgauge.core.errors import SecretError, StateError
+from driftgauge.core.errors import StateError
 from driftgauge.engine.result import RunResult
 from driftgauge.state import codec, migrate
 from driftgauge.state.claims import JobClaims
 from driftgauge.state.leases import RunLeases
-from driftgauge.state.reads import DB_ERRORS, Reads, describe
+from driftgauge.state.reads import Reads
+from driftgauge.stores.postgres import io
 from driftgauge.stores.postgres.io import PgCalls
 
 KeyHasher = Callable[[str], str | None]
@@ -54,22 +53,9 @@ class StateStore(Reads):
         `deadline` bounds every call in seconds (migrations get a few times longer).
         """
         timeout = deadline
-        try:
-            dsn = state.dsn.reveal()
-        except SecretError as exc:
-            raise StateError(f"state.dsn: {exc.problems[0]}") from None
-        settings = {"search_path": migrate.quote_ident(state.schema),
-                    "application_name": "driftgauge"}
-        try:
-            async with asyncio.timeout(timeout * 2):
-                pool = await asyncpg.create_pool(
-                    dsn, min_size=1, max_size=pool_max, timeout=timeout,
-                    command_timeout=timeout, server_settings=settings)
-        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError,
-                ValueError) as exc:
-            raise StateError(f"state.dsn: cannot connect to the state database "
-                             f"({describe(exc)})") from None
-        store = cls(pool, dsn, state.schema, timeout=timeout,
+        pool = await io.open_pool(state, deadline=timeout, pool_max=pool_max,
+                                  application="driftgauge")
+        store = cls(pool, state.dsn.reveal(), state.schema, timeout=timeout,
                     replica=replica or default_replica())
         try:
             await store.migrate()
@@ -210,12 +196,10 @@ class StateStore(Reads):
     async def _session_lock(self, key: int, what: str) -> AsyncIterator[bool]:
         try:
             async with asyncio.timeout(self._timeout):
-                conn = await asyncpg.connect(self._dsn, timeout=self._timeout,
-                                             server_settings={"application_name":
-                                                              "driftgauge-lock"})
+                conn = await io.session(self._dsn, self._timeout, "driftgauge-lock")
                 got = bool(await conn.fetchval("SELECT pg_try_advisory_lock($1)", key))
-        except DB_ERRORS as exc:
-            raise StateError(f"state database: take {what}: {describe(exc)}") from None
+        except io.DRIVER_ERRORS as exc:
+            raise io.state_error(f"take {what}", exc, self._timeout) from None
         try:
             yield got
         finally:
@@ -224,14 +208,7 @@ class StateStore(Reads):
                 if got:
                     await conn.execute("SELECT pg_advisory_unlock($1)", key,
                                        timeout=self._timeout)
-            except DB_ERRORS:
+            except io.DRIVER_ERRORS:
                 pass
             finally:
-                await _close(conn, self._timeout)
-
-
-async def _close(conn: Any, deadline: float) -> None:
-    try:
-        await asyncio.wait_for(conn.close(), deadline)
-    except (TimeoutError, OSError, asyncpg.InterfaceError):
-        conn.terminate()
+                await io.close_session(conn, self._timeout)

@@ -50,8 +50,9 @@ Open = Callable[[View, Any], Awaitable[StoreAdapter]]
 Connect = Callable[[Store], Awaitable[Any]]
 """Open the connection pool or client every view of one store shares."""
 Disconnect = Callable[[Any], Awaitable[None]]
-ErrorMap = Callable[[str, str, BaseException], StoreError]
-"""(store name, what was being done, driver exception) → our StoreError (unmapped: raise)."""
+ErrorMap = Callable[[str, str, BaseException], StoreError | None]
+"""(store name, what was being done, exception) → our StoreError; None: not the store's
+doing but a bug, which the caller lets propagate."""
 Secrets = Callable[[Store], list[tuple[str, Secret, str]]]
 """The store's secret references: (field, secret, "dsn" or "password")."""
 

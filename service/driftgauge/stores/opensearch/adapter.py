@@ -221,8 +221,9 @@ class OpenSearchAdapter:
         # The PIT expires by itself; a failed delete must not hide the real outcome.
         try:
             await self._client.delete_pit(body={"pit_id": [pit_id]})
-        except Exception:
-            return
+        except Exception as exc:
+            if translate_error(self.store.name, "delete the point in time", exc) is None:
+                raise
 
     async def _search(self, what: str, body: dict[str, Any], *,
                       with_index: bool = True) -> dict[str, Any]:

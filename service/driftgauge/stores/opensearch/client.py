@@ -32,8 +32,8 @@ def open_client(store: OpenSearchStore) -> Any:
         max_retries=0, retry_on_timeout=False)
 
 
-def translate_error(store: str, what: str, exc: BaseException) -> StoreError:
-    """Return our exception for an opensearch-py (or aiohttp) error."""
+def translate_error(store: str, what: str, exc: BaseException) -> StoreError | None:
+    """Return our exception for a client or socket error; None for anything else (a bug)."""
     import opensearchpy as osp
 
     if isinstance(exc, StoreError):
@@ -52,9 +52,11 @@ def translate_error(store: str, what: str, exc: BaseException) -> StoreError:
         if status in (429, 502, 503, 504):
             return StoreUnavailable(store, f"{what}: cluster answered {status} ({kind}: {reason})")
         return StoreQueryError(store, f"{what}: rejected ({status} {kind}: {reason})")
-    if isinstance(exc, osp.SerializationError | ValueError):
+    if isinstance(exc, osp.SerializationError):
         return StoreQueryError(store, f"{what}: unreadable response ({exc})")
-    return StoreQueryError(store, f"{what}: {type(exc).__name__}: {exc}")
+    if isinstance(exc, osp.OpenSearchException | OSError):
+        return StoreQueryError(store, f"{what}: {type(exc).__name__}: {exc}")
+    return None
 
 
 def cause(info: Any) -> tuple[str, str]:
@@ -78,3 +80,21 @@ def cause(info: Any) -> tuple[str, str]:
         root = info["error"].get("root_cause") or [{}]
         err = root[0] if isinstance(root[0], dict) else err
     return str(err.get("type", "error")), str(err.get("reason", ""))[:300]
+
+
+def refusal(exc: BaseException) -> tuple[int, str, str] | None:
+    """Return (HTTP status, error type, reason) when the cluster answered `exc`, else None."""
+    import opensearchpy as osp
+
+    if isinstance(exc, osp.TransportError) and not isinstance(exc, osp.ConnectionError) \
+            and isinstance(exc.status_code, int):
+        kind, reason = cause(exc.info)
+        return exc.status_code, kind, reason
+    return None
+
+
+def timed_out(exc: BaseException) -> bool:
+    """Return True when `exc` is a request that got no answer in time."""
+    import opensearchpy as osp
+
+    return isinstance(exc, osp.ConnectionTimeout | TimeoutError)

@@ -59,8 +59,8 @@ async def open_adapter(view: View, handle: Any) -> StoreAdapter:
     return await OpenSearchAdapter.open(view, handle)
 
 
-def error_map(store: str, what: str, exc: BaseException) -> StoreError:
-    """Return our exception for an opensearch-py (or aiohttp) error."""
+def error_map(store: str, what: str, exc: BaseException) -> StoreError | None:
+    """Return our exception for a client or socket error; None for anything else (a bug)."""
     from driftgauge.stores.opensearch import client
 
     return client.translate_error(store, what, exc)

@@ -25,7 +25,8 @@ T = TypeVar("T")
 log = logging.getLogger("driftgauge.stores.retry")
 
 RETRY_STATUS = (429, 502, 503, 504)
-Translate = Callable[[str, str, BaseException], StoreError]
+Translate = Callable[[str, str, BaseException], StoreError | None]
+"""The client's error map (client.translate_error): None for an error that is a bug."""
 
 
 @dataclass(frozen=True)
@@ -136,8 +137,10 @@ async def call(make: Callable[[], Awaitable[T]], *, store: str, what: str,
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            reason = retry_reason(exc)
             error = translate(store, what, exc)
+            if error is None:
+                raise  # not the store's doing: a bug, never a store error nor a retry
+            reason = retry_reason(exc)
             kind, cause, _ = error_body(exc)
             fields = {"store": store, "what": what, "attempt": attempt, "reason": reason,
                       "status": getattr(exc, "status_code", None), "error_type": kind,

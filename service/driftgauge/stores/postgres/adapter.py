@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Self
 
 from driftgauge.config.runtime import View
 from driftgauge.core.aggregate import Aggregate
-from driftgauge.core.errors import (
-    StoreError,
-)
 from driftgauge.core.fields import TimestampPrecision
 from driftgauge.encoding.digest import unsigned64
 from driftgauge.stores.base import (
@@ -27,7 +23,6 @@ from driftgauge.stores.base import (
     hour_digests,
 )
 from driftgauge.stores.postgres import dialect, io, preflight
-from driftgauge.stores.postgres.io import translate_error
 from driftgauge.stores.postgres.settings import PostgresStore
 from driftgauge.stores.preflight import FieldSchema
 
@@ -72,12 +67,9 @@ class PostgresAdapter:
 
     async def inspect_fields(self) -> list[FieldSchema]:
         """Return the type of each configured column (the preflight's view of this side)."""
-        try:
-            async with self._pool.acquire(timeout=self.store.timeout) as conn:
+        with io.store_errors(self.store.name, self._where("check the columns")):
+            async with io.pooled(self._pool, self.store.timeout) as conn:
                 return await preflight.describe(conn, self.view)
-        except Exception as exc:
-            raise translate_error(self.store.name, self._where("check the columns"),
-                                  exc) from exc
 
     def use_timestamp_precision(self, precision: TimestampPrecision) -> None:
         """Hash timestamp fields at `precision` from the next query on."""
@@ -172,8 +164,8 @@ class PostgresAdapter:
         sql = dialect.rows_sql(self.view, within=prefixes is not None,
                               ranges=None if spans is None else len(spans))
         timeout = self.store.timeout
-        try:
-            async with self._connection() as conn, conn.transaction(
+        with io.store_errors(self.store.name, self._where("export rows")):
+            async with io.pooled(self._pool, timeout) as conn, conn.transaction(
                     readonly=True, isolation="repeatable_read"):
                 if spans is not None:
                     # A generic plan cannot see the sub-range bounds and reads the whole
@@ -188,10 +180,6 @@ class PostgresAdapter:
                                       row_hash=unsigned64(r["rhash"]), event_time=r["t"])
                     if len(batch) < FETCH_ROWS:
                         break
-        except StoreError:
-            raise
-        except Exception as exc:
-            raise translate_error(self.store.name, self._where("export rows"), exc) from exc
 
     async def value_counts(self, column: str, start: datetime,
                            end: datetime) -> dict[str | None, int]:
@@ -202,36 +190,15 @@ class PostgresAdapter:
 
     async def query_key(self, query: str, start: datetime, end: datetime) -> str | None:
         """Return the first value of the operator's key query ($1, $2 = start, end)."""
-        try:
-            async with self._connection() as conn:
+        with io.store_errors(self.store.name, "pick a canary key"):
+            async with io.pooled(self._pool, self.store.timeout) as conn:
                 value = await conn.fetchval(query, start, end, timeout=self.store.timeout)
-        except Exception as exc:
-            raise translate_error(self.store.name, "pick a canary key", exc) from exc
         return None if value is None else str(value)
 
     async def _fetch(self, what: str, sql: str, *args: Any) -> list[Any]:
-        try:
-            async with self._connection() as conn:
+        with io.store_errors(self.store.name, self._where(what)):
+            async with io.pooled(self._pool, self.store.timeout) as conn:
                 return list(await conn.fetch(sql, *args, timeout=self.store.timeout))
-        except Exception as exc:
-            raise translate_error(self.store.name, self._where(what), exc) from exc
-
-    @asynccontextmanager
-    async def _connection(self) -> AsyncIterator[Any]:
-        """Yield a pooled connection; one that failed other than by a SQL error is dropped."""
-        import asyncpg
-
-        conn = await self._pool.acquire(timeout=self.store.timeout)
-        try:
-            yield conn
-        except BaseException as exc:
-            if not isinstance(exc, asyncpg.PostgresError):
-                # A graceful release of a timed-out connection waits for its cancel, as
-                # long again on a hung server: the store timeout would double.
-                conn.terminate()
-            raise
-        finally:
-            await self._pool.release(conn)
 
     def _where(self, what: str) -> str:
         target = self.view.table if self.view.table is not None else "view query"

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import asyncpg
@@ -21,7 +21,78 @@ from driftgauge.core.errors import (
 )
 from driftgauge.stores.postgres.settings import PostgresStore
 
-DB_ERRORS = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError)
+DRIVER_ERRORS = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError)
+"""What a PostgreSQL call may raise that is the database's doing; anything else is a bug."""
+TIMEOUTS = (TimeoutError, asyncpg.QueryCanceledError)
+REFUSED = (asyncpg.InsufficientPrivilegeError, asyncpg.InvalidAuthorizationSpecificationError,
+           asyncpg.InvalidPasswordError)
+GONE = (asyncpg.InvalidCatalogNameError, asyncpg.CannotConnectNowError,
+        asyncpg.TooManyConnectionsError, asyncpg.ConnectionDoesNotExistError, OSError)
+
+
+def driver_error(exc: BaseException) -> bool:
+    """Return True when `exc` is the database's doing (mapped), False when it is a bug."""
+    return isinstance(exc, DRIVER_ERRORS)
+
+
+def store_error(store: str, what: str, exc: BaseException) -> StoreError:
+    """Return our exception for a driver error (see driver_error) on a data store."""
+    if isinstance(exc, TIMEOUTS):
+        return StoreTimeout(store, f"{what}: no answer within the timeout")
+    if isinstance(exc, REFUSED):
+        return StorePermissionError(store, f"{what}: {exc.sqlstate} {_message(exc)}")
+    if isinstance(exc, GONE):
+        return StoreUnavailable(store, f"{what}: cannot use the connection ({_message(exc)})")
+    if isinstance(exc, asyncpg.PostgresError):
+        return StoreQueryError(store, f"{what}: {exc.sqlstate} {_message(exc)}")
+    # InterfaceError: the driver refused the call (a closed pool, a broken protocol state).
+    return StoreQueryError(store, f"{what}: {type(exc).__name__}: {exc}")
+
+
+def state_error(what: str, exc: BaseException, limit: float) -> StateError:
+    """Return our exception for a driver error (see driver_error) on the state database."""
+    if isinstance(exc, TimeoutError):
+        return StateError(f"state database: {what}: no answer within {limit:g}s")
+    return StateError(f"state database: {what}: {describe(exc)}")
+
+
+@contextmanager
+def store_errors(store: str, what: str) -> Iterator[None]:
+    """Turn driver errors inside the block into our StoreErrors; let anything else through."""
+    try:
+        yield
+    except DRIVER_ERRORS as exc:
+        raise store_error(store, what, exc) from exc
+
+
+@asynccontextmanager
+async def pooled(pool: Any, seconds: float) -> AsyncIterator[Any]:
+    """Yield a pooled connection; drop it if it failed other than by a SQL error."""
+    conn = await pool.acquire(timeout=seconds)
+    try:
+        yield conn
+    except BaseException as exc:
+        if not isinstance(exc, asyncpg.PostgresError):
+            # A graceful release of a timed-out connection waits for its cancel, as
+            # long again on a hung server: the store timeout would double.
+            conn.terminate()
+        raise
+    finally:
+        await pool.release(conn)
+
+
+async def session(dsn: str, seconds: float, application: str) -> Any:
+    """Return a dedicated connection (not pooled), for a session-level lock."""
+    return await asyncpg.connect(dsn, timeout=seconds,
+                                 server_settings={"application_name": application})
+
+
+async def close_session(conn: Any, deadline: float) -> None:
+    """Close a dedicated connection, or drop it if the server does not answer."""
+    try:
+        await asyncio.wait_for(conn.close(), deadline)
+    except (TimeoutError, OSError, asyncpg.InterfaceError):
+        conn.terminate()
 
 
 def describe(exc: BaseException) -> str:
@@ -44,10 +115,8 @@ class PgCalls:
         try:
             async with asyncio.timeout(limit), self.pool.acquire() as conn:
                 yield conn
-        except TimeoutError:
-            raise StateError(f"state database: {what}: no answer within {limit:g}s") from None
-        except DB_ERRORS as exc:
-            raise StateError(f"state database: {what}: {describe(exc)}") from None
+        except DRIVER_ERRORS as exc:
+            raise state_error(what, exc, limit) from None
 
     @asynccontextmanager
     async def transaction(self, what: str, *, scale: float = 1.0) -> AsyncIterator[Any]:
@@ -56,20 +125,21 @@ class PgCalls:
             yield conn
 
 
-async def open_pool(state: State, *, deadline: float = 10.0, pool_max: int = 2) -> Any:
-    """Open a small pool on the state schema (migrations are applied by the StateStore)."""
+async def open_pool(state: State, *, deadline: float = 10.0, pool_max: int = 2,
+                    application: str = "driftgauge-signals") -> Any:
+    """Open a pool on the state schema (migrations are applied by the StateStore)."""
     try:
         dsn = state.dsn.reveal()
     except SecretError as exc:
         raise StateError(f"state.dsn: {exc.problems[0]}") from None
     settings = {"search_path": '"' + state.schema.replace('"', '""') + '"',
-                "application_name": "driftgauge-signals"}
+                "application_name": application}
     try:
         async with asyncio.timeout(deadline * 2):
             return await asyncpg.create_pool(dsn, min_size=1, max_size=pool_max,
                                              timeout=deadline, command_timeout=deadline,
                                              server_settings=settings)
-    except (*DB_ERRORS, ValueError) as exc:
+    except (*DRIVER_ERRORS, ValueError) as exc:  # ValueError: a DSN the driver cannot parse
         raise StateError(f"state.dsn: cannot connect to the state database "
                          f"({describe(exc)})") from None
 
@@ -83,15 +153,16 @@ async def store_pool(store: PostgresStore) -> Any:
             # UTC sessions make a timestamp without time zone read as UTC everywhere.
             server_settings={"TimeZone": "UTC", "application_name": "driftgauge"},
         ), timeout=store.timeout)
-    except Exception as exc:
-        raise translate_error(store.name, "connect", exc) from exc
+    except ValueError as exc:  # a DSN the driver cannot parse
+        raise StoreQueryError(store.name, f"connect: ValueError: {exc}") from exc
+    except DRIVER_ERRORS as exc:
+        raise store_error(store.name, "connect", exc) from exc
     try:
-        async with pool.acquire(timeout=store.timeout) as conn:
-            encoding = await conn.fetchval("SHOW server_encoding", timeout=store.timeout)
-    except BaseException as exc:
+        with store_errors(store.name, "check the encoding"):
+            async with pooled(pool, store.timeout) as conn:
+                encoding = await conn.fetchval("SHOW server_encoding", timeout=store.timeout)
+    except BaseException:
         await pool.close()
-        if isinstance(exc, Exception):
-            raise translate_error(store.name, "check the encoding", exc) from exc
         raise
     if encoding != "UTF8":
         await pool.close()
@@ -105,25 +176,6 @@ async def store_pool(store: PostgresStore) -> Any:
 async def close_pool(pool: Any, seconds: float = 10.0) -> None:
     """Close a pool, waiting at most `seconds`."""
     await asyncio.wait_for(pool.close(), timeout=seconds)
-
-
-def translate_error(store: str, what: str, exc: BaseException) -> StoreError:
-    """Return our exception for an asyncpg or socket error."""
-    if isinstance(exc, StoreError):
-        return exc
-    if isinstance(exc, TimeoutError | asyncpg.QueryCanceledError):
-        return StoreTimeout(store, f"{what}: no answer within the timeout")
-    if isinstance(exc, asyncpg.InsufficientPrivilegeError
-                  | asyncpg.InvalidAuthorizationSpecificationError
-                  | asyncpg.InvalidPasswordError):
-        return StorePermissionError(store, f"{what}: {exc.sqlstate} {_message(exc)}")
-    if isinstance(exc, asyncpg.InvalidCatalogNameError | asyncpg.CannotConnectNowError
-                  | asyncpg.TooManyConnectionsError | asyncpg.ConnectionDoesNotExistError
-                  | OSError):
-        return StoreUnavailable(store, f"{what}: cannot use the connection ({_message(exc)})")
-    if isinstance(exc, asyncpg.PostgresError):
-        return StoreQueryError(store, f"{what}: {exc.sqlstate} {_message(exc)}")
-    return StoreQueryError(store, f"{what}: {type(exc).__name__}: {exc}")
 
 
 def _message(exc: BaseException) -> str:

@@ -61,11 +61,11 @@ async def open_adapter(view: View, pool: Any) -> StoreAdapter:
     return await PostgresAdapter.open(view, pool)
 
 
-def error_map(store: str, what: str, exc: BaseException) -> StoreError:
-    """Return our exception for an asyncpg or socket error."""
+def error_map(store: str, what: str, exc: BaseException) -> StoreError | None:
+    """Return our exception for an asyncpg or socket error; None for anything else (a bug)."""
     from driftgauge.stores.postgres import io
 
-    return io.translate_error(store, what, exc)
+    return io.store_error(store, what, exc) if io.driver_error(exc) else None
 
 
 KIND = registry.StoreKind(
