@@ -37,8 +37,11 @@ tools: ## Install helm (built from the Go module proxy) and Debian's promtool, m
 	command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	  apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
 
-test: install services tools ## Start the stack and run every test (unit, integration, e2e)
-	$(BIN)/pytest -q
+# Line and branch coverage of service/driftgauge (in-process; e2e's serve subprocesses are not
+# counted). 88.1% on 2026-12-01; the floor sits a few points below.
+COV_FLOOR ?= 85
+test: install services tools ## Start the stack and run every test (unit, integration, e2e), with coverage
+	$(BIN)/pytest -q --cov --cov-report=xml --cov-fail-under=$(COV_FLOOR)
 
 test-unit: install ## Only the tests that need no stores
 	$(BIN)/pytest -q tests/unit
