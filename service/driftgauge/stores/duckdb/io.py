@@ -54,6 +54,8 @@ class Connection:
                 cursor.interrupt()
                 # The interrupted query ends promptly; wait so no thread outlives the call.
                 await asyncio.wait([future], timeout=5)
+            if future.done() and not future.cancelled():
+                future.exception()  # retrieved: the interrupt is the error we raise
             raise
 
     async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:

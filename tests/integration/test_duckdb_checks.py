@@ -1,0 +1,189 @@
+"""The example's PostgreSQL -> DuckDB (Parquet) check on planted drift, and DuckDB's refusals.
+
+The Parquet files are written by the test, one hive partition per local day, and must
+yield exactly the planted missing, extra, mismatched and duplicated keys over a Berlin
+day that springs forward (23 hours). Config errors name their field before counting, and
+a query past the timeout is interrupted without blocking the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import asyncpg
+import duckdb
+import pytest
+
+from driftgauge.config.loader import load_text
+from driftgauge.config.runtime import Config
+from driftgauge.core.errors import StoreTimeout
+from driftgauge.engine.reconcile import reconcile
+from driftgauge.engine.result import RunResult
+from driftgauge.stores import open_adapter
+from driftgauge.stores.duckdb.settings import DuckDBStore
+from driftgauge.stores.preflight import verify_all
+from tests.integration.conftest import PG_DSN, TIMEOUT, dsn_for, make_view, unique_name
+
+pytestmark = pytest.mark.integration
+
+EXAMPLE = Path(__file__).parents[2] / "deploy" / "examples" / "duckdb.yml"
+BERLIN = ZoneInfo("Europe/Berlin")
+START = datetime(2026, 3, 28, tzinfo=BERLIN)
+END = datetime(2026, 3, 30, tzinfo=BERLIN)  # the 29th has 23 hours
+Order = tuple[str, str, Decimal, datetime]
+
+
+def _orders() -> list[Order]:
+    first = START.astimezone(UTC)
+    step = (END.astimezone(UTC) - first) / 120
+    return [(f"o{i:03d}", ("paid", "shipped", "open")[i % 3], Decimal(f"{i}.50"),
+             (first + step * i).replace(microsecond=0)) for i in range(120)]
+
+
+def _export(orders: list[Order]) -> list[Order]:
+    """The Parquet copy: o003, o050 missing; x001 extra; 3 amounts changed; o020 twice."""
+    by = {o[0]: o for o in orders}
+    rows = [o for o in orders if o[0] not in ("o003", "o050")]
+    rows = [(k, s, a + 1 if k in ("o010", "o011", "o070") else a, t) for k, s, a, t in rows]
+    return [*rows, ("x001", "paid", Decimal("9.99"), by["o004"][3]), by["o020"]]
+
+
+def write_export(folder: Path, rows: list[Order]) -> None:
+    """Write the rows as Parquet files, one `day=YYYY-MM-DD` folder per Berlin day."""
+    conn = duckdb.connect(":memory:")
+    try:
+        conn.execute("SET TimeZone = 'UTC'")
+        conn.execute("CREATE TABLE orders (order_id VARCHAR, status VARCHAR, "
+                     "amount DECIMAL(10,2), updated_at TIMESTAMPTZ, day VARCHAR)")
+        conn.executemany("INSERT INTO orders VALUES (?, ?, ?, ?, ?)",
+                         [(*r, r[3].astimezone(BERLIN).date().isoformat()) for r in rows])
+        conn.execute(f"COPY orders TO '{folder}' (FORMAT parquet, PARTITION_BY (day))")
+    finally:
+        conn.close()
+
+
+def _config(orders_dsn: str, lake: Path) -> str:
+    text = EXAMPLE.read_text(encoding="utf-8")
+    text = text.replace("exports/orders/*/*.parquet", f"{lake}/*/*.parquet")
+    text = text.replace("env:ORDERS_DSN", orders_dsn)
+    return text.replace("env:DRIFTGAUGE_STATE_DSN", PG_DSN)
+
+
+@pytest.fixture(scope="module")
+async def orders_dsn() -> AsyncIterator[str]:
+    """Yield a PostgreSQL database holding the 120 orders."""
+    name = unique_name("dg_orders")
+    admin = await asyncpg.connect(PG_DSN, timeout=TIMEOUT)
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        conn = await asyncpg.connect(dsn_for(name), timeout=TIMEOUT)
+        try:
+            await conn.execute("CREATE TABLE orders (order_id text, status text, "
+                               "amount numeric(10,2), updated_at timestamptz)")
+            await conn.copy_records_to_table("orders", records=_orders())
+        finally:
+            await conn.close()
+        yield dsn_for(name)
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Return a folder of hive-partitioned Parquet files holding the planted export."""
+    folder = tmp_path_factory.mktemp("lake") / "orders"
+    write_export(folder, _export(_orders()))
+    assert len(list(folder.glob("day=*/*.parquet"))) == 2  # one partition per local day
+    return folder
+
+
+async def _run(config: Config, name: str) -> RunResult:
+    check = config.checks[name]
+    source = await open_adapter(check.source)
+    try:
+        reader = await open_adapter(check.reader)
+        try:
+            return await reconcile(check, source, reader, START, END,
+                                   now=END + timedelta(days=1), sample_keys=50)
+        finally:
+            await reader.close()
+    finally:
+        await source.close()
+
+
+async def test_postgres_to_parquet_finds_the_planted_rows(orders_dsn: str, lake: Path) -> None:
+    config = load_text(_config(orders_dsn, lake), source=str(EXAMPLE))
+    assert await verify_all(config) == []
+    result = await _run(config, "orders_export")
+    assert result.error is None, result.error
+    assert [b.start for b in result.buckets] == [START.astimezone(UTC),
+                                                 datetime(2026, 3, 28, 23, tzinfo=UTC)]
+    found: dict[str, set[str | None]] = {}
+    for bucket in result.buckets:
+        for key in bucket.samples:
+            found.setdefault(key.kind, set()).add(key.key)
+    # A key held twice is a duplicate and, its copies differing in count, mismatched.
+    assert found == {"missing": {"o003", "o050"}, "extra": {"x001"},
+                     "mismatched": {"o010", "o011", "o070", "o020"}}
+    totals = tuple(sum(getattr(b, f) for b in result.buckets)
+                   for f in ("missing", "extra", "mismatched", "duplicates"))
+    assert totals == (2, 1, 4, 1)
+    assert {b.status for b in result.buckets} == {"drift"}
+
+
+async def test_config_errors_name_their_field_before_counting(orders_dsn: str, lake: Path,
+                                                              tmp_path: Path) -> None:
+    text = _config(orders_dsn, lake)
+    no_files = load_text(text.replace(f"{lake}/*/*.parquet", f"{tmp_path}/none/*.parquet"),
+                         source="no-files.yml")
+    assert await verify_all(no_files) == [
+        f"stores.lake.files.orders.parquet: no file matches '{tmp_path}/none/*.parquet'"]
+    no_db = load_text(text.replace("# database: warehouse.duckdb",
+                                   f"database: {tmp_path}/missing.duckdb"), source="no-db.yml")
+    assert await verify_all(no_db) == [
+        f"stores.lake.database: no such file {tmp_path}/missing.duckdb"]
+    no_column = load_text(text.replace("amount: decimal", "amount: decimal\n      total: "
+                                       "decimal"), source="no-column.yml")
+    problems = await verify_all(no_column)
+    # Both sides lack it; the reader's names the field, the files' table and its columns.
+    assert len(problems) == 2
+    assert problems[1] == (
+        "checks.orders_export.reader.fields.total: column total does not exist in table "
+        "orders (it has order_id, status, amount, updated_at, day)")
+
+
+async def test_a_query_past_the_timeout_is_interrupted_off_the_event_loop() -> None:
+    # Five billion generated rows: far longer than the half-second timeout.
+    slow = ("SELECT CAST(i AS VARCHAR) AS id, TIMESTAMPTZ '2024-01-01 00:00:00+00' + "
+            "to_microseconds(i % 1000) AS ts FROM range(5000000000) AS r(i)")
+    store = replace(DuckDBStore("slow"), timeout=0.5)
+    adapter = await open_adapter(make_view(store, key="id", time="ts",  # type: ignore[arg-type]
+                                           fields={}, query=slow))
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.05)
+            ticks += 1
+
+    ticker = asyncio.create_task(tick())
+    began = time.monotonic()
+    try:
+        with pytest.raises(StoreTimeout, match="no answer within the timeout"):
+            await adapter.bucket_digests(datetime(2024, 1, 1, tzinfo=UTC),
+                                         datetime(2024, 1, 2, tzinfo=UTC), "day")
+        elapsed = time.monotonic() - began
+    finally:
+        ticker.cancel()
+        await adapter.close()
+    assert elapsed < 3
+    assert ticks >= 5  # the loop kept running while the engine worked
