@@ -51,8 +51,8 @@ Connect = Callable[[Store], Awaitable[Any]]
 """Open the connection pool or client every view of one store shares."""
 Disconnect = Callable[[Any], Awaitable[None]]
 ErrorMap = Callable[[str, str, BaseException], StoreError | None]
-"""(store name, what was being done, exception) → our StoreError; None: not the store's
-doing but a bug, which the caller lets propagate."""
+"""(store name, what was being done, exception) → our StoreError; for an exception that is
+not the store's doing but a bug: None (the caller lets it propagate) or the bug re-raised."""
 Secrets = Callable[[Store], list[tuple[str, Secret, str]]]
 """The store's secret references: (field, secret, "dsn" or "password")."""
 

@@ -63,10 +63,14 @@ async def open_adapter(view: View, pool: Any) -> StoreAdapter:
     return await MariaDBAdapter.open(view, pool)
 
 
-def error_map(store: str, what: str, exc: BaseException) -> StoreError:
-    """Return our exception for an aiomysql, PyMySQL or socket error."""
+def error_map(store: str, what: str, exc: BaseException) -> StoreError | None:
+    """Return our exception for an aiomysql, PyMySQL or socket error; None for a bug."""
+    import pymysql
+
     from driftgauge.stores.mariadb import io
 
+    if not isinstance(exc, StoreError | TimeoutError | OSError | pymysql.MySQLError):
+        return None
     return io.translate_error(store, what, exc)
 
 
