@@ -11,7 +11,8 @@ import yaml
 HIDE = {"exists": {"field": "driftgauge_canary"}}
 TIERS = {"terms": {"review_tier": ["first_tier", "second_tier"]}}
 ENV = {"DG_FUZZ_TOKEN": "t0ken", "DG_FUZZ_PASSWORD": "pw", "DG_FUZZ_EMPTY": "",
-       "DG_FUZZ_DSN": "postgresql://u:pw@127.0.0.1:1/x", "DG_FUZZ_BAD_DSN": "mysql://u@h/x"}
+       "DG_FUZZ_DSN": "postgresql://u:pw@127.0.0.1:1/x", "DG_FUZZ_BAD_DSN": "mysql://u@h/x",
+       "DG_FUZZ_MY_DSN": "mysql://u:pw@127.0.0.1:1/shop"}
 """The environment the base config's secret references resolve in (DG_FUZZ_UNSET is unset)."""
 
 
@@ -25,6 +26,8 @@ def base() -> dict[str, Any]:
                    "verify_certs": True},
             "os_sync": {"kind": "opensearch", "url": "http://127.0.0.1:9250",
                         "username": "review-sync", "password": "env:DG_FUZZ_PASSWORD"},
+            "my": {"kind": "mariadb", "dsn": "env:DG_FUZZ_MY_DSN", "timeout_seconds": 30,
+                   "pool_max": 4},
         },
         "state": {"dsn": "postgresql://u@127.0.0.1:1/state", "schema": "driftgauge",
                   "retention": {"runs": "30d", "ledger": "400d"},
@@ -150,6 +153,14 @@ CASES = [
     Case("stores.pg.pool_max", 101, "stores.pg.pool_max: Input should be less than or equal"),
     Case("stores.pg.pool_max", True, "stores.pg.pool_max: Input should be a valid integer"),
     Case("stores.os.kind", "elastic", "stores.os: Input tag 'elastic' found using 'kind'"),
+    Case("stores.my.kind", "mysql", "stores.my: Input tag 'mysql' found using 'kind'"),
+    Case("stores.my.dsn", "postgresql://u@h/x", "stores.my.dsn: must be a mysql://user:"),
+    Case("stores.my.dsn", "mysql://u@h", "stores.my.dsn: must be a mysql://user:"),
+    Case("stores.my.dsn", "env:DG_FUZZ_UNSET",
+         "stores.my.dsn: environment variable DG_FUZZ_UNSET is not set"),
+    Case("stores.my.timeout_seconds", 0,
+         "stores.my.timeout_seconds: Input should be greater than 0"),
+    Case("stores.my.pool_max", 0, "stores.my.pool_max: Input should be greater than or equal"),
     Case("stores.os.url", "ftp://127.0.0.1:9250", "stores.os.url: must be an http:// or"),
     Case("stores.os.url", "http://", "stores.os.url: must be an http:// or https:// URL"),
     Case("stores.os.url", "http://127.0.0.1:99999", "stores.os.url: must be an http://"),
