@@ -27,6 +27,8 @@ TIMEOUT_ERRORS = frozenset({1317, 1969, 3024})
 """Query interrupted, max_statement_time exceeded (MariaDB), execution time exceeded (MySQL)."""
 UNAVAILABLE_ERRORS = frozenset({1040, 1053, 1203, 2002, 2003, 2006, 2013, 2055})
 """Too many connections, shutdown in progress, can't connect, server gone, lost connection."""
+DRIVER_ERRORS = (pymysql.MySQLError, OSError, TimeoutError)
+"""What the store or the way to it can raise; anything else is a bug and propagates."""
 
 
 def connect_args(dsn: str) -> dict[str, Any]:
@@ -61,7 +63,7 @@ async def store_pool(store: MariaDBStore) -> Any:
                 minsize=1, maxsize=store.pool_max, charset="utf8mb4", autocommit=True,
                 connect_timeout=store.timeout, init_command=session_setup(store.timeout),
                 pool_recycle=3600, **args)
-    except Exception as exc:
+    except DRIVER_ERRORS as exc:
         raise translate_error(store.name, "connect", exc) from exc
     return pool
 
@@ -76,13 +78,13 @@ async def close_pool(pool: Any, seconds: float = 10.0) -> None:
 async def connection(pool: Any, store: str, what: str, wait: float) -> AsyncIterator[Any]:
     """Yield a pooled connection; one whose call failed other than by a SQL error is closed.
 
-    Waits at most `wait` seconds for a connection; every failure is raised as a
-    StoreError naming `what`.
+    Waits at most `wait` seconds for a connection; driver, socket and timeout errors are
+    raised as StoreErrors naming `what`, anything else (a bug) as itself.
     """
     try:
         async with asyncio.timeout(wait):
             conn = await pool.acquire()
-    except Exception as exc:
+    except DRIVER_ERRORS as exc:
         raise translate_error(store, what, exc) from exc
     try:
         yield conn
@@ -90,7 +92,7 @@ async def connection(pool: Any, store: str, what: str, wait: float) -> AsyncIter
         if not _is_sql_error(exc):
             # A cancelled or timed-out call leaves unread bytes on the wire: never reuse it.
             conn.close()
-        if isinstance(exc, Exception):
+        if isinstance(exc, DRIVER_ERRORS):
             raise translate_error(store, what, exc) from exc
         raise
     finally:
@@ -122,9 +124,8 @@ def translate_error(store: str, what: str, exc: BaseException) -> StoreError:
         return StorePermissionError(store, f"{what}: {code} {message}")
     if code in UNAVAILABLE_ERRORS or isinstance(exc, OSError | pymysql.err.InterfaceError):
         return StoreUnavailable(store, f"{what}: cannot use the connection ({message})")
-    if isinstance(exc, pymysql.MySQLError):
-        return StoreQueryError(store, f"{what}: {code} {message}" if code else f"{what}: {message}")
-    return StoreQueryError(store, f"{what}: {type(exc).__name__}: {exc}")
+    # Any other driver error: the server refused the statement, or the driver the call.
+    return StoreQueryError(store, f"{what}: {code} {message}" if code else f"{what}: {message}")
 
 
 def _message(exc: BaseException) -> str:
