@@ -28,6 +28,7 @@ from driftgauge.stores.duckdb import io, preflight
 from driftgauge.stores.duckdb.dialect import DUCKDB
 from driftgauge.stores.duckdb.settings import DuckDBStore
 from driftgauge.stores.preflight import FieldSchema
+from driftgauge.stores.sql import results
 
 FETCH_ROWS = 2000
 """Rows per hop to the engine's thread in iter_rows."""
@@ -111,48 +112,25 @@ class DuckDBAdapter:
         return self._buckets(rows)
 
     def _buckets(self, rows: list[dict[str, Any]]) -> list[BucketDigest]:
-        out: dict[datetime, tuple[Aggregate, dict[str, int]]] = {}
-        for r in rows:
-            begin = r["bucket"].astimezone(UTC)
-            agg, excluded = out.get(begin, (Aggregate(), {}))
-            if r["rule"] is None:
-                agg = Aggregate(count=r["n"], distinct_keys=r["keys"],
-                                digest=unsigned64(int(r["digest"] or 0)))
-            else:
-                reason = self._reasons[r["rule"] - 1]
-                excluded = excluded | {reason: excluded.get(reason, 0) + r["n"]}
-            out[begin] = (agg, excluded)
-        return [BucketDigest(start=b, agg=a, excluded=x) for b, (a, x) in sorted(out.items())]
+        return results.buckets(rows, self._reasons)
 
     async def prefix_digests(self, start: datetime, end: datetime, depth: int,
                              within: Sequence[str] | None = None) -> dict[str, Aggregate]:
         """Return aggregates grouped by the first `depth` hex digits of the key hash."""
-        if not 1 <= depth <= 32:
-            raise ValueError(f"depth must be between 1 and 32, got {depth}")
-        if start >= end or (within is not None and not within):
+        query = results.prefix_query(DUCKDB, self.view, start, end, depth, within)
+        if query is None:
             return {}
-        args: list[Any] = [start, end, depth]
-        if within is not None:
-            args.append(DUCKDB.like_patterns(list(within)))
-        rows = await self._fetch("prefix digests",
-                                 DUCKDB.prefix_sql(self.view, within=within is not None), *args)
-        return {r["prefix"]: Aggregate(count=r["n"], distinct_keys=r["keys"],
-                                       digest=unsigned64(int(r["digest"]))) for r in rows}
+        return results.prefixes(await self._fetch("prefix digests", query[0], *query[1]))
 
     async def iter_rows(self, start: datetime, end: datetime,
                         prefixes: Sequence[str] | None = None, *,
                         ranges: TimeRanges | None = None) -> AsyncIterator[RowHash]:
         """Yield expected rows, fetched FETCH_ROWS at a time in the engine's thread."""
         spans = None if ranges is None else check_ranges(ranges)
-        if start >= end or (prefixes is not None and not prefixes) or spans == []:
+        query = results.rows_query(DUCKDB, self.view, start, end, prefixes, spans)
+        if query is None:
             return
-        args: list[Any] = [start, end]
-        if prefixes is not None:
-            args.append(DUCKDB.like_patterns(list(prefixes)))
-        if spans is not None:
-            args += [[lo for lo, _ in spans], [hi for _, hi in spans]]
-        sql = DUCKDB.rows_sql(self.view, within=prefixes is not None,
-                              ranges=None if spans is None else len(spans))
+        sql, args = query
         cursor = self._conn.cursor()
         try:
             with self._errors("export rows"):

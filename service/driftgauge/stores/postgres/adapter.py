@@ -25,6 +25,7 @@ from driftgauge.stores.base import (
 from driftgauge.stores.postgres import dialect, io, preflight
 from driftgauge.stores.postgres.settings import PostgresStore
 from driftgauge.stores.preflight import FieldSchema
+from driftgauge.stores.sql import results
 
 FETCH_ROWS = 2000
 """Rows per round trip of the server-side cursor in iter_rows."""
@@ -119,50 +120,25 @@ class PostgresAdapter:
                                          _slots_from_records))
 
     def _buckets(self, rows: list[Any]) -> list[BucketDigest]:
-        # Keyed by the UTC instant: local datetimes of one zone that differ only in fold
-        # (the two 02:00 of a day that falls back) are equal dict keys.
-        buckets: dict[datetime, tuple[Aggregate, dict[str, int]]] = {}
-        for r in rows:
-            begin = _utc(r["bucket"])
-            agg, excluded = buckets.get(begin, (Aggregate(), {}))
-            if r["rule"] is None:
-                agg = Aggregate(count=r["n"], distinct_keys=r["keys"],
-                                digest=unsigned64(int(r["digest"])))
-            else:
-                reason = self._reasons[r["rule"] - 1]
-                excluded = excluded | {reason: excluded.get(reason, 0) + r["n"]}
-            buckets[begin] = (agg, excluded)
-        return [BucketDigest(start=b, agg=a, excluded=x) for b, (a, x) in sorted(buckets.items())]
+        return results.buckets(rows, self._reasons)
 
     async def prefix_digests(self, start: datetime, end: datetime, depth: int,
                              within: Sequence[str] | None = None) -> dict[str, Aggregate]:
         """Return aggregates grouped by the first `depth` hex digits of the key hash."""
-        if not 1 <= depth <= 32:
-            raise ValueError(f"depth must be between 1 and 32, got {depth}")
-        if start >= end or (within is not None and not within):
+        query = results.prefix_query(dialect.POSTGRES, self.view, start, end, depth, within)
+        if query is None:
             return {}
-        args: list[Any] = [start, end, depth]
-        if within is not None:
-            args.append(dialect.like_patterns(list(within)))
-        rows = await self._fetch("prefix digests",
-                                 dialect.prefix_sql(self.view, within=within is not None), *args)
-        return {r["prefix"]: Aggregate(count=r["n"], distinct_keys=r["keys"],
-                                       digest=unsigned64(int(r["digest"]))) for r in rows}
+        return results.prefixes(await self._fetch("prefix digests", query[0], *query[1]))
 
     async def iter_rows(self, start: datetime, end: datetime,
                         prefixes: Sequence[str] | None = None, *,
                         ranges: TimeRanges | None = None) -> AsyncIterator[RowHash]:
         """Yield expected rows through a server-side cursor, FETCH_ROWS at a time."""
         spans = None if ranges is None else check_ranges(ranges)
-        if start >= end or (prefixes is not None and not prefixes) or spans == []:
+        query = results.rows_query(dialect.POSTGRES, self.view, start, end, prefixes, spans)
+        if query is None:
             return
-        args: list[Any] = [start, end]
-        if prefixes is not None:
-            args.append(dialect.like_patterns(list(prefixes)))
-        if spans is not None:
-            args += [[lo for lo, _ in spans], [hi for _, hi in spans]]
-        sql = dialect.rows_sql(self.view, within=prefixes is not None,
-                              ranges=None if spans is None else len(spans))
+        sql, args = query
         timeout = self.store.timeout
         with io.store_errors(self.store.name, self._where("export rows")):
             async with io.pooled(self._pool, timeout) as conn, conn.transaction(

@@ -1,0 +1,72 @@
+"""What every SQL adapter does around its queries: their arguments in, their rows out (no I/O)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from driftgauge.config.runtime import View
+from driftgauge.core.aggregate import Aggregate
+from driftgauge.encoding.digest import unsigned64
+from driftgauge.stores.base import BucketDigest
+from driftgauge.stores.sql.dialect import SqlDialect
+
+Row = Mapping[str, Any]
+
+
+def buckets(rows: Sequence[Row], reasons: Sequence[str]) -> list[BucketDigest]:
+    """Return the digests of a bucket or slot query's rows (bucket, rule, n, keys, digest).
+
+    A row with no rule is a bucket's expected aggregate; a row with rule i counts the rows
+    exclusion `reasons[i - 1]` dropped there.
+    """
+    # Keyed by the UTC instant: local datetimes of one zone that differ only in fold
+    # (the two 02:00 of a day that falls back) are equal dict keys.
+    out: dict[datetime, tuple[Aggregate, dict[str, int]]] = {}
+    for r in rows:
+        begin = r["bucket"].astimezone(UTC)
+        agg, excluded = out.get(begin, (Aggregate(), {}))
+        if r["rule"] is None:
+            agg = Aggregate(count=r["n"], distinct_keys=r["keys"],
+                            digest=unsigned64(int(r["digest"] or 0)))
+        else:
+            reason = reasons[r["rule"] - 1]
+            excluded = excluded | {reason: excluded.get(reason, 0) + r["n"]}
+        out[begin] = (agg, excluded)
+    return [BucketDigest(start=b, agg=a, excluded=x) for b, (a, x) in sorted(out.items())]
+
+
+def prefix_query(dialect: SqlDialect, view: View, start: datetime, end: datetime,
+                 depth: int, within: Sequence[str] | None) -> tuple[str, list[Any]] | None:
+    """Return the prefix query and its arguments; None when the answer is empty anyway."""
+    if not 1 <= depth <= 32:
+        raise ValueError(f"depth must be between 1 and 32, got {depth}")
+    if start >= end or (within is not None and not within):
+        return None
+    args: list[Any] = [start, end, depth]
+    if within is not None:
+        args.append(dialect.like_patterns(list(within)))
+    return dialect.prefix_sql(view, within=within is not None), args
+
+
+def prefixes(rows: Sequence[Row]) -> dict[str, Aggregate]:
+    """Return prefix → aggregate from a prefix query's rows."""
+    return {r["prefix"]: Aggregate(count=r["n"], distinct_keys=r["keys"],
+                                   digest=unsigned64(int(r["digest"]))) for r in rows}
+
+
+def rows_query(dialect: SqlDialect, view: View, start: datetime, end: datetime,
+               prefixes: Sequence[str] | None,
+               spans: Sequence[tuple[datetime, datetime]] | None,
+               ) -> tuple[str, list[Any]] | None:
+    """Return the row export query and its arguments; None when it would yield nothing."""
+    if start >= end or (prefixes is not None and not prefixes) or spans == []:
+        return None
+    args: list[Any] = [start, end]
+    if prefixes is not None:
+        args.append(dialect.like_patterns(list(prefixes)))
+    if spans is not None:
+        args += [[lo for lo, _ in spans], [hi for _, hi in spans]]
+    return dialect.rows_sql(view, within=prefixes is not None,
+                            ranges=None if spans is None else len(spans)), args
