@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: install services services-stop status tools test test-unit test-differential test-fuzz test-faults test-replicas lint typecheck docs demo demo-backfill bench bench-faults dist rules lock clean
+.PHONY: install services services-stop status tools test test-unit test-differential test-fuzz test-faults test-replicas lint typecheck docs try demo demo-backfill bench bench-faults dist rules lock clean
 
 $(BIN)/driftgauge: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -70,6 +70,9 @@ lock: install ## Regenerate requirements.lock from pyproject.toml (LOCK_ARGS=--u
 
 test-replicas: install services ## Two replicas' canaries over five scheduled minutes, plus the kill -9 tests
 	DRIFTGAUGE_E2E_CANARY_TIMES=5 $(BIN)/pytest -q -s tests/e2e/test_runs_replicas.py
+
+try: install ## No services: a DuckDB file checked against its Parquet export, planted drift found
+	$(BIN)/python deploy/examples/try/run.py
 
 demo: install services ## A week of the fault bench, then driftgauge serve finding the drift
 	$(BIN)/python bench/faults/demo.py

@@ -9,6 +9,8 @@ a query past the timeout is interrupted without blocking the event loop.
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -225,3 +227,14 @@ async def test_a_database_file_and_csv_files_read_as_the_parquet_export(
     assert sum(b.agg.count for b in got["parquet"]) == len(rows)
     assert got["database"] == got["parquet"]
     assert got["csv"] == got["parquet"]
+
+
+def test_the_zero_setup_try_finds_its_planted_rows() -> None:
+    out = subprocess.run([sys.executable, str(EXAMPLE.parent / "try" / "run.py")],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    for line in ("missing    o00042", "missing    o02718", "extra      x00001",
+                 "mismatched o01500"):
+        assert line in out.stdout
+    assert "total           3000         0     2999        2      1           1  drift" \
+        in out.stdout
