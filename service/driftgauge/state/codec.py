@@ -51,22 +51,9 @@ class RunRow:
     replica: str
 
     def payload(self) -> RunOut:
-        """Return the run as the payload the API shows."""
-        def iso(t: datetime | None) -> str | None:
-            return t.isoformat() if t is not None else None
-
-        return RunOut(
-            id=self.id, check=self.check, trigger=self.trigger,
-            window_start=self.window_start.isoformat(), window_end=self.window_end.isoformat(),
-            scheduled_for=iso(self.scheduled_for), started_at=self.started_at.isoformat(),
-            finished_at=iso(self.finished_at), status=self.status,
-            complete=self.complete, error=self.error,
-            duration_seconds=self.duration_seconds, queries=self.queries,
-            rows_fetched=self.rows_fetched, replica=self.replica)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return the run as a JSON-ready dict."""
-        return self.payload().model_dump()
+        """Return the run as the payload the API shows (instants in ISO 8601)."""
+        return RunOut(**{name: value.isoformat() if isinstance(value, datetime) else value
+                         for name, value in vars(self).items()})
 
 
 @dataclass(frozen=True)
@@ -81,10 +68,6 @@ class StoredBucket:
         """Return the bucket and its run as the payload the API shows."""
         return BucketOut(**dict(self.bucket.payload()), run_id=self.run_id,
                          checked_at=self.finished_at.isoformat() if self.finished_at else None)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return the bucket and its run as a JSON-ready dict."""
-        return self.payload().model_dump()
 
 
 @dataclass(frozen=True)
