@@ -238,3 +238,26 @@ def test_the_zero_setup_try_finds_its_planted_rows() -> None:
         assert line in out.stdout
     assert "total           3000         0     2999        2      1           1  drift" \
         in out.stdout
+
+
+async def test_the_pipeline_can_write_the_database_file_between_queries(tmp_path: Path) -> None:
+    db = tmp_path / "warehouse.duckdb"
+    conn = duckdb.connect(str(db))
+    conn.execute("CREATE TABLE t AS SELECT 'a' AS k, TIMESTAMPTZ '2026-01-01 12:00:00+00' AS ts")
+    conn.close()
+    day = (datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 2, tzinfo=UTC))
+    adapter = await open_adapter(make_view(DuckDBStore("wh", str(db)),  # type: ignore[arg-type]
+                                           key="k", time="ts", fields={}, table="t"))
+    try:
+        (before,) = await adapter.bucket_digests(*day, "day")
+        # Another process (the pipeline) writes the file while the store is open: DuckDB
+        # refuses it while any other process holds the file open.
+        writer = ("import duckdb; c = duckdb.connect(" + repr(str(db)) + "); c.execute(\"INSERT"
+                  " INTO t VALUES ('b', TIMESTAMPTZ '2026-01-01 13:00:00+00')\"); c.close()")
+        out = await asyncio.to_thread(subprocess.run, [sys.executable, "-c", writer],
+                                      capture_output=True, text=True, timeout=60, check=False)
+        assert out.returncode == 0, out.stderr
+        (after,) = await adapter.bucket_digests(*day, "day")
+    finally:
+        await adapter.close()
+    assert (before.agg.count, after.agg.count) == (1, 2)

@@ -131,7 +131,8 @@ class DuckDBAdapter:
         if query is None:
             return
         sql, args = query
-        cursor = self._conn.cursor()
+        with self._errors("export rows"):
+            cursor = await self._conn.cursor()
         try:
             with self._errors("export rows"):
                 await self._conn.call(cursor, lambda: cursor.execute(sql, args))

@@ -33,24 +33,35 @@ DRIVER_ERRORS = (duckdb.Error, OSError)
 
 
 class Connection:
-    """A store's DuckDB connection and the threads its queries run in."""
+    """A store's DuckDB connection and the threads its queries run in.
 
-    def __init__(self, store: DuckDBStore, conn: duckdb.DuckDBPyConnection) -> None:
+    A database file is opened per query, read-only, and closed after it: DuckDB lets one
+    process write a file only while no other process has it open, so a connection held
+    between runs would lock out the pipeline that writes it. A store of files only shares
+    one in-memory engine (the files themselves are re-read by every query).
+    """
+
+    def __init__(self, store: DuckDBStore, conn: duckdb.DuckDBPyConnection | None) -> None:
         self.store = store
         self._conn = conn
         self._pool = ThreadPoolExecutor(WORKERS, thread_name_prefix=f"duckdb-{store.name}")
 
-    def cursor(self) -> duckdb.DuckDBPyConnection:
-        """Return a new cursor (its own connection to the same database)."""
-        return self._conn.cursor()
+    async def cursor(self) -> duckdb.DuckDBPyConnection:
+        """Return a new cursor: its own connection to the engine, or to the database file."""
+        return await self.call(None, self._new_cursor)
 
-    async def call(self, cursor: duckdb.DuckDBPyConnection, work: Callable[[], T]) -> T:
+    def _new_cursor(self) -> duckdb.DuckDBPyConnection:
+        if self._conn is not None:
+            return self._conn.cursor()
+        return _connect(self.store)
+
+    async def call(self, cursor: duckdb.DuckDBPyConnection | None, work: Callable[[], T]) -> T:
         """Run `work` (which uses `cursor`) in a thread; interrupt it past the timeout."""
         future = asyncio.get_running_loop().run_in_executor(self._pool, work)
         try:
             return await asyncio.wait_for(asyncio.shield(future), self.store.timeout)
         except BaseException:
-            if not future.done():
+            if not future.done() and cursor is not None:
                 cursor.interrupt()
                 # The interrupted query ends promptly; wait so no thread outlives the call.
                 await asyncio.wait([future], timeout=5)
@@ -60,7 +71,7 @@ class Connection:
 
     async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         """Return every row of a query as column → value mappings."""
-        cursor = self.cursor()
+        cursor = await self.cursor()
 
         def run() -> list[dict[str, Any]]:
             cursor.execute(sql, list(params))
@@ -74,22 +85,33 @@ class Connection:
 
     async def close(self) -> None:
         """Close the connection and let the threads finish."""
-        self._conn.close()
+        if self._conn is not None:
+            self._conn.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _open(store: DuckDBStore) -> duckdb.DuckDBPyConnection:
-    problems: list[str] = []
-    where = f"stores.{store.name}"
-    if store.database is not None and not Path(store.database).is_file():
-        raise ConfigError([f"{where}.database: no such file {store.database}"])
+def _connect(store: DuckDBStore) -> duckdb.DuckDBPyConnection:
     config: dict[str, Any] = {"threads": store.threads, "autoinstall_known_extensions": False}
     conn = duckdb.connect(store.database or ":memory:", read_only=store.database is not None,
                           config=config)
     try:
-        # A TIMESTAMP without zone is read as UTC, and every cursor inherits it (the
-        # default is the process's zone). The ICU extension this needs is built in.
+        # A TIMESTAMP without zone is read as UTC (the default is the process's zone), and
+        # cursors inherit it. The ICU extension this needs is built into the wheel.
         conn.execute("SET GLOBAL TimeZone = 'UTC'")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _open(store: DuckDBStore) -> duckdb.DuckDBPyConnection | None:
+    """Check the store's database and file tables; return the engine files-only stores share."""
+    problems: list[str] = []
+    where = f"stores.{store.name}"
+    if store.database is not None and not Path(store.database).is_file():
+        raise ConfigError([f"{where}.database: no such file {store.database}"])
+    conn = _connect(store)
+    try:
         for table in store.files:
             found = conn.execute("SELECT count(*) FROM glob(?)", [table.path]).fetchone()
             if not found or not found[0]:
@@ -103,10 +125,11 @@ def _open(store: DuckDBStore) -> duckdb.DuckDBPyConnection:
     except BaseException:
         conn.close()
         raise
+    if problems or store.database is not None:
+        conn.close()  # a database file is opened per query (see Connection)
     if problems:
-        conn.close()
         raise ConfigError(problems)
-    return conn
+    return None if store.database is not None else conn
 
 
 async def connect(store: DuckDBStore) -> Connection:
