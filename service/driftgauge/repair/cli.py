@@ -36,6 +36,13 @@ def _instant(text: str) -> datetime:
 def add_commands(sub: Any, with_config: Callable[[argparse.ArgumentParser], None],
                  log_options: Callable[..., None]) -> None:
     """Add the backfill, probe and watermark commands to the CLI's subparsers."""
+
+    def finish(sp: argparse.ArgumentParser, what: str, command: Callable[..., Any]) -> None:
+        sp.add_argument("--json", action="store_true", help=f"print {what} as JSON")
+        with_config(sp)
+        log_options(sp, "WARNING", "text")
+        sp.set_defaults(repair=command)
+
     bf = sub.add_parser("backfill", help="plan, announce, start, verify, replay, close, show "
                         "a backfill (in that order; the rules refuse any other)")
     bf_sub = bf.add_subparsers(dest="backfill_command", required=True, help="the step")
@@ -57,10 +64,7 @@ def add_commands(sub: Any, with_config: Callable[[argparse.ArgumentParser], None
         if step == "replay":
             sp.add_argument("--consumer", help="only this consumer (default: every unfinished "
                             "one, in rank order; commands run here)")
-        sp.add_argument("--json", action="store_true", help="print the backfill as JSON")
-        with_config(sp)
-        log_options(sp, "WARNING", "text")
-        sp.set_defaults(repair=_backfill)
+        finish(sp, "the backfill", _backfill)
     pr = sub.add_parser("probe", help="probe a partition step for idempotency")
     pr_sub = pr.add_subparsers(dest="probe_command", required=True, help="the probe")
     rr = pr_sub.add_parser("rerun", help="run a step twice (--command) or compare two ledger "
@@ -75,10 +79,7 @@ def add_commands(sub: Any, with_config: Callable[[argparse.ArgumentParser], None
                     help="compare the last two closed ledger runs of one window")
     rr.add_argument("--window-start", type=_instant, help="the ledger window (default: latest)")
     rr.add_argument("--window-end", type=_instant, help="the ledger window's end")
-    rr.add_argument("--json", action="store_true", help="print the result as JSON")
-    with_config(rr)
-    log_options(rr, "WARNING", "text")
-    rr.set_defaults(repair=_probe)
+    finish(rr, "the result", _probe)
     wm = sub.add_parser("watermark", help="read or move a pipeline's watermark")
     wm_sub = wm.add_subparsers(dest="watermark_command", required=True, help="what to do")
     for name in ("show", "advance", "move-back"):
@@ -92,10 +93,7 @@ def add_commands(sub: Any, with_config: Callable[[argparse.ArgumentParser], None
             sp.add_argument("--check", help="the check over the pipeline's output")
             sp.add_argument("--stall-after", type=float, metavar="SECONDS",
                             help="no advance for this long is a watermark_stalled breach")
-        sp.add_argument("--json", action="store_true", help="print the watermark as JSON")
-        with_config(sp)
-        log_options(sp, "WARNING", "text")
-        sp.set_defaults(repair=_watermark)
+        finish(sp, "the watermark", _watermark)
 
 
 def run(config: Config, args: argparse.Namespace) -> int:
