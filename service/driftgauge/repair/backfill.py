@@ -11,14 +11,12 @@ from driftgauge.config.runtime import Check
 from driftgauge.repair import announce, partitions
 from driftgauge.repair.errors import NotFound, Refused, RepairInputError
 from driftgauge.repair.partitions import Partition, Snapshot
+from driftgauge.repair.parts import CheckParts, Sides
 from driftgauge.repair.plan import Plan, drifting_targets, readers_of
 from driftgauge.repair.readlog import ReadLog
 from driftgauge.repair.watermarks import Watermarks
-from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.postgres.io import PgCalls
 
-Sides = Callable[[str], Awaitable[tuple[StoreAdapter, StoreAdapter]]]
-"""Return a check's (source, reader) adapters."""
 ORDER = ("planned", "announced", "running", "verified", "replayed", "closed")
 NEXT_STEP = {"planned": "announce (or start when no signing consumer read a target)",
              "announced": "start", "running": "verify", "verified": "replay",
@@ -34,24 +32,16 @@ def _loads(value: str | None) -> Any:
     return json.loads(value) if value is not None else None
 
 
-class Backfills:
+class Backfills(CheckParts):
     """Run each lifecycle step against the state database, refusing what the rules forbid."""
 
     def __init__(self, calls: PgCalls, checks: Mapping[str, Check], sides: Sides,
                  watermarks: Watermarks, reads: ReadLog, clock: Callable[[], datetime],
                  on_change: Callable[[], Awaitable[None]] | None = None) -> None:
-        self.calls = calls
-        self.checks = checks
-        self.sides = sides
+        super().__init__(calls, checks, sides, clock)
         self.watermarks = watermarks
         self.reads = reads
-        self.clock = clock
         self.on_change = on_change
-
-    def _check(self, name: str) -> Check:
-        if name not in self.checks:
-            raise RepairInputError("check", f"no such check {name!r}")
-        return self.checks[name]
 
     async def event(self, backfill_id: int | None, check: str, step: str, outcome: str, *,
                     rule: str = "", actor: str = "", consumer: str | None = None,
@@ -227,14 +217,25 @@ class Backfills:
 
     # -- announce --------------------------------------------------------------------------------
 
+    async def in_order(self, bf: Mapping[str, Any], step: str, allowed: tuple[str, ...],
+                       by: str) -> None:
+        """Refuse `step` as out of order unless the backfill stands in an `allowed` status."""
+        wrong = self._expect(bf, step, allowed)
+        if wrong:
+            raise await self.refuse(bf, step, "out_of_order", wrong, by)
+
+    async def _ready(self, bf_id: int, step: str, allowed: tuple[str, ...],
+                     by: str) -> dict[str, Any]:
+        """Load a backfill and refuse `step` unless it stands in an `allowed` status."""
+        async with self.calls.conn("read a backfill") as conn:
+            bf = await self._load(conn, bf_id)
+        await self.in_order(bf, step, allowed, by)
+        return bf
+
     async def announce(self, bf_id: int, *, by: str,
                        runs_at: datetime | None = None) -> dict[str, Any]:
         """Capture the before totals, render the announcement and post it to the consumers."""
-        async with self.calls.conn("read a backfill") as conn:
-            bf = await self._load(conn, bf_id)
-        wrong = self._expect(bf, "announce", ("planned",))
-        if wrong:
-            raise await self.refuse(bf, "announce", "out_of_order", wrong, by)
+        bf = await self._ready(bf_id, "announce", ("planned",), by)
         before = await self._snapshots(bf["check"], bf["partitions"], 1)
         expected = await self._snapshots(bf["check"], bf["partitions"], 0)
         total_before = partitions.totals(before.values())
@@ -286,11 +287,7 @@ class Backfills:
 
     async def start(self, bf_id: int, *, by: str) -> dict[str, Any]:
         """Allow the recompute: only announced when signed, only closed partitions."""
-        async with self.calls.conn("read a backfill") as conn:
-            bf = await self._load(conn, bf_id)
-        wrong = self._expect(bf, "start", ("planned", "announced"))
-        if wrong:
-            raise await self.refuse(bf, "start", "out_of_order", wrong, by)
+        bf = await self._ready(bf_id, "start", ("planned", "announced"), by)
         signing = [c for c in bf["consumers"] if c["signs"]]
         if bf["status"] == "planned" and signing:
             names = ", ".join(f"{c['name']} (signed by {c['signed_by']})" for c in signing)
@@ -370,9 +367,7 @@ class Backfills:
                 " AND active AND facts->>'check' = $1"
                 " AND (facts->>'start')::timestamptz < $3 AND (facts->>'end')::timestamptz > $2",
                 bf["check"], bf["partitions"][0][0], bf["partitions"][-1][1])
-        wrong = self._expect(bf, "verify", ("running",))
-        if wrong:
-            raise await self.refuse(bf, "verify", "out_of_order", wrong, by)
+        await self.in_order(bf, "verify", ("running",), by)
         if appended:
             raise await self.refuse(
                 bf, "verify", "rerun_appended",
@@ -409,11 +404,7 @@ class Backfills:
 
     async def close(self, bf_id: int, *, by: str) -> dict[str, Any]:
         """File the backfill log row: partitions, totals before and after, the diff."""
-        async with self.calls.conn("read a backfill") as conn:
-            bf = await self._load(conn, bf_id)
-        wrong = self._expect(bf, "close", ("replayed",))
-        if wrong:
-            raise await self.refuse(bf, "close", "out_of_order", wrong, by)
+        bf = await self._ready(bf_id, "close", ("replayed",), by)
         after = await self._snapshots(bf["check"], bf["partitions"], 1)
         total_after = partitions.totals(after.values())
         change = partitions.diff(bf["totals_before"], total_after)

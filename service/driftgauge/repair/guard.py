@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from driftgauge.config.runtime import Check
 from driftgauge.core.errors import StoreError
 from driftgauge.repair import breaches, partitions
-from driftgauge.repair.backfill import Sides
-from driftgauge.stores.postgres.io import PgCalls
+from driftgauge.repair.parts import CheckParts
 
 log = logging.getLogger("driftgauge.repair")
 LOOKBACK = timedelta(days=7)
@@ -37,15 +34,8 @@ def subject(check: str, consumer: str, start: datetime) -> str:
     return f"{check}/{consumer}/{start.isoformat()}"
 
 
-class SilentChangeGuard:
+class SilentChangeGuard(CheckParts):
     """Digest every signed partition again and raise `silent_change` where it moved."""
-
-    def __init__(self, calls: PgCalls, checks: Mapping[str, Check], sides: Sides,
-                 clock: Callable[[], datetime]) -> None:
-        self.calls = calls
-        self.checks = checks
-        self.sides = sides
-        self.clock = clock
 
     async def judge(self) -> list[dict[str, Any]]:
         """Judge every signed partition now; return the silent changes found."""

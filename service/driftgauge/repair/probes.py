@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from driftgauge.config.runtime import Check
 from driftgauge.repair import breaches, partitions
-from driftgauge.repair.backfill import Sides
 from driftgauge.repair.errors import Refused, RepairInputError
 from driftgauge.repair.partitions import HOUR, Snapshot
+from driftgauge.repair.parts import CheckParts
 from driftgauge.repair.replay import CommandRunner
-from driftgauge.stores.postgres.io import PgCalls
 
 Verdict = Literal["converged", "appended", "changed"]
 LEDGER_LOOKBACK = timedelta(days=7)
@@ -52,20 +50,8 @@ def _worst(found: list[Observed]) -> Verdict:
         "changed" if "changed" in verdicts else "converged")
 
 
-class RerunProbe:
+class RerunProbe(CheckParts):
     """Run a step twice on a staging copy, or observe two ledger runs of one window."""
-
-    def __init__(self, calls: PgCalls, checks: Mapping[str, Check], sides: Sides,
-                 clock: Callable[[], datetime]) -> None:
-        self.calls = calls
-        self.checks = checks
-        self.sides = sides
-        self.clock = clock
-
-    def _check(self, name: str) -> Check:
-        if name not in self.checks:
-            raise RepairInputError("check", f"no such check {name!r}")
-        return self.checks[name]
 
     async def step(self, check_name: str, start: datetime, end: datetime, command: str,
                    run: CommandRunner) -> dict[str, Any]:

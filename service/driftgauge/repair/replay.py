@@ -24,9 +24,7 @@ class Replays:
                      ) -> dict[str, Any]:
         """Re-trigger one consumer, or every unfinished one in rank order until one waits."""
         bf = await self.backfills.show(bf_id)
-        wrong = self.backfills._expect(bf, "replay", ("verified",))
-        if wrong:
-            raise await self.backfills.refuse(bf, "replay", "out_of_order", wrong, by)
+        await self.backfills.in_order(bf, "replay", ("verified",), by)
         if consumer is not None:
             await self._one(bf, consumer, by)
             return await self.backfills.show(bf_id)

@@ -11,12 +11,13 @@ from typing import Any
 from driftgauge.config.runtime import Check
 from driftgauge.core.errors import StateError, StoreError
 from driftgauge.repair import partitions
-from driftgauge.repair.backfill import Backfills, Sides
+from driftgauge.repair.backfill import Backfills
 from driftgauge.repair.breaches import Breaches
 from driftgauge.repair.consumers import Consumers
 from driftgauge.repair.guard import SilentChangeGuard
 from driftgauge.repair.metrics import RepairMetrics
 from driftgauge.repair.partitions import Partition, Snapshot
+from driftgauge.repair.parts import Sides
 from driftgauge.repair.probes import RerunProbe
 from driftgauge.repair.readlog import ReadLog
 from driftgauge.repair.replay import CommandRunner, Replays

@@ -1,0 +1,30 @@
+"""What every repair part that reads a check's stores is built on."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import datetime
+
+from driftgauge.config.runtime import Check
+from driftgauge.repair.errors import RepairInputError
+from driftgauge.stores.base import StoreAdapter
+from driftgauge.stores.postgres.io import PgCalls
+
+Sides = Callable[[str], Awaitable[tuple[StoreAdapter, StoreAdapter]]]
+"""Return a check's (source, reader) adapters."""
+
+
+class CheckParts:
+    """Hold the state database, the checks, their (source, reader) adapters and the clock."""
+
+    def __init__(self, calls: PgCalls, checks: Mapping[str, Check], sides: Sides,
+                 clock: Callable[[], datetime]) -> None:
+        self.calls = calls
+        self.checks = checks
+        self.sides = sides
+        self.clock = clock
+
+    def _check(self, name: str) -> Check:
+        if name not in self.checks:
+            raise RepairInputError("check", f"no such check {name!r}")
+        return self.checks[name]
