@@ -26,7 +26,7 @@ def load_service_config(path: str | Path, *, resolve_secrets: bool = True) -> Co
 def runtime_problems(config: Config, *, resolve_secrets: bool = True,
                      now: datetime | None = None) -> list[str]:
     """Return what fails when serve builds its schedules and token check from `config`."""
-    from driftgauge.api import create_app
+    from driftgauge.api.app import create_app
     from driftgauge.api.auth import TokenCheck
     from driftgauge.core.clock import utc_now
     from driftgauge.jobs.recurring import canary_grid, signals_grid

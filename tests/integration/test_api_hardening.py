@@ -17,7 +17,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from driftgauge.api import create_app
+from driftgauge.api.app import create_app
 from driftgauge.config.loader import load_text
 from driftgauge.config.runtime import Config
 from driftgauge.core.aggregate import Aggregate

@@ -13,7 +13,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from driftgauge import observe
-from driftgauge.api import create_app
+from driftgauge.api.app import create_app
 from driftgauge.config.loader import load_text
 from driftgauge.config.runtime import Config
 from driftgauge.jobs.adapters import AdapterPool
