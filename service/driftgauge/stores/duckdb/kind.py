@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from driftgauge.config.runtime import Store, View
@@ -11,6 +10,7 @@ from driftgauge.core.errors import StoreError
 from driftgauge.stores import registry
 from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.duckdb.settings import DuckDBStore, DuckDBStoreModel, FileTable
+from driftgauge.stores.sql.views import sql_view_check
 
 
 def build(name: str, sm: DuckDBStoreModel, problems: list[str]) -> DuckDBStore:
@@ -24,17 +24,8 @@ def build(name: str, sm: DuckDBStoreModel, problems: list[str]) -> DuckDBStore:
     return DuckDBStore(name, sm.database, files, sm.timeout_seconds, sm.threads)
 
 
-def check_view(where: str, vm: Any, exclusions: Sequence[Any], problems: list[str]) -> None:
-    """Append what a duckdb view (and its source's exclusions) gets wrong."""
-    if (vm.query is None) == (vm.table is None):
-        problems.append(f"{where}: a duckdb view needs exactly one of 'query' or 'table'")
-    for key in ("index", "filter"):
-        if getattr(vm, key) is not None:
-            problems.append(f"{where}.{key}: only for opensearch views")
-    for i, ex in enumerate(exclusions):
-        if ex.where is None or ex.query is not None:
-            problems.append(f"{where.rsplit('.', 1)[0]}.exclusions.{i}: a duckdb source "
-                            "excludes rows with 'where' (an SQL predicate)")
+
+check_view = sql_view_check("duckdb")
 
 
 def store_secrets(store: Store) -> list[tuple[str, Secret, str]]:

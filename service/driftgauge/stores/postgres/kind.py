@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from driftgauge.config import secrets
@@ -12,6 +11,7 @@ from driftgauge.core.errors import StoreError
 from driftgauge.stores import registry
 from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.postgres.settings import PostgresStore, PostgresStoreModel
+from driftgauge.stores.sql.views import sql_view_check
 
 
 def build(name: str, sm: PostgresStoreModel, problems: list[str]) -> PostgresStore:
@@ -20,17 +20,8 @@ def build(name: str, sm: PostgresStoreModel, problems: list[str]) -> PostgresSto
     return PostgresStore(name, Secret(sm.dsn), sm.timeout_seconds, sm.pool_max)
 
 
-def check_view(where: str, vm: Any, exclusions: Sequence[Any], problems: list[str]) -> None:
-    """Append what a postgres view (and its source's exclusions) gets wrong."""
-    if (vm.query is None) == (vm.table is None):
-        problems.append(f"{where}: a postgres view needs exactly one of 'query' or 'table'")
-    for key in ("index", "filter"):
-        if getattr(vm, key) is not None:
-            problems.append(f"{where}.{key}: only for opensearch views")
-    for i, ex in enumerate(exclusions):
-        if ex.where is None or ex.query is not None:
-            problems.append(f"{where.rsplit('.', 1)[0]}.exclusions.{i}: a postgres source "
-                            "excludes rows with 'where' (an SQL predicate)")
+
+check_view = sql_view_check("postgres")
 
 
 def store_secrets(store: Store) -> list[tuple[str, Secret, str]]:
