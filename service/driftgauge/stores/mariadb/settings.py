@@ -8,30 +8,23 @@ from urllib.parse import urlsplit
 
 from pydantic import Field
 
-from driftgauge.config.secrets import Secret
-from driftgauge.config.values import Seconds, SecretRef
-from driftgauge.stores.registry import StoreModel
+from driftgauge.config.values import SecretRef
+from driftgauge.stores.sql.settings import PooledStore, PooledStoreModel
 
 SCHEMES = ("mysql", "mariadb")
 
 
 @dataclass(frozen=True)
-class MariaDBStore:
+class MariaDBStore(PooledStore):
     """A MariaDB (or MySQL) store reached through an aiomysql pool."""
 
-    name: str
-    dsn: Secret
-    timeout: float = 30.0
-    pool_max: int = 4
     kind: str = "mariadb"
 
 
-class MariaDBStoreModel(StoreModel):
+class MariaDBStoreModel(PooledStoreModel):
     kind: Literal["mariadb"]
     dsn: SecretRef = Field(description="mysql://user:password@host:port/database, usually a "
                           "secret reference (env:NAME).")
-    timeout_seconds: Seconds = 30.0
-    pool_max: int = Field(4, ge=1, le=100)
 
 
 def dsn_shape(value: str) -> str | None:

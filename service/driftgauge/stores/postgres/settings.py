@@ -7,25 +7,18 @@ from typing import Literal
 
 from pydantic import Field
 
-from driftgauge.config.secrets import Secret
-from driftgauge.config.values import Seconds, SecretRef
-from driftgauge.stores.registry import StoreModel
+from driftgauge.config.values import SecretRef
+from driftgauge.stores.sql.settings import PooledStore, PooledStoreModel
 
 
 @dataclass(frozen=True)
-class PostgresStore:
+class PostgresStore(PooledStore):
     """A PostgreSQL store reached through an asyncpg pool."""
 
-    name: str
-    dsn: Secret
-    timeout: float = 30.0
-    pool_max: int = 4
     kind: str = "postgres"
 
 
-class PostgresStoreModel(StoreModel):
+class PostgresStoreModel(PooledStoreModel):
     kind: Literal["postgres"]
     dsn: SecretRef = Field(description="Connection string, usually a secret reference "
                           "(env:NAME).")
-    timeout_seconds: Seconds = 30.0
-    pool_max: int = Field(4, ge=1, le=100)
