@@ -12,6 +12,7 @@ from tests.conformance.kind_mariadb import MariaDBFixtures
 from tests.conformance.kind_memory import MemoryFixtures
 from tests.conformance.kind_opensearch import OpenSearchFixtures
 from tests.conformance.kind_postgres import PostgresFixtures
+from tests.conformance.kind_reader_api import ReaderApiFixtures
 from tests.conformance.spec import Kind
 
 KINDS = (
@@ -20,4 +21,5 @@ KINDS = (
     Kind("memory", MemoryFixtures(), registered=False),
     Kind("mariadb", MariaDBFixtures()),
     Kind("duckdb", DuckDBFixtures()),
+    Kind("reader_api", ReaderApiFixtures()),
 )

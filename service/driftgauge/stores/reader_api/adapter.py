@@ -1,0 +1,182 @@
+"""The reader API adapter: rows shipped page by page, hashed here, aggregated in Python.
+
+No pushdown is possible through an application's API, so each window is fetched once per
+run, every row is hashed with the canonical encoding, and the aggregates come from the
+same code as the in-memory adapter's (stores.memory), bucket for bucket.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any, Self
+
+import httpx
+
+from driftgauge.config.runtime import View
+from driftgauge.core.aggregate import Aggregate
+from driftgauge.core.clock import EPOCH
+from driftgauge.core.errors import StoreQueryError
+from driftgauge.core.fields import TimestampPrecision
+from driftgauge.encoding import digest as d
+from driftgauge.stores.base import BucketDigest, FirstPass, Granularity, RowHash, TimeRanges
+from driftgauge.stores.memory import MemoryAdapter
+from driftgauge.stores.reader_api import io
+from driftgauge.stores.reader_api.paths import MISSING, lookup
+from driftgauge.stores.reader_api.settings import ReaderApiStore
+
+
+class ReaderApiAdapter:
+    """Read a reader view through the application's own HTTP API (reader side only)."""
+
+    def __init__(self, view: View, client: httpx.AsyncClient, *, owns_client: bool) -> None:
+        if not isinstance(view.store, ReaderApiStore):
+            raise ValueError("a reader_api view needs a reader_api store")
+        if view.exclusions:
+            raise ValueError("a reader_api view is a reader: it has no exclusions")
+        self.view = view
+        self.store: ReaderApiStore = view.store
+        self._client = client
+        self._owns_client = owns_client
+        self._pace = io.Pace(self.store.rate_limit)
+        self._windows: list[tuple[datetime, datetime, MemoryAdapter]] = []
+        self._read = 0
+        self.requests = 0
+        self.mode = self.store.mode
+
+    @classmethod
+    async def open(cls, view: View, client: httpx.AsyncClient | None = None) -> Self:
+        """Return an adapter on the store's shared client, or on a client of its own."""
+        store = view.store
+        if not isinstance(store, ReaderApiStore):
+            raise ValueError("a reader_api view needs a reader_api store")
+        return cls(view, client or io.open_client(store), owns_client=client is None)
+
+    async def close(self) -> None:
+        """Close the client, unless the store's other views share it."""
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def _window(self, start: datetime, end: datetime) -> MemoryAdapter:
+        """Return the rows of a window that covers [start, end), fetching it if none does."""
+        for lo, hi, rows in self._windows:
+            if lo <= start and end <= hi:
+                return rows
+        # An hour more: a window of local days grows by one where the zone falls back.
+        limit = timedelta(days=self.store.max_window_days, hours=1)
+        if end - start > limit:
+            raise StoreQueryError(self.store.name, (
+                f"the window {io.iso(start)} to {io.iso(end)} is longer than "
+                f"max_window_days={self.store.max_window_days}: a reader API is checked on a "
+                "bounded recent window (shorten the schedule's days or raise the setting)"))
+        got: list[RowHash] = []
+        first = True
+        async for _body, page in io.pages(self._client, self.store, start, end, self._pace):
+            self.requests += 1
+            if first:
+                self._preflight(page)
+                first = False
+            self._read += len(page)
+            if self._read > self.store.max_rows:
+                raise StoreQueryError(self.store.name, (
+                    f"more than max_rows={self.store.max_rows} rows in this run (at "
+                    f"{self._read} after page {self.requests}); raise max_rows or shorten "
+                    "the window"))
+            got.extend(r for r in map(self._hash, page) if start <= r.event_time < end)
+        rows = MemoryAdapter(got, self.view.timezone)
+        self._windows.append((start, end, rows))
+        return rows
+
+    def _paths(self) -> list[str]:
+        return [self.view.key_column, self.view.time_column, *self.view.columns]
+
+    def _preflight(self, page: list[Any]) -> None:
+        """Refuse a first page whose rows lack a mapped field (its path named)."""
+        if not page:
+            return
+        for path in self._paths():
+            if all(not isinstance(r, dict) or lookup(r, path) is MISSING for r in page):
+                raise StoreQueryError(self.store.name, (
+                    f"field path {path!r} is in none of the first page's {len(page)} rows "
+                    f"at rows_path {self.store.rows_path or '(the body)'!r}"))
+
+    def _hash(self, row: Any) -> RowHash:
+        view = self.view
+        if not isinstance(row, dict):
+            raise StoreQueryError(self.store.name, f"a row is {type(row).__name__}, not an "
+                                  "object")
+        key = _value(row, view.key_column)
+        try:
+            when = _instant(_value(row, view.time_column))
+            values = [_value(row, c) for c in view.columns]
+            types = [f.type for f in view.fields]
+            khash, rhash = d.hash_row(key, view.key_type, values, types,
+                                      view.timestamp_precision)
+            text = None if key is None else d.key_text(key)
+        except (TypeError, ValueError) as exc:
+            raise StoreQueryError(self.store.name, f"row with key {key!r}: {exc}") from None
+        return RowHash(text, khash, rhash, when)
+
+    def use_timestamp_precision(self, precision: TimestampPrecision) -> None:
+        """Hash timestamp fields at `precision` from the next fetch on."""
+        if precision != self.view.timestamp_precision:
+            self.view = replace(self.view, timestamp_precision=precision)
+            self._windows = []
+
+    async def bucket_digests(self, start: datetime, end: datetime,
+                             granularity: Granularity) -> list[BucketDigest]:
+        """Return per-bucket aggregates of the rows the API returned."""
+        if start >= end:
+            return []
+        return await (await self._window(start, end)).bucket_digests(start, end, granularity)
+
+    async def slot_digests(self, start: datetime, end: datetime, seconds: int, *,
+                           distinct: bool = True) -> list[BucketDigest]:
+        """Return per-slot aggregates (slots of `seconds` from start)."""
+        if start >= end:
+            return []
+        return await (await self._window(start, end)).slot_digests(start, end, seconds)
+
+    async def day_and_slot_digests(self, start: datetime, end: datetime,
+                                   seconds: int) -> FirstPass:
+        """Return day buckets and their slots from one fetch of the window."""
+        return await (await self._window(start, end)).day_and_slot_digests(start, end, seconds)
+
+    async def prefix_digests(self, start: datetime, end: datetime, depth: int,
+                             within: Sequence[str] | None = None) -> dict[str, Aggregate]:
+        """Return aggregates grouped by the first `depth` hex digits of the key hash."""
+        if not 1 <= depth <= 32:
+            raise ValueError(f"depth must be between 1 and 32, got {depth}")
+        if start >= end or (within is not None and not within):
+            return {}
+        return await (await self._window(start, end)).prefix_digests(start, end, depth, within)
+
+    async def iter_rows(self, start: datetime, end: datetime,
+                        prefixes: Sequence[str] | None = None, *,
+                        ranges: TimeRanges | None = None) -> AsyncIterator[RowHash]:
+        """Yield the rows the API returned in [start, end) (optionally filtered)."""
+        if start >= end:
+            return
+        rows = await self._window(start, end)
+        async for r in rows.iter_rows(start, end, prefixes, ranges=ranges):
+            yield r
+
+
+def _value(row: dict[str, Any], path: str) -> Any:
+    got = lookup(row, path)
+    return None if got is MISSING else got  # an API leaves null fields out
+
+
+def _instant(value: Any) -> datetime:
+    """Return the event time of a row: ISO 8601 text (UTC when zoneless) or epoch millis."""
+    if isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"time {value!r} is not an ISO 8601 timestamp") from None
+    elif isinstance(value, int) and not isinstance(value, bool):
+        moment = EPOCH + timedelta(milliseconds=value)
+    else:
+        raise ValueError(f"time {value!r} is no ISO 8601 text or epoch milliseconds")
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)

@@ -1,0 +1,246 @@
+"""PostgreSQL -> the reader's own HTTP API: the example's check on a real reader service.
+
+The service (tests/integration/reader_service.py) serves an OpenSearch index holding
+planted drift (missing, extra, mismatched and duplicated rows), hides rows by its own
+filter, and can skip a page; the run must name exactly those keys, over a Berlin day that
+springs forward (23 hours).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import asyncpg
+import pytest
+from opensearchpy import AsyncOpenSearch
+from opensearchpy.helpers import async_bulk
+
+from driftgauge.config.loader import load_text
+from driftgauge.config.runtime import Config
+from driftgauge.core.errors import StorePermissionError, StoreQueryError, StoreUnavailable
+from driftgauge.engine.reconcile import reconcile
+from driftgauge.engine.result import RunResult
+from driftgauge.stores import open_adapter
+from driftgauge.stores.reader_api.settings import ReaderApiStore
+from tests.integration.conftest import OS_URL, PG_DSN, TIMEOUT, dsn_for, unique_name
+from tests.integration.reader_service import TOKEN, Behaviour, ReaderService, make_app
+
+pytestmark = pytest.mark.integration
+
+EXAMPLE = Path(__file__).parents[2] / "deploy" / "examples" / "reader_api.yml"
+BERLIN = ZoneInfo("Europe/Berlin")
+START = datetime(2026, 3, 28, tzinfo=BERLIN)
+END = datetime(2026, 3, 30, tzinfo=BERLIN)  # the 29th has 23 hours
+PAGE = 25
+Order = tuple[str, str, Decimal, datetime]
+
+
+def _orders() -> list[Order]:
+    first = START.astimezone(UTC)
+    step = (END.astimezone(UTC) - first) / 120
+    return [(f"o{i:03d}", "internal" if i == 77 else ("paid", "shipped", "open")[i % 3],
+             Decimal(f"{i}.50"), (first + step * i).replace(microsecond=0)) for i in range(120)]
+
+
+def _index(orders: list[Order]) -> list[Order]:
+    """The index behind the API: o030 missing, y001 extra, o040 changed, o060 twice."""
+    by = {o[0]: o for o in orders}
+    rows = [(k, "lost" if k == "o040" else s, a, t) for k, s, a, t in orders if k != "o030"]
+    return [*rows, ("y001", "paid", Decimal("1.00"), by["o005"][3]), by["o060"]]
+
+
+@dataclass
+class Setup:
+    text: str
+    behaviour: Behaviour
+    served: list[str]
+    """The keys the service serves, in its order (hidden rows left out)."""
+
+    def config(self, **store: object) -> Config:
+        """Return the example's config, its store settings changed by `store`."""
+        config = load_text(self.text, source=str(EXAMPLE))
+        if store:
+            check = config.checks["orders_api"]
+            api = check.reader.store
+            assert isinstance(api, ReaderApiStore)
+            reader = replace(check.reader, store=replace(api, **store))  # type: ignore[arg-type]
+            config.checks["orders_api"] = replace(check, reader=reader)
+        return config
+
+
+@pytest.fixture(scope="module")
+def service_behaviour() -> Behaviour:
+    return Behaviour()
+
+
+@pytest.fixture(scope="module")
+async def setup(service_behaviour: Behaviour) -> AsyncIterator[Setup]:
+    """Fill a PostgreSQL database and an index, serve the index, load the example."""
+    orders = _orders()
+    pg_name = unique_name("dg_orders")
+    index = unique_name("dg_orders")
+    admin = await asyncpg.connect(PG_DSN, timeout=TIMEOUT)
+    await admin.execute(f'CREATE DATABASE "{pg_name}"')
+    client = AsyncOpenSearch(hosts=[OS_URL], timeout=TIMEOUT)
+    service = None
+    try:
+        conn = await asyncpg.connect(dsn_for(pg_name), timeout=TIMEOUT)
+        try:
+            await conn.execute("CREATE TABLE orders (order_id text, status text, "
+                               "amount numeric(10,2), updated_at timestamptz)")
+            await conn.copy_records_to_table("orders", records=orders)
+        finally:
+            await conn.close()
+        await client.indices.create(index=index, body={
+            "settings": {"number_of_shards": 2, "number_of_replicas": 0},
+            "mappings": {"properties": {
+                "order_id": {"type": "keyword"}, "status": {"type": "keyword"},
+                "amount": {"type": "keyword"}, "updated_at": {"type": "date"}}}})
+        docs = _index(orders)
+        await async_bulk(client, ({"_index": index, "_source": {
+            "order_id": k, "status": s, "amount": str(a), "updated_at": t.isoformat()}}
+            for k, s, a, t in docs), refresh=True)
+        service = ReaderService(make_app(OS_URL, index, service_behaviour))
+        service.start()
+        text = EXAMPLE.read_text(encoding="utf-8")
+        text = text.replace("http://127.0.0.1:8080", service.url)
+        text = text.replace("env:ORDERS_DSN", dsn_for(pg_name))
+        text = text.replace("env:STOREFRONT_TOKEN", TOKEN)
+        text = text.replace("env:DRIFTGAUGE_STATE_DSN", PG_DSN)
+        served = sorted(k for k, s, _, _ in docs if s != "internal")
+        yield Setup(text, service_behaviour, served)
+    finally:
+        if service is not None:
+            service.stop()
+        await client.indices.delete(index=index, ignore_unavailable=True)
+        await client.close()
+        await admin.execute(f'DROP DATABASE IF EXISTS "{pg_name}" WITH (FORCE)')
+        await admin.close()
+
+
+@pytest.fixture
+def behaviour(setup: Setup) -> Iterator[Behaviour]:
+    """Yield the service's behaviour, restored after the test."""
+    yield setup.behaviour
+    setup.behaviour.skip_page = None
+    setup.behaviour.fail_status = None
+
+
+async def _run(config: Config) -> RunResult:
+    check = config.checks["orders_api"]
+    source = await open_adapter(check.source)
+    try:
+        reader = await open_adapter(check.reader)
+        try:
+            return await reconcile(check, source, reader, START, END,
+                                   now=END + timedelta(days=1), sample_keys=50)
+        finally:
+            await reader.close()
+    finally:
+        await source.close()
+
+
+def _found(result: RunResult) -> dict[str, set[str | None]]:
+    assert result.error is None, result.error
+    found: dict[str, set[str | None]] = {}
+    for bucket in result.buckets:
+        for key in bucket.samples:
+            found.setdefault(key.kind, set()).add(key.key)
+    return found
+
+
+def _totals(result: RunResult) -> tuple[int, int, int, int]:
+    return (sum(b.missing for b in result.buckets), sum(b.extra for b in result.buckets),
+            sum(b.mismatched for b in result.buckets),
+            sum(b.duplicates for b in result.buckets))
+
+
+async def test_postgres_to_reader_api_finds_the_planted_rows(setup: Setup) -> None:
+    result = await _run(setup.config())
+    assert result.error is None, result.error
+    assert [b.start for b in result.buckets] == [START.astimezone(UTC),
+                                                 datetime(2026, 3, 28, 23, tzinfo=UTC)]
+    # o077 is in the index but the API's own filter hides it: missing, as its reader sees.
+    assert _found(result) == {"missing": {"o030", "o077"}, "extra": {"y001"},
+                              "mismatched": {"o040", "o060"}}
+    assert _totals(result) == (2, 1, 2, 1)
+    assert sum(b.visible for b in result.buckets) == len(set(setup.served))
+
+
+async def test_a_skipped_page_is_found_as_missing(setup: Setup, behaviour: Behaviour) -> None:
+    behaviour.skip_page = 2
+    result = await _run(setup.config())
+    skipped = set(setup.served[2 * PAGE:3 * PAGE])
+    assert len(skipped) == PAGE - 1 and "o060" in skipped  # both of its copies skipped
+    found = _found(result)
+    assert found["missing"] == {"o030", "o077"} | skipped
+    assert sum(b.missing for b in result.buckets) == 2 + len(skipped)
+
+
+async def test_more_rows_than_the_cap_is_an_error_naming_it(setup: Setup) -> None:
+    result = await _run(setup.config(max_rows=60))
+    assert result.error is not None and "max_rows=60" in result.error
+    assert all(b.status != "ok" for b in result.buckets)
+
+
+async def test_a_window_longer_than_the_bound_is_refused(setup: Setup) -> None:
+    config = setup.config(max_window_days=1)
+    check = config.checks["orders_api"]
+    reader = await open_adapter(check.reader)
+    try:
+        with pytest.raises(StoreQueryError, match="max_window_days=1"):
+            await reader.bucket_digests(START, END, "day")
+    finally:
+        await reader.close()
+
+
+async def test_a_missing_field_path_is_named_by_the_preflight(setup: Setup) -> None:
+    config = setup.config()
+    check = config.checks["orders_api"]
+    view = replace(check.reader, columns=("attributes.status", "attributes.price"))
+    reader = await open_adapter(view)
+    try:
+        with pytest.raises(StoreQueryError, match=r"'attributes\.price'"):
+            await reader.bucket_digests(START, END, "day")
+    finally:
+        await reader.close()
+
+
+async def test_a_wrong_rows_path_is_named(setup: Setup) -> None:
+    config = setup.config(rows_path="data.rows")
+    reader = await open_adapter(config.checks["orders_api"].reader)
+    try:
+        with pytest.raises(StoreQueryError, match=r"rows_path 'data\.rows' holds nothing"):
+            await reader.bucket_digests(START, END, "day")
+    finally:
+        await reader.close()
+
+
+@pytest.mark.parametrize(("change", "error", "match"), [
+    ({"bearer": None}, StorePermissionError, "HTTP 401"),
+    ({"url": "http://127.0.0.1:1/v1/orders?from={start}&to={end}"}, StoreUnavailable,
+     "cannot reach the API"),
+])
+async def test_http_failures_map_to_store_errors(setup: Setup, change: dict[str, object],
+                                                 error: type[Exception], match: str) -> None:
+    reader = await open_adapter(setup.config(**change).checks["orders_api"].reader)
+    try:
+        with pytest.raises(error, match=match):
+            await reader.bucket_digests(START, END, "day")
+    finally:
+        await reader.close()
+
+
+async def test_a_server_error_is_unavailable(setup: Setup, behaviour: Behaviour) -> None:
+    behaviour.fail_status = 503
+    reader = await open_adapter(setup.config().checks["orders_api"].reader)
+    try:
+        with pytest.raises(StoreUnavailable, match="HTTP 503"):
+            await reader.bucket_digests(START, END, "day")
+    finally:
+        await reader.close()
