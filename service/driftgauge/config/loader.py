@@ -220,6 +220,7 @@ def _build_check(name: str, cm: m.CheckModel, stores: dict[str, Store], broken: 
         problems.append(f"{where}.timezone: unknown time zone {cm.timezone!r}")
         tz = ZoneInfo("UTC")
     fields = tuple(Field(n, t) for n, t in cm.fields.items())
+    _check_measures(where, cm, fields, problems)
     for reason in cm.tolerance.exclusion_rate:
         # With a ledger, reasons also come from the sync job's no_match/skipped reports.
         if cm.ledger is None and reason not in {e.reason for e in cm.exclusions}:
@@ -249,8 +250,24 @@ def _build_check(name: str, cm: m.CheckModel, stores: dict[str, Store], broken: 
                             cm.drilldown.max_depth, cm.drilldown.slot_first_pass_days),
         schedule=schedule, description=cm.description, ledger=ledger, canary=canary,
         vocabulary=vocabulary, volume=signals.build_volume(cm.volume),
-        timestamp_precision=cm.timestamp_precision,
+        timestamp_precision=cm.timestamp_precision, measures=tuple(cm.measures),
     )
+
+
+def _check_measures(where: str, cm: m.CheckModel, fields: tuple[Field, ...],
+                    problems: list[str]) -> None:
+    """Require each measure to be a distinct integer or decimal field of the check."""
+    types = {f.name: f.type for f in fields}
+    seen: set[str] = set()
+    for i, name in enumerate(cm.measures):
+        if name in seen:
+            problems.append(f"{where}.measures[{i}]: {name!r} is listed twice")
+        seen.add(name)
+        if name not in types:
+            problems.append(f"{where}.measures[{i}]: {name!r} is not one of the check's fields")
+        elif types[name] not in ("integer", "decimal"):
+            problems.append(f"{where}.measures[{i}]: field {name!r} is {types[name]}; a "
+                            "measure sums an integer or decimal field")
 
 
 def _build_view(where: str, vm: m.ViewModel, cm: m.CheckModel, fields: tuple[Field, ...],
@@ -266,6 +283,10 @@ def _build_view(where: str, vm: m.ViewModel, cm: m.CheckModel, fields: tuple[Fie
     for extra in set(vm.fields) - {f.name for f in fields}:
         problems.append(f"{where}.fields.{extra}: not one of the check's fields")
     registry.kind_of(store.kind).check_view(where, vm, exclusions, problems)
+    if cm.measures and cm.measure_scale is None and store.kind == "opensearch":
+        # OpenSearch sums exactly only as scaled 64-bit integers: the scale must be known.
+        problems.append(f"{where.rsplit('.', 1)[0]}.measure_scale: required with measures "
+                        f"on an opensearch side ({where})")
     reasons = [e.reason for e in exclusions]
     if len(set(reasons)) != len(reasons):
         problems.append(f"{where.rsplit('.', 1)[0]}.exclusions: reasons must be unique")
@@ -277,6 +298,8 @@ def _build_view(where: str, vm: m.ViewModel, cm: m.CheckModel, fields: tuple[Fie
         exclusions=tuple(Exclusion(e.reason, e.where, e.query) for e in exclusions),
         # auto stays at microseconds until the preflight learns what both sides hold.
         timestamp_precision="us" if cm.timestamp_precision == "auto" else cm.timestamp_precision,
+        measures=tuple(n for n in dict.fromkeys(cm.measures) if n in {f.name for f in fields}),
+        measure_scale=cm.measure_scale,
     )
 
 

@@ -213,6 +213,12 @@ class CheckModel(Strict):
     timestamp_precision: Literal["auto", "ms", "us"] = Field(
         "auto", description="Precision timestamp fields are compared at; auto: the coarser "
         "side's, found by the schema preflight.")
+    measures: list[NonEmpty] = Field(
+        default_factory=list, description="Fields (integer or decimal) whose exact total every "
+        "day and hour bucket carries per side; each side's column through its `fields`.")
+    measure_scale: int | None = Field(
+        None, ge=0, le=18, description="Digits after the point every measure value holds; "
+        "required when a side is opensearch, which sums them as scaled 64-bit integers.")
     timezone: NonEmpty = "UTC"
     exclusions: list[ExclusionModel] = Field(default_factory=list)
     settle: Settle = timedelta(hours=2)

@@ -69,6 +69,16 @@ class View:
     exclusions: tuple[Exclusion, ...] = ()
     timestamp_precision: TimestampPrecision = "us"
     """Set from the check's `timestamp_precision`; `auto` is resolved by the preflight."""
+    measures: tuple[str, ...] = ()
+    """The check's measures by canonical name; each is one of `fields`."""
+    measure_scale: int | None = None
+    """Digits after the point of every measure value (stores summing scaled integers)."""
+
+    @property
+    def measure_columns(self) -> tuple[str, ...]:
+        """Return this side's column of each of `measures`, in the same order."""
+        by_name = {f.name: col for col, f in zip(self.columns, self.fields, strict=True)}
+        return tuple(by_name[name] for name in self.measures)
 
     @property
     def kind(self) -> str:
@@ -194,6 +204,8 @@ class Check:
     vocabulary: tuple[VocabularyField, ...] = ()
     volume: Volume | None = None
     timestamp_precision: TimestampPrecision | Literal["auto"] = "auto"
+    measures: tuple[str, ...] = ()
+    """Fields whose exact totals every bucket carries per side (see View.measures)."""
 
 
 @dataclass(frozen=True)

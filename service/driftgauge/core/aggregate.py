@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 
 
 @dataclass(frozen=True, slots=True)
@@ -12,6 +14,9 @@ class Aggregate:
     count: int = 0
     distinct_keys: int = 0
     digest: int = 0
+    measures: Mapping[str, Decimal] | None = None
+    """Each measure's exact total over the rows (NULL values add nothing); None: not summed
+    at this level (prefixes, first-pass slots) or the check declares no measures."""
 
     @property
     def has_duplicates(self) -> bool:
@@ -19,6 +24,20 @@ class Aggregate:
         return self.count != self.distinct_keys
 
     def same_as(self, other: Aggregate) -> bool:
-        """Return True when both sides hold the same rows by count, keys and content."""
-        return (self.count, self.distinct_keys, self.digest) == (
-            other.count, other.distinct_keys, other.digest)
+        """Return True when both sides hold the same rows by count, keys, content and totals."""
+        if (self.count, self.distinct_keys, self.digest) != (
+                other.count, other.distinct_keys, other.digest):
+            return False
+        return not measures_differ(self, other)
+
+
+def measures_differ(a: Aggregate, b: Aggregate) -> list[str]:
+    """Return the measures whose totals differ, when both sides summed them (else none).
+
+    A measure one side lacks counts as 0 there: a day with no rows has no totals.
+    """
+    if a.measures is None or b.measures is None:
+        return []
+    names = sorted(set(a.measures) | set(b.measures))
+    zero = Decimal(0)
+    return [n for n in names if a.measures.get(n, zero) != b.measures.get(n, zero)]

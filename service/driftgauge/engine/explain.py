@@ -5,12 +5,14 @@ duplicated, excused) must differ, source minus reader, by exactly the count and 
 digest (mod 2^64) by which the stores' aggregates of the bucket differ, and the same
 for every node it fetched or split. If not, a store answered its aggregates and its rows
 inconsistently (or a level was skipped), and the counts found cannot be trusted: the
-bucket is `error` with reason `unexplained_difference`, never `ok`.
+bucket is `error` with reason `unexplained_difference`, never `ok`. Measure totals are
+content the digest covers (a measure is one of the fields): totals that differ while the
+rows found do not is the same inconsistency.
 """
 
 from __future__ import annotations
 
-from driftgauge.core.aggregate import Aggregate
+from driftgauge.core.aggregate import Aggregate, measures_differ
 from driftgauge.engine.join import Delta
 
 REASON = "unexplained_difference"
@@ -32,3 +34,13 @@ def reasons(problems: list[str], limit: int = 5) -> list[str]:
     if len(problems) > limit:
         out.append(f"{REASON}: and {len(problems) - limit} more nodes")
     return out
+
+
+def totals_mismatch(where: str, source: Aggregate, reader: Aggregate,
+                    found: Delta) -> str | None:
+    """Return why differing measure totals have no differing row to account for them."""
+    names = measures_differ(source, reader)
+    if not names or found != Delta():
+        return None
+    return (f"{where}: the totals of {', '.join(names)} differ, but no row the drill-down "
+            "found does")

@@ -19,6 +19,9 @@ class AggregateOut(BaseModel):
     count: int
     distinct_keys: int
     digest: str = Field(description="Sum of row hashes mod 2^64, 16 hex digits.")
+    measures: dict[str, str] | None = Field(
+        None, description="Each measure's exact total as decimal text; null where the check "
+        "declares none or this level does not sum them (key-hash prefixes).")
 
 
 class NodeOut(BaseModel):

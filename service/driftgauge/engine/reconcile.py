@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import TypeVar
 
 from driftgauge import observe
@@ -233,6 +234,9 @@ async def _judge_day(check: Check, sides: _Sides, start: datetime, src: BucketDi
         bucket.samples = _sample(diff, sample_keys)
         problem = explain.mismatch("day", s_agg, r_agg, diff.found)
         unexplained = ([problem] if problem else []) + diff.unexplained
+        totals = explain.totals_mismatch("day", s_agg, r_agg, diff.found)
+        if totals:
+            unexplained.append(totals)
     else:
         unexplained = []
     judge(bucket, check.tolerance)
@@ -400,8 +404,27 @@ def _hours_from_slots(check: Check, day: datetime,
         t[4] += r_a.distinct_keys
         t[5] += r_a.digest
     mod = 1 << 64
-    return [Node("hour", buckets.label(h, check.timezone), Aggregate(t[0], t[1], t[2] % mod),
-                 Aggregate(t[3], t[4], t[5] % mod)) for h, t in sorted(acc.items())]
+    s_tot, r_tot = _hour_totals(day, slots, 1), _hour_totals(day, slots, 2)
+    return [Node("hour", buckets.label(h, check.timezone),
+                 Aggregate(t[0], t[1], t[2] % mod, s_tot.get(h) if s_tot else None),
+                 Aggregate(t[3], t[4], t[5] % mod, r_tot.get(h) if r_tot else None))
+            for h, t in sorted(acc.items())]
+
+
+def _hour_totals(day: datetime, slots: list[tuple[datetime, Aggregate, Aggregate]],
+                 side: int) -> dict[datetime, dict[str, Decimal]] | None:
+    """Sum one side's slot totals per hour; None when some slot was not summed."""
+    out: dict[datetime, dict[str, Decimal]] = {}
+    for k, s_a, r_a in slots:
+        agg = s_a if side == 1 else r_a
+        hour = out.setdefault(day + (k - day) // buckets.HOUR * buckets.HOUR, {})
+        if agg.count == 0 and agg.measures is None:
+            continue    # the side has no rows in this slot
+        if agg.measures is None:
+            return None
+        for name, total in agg.measures.items():
+            hour[name] = hour.get(name, Decimal(0)) + total
+    return out if any(out.values()) else None
 
 
 async def _drill_range(check: Check, sides: _Sides, start: datetime, end: datetime,

@@ -175,7 +175,15 @@ def needs_drill(source: Aggregate, reader: Aggregate) -> bool:
 def aggregate_out(a: Aggregate) -> AggregateOut:
     """Return an aggregate as its payload."""
     # Digests are 64-bit unsigned; JSON readers lose precision above 2^53, so send hex.
-    return AggregateOut(count=a.count, distinct_keys=a.distinct_keys, digest=f"{a.digest:016x}")
+    return AggregateOut(count=a.count, distinct_keys=a.distinct_keys, digest=f"{a.digest:016x}",
+                        measures=measures_text(a))
+
+
+def measures_text(a: Aggregate) -> dict[str, str] | None:
+    """Return an aggregate's measure totals as plain decimal text (never an exponent)."""
+    if a.measures is None:
+        return None
+    return {name: f"{total:f}" for name, total in sorted(a.measures.items())}
 
 
 def sort_key(k: KeyDiff) -> tuple[bool, str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from driftgauge.config.runtime import Tolerance
+from driftgauge.core.aggregate import measures_differ
 from driftgauge.engine.result import BucketResult
 
 
@@ -25,5 +26,11 @@ def judge(bucket: BucketResult, tol: Tolerance) -> None:
         if limit is not None and rate > limit:
             reasons.append(f"excluded[{reason}] {n} of {bucket.expected} "
                            f"({rate:.2%} > {limit:.2%})")
+    # No tolerance covers a total: a signed number that moved is drift, whatever the rows.
+    for name in measures_differ(bucket.source, bucket.reader):
+        src = bucket.source.measures or {}
+        rdr = bucket.reader.measures or {}
+        reasons.append(f"measure[{name}] total {src.get(name, 0):f} in the source, "
+                       f"{rdr.get(name, 0):f} in the reader")
     bucket.reasons = reasons
     bucket.status = "drift" if reasons else "ok"

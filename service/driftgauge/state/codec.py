@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.errors import StateError
 from driftgauge.engine.payloads import DriftKind
-from driftgauge.engine.result import BucketResult, KeyDiff, Node
+from driftgauge.engine.result import BucketResult, KeyDiff, Node, measures_text
 from driftgauge.state.payloads import BucketOut, KeyOut, RunOut
 
 MAX_DIGEST = (1 << 64) - 1
@@ -22,10 +22,10 @@ RUN_COLUMNS = ("id, check_name, trigger, window_start, window_end, scheduled_for
                "replica")
 BUCKET_COLUMNS = ("run_id, day, start_at, status, expected, visible, excluded, ledger_excluded, "
                   "missing, extra, mismatched, duplicates, source_count, source_distinct, "
-                  "source_digest, reader_count, reader_distinct, reader_digest, reasons")
+                  "source_digest, reader_count, reader_distinct, reader_digest, reasons, measures")
 NODE_COLUMNS = ("run_id", "day", "seq", "parent_seq", "level", "label", "hour_start", "fetched",
                 "source_count", "source_distinct", "source_digest", "reader_count",
-                "reader_distinct", "reader_digest")
+                "reader_distinct", "reader_digest", "measures")
 SAMPLE_COLUMNS = ("run_id", "day", "kind", "key", "key_hash", "source_copies", "reader_copies",
                   "event_time")
 
@@ -117,7 +117,32 @@ def bucket_args(run_id: int, bucket: BucketResult, tz: ZoneInfo | None) -> tuple
         bucket.missing, bucket.extra, bucket.mismatched, bucket.duplicates,
         s.count, s.distinct_keys, digest_param(s.digest),
         r.count, r.distinct_keys, digest_param(r.digest), json.dumps(bucket.reasons),
+        measures_json(s, r),
     )
+
+
+def measures_json(source: Aggregate, reader: Aggregate) -> str | None:
+    """Return both sides' measure totals as stored JSON (decimal text), None without any."""
+    s, r = measures_text(source), measures_text(reader)
+    if s is None and r is None:
+        return None
+    return json.dumps({"source": s or {}, "reader": r or {}})
+
+
+def measures_from(raw: Any) -> tuple[dict[str, Decimal] | None, dict[str, Decimal] | None]:
+    """Return (source, reader) totals from a stored measures column (NULL: none)."""
+    if raw is None:
+        return None, None
+    data = json.loads(raw) if isinstance(raw, str) else raw
+    if not isinstance(data, dict):
+        raise StateError("stored measure totals are not a JSON object")
+    sides = []
+    for side in ("source", "reader"):
+        got = data.get(side)
+        if not isinstance(got, dict):
+            raise StateError(f"stored measure totals lack the {side} side")
+        sides.append({str(k): Decimal(str(v)) for k, v in got.items()})
+    return sides[0], sides[1]
 
 
 def local_day(start: datetime, tz: ZoneInfo | None) -> date:
@@ -128,13 +153,16 @@ def local_day(start: datetime, tz: ZoneInfo | None) -> date:
 def bucket_from(rec: Mapping[str, Any], tz: ZoneInfo | None = None) -> StoredBucket:
     """Return a StoredBucket from a bucket record joined with its run's finished_at."""
     start: datetime = rec["start_at"]
+    s_tot, r_tot = measures_from(rec.get("measures"))
     bucket = BucketResult(
         start=start.astimezone(tz) if tz is not None else start, status=rec["status"],
         expected=rec["expected"], visible=rec["visible"],
         excluded=_json_map(rec["excluded"]), missing=rec["missing"], extra=rec["extra"],
         mismatched=rec["mismatched"], duplicates=rec["duplicates"],
-        source=Aggregate(rec["source_count"], rec["source_distinct"], int(rec["source_digest"])),
-        reader=Aggregate(rec["reader_count"], rec["reader_distinct"], int(rec["reader_digest"])),
+        source=Aggregate(rec["source_count"], rec["source_distinct"], int(rec["source_digest"]),
+                         s_tot),
+        reader=Aggregate(rec["reader_count"], rec["reader_distinct"], int(rec["reader_digest"]),
+                         r_tot),
         reasons=[str(x) for x in json.loads(rec["reasons"])],
         ledger_excluded=_json_map(rec["ledger_excluded"]),
     )
@@ -162,7 +190,7 @@ def node_records(run_id: int, day: date, tree: list[Node]) -> Iterator[tuple[Any
             s, r = node.source, node.reader
             yield (run_id, day, mine, parent, node.level, node.label, here, node.fetched,
                    s.count, s.distinct_keys, digest_param(s.digest),
-                   r.count, r.distinct_keys, digest_param(r.digest))
+                   r.count, r.distinct_keys, digest_param(r.digest), measures_json(s, r))
             yield from walk(node.children, mine, here)
 
     yield from walk(tree, None, None)
@@ -173,12 +201,13 @@ def nodes_from(records: list[Mapping[str, Any]]) -> list[Node]:
     by_seq: dict[int, Node] = {}
     roots: list[Node] = []
     for rec in sorted(records, key=lambda r: r["seq"]):
+        s_tot, r_tot = measures_from(rec.get("measures"))
         node = Node(
             level=rec["level"], label=rec["label"],
             source=Aggregate(rec["source_count"], rec["source_distinct"],
-                             int(rec["source_digest"])),
+                             int(rec["source_digest"]), s_tot),
             reader=Aggregate(rec["reader_count"], rec["reader_distinct"],
-                             int(rec["reader_digest"])),
+                             int(rec["reader_digest"]), r_tot),
             fetched=rec["fetched"],
         )
         by_seq[rec["seq"]] = node

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from decimal import Decimal
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
 from zoneinfo import ZoneInfo
@@ -44,6 +45,8 @@ class RowHash:
     row_hash: int
     """Unsigned 64-bit hash of the row's canonical encoding."""
     event_time: datetime
+    measures: Mapping[str, Decimal] | None = None
+    """The row's measure values (the in-memory fake sums them; stores sum them inside)."""
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from decimal import Decimal
 from zoneinfo import ZoneInfo
 
 from driftgauge.core import buckets
@@ -22,14 +23,19 @@ from driftgauge.stores.base import (
 MOD = 1 << 64
 
 
-def aggregate(rows: Iterable[RowHash]) -> Aggregate:
-    """Return count, distinct keys and digest of rows."""
+def aggregate(rows: Iterable[RowHash], measures: Sequence[str] = ()) -> Aggregate:
+    """Return count, distinct keys and digest of rows, and the totals of `measures`."""
     count, digest, keys = 0, 0, set()
+    totals = dict.fromkeys(measures, Decimal(0))
     for r in rows:
         count += 1
         digest = (digest + r.row_hash) % MOD
         keys.add(r.key)
-    return Aggregate(count, len(keys), digest)
+        for name in measures:
+            value = (r.measures or {}).get(name)
+            if value is not None:
+                totals[name] += value
+    return Aggregate(count, len(keys), digest, totals if measures else None)
 
 
 def _day(moment: datetime, tz: ZoneInfo) -> datetime:
@@ -45,6 +51,8 @@ class MemoryAdapter:
     excluded: list[tuple[datetime, str]] = field(default_factory=list)
     calls: list[str] = field(default_factory=list)
     fail_with: Exception | None = None
+    measures: tuple[str, ...] = ()
+    """Measures every day, hour and slot bucket sums from the rows' values."""
 
     def _check(self, call: str) -> None:
         self.calls.append(call)
@@ -75,7 +83,7 @@ class MemoryAdapter:
             if start <= when < end:
                 per = excl.setdefault(_day(when, self.timezone), {})
                 per[reason] = per.get(reason, 0) + 1
-        return [BucketDigest(k, aggregate(groups.get(k, [])), excl.get(k, {}))
+        return [BucketDigest(k, aggregate(groups.get(k, []), self.measures), excl.get(k, {}))
                 for k in sorted(groups.keys() | excl.keys())]
 
     async def slot_digests(self, start: datetime, end: datetime, seconds: int, *,
@@ -99,7 +107,7 @@ class MemoryAdapter:
             if start <= when < end:
                 per = excl.setdefault(slot(when), {})
                 per[reason] = per.get(reason, 0) + 1
-        return [BucketDigest(k, aggregate(groups.get(k, [])), excl.get(k, {}))
+        return [BucketDigest(k, aggregate(groups.get(k, []), self.measures), excl.get(k, {}))
                 for k in sorted(groups.keys() | excl.keys())]
 
     async def day_and_slot_digests(self, start: datetime, end: datetime,

@@ -33,6 +33,8 @@ class Wanted:
     """`key`, `time` or `fields.<canonical name>`: the config key under the view."""
     column: str
     expects: Expects
+    measure_scale: int | None = None
+    """For a measure: its scale (-1 when none is declared); None: not a measure."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,9 @@ def wanted(view: View) -> list[Wanted]:
     """Return the key, the time and each content field a view reads."""
     out = [Wanted("key", view.key_column, view.key_type),
            Wanted("time", view.time_column, "time")]
-    out += [Wanted(f"fields.{f.name}", col, f.type)
+    scale = -1 if view.measure_scale is None else view.measure_scale
+    out += [Wanted(f"fields.{f.name}", col, f.type,
+                   scale if f.name in view.measures else None)
             for col, f in zip(view.columns, view.fields, strict=True)]
     return out
 

@@ -112,7 +112,7 @@ class DuckDBAdapter:
         return self._buckets(rows)
 
     def _buckets(self, rows: list[dict[str, Any]]) -> list[BucketDigest]:
-        return results.buckets(rows, self._reasons)
+        return results.buckets(rows, self._reasons, self.view.measures)
 
     async def prefix_digests(self, start: datetime, end: datetime, depth: int,
                              within: Sequence[str] | None = None) -> dict[str, Aggregate]:

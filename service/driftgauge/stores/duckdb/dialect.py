@@ -98,6 +98,11 @@ class DuckDBDialect(SqlDialect):
                                for i in range(1, count + 1))
         return f" AND ({branches})"
 
+    def measure(self, expr: str) -> str:
+        """Return a measure column as it is: DuckDB sums a DECIMAL exactly at its own scale
+        (NUMERIC alone would be DECIMAL(18, 3) and round)."""
+        return f"({expr})"
+
     def bucket_sql(self, view: View) -> str:
         """Return the per-day query; $3 holds the UTC starts of the window's local days.
 
@@ -107,7 +112,8 @@ class DuckDBDialect(SqlDialect):
         sum_ = self.filtered("sum", self.row_hash("r.renc"), "r.x IS NULL")
         return (
             f"SELECT d.lo AS bucket, r.x AS rule, count(*) AS n, "
-            f"{self.distinct_keys_sql('r.x IS NULL')} AS keys, {sum_} AS digest "
+            f"{self.distinct_keys_sql('r.x IS NULL')} AS keys, {sum_} AS digest"
+            f"{self.measure_sums_sql(view)} "
             f"FROM ({self.base_sql(view)}) AS r "
             f"ASOF JOIN (SELECT unnest({self.param(3, 'TIMESTAMPTZ[]')}) AS lo) AS d "
             "ON r.t >= d.lo GROUP BY 1, 2 ORDER BY 1, 2"

@@ -137,6 +137,33 @@ def _unmapped(w: Wanted, docs: int) -> str | None:
             f"{_as_null(w)}")
 
 
+def _measure_problem(w: Wanted, type_: str, m: dict[str, Any]) -> str | None:
+    """Return why a measure field's values cannot be summed exactly at the declared scale."""
+    scale = w.measure_scale if w.measure_scale is not None else -1
+    if type_ == "double":
+        return (f"field {w.column} is double: a measure needs an exact total, which a double "
+                "cannot guarantee (map it as scaled_float, long or keyword)")
+    if type_ == "scaled_float":
+        factor = m.get("scaling_factor")
+        digits = _power_of_ten(factor)
+        if digits is None or digits > scale:
+            return (f"field {w.column} is scaled_float with scaling_factor {factor}: a measure "
+                    f"at measure_scale {scale} needs a scaling_factor of 10^k with k <= {scale}")
+    return None
+
+
+def _power_of_ten(factor: Any) -> int | None:
+    """Return k when `factor` is exactly 10^k (k >= 0), else None."""
+    try:
+        n = float(factor)
+    except (TypeError, ValueError):
+        return None
+    for k in range(19):
+        if n == 10.0 ** k:
+            return k
+    return None
+
+
 async def _judge(w: Wanted, m: dict[str, Any], idx: str, client: Any,
                  call: Call) -> str | None:
     """Return why one index's mapping of the field cannot be read safely, else None."""
@@ -152,6 +179,10 @@ async def _judge(w: Wanted, m: dict[str, Any], idx: str, client: Any,
         what = "the time field" if w.expects == "time" else f"a {w.expects} field"
         why = f" ({WHY[type_]})" if type_ in WHY else ""
         return f"field {col} is {type_}{why}; {what} reads one of {', '.join(sorted(accepts))}"
+    if w.measure_scale is not None:
+        problem = _measure_problem(w, type_, m)
+        if problem is not None:
+            return problem
     if m.get("doc_values") is False:
         return f"field {col} is {type_} with doc_values: false, so its values cannot be read"
     if "ignore_above" in m:

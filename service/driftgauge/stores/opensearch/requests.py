@@ -7,6 +7,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from importlib import resources
 from typing import Any
 
@@ -18,7 +19,9 @@ from driftgauge.stores.base import BucketDigest, Granularity
 
 SCRIPT_FILE = "digest.painless"
 _SECTION = "// @section "
-_HASHING = ("bucket_map", "dayslot_map", "prefix_map", "row_fields", "prefix_filter")
+_HASHING = ("bucket_map", "dayslot_map", "prefix_map", "row_fields", "prefix_filter",
+            "bucket_combine", "bucket_reduce", "dayslot_combine", "dayslot_reduce")
+"""The sections the shared functions are prepended to (the totals' helpers too)."""
 TIME_FORMAT = "strict_date_optional_time_nanos"
 MAX_BUCKETS_PER_REQUEST = 1000
 """Stay far below search.max_buckets (65,535) whatever the chunking decides."""
@@ -61,6 +64,7 @@ def script_params(view: View) -> dict[str, Any]:
         "fields": list(view.columns), "types": [f.type for f in view.fields],
         "time_field": view.time_column, "within_lengths": [], "depth": 0, "encoding": False,
         "ts_step": STEP_MICROS[view.timestamp_precision],
+        "measures": list(view.measure_columns), "measure_scale": view.measure_scale or 0,
     }
 
 
@@ -284,13 +288,13 @@ def parse_buckets(resp: Mapping[str, Any], view: View) -> list[BucketDigest]:
             start = datetime.fromtimestamp(int(b["key"]) / 1000, tz=UTC)
             excluded: dict[str, int] = {}
             if reasons:
-                agg = _metric(b["e"]["d"]["value"])
+                agg = _metric(b["e"]["d"]["value"], view)
                 for i, reason in enumerate(reasons):
                     n = int(b["x"]["buckets"][str(i)]["doc_count"])
                     if n:
                         excluded[reason] = excluded.get(reason, 0) + n
             else:
-                agg = _metric(b["d"]["value"])
+                agg = _metric(b["d"]["value"], view)
             out.append(BucketDigest(start=start, agg=agg, excluded=excluded))
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise ResponseError(f"bucket digests: {exc!r}") from exc
@@ -339,6 +343,24 @@ def parse_prefixes(resp: Mapping[str, Any]) -> dict[str, Aggregate]:
         raise ResponseError(f"prefix digests: {exc!r}") from exc
 
 
-def _metric(value: Sequence[Any]) -> Aggregate:
+def _metric(value: Sequence[Any], view: View | None = None) -> Aggregate:
     count, digest, distinct = value[:3]
-    return Aggregate(count=int(count), distinct_keys=int(distinct), digest=int(digest))
+    return Aggregate(count=int(count), distinct_keys=int(distinct), digest=int(digest),
+                     measures=None if view is None else totals(view, value[-1]))
+
+
+def totals(view: View, scaled: Sequence[Any]) -> dict[str, Decimal] | None:
+    """Return the measure totals from the script's scaled integers (the last value).
+
+    A bucket whose expected rows were all excluded has no totals from any shard: 0.
+    """
+    if not view.measures:
+        return None
+    if not isinstance(scaled, list):
+        raise ResponseError(f"measure totals are not a list: {scaled!r}")
+    scale = view.measure_scale or 0
+    out = {}
+    for i, name in enumerate(view.measures):
+        units = int(scaled[i]) if i < len(scaled) else 0
+        out[name] = Decimal(units).scaleb(-scale)
+    return out

@@ -120,7 +120,7 @@ class PostgresAdapter:
                                          _slots_from_records))
 
     def _buckets(self, rows: list[Any]) -> list[BucketDigest]:
-        return results.buckets(rows, self._reasons)
+        return results.buckets(rows, self._reasons, self.view.measures)
 
     async def prefix_digests(self, start: datetime, end: datetime, depth: int,
                              within: Sequence[str] | None = None) -> dict[str, Aggregate]:

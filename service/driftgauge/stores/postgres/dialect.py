@@ -44,6 +44,10 @@ class PostgresDialect(SqlDialect):
         """Return a numeric's text without trailing zeros (trim_scale)."""
         return f"trim_scale(({expr})::numeric)::text"
 
+    def measure(self, expr: str) -> str:
+        """Return a measure column as numeric (exact; its sum never overflows)."""
+        return f"({expr})::numeric"
+
     def boolean(self, expr: str) -> str:
         """Return `expr` as a boolean."""
         return f"({expr})::boolean"
@@ -116,14 +120,23 @@ class PostgresDialect(SqlDialect):
         return (
             "SELECT r.d AS bucket, r.s AS slot, r.x AS rule, count(*) AS n, "
             f"{self.distinct_keys_sql('r.x IS NULL')} AS keys, "
-            f"{SIGNED64.format(self.filtered('sum', 'r.h', 'r.x IS NULL'))} AS digest "
+            f"{SIGNED64.format(self.filtered('sum', 'r.h', 'r.x IS NULL'))} AS digest"
+            f"{self._day_measure_sums(view)} "
             "FROM (SELECT date_trunc('day', b.t, $4) AS d, "
             "date_bin($3::interval, b.t, $5::timestamptz) AS s, b.x, b.kd, "
-            f"{self.row_hash('b.renc')} AS h "
+            f"{self.row_hash('b.renc')} AS h"
+            f"{''.join(f', b.m{i}' for i in range(len(view.measures)))} "
             f"FROM ({self.base_sql(view)}) AS b OFFSET 0) AS r "
             "GROUP BY GROUPING SETS ((1, 3), (1, 3, 2)) "
             "HAVING r.x IS NULL OR GROUPING(r.s) = 1"
         )
+
+    def _day_measure_sums(self, view: View) -> str:
+        # Totals for the day rows only: first-pass slots are compared by count and digest.
+        return "".join(
+            f", CASE WHEN GROUPING(r.s) = 1 THEN "
+            f"{self.filtered('sum', f'r.m{i}', 'r.x IS NULL')} END AS m{i}"
+            for i in range(len(view.measures)))
 
 
 POSTGRES = PostgresDialect()

@@ -59,5 +59,9 @@ def judge(w: Wanted, type_name: str, kind: str, where: str) -> FieldSchema:
         why = f" ({WHY[type_name]})" if w.expects == "integer" and type_name in WHY else ""
         return FieldSchema(w, (f"column {w.column} is {type_name}{why}; {what} reads one of "
                                f"{', '.join(sorted(accepts))}",), holds=holds)
+    if w.measure_scale is not None and type_name in ("float4", "float8"):
+        return FieldSchema(w, (f"column {w.column} is {type_name}, whose values are not exact "
+                               "decimals; a measure's total must be exact (use numeric)",),
+                           holds=holds)
     precision: TimestampPrecision | None = "us" if w.expects == "timestamp" else None
     return FieldSchema(w, precision=precision, holds=holds)

@@ -50,6 +50,10 @@ class SqlDialect:
         """Return a decimal's shortest text: no trailing zeros after the point, no exponent."""
         raise NotImplementedError
 
+    def measure(self, expr: str) -> str:
+        """Return a measure column as an exact decimal whose sum cannot overflow."""
+        return f"CAST(({expr}) AS NUMERIC)"
+
     def boolean(self, expr: str) -> str:
         """Return `expr` as a boolean condition."""
         return f"CAST(({expr}) AS BOOLEAN)"
@@ -171,11 +175,23 @@ class SqlDialect:
         return (
             f"SELECT {self.exclusion_sql(view)} AS x, {self.instant(t)} AS t, "
             f"{self.key_text_sql(view)} AS ktext, {self.key_encoding_sql(view)} AS kenc, "
-            f"{self.key_distinct(view)} AS kd, {self.row_encoding_sql(view)} AS renc "
+            f"{self.key_distinct(view)} AS kd, {self.row_encoding_sql(view)} AS renc"
+            f"{self.measure_columns_sql(view)} "
             f"FROM {self.relation(view)} "
             f"WHERE {self.window(t)}"
             f"{'' if ranges is None else self.ranges_sql(t, *ranges)}"
         )
+
+    def measure_columns_sql(self, view: View) -> str:
+        """Return `, <column> AS m0, ...` for the view's measures (empty without any)."""
+        return "".join(f", {self.measure(self.quote_ident(col))} AS m{i}"
+                       for i, col in enumerate(view.measure_columns))
+
+    def measure_sums_sql(self, view: View, alias: str = "r") -> str:
+        """Return `, sum(m0) AS m0, ...` over the rows no rule excludes."""
+        return "".join(
+            f", {self.filtered('sum', f'{alias}.m{i}', f'{alias}.x IS NULL')} AS m{i}"
+            for i in range(len(view.measures)))
 
     def distinct_keys_sql(self, where: str) -> str:
         """Return the distinct-key count of the rows matching `where` (a NULL key counts once)."""
@@ -185,7 +201,8 @@ class SqlDialect:
     def _digests(self, view: View, bucket: str, keys: str) -> str:
         return (
             f"SELECT {bucket} AS bucket, r.x AS rule, count(*) AS n, {keys} AS keys, "
-            f"{self.filtered('sum', self.row_hash('renc'), 'r.x IS NULL')} AS digest "
+            f"{self.filtered('sum', self.row_hash('renc'), 'r.x IS NULL')} AS digest"
+            f"{self.measure_sums_sql(view)} "
             f"FROM ({self.base_sql(view)}) AS r GROUP BY 1, 2 ORDER BY 1, 2"
         )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 from driftgauge.config.runtime import View
@@ -15,11 +16,13 @@ from driftgauge.stores.sql.dialect import SqlDialect
 Row = Mapping[str, Any]
 
 
-def buckets(rows: Sequence[Row], reasons: Sequence[str]) -> list[BucketDigest]:
+def buckets(rows: Sequence[Row], reasons: Sequence[str],
+            measures: Sequence[str] = ()) -> list[BucketDigest]:
     """Return the digests of a bucket or slot query's rows (bucket, rule, n, keys, digest).
 
     A row with no rule is a bucket's expected aggregate; a row with rule i counts the rows
-    exclusion `reasons[i - 1]` dropped there.
+    exclusion `reasons[i - 1]` dropped there. With `measures`, columns m0, m1, ... hold
+    their totals (a NULL sum, all values NULL, is 0).
     """
     # Keyed by the UTC instant: local datetimes of one zone that differ only in fold
     # (the two 02:00 of a day that falls back) are equal dict keys.
@@ -29,12 +32,21 @@ def buckets(rows: Sequence[Row], reasons: Sequence[str]) -> list[BucketDigest]:
         agg, excluded = out.get(begin, (Aggregate(), {}))
         if r["rule"] is None:
             agg = Aggregate(count=r["n"], distinct_keys=r["keys"],
-                            digest=unsigned64(int(r["digest"] or 0)))
+                            digest=unsigned64(int(r["digest"] or 0)),
+                            measures=totals(r, measures))
         else:
             reason = reasons[r["rule"] - 1]
             excluded = excluded | {reason: excluded.get(reason, 0) + r["n"]}
         out[begin] = (agg, excluded)
     return [BucketDigest(start=b, agg=a, excluded=x) for b, (a, x) in sorted(out.items())]
+
+
+def totals(r: Row, measures: Sequence[str]) -> dict[str, Decimal] | None:
+    """Return a row's measure totals from its m0, m1, ... columns; None without measures."""
+    if not measures:
+        return None
+    return {name: Decimal(0) if r[f"m{i}"] is None else Decimal(r[f"m{i}"])
+            for i, name in enumerate(measures)}
 
 
 def prefix_query(dialect: SqlDialect, view: View, start: datetime, end: datetime,
