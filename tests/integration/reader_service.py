@@ -1,8 +1,8 @@
 """A small reader service over an OpenSearch index, as an application's API serves readers.
 
 It has what real reader APIs have and an index-level check cannot see: its own filter
-(rows with a hidden status are never served), bearer auth, cursor pagination over rows
-sorted by key, and a pagination bug to plant (`skip_page`: the cursor jumps a page).
+(rows with a hidden status are never served), bearer auth, cursor (an offset) or page
+pagination over rows sorted by key, and a pagination bug to plant (`skip_page`: the cursor jumps a page).
 Served by uvicorn on a free port in a thread of its own.
 """
 
@@ -29,6 +29,8 @@ class Behaviour:
     skip_page: int | None = None
     """After serving this page (1-based), the next cursor skips one page."""
     fail_status: int | None = None
+    delay: float = 0.0
+    """Seconds every answer takes."""
     requests: int = 0
 
 
@@ -39,9 +41,12 @@ def make_app(os_url: str, index: str, behaviour: Behaviour) -> FastAPI:
 
     @app.get("/v1/orders")
     def orders(start: str = Query(alias="from"), end: str = Query(alias="to"),
-               limit: int = 50, cursor: int = 0, view: str = "full",
-               authorization: str = Header("")) -> dict[str, Any]:
+               limit: int = 50, cursor: int = 0, page: int | None = None,
+               view: str = "full", authorization: str = Header("")) -> dict[str, Any]:
         behaviour.requests += 1
+        time.sleep(behaviour.delay)
+        if page is not None:  # page numbers from 1, for clients that page by number
+            cursor = (page - 1) * limit
         if authorization != f"Bearer {TOKEN}":
             raise HTTPException(401, "a bearer token is required")
         if behaviour.fail_status is not None:

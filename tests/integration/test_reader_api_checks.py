@@ -8,6 +8,7 @@ springs forward (23 hours).
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -22,7 +23,12 @@ from opensearchpy.helpers import async_bulk
 
 from driftgauge.config.loader import load_text
 from driftgauge.config.runtime import Config
-from driftgauge.core.errors import StorePermissionError, StoreQueryError, StoreUnavailable
+from driftgauge.core.errors import (
+    StorePermissionError,
+    StoreQueryError,
+    StoreTimeout,
+    StoreUnavailable,
+)
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import RunResult
 from driftgauge.stores import open_adapter
@@ -129,6 +135,7 @@ def behaviour(setup: Setup) -> Iterator[Behaviour]:
     yield setup.behaviour
     setup.behaviour.skip_page = None
     setup.behaviour.fail_status = None
+    setup.behaviour.delay = 0.0
 
 
 async def _run(config: Config) -> RunResult:
@@ -160,8 +167,17 @@ def _totals(result: RunResult) -> tuple[int, int, int, int]:
             sum(b.duplicates for b in result.buckets))
 
 
-async def test_postgres_to_reader_api_finds_the_planted_rows(setup: Setup) -> None:
-    result = await _run(setup.config())
+PAGINGS = {
+    "cursor": {},
+    "page": {"paging": "page", "first_page": 1},
+    "offset": {"paging": "offset", "offset_param": "cursor"},
+}
+"""The service's cursor is an offset, so one service answers all three styles."""
+
+
+@pytest.mark.parametrize("paging", list(PAGINGS))
+async def test_postgres_to_reader_api_finds_the_planted_rows(setup: Setup, paging: str) -> None:
+    result = await _run(setup.config(**PAGINGS[paging]))
     assert result.error is None, result.error
     assert [b.start for b in result.buckets] == [START.astimezone(UTC),
                                                  datetime(2026, 3, 28, 23, tzinfo=UTC)]
@@ -244,3 +260,27 @@ async def test_a_server_error_is_unavailable(setup: Setup, behaviour: Behaviour)
             await reader.bucket_digests(START, END, "day")
     finally:
         await reader.close()
+
+
+async def test_an_api_that_does_not_answer_in_time_is_a_timeout(setup: Setup,
+                                                                behaviour: Behaviour) -> None:
+    behaviour.delay = 1.5
+    reader = await open_adapter(setup.config(timeout=0.3).checks["orders_api"].reader)
+    try:
+        with pytest.raises(StoreTimeout, match="no answer within the timeout"):
+            await reader.bucket_digests(START, END, "day")
+    finally:
+        await reader.close()
+
+
+async def test_the_rate_limit_spaces_the_requests(setup: Setup, behaviour: Behaviour) -> None:
+    reader = await open_adapter(setup.config(rate_limit=10.0).checks["orders_api"].reader)
+    before = behaviour.requests
+    began = time.monotonic()
+    try:
+        await reader.bucket_digests(START, END, "day")
+    finally:
+        await reader.close()
+    pages = behaviour.requests - before
+    assert pages == 5  # 120 served rows, 25 a page
+    assert time.monotonic() - began >= (pages - 1) / 10.0
