@@ -2,7 +2,8 @@
 
 It has what real reader APIs have and an index-level check cannot see: its own filter
 (rows with a hidden status are never served), bearer auth, cursor (an offset) or page
-pagination over rows sorted by key, and a pagination bug to plant (`skip_page`: the cursor jumps a page).
+pagination over rows sorted by key, and a pagination bug to plant (`skip_page`: the
+cursor jumps a page).
 Served by uvicorn on a free port in a thread of its own.
 """
 
@@ -57,13 +58,13 @@ def make_app(os_url: str, index: str, behaviour: Behaviour) -> FastAPI:
         hits = client.search(index=index, body={
             "size": 10_000, "sort": [{"order_id": "asc"}, {"_doc": "asc"}],
             "query": {"bool": {"filter": must, "must_not": must_not}}})["hits"]["hits"]
-        page = hits[cursor:cursor + limit]
+        chunk = hits[cursor:cursor + limit]
         step = limit * (2 if behaviour.skip_page == cursor // limit + 1 else 1)
         nxt = cursor + step if cursor + limit < len(hits) else None
         return {"data": {"items": [
             {"id": h["_source"]["order_id"], "updated_at": h["_source"]["updated_at"],
              "attributes": {"status": h["_source"]["status"],
-                            "amount": h["_source"]["amount"]}} for h in page]},
+                            "amount": h["_source"]["amount"]}} for h in chunk]},
             "meta": {"next": nxt, "view": view}}
 
     return app

@@ -167,7 +167,7 @@ def _totals(result: RunResult) -> tuple[int, int, int, int]:
             sum(b.duplicates for b in result.buckets))
 
 
-PAGINGS = {
+PAGINGS: dict[str, dict[str, object]] = {
     "cursor": {},
     "page": {"paging": "page", "first_page": 1},
     "offset": {"paging": "offset", "offset_param": "cursor"},
