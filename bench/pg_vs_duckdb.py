@@ -23,7 +23,7 @@ import asyncpg
 import duckdb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import pg_vs_reladiff as pr  # noqa: E402  (a sibling script, not a package)
+import pg_vs_reladiff as pr  # a sibling script, not a package
 
 READER = """
 SET TimeZone = 'UTC';
