@@ -24,7 +24,6 @@ def build(name: str, sm: DuckDBStoreModel, problems: list[str]) -> DuckDBStore:
     return DuckDBStore(name, sm.database, files, sm.timeout_seconds, sm.threads)
 
 
-
 check_view = sql_view_check("duckdb")
 
 

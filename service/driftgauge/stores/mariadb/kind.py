@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from driftgauge.config import secrets
-from driftgauge.config.runtime import Store, View
+from driftgauge.config.runtime import Store
 from driftgauge.config.secrets import Secret
 from driftgauge.core.errors import StoreError
 from driftgauge.stores import registry
-from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.mariadb.settings import MariaDBStore, MariaDBStoreModel, dsn_shape
+from driftgauge.stores.sql.pooled import pool_hooks
 from driftgauge.stores.sql.views import sql_view_check
 
 
@@ -19,7 +17,6 @@ def build(name: str, sm: MariaDBStoreModel, problems: list[str]) -> MariaDBStore
     if not secrets.is_reference(sm.dsn) and (problem := dsn_shape(sm.dsn)):
         problems.append(f"stores.{name}.dsn: {problem}")
     return MariaDBStore(name, Secret(sm.dsn), sm.timeout_seconds, sm.pool_max)
-
 
 
 check_view = sql_view_check("mariadb")
@@ -32,26 +29,8 @@ def store_secrets(store: Store) -> list[tuple[str, Secret, str]]:
     return [("dsn", store.dsn, "password")]
 
 
-async def connect(store: Store) -> Any:
-    """Return the pool every view of the store shares."""
-    from driftgauge.stores.mariadb import io
-
-    assert isinstance(store, MariaDBStore)
-    return await io.store_pool(store)
-
-
-async def disconnect(pool: Any) -> None:
-    """Close a pool opened by connect."""
-    from driftgauge.stores.mariadb import io
-
-    await io.close_pool(pool)
-
-
-async def open_adapter(view: View, pool: Any) -> StoreAdapter:
-    """Return a MariaDB adapter on the shared pool, or on its own pool when None."""
-    from driftgauge.stores.mariadb.adapter import MariaDBAdapter
-
-    return await MariaDBAdapter.open(view, pool)
+connect, disconnect, open_adapter = pool_hooks("driftgauge.stores.mariadb", MariaDBStore,
+                                               "MariaDBAdapter")
 
 
 def error_map(store: str, what: str, exc: BaseException) -> StoreError | None:

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from driftgauge.config import secrets
-from driftgauge.config.runtime import Store, View
+from driftgauge.config.runtime import Store
 from driftgauge.config.secrets import Secret
 from driftgauge.core.errors import StoreError
 from driftgauge.stores import registry
-from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.postgres.settings import PostgresStore, PostgresStoreModel
+from driftgauge.stores.sql.pooled import pool_hooks
 from driftgauge.stores.sql.views import sql_view_check
 
 
@@ -18,7 +16,6 @@ def build(name: str, sm: PostgresStoreModel, problems: list[str]) -> PostgresSto
     """Return the runtime store of a validated `stores.NAME` entry."""
     problems.extend(secrets.dsn_problems(f"stores.{name}.dsn", sm.dsn))
     return PostgresStore(name, Secret(sm.dsn), sm.timeout_seconds, sm.pool_max)
-
 
 
 check_view = sql_view_check("postgres")
@@ -30,26 +27,8 @@ def store_secrets(store: Store) -> list[tuple[str, Secret, str]]:
     return [("dsn", store.dsn, "dsn")]
 
 
-async def connect(store: Store) -> Any:
-    """Return the pool every view of the store shares."""
-    from driftgauge.stores.postgres import io
-
-    assert isinstance(store, PostgresStore)
-    return await io.store_pool(store)
-
-
-async def disconnect(pool: Any) -> None:
-    """Close a pool opened by connect."""
-    from driftgauge.stores.postgres import io
-
-    await io.close_pool(pool)
-
-
-async def open_adapter(view: View, pool: Any) -> StoreAdapter:
-    """Return a PostgreSQL adapter on the shared pool, or on its own pool when None."""
-    from driftgauge.stores.postgres.adapter import PostgresAdapter
-
-    return await PostgresAdapter.open(view, pool)
+connect, disconnect, open_adapter = pool_hooks("driftgauge.stores.postgres", PostgresStore,
+                                               "PostgresAdapter")
 
 
 def error_map(store: str, what: str, exc: BaseException) -> StoreError | None:
