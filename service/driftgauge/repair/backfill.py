@@ -32,6 +32,15 @@ def _loads(value: str | None) -> Any:
     return json.loads(value) if value is not None else None
 
 
+async def _set_targets(conn: Any, bf: Mapping[str, Any], column: str,
+                       values: Mapping[datetime, Any]) -> None:
+    """Write one JSON column (before, after, verified) of each target partition."""
+    await conn.executemany(
+        f"UPDATE backfill_targets SET {column} = $3::jsonb WHERE backfill_id = $1"
+        " AND partition_start = $2", [(bf["id"], lo, _json(values[lo]))
+                                      for lo, _ in bf["partitions"]])
+
+
 class Backfills(CheckParts):
     """Run each lifecycle step against the state database, refusing what the rules forbid."""
 
@@ -270,10 +279,7 @@ class Backfills(CheckParts):
                               f"backfill {bf_id} became {current['status']} meanwhile")
             # The before totals are written with announced_at: after the recompute's
             # delete they exist nowhere else.
-            await conn.executemany(
-                "UPDATE backfill_targets SET before = $3::jsonb WHERE backfill_id = $1"
-                " AND partition_start = $2",
-                [(bf_id, lo, _json(before[lo])) for lo, _ in bf["partitions"]])
+            await _set_targets(conn, bf, "before", before)
             await conn.execute(
                 "UPDATE backfills SET status = 'announced', announced_at = $2,"
                 " announced_by = $3, announcement = $4, totals_before = $5::jsonb"
@@ -313,10 +319,7 @@ class Backfills(CheckParts):
                 raise Refused("start", "out_of_order",
                               f"backfill {bf_id} became {current['status']} meanwhile")
             if before is not None:
-                await conn.executemany(
-                    "UPDATE backfill_targets SET before = $3::jsonb WHERE backfill_id = $1"
-                    " AND partition_start = $2",
-                    [(bf_id, lo, _json(before[lo])) for lo, _ in bf["partitions"]])
+                await _set_targets(conn, bf, "before", before)
                 await conn.execute("UPDATE backfills SET totals_before = $2::jsonb WHERE id = $1",
                                    bf_id, _json(partitions.totals(before.values())))
             await conn.execute(
@@ -378,10 +381,7 @@ class Backfills(CheckParts):
                         "ok": partitions.same(source[lo], reader[lo])}
                    for lo, _ in bf["partitions"]}
         async with self.calls.conn("record a verification") as conn:
-            await conn.executemany(
-                "UPDATE backfill_targets SET verified = $3::jsonb WHERE backfill_id = $1"
-                " AND partition_start = $2",
-                [(bf_id, lo, _json(v)) for lo, v in results.items()])
+            await _set_targets(conn, bf, "verified", results)
         bad = [lo for lo, v in results.items() if not v["ok"]]
         if bad:
             shown = ", ".join(f"{lo.isoformat()} (source {partitions.describe(source[lo])}, "
@@ -409,10 +409,7 @@ class Backfills(CheckParts):
         total_after = partitions.totals(after.values())
         change = partitions.diff(bf["totals_before"], total_after)
         async with self.calls.transaction("close a backfill") as conn:
-            await conn.executemany(
-                "UPDATE backfill_targets SET after = $3::jsonb WHERE backfill_id = $1"
-                " AND partition_start = $2",
-                [(bf_id, lo, _json(after[lo])) for lo, _ in bf["partitions"]])
+            await _set_targets(conn, bf, "after", after)
             await conn.execute(
                 "UPDATE backfills SET status = 'closed', closed_at = $2, closed_by = $3,"
                 " totals_after = $4::jsonb, diff = $5::jsonb WHERE id = $1", bf_id,
