@@ -7,7 +7,7 @@ adapters, so the app includes it with one line.
 # No `from __future__ import annotations`: FastAPI must see the dependency aliases built
 # inside repair_router() as real objects.
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from datetime import timedelta
 from typing import Annotated, Any
@@ -17,6 +17,7 @@ from fastapi.exceptions import RequestValidationError
 
 from driftgauge.core.errors import StateError
 from driftgauge.metrics.collector import PartsCollector
+from driftgauge.repair.backfill import Backfills
 from driftgauge.repair.errors import NotFound, Refused, RepairInputError
 from driftgauge.repair.models import (
     AnnounceIn,
@@ -121,6 +122,18 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
                              "(the body names the rule)."},
         502: {"description": "A store answered with an error while digesting partitions."},
         504: {"description": "A store did not answer in time while digesting partitions."}}
+
+    def step_route(step: str, take: Callable[..., Awaitable[dict[str, Any]]], doc: str) -> None:
+        """Add the POST route of a lifecycle step that takes only who takes it."""
+
+        async def take_step(backfill_id: BackfillId, body: StepIn,
+                            service: Service) -> dict[str, Any]:
+            with _translated():
+                return await take(service.backfills, backfill_id, by=body.by)
+
+        take_step.__doc__ = doc
+        router.post(f"/backfills/{{backfill_id}}/{step}", tags=["backfill"], dependencies=write,
+                    responses=refused, name=f"{step}_backfill")(take_step)
 
     @router.get("/watermarks", tags=["repair"], dependencies=read)
     async def list_watermarks(service: Service) -> list[dict[str, Any]]:
@@ -233,13 +246,8 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
             return await service.backfills.announce(backfill_id, by=body.by,
                                                     runs_at=body.runs_at)
 
-    @router.post("/backfills/{backfill_id}/start", tags=["backfill"], dependencies=write,
-                 responses=refused)
-    async def start_backfill(backfill_id: BackfillId, body: StepIn,
-                             service: Service) -> dict[str, Any]:
-        """Allow the recompute (announced when signed; closed partitions only)."""
-        with _translated():
-            return await service.backfills.start(backfill_id, by=body.by)
+    step_route("start", Backfills.start,
+               "Allow the recompute (announced when signed; closed partitions only).")
 
     @router.post("/backfills/{backfill_id}/runs", tags=["backfill"], dependencies=write,
                  status_code=201, responses=refused)
@@ -250,13 +258,8 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
             await service.backfills.attach_run(backfill_id, body.ledger_run_id)
         return {"backfill_id": backfill_id, "ledger_run_id": body.ledger_run_id}
 
-    @router.post("/backfills/{backfill_id}/verify", tags=["backfill"], dependencies=write,
-                 responses=refused)
-    async def verify_backfill(backfill_id: BackfillId, body: StepIn,
-                              service: Service) -> dict[str, Any]:
-        """Re-reconcile every target partition; all must be ok."""
-        with _translated():
-            return await service.backfills.verify(backfill_id, by=body.by)
+    step_route("verify", Backfills.verify,
+               "Re-reconcile every target partition; all must be ok.")
 
     @router.post("/backfills/{backfill_id}/replay", tags=["backfill"], dependencies=write,
                  responses=refused)
@@ -277,13 +280,8 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
                                          detail=body.detail, by=body.by)
             return await service.backfills.show(backfill_id)
 
-    @router.post("/backfills/{backfill_id}/close", tags=["backfill"], dependencies=write,
-                 responses=refused)
-    async def close_backfill(backfill_id: BackfillId, body: StepIn,
-                             service: Service) -> dict[str, Any]:
-        """File the backfill log row: totals before and after and the diff."""
-        with _translated():
-            return await service.backfills.close(backfill_id, by=body.by)
+    step_route("close", Backfills.close,
+               "File the backfill log row: totals before and after and the diff.")
 
     @router.post("/probes/rerun", tags=["repair"], dependencies=write, responses=refused)
     async def probe_rerun(body: ProbeIn, service: Service) -> dict[str, Any]:
