@@ -8,9 +8,9 @@ Each adapter describes its own fields (postgres/preflight.py, opensearch/preflig
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar, runtime_checkable
 
 from driftgauge import observe
 from driftgauge.config.runtime import Check, Config, View
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from driftgauge.stores.pools import StorePools
 
 Expects = FieldType | Literal["time"]
+T = TypeVar("T")
 UNIT_NAMES: dict[TimestampPrecision, str] = {"ms": "milliseconds", "us": "microseconds"}
 
 
@@ -71,6 +72,21 @@ def wanted(view: View) -> list[Wanted]:
     out += [Wanted(f"fields.{f.name}", col, f.type,
                    scale if f.name in view.measures else None)
             for col, f in zip(view.columns, view.fields, strict=True)]
+    return out
+
+
+def judge_columns(view: View, columns: Mapping[str, T], where: str,
+                  judge: Callable[[Wanted, T], FieldSchema]) -> list[FieldSchema]:
+    """Judge the column of each wanted field; a missing one is a problem naming those there."""
+    out = []
+    for w in wanted(view):
+        column = columns.get(w.column)
+        if column is None:
+            has = ", ".join(columns) or "no columns"
+            out.append(FieldSchema(w, (f"column {w.column} does not exist in {where} "
+                                       f"(it has {has})",)))
+        else:
+            out.append(judge(w, column))
     return out
 
 

@@ -6,7 +6,7 @@ from driftgauge.config.runtime import View
 from driftgauge.core.fields import TimestampPrecision
 from driftgauge.stores.duckdb.dialect import DUCKDB
 from driftgauge.stores.duckdb.io import Connection
-from driftgauge.stores.preflight import Expects, FieldSchema, Wanted, wanted
+from driftgauge.stores.preflight import Expects, FieldSchema, Wanted, judge_columns
 
 INTEGERS = frozenset({"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT",
                       "UINTEGER", "UBIGINT", "HUGEINT"})
@@ -41,16 +41,7 @@ async def describe(conn: Connection, view: View) -> list[FieldSchema]:
     for r in rows:
         types.setdefault(str(r["column_name"]), str(r["column_type"]))
     where = _where(view)
-    out = []
-    for w in wanted(view):
-        typ = types.get(w.column)
-        if typ is None:
-            has = ", ".join(types) or "no columns"
-            out.append(FieldSchema(w, (f"column {w.column} does not exist in {where} "
-                                       f"(it has {has})",)))
-        else:
-            out.append(judge(w, typ, where))
-    return out
+    return judge_columns(view, types, where, lambda w, typ: judge(w, typ, where))
 
 
 def judge(w: Wanted, type_name: str, where: str) -> FieldSchema:

@@ -9,7 +9,7 @@ from pymysql.constants import FIELD_TYPE as T
 from driftgauge.config.runtime import View
 from driftgauge.core.fields import TimestampPrecision
 from driftgauge.stores.mariadb import dialect
-from driftgauge.stores.preflight import Expects, FieldSchema, Wanted, wanted
+from driftgauge.stores.preflight import Expects, FieldSchema, Wanted, judge_columns
 
 NAMES = {T.DECIMAL: "decimal", T.NEWDECIMAL: "decimal", T.TINY: "tinyint",
          T.SHORT: "smallint", T.INT24: "mediumint", T.LONG: "int", T.LONGLONG: "bigint",
@@ -45,16 +45,8 @@ async def describe(conn: Any, view: View) -> list[FieldSchema]:
         await cur.execute(f"SELECT * FROM {dialect.relation(view)} LIMIT 0")
         columns = {d[0]: d for d in cur.description or ()}
     where = f"table {view.table}" if view.table is not None else "the view's query"
-    out = []
-    for w in wanted(view):
-        column = columns.get(w.column)
-        if column is None:
-            has = ", ".join(columns) or "no columns"
-            out.append(FieldSchema(w, (f"column {w.column} does not exist in {where} "
-                                       f"(it has {has})",)))
-        else:
-            out.append(judge(w, column[1], column[5] or 0, where))
-    return out
+    return judge_columns(view, columns, where,
+                         lambda w, column: judge(w, column[1], column[5] or 0, where))
 
 
 def judge(w: Wanted, type_code: int, scale: int, where: str) -> FieldSchema:

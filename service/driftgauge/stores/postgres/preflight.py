@@ -7,7 +7,7 @@ from typing import Any
 from driftgauge.config.runtime import View
 from driftgauge.core.fields import TimestampPrecision
 from driftgauge.stores.postgres import dialect
-from driftgauge.stores.preflight import Expects, FieldSchema, Wanted, wanted
+from driftgauge.stores.preflight import Expects, FieldSchema, Wanted, judge_columns
 
 TEXT = frozenset({"text", "varchar", "bpchar", "name", "citext"})
 INTEGERS = frozenset({"int2", "int4", "int8"})
@@ -35,16 +35,8 @@ async def describe(conn: Any, view: View) -> list[FieldSchema]:
     for attr in stmt.get_attributes():
         types.setdefault(attr.name, attr.type)
     where = f"table {view.table}" if view.table is not None else "the view's query"
-    out = []
-    for w in wanted(view):
-        typ = types.get(w.column)
-        if typ is None:
-            has = ", ".join(types) or "no columns"
-            out.append(FieldSchema(w, (f"column {w.column} does not exist in {where} "
-                                       f"(it has {has})",)))
-        else:
-            out.append(judge(w, str(typ.name), str(typ.kind), where))
-    return out
+    return judge_columns(view, types, where,
+                         lambda w, typ: judge(w, str(typ.name), str(typ.kind), where))
 
 
 def judge(w: Wanted, type_name: str, kind: str, where: str) -> FieldSchema:
