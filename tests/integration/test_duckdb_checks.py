@@ -261,3 +261,23 @@ async def test_the_pipeline_can_write_the_database_file_between_queries(tmp_path
     finally:
         await adapter.close()
     assert (before.agg.count, after.agg.count) == (1, 2)
+
+
+async def test_measure_totals_are_exact_decimals(lake: Path) -> None:
+    rows = _export(_orders())
+    view = make_view(DuckDBStore("lake", files=(FileTable(  # type: ignore[arg-type]
+        "orders", "parquet", f"{lake}/*/*.parquet", True),)), key="order_id",
+        time="updated_at", fields={"amount": ("amount", "decimal")}, tz=BERLIN.key,
+        table="orders", measures=("amount",))
+    adapter = await open_adapter(view)
+    try:
+        got = {b.start: b.agg.measures for b in await adapter.bucket_digests(START, END, "day")}
+    finally:
+        await adapter.close()
+    want: dict[datetime, dict[str, Decimal]] = {}
+    for _, _, amount, at in rows:
+        day = datetime.combine(at.astimezone(BERLIN).date(), datetime.min.time(),
+                               BERLIN).astimezone(UTC)
+        totals = want.setdefault(day, {"amount": Decimal(0)})
+        totals["amount"] += amount
+    assert got == want

@@ -60,13 +60,15 @@ class DuckDBDialect(SqlDialect):
         return f"({micros} - (({micros} % 1000) + 1000) % 1000)"
 
     def row_hash(self, renc: str) -> str:
-        """Return the first 8 bytes of md5(renc), big-endian, as an unsigned UBIGINT."""
+        """Return the first 8 bytes of md5(renc), big-endian, as a UBIGINT (sums: HUGEINT)."""
         return f"CAST('0x' || left(md5({renc}), 16) AS UBIGINT)"
 
     def filtered(self, func: str, arg: str, where: str, *, distinct: bool = False) -> str:
-        """Return the aggregate with a FILTER clause; sums are taken over HUGEINT (exact)."""
-        if func == "sum":
-            arg = f"CAST({arg} AS HUGEINT)"
+        """Return the aggregate with a FILTER clause.
+
+        A sum of UBIGINT row hashes is a HUGEINT, exact; a DECIMAL measure's sum keeps its
+        scale. No cast here: one to HUGEINT would truncate a measure's fractions.
+        """
         return f"{func}({'DISTINCT ' if distinct else ''}{arg}) FILTER (WHERE {where})"
 
     def key_distinct(self, view: View) -> str:
