@@ -82,6 +82,11 @@ async def test_checks_list_their_latest_status(api: Api) -> None:
     assert by["reviews"]["schedule"]["recent_every_seconds"] == 3600
 
 
+async def test_checks_say_which_rows_of_a_window_they_read(api: Api) -> None:
+    body = (await api.client.get("/api/v1/checks")).json()
+    assert {c["coverage"] for c in body["checks"]} == {"every row of the window"}
+
+
 async def test_walk_day_hour_prefix_keys_reaches_every_planted_key(api: Api) -> None:
     c = api.client
     days = (await c.get("/api/v1/checks/reviews/days")).json()["days"]

@@ -30,6 +30,7 @@ from driftgauge.core.errors import StoreTimeout, UnknownCheck
 from driftgauge.engine.reconcile import compare_prefixes
 from driftgauge.state.codec import StoredBucket
 from driftgauge.state.payloads import RunOut
+from driftgauge.stores import registry
 
 router = APIRouter()
 MAX_RANGE_DAYS = 3660
@@ -122,6 +123,7 @@ async def list_checks(rt: Reader) -> ChecksOut:
                 full_every_seconds=(sched.full_every.total_seconds()
                                     if sched.full_every else None),
                 full_cron=sched.full_cron, full_days=sched.full_days),
+            coverage=registry.kind_of(check.reader.kind).coverage(check.reader.store),
         ))
     return ChecksOut(checks=out)
 

@@ -55,6 +55,14 @@ ErrorMap = Callable[[str, str, BaseException], StoreError | None]
 not the store's doing but a bug: None (the caller lets it propagate) or the bug re-raised."""
 Secrets = Callable[[Store], list[tuple[str, Secret, str]]]
 """The store's secret references: (field, secret, "dsn" or "password")."""
+Coverage = Callable[[Store], str]
+"""(store) → which rows of a window a check on it reads, in words the API shows."""
+EVERY_ROW = "every row of the window"
+
+
+def every_row(store: Store) -> str:
+    """Return the coverage of a store that reads every row of a window."""
+    return EVERY_ROW
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,7 @@ class StoreKind:
     error_map: ErrorMap
     secrets: Secrets
     capabilities: frozenset[str] = frozenset()
+    coverage: Coverage = every_row
 
     def has(self, capability: str) -> bool:
         """Return True when this kind offers `capability`."""

@@ -58,6 +58,12 @@ def store_secrets(store: Store) -> list[tuple[str, Secret, str]]:
     return out
 
 
+def coverage(store: Store) -> str:
+    """Return the bounded recent window a check on this API reads."""
+    assert isinstance(store, ReaderApiStore)
+    return store.mode
+
+
 async def connect(store: Store) -> Any:
     """Return the client every view of the store shares (no request is made yet)."""
     from driftgauge.stores.reader_api import io
@@ -88,4 +94,5 @@ def error_map(store: str, what: str, exc: BaseException) -> StoreError | None:
 KIND = registry.StoreKind(
     name="reader_api", config_model=ReaderApiStoreModel, build=build,
     check_view=check_view, connect=connect, disconnect=disconnect, open=open_adapter,
-    error_map=error_map, secrets=store_secrets, capabilities=frozenset({registry.SLOT_FIRST_PASS}))
+    error_map=error_map, secrets=store_secrets, coverage=coverage,
+    capabilities=frozenset({registry.SLOT_FIRST_PASS}))
