@@ -13,13 +13,20 @@ import asyncpg
 import pytest
 from opensearchpy import AsyncOpenSearch, helpers
 
-from driftgauge.config.runtime import Check, Field, View
+from driftgauge.cli.render import render_run
+from driftgauge.config.runtime import Check, Field, State, View
+from driftgauge.config.secrets import Secret
 from driftgauge.core.errors import DriftgaugeError
 from driftgauge.engine.reconcile import reconcile
+from driftgauge.engine.result import RunResult
+from driftgauge.metrics.collector import build_registry, reconciliation_part
+from driftgauge.metrics.snapshot import CheckSnapshot
+from driftgauge.state.store import StateStore
 from driftgauge.stores import open_adapter
 from driftgauge.stores.preflight import preflight
 
 from .conftest import TIMEOUT, make_view, os_store, pg_store
+from .service_helpers import schema_name
 
 pytestmark = pytest.mark.integration
 
@@ -161,6 +168,7 @@ async def test_a_doubled_day_doubles_its_total(stores: dict[str, object]) -> Non
             await rdr.close()
         by_day = {b.start: b for b in result.buckets}
         if reader_table == "orders_doubled":
+            await stored_shown_and_scraped(dsn, check, result, want[DAY0])
             day = by_day[DAY0]
             assert day.status == "drift"
             assert day.duplicates == len([o for o in orders if o.at < DAY0 + timedelta(days=1)])
@@ -178,6 +186,36 @@ async def test_a_doubled_day_doubles_its_total(stores: dict[str, object]) -> Non
             assert day.payload().reader.measures == {
                 "amount": f"{want[moved]['amount'] + Decimal('0.01'):f}",
                 "qty": f"{want[moved]['qty']:f}"}
+
+
+async def stored_shown_and_scraped(dsn: str, check: Check, result: RunResult,
+                                   want: dict[str, Decimal]) -> None:
+    """Store the doubled run; its stored bucket, nodes, CLI text and metrics show the totals."""
+    now = DAY0 + timedelta(days=3)
+    result.finished_at = now
+    state = await StateStore.open(State(Secret(dsn), schema_name()), deadline=10)
+    try:
+        run_id = await state.begin_run(check.name, DAY0, DAY0 + timedelta(days=2),
+                                       trigger="manual", started_at=now)
+        await state.complete_run(run_id, result)
+        stored = await state.day_buckets(check.name, DAY0.date(), DAY0.date(), check.timezone)
+        hours, _ = await state.day_nodes(run_id, DAY0.date())
+    finally:
+        await state.close()
+    (day,) = stored
+    assert day.bucket.source.measures == want
+    assert day.bucket.reader.measures == {k: 2 * v for k, v in want.items()}
+    assert day.payload().reader.measures == {k: f"{2 * v:f}" for k, v in want.items()}
+    hour_totals = [n.reader.measures for n in hours if n.level == "hour"]
+    assert hour_totals and all(t is not None for t in hour_totals)
+    assert sum((t or {})["amount"] for t in hour_totals) == 2 * want["amount"]
+    text = render_run(result)
+    assert f"{DAY0.date()} amount {want['amount']:f} / {2 * want['amount']:f}  <--" in text
+    registry = build_registry([reconciliation_part(
+        lambda: {check.name: CheckSnapshot(check=check.name, buckets=(day.bucket,))})])
+    labels = {"check": check.name, "day": DAY0.date().isoformat(), "measure": "amount"}
+    assert registry.get_sample_value("driftgauge_bucket_measure",
+                                     {**labels, "side": "reader"}) == float(2 * want["amount"])
 
 
 async def test_pg_and_os_totals_agree_and_a_bucket_is_ok(stores: dict[str, object]) -> None:

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,8 @@ def run(run_id: int, status: str, finished: datetime, error: str | None = None) 
 def buckets() -> tuple[BucketResult, ...]:
     drift = BucketResult(start=DAY, status="drift", expected=100, visible=95,
                          excluded={"no_join_key": 2}, missing=4, extra=1, mismatched=0,
-                         duplicates=0, source=Aggregate(98, 98, 1), reader=Aggregate(95, 95, 2))
+                         duplicates=0, source=Aggregate(98, 98, 1, {"amount": Decimal("10.50")}),
+                         reader=Aggregate(95, 95, 2, {"amount": Decimal("9.25")}))
     ok = BucketResult(start=DAY + timedelta(days=1), status="ok", expected=50, visible=49,
                       excluded={"no_join_key": 1})
     settling = BucketResult(start=DAY + timedelta(days=2), status="settling", expected=7,

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import TextIO
 
 from driftgauge.engine.payloads import DrillOut
-from driftgauge.engine.result import RunResult
+from driftgauge.engine.result import RunResult, measures_text
 
 COLUMNS = ("day", "expected", "excluded", "visible", "missing", "extra", "mismatched", "status")
 
@@ -37,9 +38,25 @@ def render_run(result: RunResult) -> str:
         settling = sum(b.status == "settling" for b in result.buckets)
         lines.append(f"nothing judged: {settling} of {len(result.buckets)} day buckets "
                      "settling, none old enough to judge; this is not a pass")
+    lines.extend(render_totals(result))
     lines.append(f"{len(result.buckets)} day buckets, {result.queries} store queries, "
                  f"{result.rows_fetched} rows fetched")
     return "\n".join(lines)
+
+
+def render_totals(result: RunResult) -> list[str]:
+    """Return each day's measure totals, source then reader, a differing one marked."""
+    lines: list[str] = []
+    for b in result.buckets:
+        src = measures_text(b.source) or {}
+        rdr = measures_text(b.reader) or {}
+        for name in sorted(src.keys() | rdr.keys()):
+            if not lines:
+                lines.append("measure totals (source / reader):")
+            a, z = src.get(name, "0"), rdr.get(name, "0")
+            mark = "  <--" if Decimal(a) != Decimal(z) else ""
+            lines.append(f"  {b.start.date()} {name} {a} / {z}{mark}")
+    return lines
 
 
 def render_drill(report: DrillOut) -> str:
@@ -54,6 +71,10 @@ def render_drill(report: DrillOut) -> str:
         mark = "  <--" if n.differs else ""
         lines.append(f"{n.label:<28} {n.source.count:>9} {n.reader.count:>9}"
                      f"  {'yes' if n.differs else 'no'}{mark}")
+    for n in report.nodes:
+        for name in sorted((n.source.measures or {}).keys() | (n.reader.measures or {}).keys()):
+            lines.append(f"  {n.label} {name} {(n.source.measures or {}).get(name, '0')} / "
+                         f"{(n.reader.measures or {}).get(name, '0')}")
     if report.unexplained:
         lines.append(f"error: {report.unexplained}")
     if report.keys:

@@ -295,7 +295,14 @@ async def _drill_day(check: Check, sides: _Sides, start: datetime, end: datetime
     if plan.fits_leaf(s_agg, r_agg, dd) or plan.is_dense(s_agg, r_agg, dd):
         # Dense drift or a small day: its rows cost less than walking the levels.
         s_rows, r_rows = await sides.both(lambda s: s.rows_of(start, end, None))
-        return _hours_from_rows(check, s_rows, r_rows), _join_day(
+        hours = _hours_from_rows(check, s_rows, r_rows)
+        if check.measures:
+            # Rows carry no measure values: the stores' hour buckets give each hour's totals.
+            s_hours, r_hours = await sides.both(lambda s: s.buckets(start, end, "hour"))
+            hours = _pair_hours(check, s_hours, r_hours)
+            for h in hours:
+                h.fetched = True
+        return hours, _join_day(
             s_agg, r_agg, _Fetched(s_rows, r_rows), ledger_excluded)
     if not (s_agg.has_duplicates or r_agg.has_duplicates):
         tree, fetched = await _drill_slots(check, sides, start, end, s_agg, r_agg, slots)

@@ -98,6 +98,10 @@ class _Families:
         self.unexplained = g("driftgauge_bucket_unexplained",
                              "1 if the bucket's found differences do not account for its "
                              "digests' difference.", labels=["check", "day"])
+        self.measure_total = g("driftgauge_bucket_measure",
+                               "Each side's total of a measure per bucket (a float: the exact "
+                               "total is the API's decimal text).",
+                               labels=["check", "day", "side", "measure"])
         self.rows = g("driftgauge_rows",
                       "Row counts summed over the recent window (settling buckets excluded).",
                       labels=["check", "kind"])
@@ -147,6 +151,9 @@ class _Families:
                 self.bucket_excluded.add_metric([name, day, reason], n)
             for status in BUCKET_STATUSES:
                 self.bucket_status.add_metric([name, day, status], int(b.status == status))
+            for side, agg in (("source", b.source), ("reader", b.reader)):
+                for measure, total in sorted((agg.measures or {}).items()):
+                    self.measure_total.add_metric([name, day, side, measure], float(total))
             self.unexplained.add_metric([name, day], int(
                 b.status == "error" and any(r.startswith(UNEXPLAINED) for r in b.reasons)))
             if b.status == "settling":
@@ -172,5 +179,5 @@ class _Families:
         """Return every family, including empty ones (they print only HELP and TYPE)."""
         return [self.up, self.last_run, self.last_success, self.duration, self.runs,
                 self.run_status, self.schedule, self.bucket_rows, self.bucket_excluded,
-                self.bucket_status, self.unexplained,
+                self.bucket_status, self.unexplained, self.measure_total,
                 self.rows, self.excluded, self.limits, self.in_drift]
