@@ -29,6 +29,7 @@ from driftgauge.core.errors import StoreTimeout
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import RunResult
 from driftgauge.stores import open_adapter
+from driftgauge.stores.base import SlotFirstPass
 from driftgauge.stores.duckdb.settings import DuckDBStore, FileTable
 from driftgauge.stores.preflight import verify_all
 from tests.integration.conftest import PG_DSN, TIMEOUT, dsn_for, make_view, unique_name
@@ -272,6 +273,8 @@ async def test_measure_totals_are_exact_decimals(lake: Path) -> None:
     adapter = await open_adapter(view)
     try:
         got = {b.start: b.agg.measures for b in await adapter.bucket_digests(START, END, "day")}
+        assert isinstance(adapter, SlotFirstPass)
+        first = await adapter.day_and_slot_digests(START.astimezone(UTC), END, 600)
     finally:
         await adapter.close()
     want: dict[datetime, dict[str, Decimal]] = {}
@@ -281,3 +284,5 @@ async def test_measure_totals_are_exact_decimals(lake: Path) -> None:
         totals = want.setdefault(day, {"amount": Decimal(0)})
         totals["amount"] += amount
     assert got == want
+    assert {b.start: b.agg.measures for b in first.days} == want  # the one-scan first pass
+    assert sum(s.agg.count for day in first.slots for s in first.slots[day]) == len(rows)

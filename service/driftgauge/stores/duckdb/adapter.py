@@ -17,7 +17,9 @@ from driftgauge.core.fields import TimestampPrecision
 from driftgauge.encoding.digest import unsigned64
 from driftgauge.stores.base import (
     BucketDigest,
+    FirstPass,
     Granularity,
+    LazySlots,
     RowHash,
     TimeRanges,
     check_ranges,
@@ -53,6 +55,7 @@ class DuckDBAdapter:
         self._sql_bucket = DUCKDB.bucket_sql(view)
         self._sql_slot = DUCKDB.slot_sql(view)
         self._sql_slot_rows = DUCKDB.slot_sql(view, distinct=False)
+        self._sql_day_slot = DUCKDB.day_slot_sql(view)
 
     @classmethod
     async def open(cls, view: View, conn: Any = None) -> Self:
@@ -110,6 +113,22 @@ class DuckDBAdapter:
         rows = await self._fetch("slot digests", sql, start, end, step // _MICRO,
                                  (start - EPOCH) // _MICRO)
         return self._buckets(rows)
+
+    async def day_and_slot_digests(self, start: datetime, end: datetime,
+                                   seconds: int) -> FirstPass:
+        """Return day buckets and their slots (spans of absolute time from start), one scan."""
+        step = check_slot(start, seconds)
+        if start >= end:
+            return FirstPass([], {})
+        rows = await self._fetch("day and slot digests", self._sql_day_slot, start, end,
+                                 self._day_starts(start, end), step // _MICRO,
+                                 (start - EPOCH) // _MICRO)
+        by_day: dict[datetime, list[dict[str, Any]]] = {}
+        for r in rows:
+            if r["slot"] is not None:
+                by_day.setdefault(r["bucket"].astimezone(UTC), []).append(r)
+        days = self._buckets([r for r in rows if r["slot"] is None])
+        return FirstPass(days, LazySlots(by_day, _slots))
 
     def _buckets(self, rows: list[dict[str, Any]]) -> list[BucketDigest]:
         return results.buckets(rows, self._reasons, self.view.measures)
@@ -180,3 +199,8 @@ class DuckDBAdapter:
         target = self.view.table if self.view.table is not None else "view query"
         return f"{what} on {target}"
 
+
+def _slots(records: list[dict[str, Any]]) -> list[BucketDigest]:
+    return sorted((BucketDigest(start=r["slot"].astimezone(UTC), agg=Aggregate(
+        count=r["n"], distinct_keys=r["keys"], digest=unsigned64(int(r["digest"]))))
+        for r in records), key=lambda b: b.start)

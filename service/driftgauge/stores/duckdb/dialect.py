@@ -121,6 +121,32 @@ class DuckDBDialect(SqlDialect):
             "ON r.t >= d.lo GROUP BY 1, 2 ORDER BY 1, 2"
         )
 
+    def day_slot_sql(self, view: View) -> str:
+        """Return day buckets by rule plus per-slot expected aggregates from one scan.
+
+        $3 holds the day starts (as in bucket_sql), $4 the slot step and $5 the slots'
+        origin in epoch microseconds. Rows with a NULL slot are the day set (one per day
+        and rule); the others are the (day, slot) aggregates of rows no rule excludes, so
+        a slot that straddles midnight is cut in two, as on PostgreSQL.
+        """
+        measures = "".join(f", b.m{i}" for i in range(len(view.measures)))
+        day_sums = "".join(
+            f", CASE WHEN GROUPING(r.s) = 1 THEN "
+            f"{self.filtered('sum', f'r.m{i}', 'r.x IS NULL')} END AS m{i}"
+            for i in range(len(view.measures)))
+        return (
+            "SELECT r.d AS bucket, r.s AS slot, r.x AS rule, count(*) AS n, "
+            f"{self.distinct_keys_sql('r.x IS NULL')} AS keys, "
+            f"{self.filtered('sum', 'r.h', 'r.x IS NULL')} AS digest{day_sums} "
+            "FROM (SELECT d.lo AS d, make_timestamptz($5 + (epoch_us(b.t) - $5) // $4 * $4) "
+            f"AS s, b.x, b.kd, {self.row_hash('b.renc')} AS h{measures} "
+            f"FROM ({self.base_sql(view)}) AS b "
+            f"ASOF JOIN (SELECT unnest({self.param(3, 'TIMESTAMPTZ[]')}) AS lo) AS d "
+            "ON b.t >= d.lo) AS r "
+            "GROUP BY GROUPING SETS ((r.d, r.x), (r.d, r.x, r.s)) "
+            "HAVING r.x IS NULL OR GROUPING(r.s) = 1"
+        )
+
     def relation(self, view: View) -> str:
         """Return the FROM item; a `files` table of the store is its reader function."""
         store = view.store
