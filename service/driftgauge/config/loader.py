@@ -283,6 +283,10 @@ def _build_view(where: str, vm: m.ViewModel, cm: m.CheckModel, fields: tuple[Fie
     for extra in set(vm.fields) - {f.name for f in fields}:
         problems.append(f"{where}.fields.{extra}: not one of the check's fields")
     registry.kind_of(store.kind).check_view(where, vm, exclusions, problems)
+    if cm.measures and not registry.kind_of(store.kind).has(registry.MEASURE_TOTALS):
+        # A side that cannot sum would leave the totals uncompared: refuse, never pass.
+        problems.append(f"{where.rsplit('.', 1)[0]}.measures: a {store.kind} store cannot sum "
+                        f"measures exactly ({where}); use postgres, opensearch or duckdb")
     if cm.measures and cm.measure_scale is None and store.kind == "opensearch":
         # OpenSearch sums exactly only as scaled 64-bit integers: the scale must be known.
         problems.append(f"{where.rsplit('.', 1)[0]}.measure_scale: required with measures "

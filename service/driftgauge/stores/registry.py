@@ -32,6 +32,8 @@ VOCABULARY_COUNTER = "vocabulary counter"
 """A source here counts rows per value of a column (stores.base.VocabularyCounter)."""
 KEY_PICKER = "key picker"
 """A source here runs an operator's key query for the canary (stores.base.KeyQuery)."""
+MEASURE_TOTALS = "measure totals"
+"""Day and hour buckets here carry each declared measure's exact total (Aggregate.measures)."""
 
 
 

@@ -63,5 +63,5 @@ KIND = registry.StoreKind(
     name="duckdb", config_model=DuckDBStoreModel, build=build, check_view=check_view,
     connect=connect, disconnect=disconnect, open=open_adapter, error_map=error_map,
     secrets=store_secrets,
-    capabilities=frozenset({registry.SLOT_FIRST_PASS, registry.VOCABULARY_COUNTER,
-                            registry.KEY_PICKER}))
+    capabilities=frozenset({registry.MEASURE_TOTALS, registry.SLOT_FIRST_PASS,
+                            registry.VOCABULARY_COUNTER, registry.KEY_PICKER}))

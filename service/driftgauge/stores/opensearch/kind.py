@@ -70,4 +70,5 @@ KIND = registry.StoreKind(
     name="opensearch", config_model=OpenSearchStoreModel, build=build, check_view=check_view,
     connect=connect, disconnect=disconnect, open=open_adapter, error_map=error_map,
     secrets=store_secrets,
-    capabilities=frozenset({registry.SLOT_FIRST_PASS, registry.CANARY_WRITER}))
+    capabilities=frozenset({registry.MEASURE_TOTALS, registry.SLOT_FIRST_PASS,
+                            registry.CANARY_WRITER}))
