@@ -284,3 +284,19 @@ async def test_the_rate_limit_spaces_the_requests(setup: Setup, behaviour: Behav
     pages = behaviour.requests - before
     assert pages == 5  # 120 served rows, 25 a page
     assert time.monotonic() - began >= (pages - 1) / 10.0
+
+
+async def test_measure_totals_are_the_served_rows_exact_sums(setup: Setup) -> None:
+    check = setup.config().checks["orders_api"]
+    view = replace(check.reader, measures=("amount",))
+    reader = await open_adapter(view)
+    try:
+        days = await reader.bucket_digests(START, END, "day")
+    finally:
+        await reader.close()
+    want: dict[datetime, Decimal] = {}
+    for _, s, a, t in _index(_orders()):
+        if s != "internal":
+            day = t.astimezone(BERLIN).replace(hour=0, minute=0, second=0).astimezone(UTC)
+            want[day] = want.get(day, Decimal(0)) + a
+    assert {b.start: (b.agg.measures or {})["amount"] for b in days} == want

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import Any, Self
 
 import httpx
@@ -84,7 +85,7 @@ class ReaderApiAdapter:
                     f"{self._read} after page {self.requests}); raise max_rows or shorten "
                     "the window"))
             got.extend(r for r in map(self._hash, page) if start <= r.event_time < end)
-        rows = MemoryAdapter(got, self.view.timezone)
+        rows = MemoryAdapter(got, self.view.timezone, measures=self.view.measures)
         self._windows.append((start, end, rows))
         return rows
 
@@ -114,9 +115,12 @@ class ReaderApiAdapter:
             khash, rhash = d.hash_row(key, view.key_type, values, types,
                                       view.timestamp_precision)
             text = None if key is None else d.key_text(key)
+            given = {name: _measure(_value(row, column)) for name, column
+                     in zip(view.measures, view.measure_columns, strict=True)}
+            totals = {name: v for name, v in given.items() if v is not None}  # NULL adds 0
         except (TypeError, ValueError) as exc:
             raise StoreQueryError(self.store.name, f"row with key {key!r}: {exc}") from None
-        return RowHash(text, khash, rhash, when)
+        return RowHash(text, khash, rhash, when, totals or None)
 
     def use_timestamp_precision(self, precision: TimestampPrecision) -> None:
         """Hash timestamp fields at `precision` from the next fetch on."""
@@ -166,6 +170,18 @@ class ReaderApiAdapter:
 def _value(row: dict[str, Any], path: str) -> Any:
     got = lookup(row, path)
     return None if got is MISSING else got  # an API leaves null fields out
+
+
+def _measure(value: Any) -> Decimal | None:
+    """Return a measure's exact value: a JSON number (read as a decimal), an integer or text."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | str | Decimal):
+        raise TypeError(f"measure value {value!r} is no number")
+    number = Decimal(d.plain_decimal(value))
+    if not number.is_finite():
+        raise ValueError(f"measure value {value!r} is not a finite number")
+    return number
 
 
 def _instant(value: Any) -> datetime:
