@@ -53,6 +53,7 @@ checks:
     reader: {{store: pg, table: orders_fact, key: id, time: created_at}}
     key_type: integer
     fields: {{amount_base: decimal}}
+    measures: [amount_base]
     settle: 2h
     drilldown: {{leaf_rows: 50}}
     ledger: {{job: orders-step, settle: 0s}}

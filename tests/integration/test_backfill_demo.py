@@ -27,3 +27,6 @@ def test_the_demo_prints_the_seeds_night_15() -> None:
     assert "signs the report's total: 1,284,310.55" in out
     assert "signed total 1,284,310.55, recomputed total 1,271,902.10, diff -12,408.45" in out
     assert out.index("replay: settlement-report") < out.index("replay: payout-export")
+    # The six hours' exact amount_base totals, from the check's measure: the same diff.
+    assert "before {'count': 241, 'measures': {'amount_base': '225489.58'}" in out
+    assert "after {'count': 241, 'measures': {'amount_base': '213081.13'}" in out
