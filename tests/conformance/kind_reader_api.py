@@ -82,7 +82,7 @@ def store(table: str, spec: Spec, base: str | None = None) -> ReaderApiStore:
     return ReaderApiStore(
         name="api", url=f"{base or service().url}/t/{table}?from={{start}}&to={{end}}",
         params=tuple(params), rows_path="result.rows", paging="offset", size_param="limit",
-        page_size=97, max_rows=1_000_000, max_window_days=366, timeout=TIMEOUT)
+        page_size=997, max_rows=1_000_000, max_window_days=366, timeout=TIMEOUT)
 
 
 def view(table: str, spec: Spec, base: str | None = None) -> View:
