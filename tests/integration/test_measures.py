@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import asyncpg
@@ -293,3 +294,31 @@ def test_fields_helper_keeps_order() -> None:
     view = os_view("x")
     assert view.measure_columns == ("amount_base", "qty")
     assert view.fields[0] == Field("amount", "decimal")
+
+
+@pytest.mark.parametrize("granularity", ["day", "hour"])
+async def test_duckdb_totals_equal_a_decimal_oracle(tmp_path: Path, granularity: str) -> None:
+    import duckdb
+
+    from driftgauge.stores.duckdb.settings import DuckDBStore
+
+    orders = make_orders(200, seed=9)
+    path = tmp_path / "orders.duckdb"
+    con = duckdb.connect(str(path))
+    try:
+        con.execute("CREATE TABLE orders (id VARCHAR, created_at TIMESTAMPTZ, "
+                    "amount_base DECIMAL(14, 2), qty INTEGER)")
+        con.executemany("INSERT INTO orders VALUES (?, ?, ?, ?)",
+                        [(o.id, o.at, o.amount, o.qty) for o in orders])
+    finally:
+        con.close()
+    view = with_measures(make_view(DuckDBStore("duck", str(path)),  # type: ignore[arg-type]
+                                   key="id", time="created_at", fields=FIELDS, table="orders"))
+    adapter = await open_adapter(view)
+    try:
+        got = await adapter.bucket_digests(DAY0, DAY0 + timedelta(days=2),
+                                           granularity)  # type: ignore[arg-type]
+    finally:
+        await adapter.close()
+    want = oracle(orders, hours=granularity == "hour")
+    assert {b.start: dict(b.agg.measures or {}) for b in got} == want

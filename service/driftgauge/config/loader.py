@@ -286,7 +286,8 @@ def _build_view(where: str, vm: m.ViewModel, cm: m.CheckModel, fields: tuple[Fie
     if cm.measures and not registry.kind_of(store.kind).has(registry.MEASURE_TOTALS):
         # A side that cannot sum would leave the totals uncompared: refuse, never pass.
         problems.append(f"{where.rsplit('.', 1)[0]}.measures: a {store.kind} store cannot sum "
-                        f"measures exactly ({where}); use postgres, opensearch or duckdb")
+                        f"measures exactly ({where}); kinds that can: "
+                        f"{', '.join(registry.with_capability(registry.MEASURE_TOTALS))}")
     if cm.measures and cm.measure_scale is None and store.kind == "opensearch":
         # OpenSearch sums exactly only as scaled 64-bit integers: the scale must be known.
         problems.append(f"{where.rsplit('.', 1)[0]}.measure_scale: required with measures "

@@ -95,4 +95,4 @@ KIND = registry.StoreKind(
     name="reader_api", config_model=ReaderApiStoreModel, build=build,
     check_view=check_view, connect=connect, disconnect=disconnect, open=open_adapter,
     error_map=error_map, secrets=store_secrets, coverage=coverage,
-    capabilities=frozenset({registry.SLOT_FIRST_PASS}))
+    capabilities=frozenset({registry.MEASURE_TOTALS, registry.SLOT_FIRST_PASS}))
