@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import base64
 from datetime import datetime, timedelta
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import httpx
 import pytest
 
 from driftgauge.config.loader import load_text
-from driftgauge.core.errors import ConfigError
+from driftgauge.config.secrets import Secret
+from driftgauge.core.errors import ConfigError, StoreQueryError
 from driftgauge.stores import registry
 from driftgauge.stores.reader_api import io
 from driftgauge.stores.reader_api.paths import MISSING, lookup
+from driftgauge.stores.reader_api.settings import ReaderApiStore
 
 BERLIN = ZoneInfo("Europe/Berlin")
 CONFIG = """
@@ -73,3 +78,23 @@ def test_the_coverage_says_which_rows_are_read() -> None:
     assert registry.kind_of("reader_api").coverage(check.reader.store) == \
         "bounded window of at most 3 days"
     assert registry.kind_of("postgres").coverage(check.source.store) == registry.EVERY_ROW
+
+
+async def test_credentials_come_from_env_and_file_secrets(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DG_TEST_API_TOKEN", "s3cret")
+    (tmp_path / "pw").write_text("hunter2\n", encoding="utf-8")
+    bearer = ReaderApiStore("api", "http://h/{start}/{end}",
+                            bearer=Secret("env:DG_TEST_API_TOKEN"))
+    basic = ReaderApiStore("api", "http://h/{start}/{end}", username="reader",
+                           password=Secret(f"file:{tmp_path / 'pw'}"))
+    async with io.open_client(bearer) as client:
+        assert client.headers["authorization"] == "Bearer s3cret"
+    async with io.open_client(basic) as client:
+        request = client.build_request("GET", "http://h/x")
+        assert isinstance(client.auth, httpx.BasicAuth)
+        sent = next(client.auth.auth_flow(request)).headers["authorization"]
+        assert sent == "Basic " + base64.b64encode(b"reader:hunter2").decode()
+    unset = ReaderApiStore("api", "http://h/{start}/{end}", bearer=Secret("env:DG_TEST_UNSET"))
+    with pytest.raises(StoreQueryError, match=r"api: auth: .*DG_TEST_UNSET is not set"):
+        io.open_client(unset)
