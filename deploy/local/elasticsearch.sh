@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Start, stop or report a real single-node Elasticsearch 7.10.2 (elasticsearch-cluster-runner
+# from Maven Central), for opt-in runs only: it is not part of the stack nor of `make test`.
+# Usage: deploy/local/elasticsearch.sh start|stop|status|url   (see docs/elasticsearch.md)
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+ES_VERSION="7.10.2"
+ES_HTTP_PORT="${DRIFTGAUGE_ES_PORT:-9260}"
+ES_DIR="$LOCAL/elasticsearch"
+ES_HEAP="${DRIFTGAUGE_ES_HEAP:-512m}"
+# The runner binds http on base port + 1 for node 1.
+BASE_PORT=$((ES_HTTP_PORT - 1))
+# Nodes with one cluster name on one machine find each other over the transport ports and
+# join; this name differs from the OpenSearch runner's, so the two never join.
+ES_CLUSTER="${DRIFTGAUGE_ES_CLUSTER:-driftgauge-es-local}"
+PIDFILE="$ES_DIR/elasticsearch.pid"
+URL="http://127.0.0.1:$ES_HTTP_PORT"
+
+fetch() {
+  if [ ! -f "$ES_DIR/lib/.complete" ]; then
+    command -v mvn >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null; }
+    log "resolving Elasticsearch $ES_VERSION from Maven Central"
+    mkdir -p "$ES_DIR/lib"
+    mvn -q -B -f "$ROOT/deploy/local/elasticsearch/pom.xml" dependency:copy-dependencies \
+      -DoutputDirectory="$ES_DIR/lib" >"$ES_DIR/fetch.log" 2>&1 \
+      || { tail -30 "$ES_DIR/fetch.log"; die "maven could not resolve elasticsearch-cluster-runner"; }
+    touch "$ES_DIR/lib/.complete"
+  fi
+}
+
+is_up() { curl -fsS -m 2 "$URL/_cluster/health" >/dev/null 2>&1; }
+
+check_port() {
+  if [ "$ES_HTTP_PORT" -lt 9201 ] || [ "$ES_HTTP_PORT" -gt 9299 ] || [ "$ES_HTTP_PORT" -eq "$OS_HTTP_PORT" ]; then
+    die "DRIFTGAUGE_ES_PORT=$ES_HTTP_PORT: pick a port in 9201-9299 other than OpenSearch's $OS_HTTP_PORT"
+  fi
+}
+
+check_cluster_name() {
+  local pid base
+  for pid in $(pgrep -f "ElasticsearchClusterRunner.*-clusterName $ES_CLUSTER( |\$)" || true); do
+    base=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | sed -n 's/.*-basePath \([^ ]*\).*/\1/p')
+    if [ -n "$base" ] && [ "$base" != "$ES_DIR/base" ]; then
+      die "another Elasticsearch runner (pid $pid, $base) uses cluster name $ES_CLUSTER; nodes with one name join each other: stop it or set DRIFTGAUGE_ES_CLUSTER and DRIFTGAUGE_ES_PORT"
+    fi
+  done
+}
+
+start() {
+  check_port
+  fetch
+  if is_up; then log "elasticsearch already up at $URL"; return 0; fi
+  check_cluster_name
+  mkdir -p "$ES_DIR/base"
+  JAVA_BIN="${JAVA_HOME:+$JAVA_HOME/bin/}java"
+  # XPackPlugin brings the point-in-time API (basic licence, security off).
+  nohup "$JAVA_BIN" -Xms"$ES_HEAP" -Xmx"$ES_HEAP" -XX:+UseG1GC -Djava.awt.headless=true \
+    -cp "$ES_DIR/lib/*" org.codelibs.elasticsearch.runner.ElasticsearchClusterRunner \
+    -basePath "$ES_DIR/base" -numOfNode 1 -baseHttpPort "$BASE_PORT" -clusterName "$ES_CLUSTER" \
+    -pluginTypes org.elasticsearch.xpack.core.XPackPlugin \
+    >"$ES_DIR/elasticsearch.log" 2>&1 &
+  echo $! >"$PIDFILE"
+  for _ in $(seq 1 180); do
+    if is_up; then log "elasticsearch up at $URL"; return 0; fi
+    kill -0 "$(cat "$PIDFILE")" 2>/dev/null || { tail -30 "$ES_DIR/elasticsearch.log"; die "elasticsearch exited during start"; }
+    sleep 1
+  done
+  tail -30 "$ES_DIR/elasticsearch.log"; die "elasticsearch not ready after 180 s"
+}
+
+stop() {
+  if [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
+    kill "$(cat "$PIDFILE")"
+    for _ in $(seq 1 30); do kill -0 "$(cat "$PIDFILE")" 2>/dev/null || break; sleep 1; done
+    kill -9 "$(cat "$PIDFILE")" 2>/dev/null || true
+    rm -f "$PIDFILE"
+    log "elasticsearch stopped"
+  else
+    log "elasticsearch not running"
+  fi
+}
+
+status() {
+  if is_up; then echo "elasticsearch: up at $URL ($ES_VERSION)"; else echo "elasticsearch: down"; return 3; fi
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  status) status ;;
+  url) echo "$URL" ;;
+  *) echo "usage: $0 start|stop|status|url" >&2; exit 2 ;;
+esac
