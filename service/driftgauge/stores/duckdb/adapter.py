@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Self
 
@@ -13,7 +12,6 @@ from driftgauge.core import buckets as days
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.clock import EPOCH
 from driftgauge.core.errors import StoreError
-from driftgauge.core.fields import TimestampPrecision
 from driftgauge.encoding.digest import unsigned64
 from driftgauge.stores.base import (
     BucketDigest,
@@ -31,24 +29,24 @@ from driftgauge.stores.duckdb.dialect import DUCKDB
 from driftgauge.stores.duckdb.settings import DuckDBStore
 from driftgauge.stores.preflight import FieldSchema
 from driftgauge.stores.sql import results
+from driftgauge.stores.sql.adapter import SqlAdapter
 
 FETCH_ROWS = 2000
 """Rows per hop to the engine's thread in iter_rows."""
 _MICRO = timedelta(microseconds=1)
 
 
-class DuckDBAdapter:
+class DuckDBAdapter(SqlAdapter):
     """Read a DuckDB source (with exclusions) or a DuckDB reader view."""
 
+    kind = "duckdb"
+    store_type = DuckDBStore
+    store: DuckDBStore
+
     def __init__(self, view: View, conn: io.Connection, *, owns: bool = True) -> None:
-        if not isinstance(view.store, DuckDBStore):
-            raise ValueError("a duckdb view needs a duckdb store")
-        self.view = view
-        self.store = view.store
         self._conn = conn
         self._owns = owns
-        self._reasons = [ex.reason for ex in view.exclusions if ex.where is not None]
-        self._compile()
+        super().__init__(view)
 
     def _compile(self) -> None:
         view = self.view
@@ -60,9 +58,7 @@ class DuckDBAdapter:
     @classmethod
     async def open(cls, view: View, conn: Any = None) -> Self:
         """Return an adapter on the store's shared connection, or on one of its own."""
-        store = view.store
-        if not isinstance(store, DuckDBStore):
-            raise ValueError("a duckdb view needs a duckdb store")
+        store = cls.store_of(view)
         DUCKDB.bucket_sql(view)  # refuse a malformed view before opening anything
         if conn is not None:
             return cls(view, conn, owns=False)
@@ -72,12 +68,6 @@ class DuckDBAdapter:
         """Return the type of each configured column (the preflight's view of this side)."""
         with self._errors("check the columns"):
             return await preflight.describe(self._conn, self.view)
-
-    def use_timestamp_precision(self, precision: TimestampPrecision) -> None:
-        """Hash timestamp fields at `precision` from the next query on."""
-        if precision != self.view.timestamp_precision:
-            self.view = replace(self.view, timestamp_precision=precision)
-            self._compile()
 
     async def close(self) -> None:
         """Close the connection, unless the store's other views share it."""
@@ -194,10 +184,6 @@ class DuckDBAdapter:
             if not io.driver_error(exc):
                 raise
             raise io.store_error(self.store.name, what, exc) from exc
-
-    def _where(self, what: str) -> str:
-        target = self.view.table if self.view.table is not None else "view query"
-        return f"{what} on {target}"
 
 
 def _slots(records: list[dict[str, Any]]) -> list[BucketDigest]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import replace
 from datetime import UTC, date, datetime
 from typing import Any, Self
 
@@ -14,7 +13,6 @@ from driftgauge.config.runtime import View
 from driftgauge.core import buckets
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.errors import StoreQueryError
-from driftgauge.core.fields import TimestampPrecision
 from driftgauge.encoding.digest import unsigned64
 from driftgauge.stores.base import (
     BucketDigest,
@@ -24,10 +22,12 @@ from driftgauge.stores.base import (
     check_ranges,
     check_slot,
     hour_digests,
+    no_prefixes,
 )
 from driftgauge.stores.mariadb import dialect, io, preflight
 from driftgauge.stores.mariadb.settings import MariaDBStore
 from driftgauge.stores.preflight import FieldSchema
+from driftgauge.stores.sql.adapter import SqlAdapter
 
 FETCH_ROWS = 2000
 """Rows per round trip of the unbuffered cursor in iter_rows."""
@@ -35,18 +35,17 @@ ZONE_RANGE = (datetime(1970, 1, 2, tzinfo=UTC), datetime(2038, 1, 18, tzinfo=UTC
 """CONVERT_TZ leaves a time outside TIMESTAMP's range unconverted: days there are refused."""
 
 
-class MariaDBAdapter:
+class MariaDBAdapter(SqlAdapter):
     """Read a MariaDB source (with exclusions) or a MariaDB reader view."""
 
+    kind = "mariadb"
+    store_type = MariaDBStore
+    store: MariaDBStore
+
     def __init__(self, view: View, pool: Any, *, owns_pool: bool = True) -> None:
-        if not isinstance(view.store, MariaDBStore):
-            raise ValueError("a mariadb view needs a mariadb store")
-        self.view = view
-        self.store: MariaDBStore = view.store
         self._pool = pool
         self._owns_pool = owns_pool
-        self._reasons = [ex.reason for ex in view.exclusions if ex.where is not None]
-        self._compile()
+        super().__init__(view)
 
     def _compile(self) -> None:
         self._sql_day = dialect.day_sql(self.view)
@@ -59,9 +58,7 @@ class MariaDBAdapter:
         The view's time zone must be in the server's zone tables: without them CONVERT_TZ
         returns NULL and every day would be lost.
         """
-        store = view.store
-        if not isinstance(store, MariaDBStore):
-            raise ValueError("a mariadb view needs a mariadb store")
+        store = cls.store_of(view)
         dialect.day_sql(view)  # refuse a malformed view before opening connections
         adapter = cls(view, pool or await io.store_pool(store), owns_pool=pool is None)
         try:
@@ -87,12 +84,6 @@ class MariaDBAdapter:
                                  _where(self.view, "check the columns"),
                                  self.store.timeout) as conn, _deadline(self.store.timeout):
             return await preflight.describe(conn, self.view)
-
-    def use_timestamp_precision(self, precision: TimestampPrecision) -> None:
-        """Hash timestamp fields at `precision` from the next query on."""
-        if precision != self.view.timestamp_precision:
-            self.view = replace(self.view, timestamp_precision=precision)
-            self._compile()
 
     async def close(self) -> None:
         """Close the pool, unless the store's other views share it."""
@@ -144,9 +135,7 @@ class MariaDBAdapter:
     async def prefix_digests(self, start: datetime, end: datetime, depth: int,
                              within: Sequence[str] | None = None) -> dict[str, Aggregate]:
         """Return aggregates grouped by the first `depth` hex digits of the key hash."""
-        if not 1 <= depth <= 32:
-            raise ValueError(f"depth must be between 1 and 32, got {depth}")
-        if start >= end or (within is not None and not within):
+        if no_prefixes(start, end, depth, within):
             return {}
         args: dict[str, Any] = {**_window(start, end), "depth": depth}
         if within is not None:

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Self
 
 from driftgauge.config.runtime import View
 from driftgauge.core.aggregate import Aggregate
-from driftgauge.core.fields import TimestampPrecision
 from driftgauge.encoding.digest import unsigned64
 from driftgauge.stores.base import (
     BucketDigest,
@@ -26,23 +24,23 @@ from driftgauge.stores.postgres import dialect, io, preflight
 from driftgauge.stores.postgres.settings import PostgresStore
 from driftgauge.stores.preflight import FieldSchema
 from driftgauge.stores.sql import results
+from driftgauge.stores.sql.adapter import SqlAdapter
 
 FETCH_ROWS = 2000
 """Rows per round trip of the server-side cursor in iter_rows."""
 
 
-class PostgresAdapter:
+class PostgresAdapter(SqlAdapter):
     """Read a PostgreSQL source (with exclusions) or a PostgreSQL reader view."""
 
+    kind = "postgres"
+    store_type = PostgresStore
+    store: PostgresStore
+
     def __init__(self, view: View, pool: Any, *, owns_pool: bool = True) -> None:
-        if not isinstance(view.store, PostgresStore):
-            raise ValueError("a postgres view needs a postgres store")
-        self.view = view
-        self.store = view.store
         self._pool = pool
         self._owns_pool = owns_pool
-        self._reasons = [ex.reason for ex in view.exclusions if ex.where is not None]
-        self._compile()
+        super().__init__(view)
 
     def _compile(self) -> None:
         view = self.view
@@ -58,9 +56,7 @@ class PostgresAdapter:
         A pool of its own is checked for the database encoding first; a shared pool was
         checked when the store was connected.
         """
-        store = view.store
-        if not isinstance(store, PostgresStore):
-            raise ValueError("a postgres view needs a postgres store")
+        store = cls.store_of(view)
         dialect.bucket_sql(view)  # refuse a malformed view before opening connections
         if pool is not None:
             return cls(view, pool, owns_pool=False)
@@ -71,12 +67,6 @@ class PostgresAdapter:
         with io.store_errors(self.store.name, self._where("check the columns")):
             async with io.pooled(self._pool, self.store.timeout) as conn:
                 return await preflight.describe(conn, self.view)
-
-    def use_timestamp_precision(self, precision: TimestampPrecision) -> None:
-        """Hash timestamp fields at `precision` from the next query on."""
-        if precision != self.view.timestamp_precision:
-            self.view = replace(self.view, timestamp_precision=precision)
-            self._compile()
 
     async def close(self) -> None:
         """Close the pool, unless the store's other views share it."""
@@ -175,10 +165,6 @@ class PostgresAdapter:
         with io.store_errors(self.store.name, self._where(what)):
             async with io.pooled(self._pool, self.store.timeout) as conn:
                 return list(await conn.fetch(sql, *args, timeout=self.store.timeout))
-
-    def _where(self, what: str) -> str:
-        target = self.view.table if self.view.table is not None else "view query"
-        return f"{what} on {target}"
 
 
 def _utc(moment: datetime) -> datetime:
