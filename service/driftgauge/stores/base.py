@@ -190,6 +190,14 @@ async def hour_digests(slots: SlotQuery, start: datetime, end: datetime,
     return sorted(out, key=lambda b: b.start)
 
 
+def no_prefixes(start: datetime, end: datetime, depth: int,
+                within: Sequence[str] | None) -> bool:
+    """Check `depth`; return True when no prefix can hold rows (empty window or `within`)."""
+    if not 1 <= depth <= 32:
+        raise ValueError(f"depth must be between 1 and 32, got {depth}")
+    return start >= end or (within is not None and not within)
+
+
 def check_slot(start: datetime, seconds: int) -> timedelta:
     """Return the slot length after checking `seconds` and the slots' origin `start`."""
     whole = isinstance(seconds, int) and not isinstance(seconds, bool)

@@ -26,6 +26,7 @@ from driftgauge.stores.base import (
     check_ranges,
     check_slot,
     hour_digests,
+    no_prefixes,
 )
 from driftgauge.stores.opensearch import preflight as preflight_os
 from driftgauge.stores.opensearch import requests as rq
@@ -146,9 +147,7 @@ class OpenSearchAdapter:
     async def prefix_digests(self, start: datetime, end: datetime, depth: int,
                              within: Sequence[str] | None = None) -> dict[str, Aggregate]:
         """Return aggregates by key-hash prefix in one request."""
-        if not 1 <= depth <= 32:
-            raise ValueError(f"depth must be between 1 and 32, got {depth}")
-        if start >= end or (within is not None and not within):
+        if no_prefixes(start, end, depth, within):
             return {}
         resp = await self._search(
             "prefix digests", rq.prefix_body(self.view, start, end, depth, within))

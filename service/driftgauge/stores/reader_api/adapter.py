@@ -21,7 +21,14 @@ from driftgauge.core.clock import EPOCH
 from driftgauge.core.errors import StoreQueryError
 from driftgauge.core.fields import TimestampPrecision
 from driftgauge.encoding import digest as d
-from driftgauge.stores.base import BucketDigest, FirstPass, Granularity, RowHash, TimeRanges
+from driftgauge.stores.base import (
+    BucketDigest,
+    FirstPass,
+    Granularity,
+    RowHash,
+    TimeRanges,
+    no_prefixes,
+)
 from driftgauge.stores.memory import MemoryAdapter
 from driftgauge.stores.reader_api import io
 from driftgauge.stores.reader_api.paths import MISSING, lookup
@@ -150,9 +157,7 @@ class ReaderApiAdapter:
     async def prefix_digests(self, start: datetime, end: datetime, depth: int,
                              within: Sequence[str] | None = None) -> dict[str, Aggregate]:
         """Return aggregates grouped by the first `depth` hex digits of the key hash."""
-        if not 1 <= depth <= 32:
-            raise ValueError(f"depth must be between 1 and 32, got {depth}")
-        if start >= end or (within is not None and not within):
+        if no_prefixes(start, end, depth, within):
             return {}
         return await (await self._window(start, end)).prefix_digests(start, end, depth, within)
 

@@ -10,7 +10,7 @@ from typing import Any
 from driftgauge.config.runtime import View
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.encoding.digest import unsigned64
-from driftgauge.stores.base import BucketDigest
+from driftgauge.stores.base import BucketDigest, no_prefixes
 from driftgauge.stores.sql.dialect import SqlDialect
 
 Row = Mapping[str, Any]
@@ -52,9 +52,7 @@ def totals(r: Row, measures: Sequence[str]) -> dict[str, Decimal] | None:
 def prefix_query(dialect: SqlDialect, view: View, start: datetime, end: datetime,
                  depth: int, within: Sequence[str] | None) -> tuple[str, list[Any]] | None:
     """Return the prefix query and its arguments; None when the answer is empty anyway."""
-    if not 1 <= depth <= 32:
-        raise ValueError(f"depth must be between 1 and 32, got {depth}")
-    if start >= end or (within is not None and not within):
+    if no_prefixes(start, end, depth, within):
         return None
     args: list[Any] = [start, end, depth]
     if within is not None:
