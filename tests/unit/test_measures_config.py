@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from decimal import Decimal
 
@@ -13,6 +14,7 @@ from driftgauge.core.aggregate import Aggregate, measures_differ
 from driftgauge.core.errors import ConfigError
 from driftgauge.engine.result import BucketResult
 from driftgauge.engine.verdict import judge
+from driftgauge.stores import registry
 
 CONFIG = """
 stores:
@@ -55,7 +57,9 @@ def test_opensearch_needs_a_scale() -> None:
                for p in err.value.problems), err.value.problems
 
 
-def test_a_kind_that_cannot_sum_is_refused() -> None:
+def test_a_kind_that_cannot_sum_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    mariadb = registry.kind_of("mariadb")
+    monkeypatch.setitem(registry.kinds(), "mariadb", replace(mariadb, capabilities=frozenset()))
     with pytest.raises(ConfigError) as err:
         load("my")
     assert any(p.startswith("checks.c.measures: a mariadb store cannot sum measures")

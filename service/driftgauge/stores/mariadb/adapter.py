@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, date, datetime
 from typing import Any, Self
 
@@ -27,6 +28,7 @@ from driftgauge.stores.base import (
 from driftgauge.stores.mariadb import dialect, io, preflight
 from driftgauge.stores.mariadb.settings import MariaDBStore
 from driftgauge.stores.preflight import FieldSchema
+from driftgauge.stores.sql import results
 from driftgauge.stores.sql.adapter import SqlAdapter
 
 FETCH_ROWS = 2000
@@ -125,7 +127,7 @@ class MariaDBAdapter(SqlAdapter):
             begin = begin_of(r["bucket"]).astimezone(UTC)
             agg, excluded = out.get(begin, (Aggregate(), {}))
             if r["rule"] is None:
-                agg = _aggregate(r)
+                agg = replace(_aggregate(r), measures=results.totals(r, self.view.measures))
             else:
                 reason = self._reasons[int(r["rule"]) - 1]
                 excluded = excluded | {reason: excluded.get(reason, 0) + int(r["n"])}

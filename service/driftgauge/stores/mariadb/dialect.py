@@ -130,7 +130,9 @@ def base_sql(view: View, *, ranges: int | None = None) -> str:
     return (
         f"SELECT {exclusion_sql(view)} AS x, ({t}) AS t, {key_text_sql(view)} AS ktext, "
         f"CONVERT({kenc} USING utf8mb4) AS kenc, {key_distinct_sql(view)} AS kd, "
-        f"({col}) IS NULL AS knull, {row_encoding_sql(view)} AS renc "
+        f"({col}) IS NULL AS knull, {row_encoding_sql(view)} AS renc"
+        # Measures as they are: SUM of a DECIMAL or an integer is an exact DECIMAL.
+        f"{''.join(f', ({quote_ident(m)}) AS m{i}' for i, m in enumerate(view.measure_columns))} "
         f"FROM {relation(view)} "
         f"WHERE {t} >= %(start)s AND {t} < %(end)s"
         f"{'' if ranges is None else ranges_sql(t, ranges)}"
@@ -154,6 +156,12 @@ def _aggregates(where: str) -> str:
     return f"{keys} AS `keys`, {digest} AS digest"
 
 
+def _measure_sums(view: View) -> str:
+    """Return `, SUM(m0) AS m0, ...` over the rows no rule excludes."""
+    return "".join(f", SUM(IF(r.x IS NULL, r.m{i}, NULL)) AS m{i}"
+                   for i in range(len(view.measures)))
+
+
 def day_sql(view: View) -> str:
     """Return the per-day query: the local date in %(tz)s, rule, count, keys, digest.
 
@@ -162,7 +170,7 @@ def day_sql(view: View) -> str:
     """
     return (
         "SELECT DATE(CONVERT_TZ(r.t, '+00:00', %(tz)s)) AS bucket, r.x AS rule, "
-        f"COUNT(*) AS n, {_aggregates('r.x IS NULL')} "
+        f"COUNT(*) AS n, {_aggregates('r.x IS NULL')}{_measure_sums(view)} "
         f"FROM ({base_sql(view)}) AS r GROUP BY 1, 2 ORDER BY 1, 2"
     )
 
@@ -171,7 +179,7 @@ def slot_sql(view: View) -> str:
     """Return the per-slot query: slot number from %(origin)s in %(step)s microseconds."""
     return (
         "SELECT TIMESTAMPDIFF(MICROSECOND, %(origin)s, r.t) DIV %(step)s AS bucket, "
-        f"r.x AS rule, COUNT(*) AS n, {_aggregates('r.x IS NULL')} "
+        f"r.x AS rule, COUNT(*) AS n, {_aggregates('r.x IS NULL')}{_measure_sums(view)} "
         f"FROM ({base_sql(view)}) AS r GROUP BY 1, 2 ORDER BY 1, 2"
     )
 

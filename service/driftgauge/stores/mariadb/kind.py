@@ -47,4 +47,4 @@ def error_map(store: str, what: str, exc: BaseException) -> StoreError | None:
 KIND = registry.StoreKind(
     name="mariadb", config_model=MariaDBStoreModel, build=build, check_view=check_view,
     connect=connect, disconnect=disconnect, open=open_adapter, error_map=error_map,
-    secrets=store_secrets)
+    secrets=store_secrets, capabilities=frozenset({registry.MEASURE_TOTALS}))
