@@ -22,24 +22,24 @@ from driftgauge.stores.base import (
     TimeRanges,
     check_ranges,
     check_slot,
-    hour_digests,
 )
 from driftgauge.stores.duckdb import io, preflight
 from driftgauge.stores.duckdb.dialect import DUCKDB
 from driftgauge.stores.duckdb.settings import DuckDBStore
 from driftgauge.stores.preflight import FieldSchema
 from driftgauge.stores.sql import results
-from driftgauge.stores.sql.adapter import SqlAdapter
+from driftgauge.stores.sql.adapter import DialectAdapter
 
 FETCH_ROWS = 2000
 """Rows per hop to the engine's thread in iter_rows."""
 _MICRO = timedelta(microseconds=1)
 
 
-class DuckDBAdapter(SqlAdapter):
+class DuckDBAdapter(DialectAdapter):
     """Read a DuckDB source (with exclusions) or a DuckDB reader view."""
 
     kind = "duckdb"
+    dialect = DUCKDB
     store_type = DuckDBStore
     store: DuckDBStore
 
@@ -49,11 +49,8 @@ class DuckDBAdapter(SqlAdapter):
         super().__init__(view)
 
     def _compile(self) -> None:
-        view = self.view
-        self._sql_bucket = DUCKDB.bucket_sql(view)
-        self._sql_slot = DUCKDB.slot_sql(view)
-        self._sql_slot_rows = DUCKDB.slot_sql(view, distinct=False)
-        self._sql_day_slot = DUCKDB.day_slot_sql(view)
+        super()._compile()
+        self._sql_day_slot = DUCKDB.day_slot_sql(self.view)
 
     @classmethod
     async def open(cls, view: View, conn: Any = None) -> Self:
@@ -74,13 +71,8 @@ class DuckDBAdapter(SqlAdapter):
         if self._owns:
             await self._conn.close()
 
-    async def bucket_digests(self, start: datetime, end: datetime,
-                             granularity: Granularity) -> list[BucketDigest]:
-        """Return per-bucket aggregates of expected rows and excluded counts by reason."""
-        if start >= end:
-            return []
-        if granularity == "hour":
-            return await hour_digests(self.slot_digests, start, end, self.view.timezone)
+    async def _day_digests(self, start: datetime, end: datetime,
+                           granularity: Granularity) -> list[BucketDigest]:
         rows = await self._fetch("bucket digests", self._sql_bucket, start, end,
                                  self._day_starts(start, end))
         return self._buckets(rows)
@@ -120,17 +112,6 @@ class DuckDBAdapter(SqlAdapter):
         days = self._buckets([r for r in rows if r["slot"] is None])
         return FirstPass(days, LazySlots(by_day, _slots))
 
-    def _buckets(self, rows: list[dict[str, Any]]) -> list[BucketDigest]:
-        return results.buckets(rows, self._reasons, self.view.measures)
-
-    async def prefix_digests(self, start: datetime, end: datetime, depth: int,
-                             within: Sequence[str] | None = None) -> dict[str, Aggregate]:
-        """Return aggregates grouped by the first `depth` hex digits of the key hash."""
-        query = results.prefix_query(DUCKDB, self.view, start, end, depth, within)
-        if query is None:
-            return {}
-        return results.prefixes(await self._fetch("prefix digests", query[0], *query[1]))
-
     async def iter_rows(self, start: datetime, end: datetime,
                         prefixes: Sequence[str] | None = None, *,
                         ranges: TimeRanges | None = None) -> AsyncIterator[RowHash]:
@@ -155,13 +136,6 @@ class DuckDBAdapter(SqlAdapter):
                     break
         finally:
             cursor.close()
-
-    async def value_counts(self, column: str, start: datetime,
-                           end: datetime) -> dict[str | None, int]:
-        """Return expected rows per text value of `column` in [start, end) (None: NULL)."""
-        rows = await self._fetch(f"count values of {column}",
-                                 DUCKDB.value_counts_sql(self.view, column), start, end)
-        return {r["value"]: int(r["n"]) for r in rows}
 
     async def query_key(self, query: str, start: datetime, end: datetime) -> str | None:
         """Return the first value of the operator's key query ($1, $2 = start, end)."""

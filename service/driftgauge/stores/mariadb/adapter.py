@@ -22,7 +22,6 @@ from driftgauge.stores.base import (
     TimeRanges,
     check_ranges,
     check_slot,
-    hour_digests,
     no_prefixes,
 )
 from driftgauge.stores.mariadb import dialect, io, preflight
@@ -92,13 +91,8 @@ class MariaDBAdapter(SqlAdapter):
         if self._owns_pool:
             await io.close_pool(self._pool, self.store.timeout)
 
-    async def bucket_digests(self, start: datetime, end: datetime,
-                             granularity: Granularity) -> list[BucketDigest]:
-        """Return per-bucket aggregates of expected rows and excluded counts by reason."""
-        if start >= end:
-            return []
-        if granularity == "hour":
-            return await hour_digests(self.slot_digests, start, end, self.view.timezone)
+    async def _day_digests(self, start: datetime, end: datetime,
+                           granularity: Granularity) -> list[BucketDigest]:
         if start < ZONE_RANGE[0] or end > ZONE_RANGE[1]:
             raise StoreQueryError(self.store.name, (
                 f"day buckets of {_where(self.view)}: MariaDB converts time zones only "

@@ -18,22 +18,23 @@ from driftgauge.stores.base import (
     TimeRanges,
     check_ranges,
     check_slot,
-    hour_digests,
 )
 from driftgauge.stores.postgres import dialect, io, preflight
+from driftgauge.stores.postgres.dialect import POSTGRES
 from driftgauge.stores.postgres.settings import PostgresStore
 from driftgauge.stores.preflight import FieldSchema
 from driftgauge.stores.sql import results
-from driftgauge.stores.sql.adapter import SqlAdapter
+from driftgauge.stores.sql.adapter import DialectAdapter
 
 FETCH_ROWS = 2000
 """Rows per round trip of the server-side cursor in iter_rows."""
 
 
-class PostgresAdapter(SqlAdapter):
+class PostgresAdapter(DialectAdapter):
     """Read a PostgreSQL source (with exclusions) or a PostgreSQL reader view."""
 
     kind = "postgres"
+    dialect = POSTGRES
     store_type = PostgresStore
     store: PostgresStore
 
@@ -43,11 +44,8 @@ class PostgresAdapter(SqlAdapter):
         super().__init__(view)
 
     def _compile(self) -> None:
-        view = self.view
-        self._sql_bucket = dialect.bucket_sql(view)
-        self._sql_slot = dialect.slot_sql(view)
-        self._sql_slot_rows = dialect.slot_sql(view, distinct=False)
-        self._sql_day_slot = dialect.day_slot_sql(view)
+        super()._compile()
+        self._sql_day_slot = dialect.day_slot_sql(self.view)
 
     @classmethod
     async def open(cls, view: View, pool: Any = None) -> Self:
@@ -73,13 +71,8 @@ class PostgresAdapter(SqlAdapter):
         if self._owns_pool:
             await io.close_pool(self._pool, self.store.timeout)
 
-    async def bucket_digests(self, start: datetime, end: datetime,
-                             granularity: Granularity) -> list[BucketDigest]:
-        """Return per-bucket aggregates of expected rows and excluded counts by reason."""
-        if start >= end:
-            return []
-        if granularity == "hour":
-            return await hour_digests(self.slot_digests, start, end, self.view.timezone)
+    async def _day_digests(self, start: datetime, end: datetime,
+                           granularity: Granularity) -> list[BucketDigest]:
         rows = await self._fetch("bucket digests", self._sql_bucket, start, end,
                                  granularity, self.view.timezone.key)
         return self._buckets(rows)
@@ -109,17 +102,6 @@ class PostgresAdapter(SqlAdapter):
         return FirstPass(days, LazySlots({_utc(d): rs for d, rs in by_day.items()},
                                          _slots_from_records))
 
-    def _buckets(self, rows: list[Any]) -> list[BucketDigest]:
-        return results.buckets(rows, self._reasons, self.view.measures)
-
-    async def prefix_digests(self, start: datetime, end: datetime, depth: int,
-                             within: Sequence[str] | None = None) -> dict[str, Aggregate]:
-        """Return aggregates grouped by the first `depth` hex digits of the key hash."""
-        query = results.prefix_query(dialect.POSTGRES, self.view, start, end, depth, within)
-        if query is None:
-            return {}
-        return results.prefixes(await self._fetch("prefix digests", query[0], *query[1]))
-
     async def iter_rows(self, start: datetime, end: datetime,
                         prefixes: Sequence[str] | None = None, *,
                         ranges: TimeRanges | None = None) -> AsyncIterator[RowHash]:
@@ -146,13 +128,6 @@ class PostgresAdapter(SqlAdapter):
                                       row_hash=unsigned64(r["rhash"]), event_time=r["t"])
                     if len(batch) < FETCH_ROWS:
                         break
-
-    async def value_counts(self, column: str, start: datetime,
-                           end: datetime) -> dict[str | None, int]:
-        """Return expected rows per text value of `column` in [start, end) (None: NULL)."""
-        rows = await self._fetch(f"count values of {column}",
-                                 dialect.value_counts_sql(self.view, column), start, end)
-        return {r["value"]: int(r["n"]) for r in rows}
 
     async def query_key(self, query: str, start: datetime, end: datetime) -> str | None:
         """Return the first value of the operator's key query ($1, $2 = start, end)."""

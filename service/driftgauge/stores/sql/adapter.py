@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import Any, ClassVar
 
 from driftgauge.config.runtime import Store, View
+from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.fields import TimestampPrecision
+from driftgauge.stores.base import BucketDigest, Granularity, hour_digests
+from driftgauge.stores.sql import results
+from driftgauge.stores.sql.dialect import SqlDialect
 
 
 class SqlAdapter:
@@ -34,6 +40,25 @@ class SqlAdapter:
     def _compile(self) -> None:
         """Build the view's queries; again whenever the timestamp precision changes."""
 
+    async def bucket_digests(self, start: datetime, end: datetime,
+                             granularity: Granularity) -> list[BucketDigest]:
+        """Return per-bucket aggregates of expected rows and excluded counts by reason."""
+        if start >= end:
+            return []
+        if granularity == "hour":
+            return await hour_digests(self.slot_digests, start, end, self.view.timezone)
+        return await self._day_digests(start, end, granularity)
+
+    async def _day_digests(self, start: datetime, end: datetime,
+                           granularity: Granularity) -> list[BucketDigest]:
+        """Return the day buckets of a non-empty window, excluded counts by reason."""
+        raise NotImplementedError
+
+    async def slot_digests(self, start: datetime, end: datetime, seconds: int, *,
+                           distinct: bool = True) -> list[BucketDigest]:
+        """Return per-slot aggregates and excluded counts by reason."""
+        raise NotImplementedError
+
     def use_timestamp_precision(self, precision: TimestampPrecision) -> None:
         """Hash timestamp fields at `precision` from the next query on."""
         if precision != self.view.timestamp_precision:
@@ -43,3 +68,37 @@ class SqlAdapter:
     def _where(self, what: str) -> str:
         target = self.view.table if self.view.table is not None else "view query"
         return f"{what} on {target}"
+
+
+class DialectAdapter(SqlAdapter):
+    """An SQL adapter that runs the shared dialect queries with positional arguments."""
+
+    dialect: ClassVar[SqlDialect] = SqlDialect()
+
+    def _compile(self) -> None:
+        view = self.view
+        self._sql_bucket = self.dialect.bucket_sql(view)
+        self._sql_slot = self.dialect.slot_sql(view)
+        self._sql_slot_rows = self.dialect.slot_sql(view, distinct=False)
+
+    async def _fetch(self, what: str, sql: str, *args: Any) -> list[Any]:
+        """Return the rows of `sql`, its driver's errors mapped to ours."""
+        raise NotImplementedError
+
+    def _buckets(self, rows: list[Any]) -> list[BucketDigest]:
+        return results.buckets(rows, self._reasons, self.view.measures)
+
+    async def prefix_digests(self, start: datetime, end: datetime, depth: int,
+                             within: Sequence[str] | None = None) -> dict[str, Aggregate]:
+        """Return aggregates grouped by the first `depth` hex digits of the key hash."""
+        query = results.prefix_query(self.dialect, self.view, start, end, depth, within)
+        if query is None:
+            return {}
+        return results.prefixes(await self._fetch("prefix digests", query[0], *query[1]))
+
+    async def value_counts(self, column: str, start: datetime,
+                           end: datetime) -> dict[str | None, int]:
+        """Return expected rows per text value of `column` in [start, end) (None: NULL)."""
+        rows = await self._fetch(f"count values of {column}",
+                                 self.dialect.value_counts_sql(self.view, column), start, end)
+        return {r["value"]: int(r["n"]) for r in rows}
