@@ -42,11 +42,7 @@ class DuckDBAdapter(DialectAdapter):
     dialect = DUCKDB
     store_type = DuckDBStore
     store: DuckDBStore
-
-    def __init__(self, view: View, conn: io.Connection, *, owns: bool = True) -> None:
-        self._conn = conn
-        self._owns = owns
-        super().__init__(view)
+    _pool: io.Connection
 
     def _compile(self) -> None:
         super()._compile()
@@ -58,18 +54,18 @@ class DuckDBAdapter(DialectAdapter):
         store = cls.store_of(view)
         DUCKDB.bucket_sql(view)  # refuse a malformed view before opening anything
         if conn is not None:
-            return cls(view, conn, owns=False)
+            return cls(view, conn, owns_pool=False)
         return cls(view, await io.connect(store))
 
     async def inspect_fields(self) -> list[FieldSchema]:
         """Return the type of each configured column (the preflight's view of this side)."""
         with self._errors("check the columns"):
-            return await preflight.describe(self._conn, self.view)
+            return await preflight.describe(self._pool, self.view)
 
     async def close(self) -> None:
         """Close the connection, unless the store's other views share it."""
-        if self._owns:
-            await self._conn.close()
+        if self._owns_pool:
+            await self._pool.close()
 
     async def _day_digests(self, start: datetime, end: datetime,
                            granularity: Granularity) -> list[BucketDigest]:
@@ -122,13 +118,13 @@ class DuckDBAdapter(DialectAdapter):
             return
         sql, args = query
         with self._errors("export rows"):
-            cursor = await self._conn.cursor()
+            cursor = await self._pool.cursor()
         try:
             with self._errors("export rows"):
-                await self._conn.call(cursor, lambda: cursor.execute(sql, args))
+                await self._pool.call(cursor, lambda: cursor.execute(sql, args))
             while True:
                 with self._errors("export rows"):
-                    batch = await self._conn.call(cursor, lambda: cursor.fetchmany(FETCH_ROWS))
+                    batch = await self._pool.call(cursor, lambda: cursor.fetchmany(FETCH_ROWS))
                 for ktext, khash, rhash, t in batch:
                     yield RowHash(key=ktext, key_hash=khash, row_hash=unsigned64(rhash),
                                   event_time=t.astimezone(UTC))
@@ -140,13 +136,13 @@ class DuckDBAdapter(DialectAdapter):
     async def query_key(self, query: str, start: datetime, end: datetime) -> str | None:
         """Return the first value of the operator's key query ($1, $2 = start, end)."""
         with self._errors("pick a canary key"):
-            rows = await self._conn.fetch(query, [start, end])
+            rows = await self._pool.fetch(query, [start, end])
         value = next(iter(rows[0].values()), None) if rows else None
         return None if value is None else str(value)
 
     async def _fetch(self, what: str, sql: str, *args: Any) -> list[dict[str, Any]]:
         with self._errors(self._where(what)):
-            return await self._conn.fetch(sql, args)
+            return await self._pool.fetch(sql, args)
 
     @contextmanager
     def _errors(self, what: str) -> Iterator[None]:

@@ -43,11 +43,6 @@ class MariaDBAdapter(SqlAdapter):
     store_type = MariaDBStore
     store: MariaDBStore
 
-    def __init__(self, view: View, pool: Any, *, owns_pool: bool = True) -> None:
-        self._pool = pool
-        self._owns_pool = owns_pool
-        super().__init__(view)
-
     def _compile(self) -> None:
         self._sql_day = dialect.day_sql(self.view)
         self._sql_slot = dialect.slot_sql(self.view)

@@ -38,11 +38,6 @@ class PostgresAdapter(DialectAdapter):
     store_type = PostgresStore
     store: PostgresStore
 
-    def __init__(self, view: View, pool: Any, *, owns_pool: bool = True) -> None:
-        self._pool = pool
-        self._owns_pool = owns_pool
-        super().__init__(view)
-
     def _compile(self) -> None:
         super()._compile()
         self._sql_day_slot = dialect.day_slot_sql(self.view)

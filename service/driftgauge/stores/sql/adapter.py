@@ -24,7 +24,10 @@ class SqlAdapter:
     """The runtime store a view of this kind must name."""
     store: Store
 
-    def __init__(self, view: View) -> None:
+    def __init__(self, view: View, pool: Any, *, owns_pool: bool = True) -> None:
+        self._pool = pool
+        """The store's pool (or connection); closed by close() only when this adapter owns it."""
+        self._owns_pool = owns_pool
         self.view = view
         self.store = self.store_of(view)
         self._reasons = [ex.reason for ex in view.exclusions if ex.where is not None]
