@@ -198,6 +198,12 @@ def no_prefixes(start: datetime, end: datetime, depth: int,
     return start >= end or (within is not None and not within)
 
 
+def no_rows(start: datetime, end: datetime, prefixes: Sequence[str] | None,
+            spans: TimeRanges | None) -> bool:
+    """Return True when a row export yields nothing: empty window, prefixes or sub-ranges."""
+    return start >= end or (prefixes is not None and not prefixes) or spans == []
+
+
 def check_slot(start: datetime, seconds: int) -> timedelta:
     """Return the slot length after checking `seconds` and the slots' origin `start`."""
     whole = isinstance(seconds, int) and not isinstance(seconds, bool)

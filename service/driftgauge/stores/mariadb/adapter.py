@@ -23,6 +23,7 @@ from driftgauge.stores.base import (
     check_ranges,
     check_slot,
     no_prefixes,
+    no_rows,
 )
 from driftgauge.stores.mariadb import dialect, io, preflight
 from driftgauge.stores.mariadb.settings import MariaDBStore
@@ -140,7 +141,7 @@ class MariaDBAdapter(SqlAdapter):
                         ranges: TimeRanges | None = None) -> AsyncIterator[RowHash]:
         """Yield expected rows through an unbuffered cursor, FETCH_ROWS at a time."""
         spans = None if ranges is None else check_ranges(ranges)
-        if start >= end or (prefixes is not None and not prefixes) or spans == []:
+        if no_rows(start, end, prefixes, spans):
             return
         args: dict[str, Any] = _window(start, end)
         if prefixes is not None:

@@ -27,6 +27,7 @@ from driftgauge.stores.base import (
     check_slot,
     hour_digests,
     no_prefixes,
+    no_rows,
 )
 from driftgauge.stores.opensearch import preflight as preflight_os
 from driftgauge.stores.opensearch import requests as rq
@@ -158,7 +159,7 @@ class OpenSearchAdapter:
                         ranges: TimeRanges | None = None) -> AsyncIterator[RowHash]:
         """Yield expected rows from a point in time, paging with search_after on the key."""
         spans = None if ranges is None else check_ranges(ranges)
-        if start >= end or (prefixes is not None and not prefixes) or spans == []:
+        if no_rows(start, end, prefixes, spans):
             return
         # A partial PIT would silently lack the rows of its failed shards: refuse it, and
         # check the answer too (a cluster that ignores the flag still reports _shards).

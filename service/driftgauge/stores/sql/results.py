@@ -10,7 +10,7 @@ from typing import Any
 from driftgauge.config.runtime import View
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.encoding.digest import unsigned64
-from driftgauge.stores.base import BucketDigest, no_prefixes
+from driftgauge.stores.base import BucketDigest, no_prefixes, no_rows
 from driftgauge.stores.sql.dialect import SqlDialect
 
 Row = Mapping[str, Any]
@@ -71,7 +71,7 @@ def rows_query(dialect: SqlDialect, view: View, start: datetime, end: datetime,
                spans: Sequence[tuple[datetime, datetime]] | None,
                ) -> tuple[str, list[Any]] | None:
     """Return the row export query and its arguments; None when it would yield nothing."""
-    if start >= end or (prefixes is not None and not prefixes) or spans == []:
+    if no_rows(start, end, prefixes, spans):
         return None
     args: list[Any] = [start, end]
     if prefixes is not None:
