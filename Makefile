@@ -23,8 +23,9 @@ services-stop: ## Stop the local stack
 status: ## Report the local stack
 	deploy/local/stack.sh status
 
-lint: install ## ruff, mypy and the import layers (.importlinter)
+lint: install ## ruff check and format, mypy and the import layers (.importlinter)
 	$(BIN)/ruff check service tests bench tools deploy/compose deploy/prometheus
+	$(BIN)/ruff format --check service tests bench tools deploy
 	$(BIN)/mypy
 	PYTHONPATH=service $(BIN)/lint-imports --no-cache
 

@@ -52,14 +52,21 @@ checks:
 
 # ---------------------------------------------------------------- load client (2nd process)
 
+
 def percentile(values: list[float], q: float) -> float:
     """Return the q-quantile (0..1) of values by nearest rank."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
 
 
-async def load(base: str, token: str, paths: list[tuple[str, str, bool]], requests: int,
-               concurrency: int, seconds: float) -> dict[str, Any]:
+async def load(
+    base: str,
+    token: str,
+    paths: list[tuple[str, str, bool]],
+    requests: int,
+    concurrency: int,
+    seconds: float,
+) -> dict[str, Any]:
     """Send `requests` GETs (at most `seconds`) with `concurrency` in flight; return stats."""
     host = urlsplit(base).hostname
     if host not in ("127.0.0.1", "localhost", "::1"):
@@ -94,13 +101,20 @@ async def load(base: str, token: str, paths: list[tuple[str, str, bool]], reques
         wall = time.perf_counter() - started
     every = [x for xs in lat.values() for x in xs]
     out: dict[str, Any] = {
-        "requests": len(every), "seconds": round(wall, 2),
+        "requests": len(every),
+        "seconds": round(wall, 2),
         "requests_per_second": round(len(every) / wall, 1),
         "p50_ms": round(percentile(every, 0.5) * 1000, 1),
-        "p99_ms": round(percentile(every, 0.99) * 1000, 1), "errors": errors,
-        "endpoints": {k: {"requests": len(v), "p50_ms": round(percentile(v, 0.5) * 1000, 1),
-                          "p99_ms": round(percentile(v, 0.99) * 1000, 1)}
-                      for k, v in sorted(lat.items())},
+        "p99_ms": round(percentile(every, 0.99) * 1000, 1),
+        "errors": errors,
+        "endpoints": {
+            k: {
+                "requests": len(v),
+                "p50_ms": round(percentile(v, 0.5) * 1000, 1),
+                "p99_ms": round(percentile(v, 0.99) * 1000, 1),
+            }
+            for k, v in sorted(lat.items())
+        },
     }
     return out
 
@@ -108,13 +122,22 @@ async def load(base: str, token: str, paths: list[tuple[str, str, bool]], reques
 def client_main(args: argparse.Namespace) -> int:
     """Run the load in this process and print the stats as JSON."""
     paths = [tuple(p) for p in json.loads(Path(args.paths).read_text(encoding="utf-8"))]
-    stats = asyncio.run(load(args.client, args.token, paths,  # type: ignore[arg-type]
-                             args.requests, args.concurrency, args.seconds))
+    stats = asyncio.run(
+        load(
+            args.client,
+            args.token,
+            paths,  # type: ignore[arg-type]
+            args.requests,
+            args.concurrency,
+            args.seconds,
+        )
+    )
     print(json.dumps(stats))
     return 0
 
 
 # ---------------------------------------------------------------- setup and server
+
 
 def free_port() -> int:
     """Return a free loopback port."""
@@ -133,34 +156,56 @@ async def prepare(dsn: str, index: str, days: int, per_day: int) -> list[str]:
         day = first + timedelta(days=d)
         start = datetime(day.year, day.month, day.day, tzinfo=UTC)
         for i in range(per_day):
-            rows.append((f"t{day:%m%d}-{i:06d}", "ok",
-                         start + timedelta(seconds=i * 86399 // per_day)))
+            rows.append(
+                (f"t{day:%m%d}-{i:06d}", "ok", start + timedelta(seconds=i * 86399 // per_day))
+            )
     conn = await asyncpg.connect(dsn, timeout=30)
     try:
-        await conn.execute("CREATE TABLE tasks (task_id text PRIMARY KEY, label text,"
-                           " completed_at timestamptz NOT NULL)")
-        await conn.copy_records_to_table("tasks", records=rows,
-                                         columns=["task_id", "label", "completed_at"])
+        await conn.execute(
+            "CREATE TABLE tasks (task_id text PRIMARY KEY, label text,"
+            " completed_at timestamptz NOT NULL)"
+        )
+        await conn.copy_records_to_table(
+            "tasks", records=rows, columns=["task_id", "label", "completed_at"]
+        )
     finally:
         await conn.close()
     client = AsyncOpenSearch(hosts=[OS_URL], timeout=120)
     try:
-        await client.indices.create(index=index, body={
-            "settings": {"number_of_replicas": 0, "refresh_interval": "-1"},
-            "mappings": {"properties": {"task_id": {"type": "keyword"},
-                                        "label": {"type": "keyword"},
-                                        "completed_at": {"type": "date"}}}})
+        await client.indices.create(
+            index=index,
+            body={
+                "settings": {"number_of_replicas": 0, "refresh_interval": "-1"},
+                "mappings": {
+                    "properties": {
+                        "task_id": {"type": "keyword"},
+                        "label": {"type": "keyword"},
+                        "completed_at": {"type": "date"},
+                    }
+                },
+            },
+        )
 
         def docs() -> Any:
             for n, (key, label, when) in enumerate(rows):
                 if n % 97 == 5:
                     continue  # missing
                 changed = "wrong" if n % 211 == 9 else label  # mismatched
-                yield {"_index": index, "_id": key, "_source": {
-                    "task_id": key, "label": changed, "completed_at": when.isoformat()}}
+                yield {
+                    "_index": index,
+                    "_id": key,
+                    "_source": {"task_id": key, "label": changed, "completed_at": when.isoformat()},
+                }
                 if n % 389 == 1:  # extra
-                    yield {"_index": index, "_id": f"x{key}", "_source": {
-                        "task_id": f"x{key}", "label": label, "completed_at": when.isoformat()}}
+                    yield {
+                        "_index": index,
+                        "_id": f"x{key}",
+                        "_source": {
+                            "task_id": f"x{key}",
+                            "label": label,
+                            "completed_at": when.isoformat(),
+                        },
+                    }
 
         await async_bulk(client, docs(), chunk_size=5000)
         await client.indices.refresh(index=index)
@@ -181,8 +226,7 @@ async def drill_paths(base: str, token: str, days: list[str]) -> list[tuple[str,
                 hour = datetime.fromisoformat(h["label"]).hour
                 paths.append(("hour", f"{prefix}/days/{day}/hours/{hour}", False))
             for offset in (0, 50):
-                paths.append(("keys", f"{prefix}/days/{day}/keys?limit=50&offset={offset}",
-                              True))
+                paths.append(("keys", f"{prefix}/days/{day}/keys?limit=50&offset={offset}", True))
     return paths
 
 
@@ -196,8 +240,9 @@ async def wait_for_run(base: str, token: str) -> dict[str, Any]:
             except httpx.TransportError:
                 pass
             await asyncio.sleep(0.25)
-        resp = await client.post("/api/v1/checks/tasks/runs",
-                                 headers={"Authorization": f"Bearer {token}"})
+        resp = await client.post(
+            "/api/v1/checks/tasks/runs", headers={"Authorization": f"Bearer {token}"}
+        )
         resp.raise_for_status()
         url = resp.json()["run"]
         for _ in range(1200):
@@ -238,31 +283,62 @@ async def bench(args: argparse.Namespace) -> int:
             await admin.execute(f'CREATE DATABASE "{db}"', timeout=60)
             days = await prepare(dsn, index, args.days, args.rows_per_day)
             cfg = Path(tmp) / "bench.yml"
-            cfg.write_text(CONFIG.format(dsn=dsn, os=OS_URL, token=token, index=index,
-                                         days=args.days + 1), encoding="utf-8")
+            cfg.write_text(
+                CONFIG.format(dsn=dsn, os=OS_URL, token=token, index=index, days=args.days + 1),
+                encoding="utf-8",
+            )
             port = free_port()
             base = f"http://127.0.0.1:{port}"
             server = await asyncio.create_subprocess_exec(
-                str(ROOT / ".venv" / "bin" / "driftgauge"), "serve", "--config", str(cfg),
-                "--host", "127.0.0.1", "--port", str(port), stdout=log, stderr=log)
+                str(ROOT / ".venv" / "bin" / "driftgauge"),
+                "serve",
+                "--config",
+                str(cfg),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                stdout=log,
+                stderr=log,
+            )
             run = await wait_for_run(base, token)
             paths = await drill_paths(base, token, days)
             plan = Path(tmp) / "paths.json"
             plan.write_text(json.dumps(paths), encoding="utf-8")
             loader = await asyncio.create_subprocess_exec(
-                sys.executable, __file__, "--client", base, "--token", token, "--paths",
-                str(plan), "--requests", str(args.requests), "--concurrency",
-                str(args.concurrency), "--seconds", str(args.seconds),
-                stdout=asyncio.subprocess.PIPE)
+                sys.executable,
+                __file__,
+                "--client",
+                base,
+                "--token",
+                token,
+                "--paths",
+                str(plan),
+                "--requests",
+                str(args.requests),
+                "--concurrency",
+                str(args.concurrency),
+                "--seconds",
+                str(args.seconds),
+                stdout=asyncio.subprocess.PIPE,
+            )
             out, _ = await asyncio.wait_for(loader.communicate(), args.seconds + 60)
             if loader.returncode != 0:
                 raise SystemExit(f"the load process failed ({loader.returncode})")
             stats = json.loads(out)
-            report = {"benchmark": "api_load", "days": args.days,
-                      "rows_per_day": args.rows_per_day, "concurrency": args.concurrency,
-                      "run": {"status": run["status"], "seconds": run["duration_seconds"],
-                              "queries": run["queries"]},
-                      "distinct_paths": len(paths), **stats}
+            report = {
+                "benchmark": "api_load",
+                "days": args.days,
+                "rows_per_day": args.rows_per_day,
+                "concurrency": args.concurrency,
+                "run": {
+                    "status": run["status"],
+                    "seconds": run["duration_seconds"],
+                    "queries": run["queries"],
+                },
+                "distinct_paths": len(paths),
+                **stats,
+            }
             print(json.dumps(report, indent=2))
         finally:
             if server is not None and server.returncode is None:

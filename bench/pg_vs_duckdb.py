@@ -81,8 +81,10 @@ def reader(n: int, folder: Path) -> tuple[Path, Path]:
     conn = duckdb.connect(str(db))
     try:
         conn.execute(READER.format(n=n, days=pr.DAYS, extra=pr.planted(n).extra))
-        conn.execute(f"COPY (SELECT *, CAST(completed_at AS DATE) AS day FROM tasks) TO "
-                     f"'{parquet}' (FORMAT parquet, PARTITION_BY (day))")
+        conn.execute(
+            f"COPY (SELECT *, CAST(completed_at AS DATE) AS day FROM tasks) TO "
+            f"'{parquet}' (FORMAT parquet, PARTITION_BY (day))"
+        )
     finally:
         conn.close()
     return db, parquet
@@ -92,15 +94,35 @@ def driftgauge(src: str, where: str, first_pass: str) -> tuple[float, float, pr.
     """Run `driftgauge check` over the 40 days against one reader; wall, RSS and counts."""
     with tempfile.NamedTemporaryFile("w", suffix=".yml", delete=False) as f:
         f.write(CONFIG.format(src=pr.dsn(src), where=where, leaf=pr.LEAF))
-    cmd = [pr.PY, "-m", "driftgauge.cli", "check", "tasks", "--config", f.name,
-           "--no-store", "--json", "--since", "2026-01-01", "--until", pr.LAST_DAY,
-           "--first-pass", first_pass]
+    cmd = [
+        pr.PY,
+        "-m",
+        "driftgauge.cli",
+        "check",
+        "tasks",
+        "--config",
+        f.name,
+        "--no-store",
+        "--json",
+        "--since",
+        "2026-01-01",
+        "--until",
+        pr.LAST_DAY,
+        "--first-pass",
+        first_pass,
+    ]
     wall, rss, out = pr.run_measured(cmd)
     os.unlink(f.name)
     buckets = json.loads(out)["buckets"]
-    return wall, rss, pr.Planted(sum(b["missing"] for b in buckets),
-                                 sum(b["extra"] for b in buckets),
-                                 sum(b["mismatched"] for b in buckets))
+    return (
+        wall,
+        rss,
+        pr.Planted(
+            sum(b["missing"] for b in buckets),
+            sum(b["extra"] for b in buckets),
+            sum(b["mismatched"] for b in buckets),
+        ),
+    )
 
 
 def main() -> None:
@@ -117,20 +139,27 @@ def main() -> None:
         db, parquet = reader(n, Path(tmp))
         readers = {
             "parquet": f"files: {{tasks: {{parquet: '{parquet}/*/*.parquet', "
-                       "hive_partitioning: true}}",
+            "hive_partitioning: true}}",
             "database": f"database: '{db}'",
         }
         for name, where in readers.items():
             runs = [driftgauge(src, where, "slots") for _ in range(args.repeat)]
-            report[f"driftgauge_{name}"] = {"wall_s": pr.median([r[0] for r in runs]),
-                                            "rss_mb": max(r[1] for r in runs),
-                                            "found": runs[0][2].__dict__}
+            report[f"driftgauge_{name}"] = {
+                "wall_s": pr.median([r[0] for r in runs]),
+                "rss_mb": max(r[1] for r in runs),
+                "found": runs[0][2].__dict__,
+            }
         if not args.skip_reladiff:
-            rd = [pr.run_measured([pr.PY, "-c", pr.RELADIFF, pr.dsn(src), f"duckdb://{db}"])
-                  for _ in range(max(1, args.repeat - 1))]
+            rd = [
+                pr.run_measured([pr.PY, "-c", pr.RELADIFF, pr.dsn(src), f"duckdb://{db}"])
+                for _ in range(max(1, args.repeat - 1))
+            ]
             got = json.loads(rd[0][2].strip().splitlines()[-1])
-            report["reladiff"] = {"wall_s": pr.median([r[0] for r in rd]),
-                                  "rss_mb": max(r[1] for r in rd), "found": got}
+            report["reladiff"] = {
+                "wall_s": pr.median([r[0] for r in rd]),
+                "rss_mb": max(r[1] for r in rd),
+                "found": got,
+            }
     print(json.dumps(report, indent=2))
 
 

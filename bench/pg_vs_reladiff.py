@@ -62,9 +62,11 @@ class Planted:
 
 def planted(n: int) -> Planted:
     """Return the planted counts for n rows."""
-    return Planted(missing=sum(1 for i in range(17, n + 1, 1000)),
-                   extra=max(n // 10000, 1),
-                   mismatched=sum(1 for i in range(503, n + 1, 2000)))
+    return Planted(
+        missing=sum(1 for i in range(17, n + 1, 1000)),
+        extra=max(n // 10000, 1),
+        mismatched=sum(1 for i in range(503, n + 1, 2000)),
+    )
 
 
 async def prepare(n: int, drift: bool) -> tuple[str, str]:
@@ -108,9 +110,11 @@ checks:
 
 
 # A fresh wrapper per run, so the peak RSS reported is this run's alone.
-WRAP = ("import resource, subprocess, sys; p = subprocess.run(sys.argv[1:]); "
-        "print('maxrss_kb', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
-        "file=sys.stderr); sys.exit(p.returncode)")
+WRAP = (
+    "import resource, subprocess, sys; p = subprocess.run(sys.argv[1:]); "
+    "print('maxrss_kb', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
+    "file=sys.stderr); sys.exit(p.returncode)"
+)
 
 
 def run_measured(cmd: list[str]) -> tuple[float, float, str]:
@@ -120,8 +124,9 @@ def run_measured(cmd: list[str]) -> tuple[float, float, str]:
     wall = time.perf_counter() - t0
     if proc.returncode not in (0, 1):
         raise RuntimeError(f"{cmd[:3]} failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    rss_kb = next(int(line.split()[1]) for line in proc.stderr.splitlines()
-                  if line.startswith("maxrss_kb"))
+    rss_kb = next(
+        int(line.split()[1]) for line in proc.stderr.splitlines() if line.startswith("maxrss_kb")
+    )
     return wall, rss_kb / 1024, proc.stdout
 
 
@@ -134,14 +139,35 @@ def driftgauge(src: str, dst: str, first_pass: str) -> tuple[float, float, Plant
     """
     with tempfile.NamedTemporaryFile("w", suffix=".yml", delete=False) as f:
         f.write(CONFIG.format(src=dsn(src), dst=dsn(dst), leaf=LEAF))
-    cmd = [PY, "-m", "driftgauge.cli", "check", "tasks", "--config", f.name, "--no-store",
-           "--json", "--since", "2026-01-01", "--until", LAST_DAY, "--first-pass", first_pass]
+    cmd = [
+        PY,
+        "-m",
+        "driftgauge.cli",
+        "check",
+        "tasks",
+        "--config",
+        f.name,
+        "--no-store",
+        "--json",
+        "--since",
+        "2026-01-01",
+        "--until",
+        LAST_DAY,
+        "--first-pass",
+        first_pass,
+    ]
     wall, rss, out = run_measured(cmd)
     os.unlink(f.name)
     buckets = json.loads(out)["buckets"]
-    return wall, rss, Planted(sum(b["missing"] for b in buckets),
-                              sum(b["extra"] for b in buckets),
-                              sum(b["mismatched"] for b in buckets))
+    return (
+        wall,
+        rss,
+        Planted(
+            sum(b["missing"] for b in buckets),
+            sum(b["extra"] for b in buckets),
+            sum(b["mismatched"] for b in buckets),
+        ),
+    )
 
 
 RELADIFF = """
@@ -205,19 +231,27 @@ def main() -> None:
     # (report key, reader database, first pass): drift on a first run or on a run after
     # one that found drift; drift in days last judged healthy; a healthy check; a first
     # run on a healthy table, or the first run after a repair (slots paid once).
-    for key, reader, first_pass in (("driftgauge_drift", dst, "slots"),
-                                    ("driftgauge_drift_new", dst, "days"),
-                                    ("driftgauge_clean", clean, "days"),
-                                    ("driftgauge_clean_slots", clean, "slots")):
+    for key, reader, first_pass in (
+        ("driftgauge_drift", dst, "slots"),
+        ("driftgauge_drift_new", dst, "days"),
+        ("driftgauge_clean", clean, "days"),
+        ("driftgauge_clean_slots", clean, "slots"),
+    ):
         dg = [driftgauge(src, reader, first_pass) for _ in range(args.repeat)]
-        report[key] = {"wall_s": median([d[0] for d in dg]), "rss_mb": max(d[1] for d in dg),
-                       "found": dg[0][2].__dict__, "first_pass": first_pass}
+        report[key] = {
+            "wall_s": median([d[0] for d in dg]),
+            "rss_mb": max(d[1] for d in dg),
+            "found": dg[0][2].__dict__,
+            "first_pass": first_pass,
+        }
     report["floor_s"] = median([asyncio.run(floor(src, clean)) for _ in range(args.repeat)])
     if not args.skip_reladiff:
         rd = [reladiff_run(src, dst) for _ in range(max(1, args.repeat - 1))]
-        report["reladiff_drift"] = {"wall_s": median([r[0] for r in rd]),
-                                    "rss_mb": max(r[1] for r in rd),
-                                    "found": rd[0][2].__dict__}
+        report["reladiff_drift"] = {
+            "wall_s": median([r[0] for r in rd]),
+            "rss_mb": max(r[1] for r in rd),
+            "found": rd[0][2].__dict__,
+        }
     print(json.dumps(report, indent=2))
 
 

@@ -60,12 +60,28 @@ class Day:
 
     def as_tuple(self) -> tuple[Any, ...]:
         """Return the fields compared with driftgauge's bucket, in a fixed order."""
-        return (self.expected, self.visible, dict(sorted(self.excluded.items())),
-                self.missing, self.extra, self.mismatched, self.duplicates, self.status)
+        return (
+            self.expected,
+            self.visible,
+            dict(sorted(self.excluded.items())),
+            self.missing,
+            self.extra,
+            self.mismatched,
+            self.duplicates,
+            self.status,
+        )
 
 
-FIELDS = ("expected", "visible", "excluded", "missing", "extra", "mismatched", "duplicates",
-          "status")
+FIELDS = (
+    "expected",
+    "visible",
+    "excluded",
+    "missing",
+    "extra",
+    "mismatched",
+    "duplicates",
+    "status",
+)
 
 
 def local_days(start: datetime, end: datetime, tz: ZoneInfo) -> list[date]:
@@ -86,8 +102,9 @@ def _identity(key: Any) -> tuple[str, Any]:
     return ("int", key) if isinstance(key, int) else ("str", key)
 
 
-def _by_day(rows: Iterable[Side], start: datetime, end: datetime,
-            tz: ZoneInfo) -> dict[date, list[Side]]:
+def _by_day(
+    rows: Iterable[Side], start: datetime, end: datetime, tz: ZoneInfo
+) -> dict[date, list[Side]]:
     out: dict[date, list[Side]] = {}
     for r in rows:
         if start <= r.time < end:
@@ -109,9 +126,16 @@ def judge(day: Day, limits: Limits) -> str:
     return "ok"
 
 
-def reconcile(source: Iterable[Side], reader: Iterable[Side], start: datetime, end: datetime,
-              tz: ZoneInfo, limits: Limits, *, settled_before: datetime | None = None,
-              ) -> dict[date, Day]:
+def reconcile(
+    source: Iterable[Side],
+    reader: Iterable[Side],
+    start: datetime,
+    end: datetime,
+    tz: ZoneInfo,
+    limits: Limits,
+    *,
+    settled_before: datetime | None = None,
+) -> dict[date, Day]:
     """Return the oracle's verdict for every local day of [start, end).
 
     A day ending after `settled_before` (now minus the check's settle) is `settling`:
@@ -134,8 +158,10 @@ def reconcile(source: Iterable[Side], reader: Iterable[Side], start: datetime, e
             rdr.setdefault(_identity(r.key), []).append(r)
         day.visible = len(rdr)
         next_day = d + timedelta(days=1)
-        if settled_before is not None and datetime(
-                next_day.year, next_day.month, next_day.day, tzinfo=tz) > settled_before:
+        if (
+            settled_before is not None
+            and datetime(next_day.year, next_day.month, next_day.day, tzinfo=tz) > settled_before
+        ):
             day.status = "settling"
             out[d] = day
             continue

@@ -70,8 +70,13 @@ def _between(meta: Any) -> str | None:
     func = getattr(meta, "func", None)
     if func is None or not func.__qualname__.startswith("between."):
         return None
-    cells = dict(zip(func.__code__.co_freevars,
-                     (c.cell_contents for c in func.__closure__ or ()), strict=True))
+    cells = dict(
+        zip(
+            func.__code__.co_freevars,
+            (c.cell_contents for c in func.__closure__ or ()),
+            strict=True,
+        )
+    )
     return f"{cells['minimum']} to {cells['maximum']}"
 
 
@@ -94,7 +99,7 @@ def _limits(meta: list[Any]) -> list[str]:
             out.append(f"matches `{m.pattern}`")
         elif (span := _between(m)) is not None:
             out.append(span)
-        elif (word := CHECKS.get(getattr(getattr(m, "func", None), "__name__", ""))):
+        elif word := CHECKS.get(getattr(getattr(m, "func", None), "__name__", "")):
             out.append(word)
     if low or high:
         out.insert(0, ", ".join(x for x in (low, high) if x))
@@ -107,7 +112,7 @@ def _type(tp: Any, meta: list[Any] | None = None) -> str:
     meta = [*(meta or []), *inner]
     parts = [m for m in _members(tp) if m is not type(None)]
     if len(parts) == 1 and typing.get_origin(parts[0]) is typing.Annotated:
-        return _type(parts[0], meta)                   # `X | None` where X is Annotated
+        return _type(parts[0], meta)  # `X | None` where X is Annotated
     limits = _limits(meta)
     if len(parts) > 1 and all(_is_model(p) for p in parts):
         text = "one of: " + ", ".join(f"[{_title(p)}](#{_anchor(p)})" for p in parts)
@@ -128,8 +133,14 @@ def _one(tp: Any) -> str:
         return f"mapping of {_type(args[0])} to {_type(args[1])}"
     if _is_model(tp):
         return f"section [{_title(tp)}](#{_anchor(tp)})"
-    names = {str: "string", int: "integer", float: "number", bool: "boolean",
-             timedelta: "duration", typing.Any: "any"}
+    names = {
+        str: "string",
+        int: "integer",
+        float: "number",
+        bool: "boolean",
+        timedelta: "duration",
+        typing.Any: "any",
+    }
     return names.get(tp, getattr(tp, "__name__", str(tp)))
 
 
@@ -150,7 +161,6 @@ def _default(info: FieldInfo) -> str:
     if isinstance(value, bool):
         return f"`{str(value).lower()}`"
     return f"`{value}`" if value != "" else '`""`'
-
 
 
 def _title(model: type[BaseModel]) -> str:
@@ -181,8 +191,9 @@ def _nested(tp: Any) -> Iterator[tuple[str, type[BaseModel]]]:
                 yield "[]" + suffix, model
 
 
-def _sections(model: type[BaseModel], path: str,
-              found: dict[type[BaseModel], list[str]]) -> dict[type[BaseModel], list[str]]:
+def _sections(
+    model: type[BaseModel], path: str, found: dict[type[BaseModel], list[str]]
+) -> dict[type[BaseModel], list[str]]:
     """Return each model below `model`, depth first, with every path it stands at."""
     first = model not in found
     found.setdefault(model, []).append(path or "(top level)")
@@ -204,15 +215,20 @@ def render() -> str:
     for model, paths in _sections(ConfigModel, "", {}).items():
         out.append(f'<a id="{_anchor(model)}"></a>\n')
         out.append(f"## {_title(model)}\n")
-        out.append("The top level of the file.\n" if paths == ["(top level)"] else
-                   "At " + ", ".join(f"`{p}`" for p in paths) + ".\n")
+        out.append(
+            "The top level of the file.\n"
+            if paths == ["(top level)"]
+            else "At " + ", ".join(f"`{p}`" for p in paths) + ".\n"
+        )
         doc = (model.__doc__ or "").strip()
         if doc and not doc.startswith("Base for") and model.__base__ is not BaseModel:
             out.append(_cell(doc) + "\n")
         out.append("| key | type | default | description |\n|---|---|---|---|")
         for name, info in model.model_fields.items():
-            out.append(f"| `{info.alias or name}` | {_cell(_type(info.annotation, info.metadata))}"
-                       f" | {_default(info)} | {_cell(info.description or '')} |")
+            out.append(
+                f"| `{info.alias or name}` | {_cell(_type(info.annotation, info.metadata))}"
+                f" | {_default(info)} | {_cell(info.description or '')} |"
+            )
         out.append("")
     return "\n".join(out)
 

@@ -101,8 +101,9 @@ def _orders(night: datetime) -> list[tuple[int, str, Decimal, datetime]]:
         return amount if cur.startswith('"') else base(cur, amount)
 
     # One SEK order of a bad hour sets the overstatement; one EUR order the correct total.
-    excess = SIGNED - CORRECT - sum((raw(c, a) - base(c, a) for _, c, a, _ in rows[:-2]),
-                                    Decimal(0))
+    excess = (
+        SIGNED - CORRECT - sum((raw(c, a) - base(c, a) for _, c, a, _ in rows[:-2]), Decimal(0))
+    )
     amount = (excess / (1 - RATES["SEK"])).quantize(CENT)
     while amount - base("SEK", amount) != excess:
         amount += CENT if amount - base("SEK", amount) < excess else -CENT
@@ -115,8 +116,9 @@ def _orders(night: datetime) -> list[tuple[int, str, Decimal, datetime]]:
 async def _step(conn: asyncpg.Connection, lo: datetime, hi: datetime, *, fixed: bool) -> int:
     currency = "btrim(o.currency, '\"')" if fixed else "o.currency"
     async with conn.transaction():
-        await conn.execute("DELETE FROM orders_fact WHERE created_at >= $1 AND created_at < $2",
-                           lo, hi)
+        await conn.execute(
+            "DELETE FROM orders_fact WHERE created_at >= $1 AND created_at < $2", lo, hi
+        )
         done = await conn.execute(STEP.format(currency=currency), lo, hi)
     return int(done.split()[-1])
 
@@ -125,8 +127,10 @@ async def _report_total(dsn: str, night: datetime) -> Decimal:
     conn = await asyncpg.connect(dsn)
     try:
         total: Decimal = await conn.fetchval(
-            "SELECT sum(amount_base) FROM orders_fact WHERE created_at >= $1"
-            " AND created_at < $2", night, night + timedelta(days=1))
+            "SELECT sum(amount_base) FROM orders_fact WHERE created_at >= $1 AND created_at < $2",
+            night,
+            night + timedelta(days=1),
+        )
     finally:
         await conn.close()
     return total
@@ -141,8 +145,10 @@ def _consumers_endpoint(dsn: str, night: datetime) -> Iterator[str]:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             name = self.path.strip("/")
             if body["event"] == "backfill_announced" and name == "settlement-report":
-                say("    announcement received by the consumers:\n      "
-                    + body["announcement"].replace("\n", "\n      "))
+                say(
+                    "    announcement received by the consumers:\n      "
+                    + body["announcement"].replace("\n", "\n      ")
+                )
             elif body["event"] == "backfill_replay":
                 line = f"    replay: {name} rebuilt"
                 if name == "settlement-report":
@@ -189,93 +195,148 @@ async def demo(dsn: str) -> None:
     conn = await asyncpg.connect(dsn)
     await conn.execute("CREATE TABLE rates (currency text PRIMARY KEY, rate numeric)")
     await conn.executemany("INSERT INTO rates VALUES ($1, $2)", list(RATES.items()))
-    await conn.execute("CREATE TABLE orders (id bigint PRIMARY KEY, currency text,"
-                       " amount numeric, created_at timestamptz)")
+    await conn.execute(
+        "CREATE TABLE orders (id bigint PRIMARY KEY, currency text,"
+        " amount numeric, created_at timestamptz)"
+    )
     await conn.copy_records_to_table("orders", records=_orders(night))
     await conn.execute(EXPECTED)
-    await conn.execute("CREATE TABLE orders_fact (id bigint, amount_base numeric,"
-                       " created_at timestamptz)")
+    await conn.execute(
+        "CREATE TABLE orders_fact (id bigint, amount_base numeric, created_at timestamptz)"
+    )
     for h in range(24):
-        await _step(conn, night + timedelta(hours=h), night + timedelta(hours=h + 1),
-                    fixed=False)
-    say(f"night 15 = {night:%Y-%m-%d}: the step wrote 24 hourly partitions; hours 05-10 came"
-        " with their currency as quoted text")
+        await _step(conn, night + timedelta(hours=h), night + timedelta(hours=h + 1), fixed=False)
+    say(
+        f"night 15 = {night:%Y-%m-%d}: the step wrote 24 hourly partitions; hours 05-10 came"
+        " with their currency as quoted text"
+    )
     app = create_app(load_text(CONFIG.format(dsn=dsn, token=TOKEN)), start_scheduler=False)
     with _consumers_endpoint(dsn, night) as hooks:
-        async with app.router.lifespan_context(app), httpx.AsyncClient(
-                transport=httpx.ASGITransport(app=app), base_url="http://driftgauge",
-                timeout=60) as client:
+        async with (
+            app.router.lifespan_context(app),
+            httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=app), base_url="http://driftgauge", timeout=60
+            ) as client,
+        ):
             transport = httpx.ASGITransport(app=app)
-            async with RepairClient("http://driftgauge", token=TOKEN,
-                                    transport=transport) as repair:
-                await repair.advance("orders-fact", night + timedelta(hours=23),
-                                     by="scheduler", reason="nightly run", check="orders")
+            async with RepairClient(
+                "http://driftgauge", token=TOKEN, transport=transport
+            ) as repair:
+                await repair.advance(
+                    "orders-fact",
+                    night + timedelta(hours=23),
+                    by="scheduler",
+                    reason="nightly run",
+                    check="orders",
+                )
                 for name, kind, owner, rank, signer in (
-                        ("settlement-report", "report", "finance", 1, "settlement duty lead"),
-                        ("payout-export", "export", "payments", 2, None),
-                        ("demand-forecast", "model", "data science", 2, None)):
-                    await repair.put_consumer(name, kind=kind, owner=owner, rank=rank,
-                                              webhook_url=f"{hooks}/{name}",
-                                              signs=signer is not None, signed_by=signer)
-                    await repair.record_read(name, "orders", [
-                        (night + timedelta(hours=h), night + timedelta(hours=h + 1))
-                        for h in range(24)])
+                    ("settlement-report", "report", "finance", 1, "settlement duty lead"),
+                    ("payout-export", "export", "payments", 2, None),
+                    ("demand-forecast", "model", "data science", 2, None),
+                ):
+                    await repair.put_consumer(
+                        name,
+                        kind=kind,
+                        owner=owner,
+                        rank=rank,
+                        webhook_url=f"{hooks}/{name}",
+                        signs=signer is not None,
+                        signed_by=signer,
+                    )
+                    await repair.record_read(
+                        name,
+                        "orders",
+                        [
+                            (night + timedelta(hours=h), night + timedelta(hours=h + 1))
+                            for h in range(24)
+                        ],
+                    )
             signed = await _report_total(dsn, night)
             say(f"07:00 the settlement duty lead signs the report's total: {signed:,}")
 
             run = await _reconcile(client)
             say(f"driftgauge reconciles the check: run {run['id']} is {run['status']}")
-            plan = await _post(client, "/backfills", {
-                "check": "orders", "by": "on-call", "reason": "currency parsed as text",
-                "pipeline": "orders-fact"})
+            plan = await _post(
+                client,
+                "/backfills",
+                {
+                    "check": "orders",
+                    "by": "on-call",
+                    "reason": "currency parsed as text",
+                    "pipeline": "orders-fact",
+                },
+            )
             bf = plan["id"]
-            say(f"1. plan: backfill {bf}, {len(plan['targets'])} bad hours "
+            say(
+                f"1. plan: backfill {bf}, {len(plan['targets'])} bad hours "
                 f"({', '.join(t['start'][11:16] for t in plan['targets'])}); first bad "
                 f"{plan['first_bad'][11:16]}, watermark reset point {plan['reset_to'][11:16]};"
                 f" consumers in rank order: "
-                + ", ".join(f"{c['name']} (rank {c['rank']})" for c in plan["consumers"]))
+                + ", ".join(f"{c['name']} (rank {c['rank']})" for c in plan["consumers"])
+            )
             say("   start before announcing:")
             await _post(client, f"/backfills/{bf}/start", {"by": "on-call"})
             announced = await _post(client, f"/backfills/{bf}/announce", {"by": "on-call"})
-            say(f"2. announce at {announced['announced_at']}: before "
-                f"{announced['totals_before']}")
+            say(f"2. announce at {announced['announced_at']}: before {announced['totals_before']}")
             started = await _post(client, f"/backfills/{bf}/start", {"by": "on-call"})
-            say(f"3. start: {started['status']}; watermark moved back to "
-                f"{started['reset_to'][11:16]}")
+            say(
+                f"3. start: {started['status']}; watermark moved back to "
+                f"{started['reset_to'][11:16]}"
+            )
             lo, hi = night + timedelta(hours=BAD[0]), night + timedelta(hours=BAD[-1] + 1)
-            handed = await conn.fetchval("SELECT count(*) FROM orders WHERE created_at >= $1"
-                                         " AND created_at < $2", lo, hi)
+            handed = await conn.fetchval(
+                "SELECT count(*) FROM orders WHERE created_at >= $1 AND created_at < $2", lo, hi
+            )
             counts = []
             for _ in range(2):  # run twice: the delete-then-insert converges
-                async with LedgerClient("http://driftgauge", job="orders-step",
-                                        window_start=lo, window_end=hi, input_rows=handed,
-                                        token=TOKEN, backfill_id=bf,
-                                        transport=transport) as ledger:
+                async with LedgerClient(
+                    "http://driftgauge",
+                    job="orders-step",
+                    window_start=lo,
+                    window_end=hi,
+                    input_rows=handed,
+                    token=TOKEN,
+                    backfill_id=bf,
+                    transport=transport,
+                ) as ledger:
                     n = 0
                     for h in BAD:
-                        n += await _step(conn, night + timedelta(hours=h),
-                                         night + timedelta(hours=h + 1), fixed=True)
+                        n += await _step(
+                            conn,
+                            night + timedelta(hours=h),
+                            night + timedelta(hours=h + 1),
+                            fixed=True,
+                        )
                     await ledger.count("written", n)
-                counts.append(await conn.fetchval(
-                    "SELECT count(*) FROM orders_fact WHERE created_at >= $1"
-                    " AND created_at < $2", lo, hi))
-            say(f"4. recompute with the fixed parsing, twice: {counts[0]} rows, then "
-                f"{counts[1]} rows (reported to the ledger under backfill {bf})")
+                counts.append(
+                    await conn.fetchval(
+                        "SELECT count(*) FROM orders_fact WHERE created_at >= $1"
+                        " AND created_at < $2",
+                        lo,
+                        hi,
+                    )
+                )
+            say(
+                f"4. recompute with the fixed parsing, twice: {counts[0]} rows, then "
+                f"{counts[1]} rows (reported to the ledger under backfill {bf})"
+            )
             verified = await _post(client, f"/backfills/{bf}/verify", {"by": "on-call"})
             say(f"5. verify: {verified['status']}, every target matches its source")
             say("   replay the payout export first:")
-            await _post(client, f"/backfills/{bf}/replay",
-                        {"by": "on-call", "consumer": "payout-export"})
+            await _post(
+                client, f"/backfills/{bf}/replay", {"by": "on-call", "consumer": "payout-export"}
+            )
             say("6. replay in rank order:")
             await _post(client, f"/backfills/{bf}/replay", {"by": "on-call"})
             closed = await _post(client, f"/backfills/{bf}/close", {"by": "on-call"})
             after = await _report_total(dsn, night)
-            say(f"7. close: the backfill log row of backfill {bf}: "
+            say(
+                f"7. close: the backfill log row of backfill {bf}: "
                 f"{len(closed['targets'])} partitions, before {closed['totals_before']}, "
                 f"after {closed['totals_after']}, announced at {closed['announced_at']}, "
-                f"ran at {closed['started_at']} by {closed['started_by']}")
-            say(f"   signed total {signed:,}, recomputed total {after:,}, "
-                f"diff {after - signed:,}")
+                f"ran at {closed['started_at']} by {closed['started_by']}"
+            )
+            say(f"   signed total {signed:,}, recomputed total {after:,}, diff {after - signed:,}")
     await conn.close()
 
 

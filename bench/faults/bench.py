@@ -33,11 +33,19 @@ from faults.world import (
 )
 
 log = logging.getLogger("fault_bench")
-FAULT_NAMES = ("permission_loss", "key_rename", "vocabulary_drift", "source_ttl", "disk_full",
-               "scroll_429", "retry_merge", "retry_append", "lost_update")
+FAULT_NAMES = (
+    "permission_loss",
+    "key_rename",
+    "vocabulary_drift",
+    "source_ttl",
+    "disk_full",
+    "scroll_429",
+    "retry_merge",
+    "retry_append",
+    "lost_update",
+)
 SWEEP = (0.01, 0.02, 0.03, 0.04, 0.05, 0.10)
-ALL_CHECKS = (bench_checks.MAIN, *(v.name for v in bench_checks.VARIANTS),
-              bench_checks.SEED_CHECK)
+ALL_CHECKS = (bench_checks.MAIN, *(v.name for v in bench_checks.VARIANTS), bench_checks.SEED_CHECK)
 
 
 @dataclass(frozen=True)
@@ -93,9 +101,16 @@ def plans(spec: BenchSpec) -> list[Plan]:
         out.append(Plan(name, fault, checks_for(name, spec), spec.onset))
     for rate in spec.sweep:
         # Drift only reaches the days the job syncs after onset: their own windows suffice.
-        out.append(Plan(f"drift_{round(rate * 100)}pct", VocabularyDrift(rate),
-                        (bench_checks.MAIN, bench_checks.SEED_CHECK), spec.onset,
-                        full_pass=False, canary=False))
+        out.append(
+            Plan(
+                f"drift_{round(rate * 100)}pct",
+                VocabularyDrift(rate),
+                (bench_checks.MAIN, bench_checks.SEED_CHECK),
+                spec.onset,
+                full_pass=False,
+                canary=False,
+            )
+        )
     return out
 
 
@@ -119,8 +134,14 @@ async def run_bench(spec: BenchSpec) -> BenchResult:
         healthy = Plan("history", Fault(), prefix_checks(spec, scenarios), spec.onset)
         clock = SimClock(day_start(0))
         t0 = time.perf_counter()
-        async with Simulation(healthy, prefix, bench_checks.load(prefix, healthy.checks),
-                              spec.shape, clock, alarm_from=day_start(0)) as sim:
+        async with Simulation(
+            healthy,
+            prefix,
+            bench_checks.load(prefix, healthy.checks),
+            spec.shape,
+            clock,
+            alarm_from=day_start(0),
+        ) as sim:
             await sim.run_days(0, spec.onset)
             history = sim.classic.copy()
         result.seconds["history"] = time.perf_counter() - t0
@@ -133,11 +154,12 @@ async def run_bench(spec: BenchSpec) -> BenchResult:
                 made.append(stores)
                 t = time.perf_counter()
                 await clone_stores(prefix, stores)
-                result.outcomes[plan.name] = await _continue(plan, stores, spec,
-                                                             history.copy())
+                result.outcomes[plan.name] = await _continue(plan, stores, spec, history.copy())
                 result.seconds[plan.name] = time.perf_counter() - t
-                log.info("scenario done", extra={"scenario": plan.name,
-                                                 "seconds": round(result.seconds[plan.name])})
+                log.info(
+                    "scenario done",
+                    extra={"scenario": plan.name, "seconds": round(result.seconds[plan.name])},
+                )
                 if not spec.keep:
                     await drop_stores(stores)
                     made.remove(stores)
@@ -149,8 +171,10 @@ async def run_bench(spec: BenchSpec) -> BenchResult:
                 try:
                     await drop_stores(stores)
                 except Exception as exc:
-                    log.warning("could not drop stores", extra={"stores": stores.database,
-                                                                "error": repr(exc)})
+                    log.warning(
+                        "could not drop stores",
+                        extra={"stores": stores.database, "error": repr(exc)},
+                    )
     result.wall_seconds = time.perf_counter() - wall
     return result
 
@@ -176,8 +200,10 @@ async def _continue(plan: Plan, stores: Stores, spec: BenchSpec, history: Classi
     since = day_start(0) if plan.name == "healthy" else onset
     clock = SimClock(onset)
     config = bench_checks.load(stores, plan.checks)
-    async with Simulation(plan, stores, config, spec.shape, clock, alarm_from=since,
-                          classic=history) as sim:
+    async with Simulation(
+        plan, stores, config, spec.shape, clock, alarm_from=since, classic=history
+    ) as sim:
         await sim.run_days(spec.onset, spec.days)
-        return await score(sim, plan.name, plan.fault.name, onset, since, day_start(spec.days),
-                           plan.fault.damage)
+        return await score(
+            sim, plan.name, plan.fault.name, onset, since, day_start(spec.days), plan.fault.damage
+        )

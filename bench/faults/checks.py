@@ -36,50 +36,78 @@ class Variant:
 
 
 VARIANTS = (
-    Variant("raw-index", "counts the raw index instead of the reader's filtered view",
-            "vocabulary_drift"),
+    Variant(
+        "raw-index",
+        "counts the raw index instead of the reader's filtered view",
+        "vocabulary_drift",
+    ),
     Variant("missing-only", "checks only for missing rows, not extra ones", "source_ttl"),
-    Variant("distinct-only", "compares distinct-id counts with no content check",
-            "retry_append"),
+    Variant("distinct-only", "compares distinct-id counts with no content check", "retry_append"),
     Variant("last-7-days", "reconciles only the last 7 day buckets", "source_ttl"),
-    Variant("resolvable-keys", "takes \u201cexpected\u201d from keys the index can resolve",
-            "key_rename"),
+    Variant(
+        "resolvable-keys",
+        "takes \u201cexpected\u201d from keys the index can resolve",
+        "key_rename",
+    ),
     Variant("exact-all-rows", "expected = every source row, exact equality", ""),
 )
 
 
 def _main_check(stores: Stores) -> dict[str, Any]:
     return {
-        "description": "Completed reviews must be visible on the reviewed-conversations "
-                       "dashboard.",
-        "source": {"store": "tasks_db", "key": "task_id", "time": "completed_at",
-                   "query": "SELECT task_id, label, conversation_id, completed_at FROM tasks"
-                            " WHERE status = 'completed'"},
-        "reader": {"store": "search", "index": stores.index, "key": "task_id",
-                   "time": "completed_at", "fields": {"label": "review_tier"},
-                   "filter": {"bool": {"filter": [{"terms": {"review_tier": list(TIERS)}}],
-                                       "must_not": [HIDE_CANARY]}}},
+        "description": "Completed reviews must be visible on the reviewed-conversations dashboard.",
+        "source": {
+            "store": "tasks_db",
+            "key": "task_id",
+            "time": "completed_at",
+            "query": "SELECT task_id, label, conversation_id, completed_at FROM tasks"
+            " WHERE status = 'completed'",
+        },
+        "reader": {
+            "store": "search",
+            "index": stores.index,
+            "key": "task_id",
+            "time": "completed_at",
+            "fields": {"label": "review_tier"},
+            "filter": {
+                "bool": {
+                    "filter": [{"terms": {"review_tier": list(TIERS)}}],
+                    "must_not": [HIDE_CANARY],
+                }
+            },
+        },
         "fields": {"label": "string"},
         "timezone": "UTC",
         "exclusions": [{"reason": "no_join_key", "where": "conversation_id IS NULL"}],
         # The sync runs at 01:00; its window is reconciled 15 min after it reports.
         "settle": "1h",
-        "tolerance": {"missing_ratio": 0.0, "extra": 0, "mismatched": 0,
-                      "exclusion_rate": {"no_join_key": 0.5, "no_document": 0.05}},
-        "schedule": {"recent": {"every": "1h", "days": 7},
-                     "full": {"cron": "0 3 * * *", "days": 400}},
-        "ledger": {"job": JOB, "summary_deadline": "6h", "no_match_rate": 0.05,
-                   "settle": "15m"},
+        "tolerance": {
+            "missing_ratio": 0.0,
+            "extra": 0,
+            "mismatched": 0,
+            "exclusion_rate": {"no_join_key": 0.5, "no_document": 0.05},
+        },
+        "schedule": {
+            "recent": {"every": "1h", "days": 7},
+            "full": {"cron": "0 3 * * *", "days": 400},
+        },
+        "ledger": {"job": JOB, "summary_deadline": "6h", "no_match_rate": 0.05, "settle": "15m"},
     }
 
 
 def _canary(stores: Stores) -> dict[str, Any]:
-    return {"store": "search_sync", "index": stores.index, "write": "update",
-            "document": {"review_tier": TIERS[0]}, "marker": CANARY_MARKER,
-            "cron": "0 12 * * *", "timeout_seconds": 30,
-            "key_query": "SELECT task_id FROM tasks WHERE status = 'completed'"
-                         " AND conversation_id IS NOT NULL AND completed_at >= $1"
-                         " AND completed_at < $2 ORDER BY completed_at DESC LIMIT 1"}
+    return {
+        "store": "search_sync",
+        "index": stores.index,
+        "write": "update",
+        "document": {"review_tier": TIERS[0]},
+        "marker": CANARY_MARKER,
+        "cron": "0 12 * * *",
+        "timeout_seconds": 30,
+        "key_query": "SELECT task_id FROM tasks WHERE status = 'completed'"
+        " AND conversation_id IS NOT NULL AND completed_at >= $1"
+        " AND completed_at < $2 ORDER BY completed_at DESC LIMIT 1",
+    }
 
 
 def variant_check(name: str, stores: Stores) -> dict[str, Any]:
@@ -121,8 +149,12 @@ def config_dict(stores: Stores, checks: Iterable[str]) -> dict[str, Any]:
     """Return the config of one scenario's checks on its stores, as the YAML's mapping."""
     return {
         "stores": {
-            "tasks_db": {"kind": "postgres", "dsn": stores.dsn, "timeout_seconds": 60,
-                         "pool_max": 2},
+            "tasks_db": {
+                "kind": "postgres",
+                "dsn": stores.dsn,
+                "timeout_seconds": 60,
+                "pool_max": 2,
+            },
             "search": {"kind": "opensearch", "url": OS_URL, "timeout_seconds": 60},
             # The sync job's identity: the canary writes with it.
             "search_sync": {"kind": "opensearch", "url": OS_URL, "timeout_seconds": 30},

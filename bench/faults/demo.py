@@ -84,9 +84,21 @@ def write_config(stores: Stores) -> Path:
 def serve(config: Path, port: int) -> subprocess.Popen[bytes]:
     """Start `driftgauge serve` and wait until it is ready."""
     log = (ROOT / ".local" / "demo-faults-serve.log").open("wb")
-    proc = subprocess.Popen([str(BIN / "driftgauge"), "serve", "--config", str(config),
-                             "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+    proc = subprocess.Popen(
+        [
+            str(BIN / "driftgauge"),
+            "serve",
+            "--config",
+            str(config),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=ROOT,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -156,8 +168,10 @@ def main(argv: list[str] | None = None) -> int:
     today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     use_epoch(today - timedelta(days=DAYS))
     stores = unique_stores(run_tag(), "demo")
-    print(f"driftgauge demo: PostgreSQL {PG_DSN.rsplit('@', 1)[-1]}, OpenSearch {OS_URL}; "
-          f"database {stores.database}, index {stores.index}")
+    print(
+        f"driftgauge demo: PostgreSQL {PG_DSN.rsplit('@', 1)[-1]}, OpenSearch {OS_URL}; "
+        f"database {stores.database}, index {stores.index}"
+    )
     proc: subprocess.Popen[bytes] | None = None
     try:
         asyncio.run(create_stores(stores))
@@ -166,34 +180,57 @@ def main(argv: list[str] | None = None) -> int:
         base = f"http://127.0.0.1:{port}"
         proc = serve(config, port)
         print(f"driftgauge serve is up at {base} ({config.relative_to(ROOT)})\n")
-        print(f"The sync job, one run a day; from {day_start(ONSET).date()} {RATE:.0%} of the "
-              "labels carry a tier the dashboard does not know:")
+        print(
+            f"The sync job, one run a day; from {day_start(ONSET).date()} {RATE:.0%} of the "
+            "labels carry a tier the dashboard does not know:"
+        )
         asyncio.run(sync_week(stores, base))
-        canary = httpx.post(f"{base}/api/v1/canary/reviews", headers=AUTH,
-                            timeout=TIMEOUT).json()
-        print(f"\ncanary (write as the job, read back through the dashboard's filter): "
-              f"{canary.get('result')} {canary.get('detail') or ''}".rstrip())
+        canary = httpx.post(f"{base}/api/v1/canary/reviews", headers=AUTH, timeout=TIMEOUT).json()
+        print(
+            f"\ncanary (write as the job, read back through the dashboard's filter): "
+            f"{canary.get('result')} {canary.get('detail') or ''}".rstrip()
+        )
         first, last = day_start(0).date(), day_start(DAYS - 1).date()
         days = wait_for_drift(base, first, last)
         windows = get(base, f"/api/v1/ledger/windows?job={JOB}&limit={DAYS}")
         breaches = sorted({b for w in windows for b in w["breaches"]})
-        print(f"run ledger: {len(windows)} windows judged, breaches: "
-              f"{', '.join(breaches) or 'none'}")
+        print(
+            f"run ledger: {len(windows)} windows judged, breaches: {', '.join(breaches) or 'none'}"
+        )
         drifted = [d["day"] for d in days if d["status"] == "drift"]
-        print(f"reconciliation (run by the service after each ledger run): drift on "
-              f"{', '.join(drifted) or 'no day yet'}")
-        print(f"\n$ driftgauge check reviews --config {config.relative_to(ROOT)} "
-              f"--since {first} --until {last}", flush=True)
-        subprocess.run([str(BIN / "driftgauge"), "check", "reviews", "--config", str(config),
-                        "--since", str(first), "--until", str(last)], check=False)
+        print(
+            f"reconciliation (run by the service after each ledger run): drift on "
+            f"{', '.join(drifted) or 'no day yet'}"
+        )
+        print(
+            f"\n$ driftgauge check reviews --config {config.relative_to(ROOT)} "
+            f"--since {first} --until {last}",
+            flush=True,
+        )
+        subprocess.run(
+            [
+                str(BIN / "driftgauge"),
+                "check",
+                "reviews",
+                "--config",
+                str(config),
+                "--since",
+                str(first),
+                "--until",
+                str(last),
+            ],
+            check=False,
+        )
         day = drifted[0] if drifted else str(day_start(ONSET).date())
-        print(f"\nWhile it runs:\n"
-              f"  {base}/metrics\n"
-              f"  {base}/api/v1/checks/reviews/days?since={first}\n"
-              f"  {base}/api/v1/checks/reviews/days/{day}\n"
-              f"  {base}/api/v1/checks/reviews/days/{day}/keys?kind=missing"
-              f"   (header: Authorization: Bearer {TOKEN})\n"
-              f"  {base}/api/v1/ledger/runs?job={JOB}")
+        print(
+            f"\nWhile it runs:\n"
+            f"  {base}/metrics\n"
+            f"  {base}/api/v1/checks/reviews/days?since={first}\n"
+            f"  {base}/api/v1/checks/reviews/days/{day}\n"
+            f"  {base}/api/v1/checks/reviews/days/{day}/keys?kind=missing"
+            f"   (header: Authorization: Bearer {TOKEN})\n"
+            f"  {base}/api/v1/ledger/runs?job={JOB}"
+        )
         # Serve on only for someone at a terminal; a script or CI gets its exit status.
         if not args.no_wait and sys.stdin.isatty():
             print("\nCtrl-C stops the service and drops the demo's database and index.")

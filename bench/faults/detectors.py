@@ -67,40 +67,62 @@ class Outcome:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the outcome as a JSON-ready dict."""
+
         def alarm(a: Alarm) -> dict[str, Any]:
-            return {"at": a.at.isoformat(), "hours": round(a.hours_after(self.onset), 2),
-                    **a.ref}
-        return {"scenario": self.scenario, "fault": self.fault,
-                "onset": self.onset.isoformat(), "since": self.since.isoformat(),
-                "end": self.end.isoformat(),
-                "first_affected_run": (self.first_affected_run.isoformat()
-                                       if self.first_affected_run else None),
-                "first_report": self.first_report,
-                "alarms": {k: alarm(v) for k, v in self.alarms.items()},
-                "checks": {k: alarm(v) for k, v in self.checks.items()},
-                "drifted_days": self.drifted_days, "judged_days": self.judged_days,
-                "counts": self.counts,
-                "reconcile_seconds": round(self.reconcile_seconds, 2)}
+            return {"at": a.at.isoformat(), "hours": round(a.hours_after(self.onset), 2), **a.ref}
+
+        return {
+            "scenario": self.scenario,
+            "fault": self.fault,
+            "onset": self.onset.isoformat(),
+            "since": self.since.isoformat(),
+            "end": self.end.isoformat(),
+            "first_affected_run": (
+                self.first_affected_run.isoformat() if self.first_affected_run else None
+            ),
+            "first_report": self.first_report,
+            "alarms": {k: alarm(v) for k, v in self.alarms.items()},
+            "checks": {k: alarm(v) for k, v in self.checks.items()},
+            "drifted_days": self.drifted_days,
+            "judged_days": self.judged_days,
+            "counts": self.counts,
+            "reconcile_seconds": round(self.reconcile_seconds, 2),
+        }
 
 
 def classic_alarms(classic: Classic, since: datetime, end: datetime) -> dict[str, Alarm]:
     """Return the first error-rate, status and freshness alarms at or after `since`."""
     out: dict[str, Alarm] = {}
-    errors = [(r.finished_at, {"source": "job", "day": r.day, "copy": r.copy,
-                               "detail": "killed by the runtime (time budget)"})
-              for r in classic.jobs if r.killed]
+    errors = [
+        (
+            r.finished_at,
+            {
+                "source": "job",
+                "day": r.day,
+                "copy": r.copy,
+                "detail": "killed by the runtime (time budget)",
+            },
+        )
+        for r in classic.jobs
+        if r.killed
+    ]
     errors += [(t, {"source": "dashboard probe", "detail": why}) for t, why in classic.probes]
     first = min((e for e in errors if e[0] >= since), key=lambda e: e[0], default=None)
     if first is not None:
         out["error_rate"] = Alarm(first[0], first[1])
-    bad = [r for r in classic.jobs if r.status in ("failed", "partial_failure")
-           and r.finished_at >= since]
+    bad = [
+        r
+        for r in classic.jobs
+        if r.status in ("failed", "partial_failure") and r.finished_at >= since
+    ]
     if bad:
         r = min(bad, key=lambda r: r.finished_at)
-        out["status"] = Alarm(r.finished_at, {"source": "job summary line", "day": r.day,
-                                              "line": r.line})
-    stale = freshness_alarm(sorted(r.last_write_at for r in classic.jobs
-                                   if r.last_write_at is not None), since, end)
+        out["status"] = Alarm(
+            r.finished_at, {"source": "job summary line", "day": r.day, "line": r.line}
+        )
+    stale = freshness_alarm(
+        sorted(r.last_write_at for r in classic.jobs if r.last_write_at is not None), since, end
+    )
     if stale is not None:
         out["freshness"] = stale
     return out
@@ -112,8 +134,10 @@ def freshness_alarm(writes: list[datetime], since: datetime, end: datetime) -> A
         fires = last + FRESHNESS
         following = writes[i + 1] if i + 1 < len(writes) else None
         if (following is None or following > fires) and since <= fires <= end:
-            return Alarm(fires, {"source": "job writes",
-                                 "detail": f"last successful write {last.isoformat()}"})
+            return Alarm(
+                fires,
+                {"source": "job writes", "detail": f"last successful write {last.isoformat()}"},
+            )
     return None
 
 
@@ -123,29 +147,49 @@ async def canary_alarm(sim: Simulation, since: datetime) -> Alarm | None:
         rec = await conn.fetchrow(
             f"SELECT id, started_at, result, detail FROM {STATE}.canary_results"
             " WHERE result <> 'ok' AND started_at >= $1 ORDER BY started_at, id LIMIT 1",
-            since, timeout=TIMEOUT)
+            since,
+            timeout=TIMEOUT,
+        )
     if rec is None:
         return None
-    return Alarm(rec["started_at"], {"canary_result_id": rec["id"], "result": rec["result"],
-                                     "detail": rec["detail"]})
+    return Alarm(
+        rec["started_at"],
+        {"canary_result_id": rec["id"], "result": rec["result"], "detail": rec["detail"]},
+    )
 
 
 async def ledger_alarm(sim: Simulation, since: datetime) -> Alarm | None:
     """Return driftgauge's first ledger breach(es) at or after `since`."""
-    breaches = [b for b in await sim.ledger_store.breaches(JOB, limit=1000)
-                if b.first_seen >= since]
+    breaches = [
+        b for b in await sim.ledger_store.breaches(JOB, limit=1000) if b.first_seen >= since
+    ]
     if not breaches:
         return None
     first = min(b.first_seen for b in breaches)
     hit = sorted((b for b in breaches if b.first_seen == first), key=lambda b: b.rule)
-    return Alarm(first, {"breaches": [{"job": b.job, "window_day": b.window_day.isoformat(),
-                                       "rule": b.rule, "detail": b.detail} for b in hit]})
+    return Alarm(
+        first,
+        {
+            "breaches": [
+                {
+                    "job": b.job,
+                    "window_day": b.window_day.isoformat(),
+                    "rule": b.rule,
+                    "detail": b.detail,
+                }
+                for b in hit
+            ]
+        },
+    )
 
 
 async def check_alarm(sim: Simulation, check: str, since: datetime) -> Alarm | None:
     """Return the first stored reconciliation run of a check with a drifting day bucket."""
-    runs = [r for r in await sim.state.runs(check, limit=10_000)
-            if r.status == "drift" and r.started_at >= since]
+    runs = [
+        r
+        for r in await sim.state.runs(check, limit=10_000)
+        if r.status == "drift" and r.started_at >= since
+    ]
     if not runs:
         return None
     run = min(runs, key=lambda r: (r.started_at, r.id))
@@ -153,15 +197,32 @@ async def check_alarm(sim: Simulation, check: str, since: datetime) -> Alarm | N
         recs = await conn.fetch(
             "SELECT day, expected, visible, excluded, missing, extra, mismatched, reasons"
             f" FROM {STATE}.buckets WHERE run_id = $1 AND status = 'drift' ORDER BY day",
-            run.id, timeout=TIMEOUT)
-    buckets = [{"day": r["day"].isoformat(), "expected": r["expected"],
-                "visible": r["visible"], "excluded": _json(r["excluded"]),
-                "missing": r["missing"], "extra": r["extra"], "mismatched": r["mismatched"],
-                "reasons": _json(r["reasons"])} for r in recs]
-    return Alarm(run.started_at, {"run_id": run.id, "trigger": run.trigger,
-                                  "window": [run.window_start.isoformat(),
-                                             run.window_end.isoformat()],
-                                  "drifting_buckets": len(buckets), "first_buckets": buckets[:3]})
+            run.id,
+            timeout=TIMEOUT,
+        )
+    buckets = [
+        {
+            "day": r["day"].isoformat(),
+            "expected": r["expected"],
+            "visible": r["visible"],
+            "excluded": _json(r["excluded"]),
+            "missing": r["missing"],
+            "extra": r["extra"],
+            "mismatched": r["mismatched"],
+            "reasons": _json(r["reasons"]),
+        }
+        for r in recs
+    ]
+    return Alarm(
+        run.started_at,
+        {
+            "run_id": run.id,
+            "trigger": run.trigger,
+            "window": [run.window_start.isoformat(), run.window_end.isoformat()],
+            "drifting_buckets": len(buckets),
+            "first_buckets": buckets[:3],
+        },
+    )
 
 
 async def day_counts(sim: Simulation, check: str, since: datetime) -> tuple[int, int]:
@@ -172,12 +233,23 @@ async def day_counts(sim: Simulation, check: str, since: datetime) -> tuple[int,
             " count(DISTINCT b.day) FILTER (WHERE b.status IN ('ok', 'drift')"
             "   AND (b.expected > 0 OR b.visible > 0)) AS judged"
             f" FROM {STATE}.buckets b JOIN {STATE}.runs r ON r.id = b.run_id"
-            " WHERE r.check_name = $1 AND r.started_at >= $2", check, since, timeout=TIMEOUT)
+            " WHERE r.check_name = $1 AND r.started_at >= $2",
+            check,
+            since,
+            timeout=TIMEOUT,
+        )
     return int(rec["drift"]), int(rec["judged"])
 
 
-async def score(sim: Simulation, scenario: str, fault: str, onset: datetime,
-                since: datetime, end: datetime, damage: float = 0.0) -> Outcome:
+async def score(
+    sim: Simulation,
+    scenario: str,
+    fault: str,
+    onset: datetime,
+    since: datetime,
+    end: datetime,
+    damage: float = 0.0,
+) -> Outcome:
     """Return the scenario's first alarm per detector (alarms from `since` to `end`).
 
     `damage`: hours from onset to the fault's first harm; the first sync run from then on
@@ -185,8 +257,10 @@ async def score(sim: Simulation, scenario: str, fault: str, onset: datetime,
     """
     out = Outcome(scenario, fault, onset, since, end, reconcile_seconds=sim.reconcile_seconds)
     out.alarms.update(classic_alarms(sim.classic, since, end))
-    for name, found in (("canary", await canary_alarm(sim, since)),
-                        ("ledger", await ledger_alarm(sim, since))):
+    for name, found in (
+        ("canary", await canary_alarm(sim, since)),
+        ("ledger", await ledger_alarm(sim, since)),
+    ):
         if found is not None:
             out.alarms[name] = found
     for check in sorted(sim.config.checks):
@@ -227,7 +301,10 @@ async def _counts(sim: Simulation, since: datetime) -> dict[str, int]:
             "   AND started_at >= $1 AND status = 'drift') AS recon_drift_runs,"
             f" (SELECT count(*) FROM {STATE}.runs WHERE check_name = 'reviews'"
             "   AND started_at >= $1 AND status = 'error') AS recon_failed_runs",
-            since, since.date(), timeout=TIMEOUT)
+            since,
+            since.date(),
+            timeout=TIMEOUT,
+        )
     return {k: int(v) for k, v in dict(rec).items()}
 
 

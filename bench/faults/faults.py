@@ -87,8 +87,9 @@ class PermissionLoss(Fault):
 
     async def switch_on(self, world: World) -> None:
         """Block writes to the index."""
-        await world.client.indices.put_settings(index=world.index,
-                                                body={"index.blocks.write": True})
+        await world.client.indices.put_settings(
+            index=world.index, body={"index.blocks.write": True}
+        )
 
 
 class KeyRename(Fault):
@@ -113,8 +114,10 @@ class VocabularyDrift(Fault):
 
     def __init__(self, rate: float = 0.25) -> None:
         self.rate = rate
-        self.how = (f"{rate:.0%} of tasks from onset are labelled `third_tier`; the reader's "
-                    "filter asks for first_tier and second_tier")
+        self.how = (
+            f"{rate:.0%} of tasks from onset are labelled `third_tier`; the reader's "
+            "filter asks for first_tier and second_tier"
+        )
 
     def tasks(self, day: int, shape: Shape, onset: int) -> list[Task]:
         """Return the day's tasks, drifted from onset."""
@@ -139,8 +142,7 @@ class SourceTtl(Fault):
     async def _expire(self, world: World, day: int) -> None:
         cutoff = world.clock.now() - timedelta(days=self.days)
         async with world.tasks_pool.acquire() as conn:
-            await conn.execute("DELETE FROM tasks WHERE completed_at < $1", cutoff,
-                               timeout=TIMEOUT)
+            await conn.execute("DELETE FROM tasks WHERE completed_at < $1", cutoff, timeout=TIMEOUT)
 
 
 class DiskFull(Fault):
@@ -149,8 +151,10 @@ class DiskFull(Fault):
     name = "disk_full"
     title = "disk full"
     damage = 1.0
-    how = ("once the first run after onset has written 40% of its groups, the index gets the "
-           "flood-stage block `index.blocks.read_only_allow_delete`; writes fail from then on")
+    how = (
+        "once the first run after onset has written 40% of its groups, the index gets the "
+        "flood-stage block `index.blocks.read_only_allow_delete`; writes fail from then on"
+    )
 
     def __init__(self, share: float = 0.4) -> None:
         self.share = share
@@ -158,11 +162,14 @@ class DiskFull(Fault):
 
     def job(self, world: World) -> JobPlan:
         """Return a run that fills the disk part way."""
+
         async def after_chunk(progress: Progress) -> None:
             if not self.blocked and progress.done >= self.share * progress.groups:
                 self.blocked = True
                 await world.client.indices.put_settings(
-                    index=world.index, body={"index.blocks.read_only_allow_delete": True})
+                    index=world.index, body={"index.blocks.read_only_allow_delete": True}
+                )
+
         return JobPlan(hooks=Hooks(after_chunk=after_chunk))
 
 
@@ -172,23 +179,33 @@ class Scroll429(Fault):
     name = "scroll_429"
     title = "scroll 429s"
     damage = 1.0
-    how = ("from 37% of its groups on, every lookup of the job is refused with a 429 "
-           "(injected in the job's client: exhausting the real node-wide scroll-context "
-           "limit would hit everyone sharing the node); backoff runs it past its 900 s "
-           "budget and the runtime kills it")
+    how = (
+        "from 37% of its groups on, every lookup of the job is refused with a 429 "
+        "(injected in the job's client: exhausting the real node-wide scroll-context "
+        "limit would hit everyone sharing the node); backoff runs it past its 900 s "
+        "budget and the runtime kills it"
+    )
 
     def __init__(self, share: float = 0.37) -> None:
         self.share = share
 
     def job(self, world: World) -> JobPlan:
         """Return a run whose lookups start failing part way."""
+
         async def before_lookup(progress: Progress) -> None:
             if progress.done >= self.share * progress.groups:
-                raise Throttled({"error": {
-                    "type": "rejected_execution_exception",
-                    "reason": "Trying to create too many scroll contexts. Must be less than "
-                              "or equal to: [500]. This limit can be set by changing the "
-                              "[search.max_open_scroll_context] setting."}, "status": 429})
+                raise Throttled(
+                    {
+                        "error": {
+                            "type": "rejected_execution_exception",
+                            "reason": "Trying to create too many scroll contexts. Must be less "
+                            "than or equal to: [500]. This limit can be set by changing the "
+                            "[search.max_open_scroll_context] setting.",
+                        },
+                        "status": 429,
+                    }
+                )
+
         return JobPlan(hooks=Hooks(before_lookup=before_lookup))
 
 
@@ -227,37 +244,70 @@ class LostUpdate(Fault):
 
     def __init__(self, per_day: int = 100) -> None:
         self.per_day = per_day
-        self.how = (f"daily at 06:00 the conversation indexer re-indexes {per_day} labelled "
-                    "documents whole (a full replace without the label fields)")
+        self.how = (
+            f"daily at 06:00 the conversation indexer re-indexes {per_day} labelled "
+            "documents whole (a full replace without the label fields)"
+        )
 
     def events(self) -> list[Event]:
         """Overwrite some labelled documents every morning."""
         return [(6, 0, self._overwrite)]
 
     async def _overwrite(self, world: World, day: int) -> None:
-        resp = await world.client.search(index=world.index, body={
-            "size": self.per_day, "_source": ["conversation_id", "run_id"],
-            "query": {"function_score": {
-                "query": {"bool": {"filter": [{"exists": {"field": "task_id"}},
-                                              {"exists": {"field": "conversation_id"}}]}},
-                "random_score": {"seed": SEED + day, "field": "_seq_no"},
-                # The filter scores 0; without "replace" every score ties and the oldest
-                # documents would always be the ones picked.
-                "boost_mode": "replace"}}})
+        resp = await world.client.search(
+            index=world.index,
+            body={
+                "size": self.per_day,
+                "_source": ["conversation_id", "run_id"],
+                "query": {
+                    "function_score": {
+                        "query": {
+                            "bool": {
+                                "filter": [
+                                    {"exists": {"field": "task_id"}},
+                                    {"exists": {"field": "conversation_id"}},
+                                ]
+                            }
+                        },
+                        "random_score": {"seed": SEED + day, "field": "_seq_no"},
+                        # The filter scores 0; without "replace" every score ties and the oldest
+                        # documents would always be the ones picked.
+                        "boost_mode": "replace",
+                    }
+                },
+            },
+        )
         actions = []
         for hit in resp["hits"]["hits"]:
             src = hit["_source"]
-            actions.append({"_index": world.index, "_id": hit["_id"], "_source": {
-                "conversation_id": src["conversation_id"], "run_id": src["run_id"],
-                "text": f"conversation {src['conversation_id']} (re-indexed)"}})
+            actions.append(
+                {
+                    "_index": world.index,
+                    "_id": hit["_id"],
+                    "_source": {
+                        "conversation_id": src["conversation_id"],
+                        "run_id": src["run_id"],
+                        "text": f"conversation {src['conversation_id']} (re-indexed)",
+                    },
+                }
+            )
         if actions:
             await async_bulk(world.client, actions, refresh=True, request_timeout=TIMEOUT)
 
 
 def all_faults(drift_rate: float = 0.25) -> list[Fault]:
     """Return the nine faults in the seed's order."""
-    return [PermissionLoss(), KeyRename(), VocabularyDrift(drift_rate), SourceTtl(),
-            DiskFull(), Scroll429(), RetryMerge(), RetryAppend(), LostUpdate()]
+    return [
+        PermissionLoss(),
+        KeyRename(),
+        VocabularyDrift(drift_rate),
+        SourceTtl(),
+        DiskFull(),
+        Scroll429(),
+        RetryMerge(),
+        RetryAppend(),
+        LostUpdate(),
+    ]
 
 
 def by_name(name: str, drift_rate: float = 0.25) -> Fault:
@@ -268,4 +318,3 @@ def by_name(name: str, drift_rate: float = 0.25) -> Fault:
         if fault.name == name:
             return fault
     raise ValueError(f"no fault named {name!r}")
-

@@ -22,8 +22,14 @@ from faults.world import day_start
 BEGIN = "<!-- begin:fault-bench -->"
 END = "<!-- end:fault-bench -->"
 NEVER = "\u00b7"
-HEADERS = {"error_rate": "error rate", "status": "status", "freshness": "freshness",
-           "canary": "canary", "ledger": "ledger", "reconciliation": "recon"}
+HEADERS = {
+    "error_rate": "error rate",
+    "status": "status",
+    "freshness": "freshness",
+    "canary": "canary",
+    "ledger": "ledger",
+    "reconciliation": "recon",
+}
 # The seed's matrix (hours from fault start to first alarm; None: never in 20 days).
 SEED: dict[str, tuple[int | None, ...]] = {
     "permission_loss": (None, 26, 50, 0, 26, 26),
@@ -68,8 +74,11 @@ def matrix(result: BenchResult) -> list[str]:
         both += o.hours("ledger") is not None or o.hours("reconciliation") is not None
         cells.append(f"+{by_name(name).damage:.1f} h")
         lines.append("| " + " | ".join(cells) + " |")
-    lines.append("| caught | " + " | ".join(
-        f"{caught[d]}/{len(ran)} ({seed_caught[d]}/{len(ran)})" for d in DETECTORS) + " | |")
+    lines.append(
+        "| caught | "
+        + " | ".join(f"{caught[d]}/{len(ran)} ({seed_caught[d]}/{len(ran)})" for d in DETECTORS)
+        + " | |"
+    )
     lines.append("")
     lines.append(f"Reconciliation plus ledger: **{both}/{len(ran)}** (seed: 9/9).")
     return lines
@@ -83,16 +92,16 @@ def baseline(result: BenchResult) -> list[str]:
     c = o.counts
     days = (o.end - o.since).days
     alarms = [d for d in DETECTORS if o.hours(d) is not None]
-    verdict = ("no alarm" if not alarms else "alarms: " + ", ".join(HEADERS[d] for d in alarms))
+    verdict = "no alarm" if not alarms else "alarms: " + ", ".join(HEADERS[d] for d in alarms)
     return [
         f"Healthy baseline, {days} simulated days: **{verdict}** (seed: none in 40 days).",
         "",
-        "| detector | asked | alarms |", "|---|---|---|",
+        "| detector | asked | alarms |",
+        "|---|---|---|",
         f"| error rate | {c.get('sync_runs', 0)} sync runs, daily dashboard probe | "
         f"{_n(o, 'error_rate')} |",
         f"| status | {c.get('sync_runs', 0)} summary lines | {_n(o, 'status')} |",
-        f"| freshness | continuous (36 h without a successful write) | "
-        f"{_n(o, 'freshness')} |",
+        f"| freshness | continuous (36 h without a successful write) | {_n(o, 'freshness')} |",
         f"| canary | {c.get('canary_runs', 0)} attempts | {c.get('canary_failed', 0)} |",
         f"| ledger | {c.get('ledger_windows', 0)} windows judged | "
         f"{c.get('ledger_breaches', 0)} breaches |",
@@ -108,10 +117,12 @@ def _n(o: Outcome, detector: str) -> str:
 
 def ablations(result: BenchResult) -> list[str]:
     """Return each variant against the fault the seed found it blind to, and on healthy days."""
-    lines = ["| variant (a different config of the same check) | seed: blind to | bench: fault "
-             "| full check (h) | variant (h) | retry \u00d73, merge (h) | "
-             "healthy: drifting of judged days |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| variant (a different config of the same check) | seed: blind to | bench: fault "
+        "| full check (h) | variant (h) | retry \u00d73, merge (h) | "
+        "healthy: drifting of judged days |",
+        "|---|---|---|---|---|---|---|",
+    ]
     healthy = result.outcomes.get("healthy")
     merge = result.outcomes.get("retry_merge")
     for v in bench_checks.VARIANTS:
@@ -122,12 +133,13 @@ def ablations(result: BenchResult) -> list[str]:
             title = by_name(v.seed_blind_to).title
             full = _h(o.hours(bench_checks.MAIN)) if o else "n/a"
             mine = _h(o.hours(v.name)) if o and v.name in o.drifted_days else "n/a"
-            lines.append(f"| {v.title} | {title} | {title} | {full} | {mine} | {merged} | "
-                         f"{days} |")
+            lines.append(f"| {v.title} | {title} | {title} | {full} | {mine} | {merged} | {days} |")
         else:
-            lines.append(f"| {v.title} | nothing: alarms every healthy day | healthy | "
-                         f"{_days(healthy, bench_checks.MAIN)} days drift | {days} days drift "
-                         f"| {merged} | {days} |")
+            lines.append(
+                f"| {v.title} | nothing: alarms every healthy day | healthy | "
+                f"{_days(healthy, bench_checks.MAIN)} days drift | {days} days drift "
+                f"| {merged} | {days} |"
+            )
     return lines
 
 
@@ -139,14 +151,19 @@ def _days(o: Outcome | None, check: str) -> str:
 
 def sweep(result: BenchResult) -> list[str]:
     """Return the vocabulary-drift sweep: the seed's 5% check and the check with reasons."""
-    lines = ["| drift | seed: 5% tolerance | bench: 5% tolerance, no reasons | bench: "
-             "exclusions with reason, zero tolerance |", "|---|---|---|---|"]
+    lines = [
+        "| drift | seed: 5% tolerance | bench: 5% tolerance, no reasons | bench: "
+        "exclusions with reason, zero tolerance |",
+        "|---|---|---|---|",
+    ]
     for rate, seed in SEED_SWEEP.items():
         o = result.outcomes.get(f"drift_{round(rate * 100)}pct")
         if o is None:
             continue
-        lines.append(f"| {rate:.0%} | {_seed(seed)} | {_h(o.hours(bench_checks.SEED_CHECK))} "
-                     f"| {_h(o.hours(bench_checks.MAIN))} |")
+        lines.append(
+            f"| {rate:.0%} | {_seed(seed)} | {_h(o.hours(bench_checks.SEED_CHECK))} "
+            f"| {_h(o.hours(bench_checks.MAIN))} |"
+        )
     return lines
 
 
@@ -154,9 +171,11 @@ def environment(versions: dict[str, str]) -> list[str]:
     """Return the machine and versions lines."""
     cpu = _cpu_model()
     mem = _mem_gib()
-    return [f"- machine: {cpu}, {os.cpu_count()} cores (shared), {mem} RAM, "
-            f"{platform.system()} {platform.release()}",
-            "- versions: " + ", ".join(f"{k} {v}" for k, v in versions.items())]
+    return [
+        f"- machine: {cpu}, {os.cpu_count()} cores (shared), {mem} RAM, "
+        f"{platform.system()} {platform.release()}",
+        "- versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()),
+    ]
 
 
 def _cpu_model() -> str:
@@ -181,51 +200,77 @@ def section(result: BenchResult, command: str, versions: dict[str, str]) -> str:
     """Return the whole "Fault bench" section, between its markers."""
     spec = result.spec
     started = result.started.strftime("%Y-%m-%d %H:%M %Z") if result.started else "?"
-    out = [BEGIN, "## Fault bench", "",
-           f"- command: `{command}`",
-           f"- date: {started}; wall time {result.wall_seconds / 60:.1f} min "
-           f"(history {result.seconds.get('history', 0):.0f} s, then "
-           f"{len(result.outcomes)} scenarios, {spec.parallel} at a time)",
-           *environment(versions),
-           "- traceability: every alarm below is a stored driftgauge result; run ids, breach "
-           "keys and canary ids are in `bench/faults/last_run.json`", "",
-           _setup(spec), "",
-           "### Hours from fault start to first alarm", "",
-           "Bench hours, the seed's in parentheses; " + NEVER + " never fired in the "
-           f"{spec.days - spec.onset} days after onset.", "",
-           *matrix(result), "", *_timing_note(), "",
-           "### Healthy baseline", "", *baseline(result), "",
-           "### How each fault is produced", "", *_hows(result), "",
-           "### Ablations", "",
-           "Each variant is the full check with one choice changed in its driftgauge config, "
-           "run beside it on the fault the seed found it blind to, on the idempotent retry "
-           "and on the healthy days (hours to first alarm).", "",
-           *ablations(result), "",
-           "### Vocabulary-drift sweep", "",
-           "Hours from onset to the first alarm (" + NEVER + ": never in "
-           f"{spec.days - spec.onset} days); a share of the tasks from onset is labelled with "
-           "a tier the dashboard's filter does not know. Drifted tasks first reach the index "
-           "with the onset day's sync, the next day at 01:00 (+25 h): an alarm at +25.3 h is "
-           "the first run after onset.", "",
-           *sweep(result), "", END]
+    out = [
+        BEGIN,
+        "## Fault bench",
+        "",
+        f"- command: `{command}`",
+        f"- date: {started}; wall time {result.wall_seconds / 60:.1f} min "
+        f"(history {result.seconds.get('history', 0):.0f} s, then "
+        f"{len(result.outcomes)} scenarios, {spec.parallel} at a time)",
+        *environment(versions),
+        "- traceability: every alarm below is a stored driftgauge result; run ids, breach "
+        "keys and canary ids are in `bench/faults/last_run.json`",
+        "",
+        _setup(spec),
+        "",
+        "### Hours from fault start to first alarm",
+        "",
+        "Bench hours, the seed's in parentheses; " + NEVER + " never fired in the "
+        f"{spec.days - spec.onset} days after onset.",
+        "",
+        *matrix(result),
+        "",
+        *_timing_note(),
+        "",
+        "### Healthy baseline",
+        "",
+        *baseline(result),
+        "",
+        "### How each fault is produced",
+        "",
+        *_hows(result),
+        "",
+        "### Ablations",
+        "",
+        "Each variant is the full check with one choice changed in its driftgauge config, "
+        "run beside it on the fault the seed found it blind to, on the idempotent retry "
+        "and on the healthy days (hours to first alarm).",
+        "",
+        *ablations(result),
+        "",
+        "### Vocabulary-drift sweep",
+        "",
+        "Hours from onset to the first alarm (" + NEVER + ": never in "
+        f"{spec.days - spec.onset} days); a share of the tasks from onset is labelled with "
+        "a tier the dashboard's filter does not know. Drifted tasks first reach the index "
+        "with the onset day's sync, the next day at 01:00 (+25 h): an alarm at +25.3 h is "
+        "the first run after onset.",
+        "",
+        *sweep(result),
+        "",
+        END,
+    ]
     return "\n".join(out) + "\n"
 
 
 def _setup(spec: Any) -> str:
     shape = spec.shape
-    return (f"{spec.days} simulated days from {day_start(0).date()}, {shape.tasks_min} to "
-            f"{shape.tasks_max} completed tasks a day, {shape.unjoinable:.0%} without a join "
-            f"key, {shape.no_document:.1%} of keys with no document; one fault switches on at "
-            f"the start of day {spec.onset}. The sync job of day d runs at d+1 01:00 (60 ms a "
-            "group, 900 s budget) against a real PostgreSQL task store and a real OpenSearch "
-            "index and reports to driftgauge's run ledger with `LedgerClient` through the "
-            "ledger's HTTP routes (served in-process, so they run on the bench's clock). "
-            "driftgauge's run-closed hook reconciles the run's window 15 min after its summary "
-            "and every check makes a full pass daily at 03:00, both through driftgauge's "
-            "runner with the ledger's exclusions; the ledger judges each window at its 06:00 "
-            "deadline; driftgauge's canary runs daily at 12:00 and after a deploy. The three "
-            "classic alarms are computed from the job's own outputs: its exit, its summary "
-            "line, its successful writes and a daily probe of the dashboard query.")
+    return (
+        f"{spec.days} simulated days from {day_start(0).date()}, {shape.tasks_min} to "
+        f"{shape.tasks_max} completed tasks a day, {shape.unjoinable:.0%} without a join "
+        f"key, {shape.no_document:.1%} of keys with no document; one fault switches on at "
+        f"the start of day {spec.onset}. The sync job of day d runs at d+1 01:00 (60 ms a "
+        "group, 900 s budget) against a real PostgreSQL task store and a real OpenSearch "
+        "index and reports to driftgauge's run ledger with `LedgerClient` through the "
+        "ledger's HTTP routes (served in-process, so they run on the bench's clock). "
+        "driftgauge's run-closed hook reconciles the run's window 15 min after its summary "
+        "and every check makes a full pass daily at 03:00, both through driftgauge's "
+        "runner with the ledger's exclusions; the ledger judges each window at its 06:00 "
+        "deadline; driftgauge's canary runs daily at 12:00 and after a deploy. The three "
+        "classic alarms are computed from the job's own outputs: its exit, its summary "
+        "line, its successful writes and a daily probe of the dashboard query."
+    )
 
 
 def _timing_note() -> list[str]:
@@ -238,7 +283,8 @@ def _timing_note() -> list[str]:
         "20 min after that run (the ledger at its summary, reconciliation after the settle "
         "delay), or at the next 03:00 full pass when the damage is in old buckets or the job "
         "never reported. The seed checks once a day; freshness and the canary here fire at "
-        "their own times."]
+        "their own times."
+    ]
 
 
 def _hows(result: BenchResult) -> list[str]:
@@ -248,8 +294,11 @@ def _hows(result: BenchResult) -> list[str]:
             continue
         fault = by_name(name, result.spec.drift_rate)
         report = result.outcomes[name].first_report
-        out.append(f"- **{fault.title}**: {fault.how}. First affected run printed: "
-                   f"`{report}`" if report else f"- **{fault.title}**: {fault.how}.")
+        out.append(
+            f"- **{fault.title}**: {fault.how}. First affected run printed: `{report}`"
+            if report
+            else f"- **{fault.title}**: {fault.how}."
+        )
     return out
 
 
@@ -265,13 +314,15 @@ def write_section(path: Path, text: str) -> None:
     path.write_text(after, encoding="utf-8")
 
 
-def write_artifact(path: Path, result: BenchResult, command: str,
-                   versions: dict[str, str]) -> None:
+def write_artifact(path: Path, result: BenchResult, command: str, versions: dict[str, str]) -> None:
     """Write the run's stored-result references (ids, breach keys) as JSON."""
-    body = {"command": command, "versions": versions,
-            "started": result.started.isoformat() if result.started else None,
-            "wall_seconds": round(result.wall_seconds, 1),
-            "seconds": {k: round(v, 1) for k, v in result.seconds.items()},
-            "spec": {k: v for k, v in vars(result.spec).items()},
-            "scenarios": {k: o.to_dict() for k, o in sorted(result.outcomes.items())}}
+    body = {
+        "command": command,
+        "versions": versions,
+        "started": result.started.isoformat() if result.started else None,
+        "wall_seconds": round(result.wall_seconds, 1),
+        "seconds": {k: round(v, 1) for k, v in result.seconds.items()},
+        "spec": {k: v for k, v in vars(result.spec).items()},
+        "scenarios": {k: o.to_dict() for k, o in sorted(result.outcomes.items())},
+    }
     path.write_text(json.dumps(body, indent=1, default=str) + "\n", encoding="utf-8")

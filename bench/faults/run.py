@@ -37,12 +37,16 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--days", type=int, default=40)
     p.add_argument("--onset", type=int, default=20, help="day the fault switches on")
     p.add_argument("--scale", type=float, default=1.0, help="tasks per day, relative")
-    p.add_argument("--faults", default=",".join(FAULT_NAMES),
-                   help="comma-separated fault names, or 'none'")
+    p.add_argument(
+        "--faults", default=",".join(FAULT_NAMES), help="comma-separated fault names, or 'none'"
+    )
     p.add_argument("--no-healthy", action="store_true", help="skip the healthy baseline")
     p.add_argument("--no-ablations", action="store_true", help="run only the full check")
-    p.add_argument("--sweep", default=",".join(f"{r:g}" for r in SWEEP),
-                   help="vocabulary-drift rates, or 'none'")
+    p.add_argument(
+        "--sweep",
+        default=",".join(f"{r:g}" for r in SWEEP),
+        help="vocabulary-drift rates, or 'none'",
+    )
     p.add_argument("--parallel", type=int, default=2, help="scenarios at a time")
     p.add_argument("--keep", action="store_true", help="keep the stores for inspection")
     p.add_argument("--results", type=Path, default=ROOT / "bench" / "RESULTS.md")
@@ -57,8 +61,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         if name not in known:
             p.error(f"--faults: unknown fault {name!r} (known: {', '.join(FAULT_NAMES)})")
     try:
-        args.rates = () if args.sweep == "none" else tuple(float(r) for r in
-                                                            args.sweep.split(","))
+        args.rates = () if args.sweep == "none" else tuple(float(r) for r in args.sweep.split(","))
     except ValueError:
         p.error(f"--sweep: {args.sweep!r} is not a comma-separated list of rates")
     if any(not 0 < r < 1 for r in args.rates):
@@ -75,8 +78,12 @@ async def versions() -> dict[str, str]:
         await conn.close()
     async with httpx.AsyncClient(timeout=TIMEOUT) as client:
         os_version = (await client.get(OS_URL)).json()["version"]["number"]
-    return {"driftgauge": driftgauge.__version__, "Python": platform.python_version(),
-            "PostgreSQL": pg, "OpenSearch": os_version}
+    return {
+        "driftgauge": driftgauge.__version__,
+        "Python": platform.python_version(),
+        "PostgreSQL": pg,
+        "OpenSearch": os_version,
+    }
 
 
 def accepted(result: BenchResult) -> list[str]:
@@ -102,12 +109,22 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("fault_bench.syncjob", "driftgauge"):
         # The runs' own warnings (breaches, failed canaries) are the results, tabled below.
         logging.getLogger(name).setLevel(logging.ERROR)
-    spec = BenchSpec(days=args.days, onset=args.onset, scale=args.scale,
-                     faults=args.fault_list, healthy=not args.no_healthy,
-                     ablations=not args.no_ablations, sweep=args.rates,
-                     parallel=args.parallel, keep=args.keep)
-    command = "make bench-faults" if argv is None and len(sys.argv) == 1 else \
-        "python bench/faults/run.py " + shlex.join(sys.argv[1:] if argv is None else argv)
+    spec = BenchSpec(
+        days=args.days,
+        onset=args.onset,
+        scale=args.scale,
+        faults=args.fault_list,
+        healthy=not args.no_healthy,
+        ablations=not args.no_ablations,
+        sweep=args.rates,
+        parallel=args.parallel,
+        keep=args.keep,
+    )
+    command = (
+        "make bench-faults"
+        if argv is None and len(sys.argv) == 1
+        else "python bench/faults/run.py " + shlex.join(sys.argv[1:] if argv is None else argv)
+    )
     found = asyncio.run(versions())
     result = asyncio.run(run_bench(spec))
     text = section(result, command, found)

@@ -113,8 +113,16 @@ def _allow() -> None:
 class Simulation:
     """A scenario's stores, its driftgauge services and the simulated days between them."""
 
-    def __init__(self, plan: Plan, stores: Stores, config: Config, shape: Shape,
-                 clock: SimClock, alarm_from: datetime, classic: Classic | None = None) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        stores: Stores,
+        config: Config,
+        shape: Shape,
+        clock: SimClock,
+        alarm_from: datetime,
+        classic: Classic | None = None,
+    ) -> None:
         self.plan = plan
         self.stores = stores
         self.config = config
@@ -148,26 +156,36 @@ class Simulation:
     async def _open(self) -> None:
         self.client = os_client()
         self._closers.append(self.client.close)
-        self.tasks_pool = await asyncpg.create_pool(self.stores.dsn, min_size=1, max_size=2,
-                                                    timeout=TIMEOUT, command_timeout=TIMEOUT)
+        self.tasks_pool = await asyncpg.create_pool(
+            self.stores.dsn, min_size=1, max_size=2, timeout=TIMEOUT, command_timeout=TIMEOUT
+        )
         self._closers.append(self.tasks_pool.close)
-        self.state = await StateStore.open(self.config.state, deadline=TIMEOUT, pool_max=3,
-                                           replica=f"fault-bench:{self.plan.name}")
+        self.state = await StateStore.open(
+            self.config.state, deadline=TIMEOUT, pool_max=3, replica=f"fault-bench:{self.plan.name}"
+        )
         self._closers.append(self.state.close)
         pool = await open_pool(self.config.state, deadline=TIMEOUT, pool_max=2)
         self._closers.append(pool.close)
         self.ledger_store = LedgerStore(pool, TIMEOUT)
         self.canary_store = CanaryStore(pool, TIMEOUT)
         self.hook = ReconcileOnClose(self.config.checks, self._settled, clock=self.clock.now)
-        self.ledger = LedgerService(self.ledger_store, self.config.checks, clock=self.clock.now,
-                                    on_close=self.hook)
-        self.canary = CanaryService(self.config.checks, self.canary_store, self._source,
-                                    clock=self.clock.now)
+        self.ledger = LedgerService(
+            self.ledger_store, self.config.checks, clock=self.clock.now, on_close=self.hook
+        )
+        self.canary = CanaryService(
+            self.config.checks, self.canary_store, self._source, clock=self.clock.now
+        )
         app = FastAPI()
         app.state.ledger = self.ledger
         app.include_router(ledger_router(_allow, _allow), prefix="/api/v1")
-        self.job = SyncJob(self.clock, self.tasks_pool, os_client(), self.index,
-                           "http://driftgauge.bench", httpx.ASGITransport(app=app))
+        self.job = SyncJob(
+            self.clock,
+            self.tasks_pool,
+            os_client(),
+            self.index,
+            "http://driftgauge.bench",
+            httpx.ASGITransport(app=app),
+        )
         self._closers.append(self.job.client.close)
         self._closers.append(self._adapters.close)
 
@@ -267,12 +285,22 @@ class Simulation:
         """Reconcile one check over a window through driftgauge's runner, which stores the run."""
         check = self.config.checks[name]
         now = self.clock.now()
-        sides = Adapters(await self._adapters.side(check.source),
-                         await self._adapters.side(check.reader))
+        sides = Adapters(
+            await self._adapters.side(check.source), await self._adapters.side(check.reader)
+        )
         clock = time.perf_counter()
-        result = await run_check(check, sides, self.state, start, end, trigger=trigger, now=now,
-                                 sample_keys=SAMPLE_KEYS, deadline=RUN_DEADLINE,
-                                 exclusions=exclusion_source(self.ledger.store))
+        result = await run_check(
+            check,
+            sides,
+            self.state,
+            start,
+            end,
+            trigger=trigger,
+            now=now,
+            sample_keys=SAMPLE_KEYS,
+            deadline=RUN_DEADLINE,
+            exclusions=exclusion_source(self.ledger.store),
+        )
         self.reconcile_seconds += time.perf_counter() - clock
         if result.error is not None:
             log.warning("reconciliation failed", extra={"check": name, "error": result.error})
@@ -292,16 +320,20 @@ class Simulation:
         if check is None:
             return
         try:
-            await self.client.search(index=self.index, body={
-                "size": 0, "query": check.reader.filter or {"match_all": {}}})
+            await self.client.search(
+                index=self.index,
+                body={"size": 0, "query": check.reader.filter or {"match_all": {}}},
+            )
         except Exception as exc:
             status = getattr(exc, "status_code", None)
             if not isinstance(status, int) or status >= 500:
                 self.classic.probes.append((self.clock.now(), f"{type(exc).__name__}: {exc}"))
 
 
-def _bind(action: Callable[[Any, int], Awaitable[None]], world: Simulation,
-          day: int) -> Callable[[], Awaitable[None]]:
+def _bind(
+    action: Callable[[Any, int], Awaitable[None]], world: Simulation, day: int
+) -> Callable[[], Awaitable[None]]:
     async def step() -> None:
         await action(world, day)
+
     return step

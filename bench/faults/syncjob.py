@@ -30,11 +30,13 @@ TIME_BUDGET = 900.0
 CHUNK = 50
 """Groups resolved by one search and written by one bulk request."""
 LOOKUP_ATTEMPTS = 10
-MERGE = ("if (params.task_id.equals(ctx._source.task_id)"
-         " && params.tier.equals(ctx._source.review_tier)) { ctx.op = 'noop'; }"
-         " else { ctx._source.task_id = params.task_id;"
-         " ctx._source.review_tier = params.tier;"
-         " ctx._source.completed_at = params.completed_at; }")
+MERGE = (
+    "if (params.task_id.equals(ctx._source.task_id)"
+    " && params.tier.equals(ctx._source.review_tier)) { ctx.op = 'noop'; }"
+    " else { ctx._source.task_id = params.task_id;"
+    " ctx._source.review_tier = params.tier;"
+    " ctx._source.completed_at = params.completed_at; }"
+)
 Mode = Literal["merge", "append"]
 
 
@@ -114,8 +116,10 @@ class SyncJob:
                 await self._sync(day, copy, tasks, report)
             except RunKilled:
                 report.killed = True
-                log.error("killed by the runtime", extra={"day": day, "copy": copy,
-                                                          "budget_seconds": TIME_BUDGET})
+                log.error(
+                    "killed by the runtime",
+                    extra={"day": day, "copy": copy, "budget_seconds": TIME_BUDGET},
+                )
             report.finished_at = self.clock.now()
             return report
 
@@ -125,30 +129,41 @@ class SyncJob:
             rows: list[Any] = await conn.fetch(
                 "SELECT task_id, label, conversation_id, run_id, completed_at FROM tasks"
                 " WHERE status = 'completed' AND completed_at >= $1 AND completed_at < $2"
-                " ORDER BY task_id", start, start + timedelta(days=1), timeout=TIMEOUT)
+                " ORDER BY task_id",
+                start,
+                start + timedelta(days=1),
+                timeout=TIMEOUT,
+            )
         return rows
 
     async def _sync(self, day: int, copy: int, tasks: Sequence[Any], report: JobReport) -> None:
         start = day_start(day)
         keyed = [t for t in tasks if t["conversation_id"] is not None and t["run_id"] is not None]
         progress = Progress(groups=len(keyed))
-        async with LedgerClient(self.ledger_url, job=JOB, window_start=start,
-                                window_end=start + timedelta(days=1), input_rows=len(tasks),
-                                transport=self.ledger_transport, token=self.ledger_token,
-                                timeout=TIMEOUT,
-                                client_run_id=f"{JOB}-{day}-{copy}-{id(report):x}") as run:
+        async with LedgerClient(
+            self.ledger_url,
+            job=JOB,
+            window_start=start,
+            window_end=start + timedelta(days=1),
+            input_rows=len(tasks),
+            transport=self.ledger_transport,
+            token=self.ledger_token,
+            timeout=TIMEOUT,
+            client_run_id=f"{JOB}-{day}-{copy}-{id(report):x}",
+        ) as run:
             report.ledger_run = run.run_id
             report.skipped = len(tasks) - len(keyed)
             if report.skipped:
                 await run.count("skipped", report.skipped, "no_join_key")
             for i in range(0, len(keyed), CHUNK):
-                chunk = keyed[i:i + CHUNK]
+                chunk = keyed[i : i + CHUNK]
                 found = await self._lookup(chunk, progress)
                 if found is None:
                     errors = {t["task_id"]: "too_many_requests" for t in chunk}
                     report.failed += len(errors)
-                    report.errors["too_many_requests"] = (
-                        report.errors.get("too_many_requests", 0) + len(errors))
+                    report.errors["too_many_requests"] = report.errors.get(
+                        "too_many_requests", 0
+                    ) + len(errors)
                     await run.failed(errors)
                 else:
                     await self._write(chunk, found, run, report)
@@ -160,9 +175,11 @@ class SyncJob:
                     await self.hooks.after_chunk(progress)
             await self._refresh()
             report.status = job_status(report)
-            report.line = (f"status={report.status} updated={report.written} "
-                           f"no_docs_matched={report.no_match} skipped={report.skipped} "
-                           f"failed={report.failed}")
+            report.line = (
+                f"status={report.status} updated={report.written} "
+                f"no_docs_matched={report.no_match} skipped={report.skipped} "
+                f"failed={report.failed}"
+            )
             log.info(report.line, extra={"day": day, "copy": copy})
             await run.close(status=report.status, message=report.line)
 
@@ -178,9 +195,8 @@ class SyncJob:
                     await self.hooks.before_lookup(progress)
                 return await self._search(chunk)
             except Throttled as exc:
-                log.warning("lookup throttled", extra={"attempt": attempt + 1,
-                                                       "error": exc.body})
-                SimClock.elapse(min(2.0 ** attempt, 60.0))
+                log.warning("lookup throttled", extra={"attempt": attempt + 1, "error": exc.body})
+                SimClock.elapse(min(2.0**attempt, 60.0))
                 self._within_budget()
         return None
 
@@ -188,11 +204,22 @@ class SyncJob:
         convs = sorted({t["conversation_id"] for t in chunk})
         runs = sorted({t["run_id"] for t in chunk})
         try:
-            resp = await self.client.search(index=self.index, body={
-                "size": 4 * len(chunk), "track_total_hits": True,
-                "_source": ["conversation_id", "run_id", "task_id"],
-                "query": {"bool": {"filter": [{"terms": {"conversation_id": convs}},
-                                              {"terms": {"run_id": runs}}]}}})
+            resp = await self.client.search(
+                index=self.index,
+                body={
+                    "size": 4 * len(chunk),
+                    "track_total_hits": True,
+                    "_source": ["conversation_id", "run_id", "task_id"],
+                    "query": {
+                        "bool": {
+                            "filter": [
+                                {"terms": {"conversation_id": convs}},
+                                {"terms": {"run_id": runs}},
+                            ]
+                        }
+                    },
+                },
+            )
         except TransportError as exc:
             if exc.status_code == 429:
                 raise Throttled(exc.info if isinstance(exc.info, dict) else {}) from exc
@@ -200,17 +227,22 @@ class SyncJob:
         hits = resp["hits"]["hits"]
         if resp["hits"]["total"]["value"] != len(hits):
             # A size cap that silently drops documents would look like no-matches.
-            raise RuntimeError(f"lookup returned {len(hits)} of "
-                               f"{resp['hits']['total']['value']} documents")
+            raise RuntimeError(
+                f"lookup returned {len(hits)} of {resp['hits']['total']['value']} documents"
+            )
         by_pair: dict[tuple[str, str], str] = {}
         for h in sorted(hits, key=lambda h: "task_id" in h["_source"]):
             src = h["_source"]
             by_pair.setdefault((src["conversation_id"], src["run_id"]), h["_id"])
-        return {t["task_id"]: by_pair[(t["conversation_id"], t["run_id"])] for t in chunk
-                if (t["conversation_id"], t["run_id"]) in by_pair}
+        return {
+            t["task_id"]: by_pair[(t["conversation_id"], t["run_id"])]
+            for t in chunk
+            if (t["conversation_id"], t["run_id"]) in by_pair
+        }
 
-    async def _write(self, chunk: Sequence[Any], found: dict[str, str], run: LedgerClient,
-                     report: JobReport) -> None:
+    async def _write(
+        self, chunk: Sequence[Any], found: dict[str, str], run: LedgerClient, report: JobReport
+    ) -> None:
         missing = {t["task_id"]: "no_document" for t in chunk if t["task_id"] not in found}
         report.no_match += len(missing)
         if missing:
@@ -222,16 +254,40 @@ class SyncJob:
         for t in todo:
             when = t["completed_at"].astimezone(UTC).isoformat()
             if self.mode == "merge":
-                body.append({"update": {"_index": self.index, "_id": found[t["task_id"]],
-                                        "retry_on_conflict": 5}})
-                body.append({"script": {"lang": "painless", "source": MERGE, "params": {
-                    "task_id": t["task_id"], "tier": t["label"], "completed_at": when}}})
+                body.append(
+                    {
+                        "update": {
+                            "_index": self.index,
+                            "_id": found[t["task_id"]],
+                            "retry_on_conflict": 5,
+                        }
+                    }
+                )
+                body.append(
+                    {
+                        "script": {
+                            "lang": "painless",
+                            "source": MERGE,
+                            "params": {
+                                "task_id": t["task_id"],
+                                "tier": t["label"],
+                                "completed_at": when,
+                            },
+                        }
+                    }
+                )
             else:
                 # Append: a new label document per write, so a replay adds a copy.
                 body.append({"index": {"_index": self.index}})
-                body.append({"conversation_id": t["conversation_id"], "run_id": t["run_id"],
-                             "task_id": t["task_id"], "review_tier": t["label"],
-                             "completed_at": when})
+                body.append(
+                    {
+                        "conversation_id": t["conversation_id"],
+                        "run_id": t["run_id"],
+                        "task_id": t["task_id"],
+                        "review_tier": t["label"],
+                        "completed_at": when,
+                    }
+                )
         resp = await self.client.bulk(body=body)
         ok: list[str] = []
         failed: dict[str, str] = {}

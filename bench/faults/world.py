@@ -32,11 +32,17 @@ UNKNOWN_TIER = "third_tier"
 """The tier value the upstream starts to emit under vocabulary drift; the dashboard's
 filter does not know it."""
 
-MAPPING = {"properties": {
-    "conversation_id": {"type": "keyword"}, "run_id": {"type": "keyword"},
-    "text": {"type": "text"}, "task_id": {"type": "keyword"},
-    "review_tier": {"type": "keyword"}, "completed_at": {"type": "date"},
-    "driftgauge_canary": {"type": "keyword"}}}
+MAPPING = {
+    "properties": {
+        "conversation_id": {"type": "keyword"},
+        "run_id": {"type": "keyword"},
+        "text": {"type": "text"},
+        "task_id": {"type": "keyword"},
+        "review_tier": {"type": "keyword"},
+        "completed_at": {"type": "date"},
+        "driftgauge_canary": {"type": "keyword"},
+    }
+}
 
 
 @dataclass(frozen=True)
@@ -52,8 +58,11 @@ class Shape:
 
     def scaled(self, factor: float) -> Shape:
         """Return the same shape with fewer or more tasks a day."""
-        return replace(self, tasks_min=max(1, round(self.tasks_min * factor)),
-                       tasks_max=max(1, round(self.tasks_max * factor)))
+        return replace(
+            self,
+            tasks_min=max(1, round(self.tasks_min * factor)),
+            tasks_max=max(1, round(self.tasks_max * factor)),
+        )
 
 
 @dataclass(frozen=True)
@@ -73,8 +82,14 @@ class Task:
 
     def record(self) -> tuple[Any, ...]:
         """Return the task store row."""
-        return (self.task_id, self.label, self.conversation_id, self.run_id,
-                self.completed_at, "completed")
+        return (
+            self.task_id,
+            self.label,
+            self.conversation_id,
+            self.run_id,
+            self.completed_at,
+            "completed",
+        )
 
 
 def use_epoch(moment: datetime) -> None:
@@ -120,9 +135,17 @@ def tasks_of(day: int, shape: Shape, *, renamed: bool = False, drift: float = 0.
         conversation = f"conv-{day:03d}-{i:04d}" if keyed else None
         sink_run = f"r{run_number:04d}" if keyed else None
         run = (new_run_format(run_number) if renamed else sink_run) if keyed else None
-        out.append(Task(f"task-{day:03d}-{i:04d}", label, conversation, run, sink_run,
-                        day_start(day) + timedelta(seconds=second, microseconds=i),
-                        keyed and indexed))
+        out.append(
+            Task(
+                f"task-{day:03d}-{i:04d}",
+                label,
+                conversation,
+                run,
+                sink_run,
+                day_start(day) + timedelta(seconds=second, microseconds=i),
+                keyed and indexed,
+            )
+        )
     return out
 
 
@@ -212,8 +235,10 @@ async def create_stores(stores: Stores) -> None:
     """Create the task table and the conversation index."""
     admin = await _admin()
     try:
-        await admin.execute(f'CREATE DATABASE "{stores.database}" ENCODING \'UTF8\' '
-                            "TEMPLATE template0", timeout=TIMEOUT)
+        await admin.execute(
+            f"CREATE DATABASE \"{stores.database}\" ENCODING 'UTF8' TEMPLATE template0",
+            timeout=TIMEOUT,
+        )
     finally:
         await admin.close()
     conn = await asyncpg.connect(stores.dsn, timeout=TIMEOUT)
@@ -222,14 +247,20 @@ async def create_stores(stores: Stores) -> None:
             "CREATE TABLE tasks (task_id text PRIMARY KEY, label text NOT NULL,"
             " conversation_id text, run_id text, completed_at timestamptz NOT NULL,"
             " status text NOT NULL);"
-            " CREATE INDEX tasks_by_time ON tasks (completed_at)", timeout=TIMEOUT)
+            " CREATE INDEX tasks_by_time ON tasks (completed_at)",
+            timeout=TIMEOUT,
+        )
     finally:
         await conn.close()
     client = os_client()
     try:
-        await client.indices.create(index=stores.index, body={
-            "settings": {"number_of_shards": 1, "number_of_replicas": 0},
-            "mappings": MAPPING})
+        await client.indices.create(
+            index=stores.index,
+            body={
+                "settings": {"number_of_shards": 1, "number_of_replicas": 0},
+                "mappings": MAPPING,
+            },
+        )
     finally:
         await client.close()
 
@@ -244,8 +275,10 @@ async def clone_stores(source: Stores, target: Stores) -> None:
     try:
         for attempt in range(20):
             try:
-                await admin.execute(f'CREATE DATABASE "{target.database}" TEMPLATE '
-                                    f'"{source.database}"', timeout=TIMEOUT)
+                await admin.execute(
+                    f'CREATE DATABASE "{target.database}" TEMPLATE "{source.database}"',
+                    timeout=TIMEOUT,
+                )
                 break
             except asyncpg.ObjectInUseError:
                 # A session of the source is still closing.
@@ -256,12 +289,13 @@ async def clone_stores(source: Stores, target: Stores) -> None:
         await admin.close()
     client = os_client()
     try:
-        await client.indices.put_settings(index=source.index,
-                                          body={"index.blocks.write": True})
-        await client.indices.clone(index=source.index, target=target.index, body={
-            "settings": {"index.number_of_replicas": 0}})
-        await client.indices.put_settings(index=target.index,
-                                          body={"index.blocks.write": None})
+        await client.indices.put_settings(index=source.index, body={"index.blocks.write": True})
+        await client.indices.clone(
+            index=source.index,
+            target=target.index,
+            body={"settings": {"index.number_of_replicas": 0}},
+        )
+        await client.indices.put_settings(index=target.index, body={"index.blocks.write": None})
         await client.cluster.health(index=target.index, wait_for_status="green")
     finally:
         await client.close()
@@ -271,8 +305,9 @@ async def drop_stores(stores: Stores) -> None:
     """Drop the database and the index (missing ones are fine)."""
     admin = await _admin()
     try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{stores.database}" WITH (FORCE)',
-                            timeout=TIMEOUT)
+        await admin.execute(
+            f'DROP DATABASE IF EXISTS "{stores.database}" WITH (FORCE)', timeout=TIMEOUT
+        )
     finally:
         await admin.close()
     client = os_client()
@@ -285,15 +320,20 @@ async def drop_stores(stores: Stores) -> None:
 async def insert_tasks(conn: Any, tasks: Sequence[Task]) -> None:
     """Land completed tasks in the task store."""
     await conn.copy_records_to_table(
-        "tasks", records=[t.record() for t in tasks],
+        "tasks",
+        records=[t.record() for t in tasks],
         columns=("task_id", "label", "conversation_id", "run_id", "completed_at", "status"),
-        timeout=TIMEOUT)
+        timeout=TIMEOUT,
+    )
 
 
 def conversation_doc(task: Task) -> dict[str, Any]:
     """Return the conversation document as the conversation indexer writes it (no label)."""
-    return {"conversation_id": task.conversation_id, "run_id": task.sink_run_id,
-            "text": f"conversation {task.conversation_id}"}
+    return {
+        "conversation_id": task.conversation_id,
+        "run_id": task.sink_run_id,
+        "text": f"conversation {task.conversation_id}",
+    }
 
 
 def conversation_id_of(task: Task) -> str:
@@ -301,12 +341,13 @@ def conversation_id_of(task: Task) -> str:
     return f"doc-{task.conversation_id}-{task.sink_run_id}"
 
 
-async def index_conversations(client: AsyncOpenSearch, index: str,
-                              tasks: Sequence[Task]) -> int:
+async def index_conversations(client: AsyncOpenSearch, index: str, tasks: Sequence[Task]) -> int:
     """Index the conversations of these tasks (another writer's job); return how many."""
-    actions = [{"_index": index, "_id": conversation_id_of(t), "_source": conversation_doc(t)}
-               for t in tasks if t.indexed]
+    actions = [
+        {"_index": index, "_id": conversation_id_of(t), "_source": conversation_doc(t)}
+        for t in tasks
+        if t.indexed
+    ]
     if actions:
-        await async_bulk(client, actions, chunk_size=2000, refresh=True,
-                         request_timeout=TIMEOUT)
+        await async_bulk(client, actions, chunk_size=2000, refresh=True, request_timeout=TIMEOUT)
     return len(actions)

@@ -72,7 +72,7 @@ def _tasks() -> list[tuple[str, str, str | None, datetime]]:
         for i in range(rnd.randint(900, 1099)):
             tier = rnd.choice(["first_tier", "second_tier"])
             if d >= FAULT_DAY and rnd.random() < 0.03:
-                tier = "third_tier"           # the upstream's new value
+                tier = "third_tier"  # the upstream's new value
             key = None if rnd.random() < 0.39 else f"conv-{d}-{i}"
             when = day + timedelta(seconds=rnd.randint(0, 86399))
             rows.append((f"task-{d:02d}-{i:04d}", tier, key, when))
@@ -90,8 +90,10 @@ async def _load_source(rows: list[tuple[str, str, str | None, datetime]]) -> Non
         await admin.close()
     conn = await asyncpg.connect(_dsn(DB))
     try:
-        await conn.execute("CREATE TABLE tasks (task_id text PRIMARY KEY, label text NOT NULL, "
-                           "conversation_key text, completed_at timestamptz NOT NULL)")
+        await conn.execute(
+            "CREATE TABLE tasks (task_id text PRIMARY KEY, label text NOT NULL, "
+            "conversation_key text, completed_at timestamptz NOT NULL)"
+        )
         await conn.copy_records_to_table("tasks", records=rows)
     finally:
         await conn.close()
@@ -104,23 +106,40 @@ async def _sync_index(rows: list[tuple[str, str, str | None, datetime]]) -> None
     client = AsyncOpenSearch(OS_URL, timeout=60)
     try:
         await client.indices.delete(index=INDEX, ignore_unavailable=True)
-        await client.indices.create(index=INDEX, body={"mappings": {"properties": {
-            "task_id": {"type": "keyword"}, "review_tier": {"type": "keyword"},
-            "conversation_key": {"type": "keyword"}, "completed_at": {"type": "date"}}}})
+        await client.indices.create(
+            index=INDEX,
+            body={
+                "mappings": {
+                    "properties": {
+                        "task_id": {"type": "keyword"},
+                        "review_tier": {"type": "keyword"},
+                        "conversation_key": {"type": "keyword"},
+                        "completed_at": {"type": "date"},
+                    }
+                }
+            },
+        )
         docs: list[dict[str, Any]] = []
         for task_id, tier, key, when in rows:
             if key is None:
-                continue                      # no join key: the sync can never place it
-            doc = {"task_id": task_id, "review_tier": tier, "conversation_key": key,
-                   "completed_at": when.isoformat()}
+                continue  # no join key: the sync can never place it
+            doc = {
+                "task_id": task_id,
+                "review_tier": tier,
+                "conversation_key": key,
+                "completed_at": when.isoformat(),
+            }
             docs.append({"_index": INDEX, "_id": task_id, "_source": doc})
             if task_id.startswith(f"task-{FAULT_DAY + 2:02d}-00") and task_id[-1] in "357":
-                for copy in (1, 2):           # a retried run that appends
-                    docs.append({"_index": INDEX, "_id": f"{task_id}-retry{copy}",
-                                 "_source": doc})
+                for copy in (1, 2):  # a retried run that appends
+                    docs.append({"_index": INDEX, "_id": f"{task_id}-retry{copy}", "_source": doc})
         lost = next(d for d in docs if d["_id"].startswith(f"task-{FAULT_DAY + 3:02d}"))
-        lost["_source"] = {**lost["_source"], "review_tier": "second_tier"
-                           if lost["_source"]["review_tier"] == "first_tier" else "first_tier"}
+        lost["_source"] = {
+            **lost["_source"],
+            "review_tier": "second_tier"
+            if lost["_source"]["review_tier"] == "first_tier"
+            else "first_tier",
+        }
         await async_bulk(client, docs, refresh=True)
     finally:
         await client.close()
@@ -154,8 +173,15 @@ async def run_demo() -> int:
         await preflight(check, source, reader)  # as every run does: fields readable first
         start = datetime(START.year, START.month, START.day, tzinfo=UTC)
         bar = ProgressBar(sys.stderr, "reviews")
-        result = await reconcile(check, source, reader, start, start + timedelta(days=DAYS),
-                                 now=datetime.now(UTC), progress=bar.update)
+        result = await reconcile(
+            check,
+            source,
+            reader,
+            start,
+            start + timedelta(days=DAYS),
+            now=datetime.now(UTC),
+            progress=bar.update,
+        )
         bar.close()
         print()
         print(render_run(result))
@@ -172,10 +198,12 @@ async def run_demo() -> int:
     finally:
         await source.close()
         await reader.close()
-    print(f"\nconfig written to {cfg_path}; serve it with:\n"
-          f"  .venv/bin/driftgauge serve --config {cfg_path} --port 8080\n"
-          "then: http://127.0.0.1:8080/metrics and "
-          "http://127.0.0.1:8080/api/v1/checks/reviews/days")
+    print(
+        f"\nconfig written to {cfg_path}; serve it with:\n"
+        f"  .venv/bin/driftgauge serve --config {cfg_path} --port 8080\n"
+        "then: http://127.0.0.1:8080/metrics and "
+        "http://127.0.0.1:8080/api/v1/checks/reviews/days"
+    )
     return 0 if result.status == "drift" else 1
 
 

@@ -57,11 +57,27 @@ _TOKEN = re.compile(
     r"|(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?P<braces>\s*\{(?P<matchers>[^}]*)\})?"
     r"|(?P<bare>\{(?P<bare_matchers>[^}]*)\})"
 )
-_NOT_SERIES = frozenset({
-    "inf", "nan", "atan2",
-    "sum", "min", "max", "avg", "group", "stddev", "stdvar", "count", "count_values",
-    "bottomk", "topk", "quantile", "limitk", "limit_ratio",
-})
+_NOT_SERIES = frozenset(
+    {
+        "inf",
+        "nan",
+        "atan2",
+        "sum",
+        "min",
+        "max",
+        "avg",
+        "group",
+        "stddev",
+        "stdvar",
+        "count",
+        "count_values",
+        "bottomk",
+        "topk",
+        "quantile",
+        "limitk",
+        "limit_ratio",
+    }
+)
 
 
 class RulesError(ValueError):
@@ -172,7 +188,10 @@ def render(template: Mapping[str, Any], options: Options) -> dict[str, Any]:
             out["expr"] = rule["expr"].replace(PLACEHOLDER, selector)
             out["for"] = override.get("for", rule["for"])
             out["labels"] = {
-                **rule["labels"], **options.additional_labels, **override.get("labels", {})}
+                **rule["labels"],
+                **options.additional_labels,
+                **override.get("labels", {}),
+            }
             notes = {k: v.replace(PLACEHOLDER, selector) for k, v in rule["annotations"].items()}
             notes["runbook_url"] = options.runbook_base_url + rule["annotations"]["runbook_url"]
             out["annotations"] = notes
@@ -192,7 +211,7 @@ def inject(expr: str, selector: str) -> str:
         name = match.group("name")
         if name is None or name.lower() in _NOT_SERIES:
             return match.group(0)  # a literal, a duration, a label list, a keyword
-        if match.group("braces") is None and expr[match.end():].lstrip().startswith("("):
+        if match.group("braces") is None and expr[match.end() :].lstrip().startswith("("):
             return match.group(0)  # a function call
         inner = (match.group("matchers") or "").strip()
         return f"{name}{{{selector}, {inner}}}" if inner else f"{name}{{{selector}}}"
@@ -218,17 +237,23 @@ def dump(rules: Mapping[str, Any], *, what: str) -> str:
         f"# not edit; change alerts.yml and run the generator. {what}\n"
     )
     return header + yaml.dump(
-        dict(rules), Dumper=_Dumper, sort_keys=False, width=100, allow_unicode=True)
+        dict(rules), Dumper=_Dumper, sort_keys=False, width=100, allow_unicode=True
+    )
 
 
 def outputs(source: Mapping[str, Any]) -> dict[Path, str]:
     """Return each committed output file with the text it must hold."""
     template = chart_template(source)
     return {
-        PLAIN: dump(render(template, default_options(source)),
-                    what="Defaults: selectors and runbookBaseUrl\n# of alerts.yml."),
-        CHART_TEMPLATE: dump(template, what="The chart's PrometheusRule\n# renders it "
-                             "with its prometheusRule values (templates/prometheusrule.yaml)."),
+        PLAIN: dump(
+            render(template, default_options(source)),
+            what="Defaults: selectors and runbookBaseUrl\n# of alerts.yml.",
+        ),
+        CHART_TEMPLATE: dump(
+            template,
+            what="The chart's PrometheusRule\n# renders it "
+            "with its prometheusRule values (templates/prometheusrule.yaml).",
+        ),
         CHART_DASHBOARD: DASHBOARD.read_text(encoding="utf-8"),
     }
 
@@ -236,19 +261,28 @@ def outputs(source: Mapping[str, Any]) -> dict[Path, str]:
 def main(argv: list[str] | None = None) -> int:
     """Write, check or render the rules; return the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true",
-                        help="exit 1 if a committed output differs from what would be written")
-    parser.add_argument("--values", type=Path,
-                        help="render with these chart-style values instead of writing outputs")
-    parser.add_argument("-o", "--output", type=Path,
-                        help="with --values: write here instead of stdout")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 if a committed output differs from what would be written",
+    )
+    parser.add_argument(
+        "--values",
+        type=Path,
+        help="render with these chart-style values instead of writing outputs",
+    )
+    parser.add_argument(
+        "-o", "--output", type=Path, help="with --values: write here instead of stdout"
+    )
     args = parser.parse_args(argv)
     try:
         source = load_source()
         if args.values:
             values = yaml.safe_load(args.values.read_text(encoding="utf-8")) or {}
-            text = dump(render(chart_template(source), options_from_values(values, source)),
-                        what=f"Rendered with {args.values.name}.")
+            text = dump(
+                render(chart_template(source), options_from_values(values, source)),
+                what=f"Rendered with {args.values.name}.",
+            )
             if args.output:
                 args.output.write_text(text, encoding="utf-8")
             else:
@@ -265,8 +299,10 @@ def main(argv: list[str] | None = None) -> int:
         if not args.check:
             path.write_text(text, encoding="utf-8")
     if args.check and stale:
-        print("stale (run python deploy/prometheus/generate.py): "
-              + ", ".join(map(str, stale)), file=sys.stderr)
+        print(
+            "stale (run python deploy/prometheus/generate.py): " + ", ".join(map(str, stale)),
+            file=sys.stderr,
+        )
         return 1
     return 0
 
@@ -290,7 +326,8 @@ def _check_entry(entry: Mapping[str, Any], names: set[str]) -> None:
             if re.search(rf"\b{label}\s*(=|!=|=~|!~)", matchers):
                 raise RulesError(
                     f"{name}.expr: {label} is matched in the source; the generator injects "
-                    "the configured selectors into every series selector")
+                    "the configured selectors into every series selector"
+                )
 
 
 def _check_label(where: str, name: Any, value: Any) -> None:

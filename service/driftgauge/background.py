@@ -10,8 +10,18 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, Metric
 
 log = logging.getLogger("driftgauge.background")
-LOOPS = ("audit", "snapshot_refresh", "retention", "canary", "signals", "ledger_deadlines",
-         "ledger_reconcile", "ticks", "heartbeat", "repair")
+LOOPS = (
+    "audit",
+    "snapshot_refresh",
+    "retention",
+    "canary",
+    "signals",
+    "ledger_deadlines",
+    "ledger_reconcile",
+    "ticks",
+    "heartbeat",
+    "repair",
+)
 # One process serves one app, so a process-wide tally is the service's tally.
 _errors: dict[str, int] = dict.fromkeys(LOOPS, 0)
 
@@ -33,16 +43,21 @@ def survive(loop: str, item: str, **fields: Any) -> Iterator[None]:
         yield
     except Exception as exc:
         _errors[loop] += 1
-        log.error("background item failed", exc_info=True, extra={
-            "loop": loop, "item": item, "error": f"{type(exc).__name__}: {exc}", **fields})
+        log.error(
+            "background item failed",
+            exc_info=True,
+            extra={"loop": loop, "item": item, "error": f"{type(exc).__name__}: {exc}", **fields},
+        )
 
 
 def background_part() -> Iterable[Metric]:
     """Yield driftgauge_background_errors_total, one series per background loop."""
     # Labelled `loop`, not `job`: Prometheus's own `job` label would shadow it.
-    fam = CounterMetricFamily("driftgauge_background_errors",
-                              "Items a background loop skipped after an unexpected error.",
-                              labels=["loop"])
+    fam = CounterMetricFamily(
+        "driftgauge_background_errors",
+        "Items a background loop skipped after an unexpected error.",
+        labels=["loop"],
+    )
     for loop in LOOPS:
         fam.add_metric([loop], _errors[loop])
     yield fam

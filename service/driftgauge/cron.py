@@ -28,9 +28,15 @@ _FIELDS: list[tuple[str, int, int, dict[str, int]]] = [
     ("month", 1, 12, {n: i + 1 for i, n in enumerate(_MONTHS)}),
     ("day of week", 0, 7, {n: i for i, n in enumerate(_DAYS)}),
 ]
-_SHORTHANDS = {"@hourly": "0 * * * *", "@daily": "0 0 * * *", "@midnight": "0 0 * * *",
-               "@weekly": "0 0 * * 0", "@monthly": "0 0 1 * *", "@yearly": "0 0 1 1 *",
-               "@annually": "0 0 1 1 *"}
+_SHORTHANDS = {
+    "@hourly": "0 * * * *",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@weekly": "0 0 * * 0",
+    "@monthly": "0 0 1 * *",
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+}
 # The longest a valid expression waits between fires: 29 February skips up to 8 years.
 _HORIZON_DAYS = 8 * 366 + 2
 _MONTH_DAYS = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
@@ -82,8 +88,10 @@ def parse(text: str) -> Cron:
     expr = _SHORTHANDS.get(text.strip().lower(), text)
     parts = expr.split()
     if len(parts) != 5:
-        raise ValueError(f"expected 5 fields (minute hour day-of-month month day-of-week), "
-                         f"got {len(parts)} in {text!r}")
+        raise ValueError(
+            f"expected 5 fields (minute hour day-of-month month day-of-week), "
+            f"got {len(parts)} in {text!r}"
+        )
     values = [_field(p, *spec) for p, spec in zip(parts, _FIELDS, strict=True)]
     minutes, hours, days, months, weekdays = values
     weekdays = {d % 7 for d in weekdays}
@@ -92,12 +100,19 @@ def parse(text: str) -> Cron:
         raise ValueError(
             f"{text!r} restricts both day of month ({parts[2]}) and day of week ({parts[4]}); "
             "crontab would fire when either matches, which is rarely meant: set one of them "
-            "to '*'")
-    cron = Cron(text, tuple(sorted(minutes)), tuple(sorted(hours)),
-                None if dom_star else frozenset(days), frozenset(months),
-                None if dow_star else frozenset(weekdays))
+            "to '*'"
+        )
+    cron = Cron(
+        text,
+        tuple(sorted(minutes)),
+        tuple(sorted(hours)),
+        None if dom_star else frozenset(days),
+        frozenset(months),
+        None if dow_star else frozenset(weekdays),
+    )
     if cron.days is not None and not any(
-            day <= _MONTH_DAYS[month - 1] for month in cron.months for day in cron.days):
+        day <= _MONTH_DAYS[month - 1] for month in cron.months for day in cron.days
+    ):
         raise ValueError(f"{text!r} never fires: no chosen month has the chosen day")
     return cron
 
@@ -114,8 +129,9 @@ def _item(item: str, name: str, low: int, high: int, names: dict[str, int]) -> s
     step = 1
     if slash:
         if not step_text.isdigit() or int(step_text) < 1:
-            raise ValueError(f"{name}: step {step_text!r} in {item!r} must be a whole number "
-                             "of at least 1")
+            raise ValueError(
+                f"{name}: step {step_text!r} in {item!r} must be a whole number of at least 1"
+            )
         step = int(step_text)
     if span == "*":
         first, last = low, high
@@ -149,7 +165,7 @@ def _instant(d: date, hour: int, minute: int, tz: tzinfo) -> datetime:
     wall = datetime.combine(d, time(hour, minute))
     first = wall.replace(tzinfo=tz, fold=0).astimezone(UTC)
     if first.astimezone(tz).replace(tzinfo=None) == wall:
-        return first                       # exists; fold=0 is the first of two occurrences
+        return first  # exists; fold=0 is the first of two occurrences
     # Skipped by a forward jump: fold=1 lies before the jump, fold=0 after it.
     lo = wall.replace(tzinfo=tz, fold=1).astimezone(UTC)
     hi = first
@@ -171,8 +187,9 @@ class CronTrigger(BaseTrigger):  # type: ignore[misc]
         self.cron = cron
         self.timezone = timezone
 
-    def get_next_fire_time(self, previous_fire_time: datetime | None,
-                           now: datetime) -> datetime | None:
+    def get_next_fire_time(
+        self, previous_fire_time: datetime | None, now: datetime
+    ) -> datetime | None:
         """Return the next fire time after the previous one (or at or after `now`)."""
         start = now
         if previous_fire_time is not None:

@@ -15,7 +15,10 @@ _context: ContextVar[dict[str, Any] | None] = ContextVar("driftgauge_log_context
 # Attributes every LogRecord has; anything else on a record came from `extra=`. uvicorn
 # adds `color_message`, the message again with ANSI colour codes: never ours to print.
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
-    "message", "asctime", "color_message"}
+    "message",
+    "asctime",
+    "color_message",
+}
 FORMATS = ("json", "text")
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
@@ -71,8 +74,7 @@ class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         """Return the record as a text line, its stack (if any) on the lines below."""
         ts = datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")
-        fields = " ".join(f"{k}={json.dumps(v, default=str)}"
-                          for k, v in _extras(record).items())
+        fields = " ".join(f"{k}={json.dumps(v, default=str)}" for k, v in _extras(record).items())
         line = f"{ts} {record.levelname:<7} {record.name}: {record.getMessage()}"
         line = f"{line} {fields}" if fields else line
         if record.exc_info and record.exc_info[0] is not None:

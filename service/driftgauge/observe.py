@@ -26,11 +26,41 @@ OPERATIONS = ("open", "preflight", "digests", "slots", "prefixes", "rows")
 """What a store call did: connect, read the field schema, bucket digests, slot digests,
 key-hash prefix digests, rows."""
 ERROR_KINDS = ("timeout", "unavailable", "permission", "query")
-QUERY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
-                 120.0, 300.0)
+QUERY_BUCKETS = (
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    120.0,
+    300.0,
+)
 # Runs last from well under a second (a small recent window) to an hour (full history).
-RUN_BUCKETS = (0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0,
-               1800.0, 3600.0, 7200.0)
+RUN_BUCKETS = (
+    0.1,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    120.0,
+    300.0,
+    600.0,
+    1200.0,
+    1800.0,
+    3600.0,
+    7200.0,
+)
 
 
 @dataclass

@@ -18,10 +18,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--log-format", help="json or text (as driftgauge serve)")
     args = p.parse_args(argv)
     # The same error handling and exit codes as `driftgauge serve`.
-    log_args = [f"--{k}={v}" for k, v in (("log-level", args.log_level),
-                                           ("log-format", args.log_format)) if v]
-    return cli_main(["serve", "--config", args.config, "--host", args.host,
-                     "--port", str(args.port), *log_args])
+    log_args = [
+        f"--{k}={v}"
+        for k, v in (("log-level", args.log_level), ("log-format", args.log_format))
+        if v
+    ]
+    return cli_main(
+        ["serve", "--config", args.config, "--host", args.host, "--port", str(args.port), *log_args]
+    )
 
 
 if __name__ == "__main__":

@@ -23,8 +23,9 @@ def load_service_config(path: str | Path, *, resolve_secrets: bool = True) -> Co
     return config
 
 
-def runtime_problems(config: Config, *, resolve_secrets: bool = True,
-                     now: datetime | None = None) -> list[str]:
+def runtime_problems(
+    config: Config, *, resolve_secrets: bool = True, now: datetime | None = None
+) -> list[str]:
     """Return what fails when serve builds its schedules and token check from `config`."""
     from driftgauge.api.app import create_app
     from driftgauge.api.auth import TokenCheck
@@ -49,14 +50,14 @@ def runtime_problems(config: Config, *, resolve_secrets: bool = True,
         except (ValueError, ArithmeticError) as exc:
             problems.append(f"checks.{name}.canary: cannot be scheduled ({exc})")
         try:
-            if check.schedule.recent_every is not None:   # the signals measure on this interval
+            if check.schedule.recent_every is not None:  # the signals measure on this interval
                 signals_grid(check).trigger().get_next_fire_time(None, at)
         except (ValueError, ArithmeticError) as exc:
             problems.append(f"checks.{name}.schedule.recent: cannot be scheduled ({exc})")
     if resolve_secrets:
         try:
             TokenCheck.from_config(config.api)
-            create_app(config)      # routes, token checks, OpenAPI: nothing opens yet
+            create_app(config)  # routes, token checks, OpenAPI: nothing opens yet
         except ConfigError as exc:
             problems.extend(p for p in exc.problems if p not in problems)
     return problems

@@ -8,12 +8,22 @@ from tests.integration import dataset as ds
 ROWS = ds.make_rows()
 ITEMS = Table(
     name="items",
-    columns=(("id", "key"), ("ts", "instant"), ("label", "text"), ("amount", "decimal"),
-             ("qty", "integer"), ("flag", "boolean"), ("updated_at", "naive_ms"),
-             ("tier", "text")),
+    columns=(
+        ("id", "key"),
+        ("ts", "instant"),
+        ("label", "text"),
+        ("amount", "decimal"),
+        ("qty", "integer"),
+        ("flag", "boolean"),
+        ("updated_at", "naive_ms"),
+        ("tier", "text"),
+    ),
     rows=[r.record() for r in ROWS],
     declared=(("label_text", "analyzed"),),
-    shards=3, time_index="ts", id_column="id")
+    shards=3,
+    time_index="ts",
+    id_column="id",
+)
 """The rows in a table with a time index (in PostgreSQL) or an index of 3 shards (OpenSearch)."""
 SPEC = Spec(key="id", time="ts", fields=ds.FIELDS, tz=ds.TZ.key)
 """A view of the items with the data set's fields."""

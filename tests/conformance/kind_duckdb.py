@@ -32,13 +32,22 @@ from tests.conformance.spec import (
 from tests.integration.conftest import make_view
 
 TYPES: dict[ColumnType, str] = {
-    "key": "VARCHAR", "text": "VARCHAR", "instant": "TIMESTAMPTZ", "instant_ms": "TIMESTAMPTZ",
-    "naive_ms": "TIMESTAMP_MS", "decimal": "DECIMAL(12,2)", "integer": "BIGINT",
+    "key": "VARCHAR",
+    "text": "VARCHAR",
+    "instant": "TIMESTAMPTZ",
+    "instant_ms": "TIMESTAMPTZ",
+    "naive_ms": "TIMESTAMP_MS",
+    "decimal": "DECIMAL(12,2)",
+    "integer": "BIGINT",
     "boolean": "BOOLEAN",
 }
 """`analyzed` has no column here: DuckDB has no analyzed text a row could be read from."""
-GOLDEN_TYPES = {"string": "VARCHAR", "integer": "BIGINT", "decimal": "DECIMAL(38,18)",
-                "boolean": "BOOLEAN"}
+GOLDEN_TYPES = {
+    "string": "VARCHAR",
+    "integer": "BIGINT",
+    "decimal": "DECIMAL(38,18)",
+    "boolean": "BOOLEAN",
+}
 
 
 def _quote(value: Any) -> str:
@@ -51,8 +60,9 @@ def _where(rule: Rule) -> str:
     return f"{rule.column} {'=' if rule.op == 'eq' else '<>'} {_quote(rule.value)}"
 
 
-def write_parquet(path: Path, columns: Sequence[tuple[str, str]],
-                  rows: Sequence[tuple[Any, ...]]) -> None:
+def write_parquet(
+    path: Path, columns: Sequence[tuple[str, str]], rows: Sequence[tuple[Any, ...]]
+) -> None:
     """Write rows to one Parquet file with the given DuckDB column types."""
     conn = duckdb.connect(":memory:")
     try:
@@ -88,13 +98,21 @@ class DuckDBSource:
         store = store_on(self.path, self.table.name, timeout)
         where: dict[str, Any] = {"table": spec.relation or self.table.name}
         if spec.keep is not None:
-            where = {"query": f"SELECT * FROM read_parquet({_quote(self.path)}) "
-                              f"WHERE {_where(spec.keep)}"}
-        return make_view(store, key=spec.key, time=spec.time,  # type: ignore[arg-type]
-                         fields=dict(spec.fields), key_type=spec.key_type, tz=spec.tz,
-                         timestamp_precision=spec.precision,
-                         exclusions=tuple(Exclusion(r.name, where=_where(r))
-                                          for r in spec.exclusions), **where)
+            where = {
+                "query": f"SELECT * FROM read_parquet({_quote(self.path)}) "
+                f"WHERE {_where(spec.keep)}"
+            }
+        return make_view(
+            store,  # type: ignore[arg-type]
+            key=spec.key,
+            time=spec.time,
+            fields=dict(spec.fields),
+            key_type=spec.key_type,
+            tz=spec.tz,
+            timestamp_precision=spec.precision,
+            exclusions=tuple(Exclusion(r.name, where=_where(r)) for r in spec.exclusions),
+            **where,
+        )
 
     async def open(self, spec: Spec) -> StoreAdapter:
         """Return a DuckDB adapter on the file."""
@@ -144,16 +162,22 @@ class DuckDBGolden:
     def view(self, n: int) -> View:
         """Return a view over vector n's one-row query."""
         vector = self.vectors[n]
-        cols = [_literal(vector["key"], vector["key_type"]),
-                f"CAST({_quote(self.at.isoformat())} AS TIMESTAMPTZ)"]
+        cols = [
+            _literal(vector["key"], vector["key_type"]),
+            f"CAST({_quote(self.at.isoformat())} AS TIMESTAMPTZ)",
+        ]
         cols += [_literal(f["value"], f["type"]) for f in vector["fields"]]
         names = ["k", "t"] + [f"c{i}" for i in range(len(vector["fields"]))]
         query = "SELECT " + ", ".join(f"{c} AS {n}" for c, n in zip(cols, names, strict=True))
-        return make_view(DuckDBStore("duck"), key="k", time="t",  # type: ignore[arg-type]
-                         key_type=vector["key_type"],
-                         fields={f"c{i}": (f"c{i}", f["type"])
-                                 for i, f in enumerate(vector["fields"])},
-                         query=query, timestamp_precision=vector.get("precision", "us"))
+        return make_view(
+            DuckDBStore("duck"),  # type: ignore[arg-type]
+            key="k",
+            time="t",
+            key_type=vector["key_type"],
+            fields={f"c{i}": (f"c{i}", f["type"]) for i, f in enumerate(vector["fields"])},
+            query=query,
+            timestamp_precision=vector.get("precision", "us"),
+        )
 
     async def open(self, n: int, *, double: bool) -> StoreAdapter:
         """Return an adapter on vector n's query (DuckDB keeps decimals as DECIMAL)."""
@@ -166,8 +190,9 @@ class DuckDBGolden:
         conn = duckdb.connect(":memory:")
         try:
             conn.execute("SET TimeZone = 'UTC'")
-            row = conn.execute(f"SELECT {DUCKDB.row_encoding_sql(view_)} "
-                               f"FROM {DUCKDB.relation(view_)}").fetchone()
+            row = conn.execute(
+                f"SELECT {DUCKDB.row_encoding_sql(view_)} FROM {DUCKDB.relation(view_)}"
+            ).fetchone()
         finally:
             conn.close()
         assert row is not None
@@ -182,8 +207,10 @@ class DuckDBFixtures:
 
     capabilities = frozenset({ENGINE_ENCODING, STORE_ERRORS, ROW_CHANGES, DESCRIBES_FIELDS})
     failures: Failures | None = Failures(
-        unreachable_match="not a valid DuckDB database", missing_relation="no_such_table",
-        missing_match=("no_such_table", "no_such_table"))
+        unreachable_match="not a valid DuckDB database",
+        missing_relation="no_such_table",
+        missing_match=("no_such_table", "no_such_table"),
+    )
 
     async def load(self, table: Table) -> DuckDBSource:
         """Write the table to a Parquet file in a fresh directory."""
@@ -200,8 +227,14 @@ class DuckDBFixtures:
             bad = folder / "broken.duckdb"
             bad.write_bytes(b"not a database" * 512)
             store = replace(DuckDBStore("duck", str(bad)))
-            return await open_adapter(make_view(store, key=spec.key,  # type: ignore[arg-type]
-                                                time=spec.time, fields=dict(spec.fields),
-                                                table="items"))
+            return await open_adapter(
+                make_view(
+                    store,  # type: ignore[arg-type]
+                    key=spec.key,
+                    time=spec.time,
+                    fields=dict(spec.fields),
+                    table="items",
+                )
+            )
         finally:
             shutil.rmtree(folder, ignore_errors=True)

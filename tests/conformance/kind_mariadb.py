@@ -39,13 +39,23 @@ from tests.integration.conftest import TIMEOUT, make_view, unique_name
 MARIADB_DSN = os.environ.get("DRIFTGAUGE_TEST_MARIADB_DSN", "mysql://root@127.0.0.1:53306/mysql")
 KEY = "VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"
 TYPES: dict[ColumnType, str] = {
-    "key": KEY, "text": "TEXT CHARACTER SET utf8mb4", "instant": "DATETIME(6)",
-    "instant_ms": "DATETIME(3)", "naive_ms": "DATETIME(3)", "decimal": "DECIMAL(12,2)",
-    "integer": "BIGINT", "boolean": "BOOLEAN",
+    "key": KEY,
+    "text": "TEXT CHARACTER SET utf8mb4",
+    "instant": "DATETIME(6)",
+    "instant_ms": "DATETIME(3)",
+    "naive_ms": "DATETIME(3)",
+    "decimal": "DECIMAL(12,2)",
+    "integer": "BIGINT",
+    "boolean": "BOOLEAN",
 }
 """`analyzed` has no column here, as in PostgreSQL."""
-GOLDEN_TYPES = {"string": "TEXT CHARACTER SET utf8mb4", "integer": "BIGINT",
-                "decimal": "DECIMAL(65,30)", "boolean": "BOOLEAN", "timestamp": "DATETIME(6)"}
+GOLDEN_TYPES = {
+    "string": "TEXT CHARACTER SET utf8mb4",
+    "integer": "BIGINT",
+    "decimal": "DECIMAL(65,30)",
+    "boolean": "BOOLEAN",
+    "timestamp": "DATETIME(6)",
+}
 
 
 def dsn_for(database: str, base: str = MARIADB_DSN) -> str:
@@ -61,14 +71,21 @@ def store(dsn: str, timeout: float = TIMEOUT) -> MariaDBStore:
 async def connect(dsn: str = MARIADB_DSN) -> Any:
     """Return a plain autocommit connection for setting up data."""
     parts = urlsplit(dsn)
-    return await aiomysql.connect(host=parts.hostname, port=parts.port or 3306,
-                                  user=parts.username or "root", password=parts.password or "",
-                                  db=parts.path.strip("/"), autocommit=True, charset="utf8mb4",
-                                  init_command="SET time_zone = '+00:00'")
+    return await aiomysql.connect(
+        host=parts.hostname,
+        port=parts.port or 3306,
+        user=parts.username or "root",
+        password=parts.password or "",
+        db=parts.path.strip("/"),
+        autocommit=True,
+        charset="utf8mb4",
+        init_command="SET time_zone = '+00:00'",
+    )
 
 
-async def execute(sql: str, args: Any = None, *, many: bool = False,
-                  dsn: str = MARIADB_DSN) -> None:
+async def execute(
+    sql: str, args: Any = None, *, many: bool = False, dsn: str = MARIADB_DSN
+) -> None:
     """Run one statement (or one per row of `args` with `many`) on its own connection."""
     conn = await connect(dsn)
     try:
@@ -109,11 +126,17 @@ def view(dsn: str, spec: Spec, relation: str, timeout: float | None = None) -> V
     where: dict[str, Any] = {"table": spec.relation or relation}
     if spec.keep is not None:
         where = {"query": f"SELECT * FROM {where['table']} WHERE {_where(spec.keep)}"}
-    return make_view(store(dsn, timeout or TIMEOUT),  # type: ignore[arg-type]
-                     key=spec.key, time=spec.time, fields=dict(spec.fields),
-                     key_type=spec.key_type, tz=spec.tz, timestamp_precision=spec.precision,
-                     exclusions=tuple(Exclusion(r.name, where=_where(r))
-                                      for r in spec.exclusions), **where)
+    return make_view(
+        store(dsn, timeout or TIMEOUT),  # type: ignore[arg-type]
+        key=spec.key,
+        time=spec.time,
+        fields=dict(spec.fields),
+        key_type=spec.key_type,
+        tz=spec.tz,
+        timestamp_precision=spec.precision,
+        exclusions=tuple(Exclusion(r.name, where=_where(r)) for r in spec.exclusions),
+        **where,
+    )
 
 
 async def insert(dsn: str, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
@@ -121,8 +144,12 @@ async def insert(dsn: str, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
     if not rows:
         return
     marks = ", ".join(["%s"] * len(rows[0]))
-    await execute(f"INSERT INTO `{table}` VALUES ({marks})",
-                  [tuple(utc_naive(v) for v in row) for row in rows], many=True, dsn=dsn)
+    await execute(
+        f"INSERT INTO `{table}` VALUES ({marks})",
+        [tuple(utc_naive(v) for v in row) for row in rows],
+        many=True,
+        dsn=dsn,
+    )
 
 
 class MariaDBSource:
@@ -138,8 +165,11 @@ class MariaDBSource:
 
     async def replace_rows(self, row_id: str, rows: Sequence[tuple[Any, ...]]) -> None:
         """Delete the rows with that id (compared as bytes) and insert `rows`."""
-        await execute(f"DELETE FROM `{self.table.name}` WHERE BINARY `{self.table.id_column}` "
-                      "= %s", (row_id,), dsn=self.dsn)
+        await execute(
+            f"DELETE FROM `{self.table.name}` WHERE BINARY `{self.table.id_column}` = %s",
+            (row_id,),
+            dsn=self.dsn,
+        )
         await insert(self.dsn, self.table.name, rows)
 
     async def open_hung(self, spec: Spec, store_timeout: float) -> MariaDBHung:
@@ -149,8 +179,9 @@ class MariaDBSource:
         await proxy.start()
         proxied = parts._replace(netloc=f"{parts.username}@127.0.0.1:{proxy.port}").geturl()
         try:
-            return MariaDBHung(await open_adapter(
-                view(proxied, spec, self.table.name, store_timeout)), proxy)
+            return MariaDBHung(
+                await open_adapter(view(proxied, spec, self.table.name, store_timeout)), proxy
+            )
         except BaseException:
             await proxy.stop()
             raise
@@ -200,18 +231,25 @@ class MariaDBGolden:
             cols = [f"k {key}", "t DATETIME(6)"]
             cols += [f"c{i} {GOLDEN_TYPES[f['type']]}" for i, f in enumerate(vector["fields"])]
             await execute(f"CREATE TABLE g{n} ({', '.join(cols)})", dsn=self.dsn)
-            row = (vector["key"], utc_naive(self.at),
-                   *(_golden_value(f["value"], f["type"]) for f in vector["fields"]))
+            row = (
+                vector["key"],
+                utc_naive(self.at),
+                *(_golden_value(f["value"], f["type"]) for f in vector["fields"]),
+            )
             await insert(self.dsn, f"g{n}", [row])
 
     def view(self, n: int) -> View:
         """Return a view over vector n's table."""
         vector = self.vectors[n]
-        return make_view(store(self.dsn), key="k", time="t",  # type: ignore[arg-type]
-                         key_type=vector["key_type"],
-                         fields={f"c{i}": (f"c{i}", f["type"])
-                                 for i, f in enumerate(vector["fields"])},
-                         table=f"g{n}", timestamp_precision=vector.get("precision", "us"))
+        return make_view(
+            store(self.dsn),  # type: ignore[arg-type]
+            key="k",
+            time="t",
+            key_type=vector["key_type"],
+            fields={f"c{i}": (f"c{i}", f["type"]) for i, f in enumerate(vector["fields"])},
+            table=f"g{n}",
+            timestamp_precision=vector.get("precision", "us"),
+        )
 
     async def open(self, n: int, *, double: bool) -> StoreAdapter:
         """Return an adapter on vector n's table (decimals are DECIMAL(65,30))."""
@@ -224,8 +262,9 @@ class MariaDBGolden:
         conn = await connect(self.dsn)
         try:
             async with conn.cursor() as cur:
-                await cur.execute(f"SELECT {my_sql.row_encoding_sql(view_)} "
-                                  f"FROM {my_sql.relation(view_)}")
+                await cur.execute(
+                    f"SELECT {my_sql.row_encoding_sql(view_)} FROM {my_sql.relation(view_)}"
+                )
                 (value,) = await cur.fetchone()
         finally:
             conn.close()
@@ -239,11 +278,15 @@ class MariaDBGolden:
 class MariaDBFixtures:
     """Fixtures of the mariadb kind."""
 
-    capabilities = frozenset({ENGINE_ENCODING, STORE_ERRORS, FIELD_ERRORS, ROW_CHANGES,
-                              TIMEOUTS, DESCRIBES_FIELDS})
+    capabilities = frozenset(
+        {ENGINE_ENCODING, STORE_ERRORS, FIELD_ERRORS, ROW_CHANGES, TIMEOUTS, DESCRIBES_FIELDS}
+    )
     failures: Failures | None = Failures(
-        unreachable_match="my: connect", missing_relation="no_such_table",
-        missing_match=("no_such_table", "1146"), unusable_field="label_text")
+        unreachable_match="my: connect",
+        missing_relation="no_such_table",
+        missing_match=("no_such_table", "1146"),
+        unusable_field="label_text",
+    )
 
     async def load(self, table: Table) -> MariaDBSource:
         """Create a database holding the table (and its time index) and return it."""
@@ -262,5 +305,6 @@ class MariaDBFixtures:
 
     async def open_unreachable(self, spec: Spec) -> StoreAdapter:
         """Open an adapter on a port nothing listens at (the pool connects when opened)."""
-        return await open_adapter(view(dsn_for("mysql", "mysql://root@127.0.0.1:1/x"),
-                                              spec, "items"))
+        return await open_adapter(
+            view(dsn_for("mysql", "mysql://root@127.0.0.1:1/x"), spec, "items")
+        )

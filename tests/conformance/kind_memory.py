@@ -22,8 +22,14 @@ Keyed by the row's id, and holding the row itself, so a reused id is never mista
 
 
 def _row_hash(row: dict[str, Any], spec: Spec) -> RowHash:
-    cache_key = (spec.key, spec.key_type, spec.time, tuple(spec.fields.items()),
-                 spec.precision, id(row))
+    cache_key = (
+        spec.key,
+        spec.key_type,
+        spec.time,
+        tuple(spec.fields.items()),
+        spec.precision,
+        id(row),
+    )
     held = _HASHED.get(cache_key)
     if held is None or held[0] is not row:
         held = _HASHED[cache_key] = (row, _hash(row, spec))
@@ -34,10 +40,14 @@ def _hash(row: dict[str, Any], spec: Spec) -> RowHash:
     key = row[spec.key]
     values = [row[column] for column, _ in spec.fields.values()]
     types = [type_ for _, type_ in spec.fields.values()]
-    key_hash, row_hash = d.hash_row(key, spec.key_type, values, types,  # type: ignore[arg-type]
-                                    spec.precision)  # type: ignore[arg-type]
-    return RowHash(None if key is None else d.key_text(key), key_hash, row_hash,
-                   row[spec.time])
+    key_hash, row_hash = d.hash_row(
+        key,
+        spec.key_type,  # type: ignore[arg-type]
+        values,
+        types,  # type: ignore[arg-type]
+        spec.precision,  # type: ignore[arg-type]
+    )
+    return RowHash(None if key is None else d.key_text(key), key_hash, row_hash, row[spec.time])
 
 
 def adapter(rows: Sequence[dict[str, Any]], spec: Spec) -> MemoryAdapter:
@@ -113,10 +123,15 @@ class MemoryGolden:
         """Return a MemoryAdapter holding vector n's row."""
         vector = self.vectors[n]
         row = {"k": vector["key"], "t": self.at} | {
-            f"c{i}": f["value"] for i, f in enumerate(vector["fields"])}
-        spec = Spec(key="k", time="t", key_type=vector["key_type"],
-                    fields={f"c{i}": (f"c{i}", f["type"]) for i, f in enumerate(vector["fields"])},
-                    precision=vector.get("precision", "us"))
+            f"c{i}": f["value"] for i, f in enumerate(vector["fields"])
+        }
+        spec = Spec(
+            key="k",
+            time="t",
+            key_type=vector["key_type"],
+            fields={f"c{i}": (f"c{i}", f["type"]) for i, f in enumerate(vector["fields"])},
+            precision=vector.get("precision", "us"),
+        )
         return adapter([row], spec)
 
     async def encoding(self, n: int) -> str:

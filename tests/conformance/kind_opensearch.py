@@ -34,8 +34,14 @@ from tests.faults.proxy import Fault, HttpFaultProxy
 from tests.integration.conftest import OS_URL, TIMEOUT, make_view, os_store, unique_name
 
 TYPES: dict[ColumnType, str] = {
-    "key": "keyword", "text": "keyword", "instant": "date_nanos", "instant_ms": "date",
-    "naive_ms": "date", "decimal": "double", "integer": "long", "boolean": "boolean",
+    "key": "keyword",
+    "text": "keyword",
+    "instant": "date_nanos",
+    "instant_ms": "date",
+    "naive_ms": "date",
+    "decimal": "double",
+    "integer": "long",
+    "boolean": "boolean",
     "analyzed": "text",
 }
 
@@ -62,9 +68,11 @@ def _value(value: Any, type_: ColumnType) -> Any:
 
 def _doc(table: Table, row: tuple[Any, ...]) -> dict[str, Any]:
     """Return a row as a document; a NULL is a missing field."""
-    return {name: _value(value, type_) for (name, type_), value in zip(table.columns, row,
-                                                                      strict=True)
-            if value is not None}
+    return {
+        name: _value(value, type_)
+        for (name, type_), value in zip(table.columns, row, strict=True)
+        if value is not None
+    }
 
 
 def view(index: str, spec: Spec, url: str = OS_URL, timeout: float | None = None) -> View:
@@ -75,10 +83,17 @@ def view(index: str, spec: Spec, url: str = OS_URL, timeout: float | None = None
     where: dict[str, Any] = {"index": spec.relation or index}
     if spec.keep is not None:
         where["filter"] = query(spec.keep)
-    return make_view(store, key=spec.key, time=spec.time, fields=dict(spec.fields),
-                     key_type=spec.key_type, tz=spec.tz, timestamp_precision=spec.precision,
-                     exclusions=tuple(Exclusion(r.name, query=query(r))
-                                      for r in spec.exclusions), **where)
+    return make_view(
+        store,
+        key=spec.key,
+        time=spec.time,
+        fields=dict(spec.fields),
+        key_type=spec.key_type,
+        tz=spec.tz,
+        timestamp_precision=spec.precision,
+        exclusions=tuple(Exclusion(r.name, query=query(r)) for r in spec.exclusions),
+        **where,
+    )
 
 
 class OpenSearchSource:
@@ -97,11 +112,16 @@ class OpenSearchSource:
         """Delete the documents with that id and index `rows`, refreshing at once."""
         column = self.table.id_column
         assert column is not None
-        await self.client.delete_by_query(index=self.index, body={
-            "query": {"term": {column: row_id}}}, params={"refresh": "true"})
+        await self.client.delete_by_query(
+            index=self.index, body={"query": {"term": {column: row_id}}}, params={"refresh": "true"}
+        )
         for i, row in enumerate(rows):
-            await self.client.index(index=self.index, id=row_id + "-copy" * i,
-                                    body=_doc(self.table, row), params={"refresh": "true"})
+            await self.client.index(
+                index=self.index,
+                id=row_id + "-copy" * i,
+                body=_doc(self.table, row),
+                params={"refresh": "true"},
+            )
 
     async def open_hung(self, spec: Spec, store_timeout: float) -> OpenSearchHung:
         """Return an adapter reaching the cluster through an HTTP fault proxy."""
@@ -109,8 +129,9 @@ class OpenSearchSource:
         proxy = HttpFaultProxy((parts.hostname or "127.0.0.1", parts.port or 9200))
         await proxy.start()
         try:
-            return OpenSearchHung(await open_adapter(view(self.index, spec, proxy.url,
-                                                          store_timeout)), proxy)
+            return OpenSearchHung(
+                await open_adapter(view(self.index, spec, proxy.url, store_timeout)), proxy
+            )
         except BaseException:
             await proxy.stop()
             raise
@@ -142,11 +163,16 @@ class OpenSearchHung:
             await self.adapter.close()
 
 
-async def _create(client: AsyncOpenSearch, index: str, shards: int,
-                  mappings: dict[str, Any]) -> None:
-    await client.indices.create(index=index, body={
-        "settings": {"number_of_shards": shards, "number_of_replicas": 0},
-        "mappings": mappings})
+async def _create(
+    client: AsyncOpenSearch, index: str, shards: int, mappings: dict[str, Any]
+) -> None:
+    await client.indices.create(
+        index=index,
+        body={
+            "settings": {"number_of_shards": shards, "number_of_replicas": 0},
+            "mappings": mappings,
+        },
+    )
 
 
 def _golden_column(i: int, field: dict[str, Any], *, double: bool) -> str:
@@ -161,8 +187,9 @@ def _golden_column(i: int, field: dict[str, Any], *, double: bool) -> str:
 class OpenSearchGolden:
     """An index with one document per golden vector, typed by dynamic templates."""
 
-    def __init__(self, index: str, client: AsyncOpenSearch,
-                 vectors: Sequence[dict[str, Any]], at: datetime) -> None:
+    def __init__(
+        self, index: str, client: AsyncOpenSearch, vectors: Sequence[dict[str, Any]], at: datetime
+    ) -> None:
         self.index = index
         self.client = client
         self.vectors = vectors
@@ -172,11 +199,18 @@ class OpenSearchGolden:
         """Return a view on vector n's document."""
         vector = self.vectors[n]
         return make_view(
-            os_store(), key=f"key_{vector['key_type']}", time="t", key_type=vector["key_type"],
-            fields={f"c{i}": (_golden_column(i, f, double=double), f["type"])
-                    for i, f in enumerate(vector["fields"])},
-            index=self.index, filter={"term": {"vid": str(n)}},
-            timestamp_precision=vector.get("precision", "us"))
+            os_store(),
+            key=f"key_{vector['key_type']}",
+            time="t",
+            key_type=vector["key_type"],
+            fields={
+                f"c{i}": (_golden_column(i, f, double=double), f["type"])
+                for i, f in enumerate(vector["fields"])
+            },
+            index=self.index,
+            filter={"term": {"vid": str(n)}},
+            timestamp_precision=vector.get("precision", "us"),
+        )
 
     async def open(self, n: int, *, double: bool) -> StoreAdapter:
         """Return an adapter on vector n's document."""
@@ -201,43 +235,90 @@ class OpenSearchGolden:
 class OpenSearchFixtures:
     """Fixtures of the opensearch kind."""
 
-    capabilities = frozenset({ENGINE_ENCODING, DOUBLE_DECIMALS, STORE_ERRORS, FIELD_ERRORS,
-                              ROW_CHANGES, TIMEOUTS, DESCRIBES_FIELDS})
+    capabilities = frozenset(
+        {
+            ENGINE_ENCODING,
+            DOUBLE_DECIMALS,
+            STORE_ERRORS,
+            FIELD_ERRORS,
+            ROW_CHANGES,
+            TIMEOUTS,
+            DESCRIBES_FIELDS,
+        }
+    )
     failures: Failures | None = Failures(
-        unreachable_match="cannot connect", missing_relation=unique_name("dg_missing"),
-        missing_match=("index_not_found", "index_not_found"), unusable_field="label_text")
+        unreachable_match="cannot connect",
+        missing_relation=unique_name("dg_missing"),
+        missing_match=("index_not_found", "index_not_found"),
+        unusable_field="label_text",
+    )
 
     async def load(self, table: Table) -> OpenSearchSource:
         """Create an index with the table's mapping holding its rows and return it."""
         client = AsyncOpenSearch(hosts=[OS_URL], timeout=TIMEOUT)
         index = unique_name(f"dg_conf_{table.name}")
-        await _create(client, index, table.shards, {"properties": {
-            name: {"type": TYPES[type_]} for name, type_ in table.columns + table.declared}})
+        await _create(
+            client,
+            index,
+            table.shards,
+            {
+                "properties": {
+                    name: {"type": TYPES[type_]} for name, type_ in table.columns + table.declared
+                }
+            },
+        )
         ids = [n for n, _ in table.columns].index(table.id_column) if table.id_column else None
-        await async_bulk(client, ({"_index": index, "_source": _doc(table, row),
-                                   **({} if ids is None else {"_id": row[ids]})}
-                                  for row in table.rows), refresh=True, chunk_size=2000)
+        await async_bulk(
+            client,
+            (
+                {
+                    "_index": index,
+                    "_source": _doc(table, row),
+                    **({} if ids is None else {"_id": row[ids]}),
+                }
+                for row in table.rows
+            ),
+            refresh=True,
+            chunk_size=2000,
+        )
         return OpenSearchSource(table, index, client)
 
-    async def golden(self, vectors: Sequence[dict[str, Any]],
-                     at: datetime) -> OpenSearchGolden:
+    async def golden(self, vectors: Sequence[dict[str, Any]], at: datetime) -> OpenSearchGolden:
         """Index one document per vector, each typed column twice where a double holds it."""
         client = AsyncOpenSearch(hosts=[OS_URL], timeout=TIMEOUT)
         index = unique_name("dg_golden")
         templates = [
-            ("*_string", "keyword"), ("*_decimal", "keyword"), ("*_decdouble", "double"),
-            ("*_integer", "long"), ("*_boolean", "boolean"), ("*_timestamp", "date_nanos"),
+            ("*_string", "keyword"),
+            ("*_decimal", "keyword"),
+            ("*_decdouble", "double"),
+            ("*_integer", "long"),
+            ("*_boolean", "boolean"),
+            ("*_timestamp", "date_nanos"),
             ("*_tsms", "date"),
         ]
-        await _create(client, index, 2, {
-            "dynamic_templates": [{m: {"match": m, "mapping": {"type": t}}}
-                                  for m, t in templates],
-            "properties": {"vid": {"type": "keyword"}, "t": {"type": "date"},
-                           "key_string": {"type": "keyword"}, "key_integer": {"type": "long"}}})
+        await _create(
+            client,
+            index,
+            2,
+            {
+                "dynamic_templates": [
+                    {m: {"match": m, "mapping": {"type": t}}} for m, t in templates
+                ],
+                "properties": {
+                    "vid": {"type": "keyword"},
+                    "t": {"type": "date"},
+                    "key_string": {"type": "keyword"},
+                    "key_integer": {"type": "long"},
+                },
+            },
+        )
         docs = []
         for n, v in enumerate(vectors):
-            doc: dict[str, Any] = {"vid": str(n), "t": at.isoformat(),
-                                   f"key_{v['key_type']}": v["key"]}
+            doc: dict[str, Any] = {
+                "vid": str(n),
+                "t": at.isoformat(),
+                f"key_{v['key_type']}": v["key"],
+            }
             for i, f in enumerate(v["fields"]):
                 if f["value"] is None:
                     continue  # a missing field is NULL

@@ -31,9 +31,14 @@ from tests.faults.proxy import TcpFaultProxy
 from tests.integration.conftest import PG_DSN, TIMEOUT, dsn_for, make_view, pg_store, unique_name
 
 TYPES: dict[ColumnType, str] = {
-    "key": "text", "text": "text", "instant": "timestamptz", "instant_ms": "timestamptz",
-    "naive_ms": "timestamp(3) without time zone", "decimal": "numeric(12,2)",
-    "integer": "bigint", "boolean": "boolean",
+    "key": "text",
+    "text": "text",
+    "instant": "timestamptz",
+    "instant_ms": "timestamptz",
+    "naive_ms": "timestamp(3) without time zone",
+    "decimal": "numeric(12,2)",
+    "integer": "bigint",
+    "boolean": "boolean",
 }
 """`analyzed` has no column here: PostgreSQL has no analyzed text a row could be read from."""
 GOLDEN_TYPES = {"string": "text", "integer": "bigint", "decimal": "numeric", "boolean": "boolean"}
@@ -50,8 +55,9 @@ async def _new_database() -> str:
     name = unique_name("dg_conf")
     admin = await asyncpg.connect(PG_DSN, timeout=TIMEOUT)
     try:
-        await admin.execute(f'CREATE DATABASE "{name}" ENCODING \'UTF8\' TEMPLATE template0',
-                            timeout=TIMEOUT)
+        await admin.execute(
+            f"CREATE DATABASE \"{name}\" ENCODING 'UTF8' TEMPLATE template0", timeout=TIMEOUT
+        )
     finally:
         await admin.close()
     return dsn_for(name)
@@ -60,8 +66,9 @@ async def _new_database() -> str:
 async def _drop_database(dsn: str) -> None:
     admin = await asyncpg.connect(PG_DSN, timeout=TIMEOUT)
     try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{dsn.rsplit("/", 1)[1]}" WITH (FORCE)',
-                            timeout=TIMEOUT)
+        await admin.execute(
+            f'DROP DATABASE IF EXISTS "{dsn.rsplit("/", 1)[1]}" WITH (FORCE)', timeout=TIMEOUT
+        )
     finally:
         await admin.close()
 
@@ -74,10 +81,17 @@ def view(dsn: str, spec: Spec, relation: str, timeout: float | None = None) -> V
     where: dict[str, Any] = {"table": spec.relation or relation}
     if spec.keep is not None:
         where = {"query": f"SELECT * FROM {where['table']} WHERE {_where(spec.keep)}"}
-    return make_view(store, key=spec.key, time=spec.time, fields=dict(spec.fields),
-                     key_type=spec.key_type, tz=spec.tz, timestamp_precision=spec.precision,
-                     exclusions=tuple(Exclusion(r.name, where=_where(r))
-                                      for r in spec.exclusions), **where)
+    return make_view(
+        store,
+        key=spec.key,
+        time=spec.time,
+        fields=dict(spec.fields),
+        key_type=spec.key_type,
+        tz=spec.tz,
+        timestamp_precision=spec.precision,
+        exclusions=tuple(Exclusion(r.name, where=_where(r)) for r in spec.exclusions),
+        **where,
+    )
 
 
 class PostgresSource:
@@ -95,10 +109,12 @@ class PostgresSource:
         """Delete the rows with that id and copy `rows` in."""
         conn = await asyncpg.connect(self.dsn, timeout=TIMEOUT)
         try:
-            await conn.execute(f"DELETE FROM {self.table.name} WHERE {self.table.id_column} = $1",
-                               row_id, timeout=TIMEOUT)
-            await conn.copy_records_to_table(self.table.name, records=list(rows),
-                                             timeout=TIMEOUT)
+            await conn.execute(
+                f"DELETE FROM {self.table.name} WHERE {self.table.id_column} = $1",
+                row_id,
+                timeout=TIMEOUT,
+            )
+            await conn.copy_records_to_table(self.table.name, records=list(rows), timeout=TIMEOUT)
         finally:
             await conn.close()
 
@@ -109,8 +125,9 @@ class PostgresSource:
         await proxy.start()
         proxied = parts._replace(netloc=f"{parts.username}@127.0.0.1:{proxy.port}").geturl()
         try:
-            return PostgresHung(await open_adapter(view(proxied, spec, self.table.name,
-                                                        store_timeout)), proxy)
+            return PostgresHung(
+                await open_adapter(view(proxied, spec, self.table.name, store_timeout)), proxy
+            )
         except BaseException:
             await proxy.stop()
             raise
@@ -167,15 +184,22 @@ class PostgresGolden:
     def view(self, n: int) -> View:
         """Return a view over vector n's one-row query."""
         vector = self.vectors[n]
-        cols = [_literal(vector["key"], vector["key_type"]),
-                f"'{self.at.isoformat()}'::timestamptz"]
+        cols = [
+            _literal(vector["key"], vector["key_type"]),
+            f"'{self.at.isoformat()}'::timestamptz",
+        ]
         cols += [_literal(f["value"], f["type"]) for f in vector["fields"]]
         names = ["k", "t"] + [f"c{i}" for i in range(len(vector["fields"]))]
         query = f"SELECT * FROM (VALUES ({', '.join(cols)})) AS v({', '.join(names)})"
-        return make_view(pg_store(self.dsn), key="k", time="t", key_type=vector["key_type"],
-                         fields={f"c{i}": (f"c{i}", f["type"])
-                                 for i, f in enumerate(vector["fields"])},
-                         query=query, timestamp_precision=vector.get("precision", "us"))
+        return make_view(
+            pg_store(self.dsn),
+            key="k",
+            time="t",
+            key_type=vector["key_type"],
+            fields={f"c{i}": (f"c{i}", f["type"]) for i, f in enumerate(vector["fields"])},
+            query=query,
+            timestamp_precision=vector.get("precision", "us"),
+        )
 
     async def open(self, n: int, *, double: bool) -> StoreAdapter:
         """Return an adapter on vector n's query (PostgreSQL keeps decimals as numeric)."""
@@ -185,11 +209,13 @@ class PostgresGolden:
     async def encoding(self, n: int) -> str:
         """Return what the dialect's encoding SQL computes for vector n's row."""
         view_ = self.view(n)
-        conn = await asyncpg.connect(self.dsn, timeout=TIMEOUT,
-                                     server_settings={"TimeZone": "UTC"})
+        conn = await asyncpg.connect(self.dsn, timeout=TIMEOUT, server_settings={"TimeZone": "UTC"})
         try:
-            return str(await conn.fetchval(
-                f"SELECT {pg_sql.row_encoding_sql(view_)} FROM {pg_sql.relation(view_)}"))
+            return str(
+                await conn.fetchval(
+                    f"SELECT {pg_sql.row_encoding_sql(view_)} FROM {pg_sql.relation(view_)}"
+                )
+            )
         finally:
             await conn.close()
 
@@ -201,11 +227,15 @@ class PostgresGolden:
 class PostgresFixtures:
     """Fixtures of the postgres kind."""
 
-    capabilities = frozenset({ENGINE_ENCODING, STORE_ERRORS, FIELD_ERRORS,
-                              ROW_CHANGES, TIMEOUTS, DESCRIBES_FIELDS})
+    capabilities = frozenset(
+        {ENGINE_ENCODING, STORE_ERRORS, FIELD_ERRORS, ROW_CHANGES, TIMEOUTS, DESCRIBES_FIELDS}
+    )
     failures: Failures | None = Failures(
-        unreachable_match="pg: connect", missing_relation="no_such_table",
-        missing_match=("no_such_table", "42P01"), unusable_field="label_text")
+        unreachable_match="pg: connect",
+        missing_relation="no_such_table",
+        missing_match=("no_such_table", "42P01"),
+        unusable_field="label_text",
+    )
 
     async def load(self, table: Table) -> PostgresSource:
         """Create a database holding the table (and its time index) and return it."""
@@ -214,22 +244,21 @@ class PostgresFixtures:
         conn = await asyncpg.connect(dsn, timeout=TIMEOUT)
         try:
             await conn.execute(f"CREATE TABLE {table.name} ({columns})", timeout=TIMEOUT)
-            await conn.copy_records_to_table(table.name, records=list(table.rows),
-                                             timeout=TIMEOUT)
+            await conn.copy_records_to_table(table.name, records=list(table.rows), timeout=TIMEOUT)
             if table.time_index is not None:
-                await conn.execute(f"CREATE INDEX {table.name}_{table.time_index}_idx ON "
-                                   f"{table.name} ({table.time_index}); ANALYZE {table.name}",
-                                   timeout=TIMEOUT)
+                await conn.execute(
+                    f"CREATE INDEX {table.name}_{table.time_index}_idx ON "
+                    f"{table.name} ({table.time_index}); ANALYZE {table.name}",
+                    timeout=TIMEOUT,
+                )
         finally:
             await conn.close()
         return PostgresSource(table, dsn)
 
-    async def golden(self, vectors: Sequence[dict[str, Any]],
-                     at: datetime) -> PostgresGolden:
+    async def golden(self, vectors: Sequence[dict[str, Any]], at: datetime) -> PostgresGolden:
         """Return one-row queries per vector in a fresh database."""
         return PostgresGolden(await _new_database(), vectors, at)
 
     async def open_unreachable(self, spec: Spec) -> StoreAdapter:
         """Open an adapter on a port nothing listens at (PostgreSQL connects when opened)."""
-        return await open_adapter(view("postgresql://postgres@127.0.0.1:1/postgres", spec,
-                                       "items"))
+        return await open_adapter(view("postgresql://postgres@127.0.0.1:1/postgres", spec, "items"))

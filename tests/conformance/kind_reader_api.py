@@ -49,9 +49,15 @@ def make_app() -> FastAPI:
     app = FastAPI()
 
     @app.get("/t/{table}")
-    def rows(table: str, start: str = Query(alias="from"), end: str = Query(alias="to"),
-             time: str = "ts", offset: int = 0, limit: int = 100,
-             keep: str | None = None) -> Response:
+    def rows(
+        table: str,
+        start: str = Query(alias="from"),
+        end: str = Query(alias="to"),
+        time: str = "ts",
+        offset: int = 0,
+        limit: int = 100,
+        keep: str | None = None,
+    ) -> Response:
         if table not in TABLES:
             raise HTTPException(404, f"no table {table}")
         lo, hi = datetime.fromisoformat(start), datetime.fromisoformat(end)
@@ -60,7 +66,7 @@ def make_app() -> FastAPI:
             column, op, value = keep.split(":", 2)
             rule = Rule("keep", column, op, value)  # type: ignore[arg-type]
             held = [r for r in held if rule.matches(r)]
-        page = [{k: _json(v) for k, v in r.items()} for r in held[offset:offset + limit]]
+        page = [{k: _json(v) for k, v in r.items()} for r in held[offset : offset + limit]]
         return Response(json.dumps({"result": {"rows": page}}), media_type="application/json")
 
     return app
@@ -80,18 +86,32 @@ def store(table: str, spec: Spec, base: str | None = None) -> ReaderApiStore:
     if spec.keep is not None:
         params.append(("keep", f"{spec.keep.column}:{spec.keep.op}:{spec.keep.value}"))
     return ReaderApiStore(
-        name="api", url=f"{base or service().url}/t/{table}?from={{start}}&to={{end}}",
-        params=tuple(params), rows_path="result.rows", paging="offset", size_param="limit",
-        page_size=997, max_rows=1_000_000, max_window_days=366, timeout=TIMEOUT)
+        name="api",
+        url=f"{base or service().url}/t/{table}?from={{start}}&to={{end}}",
+        params=tuple(params),
+        rows_path="result.rows",
+        paging="offset",
+        size_param="limit",
+        page_size=997,
+        max_rows=1_000_000,
+        max_window_days=366,
+        timeout=TIMEOUT,
+    )
 
 
 def view(table: str, spec: Spec, base: str | None = None) -> View:
     """Return the View a check would have on a served table."""
     if spec.exclusions:
         pytest.skip(NO_EXCLUSIONS)
-    return make_view(store(spec.relation or table, spec, base),  # type: ignore[arg-type]
-                     key=spec.key, time=spec.time, fields=dict(spec.fields),
-                     key_type=spec.key_type, tz=spec.tz, timestamp_precision=spec.precision)
+    return make_view(
+        store(spec.relation or table, spec, base),  # type: ignore[arg-type]
+        key=spec.key,
+        time=spec.time,
+        fields=dict(spec.fields),
+        key_type=spec.key_type,
+        tz=spec.tz,
+        timestamp_precision=spec.precision,
+    )
 
 
 class ReaderApiSource:
@@ -125,17 +145,22 @@ class ReaderApiGolden:
         self.vectors = vectors
         self.names = [unique_name(f"golden{n}") for n in range(len(vectors))]
         for name, vector in zip(self.names, vectors, strict=True):
-            TABLES[name] = [{"k": vector["key"], "t": at.isoformat()} | {
-                f"c{i}": f["value"] for i, f in enumerate(vector["fields"])}]
+            TABLES[name] = [
+                {"k": vector["key"], "t": at.isoformat()}
+                | {f"c{i}": f["value"] for i, f in enumerate(vector["fields"])}
+            ]
 
     async def open(self, n: int, *, double: bool) -> StoreAdapter:
         """Return an adapter on vector n's table (decimals as their exact text)."""
         assert not double
         vector = self.vectors[n]
-        spec = Spec(key="k", time="t", key_type=vector["key_type"],
-                    fields={f"c{i}": (f"c{i}", f["type"])
-                            for i, f in enumerate(vector["fields"])},
-                    precision=vector.get("precision", "us"))
+        spec = Spec(
+            key="k",
+            time="t",
+            key_type=vector["key_type"],
+            fields={f"c{i}": (f"c{i}", f["type"]) for i, f in enumerate(vector["fields"])},
+            precision=vector.get("precision", "us"),
+        )
         return await open_adapter(view(self.names[n], spec))
 
     async def encoding(self, n: int) -> str:
@@ -153,8 +178,11 @@ class ReaderApiFixtures:
 
     capabilities = frozenset({STORE_ERRORS, FIELD_ERRORS})
     failures: Failures | None = Failures(
-        unreachable_match="cannot reach the API", missing_relation="no_such_table",
-        missing_match=("HTTP 404", "HTTP 404"), unusable_field="label_text")
+        unreachable_match="cannot reach the API",
+        missing_relation="no_such_table",
+        missing_match=("HTTP 404", "HTTP 404"),
+        unusable_field="label_text",
+    )
 
     async def load(self, table: Table) -> ReaderApiSource:
         """Serve the table's rows under a fresh name."""

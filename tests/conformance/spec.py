@@ -16,8 +16,9 @@ from driftgauge.stores.registry import SLOT_FIRST_PASS, VOCABULARY_COUNTER
 
 __all__ = ["SLOT_FIRST_PASS", "VOCABULARY_COUNTER"]
 
-ColumnType = Literal["key", "text", "instant", "instant_ms", "naive_ms", "decimal", "integer",
-                     "boolean", "analyzed"]
+ColumnType = Literal[
+    "key", "text", "instant", "instant_ms", "naive_ms", "decimal", "integer", "boolean", "analyzed"
+]
 """A column as the suite needs it stored; each kind picks its engine's type for it.
 
 `instant` keeps microseconds, `instant_ms` and `naive_ms` (a time without zone, read as UTC)

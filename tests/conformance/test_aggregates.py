@@ -57,8 +57,12 @@ async def loaded(kind: Kind, stored: Store) -> AsyncIterator[Loaded]:
 
 
 async def _rows(adapter: StoreAdapter, prefixes: list[str] | None = None) -> list[Any]:
-    return sorted([(r.key, r.key_hash, r.row_hash, r.event_time)
-                   async for r in adapter.iter_rows(*WINDOW, prefixes)])
+    return sorted(
+        [
+            (r.key, r.key_hash, r.row_hash, r.event_time)
+            async for r in adapter.iter_rows(*WINDOW, prefixes)
+        ]
+    )
 
 
 @pytest.mark.parametrize("granularity", ["day", "hour"])
@@ -73,8 +77,9 @@ async def test_buckets_agree_with_python(loaded: Loaded, granularity: str) -> No
 
 
 @pytest.mark.parametrize(("depth", "within"), [(1, None), (2, None), (3, ["0", "a7", "ff"])])
-async def test_prefix_digests_agree_with_python(loaded: Loaded, depth: int,
-                                                within: list[str] | None) -> None:
+async def test_prefix_digests_agree_with_python(
+    loaded: Loaded, depth: int, within: list[str] | None
+) -> None:
     want = ds.python_prefixes(ROWS, depth, within)
     assert await loaded.adapter.prefix_digests(*WINDOW, depth, within) == want
     assert len(want) == (16**depth if within is None else len(want))
@@ -89,8 +94,9 @@ async def test_iter_rows_yield_identical_rows(loaded: Loaded, prefixes: list[str
 
 
 @pytest.mark.parametrize("change", ["label", "delete", "duplicate"])
-async def test_one_row_change_moves_exactly_one_bucket(kind: Kind, loaded: Loaded,
-                                                       change: str) -> None:
+async def test_one_row_change_moves_exactly_one_bucket(
+    kind: Kind, loaded: Loaded, change: str
+) -> None:
     kind.require(ROW_CHANGES)
     victim = ROWS[123]
     before = ds.python_buckets(ROWS, "day")
@@ -134,7 +140,8 @@ async def test_reader_filter_yields_the_filtered_view(loaded: Loaded) -> None:
         assert await adapter.bucket_digests(*WINDOW, "day") == want
         assert await adapter.prefix_digests(*WINDOW, 1) == ds.python_prefixes(visible, 1)
         assert len([r async for r in adapter.iter_rows(*WINDOW, ["e"])]) == len(
-            ds.python_rows(visible, ["e"]))
+            ds.python_rows(visible, ["e"])
+        )
     finally:
         await adapter.close()
     assert want != ds.python_buckets(ROWS, "day")
@@ -212,8 +219,9 @@ async def test_a_store_that_stops_answering_is_a_timeout(kind: Kind, loaded: Loa
 
 @pytest.mark.parametrize("rules", [(), RULES], ids=["all_rows", "excluding"])
 @pytest.mark.parametrize("column", ["tier", "label"])
-async def test_value_counts_agree_with_python(kind: Kind, loaded: Loaded, column: str,
-                                              rules: tuple[Rule, ...]) -> None:
+async def test_value_counts_agree_with_python(
+    kind: Kind, loaded: Loaded, column: str, rules: tuple[Rule, ...]
+) -> None:
     kind.require(VOCABULARY_COUNTER)
     kept = [r for r in ROWS if not rules or ds.pg_reason(r) is None]
     want = Counter(getattr(r, column) for r in kept)
@@ -229,8 +237,7 @@ async def test_value_counts_agree_with_python(kind: Kind, loaded: Loaded, column
 @pytest.mark.parametrize("granularity", ["day", "hour"])
 async def test_measure_totals_agree_with_decimal_sums(loaded: Loaded, granularity: str) -> None:
     view = getattr(loaded.adapter, "view", None)
-    if not isinstance(view, View) or not registry.kind_of(view.kind).has(
-            registry.MEASURE_TOTALS):
+    if not isinstance(view, View) or not registry.kind_of(view.kind).has(registry.MEASURE_TOTALS):
         pytest.skip("the kind does not sum measures")
     # Not qty: it holds ±2^62 edge values, past what 64-bit scaled integers total.
     adapter = await open_adapter(replace(view, measures=("amount",), measure_scale=2))
@@ -240,7 +247,8 @@ async def test_measure_totals_agree_with_decimal_sums(loaded: Loaded, granularit
         await adapter.close()
     want: dict[datetime, dict[str, Decimal]] = {}
     for r in ROWS:
-        t = want.setdefault(ds.bucket_start(r.ts, granularity).astimezone(UTC),
-                            {"amount": Decimal(0)})
+        t = want.setdefault(
+            ds.bucket_start(r.ts, granularity).astimezone(UTC), {"amount": Decimal(0)}
+        )
         t["amount"] += r.amount or 0
     assert {b.start.astimezone(UTC): dict(b.agg.measures or {}) for b in got} == want

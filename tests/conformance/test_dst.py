@@ -19,8 +19,12 @@ from tests.integration.dst_data import CASES, Case, Row, make_rows
 pytestmark = pytest.mark.integration
 
 ROWS = make_rows()
-DST = Table(name="dst", columns=(("id", "key"), ("ts", "instant_ms"), ("label", "text")),
-            rows=[(r.id, r.ts, r.label) for r in ROWS], shards=2)
+DST = Table(
+    name="dst",
+    columns=(("id", "key"), ("ts", "instant_ms"), ("label", "text")),
+    rows=[(r.id, r.ts, r.label) for r in ROWS],
+    shards=2,
+)
 
 
 def _day_start(moment: datetime, tz: ZoneInfo) -> datetime:
@@ -71,8 +75,12 @@ async def _ask(adapter: StoreAdapter, case: Case, granularity: str) -> Any:
         return utc(await adapter.slot_digests(start, end, 900))
     if granularity == "prefix":
         return await adapter.prefix_digests(start, end, 1)
-    return sorted([(r.key, r.key_hash, r.row_hash, r.event_time.astimezone(UTC))
-                   async for r in adapter.iter_rows(start, end)])
+    return sorted(
+        [
+            (r.key, r.key_hash, r.row_hash, r.event_time.astimezone(UTC))
+            async for r in adapter.iter_rows(start, end)
+        ]
+    )
 
 
 Opener = Callable[[str], Awaitable[StoreAdapter]]
@@ -86,8 +94,9 @@ async def adapter_in(kind: Kind, stored: Store) -> AsyncIterator[Opener]:
 
     async def open_in(tz: str) -> StoreAdapter:
         if tz not in opened:
-            opened[tz] = await source.open(Spec(key="id", time="ts", tz=tz,
-                                                fields={"label": ("label", "string")}))
+            opened[tz] = await source.open(
+                Spec(key="id", time="ts", tz=tz, fields={"label": ("label", "string")})
+            )
         return opened[tz]
 
     try:
@@ -99,8 +108,9 @@ async def adapter_in(kind: Kind, stored: Store) -> AsyncIterator[Opener]:
 
 @pytest.mark.parametrize("granularity", ["day", "hour", "slot", "prefix", "rows"])
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
-async def test_adapters_bucket_by_absolute_instants(adapter_in: Opener, case: Case,
-                                                    granularity: str) -> None:
+async def test_adapters_bucket_by_absolute_instants(
+    adapter_in: Opener, case: Case, granularity: str
+) -> None:
     got = await _ask(await adapter_in(case.tz), case, granularity)
     want = _reference(ROWS, case, granularity)
     assert got == want

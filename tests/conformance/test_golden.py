@@ -60,9 +60,12 @@ async def test_row_matches_golden(golden: Golden, n: int) -> None:
     assert row.event_time == T0
 
 
-DOUBLE_SAFE = [n for n, v in enumerate(VECTORS)
-               if any(f["type"] == "decimal" for f in v["fields"])
-               and all(double_safe(f["value"]) for f in v["fields"] if f["type"] == "decimal")]
+DOUBLE_SAFE = [
+    n
+    for n, v in enumerate(VECTORS)
+    if any(f["type"] == "decimal" for f in v["fields"])
+    and all(double_safe(f["value"]) for f in v["fields"] if f["type"] == "decimal")
+]
 
 
 @pytest.mark.parametrize("n", DOUBLE_SAFE, ids=[IDS[n] for n in DOUBLE_SAFE])
@@ -74,5 +77,4 @@ async def test_double_decimals_match_golden(kind: Kind, golden: Golden, n: int) 
 
 
 def test_some_decimal_vectors_exceed_a_double() -> None:
-    assert len(DOUBLE_SAFE) < sum(
-        any(f["type"] == "decimal" for f in v["fields"]) for v in VECTORS)
+    assert len(DOUBLE_SAFE) < sum(any(f["type"] == "decimal" for f in v["fields"]) for v in VECTORS)

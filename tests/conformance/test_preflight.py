@@ -30,14 +30,18 @@ async def _inspect(kind: Kind, stored: Store, spec: Spec) -> list[FieldSchema]:
 async def test_every_field_of_the_data_set_is_readable(kind: Kind, stored: Store) -> None:
     described = await _inspect(kind, stored, SPEC)
     assert [fs.wanted.role for fs in described] == ["key", "time"] + [
-        f"fields.{name}" for name in SPEC.fields]
+        f"fields.{name}" for name in SPEC.fields
+    ]
     assert [fs.problems for fs in described] == [()] * len(described)
 
 
 @pytest.mark.parametrize("role", ["time", "fields.label"])
 async def test_a_missing_field_is_named(kind: Kind, stored: Store, role: str) -> None:
-    spec = (replace(SPEC, time="done_atx") if role == "time"
-            else replace(SPEC, fields={**SPEC.fields, "label": ("tierx", "string")}))
+    spec = (
+        replace(SPEC, time="done_atx")
+        if role == "time"
+        else replace(SPEC, fields={**SPEC.fields, "label": ("tierx", "string")})
+    )
     described = {fs.wanted.role: fs for fs in await _inspect(kind, stored, spec)}
     missing = described.pop(role)
     assert missing.problems and missing.wanted.column in missing.problems[0], missing

@@ -18,6 +18,8 @@ from tests.integration.dataset import DST_DAY, ODD, RANGES, python_rows_in, pyth
 pytestmark = pytest.mark.integration
 
 WINDOW = (ds.START, ds.END)
+
+
 @pytest.fixture(scope="module")
 async def source(kind: Kind, stored: Store) -> Source:
     """Return the items as the kind holds them."""
@@ -34,21 +36,30 @@ async def adapter(source: Source) -> AsyncIterator[StoreAdapter]:
         await opened.close()
 
 
-async def _rows(adapter: StoreAdapter, ranges: list[tuple[datetime, datetime]],
-                prefixes: list[str] | None = None) -> list[Any]:
-    return sorted([(r.key, r.key_hash, r.row_hash, r.event_time)
-                   async for r in adapter.iter_rows(*WINDOW, prefixes, ranges=ranges)])
+async def _rows(
+    adapter: StoreAdapter,
+    ranges: list[tuple[datetime, datetime]],
+    prefixes: list[str] | None = None,
+) -> list[Any]:
+    return sorted(
+        [
+            (r.key, r.key_hash, r.row_hash, r.event_time)
+            async for r in adapter.iter_rows(*WINDOW, prefixes, ranges=ranges)
+        ]
+    )
 
 
 @pytest.mark.parametrize("seconds", [300, 240, 900])
 @pytest.mark.parametrize("window", [DST_DAY, ODD], ids=["dst_day", "odd_start"])
-async def test_slots_agree_with_python(adapter: StoreAdapter, seconds: int,
-                                       window: tuple[datetime, datetime]) -> None:
+async def test_slots_agree_with_python(
+    adapter: StoreAdapter, seconds: int, window: tuple[datetime, datetime]
+) -> None:
     want = python_slots(ROWS, *window, seconds)
     assert await adapter.slot_digests(*window, seconds) == want
     start, end = (w.astimezone(UTC) for w in window)
-    assert all((b.start.astimezone(UTC) - start) % timedelta(seconds=seconds) == timedelta(0)
-               for b in want)
+    assert all(
+        (b.start.astimezone(UTC) - start) % timedelta(seconds=seconds) == timedelta(0) for b in want
+    )
     assert want[0].start >= start and want[-1].start < end
     # Python's rows are spread over the whole window; most slots hold some.
     assert len(want) > 0.9 * ((end - start) // timedelta(seconds=seconds))
@@ -85,8 +96,7 @@ async def test_slots_count_exclusions_by_reason(source: Source) -> None:
 
 
 @pytest.mark.parametrize("prefixes", [None, ["f", "01", "a"]])
-async def test_iter_rows_only_in_ranges(adapter: StoreAdapter,
-                                        prefixes: list[str] | None) -> None:
+async def test_iter_rows_only_in_ranges(adapter: StoreAdapter, prefixes: list[str] | None) -> None:
     want = python_rows_in(ROWS, RANGES, prefixes)
     assert await _rows(adapter, RANGES, prefixes) == want
     everything = ds.python_rows(ROWS, prefixes)
@@ -135,13 +145,18 @@ async def test_first_pass_slots_are_each_days_slot_query(kind: Kind, source: Sou
         assert sorted(first.slots) == days
         for start, end in zip(days, [*days[1:], window[1]], strict=True):
             # Only expected rows are in first-pass slots; slots of excluded rows go.
-            want = [BucketDigest(b.start, b.agg)
-                    for b in python_slots(ROWS, start, end, 60, ds.pg_reason)
-                    if b.agg.count]
+            want = [
+                BucketDigest(b.start, b.agg)
+                for b in python_slots(ROWS, start, end, 60, ds.pg_reason)
+                if b.agg.count
+            ]
             assert first.slots[start] == want
             # The kind's slot query of the day lines up slot for slot.
-            assert [BucketDigest(b.start, b.agg) for b in
-                    await adapter.slot_digests(start, end, 60) if b.agg.count] == want
+            assert [
+                BucketDigest(b.start, b.agg)
+                for b in await adapter.slot_digests(start, end, 60)
+                if b.agg.count
+            ] == want
         day_total = next(b.agg for b in first.days if b.start == DST_DAY[0])
         dst_slots = first.slots[DST_DAY[0]]
         assert sum(s.agg.count for s in dst_slots) == day_total.count > 0

@@ -84,11 +84,15 @@ def test_demo_script_imports_the_package_and_writes_a_valid_config() -> None:
     spec = importlib.util.spec_from_file_location("compose_demo", DEMO)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)           # defines main(); runs nothing
+    spec.loader.exec_module(module)  # defines main(); runs nothing
     assert callable(module.main)
-    text = module.CONFIG.format(pg="postgresql://u@h/db", os="http://h:9200",
-                                state="postgresql://u@h/state", index=module.INDEX,
-                                days=module.DAYS)
+    text = module.CONFIG.format(
+        pg="postgresql://u@h/db",
+        os="http://h:9200",
+        state="postgresql://u@h/state",
+        index=module.INDEX,
+        days=module.DAYS,
+    )
     assert set(load_text(text).checks) == {"reviews"}
 
 
@@ -222,7 +226,11 @@ def test_dockerignore_keeps_local_state_out_of_the_build_context() -> None:
         if line.strip() and not line.startswith("#")
     ]
     assert patterns[0] == "*", "start from ignoring everything (.venv, .local are huge)"
-    copied = {args.split()[0] for stage in _dockerfile_stages() for i, args in stage if i == "COPY"
-              and not args.startswith("--")}
+    copied = {
+        args.split()[0]
+        for stage in _dockerfile_stages()
+        for i, args in stage
+        if i == "COPY" and not args.startswith("--")
+    }
     for source in copied:
         assert f"!{source.rstrip('/')}" in {p.rstrip("/") for p in patterns}, source

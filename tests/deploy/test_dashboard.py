@@ -109,7 +109,8 @@ def test_every_query_selects_by_job_namespace_and_cluster(board: dict[str, Any])
     assert not _unfiltered(_variable(board, "namespace")["query"]["query"], ("cluster",))
     # The helper itself notices a selector without them.
     assert _unfiltered('sum(driftgauge_rows{check=~"$check"})', SELECTOR_VARIABLES) == [
-        'driftgauge_rows{check=~"$check"}']
+        'driftgauge_rows{check=~"$check"}'
+    ]
     assert _unfiltered('"driftgauge_rows" and driftgauge_rows', ("job",)) == ["driftgauge_rows"]
 
 
@@ -159,7 +160,8 @@ def test_every_metric_is_documented(board: dict[str, Any]) -> None:
 
 def test_drift_status_has_one_square_per_day_bucket(board: dict[str, Any]) -> None:
     status_panels = [
-        p for p in _panels(board)
+        p
+        for p in _panels(board)
         if p["type"] in ("status-history", "state-timeline")
         and any("driftgauge_bucket_status" in t["expr"] for t in p["targets"])
     ]
@@ -182,7 +184,7 @@ def test_check_rows_repeat_and_link_to_the_drill_down_api(board: dict[str, Any])
     assert "/api/v1/checks/${check}/days/${__field.labels.day}" in links
     # The page first: it opens the day people clicked, in the drill-down page at `/`.
     assert '"${api}/#/checks/${check}/days/${__field.labels.day}"' in links
-    assert "/api/v1/checks/${check}/days\"" in links
+    assert '/api/v1/checks/${check}/days"' in links
 
 
 def test_panel_queries_substitute_every_variable(board: dict[str, Any]) -> None:
@@ -194,7 +196,7 @@ def test_panel_queries_substitute_every_variable(board: dict[str, Any]) -> None:
     assert all('job=~".+", namespace=~".*", cluster=~".*"' in q.expr for q in queries)
     assert any("[5m]" in q.expr for q in queries)
     with pytest.raises(KeyError, match=r"\$nope"):
-        substitute("up{x=\"$nope\"}", {})
+        substitute('up{x="$nope"}', {})
 
 
 def test_panel_queries_are_valid_promql(board: dict[str, Any], tmp_path: Path) -> None:
@@ -227,4 +229,5 @@ def test_the_chart_ships_this_dashboard() -> None:
     copy = ROOT / "helm" / "driftgauge" / "files" / DASHBOARD.name
     assert copy.read_text(encoding="utf-8") == DASHBOARD.read_text(encoding="utf-8"), (
         f"{copy.relative_to(ROOT)} is stale: run `make rules` "
-        "(python deploy/prometheus/generate.py)")
+        "(python deploy/prometheus/generate.py)"
+    )

@@ -55,11 +55,20 @@ checks:
 
 def _package_files() -> set[str]:
     """Return the files the wheel must carry: every module and the package data."""
-    patterns = ("**/*.py", "py.typed", "state/migrations/*.sql", "stores/*.painless",
-                "api/static/*", "api/static/swagger/*")
+    patterns = (
+        "**/*.py",
+        "py.typed",
+        "state/migrations/*.sql",
+        "stores/*.painless",
+        "api/static/*",
+        "api/static/swagger/*",
+    )
     files = {p for pattern in patterns for p in PACKAGE.glob(pattern)}
-    return {"driftgauge/" + p.relative_to(PACKAGE).as_posix() for p in files
-            if "__pycache__" not in p.parts and p.is_file()}
+    return {
+        "driftgauge/" + p.relative_to(PACKAGE).as_posix()
+        for p in files
+        if "__pycache__" not in p.parts and p.is_file()
+    }
 
 
 def _env() -> dict[str, str]:
@@ -85,8 +94,9 @@ def artifacts() -> tuple[Path, Path]:
 def _pip(home: Path, *args: str, timeout: float = 600) -> None:
     """Run this interpreter's pip against the venv at `home`; fail with its output."""
     cmd = [sys.executable, "-m", "pip", "--python", str(home / "bin" / "python"), *args]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=_env(),
-                          check=False)
+    done = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=timeout, env=_env(), check=False
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
 
 
@@ -98,8 +108,16 @@ def venv(artifacts: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory)
     assert done.returncode == 0, done.stderr
     # The lock's wheels are kept in .local/wheelhouse: a warm run installs offline, and
     # --require-hashes checks every file against the lock either way.
-    offline = ["install", "-q", "--no-index", "--find-links", str(WHEELHOUSE),
-               "--require-hashes", "-r", str(LOCK)]
+    offline = [
+        "install",
+        "-q",
+        "--no-index",
+        "--find-links",
+        str(WHEELHOUSE),
+        "--require-hashes",
+        "-r",
+        str(LOCK),
+    ]
     try:
         _pip(home, *offline)
     except AssertionError:
@@ -118,8 +136,7 @@ def test_wheel_carries_every_module_and_the_package_data_but_no_demo(
         names = set(wheel.namelist())
     shipped = {n for n in names if n.startswith("driftgauge/")}
     assert shipped == _package_files(), shipped ^ _package_files()
-    assert any(n.startswith("driftgauge/state/migrations/") and n.endswith(".sql")
-               for n in shipped)
+    assert any(n.startswith("driftgauge/state/migrations/") and n.endswith(".sql") for n in shipped)
     assert any(n.endswith(".painless") for n in shipped)
     # The demo drops databases: it must never be importable from an installed driftgauge.
     assert not [n for n in names if "demo" in n.lower()]
@@ -137,8 +154,11 @@ def test_sdist_carries_the_sources_but_no_demo(artifacts: tuple[Path, Path]) -> 
 
 def test_lock_pins_every_dependency_with_hashes() -> None:
     text = LOCK.read_text(encoding="utf-8")
-    pins = {m.group(1).lower().replace("_", "-"): m.group(2)
-            for m in map(_PIN.match, text.splitlines()) if m}
+    pins = {
+        m.group(1).lower().replace("_", "-"): m.group(2)
+        for m in map(_PIN.match, text.splitlines())
+        if m
+    }
     # Each pin is a line of its own followed by its indented --hash lines.
     entries = re.split(r"\n(?=\S)", text)
     pinned = [e for e in entries if _PIN.match(e)]
@@ -161,17 +181,28 @@ def _pyproject_dependencies() -> list[Requirement]:
 
 
 def test_installed_version_is_the_package_and_chart_version(venv: Path) -> None:
-    done = subprocess.run([str(venv / "driftgauge"), "--version"], capture_output=True,
-                          text=True, timeout=60, env=_env(), check=False)
+    done = subprocess.run(
+        [str(venv / "driftgauge"), "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_env(),
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"driftgauge {driftgauge.__version__}"
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text(encoding="utf-8"))
     # The chart's default image tag is its appVersion: it must name this release.
     assert chart["appVersion"] == driftgauge.__version__
-    where = subprocess.run([str(venv / "python"), "-c",
-                            "import driftgauge; print(driftgauge.__file__)"],
-                           capture_output=True, text=True, timeout=60, env=_env(),
-                           cwd=venv, check=False)
+    where = subprocess.run(
+        [str(venv / "python"), "-c", "import driftgauge; print(driftgauge.__file__)"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_env(),
+        cwd=venv,
+        check=False,
+    )
     assert str(venv.parent) in where.stdout and str(ROOT / "service") not in where.stdout
 
 
@@ -182,17 +213,21 @@ async def config(tmp_path: Path) -> AsyncIterator[Path]:
     admin = await asyncpg.connect(PG)
     await admin.execute(f'CREATE DATABASE "{name}"')
     dsn = PG.rsplit("/", 1)[0] + "/" + name
-    rows = [(f"t{i:03d}", "a" if i % 2 else "b", BASE + timedelta(minutes=20 * i))
-            for i in range(100)]                              # about 33 hours
+    rows = [
+        (f"t{i:03d}", "a" if i % 2 else "b", BASE + timedelta(minutes=20 * i)) for i in range(100)
+    ]  # about 33 hours
     try:
         conn = await asyncpg.connect(dsn)
         try:
             for table in ("tasks", "tasks_copy"):
-                await conn.execute(f"CREATE TABLE {table} (task_id text PRIMARY KEY, "
-                                   "label text, completed_at timestamptz)")
+                await conn.execute(
+                    f"CREATE TABLE {table} (task_id text PRIMARY KEY, "
+                    "label text, completed_at timestamptz)"
+                )
             await conn.copy_records_to_table("tasks", records=rows)
             await conn.copy_records_to_table(
-                "tasks_copy", records=[r for r in rows if r[0] != "t042"])
+                "tasks_copy", records=[r for r in rows if r[0] != "t042"]
+            )
         finally:
             await conn.close()
         path = tmp_path / "dg.yml"
@@ -205,10 +240,25 @@ async def config(tmp_path: Path) -> AsyncIterator[Path]:
 
 def test_installed_cli_finds_the_missing_row(venv: Path, config: Path) -> None:
     done = subprocess.run(
-        [str(venv / "driftgauge"), "check", "copied", "--config", str(config),
-         "--since", "2026-04-01", "--until", "2026-04-02", "--json"],
-        capture_output=True, text=True, timeout=120, env=_env(), cwd=config.parent,
-        check=False)
+        [
+            str(venv / "driftgauge"),
+            "check",
+            "copied",
+            "--config",
+            str(config),
+            "--since",
+            "2026-04-01",
+            "--until",
+            "2026-04-02",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_env(),
+        cwd=config.parent,
+        check=False,
+    )
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
     out = json.loads(done.stdout)
     assert out["status"] == "drift"
@@ -223,9 +273,22 @@ def test_installed_serve_answers_the_page_and_its_assets(venv: Path, config: Pat
     port = _free_port()
     log = config.parent / "serve.log"
     with log.open("wb") as out:
-        proc = subprocess.Popen([str(venv / "driftgauge"), "serve", "--config", str(config),
-                                 "--host", "127.0.0.1", "--port", str(port)], stdout=out,
-                                stderr=subprocess.STDOUT, env=_env(), cwd=config.parent)
+        proc = subprocess.Popen(
+            [
+                str(venv / "driftgauge"),
+                "serve",
+                "--config",
+                str(config),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=_env(),
+            cwd=config.parent,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_ready(url, proc, log)
@@ -238,7 +301,7 @@ def test_installed_serve_answers_the_page_and_its_assets(venv: Path, config: Pat
         docs = httpx.get(f"{url}/docs", timeout=10)
         refs = re.findall(r'(?:src|href)="([^"]+)"', docs.text)
         assert docs.status_code == 200 and refs, docs.text[:500]
-        assert all(r.startswith("/static/swagger/") for r in refs), refs   # no CDN
+        assert all(r.startswith("/static/swagger/") for r in refs), refs  # no CDN
         for asset in refs:
             assert httpx.get(f"{url}{asset}", timeout=10).status_code == 200, asset
     finally:

@@ -43,36 +43,56 @@ KUBE_VERSIONS = ("1.25", "latest")
 # No public image exists, so every install names the user's own; `.invalid` never resolves.
 IMAGE = ["--set", "image.repository=registry.invalid/team/driftgauge"]
 MONITORING = [
-    "--set", "serviceMonitor.enabled=true",
-    "--set", "prometheusRule.enabled=true",
-    "--set", "secret.existingSecret=driftgauge-credentials",
+    "--set",
+    "serviceMonitor.enabled=true",
+    "--set",
+    "prometheusRule.enabled=true",
+    "--set",
+    "secret.existingSecret=driftgauge-credentials",
 ]
 CREATED_SECRET = [
-    "--set-string", "secret.values.DRIFTGAUGE_SOURCE_DSN=postgresql://u:p@tasks:5432/tasks",
-    "--set-string", "secret.values.DRIFTGAUGE_STATE_DSN=postgresql://u:p@state:5432/dg",
-    "--set-string", "secret.values.DRIFTGAUGE_OPENSEARCH_PASSWORD=s3cret",
-    "--set-string", "secret.values.DRIFTGAUGE_API_TOKEN=t0ken",
+    "--set-string",
+    "secret.values.DRIFTGAUGE_SOURCE_DSN=postgresql://u:p@tasks:5432/tasks",
+    "--set-string",
+    "secret.values.DRIFTGAUGE_STATE_DSN=postgresql://u:p@state:5432/dg",
+    "--set-string",
+    "secret.values.DRIFTGAUGE_OPENSEARCH_PASSWORD=s3cret",
+    "--set-string",
+    "secret.values.DRIFTGAUGE_API_TOKEN=t0ken",
 ]
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 # Every optional piece on at once (values as JSON, as a user's values file would hold them).
 FULL = [
     *MONITORING,
-    "--set", "ingress.enabled=true", "--set", "ingress.className=nginx",
+    "--set",
+    "ingress.enabled=true",
+    "--set",
+    "ingress.className=nginx",
     "--set-json",
     'ingress.tls=[{"secretName": "dg-tls", "hosts": ["driftgauge.example.internal"]}]',
-    "--set", "networkPolicy.enabled=true",
-    "--set-json", 'networkPolicy.ingressFrom=[{"namespaceSelector": {"matchLabels": '
-                  '{"kubernetes.io/metadata.name": "monitoring"}}}]',
-    "--set-json", 'networkPolicy.egress=[{"ports": [{"port": 5432, "protocol": "TCP"}]}]',
-    "--set", "grafanaDashboard.enabled=true",
-    "--set-json", 'extraVolumes=[{"name": "reader", "secret": {"secretName": "reader-secret"}}]',
-    "--set-json", 'extraVolumeMounts=[{"name": "reader", "mountPath": "/etc/driftgauge/secrets",'
-                  ' "readOnly": true}]',
-    "--set-json", 'envFrom=[{"configMapRef": {"name": "driftgauge-env"}}]',
-    "--set", f"image.digest={DIGEST}",
-    "--set-json", 'serviceMonitor.relabelings=[{"targetLabel": "cluster", "replacement": "eu-1"}]',
-    "--set-json", 'serviceMonitor.metricRelabelings=[{"action": "drop", '
-                  '"sourceLabels": ["__name__"], "regex": "python_gc_.*"}]',
+    "--set",
+    "networkPolicy.enabled=true",
+    "--set-json",
+    'networkPolicy.ingressFrom=[{"namespaceSelector": {"matchLabels": '
+    '{"kubernetes.io/metadata.name": "monitoring"}}}]',
+    "--set-json",
+    'networkPolicy.egress=[{"ports": [{"port": 5432, "protocol": "TCP"}]}]',
+    "--set",
+    "grafanaDashboard.enabled=true",
+    "--set-json",
+    'extraVolumes=[{"name": "reader", "secret": {"secretName": "reader-secret"}}]',
+    "--set-json",
+    'extraVolumeMounts=[{"name": "reader", "mountPath": "/etc/driftgauge/secrets",'
+    ' "readOnly": true}]',
+    "--set-json",
+    'envFrom=[{"configMapRef": {"name": "driftgauge-env"}}]',
+    "--set",
+    f"image.digest={DIGEST}",
+    "--set-json",
+    'serviceMonitor.relabelings=[{"targetLabel": "cluster", "replacement": "eu-1"}]',
+    "--set-json",
+    'serviceMonitor.metricRelabelings=[{"action": "drop", '
+    '"sourceLabels": ["__name__"], "regex": "python_gc_.*"}]',
 ]
 VARIANTS = {
     "default": [],
@@ -81,8 +101,15 @@ VARIANTS = {
     "everything-on": FULL,
 }
 # Keys of values.yaml the chart README documents as a whole object rather than key by key.
-OPAQUE_VALUES = {"config", "resources", "podSecurityContext", "securityContext",
-                 "livenessProbe", "readinessProbe", "grafanaDashboard.labels"}
+OPAQUE_VALUES = {
+    "config",
+    "resources",
+    "podSecurityContext",
+    "securityContext",
+    "livenessProbe",
+    "readinessProbe",
+    "grafanaDashboard.labels",
+}
 
 
 @pytest.fixture(scope="session")
@@ -248,17 +275,27 @@ def test_service_monitor_scrapes_the_service_as_job_driftgauge(helm: str) -> Non
 
 
 def test_service_monitor_sends_a_scrape_token_when_metrics_are_private(helm: str) -> None:
-    assert "authorization" not in _by_kind(_template(helm, *MONITORING))["ServiceMonitor"][
-        "spec"]["endpoints"][0]
+    assert (
+        "authorization"
+        not in _by_kind(_template(helm, *MONITORING))["ServiceMonitor"]["spec"]["endpoints"][0]
+    )
     private = _template(
-        helm, *MONITORING, "--set", "config.api.public_read=false",
-        "--set", "config.api.metrics_tokens[0]=env:DRIFTGAUGE_METRICS_TOKEN",
-        "--set", "serviceMonitor.bearerTokenSecret.name=driftgauge-credentials",
-        "--set", "serviceMonitor.bearerTokenSecret.key=DRIFTGAUGE_METRICS_TOKEN")
+        helm,
+        *MONITORING,
+        "--set",
+        "config.api.public_read=false",
+        "--set",
+        "config.api.metrics_tokens[0]=env:DRIFTGAUGE_METRICS_TOKEN",
+        "--set",
+        "serviceMonitor.bearerTokenSecret.name=driftgauge-credentials",
+        "--set",
+        "serviceMonitor.bearerTokenSecret.key=DRIFTGAUGE_METRICS_TOKEN",
+    )
     [endpoint] = _by_kind(private)["ServiceMonitor"]["spec"]["endpoints"]
     assert endpoint["authorization"] == {
         "type": "Bearer",
-        "credentials": {"name": "driftgauge-credentials", "key": "DRIFTGAUGE_METRICS_TOKEN"}}
+        "credentials": {"name": "driftgauge-credentials", "key": "DRIFTGAUGE_METRICS_TOKEN"},
+    }
     # The rendered config takes the scrape token, so the ServiceMonitor's token opens /metrics.
     config = next(d for d in private if d["kind"] == "ConfigMap")
     text = next(iter(config["data"].values()))
@@ -271,13 +308,12 @@ def _generated(values: dict[str, Any]) -> dict[str, Any]:
     gen = rules_generator()
     source = gen.load_source()
     rendered: dict[str, Any] = gen.render(
-        gen.chart_template(source), gen.options_from_values(values, source))
+        gen.chart_template(source), gen.options_from_values(values, source)
+    )
     return rendered
 
 
-def test_prometheus_rule_is_the_generated_rules_for_this_release(
-    helm: str, tmp_path: Path
-) -> None:
+def test_prometheus_rule_is_the_generated_rules_for_this_release(helm: str, tmp_path: Path) -> None:
     rule = _by_kind(_template(helm, *MONITORING))["PrometheusRule"]
     assert rule["apiVersion"] == "monitoring.coreos.com/v1"
     # By default the rules select this release's job (the chart name) and namespace.
@@ -290,23 +326,26 @@ def test_prometheus_rule_is_the_generated_rules_for_this_release(
     assert result.returncode == 0, result.stdout + result.stderr
     plain = yaml.safe_load(RULES.read_text())
     assert [r["alert"] for g in rule["spec"]["groups"] for r in g["rules"]] == [
-        r["alert"] for g in plain["groups"] for r in g["rules"]]
+        r["alert"] for g in plain["groups"] for r in g["rules"]
+    ]
 
 
 def test_prometheus_rule_values_match_the_generator_given_the_same(
     helm: str, tmp_path: Path
 ) -> None:
-    values = {"prometheusRule": {
-        "enabled": True,
-        "selectors": ['job="dg"', 'cluster=~"eu-.*"'],
-        "runbookBaseUrl": "https://wiki.example/ops/driftgauge",
-        "additionalLabels": {"team": "data"},
-        "rules": {
-            "DriftgaugeVolumeAnomaly": {"enabled": False},
-            "DriftgaugeCheckStale": {"for": "1h", "labels": {"severity": "warning"}},
-            "DriftgaugeCheckDown": {"enabled": True},
-        },
-    }}
+    values = {
+        "prometheusRule": {
+            "enabled": True,
+            "selectors": ['job="dg"', 'cluster=~"eu-.*"'],
+            "runbookBaseUrl": "https://wiki.example/ops/driftgauge",
+            "additionalLabels": {"team": "data"},
+            "rules": {
+                "DriftgaugeVolumeAnomaly": {"enabled": False},
+                "DriftgaugeCheckStale": {"for": "1h", "labels": {"severity": "warning"}},
+                "DriftgaugeCheckDown": {"enabled": True},
+            },
+        }
+    }
     path = tmp_path / "values.yaml"
     path.write_text(yaml.safe_dump(values))
     rule = _by_kind(_template(helm, "-f", str(path)))["PrometheusRule"]
@@ -316,13 +355,21 @@ def test_prometheus_rule_values_match_the_generator_given_the_same(
     assert alerts["DriftgaugeCheckStale"]["for"] == "1h"
     assert alerts["DriftgaugeCheckStale"]["labels"] == {"severity": "warning", "team": "data"}
     assert alerts["DriftgaugeAbsent"]["expr"] == 'absent(up{job="dg", cluster=~"eu-.*"})'
-    assert all(a["annotations"]["runbook_url"].startswith("https://wiki.example/ops/driftgauge#")
-               for a in alerts.values())
+    assert all(
+        a["annotations"]["runbook_url"].startswith("https://wiki.example/ops/driftgauge#")
+        for a in alerts.values()
+    )
 
 
 def test_renamed_release_keeps_driftgauge_absent_working(helm: str, tmp_path: Path) -> None:
-    docs = _template(helm, *MONITORING, "--set", "nameOverride=recon",
-                     "--set", "prometheusRule.runbookBaseUrl=https://runbooks.example/driftgauge.md")
+    docs = _template(
+        helm,
+        *MONITORING,
+        "--set",
+        "nameOverride=recon",
+        "--set",
+        "prometheusRule.runbookBaseUrl=https://runbooks.example/driftgauge.md",
+    )
     objects = _by_kind(docs)
     # The ServiceMonitor makes the job the chart name, which nameOverride renamed...
     monitor, service = objects["ServiceMonitor"], objects["Service"]
@@ -338,17 +385,24 @@ def test_renamed_release_keeps_driftgauge_absent_working(helm: str, tmp_path: Pa
 
 def test_prometheus_rule_refuses_unknown_alerts_and_bad_overrides(helm: str) -> None:
     for args, expected in (
-        (["--set", "prometheusRule.rules.DriftgaugeNope.enabled=false"],
-         "prometheusRule.rules.DriftgaugeNope: no such alert"),
-        (["--set", "prometheusRule.rules.DriftgaugeCheckDown.for=soon"],
-         "prometheusRule.rules.DriftgaugeCheckDown.for"),
+        (
+            ["--set", "prometheusRule.rules.DriftgaugeNope.enabled=false"],
+            "prometheusRule.rules.DriftgaugeNope: no such alert",
+        ),
+        (
+            ["--set", "prometheusRule.rules.DriftgaugeCheckDown.for=soon"],
+            "prometheusRule.rules.DriftgaugeCheckDown.for",
+        ),
         (["--set", "prometheusRule.rules.DriftgaugeCheckDown.enable=false"], "enable"),
         (["--set-string", "prometheusRule.selectors[0]=job=recon"], "prometheusRule.selectors.0"),
-        (["--set", "prometheusRule.runbookBaseUrl=docs/runbooks.md"],
-         "prometheusRule.runbookBaseUrl"),
+        (
+            ["--set", "prometheusRule.runbookBaseUrl=docs/runbooks.md"],
+            "prometheusRule.runbookBaseUrl",
+        ),
     ):
-        result = run([helm, "template", RELEASE, str(CHART), *IMAGE, *MONITORING, *args],
-                     timeout=120)
+        result = run(
+            [helm, "template", RELEASE, str(CHART), *IMAGE, *MONITORING, *args], timeout=120
+        )
         assert result.returncode != 0, args
         assert expected in result.stderr, result.stderr
 
@@ -384,9 +438,12 @@ def test_chart_packages_into_dist_and_the_package_lints(helm: str) -> None:
     assert package.is_file(), result.stdout
     with tarfile.open(package) as tgz:
         names = set(tgz.getnames())
-    assert {"driftgauge/Chart.yaml", "driftgauge/values.schema.json",
-            "driftgauge/files/driftgauge-rules.yml",
-            "driftgauge/templates/deployment.yaml"} <= names
+    assert {
+        "driftgauge/Chart.yaml",
+        "driftgauge/values.schema.json",
+        "driftgauge/files/driftgauge-rules.yml",
+        "driftgauge/templates/deployment.yaml",
+    } <= names
     lint = run([helm, "lint", "--strict", str(package), *IMAGE], timeout=120)
     output = lint.stdout + lint.stderr
     assert lint.returncode == 0 and "0 chart(s) failed" in output, output
@@ -402,16 +459,28 @@ def _named(docs: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
 
 def _release_objects(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Return the objects by kind, leaving out the dashboard ConfigMap and the test Pod."""
-    return _by_kind([d for d in docs if d["kind"] != "Pod"
-                     and not d["metadata"]["name"].endswith("-dashboard")])
+    return _by_kind(
+        [d for d in docs if d["kind"] != "Pod" and not d["metadata"]["name"].endswith("-dashboard")]
+    )
 
 
 def test_everything_on_renders_each_optional_object(helm: str) -> None:
     docs = _template(helm, *FULL, tests=True)
     kinds = sorted(d["kind"] for d in docs)
-    assert kinds == sorted(["ServiceAccount", "ConfigMap", "ConfigMap", "Service", "Deployment",
-                            "Ingress", "NetworkPolicy", "ServiceMonitor", "PrometheusRule",
-                            "Pod"])
+    assert kinds == sorted(
+        [
+            "ServiceAccount",
+            "ConfigMap",
+            "ConfigMap",
+            "Service",
+            "Deployment",
+            "Ingress",
+            "NetworkPolicy",
+            "ServiceMonitor",
+            "PrometheusRule",
+            "Pod",
+        ]
+    )
 
 
 def test_ingress_routes_every_host_to_the_service_port(helm: str) -> None:
@@ -419,7 +488,8 @@ def test_ingress_routes_every_host_to_the_service_port(helm: str) -> None:
     ingress, service = objects["Ingress"], objects["Service"]
     assert ingress["spec"]["ingressClassName"] == "nginx"
     assert ingress["spec"]["tls"] == [
-        {"secretName": "dg-tls", "hosts": ["driftgauge.example.internal"]}]
+        {"secretName": "dg-tls", "hosts": ["driftgauge.example.internal"]}
+    ]
     [rule] = ingress["spec"]["rules"]
     assert rule["host"] == "driftgauge.example.internal"
     [path] = rule["http"]["paths"]
@@ -428,8 +498,20 @@ def test_ingress_routes_every_host_to_the_service_port(helm: str) -> None:
     assert backend["name"] == service["metadata"]["name"]
     assert backend["port"]["name"] in {p["name"] for p in service["spec"]["ports"]}
     assert "Ingress" not in _by_kind(_template(helm))
-    no_hosts = run([helm, "template", RELEASE, str(CHART), *IMAGE, "--set", "ingress.enabled=true",
-                    "--set-json", "ingress.hosts=[]"], timeout=120)
+    no_hosts = run(
+        [
+            helm,
+            "template",
+            RELEASE,
+            str(CHART),
+            *IMAGE,
+            "--set",
+            "ingress.enabled=true",
+            "--set-json",
+            "ingress.hosts=[]",
+        ],
+        timeout=120,
+    )
     assert no_hosts.returncode != 0 and "ingress.hosts needs at least one host" in no_hosts.stderr
 
 
@@ -445,14 +527,16 @@ def test_network_policy_opens_port_http_to_the_listed_peers_and_the_test_pod(hel
     assert rule["ports"] == [{"port": "http", "protocol": "TCP"}]
     assert "http" in {p["name"] for p in container["ports"]}
     peers = rule["from"]
-    assert peers[0] == {"namespaceSelector": {"matchLabels": {
-        "kubernetes.io/metadata.name": "monitoring"}}}
+    assert peers[0] == {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}
+    }
     # `helm test` still reaches the Service.
     assert peers[1]["podSelector"]["matchLabels"].items() <= test_pod["metadata"]["labels"].items()
     assert spec["egress"] == [{"ports": [{"port": 5432, "protocol": "TCP"}]}]
     # Without peers or egress rules: any source on port http, egress unrestricted.
-    open_policy = _by_kind(_template(helm, "--set", "networkPolicy.enabled=true"))[
-        "NetworkPolicy"]["spec"]
+    open_policy = _by_kind(_template(helm, "--set", "networkPolicy.enabled=true"))["NetworkPolicy"][
+        "spec"
+    ]
     assert open_policy["policyTypes"] == ["Ingress"]
     assert open_policy["ingress"] == [{"ports": [{"port": "http", "protocol": "TCP"}]}]
     assert "egress" not in open_policy
@@ -460,8 +544,11 @@ def test_network_policy_opens_port_http_to_the_listed_peers_and_the_test_pod(hel
 
 def test_extra_volumes_mount_a_secret_for_file_references(helm: str) -> None:
     docs = _template(
-        helm, *FULL, "--set",
-        "config.stores.search.password=file:/etc/driftgauge/secrets/opensearch-password")
+        helm,
+        *FULL,
+        "--set",
+        "config.stores.search.password=file:/etc/driftgauge/secrets/opensearch-password",
+    )
     pod = _release_objects(docs)["Deployment"]["spec"]["template"]["spec"]
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert volumes["reader"] == {"name": "reader", "secret": {"secretName": "reader-secret"}}
@@ -469,7 +556,10 @@ def test_extra_volumes_mount_a_secret_for_file_references(helm: str) -> None:
     [container] = pod["containers"]
     mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
     assert mounts["/etc/driftgauge/secrets"] == {
-        "name": "reader", "mountPath": "/etc/driftgauge/secrets", "readOnly": True}
+        "name": "reader",
+        "mountPath": "/etc/driftgauge/secrets",
+        "readOnly": True,
+    }
     # The config's file: reference lies under that mount.
     config_map = _named(docs, "ConfigMap")[f"{RELEASE}-driftgauge"]
     text = config_map["data"]["config.yml"]
@@ -477,8 +567,18 @@ def test_extra_volumes_mount_a_secret_for_file_references(helm: str) -> None:
     password = yaml.safe_load(text)["stores"]["search"]["password"]
     assert password.startswith("file:/etc/driftgauge/secrets/")
     # A volume may not take the name of one the chart mounts itself.
-    clash = run([helm, "template", RELEASE, str(CHART), *IMAGE, "--set-json",
-                 'extraVolumes=[{"name": "config", "emptyDir": {}}]'], timeout=120)
+    clash = run(
+        [
+            helm,
+            "template",
+            RELEASE,
+            str(CHART),
+            *IMAGE,
+            "--set-json",
+            'extraVolumes=[{"name": "config", "emptyDir": {}}]',
+        ],
+        timeout=120,
+    )
     assert clash.returncode != 0 and "extraVolumes" in clash.stderr
 
 
@@ -493,11 +593,13 @@ def test_env_from_adds_sources_after_the_chart_secret(helm: str) -> None:
 
 
 def test_image_digest_pins_the_image(helm: str) -> None:
-    image = _container(_template(helm, "--set", f"image.digest={DIGEST}",
-                                 "--set", "image.tag=ignored"))["image"]
+    image = _container(
+        _template(helm, "--set", f"image.digest={DIGEST}", "--set", "image.tag=ignored")
+    )["image"]
     assert image == f"registry.invalid/team/driftgauge@{DIGEST}"
-    bad = run([helm, "template", RELEASE, str(CHART), *IMAGE, "--set", "image.digest=latest"],
-              timeout=120)
+    bad = run(
+        [helm, "template", RELEASE, str(CHART), *IMAGE, "--set", "image.digest=latest"], timeout=120
+    )
     assert bad.returncode != 0 and "image.digest" in bad.stderr
 
 
@@ -505,7 +607,8 @@ def test_service_monitor_carries_relabelings(helm: str) -> None:
     [endpoint] = _release_objects(_template(helm, *FULL))["ServiceMonitor"]["spec"]["endpoints"]
     assert endpoint["relabelings"] == [{"targetLabel": "cluster", "replacement": "eu-1"}]
     assert endpoint["metricRelabelings"] == [
-        {"action": "drop", "sourceLabels": ["__name__"], "regex": "python_gc_.*"}]
+        {"action": "drop", "sourceLabels": ["__name__"], "regex": "python_gc_.*"}
+    ]
     [plain] = _by_kind(_template(helm, *MONITORING))["ServiceMonitor"]["spec"]["endpoints"]
     assert "relabelings" not in plain and "metricRelabelings" not in plain
 
@@ -516,10 +619,15 @@ def test_existing_config_map_replaces_the_chart_one(helm: str) -> None:
     pod = _by_kind(docs)["Deployment"]["spec"]["template"]["spec"]
     [config] = [v for v in pod["volumes"] if v["name"] == "config"]
     assert config["configMap"] == {
-        "name": "my-driftgauge-config", "items": [{"key": "config.yml", "path": "config.yml"}]}
+        "name": "my-driftgauge-config",
+        "items": [{"key": "config.yml", "path": "config.yml"}],
+    }
     default = _by_kind(_template(helm))
-    [own] = [v for v in default["Deployment"]["spec"]["template"]["spec"]["volumes"]
-             if v["name"] == "config"]
+    [own] = [
+        v
+        for v in default["Deployment"]["spec"]["template"]["spec"]["volumes"]
+        if v["name"] == "config"
+    ]
     assert own["configMap"]["name"] == default["ConfigMap"]["metadata"]["name"]
 
 
@@ -532,16 +640,23 @@ def test_grafana_dashboard_config_map_for_the_sidecar(helm: str) -> None:
     assert name.endswith(".json")
     board = json.loads(text)
     assert board == json.loads((ROOT / "grafana" / "dashboards" / name).read_text())
-    custom = _named(_template(
-        helm, "--set", "grafanaDashboard.enabled=true",
-        "--set", "grafanaDashboard.namespace=grafana",
-        # Values merge into the default map: null removes its grafana_dashboard key.
-        "--set-json", 'grafanaDashboard.labels={"grafana_dashboard": null, "dashboards": "x"}',
-        "--set-json", 'grafanaDashboard.annotations={"grafana_folder": "Data"}'), "ConfigMap")[
-        f"{RELEASE}-driftgauge-dashboard"]["metadata"]
+    custom = _named(
+        _template(
+            helm,
+            "--set",
+            "grafanaDashboard.enabled=true",
+            "--set",
+            "grafanaDashboard.namespace=grafana",
+            # Values merge into the default map: null removes its grafana_dashboard key.
+            "--set-json",
+            'grafanaDashboard.labels={"grafana_dashboard": null, "dashboards": "x"}',
+            "--set-json",
+            'grafanaDashboard.annotations={"grafana_folder": "Data"}',
+        ),
+        "ConfigMap",
+    )[f"{RELEASE}-driftgauge-dashboard"]["metadata"]
     assert custom["namespace"] == "grafana"
-    assert custom["labels"]["dashboards"] == "x" and "grafana_dashboard" not in custom[
-        "labels"]
+    assert custom["labels"]["dashboards"] == "x" and "grafana_dashboard" not in custom["labels"]
     assert custom["annotations"] == {"grafana_folder": "Data"}
 
 
@@ -600,8 +715,9 @@ def _value_keys(values: dict[str, Any], prefix: str = "") -> set[str]:
 
 def test_chart_readme_documents_every_value() -> None:
     values = yaml.safe_load((CHART / "values.yaml").read_text())
-    rows = set(re.findall(r"^\| `([A-Za-z0-9_.]+)` \|", (CHART / "README.md").read_text(),
-                          re.MULTILINE))
+    rows = set(
+        re.findall(r"^\| `([A-Za-z0-9_.]+)` \|", (CHART / "README.md").read_text(), re.MULTILINE)
+    )
     keys = _value_keys(values)
     assert keys - rows == set(), f"values missing from helm/driftgauge/README.md: {keys - rows}"
     assert rows - keys == set(), f"README rows for no value: {rows - keys}"
@@ -610,17 +726,22 @@ def test_chart_readme_documents_every_value() -> None:
     assert set(values) == set(schema["properties"])
 
 
-@pytest.mark.parametrize(("args", "expected"), [
-    (["--set", "ingress.hosts[0].paths[0].path=api"], "ingress.hosts.0.paths.0.path"),
-    (["--set", "ingress.hosts[0].paths[0].pathType=Regex"], "pathType"),
-    (["--set-json", 'grafanaDashboard.labels={"grafana_dashboard": 1}'],
-     "grafanaDashboard.labels.grafana_dashboard"),
-    (["--set", "networkPolicy.ingresFrom[0].x=y"], "ingresFrom"),
-    (["--set-json", 'extraVolumeMounts=[{"name": "x"}]'], "mountPath"),
-    (["--set-json", 'envFrom=[{"secretRefs": {"name": "x"}}]'], "secretRefs"),
-    (["--set", "helmTest.enabled=yes"], "helmTest.enabled"),
-    (["--set-json", 'serviceMonitor.relabelings=[{"target_label": "x"}]'], "target_label"),
-])
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--set", "ingress.hosts[0].paths[0].path=api"], "ingress.hosts.0.paths.0.path"),
+        (["--set", "ingress.hosts[0].paths[0].pathType=Regex"], "pathType"),
+        (
+            ["--set-json", 'grafanaDashboard.labels={"grafana_dashboard": 1}'],
+            "grafanaDashboard.labels.grafana_dashboard",
+        ),
+        (["--set", "networkPolicy.ingresFrom[0].x=y"], "ingresFrom"),
+        (["--set-json", 'extraVolumeMounts=[{"name": "x"}]'], "mountPath"),
+        (["--set-json", 'envFrom=[{"secretRefs": {"name": "x"}}]'], "secretRefs"),
+        (["--set", "helmTest.enabled=yes"], "helmTest.enabled"),
+        (["--set-json", 'serviceMonitor.relabelings=[{"target_label": "x"}]'], "target_label"),
+    ],
+)
 def test_values_schema_rejects_bad_new_values(helm: str, args: list[str], expected: str) -> None:
     result = run([helm, "template", RELEASE, str(CHART), *IMAGE, *args], timeout=120)
     assert result.returncode != 0, args

@@ -54,8 +54,14 @@ REQUIRED = {
     "DriftgaugeTargetDown",
 }
 LEDGER_RULES = {
-    "missing_summary", "duplicate_summary", "failed_writes", "nothing_written",
-    "no_match_rate", "outcomes_mismatch", "status_mismatch", "written_exceeds_handed",
+    "missing_summary",
+    "duplicate_summary",
+    "failed_writes",
+    "nothing_written",
+    "no_match_rate",
+    "outcomes_mismatch",
+    "status_mismatch",
+    "written_exceeds_handed",
 }
 
 
@@ -71,7 +77,8 @@ def test_committed_rule_files_are_the_generated_ones() -> None:
     for path, text in GEN.outputs(SOURCE).items():
         assert not path.is_symlink(), path
         assert path.read_text(encoding="utf-8") == text, (
-            f"{path.relative_to(ROOT)} is stale: run python deploy/prometheus/generate.py")
+            f"{path.relative_to(ROOT)} is stale: run python deploy/prometheus/generate.py"
+        )
     assert {RULES, CHART_RULES} <= set(GEN.outputs(SOURCE))
     check = run([sys.executable, str(RULES_GENERATOR), "--check"])
     assert check.returncode == 0, check.stderr
@@ -79,7 +86,8 @@ def test_committed_rule_files_are_the_generated_ones() -> None:
 
 def test_every_series_selector_gets_the_configured_matchers(tmp_path: Path) -> None:
     options = GEN.options_from_values(
-        {"selectors": ['cluster="eu-1"', 'namespace=~"obs|mon"']}, SOURCE)
+        {"selectors": ['cluster="eu-1"', 'namespace=~"obs|mon"']}, SOURCE
+    )
     rendered = GEN.render(GEN.chart_template(SOURCE), options)
     exprs = [r["expr"] for g in rendered["groups"] for r in g["rules"]]
     assert len(exprs) == len(ALERTS)
@@ -88,46 +96,66 @@ def test_every_series_selector_gets_the_configured_matchers(tmp_path: Path) -> N
         assert series, expr
         for match in series:
             assert (match.group(1) or "").startswith('{cluster="eu-1", namespace=~"obs|mon"'), (
-                f"{match.group(0)} in {expr}")
+                f"{match.group(0)} in {expr}"
+            )
     path = tmp_path / "rules.yml"
     path.write_text(GEN.dump(rendered, what="test"))
     result = promtool_check_rules(require_promtool(), path)
     assert result.returncode == 0, result.stdout + result.stderr
-    [absent] = [r for g in rendered["groups"] for r in g["rules"]
-                if r["alert"] == "DriftgaugeAbsent"]
+    [absent] = [
+        r for g in rendered["groups"] for r in g["rules"] if r["alert"] == "DriftgaugeAbsent"
+    ]
     assert absent["expr"] == 'absent(up{cluster="eu-1", namespace=~"obs|mon"})'
     assert 'up{cluster="eu-1", namespace=~"obs|mon"}' in absent["annotations"]["description"]
 
 
-@pytest.mark.parametrize(("expr", "expected"), [
-    ("absent(up)", "absent(up{S})"),
-    ('time() - a{kind="x"} > 2 * b', 'time() - a{S, kind="x"} > 2 * b{S}'),
-    ("max by (check, day) (rate(process_cpu_seconds_total[5m])) > 1e3",
-     "max by (check, day) (rate(process_cpu_seconds_total{S}[5m])) > 1e3"),
-    ("sum without (instance) (increase(c_total[1h] offset 1h30m)) >= 3",
-     "sum without (instance) (increase(c_total{S}[1h] offset 1h30m)) >= 3"),
-    ('a / ignoring (kind) group_left () b{kind="expected"}',
-     'a{S} / ignoring (kind) group_left () b{S, kind="expected"}'),
-    ('1-a > bool 0.1 or {__name__="b"}', '1-a{S} > bool 0.1 or {S, __name__="b"}'),
-    ('label_replace(a, "dst", "$1", "src", "(up)")',
-     'label_replace(a{S}, "dst", "$1", "src", "(up)")'),
-    ("histogram_quantile(0.9, sum by (le) (rate(h_bucket[5m:1m])))",
-     "histogram_quantile(0.9, sum by (le) (rate(h_bucket{S}[5m:1m])))"),
-])
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        ("absent(up)", "absent(up{S})"),
+        ('time() - a{kind="x"} > 2 * b', 'time() - a{S, kind="x"} > 2 * b{S}'),
+        (
+            "max by (check, day) (rate(process_cpu_seconds_total[5m])) > 1e3",
+            "max by (check, day) (rate(process_cpu_seconds_total{S}[5m])) > 1e3",
+        ),
+        (
+            "sum without (instance) (increase(c_total[1h] offset 1h30m)) >= 3",
+            "sum without (instance) (increase(c_total{S}[1h] offset 1h30m)) >= 3",
+        ),
+        (
+            'a / ignoring (kind) group_left () b{kind="expected"}',
+            'a{S} / ignoring (kind) group_left () b{S, kind="expected"}',
+        ),
+        ('1-a > bool 0.1 or {__name__="b"}', '1-a{S} > bool 0.1 or {S, __name__="b"}'),
+        (
+            'label_replace(a, "dst", "$1", "src", "(up)")',
+            'label_replace(a{S}, "dst", "$1", "src", "(up)")',
+        ),
+        (
+            "histogram_quantile(0.9, sum by (le) (rate(h_bucket[5m:1m])))",
+            "histogram_quantile(0.9, sum by (le) (rate(h_bucket{S}[5m:1m])))",
+        ),
+    ],
+)
 def test_inject_reaches_every_series_and_nothing_else(expr: str, expected: str) -> None:
     assert GEN.inject(expr, "S") == expected
 
 
 def test_overrides_disable_retime_and_label_alerts() -> None:
-    options = GEN.options_from_values({"prometheusRule": {
-        "runbookBaseUrl": "https://wiki.example/ops/driftgauge",
-        "additionalLabels": {"team": "data", "severity": "page"},
-        "rules": {
-            "DriftgaugeVolumeAnomaly": {"enabled": False},
-            "DriftgaugeCheckStale": {"for": "1h", "labels": {"severity": "warning"}},
-            "DriftgaugeCheckDown": {"enabled": True},
+    options = GEN.options_from_values(
+        {
+            "prometheusRule": {
+                "runbookBaseUrl": "https://wiki.example/ops/driftgauge",
+                "additionalLabels": {"team": "data", "severity": "page"},
+                "rules": {
+                    "DriftgaugeVolumeAnomaly": {"enabled": False},
+                    "DriftgaugeCheckStale": {"for": "1h", "labels": {"severity": "warning"}},
+                    "DriftgaugeCheckDown": {"enabled": True},
+                },
+            }
         },
-    }}, SOURCE)
+        SOURCE,
+    )
     rendered = GEN.render(GEN.chart_template(SOURCE), options)
     rules = {r["alert"]: r for g in rendered["groups"] for r in g["rules"]}
     assert set(rules) == {a["alert"] for a in ALERTS} - {"DriftgaugeVolumeAnomaly"}
@@ -137,24 +165,30 @@ def test_overrides_disable_retime_and_label_alerts() -> None:
     assert rules["DriftgaugeCheckDown"]["for"] == "15m"
     for name, rule in rules.items():
         assert rule["annotations"]["runbook_url"] == (
-            f"https://wiki.example/ops/driftgauge#{name.lower()}")
+            f"https://wiki.example/ops/driftgauge#{name.lower()}"
+        )
     # Disabling every alert of a group drops the group (Prometheus refuses an empty one).
-    ledger = {a["alert"]: {"enabled": False} for a in ALERTS
-              if a["alert"].startswith("DriftgaugeLedger")}
-    groups = GEN.render(GEN.chart_template(SOURCE), GEN.options_from_values(
-        {"rules": ledger}, SOURCE))["groups"]
+    ledger = {
+        a["alert"]: {"enabled": False} for a in ALERTS if a["alert"].startswith("DriftgaugeLedger")
+    }
+    groups = GEN.render(
+        GEN.chart_template(SOURCE), GEN.options_from_values({"rules": ledger}, SOURCE)
+    )["groups"]
     assert [g["name"] for g in groups] == ["driftgauge-drift", "driftgauge-health"]
 
 
-@pytest.mark.parametrize(("values", "message"), [
-    ({"rules": {"DriftgaugeNope": {"enabled": False}}}, "rules.DriftgaugeNope: no such alert"),
-    ({"rules": {"DriftgaugeCheckDown": {"for": "soon"}}}, "rules.DriftgaugeCheckDown.for"),
-    ({"rules": {"DriftgaugeCheckDown": {"enable": False}}}, "rules.DriftgaugeCheckDown: takes"),
-    ({"rules": {"DriftgaugeCheckDown": {"enabled": "no"}}}, "DriftgaugeCheckDown.enabled"),
-    ({"selectors": ["job=driftgauge"]}, "selectors[0]"),
-    ({"runbookBaseUrl": "docs/runbooks.md"}, "runbookBaseUrl"),
-    ({"additionalLabels": {"team-name": "data"}}, "additionalLabels.team-name"),
-])
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"rules": {"DriftgaugeNope": {"enabled": False}}}, "rules.DriftgaugeNope: no such alert"),
+        ({"rules": {"DriftgaugeCheckDown": {"for": "soon"}}}, "rules.DriftgaugeCheckDown.for"),
+        ({"rules": {"DriftgaugeCheckDown": {"enable": False}}}, "rules.DriftgaugeCheckDown: takes"),
+        ({"rules": {"DriftgaugeCheckDown": {"enabled": "no"}}}, "DriftgaugeCheckDown.enabled"),
+        ({"selectors": ["job=driftgauge"]}, "selectors[0]"),
+        ({"runbookBaseUrl": "docs/runbooks.md"}, "runbookBaseUrl"),
+        ({"additionalLabels": {"team-name": "data"}}, "additionalLabels.team-name"),
+    ],
+)
 def test_bad_options_are_refused_naming_the_field(values: dict[str, Any], message: str) -> None:
     with pytest.raises(GEN.RulesError, match=re.escape(message)):
         GEN.options_from_values(values, SOURCE)
@@ -167,8 +201,9 @@ def test_generator_cli_renders_values_and_refuses_bad_ones(tmp_path: Path) -> No
     out = tmp_path / "rules.yml"
     result = run([python, str(RULES_GENERATOR), "--values", str(values), "-o", str(out)])
     assert result.returncode == 0, result.stderr
-    exprs = {r["alert"]: r["expr"] for g in yaml.safe_load(out.read_text())["groups"]
-             for r in g["rules"]}
+    exprs = {
+        r["alert"]: r["expr"] for g in yaml.safe_load(out.read_text())["groups"] for r in g["rules"]
+    }
     assert exprs["DriftgaugeAbsent"] == 'absent(up{job="recon"})'
     values.write_text(yaml.safe_dump({"rules": {"DriftgaugeNope": {}}}))
     result = run([python, str(RULES_GENERATOR), "--values", str(values)])
@@ -207,7 +242,8 @@ def test_every_required_alert_exists() -> None:
     assert set(names) >= REQUIRED, f"missing alerts: {REQUIRED - set(names)}"
     breach_rules = {
         a["expr"].split('rule="')[1].split('"')[0]
-        for a in ALERTS if "driftgauge_ledger_breach" in a["expr"]
+        for a in ALERTS
+        if "driftgauge_ledger_breach" in a["expr"]
     }
     assert breach_rules == LEDGER_RULES
     # Every open window counts, not only the latest one (which a clean run would hide).

@@ -17,8 +17,9 @@ class CutProxy:
 
     async def start(self) -> None:
         """Listen (again) on the proxy's port."""
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port,
-                                                  reuse_address=True)
+        self._server = await asyncio.start_server(
+            self._serve, "127.0.0.1", self.port, reuse_address=True
+        )
 
     async def cut(self) -> None:
         """Stop listening and reset every forwarded connection, like a database gone away."""

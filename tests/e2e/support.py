@@ -25,8 +25,7 @@ T = TypeVar("T")
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
-async def until(what: str, probe: Callable[[], Awaitable[T | None]],
-                limit: float = 90.0) -> T:
+async def until(what: str, probe: Callable[[], Awaitable[T | None]], limit: float = 90.0) -> T:
     """Poll `probe` until it returns something truthy; fail naming `what` after `limit`."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + limit
@@ -52,9 +51,12 @@ def start_replica(config: Path, port: int, log: Path) -> subprocess.Popen[bytes]
     exe = ROOT / ".venv" / "bin" / "driftgauge"
     cmd = [str(exe), "serve"] if exe.exists() else [sys.executable, "-m", "driftgauge.server"]
     with log.open("wb") as out:
-        return subprocess.Popen([*cmd, "--config", str(config), "--host", "127.0.0.1",
-                                 "--port", str(port)], stdout=out, stderr=subprocess.STDOUT,
-                                cwd=ROOT)
+        return subprocess.Popen(
+            [*cmd, "--config", str(config), "--host", "127.0.0.1", "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+        )
 
 
 def stop(proc: subprocess.Popen[bytes]) -> int:
@@ -69,9 +71,11 @@ def stop(proc: subprocess.Popen[bytes]) -> int:
     return proc.returncode
 
 
-async def wait_ready(http: httpx.AsyncClient, url: str, proc: subprocess.Popen[bytes],
-                     log: Path, limit: float = 60.0) -> None:
+async def wait_ready(
+    http: httpx.AsyncClient, url: str, proc: subprocess.Popen[bytes], log: Path, limit: float = 60.0
+) -> None:
     """Wait until `url`/readyz answers 200; fail pointing at `log` if the process exits."""
+
     async def ready() -> bool:
         if proc.poll() is not None:
             raise AssertionError(f"serve exited, see {log}")
@@ -79,13 +83,17 @@ async def wait_ready(http: httpx.AsyncClient, url: str, proc: subprocess.Popen[b
             return (await http.get(f"{url}/readyz")).status_code == 200
         except httpx.TransportError:
             return False
+
     await until(f"{url}/readyz", ready, limit=limit)
 
 
 def samples(text: str) -> Samples:
     """Return every sample of an exposition by (name, sorted labels)."""
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for fam in text_string_to_metric_families(text) for s in fam.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for fam in text_string_to_metric_families(text)
+        for s in fam.samples
+    }
 
 
 async def scrape(http: httpx.AsyncClient, url: str) -> Samples:

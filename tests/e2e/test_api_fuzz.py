@@ -43,8 +43,10 @@ pytestmark = pytest.mark.e2e
 TOKEN = "fuzz-" + uuid.uuid4().hex
 EXAMPLES = int(os.environ.get("DRIFTGAUGE_FUZZ_EXAMPLES", "6"))
 LONG = EXAMPLES > 6
-CHECKS = ("not_a_server_error,status_code_conformance,content_type_conformance,"
-          "response_schema_conformance")
+CHECKS = (
+    "not_a_server_error,status_code_conformance,content_type_conformance,"
+    "response_schema_conformance"
+)
 CONFIG = """
 stores:
   pg: {kind: postgres, dsn: "<DSN>", timeout_seconds: 10, pool_max: 4}
@@ -84,31 +86,53 @@ async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Serv
     index = f"dg_fuzz_{uuid.uuid4().hex[:10]}"
     client = AsyncOpenSearch(hosts=[OS_URL], timeout=30)
     day = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-    rows = [(f"t{i:03d}", "ok", day - timedelta(days=1) + timedelta(minutes=7 * i))
-            for i in range(50)]
+    rows = [
+        (f"t{i:03d}", "ok", day - timedelta(days=1) + timedelta(minutes=7 * i)) for i in range(50)
+    ]
     proc = None
     async with scratch_database("dg_fuzz") as dsn:
         try:
             conn = await asyncpg.connect(dsn, timeout=10)
             try:
-                await conn.execute("CREATE TABLE tasks (task_id text PRIMARY KEY, label text,"
-                                   " completed_at timestamptz NOT NULL)")
-                await conn.copy_records_to_table("tasks", records=rows,
-                                                 columns=["task_id", "label", "completed_at"])
+                await conn.execute(
+                    "CREATE TABLE tasks (task_id text PRIMARY KEY, label text,"
+                    " completed_at timestamptz NOT NULL)"
+                )
+                await conn.copy_records_to_table(
+                    "tasks", records=rows, columns=["task_id", "label", "completed_at"]
+                )
             finally:
                 await conn.close()
-            await client.indices.create(index=index, body={
-                "settings": {"number_of_replicas": 0},
-                "mappings": {"properties": {"task_id": {"type": "keyword"},
-                                            "label": {"type": "keyword"},
-                                            "completed_at": {"type": "date"},
-                                            "driftgauge_canary": {"type": "keyword"}}}})
-            await async_bulk(client, ({"_index": index, "_id": k, "_source": {
-                "task_id": k, "label": lab, "completed_at": t.isoformat()}}
-                for k, lab, t in rows[:-2]), refresh="wait_for")
+            await client.indices.create(
+                index=index,
+                body={
+                    "settings": {"number_of_replicas": 0},
+                    "mappings": {
+                        "properties": {
+                            "task_id": {"type": "keyword"},
+                            "label": {"type": "keyword"},
+                            "completed_at": {"type": "date"},
+                            "driftgauge_canary": {"type": "keyword"},
+                        }
+                    },
+                },
+            )
+            await async_bulk(
+                client,
+                (
+                    {
+                        "_index": index,
+                        "_id": k,
+                        "_source": {"task_id": k, "label": lab, "completed_at": t.isoformat()},
+                    }
+                    for k, lab, t in rows[:-2]
+                ),
+                refresh="wait_for",
+            )
             config = tmp / "driftgauge.yml"
-            config.write_text(config_text(CONFIG, DSN=dsn, OS=OS_URL, TOKEN=TOKEN,
-                                          INDEX=index), encoding="utf-8")
+            config.write_text(
+                config_text(CONFIG, DSN=dsn, OS=OS_URL, TOKEN=TOKEN, INDEX=index), encoding="utf-8"
+            )
             port, log = free_port(), tmp / "serve.log"
             proc = start_replica(config, port, log)
             url = f"http://127.0.0.1:{port}"
@@ -126,11 +150,30 @@ def fuzz(served: Served, tmp_path: Path, phases: str, *headers: str) -> dict[str
     """Run schemathesis over every operation; return its counts and the output."""
     exe = ROOT / ".venv" / "bin" / "schemathesis"
     report = tmp_path / "report.ndjson"
-    args = [str(exe), "run", f"{served.url}/openapi.json", "--checks", CHECKS,
-            "--max-examples", str(EXAMPLES), "--phases", phases,
-            "--workers", "1", "--request-timeout", "40", "--generation-database", "none",
-            "--seed", "1", "--no-color", "--report-ndjson-path", str(report),
-            "--suppress-health-check", "all"]
+    args = [
+        str(exe),
+        "run",
+        f"{served.url}/openapi.json",
+        "--checks",
+        CHECKS,
+        "--max-examples",
+        str(EXAMPLES),
+        "--phases",
+        phases,
+        "--workers",
+        "1",
+        "--request-timeout",
+        "40",
+        "--generation-database",
+        "none",
+        "--seed",
+        "1",
+        "--no-color",
+        "--report-ndjson-path",
+        str(report),
+        "--suppress-health-check",
+        "all",
+    ]
     for h in headers:
         args += ["-H", h]
     done = subprocess.run(args, capture_output=True, timeout=600, check=False, cwd=tmp_path)
@@ -145,8 +188,12 @@ def _tally(report: Path) -> dict[str, Any]:
     operations: set[str] = set()
     for line in report.read_text(encoding="utf-8").splitlines():
         _walk(json.loads(line), statuses, operations)
-    return {"cases": sum(statuses.values()), "statuses": statuses, "operations": operations,
-            "server_errors": sum(n for code, n in statuses.items() if code >= 500)}
+    return {
+        "cases": sum(statuses.values()),
+        "statuses": statuses,
+        "operations": operations,
+        "server_errors": sum(n for code, n in statuses.items() if code >= 500),
+    }
 
 
 def _walk(node: Any, statuses: dict[int, int], operations: set[str]) -> None:
@@ -164,29 +211,43 @@ def _walk(node: Any, statuses: dict[int, int], operations: set[str]) -> None:
 
 
 def _summary(name: str, got: dict[str, Any]) -> str:
-    line = (f"{name}: {got['cases']} cases over {len(got['operations'])} operations, "
-            f"{got['server_errors']} 5xx, statuses {dict(sorted(got['statuses'].items()))}")
+    line = (
+        f"{name}: {got['cases']} cases over {len(got['operations'])} operations, "
+        f"{got['server_errors']} 5xx, statuses {dict(sorted(got['statuses'].items()))}"
+    )
     print(line)
     return line
 
 
 OPERATIONS = {
-    "GET /healthz", "GET /readyz", "GET /metrics", "GET /api/v1/checks",
-    "GET /api/v1/checks/{check}/days", "GET /api/v1/checks/{check}/days/{day}",
+    "GET /healthz",
+    "GET /readyz",
+    "GET /metrics",
+    "GET /api/v1/checks",
+    "GET /api/v1/checks/{check}/days",
+    "GET /api/v1/checks/{check}/days/{day}",
     "GET /api/v1/checks/{check}/days/{day}/hours/{hour}",
-    "GET /api/v1/checks/{check}/days/{day}/keys", "GET /api/v1/checks/{check}/runs",
-    "GET /api/v1/checks/{check}/runs/{run_id}", "POST /api/v1/checks/{check}/runs",
-    "POST /api/v1/ledger/runs", "POST /api/v1/ledger/runs/{run_id}/batches",
-    "POST /api/v1/ledger/runs/{run_id}/close", "GET /api/v1/ledger/runs",
-    "GET /api/v1/ledger/runs/{run_id}", "GET /api/v1/ledger/runs/{run_id}/keys",
-    "GET /api/v1/ledger/breaches", "GET /api/v1/ledger/windows",
-    "POST /api/v1/canary/{check}", "GET /api/v1/canary/{check}",
+    "GET /api/v1/checks/{check}/days/{day}/keys",
+    "GET /api/v1/checks/{check}/runs",
+    "GET /api/v1/checks/{check}/runs/{run_id}",
+    "POST /api/v1/checks/{check}/runs",
+    "POST /api/v1/ledger/runs",
+    "POST /api/v1/ledger/runs/{run_id}/batches",
+    "POST /api/v1/ledger/runs/{run_id}/close",
+    "GET /api/v1/ledger/runs",
+    "GET /api/v1/ledger/runs/{run_id}",
+    "GET /api/v1/ledger/runs/{run_id}/keys",
+    "GET /api/v1/ledger/breaches",
+    "GET /api/v1/ledger/windows",
+    "POST /api/v1/canary/{check}",
+    "GET /api/v1/canary/{check}",
 }
 
 
 @pytest.mark.parametrize("token", [True, False], ids=["token", "no-token"])
-def test_every_operation_conforms_and_never_answers_5xx(served: Served, tmp_path: Path,
-                                                        token: bool) -> None:
+def test_every_operation_conforms_and_never_answers_5xx(
+    served: Served, tmp_path: Path, token: bool
+) -> None:
     headers = [f"Authorization: Bearer {TOKEN}"] if token else []
     # Without a token every write stops at 401: its coverage phase adds little but minutes.
     phases = "examples,coverage,fuzzing" if token or LONG else "examples,fuzzing"
@@ -200,8 +261,9 @@ def test_every_operation_conforms_and_never_answers_5xx(served: Served, tmp_path
         assert 401 in got["statuses"], line  # the writes were refused, not run
 
 
-async def test_serve_starts_over_a_ledger_row_no_api_call_could_write(served: Served,
-                                                                       tmp_path: Path) -> None:
+async def test_serve_starts_over_a_ledger_row_no_api_call_could_write(
+    served: Served, tmp_path: Path
+) -> None:
     """A window on 9999-12-31 used to end every later start with exit 3."""
     now = datetime.now(UTC)
     conn = await asyncpg.connect(served.dsn, timeout=10)
@@ -210,7 +272,10 @@ async def test_serve_starts_over_a_ledger_row_no_api_call_could_write(served: Se
             "INSERT INTO driftgauge_fuzz.ledger_runs (job, window_start, window_end,"
             " window_day, input_rows, opened_at, closed_at, status) VALUES ('review-sync',"
             " $1, $2, '9999-12-31', 3, $3, $3, 'success')",
-            datetime(9999, 12, 31, tzinfo=UTC), datetime(9999, 12, 31, 12, tzinfo=UTC), now)
+            datetime(9999, 12, 31, tzinfo=UTC),
+            datetime(9999, 12, 31, 12, tzinfo=UTC),
+            now,
+        )
     finally:
         await conn.close()
     port, log = free_port(), tmp_path / "second.log"
@@ -220,11 +285,15 @@ async def test_serve_starts_over_a_ledger_row_no_api_call_could_write(served: Se
         async with httpx.AsyncClient(timeout=10) as http:
             await wait_ready(http, url, proc, log)
             s = await scrape(http, url)
-            assert (sample(s, "driftgauge_background_errors_total", loop="ledger_deadlines")
-                    or 0) >= 1
+            assert (
+                sample(s, "driftgauge_background_errors_total", loop="ledger_deadlines") or 0
+            ) >= 1
             # The job's latest due window (yesterday, no summary) is still judged.
-            windows = (await http.get(f"{url}/api/v1/ledger/windows",
-                                      params={"job": "review-sync", "limit": 1000})).json()
+            windows = (
+                await http.get(
+                    f"{url}/api/v1/ledger/windows", params={"job": "review-sync", "limit": 1000}
+                )
+            ).json()
             assert any(w["due"] and "missing_summary" in w["breaches"] for w in windows)
             assert "9999-12-31" not in {w["window_day"] for w in windows}
     finally:

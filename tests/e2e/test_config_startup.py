@@ -29,10 +29,18 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     """Run the CLI as a user would, with the fuzz secrets in its environment."""
     env = {**os.environ, **ENV}
     env.pop("DG_FUZZ_UNSET", None)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "service"),
-                                         *filter(None, [os.environ.get("PYTHONPATH")])])
-    return subprocess.run([sys.executable, "-m", "driftgauge.cli", *args], capture_output=True,
-                          text=True, timeout=60, check=False, env=env, cwd=ROOT)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT / "service"), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "driftgauge.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
+        cwd=ROOT,
+    )
 
 
 def both(text: str, tmp_path: Path, name: str) -> tuple[Any, Any]:
@@ -41,18 +49,17 @@ def both(text: str, tmp_path: Path, name: str) -> tuple[Any, Any]:
     f.write_text(text)
     with ThreadPoolExecutor(2) as pool:
         validate = pool.submit(run, "config", "validate", str(f))
-        serve = pool.submit(run, "serve", "--config", str(f), "--host", "127.0.0.1",
-                            "--port", "1")
+        serve = pool.submit(run, "serve", "--config", str(f), "--host", "127.0.0.1", "--port", "1")
         return validate.result(), serve.result()
 
 
 def assert_refused(problem: str, validate: Any, serve: Any) -> None:
     assert validate.returncode == 2, (validate.returncode, validate.stdout, validate.stderr)
-    assert any(line.startswith(problem) for line in validate.stdout.splitlines()), \
-        validate.stdout
+    assert any(line.startswith(problem) for line in validate.stdout.splitlines()), validate.stdout
     assert serve.returncode == 2, (serve.returncode, serve.stderr[-2000:])
-    assert any(line.startswith(f"error: {problem}") for line in serve.stderr.splitlines()), \
+    assert any(line.startswith(f"error: {problem}") for line in serve.stderr.splitlines()), (
         serve.stderr[-2000:]
+    )
     for out in (validate.stdout, validate.stderr, serve.stdout, serve.stderr):
         assert "Traceback" not in out
 
@@ -78,13 +85,21 @@ def test_validate_passes_the_base_config_and_documents_exit_codes(tmp_path: Path
 
 
 def test_an_unreadable_config_is_an_error_not_drift(tmp_path: Path) -> None:
-    for args in (["config", "validate", str(tmp_path / "absent.yml")],
-                 ["check", "reviews", "--config", str(tmp_path / "absent.yml")]):
+    for args in (
+        ["config", "validate", str(tmp_path / "absent.yml")],
+        ["check", "reviews", "--config", str(tmp_path / "absent.yml")],
+    ):
         done = run(*args)
         assert done.returncode == 2, done.stderr
         assert "cannot read config" in done.stdout + done.stderr
     env = {**os.environ, "PYTHONPATH": str(ROOT / "service")}
-    server = subprocess.run([sys.executable, "-m", "driftgauge.server", "--config",
-                             str(tmp_path / "absent.yml")], capture_output=True, text=True,
-                            timeout=60, check=False, env=env, cwd=ROOT)
+    server = subprocess.run(
+        [sys.executable, "-m", "driftgauge.server", "--config", str(tmp_path / "absent.yml")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
+        cwd=ROOT,
+    )
     assert server.returncode == 2 and "cannot read config" in server.stderr, server.stderr

@@ -44,8 +44,9 @@ from tests.e2e.support import (
 PROMETHEUS = Path("/usr/bin/prometheus")
 pytestmark = [
     pytest.mark.e2e,
-    pytest.mark.skipif(not PROMETHEUS.exists(),
-                       reason=f"{PROMETHEUS} is absent (`make tools` installs it)"),
+    pytest.mark.skipif(
+        not PROMETHEUS.exists(), reason=f"{PROMETHEUS} is absent (`make tools` installs it)"
+    ),
 ]
 
 TOKEN = "e2e-dash-" + uuid.uuid4().hex
@@ -56,10 +57,15 @@ DAYS = 3
 ROWS_PER_DAY = 30
 SCRAPES = 5
 """Scrapes Prometheus must hold before the panels are queried (rate windows need two)."""
-MAPPING = {"properties": {"task_id": {"type": "keyword"}, "review_tier": {"type": "keyword"},
-                          "conversation_key": {"type": "keyword"},
-                          "completed_at": {"type": "date"},
-                          "driftgauge_canary": {"type": "keyword"}}}
+MAPPING = {
+    "properties": {
+        "task_id": {"type": "keyword"},
+        "review_tier": {"type": "keyword"},
+        "conversation_key": {"type": "keyword"},
+        "completed_at": {"type": "date"},
+        "driftgauge_canary": {"type": "keyword"},
+    }
+}
 
 CONFIG = """
 stores:
@@ -113,9 +119,14 @@ def make_rows(days: list[date]) -> list[dict[str, Any]]:
     for day in days:
         start = datetime(day.year, day.month, day.day, tzinfo=UTC)
         for i in range(ROWS_PER_DAY):
-            rows.append({"task_id": f"d{day:%m%d}-{i:03d}", "review_tier": "first_tier",
-                         "conversation_key": None if i % 10 == 7 else f"conv-{day:%m%d}-{i}",
-                         "completed_at": start + timedelta(minutes=40 * i, seconds=11)})
+            rows.append(
+                {
+                    "task_id": f"d{day:%m%d}-{i:03d}",
+                    "review_tier": "first_tier",
+                    "conversation_key": None if i % 10 == 7 else f"conv-{day:%m%d}-{i}",
+                    "completed_at": start + timedelta(minutes=40 * i, seconds=11),
+                }
+            )
     return rows
 
 
@@ -125,8 +136,10 @@ def _doc(row: dict[str, Any]) -> dict[str, Any]:
 
 async def load_reader(client: AsyncOpenSearch, index: str, rows: list[dict[str, Any]]) -> None:
     """Index what the sync job would write, then lose one, alter one and add one per day."""
-    await client.indices.create(index=index, body={
-        "settings": {"number_of_shards": 1, "number_of_replicas": 0}, "mappings": MAPPING})
+    await client.indices.create(
+        index=index,
+        body={"settings": {"number_of_shards": 1, "number_of_replicas": 0}, "mappings": MAPPING},
+    )
     synced = [r for r in rows if r["conversation_key"] is not None]
     by_day: dict[date, list[dict[str, Any]]] = {}
     for r in synced:
@@ -158,18 +171,25 @@ async def live(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Live]:
         async with scratch_database("dg_e2e_dash") as dsn:
             conn = await asyncpg.connect(dsn, timeout=10)
             try:
-                await conn.execute("CREATE TABLE tasks (task_id text PRIMARY KEY, label text,"
-                                   " conversation_key text, completed_at timestamptz NOT NULL)")
+                await conn.execute(
+                    "CREATE TABLE tasks (task_id text PRIMARY KEY, label text,"
+                    " conversation_key text, completed_at timestamptz NOT NULL)"
+                )
                 await conn.copy_records_to_table(
-                    "tasks", columns=["task_id", "label", "conversation_key", "completed_at"],
-                    records=[(r["task_id"], r["review_tier"], r["conversation_key"],
-                              r["completed_at"]) for r in rows])
+                    "tasks",
+                    columns=["task_id", "label", "conversation_key", "completed_at"],
+                    records=[
+                        (r["task_id"], r["review_tier"], r["conversation_key"], r["completed_at"])
+                        for r in rows
+                    ],
+                )
             finally:
                 await conn.close()
             await load_reader(client, index, rows)
             config = tmp / "driftgauge.yml"
-            config.write_text(config_text(CONFIG, DSN=dsn, OS=OS_URL, TOKEN=TOKEN, INDEX=index),
-                              encoding="utf-8")
+            config.write_text(
+                config_text(CONFIG, DSN=dsn, OS=OS_URL, TOKEN=TOKEN, INDEX=index), encoding="utf-8"
+            )
             port = free_port()
             proc = start_replica(config, port, log)
             try:
@@ -186,11 +206,14 @@ async def live(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Live]:
 
 async def run_the_full_pass(http: httpx.AsyncClient) -> None:
     """Start a full-history run, waiting out the recent runs that hold the check."""
+
     async def started() -> bool:
-        resp = await http.post(f"/api/v1/checks/{CHECK}/runs", params={"window": "full"},
-                               headers=AUTH)
+        resp = await http.post(
+            f"/api/v1/checks/{CHECK}/runs", params={"window": "full"}, headers=AUTH
+        )
         assert resp.status_code in (202, 409), resp.text
         return resp.status_code == 202
+
     await until("a full-history run to start", started, limit=30)
 
 
@@ -203,20 +226,37 @@ async def feed_the_audit(http: httpx.AsyncClient, live: Live) -> None:
 
     day = live.days[-1]
     start = datetime(day.year, day.month, day.day, tzinfo=UTC)
-    opened = await http.post("/api/v1/ledger/runs", headers=AUTH, json={
-        "job": JOB, "window_start": start.isoformat(),
-        "window_end": (start + timedelta(days=1)).isoformat(), "input_rows": ROWS_PER_DAY})
+    opened = await http.post(
+        "/api/v1/ledger/runs",
+        headers=AUTH,
+        json={
+            "job": JOB,
+            "window_start": start.isoformat(),
+            "window_end": (start + timedelta(days=1)).isoformat(),
+            "input_rows": ROWS_PER_DAY,
+        },
+    )
     assert opened.status_code == 201, opened.text
     run_id = opened.json()["id"]
     counts = {"written": ROWS_PER_DAY - 4, "no_match": 1, "skipped": 3}
-    batch = await http.post(f"/api/v1/ledger/runs/{run_id}/batches", headers=AUTH, json={
-        "batch_id": "all", "counts": [
-            {"outcome": "written", "count": counts["written"]},
-            {"outcome": "no_match", "reason": "no_document", "count": counts["no_match"]},
-            {"outcome": "skipped", "reason": "no_join_key", "count": counts["skipped"]}]})
+    batch = await http.post(
+        f"/api/v1/ledger/runs/{run_id}/batches",
+        headers=AUTH,
+        json={
+            "batch_id": "all",
+            "counts": [
+                {"outcome": "written", "count": counts["written"]},
+                {"outcome": "no_match", "reason": "no_document", "count": counts["no_match"]},
+                {"outcome": "skipped", "reason": "no_join_key", "count": counts["skipped"]},
+            ],
+        },
+    )
     assert batch.status_code == 200, batch.text
-    closed = await http.post(f"/api/v1/ledger/runs/{run_id}/close", headers=AUTH,
-                             json={"status": "success", "counts": counts})
+    closed = await http.post(
+        f"/api/v1/ledger/runs/{run_id}/close",
+        headers=AUTH,
+        json={"status": "success", "counts": counts},
+    )
     assert closed.status_code == 200, closed.text
     # 1 of 30 rows matched no document: over the job's 1% no_match_rate.
     breaches = (await http.get("/api/v1/ledger/breaches", params={"job": JOB})).json()
@@ -226,32 +266,59 @@ async def feed_the_audit(http: httpx.AsyncClient, live: Live) -> None:
 def audit_series_present(s: Samples, live: Live) -> bool:
     """Return True once /metrics carries the reconciliation and every audit family."""
     yesterday = live.days[-1].isoformat()
-    return all(v is not None for v in (
-        sample(s, "driftgauge_bucket_rows", check=CHECK, day=yesterday, kind="missing"),
-        sample(s, "driftgauge_canary_up", check=CHECK),
-        sample(s, "driftgauge_vocabulary_unmatched_rows", check=CHECK, field="label"),
-        sample(s, "driftgauge_volume_anomaly", check=CHECK, day=yesterday),
-        sample(s, "driftgauge_ledger_last_closed_run_timestamp_seconds", sync_job=JOB),
-        sample(s, "driftgauge_history_buckets_in_drift", check=CHECK, direction="missing"),
-    )) and sample(s, "driftgauge_ledger_breach", sync_job=JOB, rule="no_match_rate") == 1
+    return (
+        all(
+            v is not None
+            for v in (
+                sample(s, "driftgauge_bucket_rows", check=CHECK, day=yesterday, kind="missing"),
+                sample(s, "driftgauge_canary_up", check=CHECK),
+                sample(s, "driftgauge_vocabulary_unmatched_rows", check=CHECK, field="label"),
+                sample(s, "driftgauge_volume_anomaly", check=CHECK, day=yesterday),
+                sample(s, "driftgauge_ledger_last_closed_run_timestamp_seconds", sync_job=JOB),
+                sample(s, "driftgauge_history_buckets_in_drift", check=CHECK, direction="missing"),
+            )
+        )
+        and sample(s, "driftgauge_ledger_breach", sync_job=JOB, rule="no_match_rate") == 1
+    )
 
 
 def start_prometheus(tmp: Path, target_port: int, port: int) -> subprocess.Popen[bytes]:
     """Start Prometheus scraping the service every second into a scratch TSDB."""
     config = tmp / "prometheus.yml"
-    config.write_text(yaml.safe_dump({
-        "global": {"scrape_interval": "1s", "scrape_timeout": "1s",
-                   "evaluation_interval": "1s"},
-        "scrape_configs": [{"job_name": "driftgauge", "scrape_interval": "1s",
-                            "scrape_timeout": "1s",
-                            "static_configs": [{"targets": [f"127.0.0.1:{target_port}"]}]}],
-    }), encoding="utf-8")
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "global": {
+                    "scrape_interval": "1s",
+                    "scrape_timeout": "1s",
+                    "evaluation_interval": "1s",
+                },
+                "scrape_configs": [
+                    {
+                        "job_name": "driftgauge",
+                        "scrape_interval": "1s",
+                        "scrape_timeout": "1s",
+                        "static_configs": [{"targets": [f"127.0.0.1:{target_port}"]}],
+                    }
+                ],
+            }
+        ),
+        encoding="utf-8",
+    )
     with (tmp / "prometheus.log").open("wb") as out:
         return subprocess.Popen(
-            [str(PROMETHEUS), f"--config.file={config}", f"--storage.tsdb.path={tmp / 'tsdb'}",
-             f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=1h",
-             "--log.level=warn"],
-            stdout=out, stderr=subprocess.STDOUT, cwd=tmp)
+            [
+                str(PROMETHEUS),
+                f"--config.file={config}",
+                f"--storage.tsdb.path={tmp / 'tsdb'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--storage.tsdb.retention.time=1h",
+                "--log.level=warn",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=tmp,
+        )
 
 
 async def instant(http: httpx.AsyncClient, expr: str) -> dict[str, Any]:
@@ -270,27 +337,39 @@ async def test_every_dashboard_panel_has_data(live: Live, tmp_path: Path) -> Non
         async def fed() -> Samples | None:
             s = await scrape(http, live.url)
             return s if audit_series_present(s, live) else None
+
         s = await until("the scheduled run and the audit series on /metrics", fed, limit=40)
         exposition = (await http.get(f"{live.url}/metrics")).text
     yesterday = live.days[-1].isoformat()
     assert sample(s, "driftgauge_bucket_rows", check=CHECK, day=yesterday, kind="missing") == 1
     # Every part is populated now: promtool's linter must accept every name the serve uses.
     lint = await asyncio.create_subprocess_exec(
-        "promtool", "check", "metrics", stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        "promtool",
+        "check",
+        "metrics",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     out, _ = await asyncio.wait_for(lint.communicate(exposition.encode()), 60)
     assert lint.returncode == 0 and not out.strip(), out.decode()
-    assert sample(s, "driftgauge_bucket_excluded_rows", check=CHECK, day=yesterday,
-                  reason="no_join_key") == 3
+    assert (
+        sample(
+            s, "driftgauge_bucket_excluded_rows", check=CHECK, day=yesterday, reason="no_join_key"
+        )
+        == 3
+    )
 
     port = free_port()
     prometheus = start_prometheus(tmp_path, live.port, port)
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as prom:
+
             async def scraped() -> bool:
                 if prometheus.poll() is not None:
-                    raise AssertionError("prometheus exited:\n"
-                                         + dump_log(tmp_path / "prometheus.log"))
+                    raise AssertionError(
+                        "prometheus exited:\n" + dump_log(tmp_path / "prometheus.log")
+                    )
                 try:
                     # Prometheus answers 503 "Service Unavailable" until its TSDB is open.
                     if (await prom.get("/-/ready")).status_code != 200:
@@ -300,19 +379,22 @@ async def test_every_dashboard_panel_has_data(live: Live, tmp_path: Path) -> Non
                     return False
                 result = got.get("data", {}).get("result", [])
                 return bool(result) and float(result[0]["value"][1]) >= SCRAPES
+
             await until(f"{SCRAPES} scrapes by Prometheus", scraped, limit=40)
             up = await instant(prom, 'up{job="driftgauge"}')
             assert [r["value"][1] for r in up["data"]["result"]] == ["1"]
 
-            queries = panel_queries(check=CHECK, rate_interval="1m", range_="5m",
-                                    extra={"__interval": "15s"})
+            queries = panel_queries(
+                check=CHECK, rate_interval="1m", range_="5m", extra={"__interval": "15s"}
+            )
             assert queries, "the dashboard has no PromQL targets"
             failed = []
             for q in queries:
                 got = await instant(prom, q.expr)
                 if got.get("status") != "success":
-                    failed.append(f"{q.panel_title!r} [{q.ref_id}]: {got.get('error')}"
-                                  f"\n    {q.expr}")
+                    failed.append(
+                        f"{q.panel_title!r} [{q.ref_id}]: {got.get('error')}\n    {q.expr}"
+                    )
                 elif not got["data"]["result"]:
                     failed.append(f"{q.panel_title!r} [{q.ref_id}]: no data\n    {q.expr}")
             assert not failed, "panels without data:\n" + "\n".join(failed)

@@ -18,9 +18,16 @@ from faults.detectors import DETECTORS
 
 pytestmark = pytest.mark.e2e
 
-SPEC = BenchSpec(days=6, onset=3, scale=0.3, faults=("key_rename", "retry_merge",
-                                                     "vocabulary_drift"),
-                 healthy=True, ablations=False, sweep=(), parallel=2)
+SPEC = BenchSpec(
+    days=6,
+    onset=3,
+    scale=0.3,
+    faults=("key_rename", "retry_merge", "vocabulary_drift"),
+    healthy=True,
+    ablations=False,
+    sweep=(),
+    parallel=2,
+)
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +61,11 @@ async def test_key_rename_pages_through_ledger_and_exclusion_rate(bench: BenchRe
     assert "no_match_rate" in rules
     recon = outcome.alarms["reconciliation"].ref
     assert recon["run_id"] > 0
-    assert any("excluded[no_document]" in reason for bucket in recon["first_buckets"]
-               for reason in bucket["reasons"])
+    assert any(
+        "excluded[no_document]" in reason
+        for bucket in recon["first_buckets"]
+        for reason in bucket["reasons"]
+    )
     # The first run that saw renamed keys is the onset day's sync, the next day at 01:00.
     hours = outcome.hours("reconciliation")
     assert hours is not None and 25 <= hours < 26

@@ -90,8 +90,10 @@ class Served:
     def window(self) -> dict[str, str]:
         """Return the run window of the day bucket, as the ledger API takes it."""
         start = datetime(self.day.year, self.day.month, self.day.day, tzinfo=UTC)
-        return {"window_start": start.isoformat(),
-                "window_end": (start + timedelta(days=1)).isoformat()}
+        return {
+            "window_start": start.isoformat(),
+            "window_end": (start + timedelta(days=1)).isoformat(),
+        }
 
 
 @pytest.fixture(scope="module")
@@ -108,25 +110,45 @@ async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Serv
         async with scratch_database("dg_e2e_ledger") as dsn:
             conn = await asyncpg.connect(dsn, timeout=10)
             try:
-                await conn.execute("CREATE TABLE tasks (task_id text PRIMARY KEY, label text,"
-                                   " completed_at timestamptz NOT NULL)")
-                await conn.copy_records_to_table("tasks", records=rows,
-                                                 columns=["task_id", "label", "completed_at"])
+                await conn.execute(
+                    "CREATE TABLE tasks (task_id text PRIMARY KEY, label text,"
+                    " completed_at timestamptz NOT NULL)"
+                )
+                await conn.copy_records_to_table(
+                    "tasks", records=rows, columns=["task_id", "label", "completed_at"]
+                )
             finally:
                 await conn.close()
-            await client.indices.create(index=index, body={
-                "settings": {"number_of_shards": 1, "number_of_replicas": 0},
-                "mappings": {"properties": {"task_id": {"type": "keyword"},
-                                            "label": {"type": "keyword"},
-                                            "completed_at": {"type": "date"}}}})
-            await async_bulk(client, (
-                {"_index": index, "_id": k, "_source": {"task_id": k, "label": label,
-                                                        "completed_at": t.isoformat()}}
-                for i, (k, label, t) in enumerate(rows) if i not in NO_DOCUMENT),
-                refresh="wait_for")
+            await client.indices.create(
+                index=index,
+                body={
+                    "settings": {"number_of_shards": 1, "number_of_replicas": 0},
+                    "mappings": {
+                        "properties": {
+                            "task_id": {"type": "keyword"},
+                            "label": {"type": "keyword"},
+                            "completed_at": {"type": "date"},
+                        }
+                    },
+                },
+            )
+            await async_bulk(
+                client,
+                (
+                    {
+                        "_index": index,
+                        "_id": k,
+                        "_source": {"task_id": k, "label": label, "completed_at": t.isoformat()},
+                    }
+                    for i, (k, label, t) in enumerate(rows)
+                    if i not in NO_DOCUMENT
+                ),
+                refresh="wait_for",
+            )
             config = tmp / "driftgauge.yml"
-            config.write_text(config_text(CONFIG, DSN=dsn, OS=OS_URL, TOKEN=TOKEN, INDEX=index),
-                              encoding="utf-8")
+            config.write_text(
+                config_text(CONFIG, DSN=dsn, OS=OS_URL, TOKEN=TOKEN, INDEX=index), encoding="utf-8"
+            )
             port = free_port()
             proc = start_replica(config, port, log)
             try:
@@ -150,20 +172,22 @@ def day_of(days: dict[str, Any], day: date) -> dict[str, Any]:
 
 async def finished_run(http: httpx.AsyncClient, run_id: int) -> dict[str, Any]:
     """Wait for a check run to finish and return it."""
+
     async def done() -> dict[str, Any] | None:
         run: dict[str, Any] = (await http.get(f"/api/v1/checks/reviews/runs/{run_id}")).json()
         return run if run["finished_at"] is not None else None
+
     return await until(f"check run {run_id} to finish", done, limit=30)
 
 
 def excluded_rows(s: Samples, day: date, reason: str) -> float | None:
     """Return driftgauge_bucket_excluded_rows of the check's day for one reason."""
-    return sample(s, "driftgauge_bucket_excluded_rows", check="reviews", day=day.isoformat(),
-                  reason=reason)
+    return sample(
+        s, "driftgauge_bucket_excluded_rows", check="reviews", day=day.isoformat(), reason=reason
+    )
 
 
-async def test_a_closed_run_excuses_its_no_document_keys_at_zero_tolerance(
-        served: Served) -> None:
+async def test_a_closed_run_excuses_its_no_document_keys_at_zero_tolerance(served: Served) -> None:
     client = AsyncOpenSearch(hosts=[OS_URL], timeout=30)
     try:
         found = await client.mget(index=served.index, body={"ids": served.no_match})
@@ -182,55 +206,82 @@ async def test_a_closed_run_excuses_its_no_document_keys_at_zero_tolerance(
         before = day_of((await http.get("/api/v1/checks/reviews/days")).json(), served.day)
         assert (before["missing"], before["excluded"]) == (len(NO_DOCUMENT), {})
 
-        opened = await http.post("/api/v1/ledger/runs", headers=AUTH, json={
-            "job": JOB, **served.window(), "input_rows": ROWS, "client_run_id": "night-1"})
+        opened = await http.post(
+            "/api/v1/ledger/runs",
+            headers=AUTH,
+            json={"job": JOB, **served.window(), "input_rows": ROWS, "client_run_id": "night-1"},
+        )
         assert opened.status_code == 201, opened.text
         run_id = opened.json()["id"]
         half = ROWS // 2
         batches = []
         for n, part in enumerate((served.keys[:half], served.keys[half:])):
-            batches.append({"batch_id": f"b{n}", "keys": [
-                {"key": k, "outcome": "no_match", "reason": "no_document"}
-                if k in served.no_match else {"key": k, "outcome": "written"} for k in part]})
-        first = await http.post(f"/api/v1/ledger/runs/{run_id}/batches", headers=AUTH,
-                                json=batches[0])
-        second = await http.post(f"/api/v1/ledger/runs/{run_id}/batches", headers=AUTH,
-                                 json=batches[1])
-        retried = await http.post(f"/api/v1/ledger/runs/{run_id}/batches", headers=AUTH,
-                                  json=batches[1])
+            batches.append(
+                {
+                    "batch_id": f"b{n}",
+                    "keys": [
+                        {"key": k, "outcome": "no_match", "reason": "no_document"}
+                        if k in served.no_match
+                        else {"key": k, "outcome": "written"}
+                        for k in part
+                    ],
+                }
+            )
+        first = await http.post(
+            f"/api/v1/ledger/runs/{run_id}/batches", headers=AUTH, json=batches[0]
+        )
+        second = await http.post(
+            f"/api/v1/ledger/runs/{run_id}/batches", headers=AUTH, json=batches[1]
+        )
+        retried = await http.post(
+            f"/api/v1/ledger/runs/{run_id}/batches", headers=AUTH, json=batches[1]
+        )
         assert [r.status_code for r in (first, second, retried)] == [200, 200, 200]
         assert [r.json()["duplicate"] for r in (first, second, retried)] == [False, False, True]
-        assert retried.json()["outcomes"] == second.json()["outcomes"] == {
-            "written": ROWS - len(NO_DOCUMENT), "no_match": len(NO_DOCUMENT),
-            "skipped": 0, "failed": 0}
+        assert (
+            retried.json()["outcomes"]
+            == second.json()["outcomes"]
+            == {
+                "written": ROWS - len(NO_DOCUMENT),
+                "no_match": len(NO_DOCUMENT),
+                "skipped": 0,
+                "failed": 0,
+            }
+        )
 
-        closed = await http.post(f"/api/v1/ledger/runs/{run_id}/close", headers=AUTH, json={
-            "status": "success", "counts": {"written": ROWS - len(NO_DOCUMENT),
-                                            "no_match": len(NO_DOCUMENT)},
-            "message": "nightly sync"})
+        closed = await http.post(
+            f"/api/v1/ledger/runs/{run_id}/close",
+            headers=AUTH,
+            json={
+                "status": "success",
+                "counts": {"written": ROWS - len(NO_DOCUMENT), "no_match": len(NO_DOCUMENT)},
+                "message": "nightly sync",
+            },
+        )
         assert closed.status_code == 200, closed.text
         run = closed.json()
         assert run["status"] == "success" and run["batches"] == 2
         assert run["reasons"] == {"no_match": {"no_document": len(NO_DOCUMENT)}}
         closed_at = datetime.fromisoformat(run["closed_at"])
-        keys = (await http.get(f"/api/v1/ledger/runs/{run_id}/keys", headers=AUTH,
-                               params={"outcome": "no_match"})).json()
+        keys = (
+            await http.get(
+                f"/api/v1/ledger/runs/{run_id}/keys", headers=AUTH, params={"outcome": "no_match"}
+            )
+        ).json()
         assert sorted(k["key"] for k in keys) == served.no_match
         assert {k["reason"] for k in keys} == {"no_document"}
         # The close judged the window at once: a summary arrived, nothing is breached.
         windows = (await http.get("/api/v1/ledger/windows", params={"job": JOB})).json()
-        assert [w["breaches"] for w in windows if w["window_day"] == served.day.isoformat()] \
-            == [[]]
+        assert [w["breaches"] for w in windows if w["window_day"] == served.day.isoformat()] == [[]]
 
         async def ledger_run() -> dict[str, Any] | None:
             runs = (await http.get("/api/v1/checks/reviews/runs")).json()["runs"]
             mine = [r for r in runs if r["trigger"] == "ledger" and r["finished_at"]]
             return mine[0] if mine else None
-        reconciled = await until("the reconciliation scheduled by the close", ledger_run,
-                                 limit=40)
+
+        reconciled = await until("the reconciliation scheduled by the close", ledger_run, limit=40)
         assert datetime.fromisoformat(reconciled["started_at"]) >= closed_at + SETTLE
-        assert (reconciled["status"], reconciled["complete"]) == ("ok", True), \
-            dump_log(served.log)
+        assert (reconciled["status"], reconciled["complete"]) == ("ok", True), dump_log(served.log)
 
         after = day_of((await http.get("/api/v1/checks/reviews/days")).json(), served.day)
         assert after["run_id"] == reconciled["id"]
@@ -241,16 +292,17 @@ async def test_a_closed_run_excuses_its_no_document_keys_at_zero_tolerance(
 
         async def exported() -> Samples | None:
             s = await scrape(http, served.url)
-            summarised = sample(s, "driftgauge_ledger_runs_total", sync_job=JOB,
-                                status="success")
+            summarised = sample(s, "driftgauge_ledger_runs_total", sync_job=JOB, status="success")
             have = excluded_rows(s, served.day, "no_document") is not None and summarised
             return s if have else None
+
         s = await until("the excluded rows and the summary on /metrics", exported, limit=40)
     d = served.day.isoformat()
     assert excluded_rows(s, served.day, "no_document") == len(NO_DOCUMENT)
     assert sample(s, "driftgauge_bucket_rows", check="reviews", day=d, kind="missing") == 0
-    assert sample(s, "driftgauge_bucket_rows", check="reviews", day=d, kind="excluded") \
-        == len(NO_DOCUMENT)
+    assert sample(s, "driftgauge_bucket_rows", check="reviews", day=d, kind="excluded") == len(
+        NO_DOCUMENT
+    )
     assert sample(s, "driftgauge_bucket_status", check="reviews", day=d, status="ok") == 1
     assert sample(s, "driftgauge_ledger_runs_total", sync_job=JOB, status="success") == 1
 
@@ -262,39 +314,54 @@ def breach(s: Samples, rule: str) -> float | None:
 
 async def test_a_run_that_never_closes_breaches_missing_summary(served: Served) -> None:
     async with httpx.AsyncClient(base_url=served.url, timeout=10) as http:
+
         async def summarised() -> Samples | None:
             s = await scrape(http, served.url)
             return s if breach(s, "missing_summary") == 0 else None
+
         # The window's run closed (previous test) or the window is still unreported: wait
         # until /metrics says it is fine, so the breach below is the open run's doing.
         if (await http.get("/api/v1/ledger/runs", params={"job": JOB})).json():
             await until("the summarised window to clear missing_summary", summarised, limit=40)
 
-        opened = await http.post("/api/v1/ledger/runs", headers=AUTH, json={
-            "job": JOB, **served.window(), "input_rows": 3, "client_run_id": "night-1-retry"})
+        opened = await http.post(
+            "/api/v1/ledger/runs",
+            headers=AUTH,
+            json={"job": JOB, **served.window(), "input_rows": 3, "client_run_id": "night-1-retry"},
+        )
         assert opened.status_code == 201, opened.text
         open_id = opened.json()["id"]
-        wrote = await http.post(f"/api/v1/ledger/runs/{open_id}/batches", headers=AUTH,
-                                json={"batch_id": "b0", "keys": [{"key": served.keys[0],
-                                                                  "outcome": "written"}]})
+        wrote = await http.post(
+            f"/api/v1/ledger/runs/{open_id}/batches",
+            headers=AUTH,
+            json={"batch_id": "b0", "keys": [{"key": served.keys[0], "outcome": "written"}]},
+        )
         assert wrote.status_code == 200, wrote.text
 
         async def breached() -> list[dict[str, Any]] | None:
-            found: list[dict[str, Any]] = (await http.get(
-                "/api/v1/ledger/breaches", params={"job": JOB, "active": "true"})).json()
-            mine = [b for b in found if b["rule"] == "missing_summary"
-                    and b["window_day"] == served.day.isoformat() and str(open_id) in b["detail"]]
+            found: list[dict[str, Any]] = (
+                await http.get("/api/v1/ledger/breaches", params={"job": JOB, "active": "true"})
+            ).json()
+            mine = [
+                b
+                for b in found
+                if b["rule"] == "missing_summary"
+                and b["window_day"] == served.day.isoformat()
+                and str(open_id) in b["detail"]
+            ]
             return mine or None
-        (recorded,) = await until("a missing_summary breach naming the open run", breached,
-                                  limit=40)
+
+        (recorded,) = await until(
+            "a missing_summary breach naming the open run", breached, limit=40
+        )
         assert recorded["active"] is True
 
         async def exported() -> Samples | None:
             s = await scrape(http, served.url)
             return s if breach(s, "missing_summary") == 1 else None
+
         s = await until("driftgauge_ledger_breach{rule=missing_summary} 1", exported, limit=40)
         run = (await http.get(f"/api/v1/ledger/runs/{open_id}")).json()
     assert run["closed_at"] is None and run["status"] is None
     assert breach(s, "duplicate_summary") == 0
-    assert sample(s, "driftgauge_ledger_breaches_total", sync_job=JOB,
-                  rule="missing_summary") == 1
+    assert sample(s, "driftgauge_ledger_breaches_total", sync_job=JOB, rule="missing_summary") == 1

@@ -43,8 +43,8 @@ CHROMIUM = shutil.which("chromium")
 
 TOKEN = "page-" + uuid.uuid4().hex
 DAYS = 3
-RED = (0xD3, 0x2F, 0x2F)      # --drift in page.css
-GREY = (0xD9, 0xD9, 0xD9)     # --none: a day no run judged
+RED = (0xD3, 0x2F, 0x2F)  # --drift in page.css
+GREY = (0xD9, 0xD9, 0xD9)  # --none: a day no run judged
 CONFIG = """
 stores:
   pg: {kind: postgres, dsn: "<DSN>", timeout_seconds: 10, pool_max: 2}
@@ -92,19 +92,23 @@ async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Serv
         try:
             conn = await asyncpg.connect(dsn, timeout=10)
             try:
-                await conn.execute("CREATE TABLE tasks (task_id text PRIMARY KEY, label text,"
-                                   " completed_at timestamptz NOT NULL)")
+                await conn.execute(
+                    "CREATE TABLE tasks (task_id text PRIMARY KEY, label text,"
+                    " completed_at timestamptz NOT NULL)"
+                )
                 await conn.copy_records_to_table(
-                    "tasks", records=[(r["task_id"], r["label"], r["completed_at"])
-                                      for r in rows],
-                    columns=["task_id", "label", "completed_at"])
+                    "tasks",
+                    records=[(r["task_id"], r["label"], r["completed_at"]) for r in rows],
+                    columns=["task_id", "label", "completed_at"],
+                )
             finally:
                 await conn.close()
             await load_index(client, index, rows)
             planted = await plant(client, index, rows)
             config = tmp / "driftgauge.yml"
-            config.write_text(config_text(CONFIG, DSN=dsn, OS=OS_URL, TOKEN=TOKEN,
-                                          INDEX=index), encoding="utf-8")
+            config.write_text(
+                config_text(CONFIG, DSN=dsn, OS=OS_URL, TOKEN=TOKEN, INDEX=index), encoding="utf-8"
+            )
             port, log = free_port(), tmp / "serve.log"
             proc = start_replica(config, port, log)
             url = f"http://127.0.0.1:{port}"
@@ -113,13 +117,15 @@ async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Serv
                 # Hourly schedules: the one run of each check is this one, so the stored
                 # results stay put while the browser walks them.
                 for check in ("reviews", "broken"):
-                    started = await http.post(f"/api/v1/checks/{check}/runs",
-                                              headers={"Authorization": f"Bearer {TOKEN}"})
+                    started = await http.post(
+                        f"/api/v1/checks/{check}/runs", headers={"Authorization": f"Bearer {TOKEN}"}
+                    )
                     assert started.status_code in (202, 409), started.text
 
                 async def judged() -> bool:
                     checks = (await http.get("/api/v1/checks")).json()["checks"]
                     return all(c["status"] is not None for c in checks)
+
                 await until("a first run of both checks", judged, limit=30)
             yield Served(url, log, days, planted)
         finally:
@@ -133,8 +139,9 @@ async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Serv
 async def browser() -> AsyncIterator[Any]:
     assert CHROMIUM is not None, "no chromium on PATH: `make tools` installs Debian's"
     async with async_playwright() as pw:
-        chromium = await pw.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                            args=["--no-sandbox", "--disable-gpu"])
+        chromium = await pw.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu"]
+        )
         try:
             yield chromium
         finally:
@@ -158,7 +165,8 @@ class Walk:
     async def wait_drawn(self, after: int) -> None:
         """Wait until the view was drawn again since `after` (a navigation finished)."""
         await self.page.wait_for_function(
-            "n => Number(document.getElementById('view').dataset.drawn || 0) > n", arg=after)
+            "n => Number(document.getElementById('view').dataset.drawn || 0) > n", arg=after
+        )
 
     async def click(self, selector: str) -> None:
         before = await self.drawn()
@@ -171,8 +179,13 @@ class Walk:
         await self.wait_drawn(before)
 
     async def hrefs(self, selector: str) -> list[str]:
-        return [h for h in await self.page.eval_on_selector_all(
-            selector, "els => els.map(e => e.getAttribute('href'))") if h]
+        return [
+            h
+            for h in await self.page.eval_on_selector_all(
+                selector, "els => els.map(e => e.getAttribute('href'))"
+            )
+            if h
+        ]
 
     async def error(self) -> str:
         if await self.page.locator("#error").is_hidden():
@@ -191,7 +204,8 @@ def near(pixel: tuple[int, ...], colour: tuple[int, int, int], slack: int = 12) 
 async def cell_pixel(walk: Walk, image: Image.Image, check: str, day: str) -> tuple[int, ...]:
     """Return the screenshot's colour inside the grid square of `check`'s `day`."""
     box = await walk.page.locator(
-        f'section[data-check="{check}"] .cell[data-day="{day}"]').bounding_box()
+        f'section[data-check="{check}"] .cell[data-day="{day}"]'
+    ).bounding_box()
     assert box is not None, f"no square for {check} {day}"
     # A corner of the square, inset past its rounded edge and clear of the day number.
     pixel = image.getpixel((int(box["x"]) + 5, int(box["y"]) + 5))
@@ -205,9 +219,9 @@ def assert_not_blank(image: Image.Image) -> None:
 
 
 async def test_page_walks_day_hour_prefix_to_the_planted_keys(
-        served: Served, browser: Any, tmp_path: Path) -> None:
-    page = await browser.new_page(viewport={"width": 1200, "height": 900},
-                                  device_scale_factor=1)
+    served: Served, browser: Any, tmp_path: Path
+) -> None:
+    page = await browser.new_page(viewport={"width": 1200, "height": 900}, device_scale_factor=1)
     walk = Walk(page, served)
     try:
         await page.goto(served.url + "/")
@@ -229,7 +243,8 @@ async def test_page_walks_day_hour_prefix_to_the_planted_keys(
         unjudged = datetime.now(UTC).date() - timedelta(days=DAYS + 5)
         assert near(await cell_pixel(walk, home, "reviews", unjudged.isoformat()), GREY)
         statuses = await page.eval_on_selector_all(
-            'section[data-check="reviews"] .cell', "els => els.map(e => e.dataset.status)")
+            'section[data-check="reviews"] .cell', "els => els.map(e => e.dataset.status)"
+        )
         assert statuses.count("drift") == DAYS and "ok" not in statuses
 
         day = served.days[1].isoformat()
@@ -269,16 +284,18 @@ async def test_page_walks_day_hour_prefix_to_the_planted_keys(
                 await walk.click(f'a[href="{prefix}"]')
                 await page.wait_for_selector(".keys-part")
                 rows = await page.eval_on_selector_all(
-                    "table.keys tbody tr", "rs => rs.map(r => [r.cells[0].innerText, "
-                                           "r.cells[1].innerText])")
+                    "table.keys tbody tr",
+                    "rs => rs.map(r => [r.cells[0].innerText, r.cells[1].innerText])",
+                )
                 for key, kind in rows:
                     found[kind].add(key)
                 if not keys_shot.exists():
                     assert_not_blank(await walk.shot(keys_shot))
                 await walk.back()
             await walk.shot(tmp_path / "3-hour.png")
-            while (await page.get_attribute("#view", "data-shown")) != \
-                    f"#/checks/reviews/days/{day}":
+            while (
+                await page.get_attribute("#view", "data-shown")
+            ) != f"#/checks/reviews/days/{day}":
                 await walk.back()
         assert found == truth, (found, truth)
         assert keys_shot.exists()
@@ -286,25 +303,27 @@ async def test_page_walks_day_hour_prefix_to_the_planted_keys(
     finally:
         await page.close()
     # Everything came from the server itself: no CDN, and the token never in a URL.
-    assert walk.requests and all(u.startswith(served.url + "/") for u in walk.requests), \
-        sorted({u for u in walk.requests if not u.startswith(served.url)})
+    assert walk.requests and all(u.startswith(served.url + "/") for u in walk.requests), sorted(
+        {u for u in walk.requests if not u.startswith(served.url)}
+    )
     assert not [u for u in walk.requests if TOKEN in u]
     assert "Traceback" not in dump_log(served.log, 400)
 
 
 async def test_docs_render_offline_from_local_assets(
-        served: Served, browser: Any, tmp_path: Path) -> None:
+    served: Served, browser: Any, tmp_path: Path
+) -> None:
     page = await browser.new_page(viewport={"width": 1200, "height": 900})
     walk = Walk(page, served)
     try:
         await page.goto(served.url + "/docs")
         await page.wait_for_selector(".swagger-ui .opblock", timeout=20_000)
         summaries = await page.locator(".opblock-summary-path").all_inner_texts()
-        assert len(summaries) >= 20 and "/api/v1/checks/{check}/days" in \
-            [s.replace("\u200b", "") for s in summaries]
+        assert len(summaries) >= 20 and "/api/v1/checks/{check}/days" in [
+            s.replace("\u200b", "") for s in summaries
+        ]
         assert await page.locator(".btn.authorize").count() == 1  # the bearer scheme
         assert_not_blank(await walk.shot(tmp_path / "docs.png"))
     finally:
         await page.close()
     assert all(u.startswith(served.url + "/") for u in walk.requests), walk.requests
-

@@ -48,9 +48,14 @@ TOKEN = "e2e-" + uuid.uuid4().hex
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 HEARTBEAT, EXPIRES = 1.0, 4.0
 ROWS = 40
-MAPPING = {"properties": {"task_id": {"type": "keyword"}, "label": {"type": "keyword"},
-                          "completed_at": {"type": "date"},
-                          "driftgauge_canary": {"type": "keyword"}}}
+MAPPING = {
+    "properties": {
+        "task_id": {"type": "keyword"},
+        "label": {"type": "keyword"},
+        "completed_at": {"type": "date"},
+        "driftgauge_canary": {"type": "keyword"},
+    }
+}
 CONFIG = """
 stores:
   pg: {kind: postgres, dsn: "<DSN>", timeout_seconds: 60, pool_max: 2}
@@ -72,8 +77,7 @@ checks:
     schedule: <SCHEDULE>
 <CANARY>
 """
-CANARY = ("    canary: {store: os_sync, document: {label: ok}, every: <EVERY>s,"
-          " timeout_seconds: 20}")
+CANARY = "    canary: {store: os_sync, document: {label: ok}, every: <EVERY>s, timeout_seconds: 20}"
 
 
 @dataclass
@@ -91,25 +95,40 @@ async def data(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Data]:
     db, index = f"dg_runs_{suffix}", f"dg_runs_{suffix}"
     dsn = PG.rsplit("/", 1)[0] + "/" + db
     start = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-    rows = [(f"t{i:03d}", "ok", start - timedelta(days=1) + timedelta(minutes=30 * i))
-            for i in range(ROWS)]
+    rows = [
+        (f"t{i:03d}", "ok", start - timedelta(days=1) + timedelta(minutes=30 * i))
+        for i in range(ROWS)
+    ]
     admin = await asyncpg.connect(PG, timeout=10)
     client = AsyncOpenSearch(hosts=[OS_URL], timeout=30)
     try:
         await admin.execute(f'CREATE DATABASE "{db}"', timeout=30)
         conn = await asyncpg.connect(dsn, timeout=10)
         try:
-            await conn.execute("CREATE TABLE tasks (task_id text PRIMARY KEY, label text,"
-                               " completed_at timestamptz NOT NULL)")
-            await conn.copy_records_to_table("tasks", records=rows,
-                                             columns=["task_id", "label", "completed_at"])
+            await conn.execute(
+                "CREATE TABLE tasks (task_id text PRIMARY KEY, label text,"
+                " completed_at timestamptz NOT NULL)"
+            )
+            await conn.copy_records_to_table(
+                "tasks", records=rows, columns=["task_id", "label", "completed_at"]
+            )
         finally:
             await conn.close()
-        await client.indices.create(index=index, body={
-            "mappings": MAPPING, "settings": {"number_of_replicas": 0}})
-        await async_bulk(client, ({"_index": index, "_id": k, "_source": {
-            "task_id": k, "label": label, "completed_at": t.isoformat()}}
-            for k, label, t in rows), refresh="wait_for")
+        await client.indices.create(
+            index=index, body={"mappings": MAPPING, "settings": {"number_of_replicas": 0}}
+        )
+        await async_bulk(
+            client,
+            (
+                {
+                    "_index": index,
+                    "_id": k,
+                    "_source": {"task_id": k, "label": label, "completed_at": t.isoformat()},
+                }
+                for k, label, t in rows
+            ),
+            refresh="wait_for",
+        )
         yield Data(dsn, index, tmp_path_factory.mktemp("runs"))
     finally:
         await client.indices.delete(index=index, ignore_unavailable=True)
@@ -118,13 +137,32 @@ async def data(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Data]:
         await admin.close()
 
 
-def write_config(data: Data, name: str, *, sleep: float = 3.0, state: str | None = None,
-                 schedule: str = "{recent: null}", canary_every: int | None = None) -> Path:
+def write_config(
+    data: Data,
+    name: str,
+    *,
+    sleep: float = 3.0,
+    state: str | None = None,
+    schedule: str = "{recent: null}",
+    canary_every: int | None = None,
+) -> Path:
     canary = "" if canary_every is None else CANARY.replace("<EVERY>", str(canary_every))
     path = data.tmp / f"{name}.yml"
-    path.write_text(config_text(CONFIG, DSN=data.dsn, OS=OS_URL, STATE=state or data.dsn,
-                                SCHEMA=name, TOKEN=TOKEN, SLEEP=sleep, INDEX=data.index,
-                                SCHEDULE=schedule, CANARY=canary), encoding="utf-8")
+    path.write_text(
+        config_text(
+            CONFIG,
+            DSN=data.dsn,
+            OS=OS_URL,
+            STATE=state or data.dsn,
+            SCHEMA=name,
+            TOKEN=TOKEN,
+            SLEEP=sleep,
+            INDEX=data.index,
+            SCHEDULE=schedule,
+            CANARY=canary,
+        ),
+        encoding="utf-8",
+    )
     return path
 
 
@@ -174,6 +212,7 @@ async def until_ended(dsn: str, schema: str, run_id: int, limit: float) -> async
     async def ended() -> asyncpg.Record | None:
         rec = await run_row(dsn, schema, run_id)
         return rec if rec["status"] != "running" else None
+
     return await until(f"run {run_id} to end", ended, limit=limit)
 
 
@@ -188,6 +227,7 @@ async def until_counted(http: httpx.AsyncClient, rep: Replica, n: int) -> dict[A
         s = await scrape(http, rep.url)
         got = sample(s, "driftgauge_check_interrupted_runs_total", check="slow")
         return s if got == n else None
+
     return await until(f"{n} interrupted runs on {rep.url}/metrics", counted, limit=30)
 
 
@@ -196,8 +236,7 @@ def record(figure: str, value: float) -> None:
     print(f"\nFIGURE {figure}: {value:.2f}")
 
 
-async def test_a_sigterm_and_a_kill_9_mid_run_each_end_as_an_interrupted_error(
-        data: Data) -> None:
+async def test_a_sigterm_and_a_kill_9_mid_run_each_end_as_an_interrupted_error(data: Data) -> None:
     schema = "dg_runs_restart"
     config = write_config(data, schema)
     async with httpx.AsyncClient(timeout=15) as http:
@@ -233,13 +272,15 @@ async def test_a_sigterm_and_a_kill_9_mid_run_each_end_as_an_interrupted_error(
 
 
 async def test_the_survivor_of_two_replicas_marks_the_killed_ones_run_within_the_lease(
-        data: Data) -> None:
+    data: Data,
+) -> None:
     schema = "dg_runs_pair"
     config = write_config(data, schema)
     async with httpx.AsyncClient(timeout=15) as http:
         victim, survivor = await asyncio.gather(
             start(config, data.tmp / "pair-a.log", http),
-            start(config, data.tmp / "pair-b.log", http))
+            start(config, data.tmp / "pair-b.log", http),
+        )
         try:
             run_id = await begin_slow_run(http, victim, data.dsn, schema)
             victim.kill()
@@ -255,8 +296,11 @@ async def test_the_survivor_of_two_replicas_marks_the_killed_ones_run_within_the
             assert sample(s, "driftgauge_check_up", check="slow") == 0
             assert sample(s, "driftgauge_check_runs_total", check="slow", status="error") == 1
             assert (await checks_entry(http, survivor))["running"] is False
-            log = [json.loads(line) for line in survivor.log.read_text().splitlines()
-                   if line.startswith("{")]
+            log = [
+                json.loads(line)
+                for line in survivor.log.read_text().splitlines()
+                if line.startswith("{")
+            ]
             assert any(r.get("msg") == "marked interrupted runs as failed" for r in log)
         finally:
             stop(survivor.proc)
@@ -267,31 +311,41 @@ async def test_the_survivor_of_two_replicas_marks_the_killed_ones_run_within_the
 CANARY_TIMES = int(os.environ.get("DRIFTGAUGE_E2E_CANARY_TIMES", "0"))
 
 
-@pytest.mark.skipif(CANARY_TIMES < 1, reason="minutes long: set DRIFTGAUGE_E2E_CANARY_TIMES "
-                    "(make test-replicas); tests/integration/test_canary_replicas.py covers "
-                    "it in seconds")
-async def test_two_replicas_claim_every_canary_time_once_with_no_false_alarm(
-        data: Data) -> None:
+@pytest.mark.skipif(
+    CANARY_TIMES < 1,
+    reason="minutes long: set DRIFTGAUGE_E2E_CANARY_TIMES "
+    "(make test-replicas); tests/integration/test_canary_replicas.py covers "
+    "it in seconds",
+)
+async def test_two_replicas_claim_every_canary_time_once_with_no_false_alarm(data: Data) -> None:
     schema, every, times = "dg_runs_canary", 60, CANARY_TIMES
     config = write_config(data, schema, canary_every=every)
     async with httpx.AsyncClient(timeout=15) as http:
-        reps = await asyncio.gather(start(config, data.tmp / "canary-a.log", http),
-                                    start(config, data.tmp / "canary-b.log", http))
+        reps = await asyncio.gather(
+            start(config, data.tmp / "canary-a.log", http),
+            start(config, data.tmp / "canary-b.log", http),
+        )
         conn = await asyncpg.connect(data.dsn, timeout=10)
         try:
+
             async def enough() -> list[asyncpg.Record] | None:
                 recs = await conn.fetch(f"SELECT * FROM {schema}.canary_results ORDER BY id")
                 return recs if len(recs) >= times + 1 else None
+
             await until(f"{times} canary attempts", enough, limit=every * (times + 4) + 30)
             for rep in reps:
                 stop(rep.proc)
-            results = await conn.fetch(f"SELECT result, detail, started_at FROM {schema}"
-                                       ".canary_results ORDER BY started_at")
+            results = await conn.fetch(
+                f"SELECT result, detail, started_at FROM {schema}"
+                ".canary_results ORDER BY started_at"
+            )
             alarms = [(r["result"], r["detail"]) for r in results if r["result"] != "ok"]
             record("canary: attempts over two replicas", len(results))
             assert alarms == [], alarms
-            claims = await conn.fetch(f"SELECT scheduled_for FROM {schema}.job_claims"
-                                      " WHERE job = 'canary:slow' ORDER BY scheduled_for")
+            claims = await conn.fetch(
+                f"SELECT scheduled_for FROM {schema}.job_claims"
+                " WHERE job = 'canary:slow' ORDER BY scheduled_for"
+            )
         finally:
             await conn.close()
             for rep in reps:
@@ -312,18 +366,23 @@ async def test_state_database_down_shows_on_metrics_and_recovers(data: Data) -> 
     proxy = CutProxy("127.0.0.1", int(PG.rsplit(":", 1)[1].split("/")[0]), free_port())
     await proxy.start()
     state = f"postgresql://postgres@127.0.0.1:{proxy.port}/" + data.dsn.rsplit("/", 1)[1]
-    config = write_config(data, schema, sleep=0, state=state,
-                          schedule="{recent: {every: 2s}}")
+    config = write_config(data, schema, sleep=0, state=state, schedule="{recent: {every: 2s}}")
     async with httpx.AsyncClient(timeout=15) as http:
         rep = await start(config, data.tmp / "statedown.log", http)
         try:
+
             async def fresh() -> dict[Any, float] | None:
                 s = await scrape(http, rep.url)
                 up = sample(s, "driftgauge_state_up")
                 age = sample(s, "driftgauge_snapshot_age_seconds")
-                ok = up == 1 and age is not None and age < 3 and \
-                    sample(s, "driftgauge_check_up", check="slow") == 1
+                ok = (
+                    up == 1
+                    and age is not None
+                    and age < 3
+                    and sample(s, "driftgauge_check_up", check="slow") == 1
+                )
                 return s if ok else None
+
             began = time.monotonic()
             await until("a fresh snapshot", fresh, limit=60)
             record("state down: seconds to the first fresh snapshot", time.monotonic() - began)
@@ -333,6 +392,7 @@ async def test_state_database_down_shows_on_metrics_and_recovers(data: Data) -> 
             async def down() -> dict[Any, float] | None:
                 s = await scrape(http, rep.url)
                 return s if sample(s, "driftgauge_state_up") == 0 else None
+
             first = await until("state_up 0", down, limit=30)
             record("state down: seconds until state_up 0", time.monotonic() - cut)
             ages = [sample(first, "driftgauge_snapshot_age_seconds")]
@@ -346,8 +406,7 @@ async def test_state_database_down_shows_on_metrics_and_recovers(data: Data) -> 
             await proxy.start()
             back = time.monotonic()
             await until("a fresh snapshot again", fresh, limit=60)
-            record("state down: seconds from restore to a fresh snapshot",
-                   time.monotonic() - back)
+            record("state down: seconds from restore to a fresh snapshot", time.monotonic() - back)
         finally:
             # In a thread: the proxy runs on this loop and shutdown still talks through it.
             code = await asyncio.to_thread(stop, rep.proc)

@@ -40,8 +40,13 @@ TOKEN = "e2e-" + uuid.uuid4().hex
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 ROWS_PER_DAY = 60
 DAYS = 3
-MAPPING = {"properties": {"task_id": {"type": "keyword"}, "label": {"type": "keyword"},
-                          "completed_at": {"type": "date"}}}
+MAPPING = {
+    "properties": {
+        "task_id": {"type": "keyword"},
+        "label": {"type": "keyword"},
+        "completed_at": {"type": "date"},
+    }
+}
 
 CONFIG = """
 stores:
@@ -86,8 +91,13 @@ def make_rows(days: list[date]) -> list[dict[str, Any]]:
     for day in days:
         start = datetime(day.year, day.month, day.day, tzinfo=UTC)
         for i in range(ROWS_PER_DAY):
-            rows.append({"task_id": f"t{day:%m%d}-{i:03d}", "label": "ok",
-                         "completed_at": start + timedelta(seconds=30 + i * 86000 // ROWS_PER_DAY)})
+            rows.append(
+                {
+                    "task_id": f"t{day:%m%d}-{i:03d}",
+                    "label": "ok",
+                    "completed_at": start + timedelta(seconds=30 + i * 86000 // ROWS_PER_DAY),
+                }
+            )
     return rows
 
 
@@ -96,14 +106,19 @@ def _doc(row: dict[str, Any]) -> dict[str, Any]:
 
 
 async def load_index(client: AsyncOpenSearch, index: str, rows: list[dict[str, Any]]) -> None:
-    await client.indices.create(index=index, body={"mappings": MAPPING,
-                                                   "settings": {"number_of_replicas": 0}})
-    await async_bulk(client, ({"_index": index, "_id": r["task_id"], "_source": _doc(r)}
-                              for r in rows), refresh="wait_for")
+    await client.indices.create(
+        index=index, body={"mappings": MAPPING, "settings": {"number_of_replicas": 0}}
+    )
+    await async_bulk(
+        client,
+        ({"_index": index, "_id": r["task_id"], "_source": _doc(r)} for r in rows),
+        refresh="wait_for",
+    )
 
 
-async def plant(client: AsyncOpenSearch, index: str,
-                rows: list[dict[str, Any]]) -> dict[str, dict[str, set[str]]]:
+async def plant(
+    client: AsyncOpenSearch, index: str, rows: list[dict[str, Any]]
+) -> dict[str, dict[str, set[str]]]:
     """Delete 2, alter 1 and add 1 document per day; return the truth per day."""
     truth: dict[str, dict[str, set[str]]] = {}
     by_day: dict[str, list[dict[str, Any]]] = {}
@@ -137,34 +152,46 @@ async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack
         await admin.execute(f'CREATE DATABASE "{db}"', timeout=30)
         conn = await asyncpg.connect(dsn, timeout=10)
         try:
-            await conn.execute("CREATE TABLE tasks (task_id text PRIMARY KEY, label text,"
-                               " completed_at timestamptz NOT NULL)")
+            await conn.execute(
+                "CREATE TABLE tasks (task_id text PRIMARY KEY, label text,"
+                " completed_at timestamptz NOT NULL)"
+            )
             await conn.copy_records_to_table(
-                "tasks", records=[(r["task_id"], r["label"], r["completed_at"]) for r in rows],
-                columns=["task_id", "label", "completed_at"])
+                "tasks",
+                records=[(r["task_id"], r["label"], r["completed_at"]) for r in rows],
+                columns=["task_id", "label", "completed_at"],
+            )
         finally:
             await conn.close()
         await load_index(client, index, rows)
         await load_index(client, flaky, rows)
         stack.planted = await plant(client, index, rows)
         config = tmp / "driftgauge.yml"
-        config.write_text(CONFIG.replace("<DSN>", dsn).replace("<OS>", OS_URL)
-                          .replace("<TOKEN>", TOKEN).replace("<INDEX>", index)
-                          .replace("<FLAKY>", flaky), encoding="utf-8")
+        config.write_text(
+            CONFIG.replace("<DSN>", dsn)
+            .replace("<OS>", OS_URL)
+            .replace("<TOKEN>", TOKEN)
+            .replace("<INDEX>", index)
+            .replace("<FLAKY>", flaky),
+            encoding="utf-8",
+        )
         for log in stack.logs:
             port = free_port()
             stack.procs.append(start_replica(config, port, log))
             stack.urls.append(f"http://127.0.0.1:{port}")
         async with httpx.AsyncClient(timeout=10) as http:
             for url, proc, log in zip(stack.urls, stack.procs, stack.logs, strict=True):
-                async def ready(url: str = url, proc: subprocess.Popen[bytes] = proc,
-                                log: Path = log) -> bool:
+
+                async def ready(
+                    url: str = url, proc: subprocess.Popen[bytes] = proc, log: Path = log
+                ) -> bool:
                     if proc.poll() is not None:
                         raise AssertionError(f"serve exited, see {log}")
                     try:
                         return (await http.get(f"{url}/readyz")).status_code == 200
                     except httpx.TransportError:
                         return False
+
                 await until(f"{url}/readyz", ready, limit=60)
         yield stack
     finally:
@@ -187,11 +214,16 @@ def up(s: dict[Any, float], check: str) -> float | None:
 async def test_metrics_report_the_planted_drift_per_bucket(stack: Stack) -> None:
     async with httpx.AsyncClient(timeout=10) as http:
         for url in stack.urls:
+
             async def ready(url: str = url) -> dict[Any, float] | None:
                 s = await scrape(http, url)
-                have = all(rows_of(s, check, d.isoformat(), "missing") is not None
-                           for d in stack.days for check in ("reviews", "flaky"))
+                have = all(
+                    rows_of(s, check, d.isoformat(), "missing") is not None
+                    for d in stack.days
+                    for check in ("reviews", "flaky")
+                )
                 return s if have else None
+
             s = await until(f"bucket series on {url}", ready)
             for day in stack.days:
                 d = day.isoformat()
@@ -200,8 +232,15 @@ async def test_metrics_report_the_planted_drift_per_bucket(stack: Stack) -> None
                 assert rows_of(s, "reviews", d, "extra") == 1
                 assert rows_of(s, "reviews", d, "mismatched") == 1
                 assert rows_of(s, "flaky", d, "missing") == 0
-                assert s[("driftgauge_bucket_status",
-                          (("check", "reviews"), ("day", d), ("status", "drift")))] == 1
+                assert (
+                    s[
+                        (
+                            "driftgauge_bucket_status",
+                            (("check", "reviews"), ("day", d), ("status", "drift")),
+                        )
+                    ]
+                    == 1
+                )
             assert up(s, "reviews") == 1
             assert s[("driftgauge_check_schedule_seconds", (("check", "reviews"),))] == 2
             assert s[("driftgauge_rows", (("check", "reviews"), ("kind", "missing")))] == 2 * DAYS
@@ -217,21 +256,28 @@ async def test_a_lost_reader_flips_up_without_zeroing_rows_then_recovers(stack: 
             async def healthy() -> dict[Any, float] | None:
                 s = await scrape(http, url)
                 return s if up(s, "flaky") == 1 and rows_of(s, "flaky", day, "visible") else None
+
             before = await until("flaky to be up", healthy)
-            success = before[("driftgauge_check_last_success_timestamp_seconds",
-                              (("check", "flaky"),))]
+            success = before[
+                ("driftgauge_check_last_success_timestamp_seconds", (("check", "flaky"),))
+            ]
             await client.indices.delete(index=stack.flaky)
 
             async def down() -> dict[Any, float] | None:
                 s = await scrape(http, url)
                 return s if up(s, "flaky") == 0 else None
+
             failed = await until("flaky to go down", down)
             assert rows_of(failed, "flaky", day, "visible") == ROWS_PER_DAY
             assert rows_of(failed, "flaky", day, "expected") == ROWS_PER_DAY
-            assert failed[("driftgauge_check_last_success_timestamp_seconds",
-                           (("check", "flaky"),))] >= success
-            assert failed[("driftgauge_check_runs_total",
-                           (("check", "flaky"), ("status", "error")))] >= 1
+            assert (
+                failed[("driftgauge_check_last_success_timestamp_seconds", (("check", "flaky"),))]
+                >= success
+            )
+            assert (
+                failed[("driftgauge_check_runs_total", (("check", "flaky"), ("status", "error")))]
+                >= 1
+            )
             assert up(failed, "reviews") == 1  # the other check is not held up
 
             await load_index(client, stack.flaky, stack.rows)
@@ -243,16 +289,20 @@ async def test_a_lost_reader_flips_up_without_zeroing_rows_then_recovers(stack: 
 async def test_two_replicas_run_each_tick_once_and_never_overlap(stack: Stack) -> None:
     conn = await asyncpg.connect(stack.dsn, timeout=10)
     try:
+
         async def enough() -> list[Any] | None:
             recs = await conn.fetch(
                 "SELECT check_name, scheduled_for, started_at, finished_at, replica"
                 " FROM driftgauge_e2e.runs WHERE trigger = 'recent' AND finished_at IS NOT NULL"
-                " ORDER BY check_name, started_at")
+                " ORDER BY check_name, started_at"
+            )
             return recs if len({r["replica"] for r in recs}) == 2 and len(recs) >= 8 else None
+
         recs = await until("runs by both replicas", enough)
         dupes = await conn.fetch(
             "SELECT check_name, scheduled_for, count(*) FROM driftgauge_e2e.runs"
-            " WHERE trigger = 'recent' GROUP BY 1, 2 HAVING count(*) > 1")
+            " WHERE trigger = 'recent' GROUP BY 1, 2 HAVING count(*) > 1"
+        )
     finally:
         await conn.close()
     assert dupes == []
@@ -261,8 +311,9 @@ async def test_two_replicas_run_each_tick_once_and_never_overlap(stack: Stack) -
         assert mine
         for prev, nxt in itertools.pairwise(mine):
             assert nxt["started_at"] >= prev["finished_at"], "two runs of one check overlapped"
-            assert (nxt["scheduled_for"] - prev["scheduled_for"]) % timedelta(seconds=2) == \
-                timedelta(0)
+            assert (nxt["scheduled_for"] - prev["scheduled_for"]) % timedelta(
+                seconds=2
+            ) == timedelta(0)
 
 
 async def test_api_walk_reaches_the_planted_keys(stack: Stack) -> None:
@@ -281,11 +332,15 @@ async def test_api_walk_reaches_the_planted_keys(stack: Stack) -> None:
         hours = [datetime.fromisoformat(h["label"]).hour for h in detail["hours"] if h["differs"]]
         assert hours
         for hour in hours:
-            live = (await http.get(f"/days/{day}/hours/{hour}", params={"live": "true"},
-                                   headers=AUTH)).json()
+            live = (
+                await http.get(f"/days/{day}/hours/{hour}", params={"live": "true"}, headers=AUTH)
+            ).json()
             for prefix in [p["label"] for p in live["prefixes"] if p["differs"]]:
-                keys = (await http.get(f"/days/{day}/keys", headers=AUTH,
-                                       params={"hour": hour, "prefix": prefix})).json()["keys"]
+                keys = (
+                    await http.get(
+                        f"/days/{day}/keys", headers=AUTH, params={"hour": hour, "prefix": prefix}
+                    )
+                ).json()["keys"]
                 for k in keys:
                     found[k["kind"]].add(k["key"])
         assert found == truth
@@ -306,8 +361,12 @@ async def test_logs_are_json_lines_with_the_run_bound(stack: Stack) -> None:
         return [json.loads(line) for line in text.split("\n") if line.startswith("{")]
 
     def logged(lines: list[dict[str, Any]]) -> bool:
-        return any(rec.get("msg") == "request" and rec["path"] == "/api/v1/checks"
-                   and rec.get("request_id") for rec in lines)
+        return any(
+            rec.get("msg") == "request"
+            and rec["path"] == "/api/v1/checks"
+            and rec.get("request_id")
+            for rec in lines
+        )
 
     # The request line is written after the response went out, so it may trail the answer.
     for _ in range(100):
@@ -319,8 +378,11 @@ async def test_logs_are_json_lines_with_the_run_bound(stack: Stack) -> None:
     assert finished and all("check" in rec and "run_id" in rec for rec in finished)
     requests = [rec for rec in lines if rec.get("msg") == "request"]
     # Probes and scrapes that answered are DEBUG lines, below the default level.
-    assert not [rec for rec in requests if rec["path"] in ("/healthz", "/readyz", "/metrics")
-                and rec["status"] < 400]
+    assert not [
+        rec
+        for rec in requests
+        if rec["path"] in ("/healthz", "/readyz", "/metrics") and rec["status"] < 400
+    ]
 
 
 async def test_sigterm_stops_cleanly_and_leaves_no_run_looking_complete(stack: Stack) -> None:
@@ -333,8 +395,10 @@ async def test_sigterm_stops_cleanly_and_leaves_no_run_looking_complete(stack: S
         assert "stopped" in last, f"{log}: the lifespan did not shut down"
     conn = await asyncpg.connect(stack.dsn, timeout=10)
     try:
-        left = await conn.fetch("SELECT id, status, complete FROM driftgauge_e2e.runs"
-                                " WHERE status = 'running' OR (complete AND finished_at IS NULL)")
+        left = await conn.fetch(
+            "SELECT id, status, complete FROM driftgauge_e2e.runs"
+            " WHERE status = 'running' OR (complete AND finished_at IS NULL)"
+        )
     finally:
         await conn.close()
     assert left == []

@@ -71,14 +71,24 @@ checks:
 
 def rows() -> list[tuple[str, datetime, str]]:
     """Return the source rows: PER_DAY a day, spread over the day."""
-    return [(f"k{d}-{i:04d}", DAY0 + timedelta(days=d, seconds=i * 86_400 // PER_DAY + 1),
-             f"label {i % 17}") for d in range(DAYS) for i in range(PER_DAY)]
+    return [
+        (
+            f"k{d}-{i:04d}",
+            DAY0 + timedelta(days=d, seconds=i * 86_400 // PER_DAY + 1),
+            f"label {i % 17}",
+        )
+        for d in range(DAYS)
+        for i in range(PER_DAY)
+    ]
 
 
 def reader_rows() -> list[tuple[str, datetime, str]]:
     """Return the reader's copy: MISSING gone, MISMATCHED relabelled, EXTRA added."""
-    out = [(k, t, "changed" if k in MISMATCHED else label)
-           for k, t, label in rows() if k not in MISSING]
+    out = [
+        (k, t, "changed" if k in MISMATCHED else label)
+        for k, t, label in rows()
+        if k not in MISSING
+    ]
     return [*out, ("x1-0001", DAY0 + timedelta(days=1, hours=5), "label 3")]
 
 
@@ -101,8 +111,9 @@ class World:
             await pool.close()
             raise
 
-    async def reconcile(self, adapters: Adapters | None = None, *,
-                        deadline: float = RUN_DEADLINE) -> tuple[RunResult, float]:
+    async def reconcile(
+        self, adapters: Adapters | None = None, *, deadline: float = RUN_DEADLINE
+    ) -> tuple[RunResult, float]:
         """Run the check once through the proxies; return its result and wall time.
 
         Without `adapters`, the run opens its own, as the service's pool does.
@@ -111,9 +122,16 @@ class World:
         pool = AdapterPool(self.config.checks, _small_pages)
         clock = time.monotonic()
         try:
-            result = await run_check(check, adapters or pool.getter("items"), self.state,
-                                     DAY0, DAY0 + timedelta(days=DAYS), trigger="manual",
-                                     now=NOW, deadline=deadline)
+            result = await run_check(
+                check,
+                adapters or pool.getter("items"),
+                self.state,
+                DAY0,
+                DAY0 + timedelta(days=DAYS),
+                trigger="manual",
+                now=NOW,
+                deadline=deadline,
+            )
         finally:
             elapsed = time.monotonic() - clock
             self.pg.set_mode("pass")
@@ -134,26 +152,52 @@ async def _small_pages(view: View) -> StoreAdapter:
 
 def counts(result: RunResult) -> list[tuple[Any, ...]]:
     """Return what a run found, bucket by bucket, with the keys it named."""
-    return [(b.start.date().isoformat(), b.status, b.expected, b.visible, b.missing, b.extra,
-             b.mismatched, b.duplicates, sorted((k.key, k.kind) for k in b.samples))
-            for b in result.buckets]
+    return [
+        (
+            b.start.date().isoformat(),
+            b.status,
+            b.expected,
+            b.visible,
+            b.missing,
+            b.extra,
+            b.mismatched,
+            b.duplicates,
+            sorted((k.key, k.kind) for k in b.samples),
+        )
+        for b in result.buckets
+    ]
 
 
 async def _load(pg_dsn: str, client: AsyncOpenSearch, index: str) -> None:
     conn = await asyncpg.connect(pg_dsn, timeout=TIMEOUT)
     try:
-        await conn.execute("CREATE TABLE items (id text PRIMARY KEY, ts timestamptz NOT NULL, "
-                           "label text)")
+        await conn.execute(
+            "CREATE TABLE items (id text PRIMARY KEY, ts timestamptz NOT NULL, label text)"
+        )
         await conn.copy_records_to_table("items", records=rows(), timeout=TIMEOUT)
     finally:
         await conn.close()
-    await client.indices.create(index=index, body={
-        "settings": {"number_of_shards": 3, "number_of_replicas": 0},
-        "mappings": {"properties": {"id": {"type": "keyword"}, "ts": {"type": "date_nanos"},
-                                    "label": {"type": "keyword"}}}})
-    await async_bulk(client, ({"_index": index, "_id": k, "_source": {
-        "id": k, "ts": t.isoformat(), "label": label}} for k, t, label in reader_rows()),
-        refresh=True)
+    await client.indices.create(
+        index=index,
+        body={
+            "settings": {"number_of_shards": 3, "number_of_replicas": 0},
+            "mappings": {
+                "properties": {
+                    "id": {"type": "keyword"},
+                    "ts": {"type": "date_nanos"},
+                    "label": {"type": "keyword"},
+                }
+            },
+        },
+    )
+    await async_bulk(
+        client,
+        (
+            {"_index": index, "_id": k, "_source": {"id": k, "ts": t.isoformat(), "label": label}}
+            for k, t, label in reader_rows()
+        ),
+        refresh=True,
+    )
 
 
 def _host_port(url: str) -> tuple[str, int]:
@@ -162,8 +206,11 @@ def _host_port(url: str) -> tuple[str, int]:
 
 
 @pytest.fixture(scope="module")
-async def world(pg_database: str, os_client: AsyncOpenSearch,  # noqa: F811
-                os_index: Any) -> AsyncIterator[World]:  # noqa: F811
+async def world(
+    pg_database: str,  # noqa: F811
+    os_client: AsyncOpenSearch,  # noqa: F811
+    os_index: Any,  # noqa: F811
+) -> AsyncIterator[World]:
     """Yield the loaded stores behind started proxies, with the state in a fresh schema."""
     index = os_index("dg_faults")
     await _load(pg_database, os_client, index)
@@ -172,9 +219,14 @@ async def world(pg_database: str, os_client: AsyncOpenSearch,  # noqa: F811
     await pg.start()
     await os.start()
     proxied = urlsplit(pg_database)._replace(netloc=f"postgres@127.0.0.1:{pg.port}").geturl()
-    text = (CONFIG.replace("<PG>", proxied).replace("<OS>", os.url)
-            .replace("<T>", str(STORE_TIMEOUT)).replace("<STATE>", pg_database)
-            .replace("<SCHEMA>", unique_name("dg_faults")).replace("<INDEX>", index))
+    text = (
+        CONFIG.replace("<PG>", proxied)
+        .replace("<OS>", os.url)
+        .replace("<T>", str(STORE_TIMEOUT))
+        .replace("<STATE>", pg_database)
+        .replace("<SCHEMA>", unique_name("dg_faults"))
+        .replace("<INDEX>", index)
+    )
     config = load_text(text)
     state = await StateStore.open(config.state)
     try:

@@ -19,18 +19,27 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-HttpFaultKind = Literal["status", "hang", "reset", "truncate", "failed_shard", "timed_out",
-                        "drop_hit"]
+HttpFaultKind = Literal[
+    "status", "hang", "reset", "truncate", "failed_shard", "timed_out", "drop_hit"
+]
 ERROR_BODIES: dict[str, dict[str, Any]] = {
-    "queue": {"type": "es_rejected_execution_exception",
-              "reason": "rejected execution of coordinating operation [shard_detail=[x][0]"
-                        "]; queue capacity = 1000"},
-    "breaker": {"type": "circuit_breaking_exception",
-                "reason": "[parent] Data too large, data for [<http_request>] would be "
-                          "[1073741824/1gb], which is larger than the limit", "bytes_wanted":
-                1073741824, "durability": "TRANSIENT"},
-    "scroll": {"type": "exception", "reason": "Trying to create too many scroll contexts. "
-               "Must be less than or equal to: [500]."},
+    "queue": {
+        "type": "es_rejected_execution_exception",
+        "reason": "rejected execution of coordinating operation [shard_detail=[x][0]"
+        "]; queue capacity = 1000",
+    },
+    "breaker": {
+        "type": "circuit_breaking_exception",
+        "reason": "[parent] Data too large, data for [<http_request>] would be "
+        "[1073741824/1gb], which is larger than the limit",
+        "bytes_wanted": 1073741824,
+        "durability": "TRANSIENT",
+    },
+    "scroll": {
+        "type": "exception",
+        "reason": "Trying to create too many scroll contexts. "
+        "Must be less than or equal to: [500].",
+    },
     "unavailable": {"type": "cluster_manager_not_discovered_exception", "reason": None},
 }
 
@@ -108,8 +117,9 @@ class HttpFaultProxy:
 
     def injected(self, kind: str | None = None) -> int:
         """Return how many requests got a fault (of `kind`)."""
-        return sum(1 for s in self.seen if s.fault is not None
-                   and (kind is None or s.fault == kind))
+        return sum(
+            1 for s in self.seen if s.fault is not None and (kind is None or s.fault == kind)
+        )
 
     def _pick(self, line: str) -> Fault | None:
         for f in self.faults:
@@ -133,8 +143,9 @@ class HttpFaultProxy:
                 line = head.split(b"\r\n", 1)[0].decode("latin-1")
                 method, target = line.split(" ")[:2]
                 fault = self._pick(f"{method} {target}")
-                self.seen.append(Seen(time.monotonic(), f"{method} {target}",
-                                      fault.kind if fault else None))
+                self.seen.append(
+                    Seen(time.monotonic(), f"{method} {target}", fault.kind if fault else None)
+                )
                 if not await self._answer(fault, head, body, reader, writer):
                     return
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -143,16 +154,28 @@ class HttpFaultProxy:
             self._clients.discard(writer)
             writer.close()
 
-    async def _answer(self, fault: Fault | None, head: bytes, body: bytes,
-                      reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+    async def _answer(
+        self,
+        fault: Fault | None,
+        head: bytes,
+        body: bytes,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> bool:
         """Answer one request; return False when the connection must end."""
         if fault is not None and fault.kind == "hang":
             await reader.read()  # until the client gives up and closes
             return False
         if fault is not None and fault.kind == "status":
-            payload = json.dumps({"error": {"root_cause": [ERROR_BODIES[fault.cause]],
-                                            **ERROR_BODIES[fault.cause]},
-                                  "status": fault.status}).encode()
+            payload = json.dumps(
+                {
+                    "error": {
+                        "root_cause": [ERROR_BODIES[fault.cause]],
+                        **ERROR_BODIES[fault.cause],
+                    },
+                    "status": fault.status,
+                }
+            ).encode()
             extra = {"Retry-After": fault.retry_after} if fault.retry_after else {}
             writer.write(_response(fault.status, "Fault", payload, extra))
             await writer.drain()
@@ -162,23 +185,25 @@ class HttpFaultProxy:
             writer.write(_response(status, reason, payload, headers))
         elif fault.kind == "reset":
             # The whole head and half the body, then a TCP reset.
-            writer.write(_response(status, reason, payload, headers)[:-(len(payload) // 2)])
+            writer.write(_response(status, reason, payload, headers)[: -(len(payload) // 2)])
             await writer.drain()
             _rst(writer)
             return False
         elif fault.kind == "truncate":
             # Framing stays consistent: the client reads a complete, cut JSON body.
-            writer.write(_response(status, reason, payload[:len(payload) // 2], headers))
+            writer.write(_response(status, reason, payload[: len(payload) // 2], headers))
         else:
             writer.write(_response(status, reason, _rewrite(fault.kind, payload), headers))
         await writer.drain()
         return True
 
-    async def _forward(self, head: bytes, body: bytes
-                       ) -> tuple[int, str, dict[str, str], bytes]:
+    async def _forward(self, head: bytes, body: bytes) -> tuple[int, str, dict[str, str], bytes]:
         lines = head.decode("latin-1").split("\r\n")
-        kept = [h for h in lines[1:] if h and h.split(":", 1)[0].lower()
-                not in ("accept-encoding", "connection")]
+        kept = [
+            h
+            for h in lines[1:]
+            if h and h.split(":", 1)[0].lower() not in ("accept-encoding", "connection")
+        ]
         request = "\r\n".join([lines[0], *kept, "Connection: close", "", ""]).encode("latin-1")
         up_reader, up_writer = await asyncio.open_connection(*self.upstream)
         try:
@@ -202,8 +227,14 @@ def _rewrite(kind: str, payload: bytes) -> bytes:
         # What a shard lost mid-request looks like: still HTTP 200.
         shards["successful"] = max(0, int(shards.get("successful", 1)) - 1)
         shards["failed"] = int(shards.get("failed", 0)) + 1
-        shards["failures"] = [{"shard": 0, "index": "faulted", "node": "n1", "reason": {
-            "type": "node_disconnected_exception", "reason": "[n1] disconnected"}}]
+        shards["failures"] = [
+            {
+                "shard": 0,
+                "index": "faulted",
+                "node": "n1",
+                "reason": {"type": "node_disconnected_exception", "reason": "[n1] disconnected"},
+            }
+        ]
     elif kind == "timed_out" and "timed_out" in doc:
         doc["timed_out"] = True
     elif kind == "drop_hit":
@@ -213,14 +244,23 @@ def _rewrite(kind: str, payload: bytes) -> bytes:
     return json.dumps(doc).encode()
 
 
-def _response(status: int, reason: str, payload: bytes,
-              headers: dict[str, str] | None = None) -> bytes:
-    keep = {k: v for k, v in (headers or {}).items()
-            if k.lower() not in ("content-length", "transfer-encoding", "connection",
-                                 "content-encoding")}
+def _response(
+    status: int, reason: str, payload: bytes, headers: dict[str, str] | None = None
+) -> bytes:
+    keep = {
+        k: v
+        for k, v in (headers or {}).items()
+        if k.lower()
+        not in ("content-length", "transfer-encoding", "connection", "content-encoding")
+    }
     keep.setdefault("content-type", "application/json; charset=UTF-8")
-    lines = [f"HTTP/1.1 {status} {reason}", *[f"{k}: {v}" for k, v in keep.items()],
-             f"content-length: {len(payload)}", "", ""]
+    lines = [
+        f"HTTP/1.1 {status} {reason}",
+        *[f"{k}: {v}" for k, v in keep.items()],
+        f"content-length: {len(payload)}",
+        "",
+        "",
+    ]
     return "\r\n".join(lines).encode("latin-1") + payload
 
 
@@ -234,8 +274,7 @@ async def _read_request(reader: asyncio.StreamReader) -> tuple[bytes, bytes] | N
     return head, body
 
 
-async def _read_response(reader: asyncio.StreamReader
-                         ) -> tuple[int, str, dict[str, str], bytes]:
+async def _read_response(reader: asyncio.StreamReader) -> tuple[int, str, dict[str, str], bytes]:
     head = await reader.readuntil(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
     _, status, *reason = lines[0].split(" ")
@@ -327,8 +366,10 @@ class TcpFaultProxy:
             return
         self._pipes |= {writer, up_writer}
         try:
-            await asyncio.gather(self._pump(reader, up_writer, to_client=None),
-                                 self._pump(up_reader, writer, to_client=up_writer))
+            await asyncio.gather(
+                self._pump(reader, up_writer, to_client=None),
+                self._pump(up_reader, writer, to_client=up_writer),
+            )
         except (ConnectionError, OSError):
             pass
         finally:
@@ -336,8 +377,13 @@ class TcpFaultProxy:
             for w in (writer, up_writer):
                 w.close()
 
-    async def _pump(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter, *,
-                    to_client: asyncio.StreamWriter | None) -> None:
+    async def _pump(
+        self,
+        src: asyncio.StreamReader,
+        dst: asyncio.StreamWriter,
+        *,
+        to_client: asyncio.StreamWriter | None,
+    ) -> None:
         while True:
             data = await src.read(65536)
             if not data:
@@ -346,7 +392,7 @@ class TcpFaultProxy:
             while self.mode == "hang":
                 await self._resume.wait()
             if self.mode == "reset" and to_client is not None:
-                dst.write(data[:len(data) // 2])
+                dst.write(data[: len(data) // 2])
                 await dst.drain()
                 _rst(dst)
                 _rst(to_client)

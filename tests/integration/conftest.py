@@ -45,15 +45,27 @@ def os_store(url: str = OS_URL, name: str = "os") -> OpenSearchStore:
     return OpenSearchStore(name=name, url=url, timeout=TIMEOUT)
 
 
-def make_view(store: PostgresStore | OpenSearchStore, *, key: str, time: str,
-              fields: dict[str, tuple[str, str]], key_type: str = "string",
-              tz: str = "UTC", **where: object) -> View:
+def make_view(
+    store: PostgresStore | OpenSearchStore,
+    *,
+    key: str,
+    time: str,
+    fields: dict[str, tuple[str, str]],
+    key_type: str = "string",
+    tz: str = "UTC",
+    **where: object,
+) -> View:
     """Return a View; `fields` maps canonical name → (this side's column, type)."""
     return View(
-        store=store, key_column=key, time_column=time,
+        store=store,
+        key_column=key,
+        time_column=time,
         columns=tuple(col for col, _ in fields.values()),
         fields=tuple(Field(name, typ) for name, (_, typ) in fields.items()),  # type: ignore[arg-type]
-        key_type=key_type, timezone=ZoneInfo(tz), **where)  # type: ignore[arg-type]
+        key_type=key_type,  # type: ignore[arg-type]
+        timezone=ZoneInfo(tz),
+        **where,  # type: ignore[arg-type]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +74,9 @@ async def pg_database() -> AsyncIterator[str]:
     name = unique_name("dg_test")
     admin = await asyncpg.connect(PG_DSN, timeout=TIMEOUT)
     try:
-        await admin.execute(f'CREATE DATABASE "{name}" ENCODING \'UTF8\' TEMPLATE template0',
-                            timeout=TIMEOUT)
+        await admin.execute(
+            f"CREATE DATABASE \"{name}\" ENCODING 'UTF8' TEMPLATE template0", timeout=TIMEOUT
+        )
         yield dsn_for(name)
     finally:
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', timeout=TIMEOUT)

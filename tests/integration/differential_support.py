@@ -22,23 +22,57 @@ Pair = Literal["pg-pg", "pg-os"]
 # Days whose zone changes offset (or has an odd one), with the zone: the window is the
 # day before to the day after, so both local midnights around the change are in it.
 ZONE_DAYS: tuple[tuple[str, date], ...] = (
-    ("Europe/Berlin", date(2026, 3, 29)),        # spring forward: 02:00 → 03:00
-    ("Europe/Berlin", date(2026, 10, 25)),       # fall back: 02:00–03:00 twice
+    ("Europe/Berlin", date(2026, 3, 29)),  # spring forward: 02:00 → 03:00
+    ("Europe/Berlin", date(2026, 10, 25)),  # fall back: 02:00–03:00 twice
     ("America/New_York", date(2026, 3, 8)),
     ("America/New_York", date(2026, 11, 1)),
-    ("Asia/Kathmandu", date(2026, 6, 15)),       # +05:45, no DST
-    ("Australia/Lord_Howe", date(2026, 4, 5)),   # half-hour fall back: 01:30–02:00 twice
+    ("Asia/Kathmandu", date(2026, 6, 15)),  # +05:45, no DST
+    ("Australia/Lord_Howe", date(2026, 4, 5)),  # half-hour fall back: 01:30–02:00 twice
     ("Australia/Lord_Howe", date(2026, 10, 4)),  # half-hour spring forward: 02:00 → 02:30
     ("UTC", date(2026, 1, 1)),
 )
 
 # Key fragments: separators the encodings use, digits, emoji, NFC/NFD, look-alikes of NULL.
-KEY_PARTS = ("a", "B", "|", ":", ";", "S1:", "N", "1", "0", "-", " ", "😀", "𝄞", "é",
-             "e\u0301", "ключ", "None", "null", "")
+KEY_PARTS = (
+    "a",
+    "B",
+    "|",
+    ":",
+    ";",
+    "S1:",
+    "N",
+    "1",
+    "0",
+    "-",
+    " ",
+    "😀",
+    "𝄞",
+    "é",
+    "e\u0301",
+    "ключ",
+    "None",
+    "null",
+    "",
+)
 HIDDEN = "hidden"
 """A label the reader's filter does not show, when the case has one (vocabulary drift)."""
-LABELS = (HIDDEN, "first_tier", "second_tier", "", "a|b", "S1:x;N", "N", "café", "cafe\u0301", "😀",
-          "a😀b𝄞", "テスト", "l1\nl2\t'\"\\", "None", " ")
+LABELS = (
+    HIDDEN,
+    "first_tier",
+    "second_tier",
+    "",
+    "a|b",
+    "S1:x;N",
+    "N",
+    "café",
+    "cafe\u0301",
+    "😀",
+    "a😀b𝄞",
+    "テスト",
+    "l1\nl2\t'\"\\",
+    "None",
+    " ",
+)
 
 
 @dataclass(frozen=True)
@@ -88,8 +122,10 @@ class Case:
 
     def __repr__(self) -> str:
         # Short: hypothesis prints it for every example; describe() gives the rows.
-        return (f"Case({self.pair}, {self.zone}, {self.day}, {self.key_type}, "
-                f"{len(self.source)} source / {len(self.reader)} reader rows, {self.settings})")
+        return (
+            f"Case({self.pair}, {self.zone}, {self.day}, {self.key_type}, "
+            f"{len(self.source)} source / {len(self.reader)} reader rows, {self.settings})"
+        )
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(repr(self))
@@ -108,8 +144,10 @@ class Case:
         """Return [local midnight of the day before, local midnight two days after)."""
         first = self.day - timedelta(days=1)
         last = self.day + timedelta(days=2)
-        return (datetime(first.year, first.month, first.day, tzinfo=self.tz),
-                datetime(last.year, last.month, last.day, tzinfo=self.tz))
+        return (
+            datetime(first.year, first.month, first.day, tzinfo=self.tz),
+            datetime(last.year, last.month, last.day, tzinfo=self.tz),
+        )
 
 
 def anchors(zone: str, day: date) -> list[datetime]:
@@ -135,8 +173,7 @@ def to_ms(moment: datetime) -> datetime: ...
 def to_ms(moment: None) -> None: ...
 def to_ms(moment: datetime | None) -> datetime | None:
     """Return a moment floored to its millisecond (before 1970 too)."""
-    return None if moment is None else moment.replace(
-        microsecond=moment.microsecond // 1000 * 1000)
+    return None if moment is None else moment.replace(microsecond=moment.microsecond // 1000 * 1000)
 
 
 def reader_copy(row: Row, pair: Pair) -> Row:
@@ -157,11 +194,14 @@ def oracle_sides(case: Case) -> tuple[list[oracle.Side], list[oracle.Side]]:
     A check against an OpenSearch `date` compares timestamps to the millisecond (the
     coarser side's precision), so both sides' content times are floored there first.
     """
+
     def content(r: Row) -> tuple[Any, ...]:
         return (r.label, r.qty, to_ms(r.seen) if case.pair == "pg-os" else r.seen)
 
-    src = [oracle.Side(r.key, content(r), r.ts, "no_join_key" if r.ckey is None else None)
-           for r in case.source]
+    src = [
+        oracle.Side(r.key, content(r), r.ts, "no_join_key" if r.ckey is None else None)
+        for r in case.source
+    ]
     rdr = [oracle.Side(r.key, content(r), r.ts) for r in visible_reader(case)]
     return src, rdr
 
@@ -186,47 +226,76 @@ def os_actions(index: str, rows: Sequence[Row]) -> list[dict[str, Any]]:
     """Return bulk actions, one document per row (a NULL is an absent field)."""
     out = []
     for i, r in enumerate(rows):
-        doc = {"k": r.key, "label": r.label, "qty": r.qty,
-               "ts": r.ts.astimezone(UTC).isoformat(timespec="milliseconds"),
-               "seen": None if r.seen is None
-               else r.seen.astimezone(UTC).isoformat(timespec="milliseconds")}
-        out.append({"_index": index, "_id": str(i),
-                    "_source": {k: v for k, v in doc.items() if v is not None}})
+        doc = {
+            "k": r.key,
+            "label": r.label,
+            "qty": r.qty,
+            "ts": r.ts.astimezone(UTC).isoformat(timespec="milliseconds"),
+            "seen": None
+            if r.seen is None
+            else r.seen.astimezone(UTC).isoformat(timespec="milliseconds"),
+        }
+        out.append(
+            {
+                "_index": index,
+                "_id": str(i),
+                "_source": {k: v for k, v in doc.items() if v is not None},
+            }
+        )
     return out
 
 
 def os_mapping(key_type: str) -> dict[str, Any]:
     """Return the reader index mapping: keyword or long key, millisecond `date` time."""
-    return {"properties": {
-        "k": {"type": "keyword" if key_type == "string" else "long"},
-        "label": {"type": "keyword"}, "qty": {"type": "long"}, "ts": {"type": "date"},
-        "seen": {"type": "date"}}}
+    return {
+        "properties": {
+            "k": {"type": "keyword" if key_type == "string" else "long"},
+            "label": {"type": "keyword"},
+            "qty": {"type": "long"},
+            "ts": {"type": "date"},
+            "seen": {"type": "date"},
+        }
+    }
 
 
 def pg_ddl(table: str, key_type: str) -> str:
     """Return the CREATE TABLE of one side."""
     kt = "text" if key_type == "string" else "bigint"
-    return (f'CREATE TABLE "{table}" (k {kt}, label text, qty bigint, ckey text, '
-            "ts timestamptz, seen timestamptz)")
+    return (
+        f'CREATE TABLE "{table}" (k {kt}, label text, qty bigint, ckey text, '
+        "ts timestamptz, seen timestamptz)"
+    )
 
 
 def is_filler(row: Row) -> bool:
     """Return True for the plain rows the generator adds to make days big."""
-    return (isinstance(row.key, str) and row.key.startswith("fill")
-            and row.label is not None and row.label.startswith("x")) or (
-        isinstance(row.key, int) and row.key >= 10**12 and row.key < 10**12 + 10**5)
+    return (
+        isinstance(row.key, str)
+        and row.key.startswith("fill")
+        and row.label is not None
+        and row.label.startswith("x")
+    ) or (isinstance(row.key, int) and row.key >= 10**12 and row.key < 10**12 + 10**5)
 
 
 def describe(case: Case) -> str:
     """Return a compact account of a case: every row, or on big cases the rows that differ."""
-    lines = [f"pair={case.pair} zone={case.zone} day={case.day} key_type={case.key_type} "
-             f"settings={case.settings}"]
+    lines = [
+        f"pair={case.pair} zone={case.zone} day={case.day} key_type={case.key_type} "
+        f"settings={case.settings}"
+    ]
     synced = {reader_copy(r, case.pair) for r in case.source if r.ckey is not None}
     written = set(case.reader)
     for name, rows in (("source", case.source), ("reader", case.reader)):
         if len(rows) > 80:
-            shown = [r for r in rows if (reader_copy(r, case.pair) not in written
-                                         if name == "source" else r not in synced)]
+            shown = [
+                r
+                for r in rows
+                if (
+                    reader_copy(r, case.pair) not in written
+                    if name == "source"
+                    else r not in synced
+                )
+            ]
             lines.append(f"{name}: {len(rows)} rows; those without a twin on the other side:")
         else:
             shown = rows

@@ -45,19 +45,44 @@ class Case:
 
 CASES = [
     # Fall back: 02:00-03:00 happens twice; the drift is in the second (winter) one.
-    Case("Europe/Berlin", date(2026, 10, 25), 25, datetime(2026, 10, 25, 1, 20, tzinfo=UTC),
-         "2026-10-25T02:00:00+01:00"),
+    Case(
+        "Europe/Berlin",
+        date(2026, 10, 25),
+        25,
+        datetime(2026, 10, 25, 1, 20, tzinfo=UTC),
+        "2026-10-25T02:00:00+01:00",
+    ),
     # Spring forward: 02:00-03:00 does not happen.
-    Case("Europe/Berlin", date(2026, 3, 29), 23, datetime(2026, 3, 29, 1, 20, tzinfo=UTC),
-         "2026-03-29T03:00:00+02:00"),
-    Case("Asia/Kathmandu", date(2026, 6, 10), 24, datetime(2026, 6, 9, 20, 30, tzinfo=UTC),
-         "2026-06-10T02:00:00+05:45"),
+    Case(
+        "Europe/Berlin",
+        date(2026, 3, 29),
+        23,
+        datetime(2026, 3, 29, 1, 20, tzinfo=UTC),
+        "2026-03-29T03:00:00+02:00",
+    ),
+    Case(
+        "Asia/Kathmandu",
+        date(2026, 6, 10),
+        24,
+        datetime(2026, 6, 9, 20, 30, tzinfo=UTC),
+        "2026-06-10T02:00:00+05:45",
+    ),
     # Half-hour fall back at 02:00+11:00 to 01:30+10:30: a 24.5-hour day.
-    Case("Australia/Lord_Howe", date(2026, 4, 5), 25, datetime(2026, 4, 4, 15, 10, tzinfo=UTC),
-         "2026-04-05T01:30:00+10:30"),
+    Case(
+        "Australia/Lord_Howe",
+        date(2026, 4, 5),
+        25,
+        datetime(2026, 4, 4, 15, 10, tzinfo=UTC),
+        "2026-04-05T01:30:00+10:30",
+    ),
     # Half-hour spring forward at 02:00+10:30 to 02:30+11:00: a 23.5-hour day.
-    Case("Australia/Lord_Howe", date(2026, 10, 4), 24, datetime(2026, 10, 3, 16, 10, tzinfo=UTC),
-         "2026-10-04T02:30:00+11:00"),
+    Case(
+        "Australia/Lord_Howe",
+        date(2026, 10, 4),
+        24,
+        datetime(2026, 10, 3, 16, 10, tzinfo=UTC),
+        "2026-10-04T02:30:00+11:00",
+    ),
 ]
 
 

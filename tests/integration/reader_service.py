@@ -41,9 +41,15 @@ def make_app(os_url: str, index: str, behaviour: Behaviour) -> FastAPI:
     client = OpenSearch(hosts=[os_url], timeout=30)
 
     @app.get("/v1/orders")
-    def orders(start: str = Query(alias="from"), end: str = Query(alias="to"),
-               limit: int = 50, cursor: int = 0, page: int | None = None,
-               view: str = "full", authorization: str = Header("")) -> dict[str, Any]:
+    def orders(
+        start: str = Query(alias="from"),
+        end: str = Query(alias="to"),
+        limit: int = 50,
+        cursor: int = 0,
+        page: int | None = None,
+        view: str = "full",
+        authorization: str = Header(""),
+    ) -> dict[str, Any]:
         behaviour.requests += 1
         time.sleep(behaviour.delay)
         if page is not None:  # page numbers from 1, for clients that page by number
@@ -53,19 +59,38 @@ def make_app(os_url: str, index: str, behaviour: Behaviour) -> FastAPI:
         if behaviour.fail_status is not None:
             raise HTTPException(behaviour.fail_status, "planted failure")
         must: list[dict[str, Any]] = [{"range": {"updated_at": {"gte": start, "lt": end}}}]
-        must_not = [] if behaviour.hidden_status is None else [
-            {"term": {"status": behaviour.hidden_status}}]
-        hits = client.search(index=index, body={
-            "size": 10_000, "sort": [{"order_id": "asc"}, {"_doc": "asc"}],
-            "query": {"bool": {"filter": must, "must_not": must_not}}})["hits"]["hits"]
-        chunk = hits[cursor:cursor + limit]
+        must_not = (
+            []
+            if behaviour.hidden_status is None
+            else [{"term": {"status": behaviour.hidden_status}}]
+        )
+        hits = client.search(
+            index=index,
+            body={
+                "size": 10_000,
+                "sort": [{"order_id": "asc"}, {"_doc": "asc"}],
+                "query": {"bool": {"filter": must, "must_not": must_not}},
+            },
+        )["hits"]["hits"]
+        chunk = hits[cursor : cursor + limit]
         step = limit * (2 if behaviour.skip_page == cursor // limit + 1 else 1)
         nxt = cursor + step if cursor + limit < len(hits) else None
-        return {"data": {"items": [
-            {"id": h["_source"]["order_id"], "updated_at": h["_source"]["updated_at"],
-             "attributes": {"status": h["_source"]["status"],
-                            "amount": h["_source"]["amount"]}} for h in chunk]},
-            "meta": {"next": nxt, "view": view}}
+        return {
+            "data": {
+                "items": [
+                    {
+                        "id": h["_source"]["order_id"],
+                        "updated_at": h["_source"]["updated_at"],
+                        "attributes": {
+                            "status": h["_source"]["status"],
+                            "amount": h["_source"]["amount"],
+                        },
+                    }
+                    for h in chunk
+                ]
+            },
+            "meta": {"next": nxt, "view": view},
+        }
 
     return app
 
@@ -78,8 +103,9 @@ class ReaderService:
         self.sock.bind(("127.0.0.1", 0))
         self.port: int = self.sock.getsockname()[1]
         self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
-                                       daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
+        )
 
     @property
     def url(self) -> str:

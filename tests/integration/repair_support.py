@@ -51,9 +51,11 @@ def day_zero() -> datetime:
 
 def order_rows(day: datetime, hours: range = range(24)) -> list[tuple[int, Decimal, datetime]]:
     """Return ROWS_PER_HOUR orders per hour: (id, amount_base, created_at)."""
-    return [(h * 100 + i, Decimal(f"{10 + i}.{h:02d}"),
-             day + timedelta(hours=h, minutes=5 * i)) for h in hours
-            for i in range(ROWS_PER_HOUR)]
+    return [
+        (h * 100 + i, Decimal(f"{10 + i}.{h:02d}"), day + timedelta(hours=h, minutes=5 * i))
+        for h in hours
+        for i in range(ROWS_PER_HOUR)
+    ]
 
 
 @dataclass
@@ -67,8 +69,9 @@ class Tables:
 
     def config_text(self) -> str:
         """Return the config file's text: the orders check over these tables."""
-        return CONFIG.format(dsn=self.dsn, schema=self.schema, token=TOKEN,
-                             orders=self.orders, fact=self.fact)
+        return CONFIG.format(
+            dsn=self.dsn, schema=self.schema, token=TOKEN, orders=self.orders, fact=self.fact
+        )
 
     def config(self) -> Config:
         """Return the config of the orders check over these tables."""
@@ -79,8 +82,9 @@ class Tables:
         conn = await asyncpg.connect(self.dsn)
         try:
             for table in (self.orders, self.fact):
-                await conn.execute(f"CREATE TABLE {table} (id bigint, amount_base numeric,"
-                                   " created_at timestamptz)")
+                await conn.execute(
+                    f"CREATE TABLE {table} (id bigint, amount_base numeric, created_at timestamptz)"
+                )
                 await conn.copy_records_to_table(table, records=rows)
         finally:
             await conn.close()
@@ -95,13 +99,20 @@ class Tables:
 
     async def corrupt(self, lo: datetime, hi: datetime) -> None:
         """Parse the currency as text in [lo, hi): amount_base 100 times too big."""
-        await self.sql("UPDATE {fact} SET amount_base = amount_base * 100"
-                       " WHERE created_at >= $1 AND created_at < $2", lo, hi)
+        await self.sql(
+            "UPDATE {fact} SET amount_base = amount_base * 100"
+            " WHERE created_at >= $1 AND created_at < $2",
+            lo,
+            hi,
+        )
 
     async def append(self, lo: datetime, hi: datetime) -> int:
         """The unsafe step: insert the partitions' rows without deleting what is there."""
-        done = await self.sql("INSERT INTO {fact} SELECT * FROM {orders}"
-                              " WHERE created_at >= $1 AND created_at < $2", lo, hi)
+        done = await self.sql(
+            "INSERT INTO {fact} SELECT * FROM {orders} WHERE created_at >= $1 AND created_at < $2",
+            lo,
+            hi,
+        )
         return int(done.split()[-1])
 
     async def recompute(self, lo: datetime, hi: datetime) -> int:
@@ -109,11 +120,15 @@ class Tables:
         conn = await asyncpg.connect(self.dsn)
         try:
             async with conn.transaction():
-                await conn.execute(f"DELETE FROM {self.fact} WHERE created_at >= $1"
-                                   " AND created_at < $2", lo, hi)
+                await conn.execute(
+                    f"DELETE FROM {self.fact} WHERE created_at >= $1 AND created_at < $2", lo, hi
+                )
                 done = await conn.execute(
                     f"INSERT INTO {self.fact} SELECT * FROM {self.orders}"
-                    " WHERE created_at >= $1 AND created_at < $2", lo, hi)
+                    " WHERE created_at >= $1 AND created_at < $2",
+                    lo,
+                    hi,
+                )
         finally:
             await conn.close()
         return int(done.split()[-1])
@@ -166,9 +181,12 @@ def receiver() -> Iterator[Receiver]:
 async def serve(config: Config) -> AsyncIterator[tuple[FastAPI, httpx.AsyncClient]]:
     """Run the app (no scheduler) and yield it with a client."""
     app = create_app(config, start_scheduler=False, refresh_every=3600)
-    async with app.router.lifespan_context(app), httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://driftgauge",
-            timeout=60) as client:
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://driftgauge", timeout=60
+        ) as client,
+    ):
         yield app, client
 
 
@@ -185,8 +203,9 @@ async def reconcile(client: httpx.AsyncClient) -> dict[str, Any]:
     raise AssertionError(f"run {url} did not finish")
 
 
-async def post(client: httpx.AsyncClient, path: str, body: dict[str, Any],
-               expect: int = 200) -> dict[str, Any]:
+async def post(
+    client: httpx.AsyncClient, path: str, body: dict[str, Any], expect: int = 200
+) -> dict[str, Any]:
     """POST to the API with the token and check the status code."""
     resp = await client.post(f"/api/v1{path}", json=body, headers=AUTH)
     assert resp.status_code == expect, resp.text

@@ -49,8 +49,12 @@ def schema_name() -> str:
 
 def make_config(dsn: str, schema: str, *, public_read: bool = True) -> Config:
     """Return the two-check config with its state in `schema` of `dsn`."""
-    text = (CONFIG.replace("<DSN>", dsn).replace("<SCHEMA>", schema)
-            .replace("<TOKEN>", TOKEN).replace("<PUBLIC>", str(public_read).lower()))
+    text = (
+        CONFIG.replace("<DSN>", dsn)
+        .replace("<SCHEMA>", schema)
+        .replace("<TOKEN>", TOKEN)
+        .replace("<PUBLIC>", str(public_read).lower())
+    )
     return load_text(text)
 
 
@@ -70,8 +74,10 @@ def key_of(r: RowHash) -> str:
 
 def day_rows(day: datetime, n: int, tag: str = "t") -> list[RowHash]:
     """Return n rows spread over the hours of one day."""
-    return [hashed(f"{tag}{day:%m%d}-{i:04d}", "ok", day + timedelta(seconds=i * 86400 // n))
-            for i in range(n)]
+    return [
+        hashed(f"{tag}{day:%m%d}-{i:04d}", "ok", day + timedelta(seconds=i * 86400 // n))
+        for i in range(n)
+    ]
 
 
 def planted(rows: list[RowHash]) -> tuple[list[RowHash], dict[str, set[str]]]:
@@ -96,11 +102,14 @@ def planted(rows: list[RowHash]) -> tuple[list[RowHash], dict[str, set[str]]]:
     return reader, truth
 
 
-def memory_opener(sides: dict[tuple[str, str], MemoryAdapter]
-                  ) -> Callable[[View], Awaitable[StoreAdapter]]:
+def memory_opener(
+    sides: dict[tuple[str, str], MemoryAdapter],
+) -> Callable[[View], Awaitable[StoreAdapter]]:
     """Return an opener that hands out in-memory adapters by (store, table or index)."""
+
     async def opener(view: View) -> StoreAdapter:
         return sides[(view.store.name, view.table or view.index or "")]
+
     return opener
 
 
@@ -110,22 +119,60 @@ def sample_result(check: str = "reviews") -> RunResult:
     hour = DAY0.replace(hour=3)
     tree = [
         Node("hour", DAY0.replace(hour=2).isoformat(), Aggregate(10, 10, 7), Aggregate(10, 10, 7)),
-        Node("hour", hour.isoformat(), Aggregate(12, 12, big), Aggregate(11, 11, 99), children=[
-            Node("prefix", "a", Aggregate(3, 3, 1), Aggregate(2, 2, 2), children=[
-                Node("prefix", "a7", Aggregate(1, 1, 1), Aggregate(0, 0, 0), fetched=True)]),
-            Node("prefix", "c", Aggregate(1, 1, 5), Aggregate(1, 1, 6), fetched=True)]),
+        Node(
+            "hour",
+            hour.isoformat(),
+            Aggregate(12, 12, big),
+            Aggregate(11, 11, 99),
+            children=[
+                Node(
+                    "prefix",
+                    "a",
+                    Aggregate(3, 3, 1),
+                    Aggregate(2, 2, 2),
+                    children=[
+                        Node("prefix", "a7", Aggregate(1, 1, 1), Aggregate(0, 0, 0), fetched=True)
+                    ],
+                ),
+                Node("prefix", "c", Aggregate(1, 1, 5), Aggregate(1, 1, 6), fetched=True),
+            ],
+        ),
         Node("prefix", "f", Aggregate(4, 4, 4), Aggregate(5, 5, 5), fetched=True),
     ]
-    samples = [KeyDiff(f"m{i:03d}", "missing", 1, 0, hour + timedelta(minutes=i))
-               for i in range(7)]
+    samples = [KeyDiff(f"m{i:03d}", "missing", 1, 0, hour + timedelta(minutes=i)) for i in range(7)]
     samples += [KeyDiff("dup", "mismatched", 1, 2, hour), KeyDiff("x1", "extra", 0, 1, None)]
     drifting = BucketResult(
-        start=DAY0, status="drift", expected=110, visible=101, excluded={"no_join_key": 3},
-        missing=7, extra=1, mismatched=1, duplicates=1, source=Aggregate(107, 107, big),
-        reader=Aggregate(102, 101, 12345), reasons=["missing 7 of 107"], tree=tree,
-        samples=samples, ledger_excluded={"skipped": 1})
-    settling = BucketResult(start=DAY0 + timedelta(days=1), status="settling", expected=5,
-                            visible=5, source=Aggregate(5, 5, 9), reader=Aggregate(5, 5, 9))
-    return RunResult(check, DAY0, DAY0 + timedelta(days=2), started_at=NOW,
-                     finished_at=NOW + timedelta(seconds=3), buckets=[drifting, settling],
-                     queries=12, rows_fetched=40)
+        start=DAY0,
+        status="drift",
+        expected=110,
+        visible=101,
+        excluded={"no_join_key": 3},
+        missing=7,
+        extra=1,
+        mismatched=1,
+        duplicates=1,
+        source=Aggregate(107, 107, big),
+        reader=Aggregate(102, 101, 12345),
+        reasons=["missing 7 of 107"],
+        tree=tree,
+        samples=samples,
+        ledger_excluded={"skipped": 1},
+    )
+    settling = BucketResult(
+        start=DAY0 + timedelta(days=1),
+        status="settling",
+        expected=5,
+        visible=5,
+        source=Aggregate(5, 5, 9),
+        reader=Aggregate(5, 5, 9),
+    )
+    return RunResult(
+        check,
+        DAY0,
+        DAY0 + timedelta(days=2),
+        started_at=NOW,
+        finished_at=NOW + timedelta(seconds=3),
+        buckets=[drifting, settling],
+        queries=12,
+        rows_fetched=40,
+    )

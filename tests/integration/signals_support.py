@@ -37,9 +37,14 @@ async def migrated_schema(dsn: str) -> AsyncIterator[str]:
 async def state_pool(dsn: str) -> AsyncIterator[Any]:
     """Yield a pool on a fresh, migrated state schema."""
     async with migrated_schema(dsn) as schema:
-        pool = await asyncpg.create_pool(dsn, min_size=1, max_size=3, timeout=TIMEOUT,
-                                         command_timeout=TIMEOUT,
-                                         server_settings={"search_path": f'"{schema}"'})
+        pool = await asyncpg.create_pool(
+            dsn,
+            min_size=1,
+            max_size=3,
+            timeout=TIMEOUT,
+            command_timeout=TIMEOUT,
+            server_settings={"search_path": f'"{schema}"'},
+        )
         try:
             yield pool
         finally:

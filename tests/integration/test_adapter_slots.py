@@ -34,14 +34,21 @@ async def stores() -> AsyncIterator[PostgresSource]:
 
 
 async def test_ranged_rows_use_the_time_index(stores: PostgresSource) -> None:
-    sql = pg_sql.rows_sql(kind_postgres.view(stores.dsn, SPEC, "items"), within=False,
-                          ranges=len(RANGES))
-    conn = await asyncpg.connect(stores.dsn, timeout=TIMEOUT,
-                                 server_settings={"TimeZone": "UTC"})
+    sql = pg_sql.rows_sql(
+        kind_postgres.view(stores.dsn, SPEC, "items"), within=False, ranges=len(RANGES)
+    )
+    conn = await asyncpg.connect(stores.dsn, timeout=TIMEOUT, server_settings={"TimeZone": "UTC"})
     try:
-        plan = "\n".join(r[0] for r in await conn.fetch(
-            f"EXPLAIN {sql}", *WINDOW, [lo for lo, _ in RANGES], [hi for _, hi in RANGES],
-            timeout=TIMEOUT))
+        plan = "\n".join(
+            r[0]
+            for r in await conn.fetch(
+                f"EXPLAIN {sql}",
+                *WINDOW,
+                [lo for lo, _ in RANGES],
+                [hi for _, hi in RANGES],
+                timeout=TIMEOUT,
+            )
+        )
     finally:
         await conn.close()
     assert "Seq Scan" not in plan

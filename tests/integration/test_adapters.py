@@ -63,35 +63,44 @@ async def loaded() -> AsyncIterator[Loaded]:
 
 
 def _chunked(loaded: Loaded, max_chunk_rows: int) -> OpenSearchAdapter:
-    return OpenSearchAdapter(kind_opensearch.view(loaded.index, SPEC), loaded.os._client,
-                             max_chunk_rows=max_chunk_rows)
+    return OpenSearchAdapter(
+        kind_opensearch.view(loaded.index, SPEC), loaded.os._client, max_chunk_rows=max_chunk_rows
+    )
 
 
 async def _rows(adapter: StoreAdapter, prefixes: list[str] | None = None) -> list[Any]:
-    return sorted([(r.key, r.key_hash, r.row_hash, r.event_time)
-                   async for r in adapter.iter_rows(*WINDOW, prefixes)])
+    return sorted(
+        [
+            (r.key, r.key_hash, r.row_hash, r.event_time)
+            async for r in adapter.iter_rows(*WINDOW, prefixes)
+        ]
+    )
 
 
 async def test_opensearch_chunked_window_equals_python(loaded: Loaded) -> None:
     chunked = _chunked(loaded, 1500)
-    counts = [(int(b.start.timestamp() * 1000), b.agg.count)
-              for b in ds.python_buckets(ROWS, "day")]
+    counts = [
+        (int(b.start.timestamp() * 1000), b.agg.count) for b in ds.python_buckets(ROWS, "day")
+    ]
     assert len(rq.plan_chunks(*WINDOW, counts, 1500, 1000)) == 6
     assert await chunked.bucket_digests(*WINDOW, "hour") == ds.python_buckets(ROWS, "hour")
 
 
 async def test_opensearch_pages_never_split_a_duplicated_key(
-        os_client: AsyncOpenSearch, os_index: Callable[[str], str]) -> None:
+    os_client: AsyncOpenSearch, os_index: Callable[[str], str]
+) -> None:
     index = os_index("dg_pages")
-    await os_client.indices.create(index=index, body={
-        "settings": {"number_of_shards": 3, "number_of_replicas": 0},
-        "mappings": ds.OS_MAPPING})
+    await os_client.indices.create(
+        index=index,
+        body={
+            "settings": {"number_of_shards": 3, "number_of_replicas": 0},
+            "mappings": ds.OS_MAPPING,
+        },
+    )
     # Key i has i + 1 copies; pages of 4 must grow to hold the 12 copies of k11.
     rows = [replace(ROWS[i], id=f"k{i:02d}") for i in range(12) for _ in range(i + 1)]
-    await async_bulk(os_client, ({"_index": index, "_source": r.doc()} for r in rows),
-                     refresh=True)
-    view = make_view(os_store(), key="id", time="ts", fields=ds.FIELDS, tz=ds.TZ.key,
-                     index=index)
+    await async_bulk(os_client, ({"_index": index, "_source": r.doc()} for r in rows), refresh=True)
+    view = make_view(os_store(), key="id", time="ts", fields=ds.FIELDS, tz=ds.TZ.key, index=index)
     adapter = await OpenSearchAdapter.open(view)
     adapter.page_size = 4
     try:
@@ -104,8 +113,9 @@ async def test_opensearch_pages_never_split_a_duplicated_key(
 
 async def test_opensearch_slot_chunks_cut_on_slot_bounds(loaded: Loaded) -> None:
     chunked = _chunked(loaded, 500)
-    counts = [(int(b.start.timestamp() * 1000), b.agg.count)
-              for b in ds.python_buckets(ROWS, "day")]
+    counts = [
+        (int(b.start.timestamp() * 1000), b.agg.count) for b in ds.python_buckets(ROWS, "day")
+    ]
     for seconds in (240, 60):
         chunks = rq.plan_slot_chunks(*ODD, counts, 500, seconds)
         # Local midnights are off the grid of ODD's start; 60 s slots exceed a request's cap.
@@ -132,8 +142,10 @@ async def test_postgres_refuses_a_non_utf8_database() -> None:
     name = unique_name("dg_ascii")
     admin = await asyncpg.connect(PG_DSN, timeout=TIMEOUT)
     try:
-        await admin.execute(f"CREATE DATABASE \"{name}\" ENCODING 'SQL_ASCII' "
-                            "LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
+        await admin.execute(
+            f"CREATE DATABASE \"{name}\" ENCODING 'SQL_ASCII' "
+            "LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"
+        )
         view = make_view(pg_store(dsn_for(name)), key="id", time="ts", fields={}, table="t")
         with pytest.raises(StoreQueryError, match="server_encoding is SQL_ASCII"):
             await open_adapter(view)

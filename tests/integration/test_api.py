@@ -33,14 +33,23 @@ def _clock() -> datetime:
     return NOW
 
 
-async def _serve(dsn: str, adapters: dict[tuple[str, str], MemoryAdapter], *,
-                 public_read: bool = True) -> AsyncIterator[httpx.AsyncClient]:
+async def _serve(
+    dsn: str, adapters: dict[tuple[str, str], MemoryAdapter], *, public_read: bool = True
+) -> AsyncIterator[httpx.AsyncClient]:
     config = make_config(dsn, schema_name(), public_read=public_read)
-    app = create_app(config, start_scheduler=False, opener=memory_opener(adapters),
-                     clock=_clock, refresh_every=3600)
-    async with app.router.lifespan_context(app), httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://driftgauge",
-            timeout=30) as client:
+    app = create_app(
+        config,
+        start_scheduler=False,
+        opener=memory_opener(adapters),
+        clock=_clock,
+        refresh_every=3600,
+    )
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://driftgauge", timeout=30
+        ) as client,
+    ):
         yield client
 
 
@@ -66,8 +75,11 @@ async def api(pg_database: str) -> AsyncIterator[Api]:
 
 
 async def test_health_and_readiness(api: Api) -> None:
-    assert (await api.client.get("/healthz")).json() == {"status": "ok", "state": None,
-                                                         "scheduler": None}
+    assert (await api.client.get("/healthz")).json() == {
+        "status": "ok",
+        "state": None,
+        "scheduler": None,
+    }
     ready = await api.client.get("/readyz")
     assert ready.status_code == 200
     assert ready.json() == {"status": "ok", "state": "ok", "scheduler": "disabled"}
@@ -104,13 +116,23 @@ async def test_walk_day_hour_prefix_keys_reaches_every_planted_key(api: Api) -> 
         hour = datetime.fromisoformat(h["label"]).hour
         stored = (await c.get(f"/api/v1/checks/reviews/days/{DAY}/hours/{hour}")).json()
         assert stored["node"]["label"] == h["label"] and stored["differs"]
-        live = (await c.get(f"/api/v1/checks/reviews/days/{DAY}/hours/{hour}",
-                            params={"live": "true"}, headers=AUTH)).json()
+        live = (
+            await c.get(
+                f"/api/v1/checks/reviews/days/{DAY}/hours/{hour}",
+                params={"live": "true"},
+                headers=AUTH,
+            )
+        ).json()
         bad = [p["label"] for p in live["prefixes"] if p["differs"]]
         assert live["live"] and bad
         for prefix in bad:
-            keys = (await c.get(f"/api/v1/checks/reviews/days/{DAY}/keys",
-                                params={"hour": hour, "prefix": prefix}, headers=AUTH)).json()
+            keys = (
+                await c.get(
+                    f"/api/v1/checks/reviews/days/{DAY}/keys",
+                    params={"hour": hour, "prefix": prefix},
+                    headers=AUTH,
+                )
+            ).json()
             assert keys["total"] >= 1
             found |= {k["key"] for k in keys["keys"]}
     planted = {k for keys in api.truth.values() for k in keys if "0308" in k or "03-08" in k}
@@ -119,10 +141,14 @@ async def test_walk_day_hour_prefix_keys_reaches_every_planted_key(api: Api) -> 
 
 async def test_keys_page_and_filter_by_kind(api: Api) -> None:
     url = f"/api/v1/checks/reviews/days/{DAY}/keys"
-    missing = (await api.client.get(url, params={"kind": "missing", "page_size": 1},
-                                    headers=AUTH)).json()
-    page2 = (await api.client.get(url, params={"kind": "missing", "page_size": 1, "page": 2},
-                                  headers=AUTH)).json()
+    missing = (
+        await api.client.get(url, params={"kind": "missing", "page_size": 1}, headers=AUTH)
+    ).json()
+    page2 = (
+        await api.client.get(
+            url, params={"kind": "missing", "page_size": 1, "page": 2}, headers=AUTH
+        )
+    ).json()
     assert missing["total"] == 2 and len(missing["keys"]) == 1
     assert {missing["keys"][0]["key"], page2["keys"][0]["key"]} <= api.truth["missing"]
     assert missing["keys"][0]["key"] != page2["keys"][0]["key"]
@@ -130,8 +156,10 @@ async def test_keys_page_and_filter_by_kind(api: Api) -> None:
 
 async def test_keys_and_runs_page_by_limit_and_offset(api: Api) -> None:
     url = f"/api/v1/checks/reviews/days/{DAY}/keys"
-    pages = [(await api.client.get(url, params={"limit": 1, "offset": i},
-                                   headers=AUTH)).json() for i in range(3)]
+    pages = [
+        (await api.client.get(url, params={"limit": 1, "offset": i}, headers=AUTH)).json()
+        for i in range(3)
+    ]
     assert [(p["limit"], p["offset"], p["total"]) for p in pages] == [(1, i, 4) for i in range(3)]
     keys = [k["key"] for p in pages for k in p["keys"]]
     assert len(set(keys)) == 3
@@ -144,8 +172,11 @@ async def test_keys_and_runs_page_by_limit_and_offset(api: Api) -> None:
     runs = "/api/v1/checks/reviews/runs"
     newest = (await api.client.get(runs, params={"limit": 1})).json()["runs"]
     skipped = (await api.client.get(runs, params={"limit": 1, "offset": 1})).json()["runs"]
-    assert newest and [r["id"] for r in skipped] == [r["id"] for r in (await api.client.get(
-        runs, params={"limit": 2})).json()["runs"]][1:]
+    assert (
+        newest
+        and [r["id"] for r in skipped]
+        == [r["id"] for r in (await api.client.get(runs, params={"limit": 2})).json()["runs"]][1:]
+    )
 
 
 async def test_keys_and_writes_need_a_valid_token(api: Api) -> None:
@@ -156,20 +187,32 @@ async def test_keys_and_writes_need_a_valid_token(api: Api) -> None:
     assert (await api.client.post("/api/v1/checks/reviews/runs")).status_code == 401
 
 
-@pytest.mark.parametrize(("path", "params", "code", "names"), [
-    ("/api/v1/checks/nope/days", {}, 404, "'nope'"),
-    ("/api/v1/checks/reviews/days/2026-13-01", {}, 422, "day"),
-    ("/api/v1/checks/reviews/days/0001-01-01", {}, 422, "day"),
-    ("/api/v1/checks/reviews/days/2026-03-08/hours/24", {}, 422, "hour"),
-    ("/api/v1/checks/reviews/days/2026-03-08/hours/3", {"live": "true", "prefix": "xyz"}, 422,
-     "prefix"),
-    ("/api/v1/checks/reviews/days", {"since": "2026-03-09", "until": "2026-03-01"}, 422,
-     "since"),
-    ("/api/v1/checks/reviews/days/2027-01-01", {}, 404, "2027-01-01"),
-    ("/api/v1/checks/reviews/runs/999999", {}, 404, "run_id"),
-])
-async def test_bad_requests_name_the_parameter(api: Api, path: str, params: dict[str, str],
-                                               code: int, names: str) -> None:
+@pytest.mark.parametrize(
+    ("path", "params", "code", "names"),
+    [
+        ("/api/v1/checks/nope/days", {}, 404, "'nope'"),
+        ("/api/v1/checks/reviews/days/2026-13-01", {}, 422, "day"),
+        ("/api/v1/checks/reviews/days/0001-01-01", {}, 422, "day"),
+        ("/api/v1/checks/reviews/days/2026-03-08/hours/24", {}, 422, "hour"),
+        (
+            "/api/v1/checks/reviews/days/2026-03-08/hours/3",
+            {"live": "true", "prefix": "xyz"},
+            422,
+            "prefix",
+        ),
+        (
+            "/api/v1/checks/reviews/days",
+            {"since": "2026-03-09", "until": "2026-03-01"},
+            422,
+            "since",
+        ),
+        ("/api/v1/checks/reviews/days/2027-01-01", {}, 404, "2027-01-01"),
+        ("/api/v1/checks/reviews/runs/999999", {}, 404, "run_id"),
+    ],
+)
+async def test_bad_requests_name_the_parameter(
+    api: Api, path: str, params: dict[str, str], code: int, names: str
+) -> None:
     resp = await api.client.get(path, params=params, headers=AUTH)
     assert resp.status_code == code
     assert names in resp.text
@@ -177,8 +220,11 @@ async def test_bad_requests_name_the_parameter(api: Api, path: str, params: dict
 
 async def test_metrics_show_the_stored_run(api: Api) -> None:
     text = (await api.client.get("/metrics")).text
-    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
-               for fam in text_string_to_metric_families(text) for s in fam.samples}
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for fam in text_string_to_metric_families(text)
+        for s in fam.samples
+    }
     key = (("check", "reviews"), ("day", DAY), ("kind", "missing"))
     assert samples[("driftgauge_bucket_rows", key)] == 2
     assert samples[("driftgauge_check_up", (("check", "reviews"),))] == 1
@@ -194,7 +240,8 @@ async def test_private_reads_need_a_token(pg_database: str) -> None:
 
 
 async def test_a_second_trigger_is_refused_and_shutdown_fails_the_running_check(
-        pg_database: str) -> None:
+    pg_database: str,
+) -> None:
     adapters, _ = sides()
     adapters[("dst", "orders")] = Stuck([])
     async for client in _serve(pg_database, adapters):
@@ -210,15 +257,21 @@ async def test_an_interrupted_run_is_recorded_as_failed(pg_database: str) -> Non
     adapters, _ = sides()
     adapters[("dst", "orders")] = Stuck([])
     config = make_config(pg_database, schema_name())
-    app = create_app(config, start_scheduler=False, opener=memory_opener(adapters),
-                     clock=_clock)
-    async with app.router.lifespan_context(app), httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://d", timeout=30) as client:
+    app = create_app(config, start_scheduler=False, opener=memory_opener(adapters), clock=_clock)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://d", timeout=30
+        ) as client,
+    ):
         run_id = (await client.post("/api/v1/checks/orders/runs", headers=AUTH)).json()["run_id"]
-    app2 = create_app(config, start_scheduler=False, opener=memory_opener(adapters),
-                      clock=_clock)
-    async with app2.router.lifespan_context(app2), httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app2), base_url="http://d", timeout=30) as client:
+    app2 = create_app(config, start_scheduler=False, opener=memory_opener(adapters), clock=_clock)
+    async with (
+        app2.router.lifespan_context(app2),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app2), base_url="http://d", timeout=30
+        ) as client,
+    ):
         run = (await client.get(f"/api/v1/checks/orders/runs/{run_id}")).json()
     assert run["status"] == "error" and not run["complete"]
     assert run["error"] == "interrupted: the service shut down mid-run"

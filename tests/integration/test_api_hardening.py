@@ -58,9 +58,13 @@ checks:
 
 
 def config(dsn: str, schema: str, *, public_read: bool = True, extra: str = "") -> Config:
-    return load_text(CONFIG.replace("<DSN>", dsn).replace("<SCHEMA>", schema)
-                     .replace("<TOKEN>", TOKEN).replace("<PUBLIC>", str(public_read).lower())
-                     .replace("<EXTRA>", extra))
+    return load_text(
+        CONFIG.replace("<DSN>", dsn)
+        .replace("<SCHEMA>", schema)
+        .replace("<TOKEN>", TOKEN)
+        .replace("<PUBLIC>", str(public_read).lower())
+        .replace("<EXTRA>", extra)
+    )
 
 
 def _clock() -> datetime:
@@ -68,13 +72,22 @@ def _clock() -> datetime:
 
 
 @asynccontextmanager
-async def serve(cfg: Config, adapters: dict[tuple[str, str], MemoryAdapter] | None = None
-                ) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(cfg, start_scheduler=False, opener=memory_opener(adapters or sides()[0]),
-                     clock=_clock, refresh_every=3600)
-    async with app.router.lifespan_context(app), httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://driftgauge",
-            timeout=30) as client:
+async def serve(
+    cfg: Config, adapters: dict[tuple[str, str], MemoryAdapter] | None = None
+) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(
+        cfg,
+        start_scheduler=False,
+        opener=memory_opener(adapters or sides()[0]),
+        clock=_clock,
+        refresh_every=3600,
+    )
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://driftgauge", timeout=30
+        ) as client,
+    ):
         yield client
 
 
@@ -85,8 +98,7 @@ async def http(pg_database: str) -> AsyncIterator[httpx.AsyncClient]:
 
 
 def window(start: str, end: str, **kw: Any) -> dict[str, Any]:
-    return {"job": "review-sync", "window_start": start, "window_end": end, "input_rows": 3,
-            **kw}
+    return {"job": "review-sync", "window_start": start, "window_end": end, "input_rows": 3, **kw}
 
 
 def locs(resp: httpx.Response) -> list[list[Any]]:
@@ -95,23 +107,29 @@ def locs(resp: httpx.Response) -> list[list[Any]]:
 
 
 async def open_run(http: httpx.AsyncClient, **kw: Any) -> int:
-    resp = await http.post("/api/v1/ledger/runs", headers=AUTH,
-                           json=window("2026-03-09T00:00:00+00:00", "2026-03-10T00:00:00+00:00",
-                                       **kw))
+    resp = await http.post(
+        "/api/v1/ledger/runs",
+        headers=AUTH,
+        json=window("2026-03-09T00:00:00+00:00", "2026-03-10T00:00:00+00:00", **kw),
+    )
     assert resp.status_code == 201, resp.text
     run_id: int = resp.json()["id"]
     return run_id
 
 
 # Finding 1: a window on 9999-12-31 was stored (201) and then broke every audit tick.
-@pytest.mark.parametrize(("start", "end", "field"), [
-    ("9999-12-31T00:00:00+00:00", "9999-12-31T12:00:00+00:00", "window_start"),
-    ("2026-03-09T00:00:00+00:00", "9999-12-31T23:00:00+00:00", "window_end"),
-    ("0001-01-01T00:00:00+05:00", "2026-03-09T00:00:00+00:00", "window_start"),
-    ("1999-12-31T00:00:00+00:00", "2026-03-09T00:00:00+00:00", "window_start"),
-])
+@pytest.mark.parametrize(
+    ("start", "end", "field"),
+    [
+        ("9999-12-31T00:00:00+00:00", "9999-12-31T12:00:00+00:00", "window_start"),
+        ("2026-03-09T00:00:00+00:00", "9999-12-31T23:00:00+00:00", "window_end"),
+        ("0001-01-01T00:00:00+05:00", "2026-03-09T00:00:00+00:00", "window_start"),
+        ("1999-12-31T00:00:00+00:00", "2026-03-09T00:00:00+00:00", "window_start"),
+    ],
+)
 async def test_ledger_windows_out_of_range_are_refused_naming_the_field(
-        http: httpx.AsyncClient, start: str, end: str, field: str) -> None:
+    http: httpx.AsyncClient, start: str, end: str, field: str
+) -> None:
     resp = await http.post("/api/v1/ledger/runs", json=window(start, end), headers=AUTH)
     assert ["body", field] in locs(resp)
     assert "must be between 2000-01-01" in resp.text
@@ -120,14 +138,19 @@ async def test_ledger_windows_out_of_range_are_refused_naming_the_field(
 async def _scrape(http: httpx.AsyncClient, **headers: str) -> dict[Any, float]:
     resp = await http.get("/metrics", headers=headers)
     assert resp.status_code == 200, resp.text
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for fam in text_string_to_metric_families(resp.text) for s in fam.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for fam in text_string_to_metric_families(resp.text)
+        for s in fam.samples
+    }
 
 
 # Finding 1: a bad row written around the API made every later start-up exit 3.
 async def test_a_bad_ledger_row_neither_bricks_start_up_nor_hides_good_windows(
-        pg_database: str) -> None:
+    pg_database: str,
+) -> None:
     from driftgauge import background
+
     schema = schema_name()
     cfg = config(pg_database, schema)
     async with serve(cfg) as http:
@@ -138,7 +161,10 @@ async def test_a_bad_ledger_row_neither_bricks_start_up_nor_hides_good_windows(
             f'INSERT INTO "{schema}".ledger_runs (job, window_start, window_end, window_day,'
             " input_rows, opened_at, closed_at, status) VALUES ('review-sync', $1, $2,"
             " '9999-12-31', 3, $3, $3, 'success') RETURNING id",
-            datetime(9999, 12, 31, tzinfo=UTC), datetime(9999, 12, 31, 12, tzinfo=UTC), NOW)
+            datetime(9999, 12, 31, tzinfo=UTC),
+            datetime(9999, 12, 31, 12, tzinfo=UTC),
+            NOW,
+        )
     finally:
         await conn.close()
     before = background.errors("ledger_deadlines")
@@ -151,31 +177,43 @@ async def test_a_bad_ledger_row_neither_bricks_start_up_nor_hides_good_windows(
         s = await _scrape(http)
         assert s[("driftgauge_background_errors_total", (("loop", "ledger_deadlines"),))] > 0
         # Closing the good run judges its window; closing the bad one is not a 500.
-        closed = await http.post(f"/api/v1/ledger/runs/{good}/close", headers=AUTH,
-                                 json={"status": "failed"})
+        closed = await http.post(
+            f"/api/v1/ledger/runs/{good}/close", headers=AUTH, json={"status": "failed"}
+        )
         assert closed.status_code == 200, closed.text
-        again = await http.post(f"/api/v1/ledger/runs/{bad}/close", headers=AUTH,
-                                json={"status": "success"})
+        again = await http.post(
+            f"/api/v1/ledger/runs/{bad}/close", headers=AUTH, json={"status": "success"}
+        )
         assert again.status_code == 200, again.text
 
 
 INT_FIELDS = [
-    ("/api/v1/ledger/runs", lambda v: window("2026-03-09T00:00:00Z", "2026-03-10T00:00:00Z",
-                                             input_rows=v), ["body", "input_rows"]),
-    ("/api/v1/ledger/runs/{run}/batches",
-     lambda v: {"batch_id": "b", "counts": [{"outcome": "written", "count": v}]},
-     ["body", "counts", 0, "count"]),
-    ("/api/v1/ledger/runs/{run}/close",
-     lambda v: {"status": "success", "counts": {"written": v}}, ["body", "counts", "written"]),
+    (
+        "/api/v1/ledger/runs",
+        lambda v: window("2026-03-09T00:00:00Z", "2026-03-10T00:00:00Z", input_rows=v),
+        ["body", "input_rows"],
+    ),
+    (
+        "/api/v1/ledger/runs/{run}/batches",
+        lambda v: {"batch_id": "b", "counts": [{"outcome": "written", "count": v}]},
+        ["body", "counts", 0, "count"],
+    ),
+    (
+        "/api/v1/ledger/runs/{run}/close",
+        lambda v: {"status": "success", "counts": {"written": v}},
+        ["body", "counts", "written"],
+    ),
 ]
 
 
 # Finding 2: a non-finite number was echoed in the 422 body, which could not be serialised.
 @pytest.mark.parametrize("number", ["1e400", "NaN", "-Infinity"])
-@pytest.mark.parametrize(("path", "body", "loc"), INT_FIELDS, ids=["input_rows", "count",
-                                                                   "written"])
+@pytest.mark.parametrize(
+    ("path", "body", "loc"), INT_FIELDS, ids=["input_rows", "count", "written"]
+)
 async def test_non_finite_numbers_in_integer_fields_are_422(
-        http: httpx.AsyncClient, number: str, path: str, body: Any, loc: list[Any]) -> None:
+    http: httpx.AsyncClient, number: str, path: str, body: Any, loc: list[Any]
+) -> None:
     run = await open_run(http)
     text = json.dumps(body("__N__")).replace('"__N__"', number)
     resp = await http.post(path.format(run=run), content=text, headers={**AUTH, **JSON})
@@ -184,33 +222,53 @@ async def test_non_finite_numbers_in_integer_fields_are_422(
 
 SURROGATE = "x\ud800y"
 TEXT_FIELDS = [
-    ("/api/v1/ledger/runs", lambda s: window("2026-03-09T00:00:00Z", "2026-03-10T00:00:00Z",
-                                             job=s), ["body", "job"]),
-    ("/api/v1/ledger/runs", lambda s: window("2026-03-09T00:00:00Z", "2026-03-10T00:00:00Z",
-                                             client_run_id=s), ["body", "client_run_id"]),
-    ("/api/v1/ledger/runs/{run}/batches",
-     lambda s: {"batch_id": s, "counts": [{"outcome": "written", "count": 1}]},
-     ["body", "batch_id"]),
-    ("/api/v1/ledger/runs/{run}/batches",
-     lambda s: {"batch_id": "b", "keys": [{"key": s, "outcome": "written"}]},
-     ["body", "keys", 0, "key"]),
-    ("/api/v1/ledger/runs/{run}/batches",
-     lambda s: {"batch_id": "b", "keys": [{"key": "k", "outcome": "skipped", "reason": s}]},
-     ["body", "keys", 0, "reason"]),
-    ("/api/v1/ledger/runs/{run}/batches",
-     lambda s: {"batch_id": "b", "keys": [{"key": "k", "outcome": "failed", "error": s}]},
-     ["body", "keys", 0, "error"]),
-    ("/api/v1/ledger/runs/{run}/close", lambda s: {"status": "success", "message": s},
-     ["body", "message"]),
+    (
+        "/api/v1/ledger/runs",
+        lambda s: window("2026-03-09T00:00:00Z", "2026-03-10T00:00:00Z", job=s),
+        ["body", "job"],
+    ),
+    (
+        "/api/v1/ledger/runs",
+        lambda s: window("2026-03-09T00:00:00Z", "2026-03-10T00:00:00Z", client_run_id=s),
+        ["body", "client_run_id"],
+    ),
+    (
+        "/api/v1/ledger/runs/{run}/batches",
+        lambda s: {"batch_id": s, "counts": [{"outcome": "written", "count": 1}]},
+        ["body", "batch_id"],
+    ),
+    (
+        "/api/v1/ledger/runs/{run}/batches",
+        lambda s: {"batch_id": "b", "keys": [{"key": s, "outcome": "written"}]},
+        ["body", "keys", 0, "key"],
+    ),
+    (
+        "/api/v1/ledger/runs/{run}/batches",
+        lambda s: {"batch_id": "b", "keys": [{"key": "k", "outcome": "skipped", "reason": s}]},
+        ["body", "keys", 0, "reason"],
+    ),
+    (
+        "/api/v1/ledger/runs/{run}/batches",
+        lambda s: {"batch_id": "b", "keys": [{"key": "k", "outcome": "failed", "error": s}]},
+        ["body", "keys", 0, "error"],
+    ),
+    (
+        "/api/v1/ledger/runs/{run}/close",
+        lambda s: {"status": "success", "message": s},
+        ["body", "message"],
+    ),
 ]
 
 
 # Finding 2: a lone UTF-16 surrogate in any of the 7 text fields was a 500.
-@pytest.mark.parametrize(("path", "body", "loc"), TEXT_FIELDS,
-                         ids=["job", "client_run_id", "batch_id", "key", "reason", "error",
-                              "message"])
+@pytest.mark.parametrize(
+    ("path", "body", "loc"),
+    TEXT_FIELDS,
+    ids=["job", "client_run_id", "batch_id", "key", "reason", "error", "message"],
+)
 async def test_lone_surrogates_in_text_fields_are_422(
-        http: httpx.AsyncClient, path: str, body: Any, loc: list[Any]) -> None:
+    http: httpx.AsyncClient, path: str, body: Any, loc: list[Any]
+) -> None:
     run = await open_run(http)
     text = json.dumps(body(SURROGATE))  # ensure_ascii writes the surrogate as \ud800
     assert "\\ud800" in text
@@ -219,16 +277,20 @@ async def test_lone_surrogates_in_text_fields_are_422(
 
 
 # Finding 11: day=0 and until=0 were read as 1970-01-01.
-@pytest.mark.parametrize(("path", "params", "loc"), [
-    ("/api/v1/checks/reviews/days/0", {}, ["path", "day"]),
-    ("/api/v1/checks/reviews/days/1000000000", {}, ["path", "day"]),
-    ("/api/v1/checks/reviews/days", {"until": "0"}, ["query", "until"]),
-    ("/api/v1/checks/reviews/days", {"since": "0"}, ["query", "since"]),
-    ("/api/v1/checks/reviews/days/9999-12-31", {}, ["path", "day"]),
-    ("/api/v1/checks/reviews/days/1999-12-31/hours/3", {}, ["path", "day"]),
-])
-async def test_days_are_iso_dates_in_range(http: httpx.AsyncClient, path: str,
-                                           params: dict[str, str], loc: list[Any]) -> None:
+@pytest.mark.parametrize(
+    ("path", "params", "loc"),
+    [
+        ("/api/v1/checks/reviews/days/0", {}, ["path", "day"]),
+        ("/api/v1/checks/reviews/days/1000000000", {}, ["path", "day"]),
+        ("/api/v1/checks/reviews/days", {"until": "0"}, ["query", "until"]),
+        ("/api/v1/checks/reviews/days", {"since": "0"}, ["query", "since"]),
+        ("/api/v1/checks/reviews/days/9999-12-31", {}, ["path", "day"]),
+        ("/api/v1/checks/reviews/days/1999-12-31/hours/3", {}, ["path", "day"]),
+    ],
+)
+async def test_days_are_iso_dates_in_range(
+    http: httpx.AsyncClient, path: str, params: dict[str, str], loc: list[Any]
+) -> None:
     resp = await http.get(path, params=params, headers=AUTH)
     assert loc in locs(resp)
 
@@ -252,8 +314,9 @@ async def test_openapi_documents_every_error_answer(http: httpx.AsyncClient) -> 
 
 # Finding 6: api.public_read false left /metrics, /openapi.json and /docs open.
 async def test_private_reads_close_metrics_and_the_schema(pg_database: str) -> None:
-    cfg = config(pg_database, schema_name(), public_read=False,
-                 extra=f'metrics_tokens: ["{SCRAPE}"]')
+    cfg = config(
+        pg_database, schema_name(), public_read=False, extra=f'metrics_tokens: ["{SCRAPE}"]'
+    )
     async with serve(cfg) as http:
         for path in ("/metrics", "/openapi.json", "/docs", "/api/v1/ledger/runs"):
             assert (await http.get(path)).status_code == 401, path
@@ -286,8 +349,9 @@ class Hung(MemoryAdapter):
         self.entered = asyncio.Event()
         self.release = asyncio.Event()
 
-    async def prefix_digests(self, start: datetime, end: datetime, depth: int,
-                             within: Sequence[str] | None = None) -> dict[str, Aggregate]:
+    async def prefix_digests(
+        self, start: datetime, end: datetime, depth: int, within: Sequence[str] | None = None
+    ) -> dict[str, Aggregate]:
         self.entered.set()
         await self.release.wait()
         return await super().prefix_digests(start, end, depth, within)
@@ -316,6 +380,7 @@ async def test_live_drill_downs_need_a_token_and_are_bounded(pg_database: str) -
 
 def test_the_range_ends_a_year_from_now() -> None:
     from driftgauge.core.bounds import day_problem
+
     assert day_problem(date(2027, 3, 10), NOW) is None
     assert day_problem(date(2027, 3, 12), NOW) == "must be between 2000-01-01 and 2027-03-11"
     assert day_problem(NOW.date() - timedelta(days=10000), NOW) is not None

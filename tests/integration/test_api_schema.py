@@ -20,7 +20,7 @@ from .service_helpers import schema_name
 from .test_api_hardening import AUTH, config, serve, window
 
 pytestmark = pytest.mark.integration
-KEY_LISTS = {"listDayKeys", "listLedgerRunKeys"}   # reads that reveal row keys
+KEY_LISTS = {"listDayKeys", "listLedgerRunKeys"}  # reads that reveal row keys
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +33,9 @@ INSTANT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?\+00:00")
 
 
 def operations(schema: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
-    return {(method, path): op for path, ops in schema["paths"].items()
-            for method, op in ops.items()}
+    return {
+        (method, path): op for path, ops in schema["paths"].items() for method, op in ops.items()
+    }
 
 
 async def test_every_operation_has_its_hand_chosen_id(http: httpx.AsyncClient) -> None:
@@ -46,7 +47,8 @@ async def test_every_operation_has_its_hand_chosen_id(http: httpx.AsyncClient) -
 
 
 async def test_schema_declares_the_bearer_scheme_where_a_token_is_asked(
-        http: httpx.AsyncClient) -> None:
+    http: httpx.AsyncClient,
+) -> None:
     schema = (await http.get("/openapi.json")).json()
     scheme = schema["components"]["securitySchemes"]["bearer"]
     assert (scheme["type"], scheme["scheme"]) == ("http", "bearer")
@@ -107,8 +109,11 @@ async def test_docs_load_swagger_ui_from_this_server(http: httpx.AsyncClient) ->
 
 
 async def test_instants_are_written_in_utc_with_plus_zero(http: httpx.AsyncClient) -> None:
-    opened = await http.post("/api/v1/ledger/runs", headers=AUTH, json=window(
-        "2026-03-09T01:00:00+01:00", "2026-03-09T23:00:00Z", client_run_id="instants"))
+    opened = await http.post(
+        "/api/v1/ledger/runs",
+        headers=AUTH,
+        json=window("2026-03-09T01:00:00+01:00", "2026-03-09T23:00:00Z", client_run_id="instants"),
+    )
     assert opened.status_code in (200, 201), opened.text
     run = opened.json()
     # Given with an offset and with Z, answered in the one form of every answer.

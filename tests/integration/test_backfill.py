@@ -27,13 +27,24 @@ pytestmark = pytest.mark.integration
 
 async def _consumers(client: httpx.AsyncClient, url: str) -> None:
     """Night 15's three consumers: the signed report, the export after it, the forecast."""
-    rows = [("settlement-report", "report", "finance", 1, True, "settlement duty lead"),
-            ("payout-export", "export", "payments", 2, False, None),
-            ("demand-forecast", "model", "data science", 2, False, None)]
+    rows = [
+        ("settlement-report", "report", "finance", 1, True, "settlement duty lead"),
+        ("payout-export", "export", "payments", 2, False, None),
+        ("demand-forecast", "model", "data science", 2, False, None),
+    ]
     for name, kind, owner, rank, signs, signer in rows:
-        resp = await client.put(f"/api/v1/consumers/{name}", headers=AUTH, json={
-            "kind": kind, "owner": owner, "rank": rank, "webhook_url": f"{url}/{name}",
-            "signs": signs, "signed_by": signer})
+        resp = await client.put(
+            f"/api/v1/consumers/{name}",
+            headers=AUTH,
+            json={
+                "kind": kind,
+                "owner": owner,
+                "rank": rank,
+                "webhook_url": f"{url}/{name}",
+                "signs": signs,
+                "signed_by": signer,
+            },
+        )
         assert resp.status_code == 200, resp.text
 
 
@@ -48,30 +59,51 @@ async def test_night_15_backfill_runs_in_the_seed_order(pg_database: str) -> Non
             run = await reconcile(client)
             assert run["status"] == "drift", run
             await _consumers(client, hook.url)
-            async with RepairClient("http://driftgauge", token=TOKEN,
-                                    transport=transport) as repair:
-                await repair.advance("orders-fact", day + timedelta(hours=23), by="scheduler",
-                                     reason="nightly run", check="orders")
-                whole_day = [(day + timedelta(hours=h), day + timedelta(hours=h + 1))
-                             for h in range(24)]
+            async with RepairClient(
+                "http://driftgauge", token=TOKEN, transport=transport
+            ) as repair:
+                await repair.advance(
+                    "orders-fact",
+                    day + timedelta(hours=23),
+                    by="scheduler",
+                    reason="nightly run",
+                    check="orders",
+                )
+                whole_day = [
+                    (day + timedelta(hours=h), day + timedelta(hours=h + 1)) for h in range(24)
+                ]
                 for name in ("settlement-report", "payout-export", "demand-forecast"):
                     assert await repair.record_read(name, "orders", whole_day) == 24
 
             # plan: the six drifting hours, the first bad one, the reset point, the readers
-            plan = await post(client, "/backfills", {
-                "check": "orders", "by": "ana", "reason": "currency parsed as text",
-                "pipeline": "orders-fact", "since": str(day.date()),
-                "until": str(day.date())}, 201)
+            plan = await post(
+                client,
+                "/backfills",
+                {
+                    "check": "orders",
+                    "by": "ana",
+                    "reason": "currency parsed as text",
+                    "pipeline": "orders-fact",
+                    "since": str(day.date()),
+                    "until": str(day.date()),
+                },
+                201,
+            )
             bf = plan["id"]
             assert [t["start"][11:13] for t in plan["targets"]] == [
-                f"{h:02d}" for h in range(5, 11)]
+                f"{h:02d}" for h in range(5, 11)
+            ]
             assert plan["first_bad"].startswith((day + timedelta(hours=5)).strftime("%Y-%m-%dT05"))
             assert plan["reset_to"].startswith((day + timedelta(hours=4)).strftime("%Y-%m-%dT04"))
             assert [c["name"] for c in plan["consumers"]] == [
-                "settlement-report", "demand-forecast", "payout-export"]
+                "settlement-report",
+                "demand-forecast",
+                "payout-export",
+            ]
             assert plan["status"] == "planned"
-            twice = await post(client, "/backfills", {"check": "orders", "by": "bob",
-                                                      "reason": "same hours"}, 409)
+            twice = await post(
+                client, "/backfills", {"check": "orders", "by": "bob", "reason": "same hours"}, 409
+            )
             assert twice["detail"]["rule"] == "overlapping_backfill"
 
             # start before announcing: a signing consumer read the partitions
@@ -86,15 +118,19 @@ async def test_night_15_backfill_runs_in_the_seed_order(pg_database: str) -> Non
             assert all(t["before"]["count"] == ROWS_PER_HOUR for t in announced["targets"])
             assert "signed by settlement duty lead" in announced["announcement"]
             assert sorted(hook.paths("backfill_announced")) == [
-                "/demand-forecast", "/payout-export", "/settlement-report"]
+                "/demand-forecast",
+                "/payout-export",
+                "/settlement-report",
+            ]
             again = await post(client, f"/backfills/{bf}/announce", {"by": "ana"}, 409)
             assert again["detail"]["rule"] == "out_of_order"
 
             # start: allowed now, and it moves the watermark back to the reset point
             started = await post(client, f"/backfills/{bf}/start", {"by": "ana"})
             assert started["status"] == "running"
-            async with RepairClient("http://driftgauge", token=TOKEN,
-                                    transport=transport) as repair:
+            async with RepairClient(
+                "http://driftgauge", token=TOKEN, transport=transport
+            ) as repair:
                 mark = await repair.watermark("orders-fact")
             assert mark["processed_through"].startswith(plan["reset_to"][:13])
             assert mark["moves"][0]["direction"] == "back"
@@ -107,9 +143,16 @@ async def test_night_15_backfill_runs_in_the_seed_order(pg_database: str) -> Non
 
             # the job recomputes, reporting to the ledger under the backfill id
             lo, hi = day + timedelta(hours=5), day + timedelta(hours=11)
-            async with LedgerClient("http://driftgauge", job="orders-step", window_start=lo,
-                                    window_end=hi, input_rows=60, token=TOKEN,
-                                    backfill_id=bf, transport=transport) as ledger_run:
+            async with LedgerClient(
+                "http://driftgauge",
+                job="orders-step",
+                window_start=lo,
+                window_end=hi,
+                input_rows=60,
+                token=TOKEN,
+                backfill_id=bf,
+                transport=transport,
+            ) as ledger_run:
                 written = await tables.recompute(lo, hi)
                 await ledger_run.written([str(i) for i in range(written)])
             # The signed partitions changed, but inside an announced backfill: no breach.
@@ -122,8 +165,9 @@ async def test_night_15_backfill_runs_in_the_seed_order(pg_database: str) -> Non
             assert all(t["verified"]["ok"] for t in verified["targets"])
 
             # replay: the export (rank 2) may not run before the report (rank 1)
-            early_replay = await post(client, f"/backfills/{bf}/replay",
-                                      {"by": "ana", "consumer": "payout-export"}, 409)
+            early_replay = await post(
+                client, f"/backfills/{bf}/replay", {"by": "ana", "consumer": "payout-export"}, 409
+            )
             assert early_replay["detail"]["rule"] == "replay_order"
             assert "settlement-report (rank 1)" in early_replay["detail"]["detail"]
             closing = await post(client, f"/backfills/{bf}/close", {"by": "ana"}, 409)
@@ -140,18 +184,23 @@ async def test_night_15_backfill_runs_in_the_seed_order(pg_database: str) -> Non
             assert closed["totals_after"]["count"] == 6 * ROWS_PER_HOUR
             assert closed["diff"] == {"count": 0}
             assert all(t["after"] != t["before"] for t in closed["targets"])
-            steps = [(e["step"], e["outcome"]) for e in closed["events"]
-                     if e["outcome"] in ("done", "refused")]
+            steps = [
+                (e["step"], e["outcome"])
+                for e in closed["events"]
+                if e["outcome"] in ("done", "refused")
+            ]
             assert steps[0] == ("plan", "done") and steps[-1] == ("close", "done")
             assert ("start", "refused") in steps
 
             # the refusals and the closed backfill reach /metrics
             text = (await client.get("/metrics")).text
-            assert 'driftgauge_backfill_refusals_total{rule="not_announced",step="start"} 1.0' \
-                in text
+            assert (
+                'driftgauge_backfill_refusals_total{rule="not_announced",step="start"} 1.0' in text
+            )
             assert 'driftgauge_backfills{status="closed"} 1.0' in text
-            assert ('driftgauge_backfill_refusals_total{rule="overlapping_backfill",'
-                    'step="plan"} 1.0') in text
+            assert (
+                'driftgauge_backfill_refusals_total{rule="overlapping_backfill",step="plan"} 1.0'
+            ) in text
             assert 'driftgauge_watermark_age_seconds{pipeline="orders-fact"}' in text
 
             # the replayed consumers re-read the corrected partitions: no silent change
@@ -160,7 +209,8 @@ async def test_night_15_backfill_runs_in_the_seed_order(pg_database: str) -> Non
 
 
 async def test_start_is_refused_for_partitions_younger_than_the_settle_window(
-        pg_database: str) -> None:
+    pg_database: str,
+) -> None:
     tables = Tables(pg_database)
     yesterday = day_zero() + timedelta(days=1)
     await tables.create(order_rows(yesterday, range(22, 24)))
@@ -172,8 +222,9 @@ async def test_start_is_refused_for_partitions_younger_than_the_settle_window(
     # The check's settle window grows to a day: yesterday's 23:00 hour is open again.
     check = replace(config.checks["orders"], settle=timedelta(days=1))
     async with serve(replace(config, checks={"orders": check})) as (_, client):
-        plan = await post(client, "/backfills", {"check": "orders", "by": "ana",
-                                                 "reason": "bad amounts"}, 201)
+        plan = await post(
+            client, "/backfills", {"check": "orders", "by": "ana", "reason": "bad amounts"}, 201
+        )
         assert len(plan["targets"]) == 1 and plan["consumers"] == []
         refused = await post(client, f"/backfills/{plan['id']}/start", {"by": "ana"}, 409)
         assert refused["detail"]["rule"] == "open_partition"
@@ -183,8 +234,7 @@ async def test_start_is_refused_for_partitions_younger_than_the_settle_window(
         assert shown["events"][-1]["rule"] == "open_partition"
 
 
-async def test_an_undelivered_announcement_keeps_the_backfill_planned(
-        pg_database: str) -> None:
+async def test_an_undelivered_announcement_keeps_the_backfill_planned(pg_database: str) -> None:
     tables = Tables(pg_database)
     day = day_zero()
     await tables.create(order_rows(day, range(3)))
@@ -193,13 +243,24 @@ async def test_an_undelivered_announcement_keeps_the_backfill_planned(
         async with serve(tables.config()) as (_, client):
             await reconcile(client)
             await _consumers(client, hook.url)
-            await post(client, "/reads", {"consumer": "settlement-report", "check": "orders",
-                                          "partitions": [{
-                                              "start": (day + timedelta(hours=1)).isoformat(),
-                                              "end": (day + timedelta(hours=2)).isoformat()}]},
-                       201)
-            plan = await post(client, "/backfills", {"check": "orders", "by": "ana",
-                                                     "reason": "bad hour"}, 201)
+            await post(
+                client,
+                "/reads",
+                {
+                    "consumer": "settlement-report",
+                    "check": "orders",
+                    "partitions": [
+                        {
+                            "start": (day + timedelta(hours=1)).isoformat(),
+                            "end": (day + timedelta(hours=2)).isoformat(),
+                        }
+                    ],
+                },
+                201,
+            )
+            plan = await post(
+                client, "/backfills", {"check": "orders", "by": "ana", "reason": "bad hour"}, 201
+            )
             assert [c["name"] for c in plan["consumers"]] == ["settlement-report"]
             hook.fail.add("/settlement-report")
             failed = await post(client, f"/backfills/{plan['id']}/announce", {"by": "ana"}, 409)
@@ -211,11 +272,14 @@ async def test_an_undelivered_announcement_keeps_the_backfill_planned(
             done = await post(client, f"/backfills/{plan['id']}/announce", {"by": "ana"})
             assert done["status"] == "announced"
             assert [e["outcome"] for e in done["events"] if e["step"] == "announce"] == [
-                "undelivered", "refused", "delivered", "done"]
+                "undelivered",
+                "refused",
+                "delivered",
+                "done",
+            ]
 
 
-async def test_a_command_consumer_is_replayed_once_its_run_is_reported(
-        pg_database: str) -> None:
+async def test_a_command_consumer_is_replayed_once_its_run_is_reported(pg_database: str) -> None:
     tables = Tables(pg_database)
     day = day_zero()
     await tables.create(order_rows(day, range(2)))
@@ -224,14 +288,25 @@ async def test_a_command_consumer_is_replayed_once_its_run_is_reported(
     async with serve(tables.config()) as (_, client):
         await reconcile(client)
         for name, rank in (("ledger-report", 1), ("tax-export", 2)):
-            resp = await client.put(f"/api/v1/consumers/{name}", headers=AUTH, json={
-                "kind": "report", "owner": "finance", "rank": rank,
-                "command": f"make {name}"})
+            resp = await client.put(
+                f"/api/v1/consumers/{name}",
+                headers=AUTH,
+                json={
+                    "kind": "report",
+                    "owner": "finance",
+                    "rank": rank,
+                    "command": f"make {name}",
+                },
+            )
             assert resp.status_code == 200, resp.text
-            await post(client, "/reads", {"consumer": name, "check": "orders",
-                                          "partitions": hour}, 201)
-        bf = (await post(client, "/backfills", {"check": "orders", "by": "ana",
-                                                "reason": "bad hour"}, 201))["id"]
+            await post(
+                client, "/reads", {"consumer": name, "check": "orders", "partitions": hour}, 201
+            )
+        bf = (
+            await post(
+                client, "/backfills", {"check": "orders", "by": "ana", "reason": "bad hour"}, 201
+            )
+        )["id"]
         # Nobody signs: start needs no announcement.
         await post(client, f"/backfills/{bf}/start", {"by": "ana"})
         await tables.recompute(day, day + timedelta(hours=1))
@@ -239,16 +314,21 @@ async def test_a_command_consumer_is_replayed_once_its_run_is_reported(
         waiting = await post(client, f"/backfills/{bf}/replay", {"by": "ana"})
         assert waiting["status"] == "verified"
         assert [c["replay"] and c["replay"]["outcome"] for c in waiting["consumers"]] == [
-            "running", None]
+            "running",
+            None,
+        ]
         assert "waiting: run 'make ledger-report'" in waiting["events"][-1]["detail"]
-        early = await post(client, f"/backfills/{bf}/replay",
-                           {"by": "ana", "consumer": "tax-export"}, 409)
+        early = await post(
+            client, f"/backfills/{bf}/replay", {"by": "ana", "consumer": "tax-export"}, 409
+        )
         assert early["detail"]["rule"] == "replay_order"
-        await post(client, f"/backfills/{bf}/replays/ledger-report/finished",
-                   {"by": "ana", "detail": "exit 0"})
+        await post(
+            client,
+            f"/backfills/{bf}/replays/ledger-report/finished",
+            {"by": "ana", "detail": "exit 0"},
+        )
         await post(client, f"/backfills/{bf}/replay", {"by": "ana"})
-        done = await post(client, f"/backfills/{bf}/replays/tax-export/finished",
-                          {"by": "ana"})
+        done = await post(client, f"/backfills/{bf}/replays/tax-export/finished", {"by": "ana"})
         assert done["status"] == "replayed"
         closed = await post(client, f"/backfills/{bf}/close", {"by": "ana"})
         assert closed["status"] == "closed"
@@ -259,20 +339,36 @@ async def test_bad_input_names_the_field(pg_database: str) -> None:
     tables = Tables(pg_database)
     await tables.create(order_rows(day_zero(), range(1)))
     async with serve(tables.config()) as (_, client):
-        resp = await client.put("/api/v1/consumers/x", headers=AUTH, json={
-            "kind": "report", "owner": "o", "rank": 1, "webhook_url": "http://h/x",
-            "signs": True})
+        resp = await client.put(
+            "/api/v1/consumers/x",
+            headers=AUTH,
+            json={
+                "kind": "report",
+                "owner": "o",
+                "rank": 1,
+                "webhook_url": "http://h/x",
+                "signs": True,
+            },
+        )
         assert resp.status_code == 422
         assert resp.json()["detail"][0]["loc"] == ["body", "signed_by"]
-        resp = await client.post("/api/v1/reads", headers=AUTH, json={
-            "consumer": "nobody", "check": "nope",
-            "partitions": [{"start": "2026-01-01T00:00:00Z", "end": "2026-01-01T01:00:00Z"}]})
+        resp = await client.post(
+            "/api/v1/reads",
+            headers=AUTH,
+            json={
+                "consumer": "nobody",
+                "check": "nope",
+                "partitions": [{"start": "2026-01-01T00:00:00Z", "end": "2026-01-01T01:00:00Z"}],
+            },
+        )
         assert resp.status_code == 422 and resp.json()["detail"][0]["loc"] == ["body", "check"]
-        resp = await client.post("/api/v1/watermarks/p/advance", headers=AUTH, json={
-            "to": "2026-01-01T00:00:00", "by": "a", "reason": "r"})
+        resp = await client.post(
+            "/api/v1/watermarks/p/advance",
+            headers=AUTH,
+            json={"to": "2026-01-01T00:00:00", "by": "a", "reason": "r"},
+        )
         assert resp.status_code == 422 and "time zone" in resp.text
         resp = await client.get("/api/v1/backfills/99999")
         assert resp.status_code == 404
         resp = await client.post("/api/v1/backfills/99999/start", json={"by": "a"})
         assert resp.status_code in (401, 403)
-

@@ -26,12 +26,18 @@ pytestmark = pytest.mark.integration
 
 async def _cli(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return await asyncio.to_thread(
-        subprocess.run, [sys.executable, "-m", "driftgauge.cli", *args, "--config", str(config)],
-        capture_output=True, text=True, timeout=120, check=False)
+        subprocess.run,
+        [sys.executable, "-m", "driftgauge.cli", *args, "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
-async def test_a_backfill_from_the_cli_runs_the_replay_commands(pg_database: str,
-                                                                 tmp_path: Path) -> None:
+async def test_a_backfill_from_the_cli_runs_the_replay_commands(
+    pg_database: str, tmp_path: Path
+) -> None:
     tables = Tables(pg_database)
     day = day_zero()
     await tables.create(order_rows(day, range(4)))
@@ -41,22 +47,61 @@ async def test_a_backfill_from_the_cli_runs_the_replay_commands(pg_database: str
     replayed = tmp_path / "replayed.txt"
     async with serve(tables.config()) as (_, client):
         await reconcile(client)
-        resp = await client.put("/api/v1/consumers/settlement-report", headers=AUTH, json={
-            "kind": "report", "owner": "finance", "rank": 1, "signs": True,
-            "signed_by": "duty lead",
-            "command": f"echo $DRIFTGAUGE_BACKFILL_ID >> {replayed}"})
+        resp = await client.put(
+            "/api/v1/consumers/settlement-report",
+            headers=AUTH,
+            json={
+                "kind": "report",
+                "owner": "finance",
+                "rank": 1,
+                "signs": True,
+                "signed_by": "duty lead",
+                "command": f"echo $DRIFTGAUGE_BACKFILL_ID >> {replayed}",
+            },
+        )
         assert resp.status_code == 200, resp.text
-        await post(client, "/reads", {"consumer": "settlement-report", "check": "orders",
-                                      "partitions": [{
-                                          "start": (day + timedelta(hours=2)).isoformat(),
-                                          "end": (day + timedelta(hours=3)).isoformat()}]}, 201)
+        await post(
+            client,
+            "/reads",
+            {
+                "consumer": "settlement-report",
+                "check": "orders",
+                "partitions": [
+                    {
+                        "start": (day + timedelta(hours=2)).isoformat(),
+                        "end": (day + timedelta(hours=3)).isoformat(),
+                    }
+                ],
+            },
+            201,
+        )
 
-    mark = await _cli(config, "watermark", "advance", "orders-fact",
-                      (day + timedelta(hours=3)).isoformat(), "--by", "nightly",
-                      "--reason", "run 1", "--check", "orders")
+    mark = await _cli(
+        config,
+        "watermark",
+        "advance",
+        "orders-fact",
+        (day + timedelta(hours=3)).isoformat(),
+        "--by",
+        "nightly",
+        "--reason",
+        "run 1",
+        "--check",
+        "orders",
+    )
     assert mark.returncode == 0, mark.stderr
-    plan = await _cli(config, "backfill", "plan", "orders", "--by", "ana", "--reason",
-                      "currency as text", "--pipeline", "orders-fact")
+    plan = await _cli(
+        config,
+        "backfill",
+        "plan",
+        "orders",
+        "--by",
+        "ana",
+        "--reason",
+        "currency as text",
+        "--pipeline",
+        "orders-fact",
+    )
     assert plan.returncode == 0, plan.stderr
     found = re.search(r"backfill (\d+) of orders: planned", plan.stdout)
     assert found, plan.stdout
@@ -80,5 +125,4 @@ async def test_a_backfill_from_the_cli_runs_the_replay_commands(pg_database: str
     assert "rank 1 settlement-report" in shown.stdout and "finished" in shown.stdout
     assert "diff {'count': 0}" in shown.stdout
     mark = await _cli(config, "watermark", "show", "orders-fact")
-    assert re.search(r"back to .*T01:00:00\+00:00 by ana: backfill " + bf, mark.stdout), \
-        mark.stdout
+    assert re.search(r"back to .*T01:00:00\+00:00 by ana: backfill " + bf, mark.stdout), mark.stdout

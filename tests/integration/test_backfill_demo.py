@@ -13,14 +13,14 @@ DEMO = Path(__file__).resolve().parents[2] / "bench" / "backfill" / "demo.py"
 
 
 def test_the_demo_prints_the_seeds_night_15() -> None:
-    done = subprocess.run([sys.executable, str(DEMO)], capture_output=True, text=True,
-                          timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, str(DEMO)], capture_output=True, text=True, timeout=300, check=False
+    )
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "6 bad hours (05:00, 06:00, 07:00, 08:00, 09:00, 10:00)" in out
     assert "watermark reset point 04:00" in out
-    assert ("settlement-report (rank 1), demand-forecast (rank 2), payout-export (rank 2)"
-            in out)
+    assert "settlement-report (rank 1), demand-forecast (rank 2), payout-export (rank 2)" in out
     assert "refused (409 not_announced)" in out and "refused (409 replay_order)" in out
     # Announced (with the before totals) before the recompute ran.
     assert out.index("2. announce") < out.index("4. recompute")

@@ -34,34 +34,59 @@ pytestmark = pytest.mark.integration
 NOW = datetime(2024, 5, 7, 12, 0, tzinfo=UTC)
 YESTERDAY = datetime(2024, 5, 6, tzinfo=UTC)
 KEYS = [f"task-{i:03d}" for i in range(20)]
-MAPPING = {"properties": {"task_id": {"type": "keyword"}, "review_tier": {"type": "keyword"},
-                          "completed_at": {"type": "date"},
-                          "driftgauge_canary": {"type": "keyword"}}}
+MAPPING = {
+    "properties": {
+        "task_id": {"type": "keyword"},
+        "review_tier": {"type": "keyword"},
+        "completed_at": {"type": "date"},
+        "driftgauge_canary": {"type": "keyword"},
+    }
+}
 
 
 def check_config(dsn: str, index: str, **canary: Any) -> Check:
-    reader_filter = {"bool": {"filter": [{"terms": {"review_tier": ["first_tier",
-                                                                    "second_tier"]}}],
-                              "must_not": [{"exists": {"field": "driftgauge_canary"}}]}}
+    reader_filter = {
+        "bool": {
+            "filter": [{"terms": {"review_tier": ["first_tier", "second_tier"]}}],
+            "must_not": [{"exists": {"field": "driftgauge_canary"}}],
+        }
+    }
     settings: dict[str, Any] = {
-        "store": "search_sync", "document": {"review_tier": "first_tier"},
+        "store": "search_sync",
+        "document": {"review_tier": "first_tier"},
         "key_query": "SELECT task_id FROM tasks WHERE completed_at >= $1 AND completed_at < $2"
-                     " ORDER BY completed_at DESC LIMIT 1",
-        "timeout_seconds": 20}
+        " ORDER BY completed_at DESC LIMIT 1",
+        "timeout_seconds": 20,
+    }
     settings.update(canary)
     raw = {
-        "stores": {"tasks_db": {"kind": "postgres", "dsn": dsn, "timeout_seconds": TIMEOUT},
-                   "search": {"kind": "opensearch", "url": OS_URL, "timeout_seconds": TIMEOUT},
-                   "search_sync": {"kind": "opensearch", "url": OS_URL, "timeout_seconds": 10}},
+        "stores": {
+            "tasks_db": {"kind": "postgres", "dsn": dsn, "timeout_seconds": TIMEOUT},
+            "search": {"kind": "opensearch", "url": OS_URL, "timeout_seconds": TIMEOUT},
+            "search_sync": {"kind": "opensearch", "url": OS_URL, "timeout_seconds": 10},
+        },
         "state": {"dsn": dsn},
-        "checks": {"reviews": {
-            "source": {"store": "tasks_db", "table": "tasks", "key": "task_id",
-                       "time": "completed_at"},
-            "reader": {"store": "search", "index": index, "key": "task_id",
-                       "time": "completed_at", "fields": {"label": "review_tier"},
-                       "filter": reader_filter},
-            "fields": {"label": "string"},
-            "canary": settings}}}
+        "checks": {
+            "reviews": {
+                "source": {
+                    "store": "tasks_db",
+                    "table": "tasks",
+                    "key": "task_id",
+                    "time": "completed_at",
+                },
+                "reader": {
+                    "store": "search",
+                    "index": index,
+                    "key": "task_id",
+                    "time": "completed_at",
+                    "fields": {"label": "review_tier"},
+                    "filter": reader_filter,
+                },
+                "fields": {"label": "string"},
+                "canary": settings,
+            }
+        },
+    }
     return load_text(yaml.safe_dump(raw)).checks["reviews"]
 
 
@@ -73,19 +98,25 @@ class Setup:
 
 
 @pytest.fixture(scope="module")
-async def setup(pg_database: str, os_client: AsyncOpenSearch,
-                os_index: Callable[[str], str]) -> AsyncIterator[Setup]:
+async def setup(
+    pg_database: str, os_client: AsyncOpenSearch, os_index: Callable[[str], str]
+) -> AsyncIterator[Setup]:
     conn = await asyncpg.connect(pg_database, timeout=TIMEOUT)
     try:
-        await conn.execute("CREATE TABLE tasks (task_id text, label text,"
-                           " completed_at timestamptz)")
-        await conn.executemany("INSERT INTO tasks VALUES ($1, 'first_tier', $2)",
-                               [(k, YESTERDAY + timedelta(hours=i)) for i, k in enumerate(KEYS)])
+        await conn.execute(
+            "CREATE TABLE tasks (task_id text, label text, completed_at timestamptz)"
+        )
+        await conn.executemany(
+            "INSERT INTO tasks VALUES ($1, 'first_tier', $2)",
+            [(k, YESTERDAY + timedelta(hours=i)) for i, k in enumerate(KEYS)],
+        )
     finally:
         await conn.close()
     index = os_index("dg_canary")
-    await os_client.indices.create(index=index, body={
-        "settings": {"number_of_shards": 1, "number_of_replicas": 0}, "mappings": MAPPING})
+    await os_client.indices.create(
+        index=index,
+        body={"settings": {"number_of_shards": 1, "number_of_replicas": 0}, "mappings": MAPPING},
+    )
     yield Setup(pg_database, index, os_client)
 
 
@@ -105,14 +136,14 @@ async def open_adapter_for(check: Check) -> Any:
     return await open_adapter(check.source)
 
 
-async def test_the_canary_writes_and_reads_through_the_stores_shared_clients(
-        setup: Setup) -> None:
+async def test_the_canary_writes_and_reads_through_the_stores_shared_clients(setup: Setup) -> None:
     check = check_config(setup.dsn, setup.index)
     assert check.canary is not None
     pools = StorePools()
     try:
-        result = await run_canary(check, key_picker_for(check, open_adapter_for), now=NOW,
-                                  connections=pools.connection)
+        result = await run_canary(
+            check, key_picker_for(check, open_adapter_for), now=NOW, connections=pools.connection
+        )
         assert (result.result, result.detail) == ("ok", "")
         shared = await pools.connection(check.canary.store)
         # The canary left the shared client open for the store's other users.
@@ -122,17 +153,21 @@ async def test_the_canary_writes_and_reads_through_the_stores_shared_clients(
 
 
 async def test_the_sentinel_is_hidden_from_the_reader_filter_but_not_from_the_read_back(
-        setup: Setup) -> None:
+    setup: Setup,
+) -> None:
     check = check_config(setup.dsn, setup.index)
     assert check.canary is not None and check.reader.filter is not None
     doc = sentinel_document(check, check.canary, "task-007", "tok123", NOW)
     assert doc["task_id"] == "task-007" and doc["driftgauge_canary"] == "tok123"
     await setup.client.index(index=setup.index, id="sentinel-probe", body=doc, refresh=True)
     try:
-        seen_by_reader = await setup.client.count(index=setup.index,
-                                                  body={"query": check.reader.filter})
-        read_back = await setup.client.count(index=setup.index, body={
-            "query": read_back_query(check, check.canary, "task-007", "tok123")})
+        seen_by_reader = await setup.client.count(
+            index=setup.index, body={"query": check.reader.filter}
+        )
+        read_back = await setup.client.count(
+            index=setup.index,
+            body={"query": read_back_query(check, check.canary, "task-007", "tok123")},
+        )
         assert (seen_by_reader["count"], read_back["count"]) == (0, 1)
     finally:
         await setup.client.delete(index=setup.index, id="sentinel-probe", refresh=True)
@@ -153,8 +188,9 @@ async def test_a_write_block_is_a_permission_failure(setup: Setup, setting: str)
 
 async def test_a_reader_filter_that_hides_the_sentinel_is_not_visible(setup: Setup) -> None:
     # The job writes a tier the reader's filter does not know: written, never visible.
-    check = check_config(setup.dsn, setup.index, document={"review_tier": "third_tier"},
-                         write="index")
+    check = check_config(
+        setup.dsn, setup.index, document={"review_tier": "third_tier"}, write="index"
+    )
     result = await run_canary(check, key_picker_for(check, open_adapter_for), now=NOW)
     assert result.result == "not_visible"
     assert "does not return it" in result.detail
@@ -163,8 +199,9 @@ async def test_a_reader_filter_that_hides_the_sentinel_is_not_visible(setup: Set
 
 async def test_no_source_row_and_a_deadline_are_named(setup: Setup) -> None:
     check = check_config(setup.dsn, setup.index)
-    empty = await run_canary(check, key_picker_for(check, open_adapter_for),
-                             now=NOW + timedelta(days=5))
+    empty = await run_canary(
+        check, key_picker_for(check, open_adapter_for), now=NOW + timedelta(days=5)
+    )
     assert empty.result == "error" and "no row on 2024-05-11" in empty.detail
     slow = check_config(setup.dsn, setup.index, timeout_seconds=0.001)
     late = await run_canary(slow, key_picker_for(slow, open_adapter_for), now=NOW)
@@ -189,8 +226,9 @@ async def test_results_are_stored_and_exported(setup: Setup) -> None:
         await store.record(ok)
         await block(setup, "index.blocks.write", True)
         try:
-            bad = await run_canary(check, key_picker_for(check, open_adapter_for),
-                                   now=NOW + timedelta(hours=1))
+            bad = await run_canary(
+                check, key_picker_for(check, open_adapter_for), now=NOW + timedelta(hours=1)
+            )
         finally:
             await block(setup, "index.blocks.write", False)
         await store.record(bad)
@@ -199,10 +237,17 @@ async def test_results_are_stored_and_exported(setup: Setup) -> None:
         v = registry_of(part).get_sample_value
         assert v("driftgauge_canary_up", {"check": "reviews"}) == 0
         assert v("driftgauge_canary_duration_seconds", {"check": "reviews"}) == bad.duration
-        assert v("driftgauge_canary_last_success_timestamp_seconds",
-                 {"check": "reviews"}) == (NOW + timedelta(seconds=ok.duration)).timestamp()
-        for result, n in [("ok", 1), ("permission", 1), ("not_visible", 0), ("timeout", 0),
-                          ("error", 0)]:
+        assert (
+            v("driftgauge_canary_last_success_timestamp_seconds", {"check": "reviews"})
+            == (NOW + timedelta(seconds=ok.duration)).timestamp()
+        )
+        for result, n in [
+            ("ok", 1),
+            ("permission", 1),
+            ("not_visible", 0),
+            ("timeout", 0),
+            ("error", 0),
+        ]:
             assert v("driftgauge_canary_runs_total", {"check": "reviews", "result": result}) == n
         history = await store.history("reviews")
         assert [h.result for h in history] == ["permission", "ok"]
@@ -212,24 +257,29 @@ async def test_results_are_stored_and_exported(setup: Setup) -> None:
 async def test_a_deploy_hook_runs_the_canary_through_the_api(setup: Setup) -> None:
     check = check_config(setup.dsn, setup.index)
     async with migrated_schema(setup.dsn) as schema:
-        config = Config(stores={}, state=State(Secret(setup.dsn), schema), api=Api(),
-                        checks={"reviews": check})
+        config = Config(
+            stores={}, state=State(Secret(setup.dsn), schema), api=Api(), checks={"reviews": check}
+        )
 
         async def no_reconcile(name: str, start: datetime, end: datetime) -> None:
             raise AssertionError("no ledger is configured")
 
-        async with open_audit(config, reconcile=no_reconcile, source=open_adapter_for,
-                              clock=lambda: NOW) as audit:
+        async with open_audit(
+            config, reconcile=no_reconcile, source=open_adapter_for, clock=lambda: NOW
+        ) as audit:
             app = FastAPI()
             app.include_router(audit_router(TokenCheck([b"t0k"], True)), prefix="/api/v1")
             app.state.audit = audit
-            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                         base_url="http://dg") as http:
+            async with httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=app), base_url="http://dg"
+            ) as http:
                 denied = await http.post("/api/v1/canary/reviews")
-                ran = await http.post("/api/v1/canary/reviews",
-                                      headers={"Authorization": "Bearer t0k"})
-                unknown = await http.post("/api/v1/canary/orders",
-                                          headers={"Authorization": "Bearer t0k"})
+                ran = await http.post(
+                    "/api/v1/canary/reviews", headers={"Authorization": "Bearer t0k"}
+                )
+                unknown = await http.post(
+                    "/api/v1/canary/orders", headers={"Authorization": "Bearer t0k"}
+                )
                 listed = (await http.get("/api/v1/canary/reviews")).json()
             v = registry_of(*audit.parts).get_sample_value
             assert v("driftgauge_canary_up", {"check": "reviews"}) == 1

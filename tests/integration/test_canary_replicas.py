@@ -31,27 +31,49 @@ pytestmark = pytest.mark.integration
 
 T0 = datetime(2024, 5, 7, 12, 0, tzinfo=UTC)
 TIMES = 8
-MAPPING = {"properties": {"task_id": {"type": "keyword"}, "label": {"type": "keyword"},
-                          "completed_at": {"type": "date"},
-                          "driftgauge_canary": {"type": "keyword"}}}
+MAPPING = {
+    "properties": {
+        "task_id": {"type": "keyword"},
+        "label": {"type": "keyword"},
+        "completed_at": {"type": "date"},
+        "driftgauge_canary": {"type": "keyword"},
+    }
+}
 
 
 def config_text(dsn: str, index: str, schema: str) -> str:
     raw = {
-        "stores": {"db": {"kind": "postgres", "dsn": dsn, "timeout_seconds": TIMEOUT},
-                   "search": {"kind": "opensearch", "url": OS_URL, "timeout_seconds": TIMEOUT},
-                   "sync": {"kind": "opensearch", "url": OS_URL, "timeout_seconds": 10}},
+        "stores": {
+            "db": {"kind": "postgres", "dsn": dsn, "timeout_seconds": TIMEOUT},
+            "search": {"kind": "opensearch", "url": OS_URL, "timeout_seconds": TIMEOUT},
+            "sync": {"kind": "opensearch", "url": OS_URL, "timeout_seconds": 10},
+        },
         "state": {"dsn": dsn, "schema": schema},
-        "checks": {"reviews": {
-            "source": {"store": "db", "table": "tasks", "key": "task_id",
-                       "time": "completed_at"},
-            "reader": {"store": "search", "index": index, "key": "task_id",
-                       "time": "completed_at",
-                       "filter": {"bool": {"must_not": [
-                           {"exists": {"field": "driftgauge_canary"}}]}}},
-            "fields": {"label": "string"},
-            "canary": {"store": "sync", "document": {"label": "ok"}, "every": "1m",
-                       "timeout_seconds": 20}}}}
+        "checks": {
+            "reviews": {
+                "source": {
+                    "store": "db",
+                    "table": "tasks",
+                    "key": "task_id",
+                    "time": "completed_at",
+                },
+                "reader": {
+                    "store": "search",
+                    "index": index,
+                    "key": "task_id",
+                    "time": "completed_at",
+                    "filter": {"bool": {"must_not": [{"exists": {"field": "driftgauge_canary"}}]}},
+                },
+                "fields": {"label": "string"},
+                "canary": {
+                    "store": "sync",
+                    "document": {"label": "ok"},
+                    "every": "1m",
+                    "timeout_seconds": 20,
+                },
+            }
+        },
+    }
     return yaml.safe_dump(raw)
 
 
@@ -66,19 +88,25 @@ class Clock:
 
 
 @pytest.fixture
-async def replicas(pg_database: str, os_client: AsyncOpenSearch,
-                   os_index: Callable[[str], str]) -> AsyncIterator[list[Any]]:
+async def replicas(
+    pg_database: str, os_client: AsyncOpenSearch, os_index: Callable[[str], str]
+) -> AsyncIterator[list[Any]]:
     conn = await asyncpg.connect(pg_database, timeout=TIMEOUT)
     try:
-        await conn.execute("CREATE TABLE IF NOT EXISTS tasks (task_id text, label text,"
-                           " completed_at timestamptz)")
-        await conn.executemany("INSERT INTO tasks VALUES ($1, 'ok', $2)",
-                               [(f"task-{i}", T0 - timedelta(hours=20 - i)) for i in range(5)])
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS tasks (task_id text, label text, completed_at timestamptz)"
+        )
+        await conn.executemany(
+            "INSERT INTO tasks VALUES ($1, 'ok', $2)",
+            [(f"task-{i}", T0 - timedelta(hours=20 - i)) for i in range(5)],
+        )
     finally:
         await conn.close()
     index = os_index("dg_canary_pair")
-    await os_client.indices.create(index=index, body={
-        "settings": {"number_of_shards": 1, "number_of_replicas": 0}, "mappings": MAPPING})
+    await os_client.indices.create(
+        index=index,
+        body={"settings": {"number_of_shards": 1, "number_of_replicas": 0}, "mappings": MAPPING},
+    )
     config = load_text(config_text(pg_database, index, unique_name("dg_state")))
     check = config.checks["reviews"]
     clock = Clock()
@@ -89,8 +117,10 @@ async def replicas(pg_database: str, os_client: AsyncOpenSearch,
         adapter = await open_adapter(c.source)
         opened.append(adapter)
         return adapter
-    services = [CanaryService(config.checks, CanaryStore(s.calls.pool), source, clock=clock)
-                for s in stores]
+
+    services = [
+        CanaryService(config.checks, CanaryStore(s.calls.pool), source, clock=clock) for s in stores
+    ]
     # One job runtime per replica, each claiming through its own state store.
     runtimes = [JobRuntime(clock, claims=s.claims) for s in stores]
     for rt, service in zip(runtimes, services, strict=True):
@@ -105,27 +135,29 @@ async def replicas(pg_database: str, os_client: AsyncOpenSearch,
 
 
 async def test_every_scheduled_canary_is_claimed_once_with_no_false_alarm(
-        replicas: list[Any]) -> None:
+    replicas: list[Any],
+) -> None:
     services, stores, clock, _, runtimes = replicas
     for i in range(TIMES):
         # Both replicas fire the same scheduled time, a few milliseconds apart.
         clock.now = T0 + timedelta(minutes=i, milliseconds=5)
         await asyncio.gather(*(rt.fire("reviews:canary") for rt in runtimes))
     results = await services[0].store.history("reviews", limit=100)
-    assert [r.result for r in results] == ["ok"] * TIMES, [(r.result, r.detail)
-                                                          for r in results]
-    owners = [await stores[0].claims.claimed_by("canary:reviews", T0 + timedelta(minutes=i))
-              for i in range(TIMES)]
+    assert [r.result for r in results] == ["ok"] * TIMES, [(r.result, r.detail) for r in results]
+    owners = [
+        await stores[0].claims.claimed_by("canary:reviews", T0 + timedelta(minutes=i))
+        for i in range(TIMES)
+    ]
     assert all(o in ("replica-0", "replica-1") for o in owners), owners
 
 
 async def test_a_time_is_not_claimed_while_the_previous_attempt_still_runs(
-        replicas: list[Any]) -> None:
+    replicas: list[Any],
+) -> None:
     services, stores, clock, _, runtimes = replicas
     clock.now = T0 + timedelta(minutes=30, milliseconds=5)
     async with stores[1].claims.lock("canary:reviews") as got:
         assert got
         await runtimes[0].fire("reviews:canary")
-    assert await stores[0].claims.claimed_by("canary:reviews",
-                                             T0 + timedelta(minutes=30)) is None
+    assert await stores[0].claims.claimed_by("canary:reviews", T0 + timedelta(minutes=30)) is None
     assert await services[0].store.history("reviews") == []

@@ -44,21 +44,41 @@ async def config(tmp_path: Path) -> AsyncIterator[Path]:
     await admin.execute(f'CREATE DATABASE "{name}"')
     dsn = PG.rsplit("/", 1)[0] + "/" + name
     client = AsyncOpenSearch(OS_URL)
-    rows = [(f"t{i:04d}", "a" if i % 3 else "b", BASE + timedelta(minutes=7 * i))
-            for i in range(600)]                       # a bit over two days
+    rows = [
+        (f"t{i:04d}", "a" if i % 3 else "b", BASE + timedelta(minutes=7 * i)) for i in range(600)
+    ]  # a bit over two days
     try:
         conn = await asyncpg.connect(dsn)
-        await conn.execute("CREATE TABLE tasks (task_id text, label text, "
-                           "completed_at timestamptz)")
+        await conn.execute(
+            "CREATE TABLE tasks (task_id text, label text, completed_at timestamptz)"
+        )
         await conn.copy_records_to_table("tasks", records=rows)
         await conn.close()
-        await client.indices.create(index=name, body={"mappings": {"properties": {
-            "task_id": {"type": "keyword"}, "label": {"type": "keyword"},
-            "completed_at": {"type": "date"}}}})
-        docs = [{"_index": name, "_id": k, "_source": {
-            "task_id": k, "label": "z" if k == "t0100" else label,     # mismatched
-            "completed_at": when.isoformat()}}
-            for k, label, when in rows if k != "t0050"]                 # missing
+        await client.indices.create(
+            index=name,
+            body={
+                "mappings": {
+                    "properties": {
+                        "task_id": {"type": "keyword"},
+                        "label": {"type": "keyword"},
+                        "completed_at": {"type": "date"},
+                    }
+                }
+            },
+        )
+        docs = [
+            {
+                "_index": name,
+                "_id": k,
+                "_source": {
+                    "task_id": k,
+                    "label": "z" if k == "t0100" else label,  # mismatched
+                    "completed_at": when.isoformat(),
+                },
+            }
+            for k, label, when in rows
+            if k != "t0050"
+        ]  # missing
         await async_bulk(client, docs, refresh=True)
         path = tmp_path / "dg.yml"
         path.write_text(CONFIG.format(dsn=dsn, os=OS_URL, index=name))
@@ -72,39 +92,74 @@ async def config(tmp_path: Path) -> AsyncIterator[Path]:
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     """Run the installed CLI the way a user would."""
-    return subprocess.run([sys.executable, "-m", "driftgauge.cli", *args], capture_output=True,
-                          text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "driftgauge.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_check_reports_drift_and_exits_1(config: Path) -> None:
-    done = cli("check", "reviews", "--config", str(config), "--since", "2026-04-01",
-               "--until", "2026-04-03", "--json")
+    done = cli(
+        "check",
+        "reviews",
+        "--config",
+        str(config),
+        "--since",
+        "2026-04-01",
+        "--until",
+        "2026-04-03",
+        "--json",
+    )
     assert done.returncode == 1, done.stderr
     out = json.loads(done.stdout)
     day1 = out["buckets"][0]
     assert (day1["missing"], day1["mismatched"], day1["extra"]) == (1, 1, 0)
     assert sum(b["expected"] for b in out["buckets"]) == 600
     assert out["buckets"][2]["status"] == "ok"
-    table = cli("check", "reviews", "--config", str(config), "--since", "2026-04-01",
-                "--until", "2026-04-03")
+    table = cli(
+        "check",
+        "reviews",
+        "--config",
+        str(config),
+        "--since",
+        "2026-04-01",
+        "--until",
+        "2026-04-03",
+    )
     assert "2026-04-01" in table.stdout and "drift" in table.stdout
     assert "missing    t0050" in table.stdout
 
 
 def test_check_on_clean_days_exits_0(config: Path) -> None:
-    done = cli("check", "reviews", "--config", str(config), "--since", "2026-04-03",
-               "--until", "2026-04-03", "--no-store")
+    done = cli(
+        "check",
+        "reviews",
+        "--config",
+        str(config),
+        "--since",
+        "2026-04-03",
+        "--until",
+        "2026-04-03",
+        "--no-store",
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_drill_walks_to_the_keys(config: Path) -> None:
-    hours = json.loads(cli("drill", "reviews", "2026-04-01", "--config", str(config),
-                           "--json").stdout)
+    hours = json.loads(
+        cli("drill", "reviews", "2026-04-01", "--config", str(config), "--json").stdout
+    )
     bad = [n for n in hours["nodes"] if n["differs"]]
-    assert len(bad) == 2                    # t0050 and t0100 fall in different hours
+    assert len(bad) == 2  # t0050 and t0100 fall in different hours
     hour = int(bad[0]["label"][11:13])
-    leaf = json.loads(cli("drill", "reviews", "2026-04-01", "--hour", str(hour), "--config",
-                          str(config), "--json").stdout)
+    leaf = json.loads(
+        cli(
+            "drill", "reviews", "2026-04-01", "--hour", str(hour), "--config", str(config), "--json"
+        ).stdout
+    )
     assert [k["key"] for k in leaf["keys"]] == ["t0050"]
     assert leaf["keys"][0]["kind"] == "missing"
 
@@ -123,14 +178,27 @@ def test_first_pass_with_slots_finds_the_same_keys(config: Path) -> None:
     config.write_text(config.read_text() + "    drilldown: {leaf_rows: 50}\n")
     found = {}
     for mode in ("days", "slots"):
-        done = cli("check", "reviews", "--config", str(config), "--since", "2026-04-01",
-                   "--until", "2026-04-03", "--json", "--no-store", "--first-pass", mode)
+        done = cli(
+            "check",
+            "reviews",
+            "--config",
+            str(config),
+            "--since",
+            "2026-04-01",
+            "--until",
+            "2026-04-03",
+            "--json",
+            "--no-store",
+            "--first-pass",
+            mode,
+        )
         assert done.returncode == 1, done.stderr
         out = json.loads(done.stdout)
-        found[mode] = ([(b["missing"], b["extra"], b["mismatched"], b["status"])
-                        for b in out["buckets"]],
-                       [(b["source"], b["reader"]) for b in out["buckets"]],
-                       out["queries"])
+        found[mode] = (
+            [(b["missing"], b["extra"], b["mismatched"], b["status"]) for b in out["buckets"]],
+            [(b["source"], b["reader"]) for b in out["buckets"]],
+            out["queries"],
+        )
     assert found["days"][:2] == found["slots"][:2]
     assert [c[:3] for c in found["days"][0]] == [(1, 0, 1), (0, 0, 0), (0, 0, 0)]
     # The slot query the first scan made unnecessary on the PostgreSQL side.
@@ -147,8 +215,13 @@ def test_check_json_carries_the_run_id_and_sample_keys_the_text_shows(config: Pa
     out = json.loads(done.stdout)
     assert isinstance(out["run_id"], int) and out["status"] == "drift"
     samples = {s["key"]: s for s in out["buckets"][0]["samples"]}
-    assert samples["t0050"] == {"key": "t0050", "kind": "missing", "source_copies": 1,
-                                "reader_copies": 0, "event_time": samples["t0050"]["event_time"]}
+    assert samples["t0050"] == {
+        "key": "t0050",
+        "kind": "missing",
+        "source_copies": 1,
+        "reader_copies": 0,
+        "event_time": samples["t0050"]["event_time"],
+    }
     assert (samples["t0100"]["kind"], samples["t0100"]["reader_copies"]) == ("mismatched", 1)
     assert out["buckets"][0]["reasons"] and out["totals"]["missing"] == 1
     text = cli("check", "reviews", *window)
@@ -158,8 +231,7 @@ def test_check_json_carries_the_run_id_and_sample_keys_the_text_shows(config: Pa
     assert dry["run_id"] is None and dry["buckets"][0]["samples"]
 
 
-def test_a_recorded_run_that_failed_logs_one_readable_warning(config: Path,
-                                                              tmp_path: Path) -> None:
+def test_a_recorded_run_that_failed_logs_one_readable_warning(config: Path, tmp_path: Path) -> None:
     broken = tmp_path / "broken.yml"
     broken.write_text(config.read_text().replace(OS_URL, "http://127.0.0.1:9"))
     done = cli("check", "reviews", "--config", str(broken), "--json")

@@ -68,13 +68,23 @@ from tests.integration.differential_support import (
 pytestmark = pytest.mark.integration
 
 _COMMON: dict[str, Any] = {
-    "deadline": None, "database": None, "print_blob": True,
-    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large,
-                              HealthCheck.function_scoped_fixture],
+    "deadline": None,
+    "database": None,
+    "print_blob": True,
+    "suppress_health_check": [
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+    ],
 }
 # CI: the same examples every run, and a failure reported at once (no shrinking).
-settings.register_profile("differential-ci", max_examples=10, derandomize=True,
-                          phases=[Phase.explicit, Phase.generate], **_COMMON)
+settings.register_profile(
+    "differential-ci",
+    max_examples=10,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],
+    **_COMMON,
+)
 settings.register_profile("differential-long", max_examples=250, **_COMMON)
 # Local minimising: the CI examples, shrunk when one fails.
 settings.register_profile("differential-dev", max_examples=10, derandomize=True, **_COMMON)
@@ -105,25 +115,32 @@ class Traced:
         self.paths.add("first-pass slots")
         return await self.inner.day_and_slot_digests(start, end, seconds)  # type: ignore[attr-defined]
 
-    async def slot_digests(self, start: datetime, end: datetime, seconds: int, *,
-                           distinct: bool = True) -> Any:
+    async def slot_digests(
+        self, start: datetime, end: datetime, seconds: int, *, distinct: bool = True
+    ) -> Any:
         self.paths.add("slot query")
         return await self.inner.slot_digests(start, end, seconds, distinct=distinct)
 
-    async def prefix_digests(self, start: datetime, end: datetime, depth: int,
-                             within: Sequence[str] | None = None) -> Any:
+    async def prefix_digests(
+        self, start: datetime, end: datetime, depth: int, within: Sequence[str] | None = None
+    ) -> Any:
         self.paths.add("prefixes")
         return await self.inner.prefix_digests(start, end, depth, within)
 
-    def iter_rows(self, start: datetime, end: datetime, prefixes: Sequence[str] | None = None,
-                  *, ranges: Any = None) -> Any:
+    def iter_rows(
+        self,
+        start: datetime,
+        end: datetime,
+        prefixes: Sequence[str] | None = None,
+        *,
+        ranges: Any = None,
+    ) -> Any:
         if ranges is not None:
             self.paths.add("slot rows")
         elif prefixes is not None:
             self.paths.add("prefix rows")
         else:
-            self.paths.add("whole day rows" if end - start > timedelta(hours=2)
-                           else "range rows")
+            self.paths.add("whole day rows" if end - start > timedelta(hours=2) else "range rows")
         return self.inner.iter_rows(start, end, prefixes, ranges=ranges)
 
     async def close(self) -> None:
@@ -135,21 +152,35 @@ def build_check(case: Case, source: View, reader: View) -> Check:
     s = case.settings
     rate = () if s.exclusion_rate is None else (("no_join_key", s.exclusion_rate),)
     return Check(
-        name="diff", source=source, reader=reader, fields=FIELDS, key_type=case.key_type,
-        timezone=case.tz, settle=timedelta(hours=s.settle_hours),
+        name="diff",
+        source=source,
+        reader=reader,
+        fields=FIELDS,
+        key_type=case.key_type,
+        timezone=case.tz,
+        settle=timedelta(hours=s.settle_hours),
         tolerance=Tolerance(s.missing_ratio, s.extra, s.mismatched, rate),
-        drilldown=Drilldown(s.leaf_rows, s.dense_ratio, s.max_depth, s.slot_first_pass_days))
+        drilldown=Drilldown(s.leaf_rows, s.dense_ratio, s.max_depth, s.slot_first_pass_days),
+    )
 
 
 def view(case: Case, store: Any, **where: Any) -> View:
     """Return one side's view over columns k, label, qty, seen and time ts."""
-    return View(store=store, key_column="k", time_column="ts",
-                columns=("label", "qty", "seen"),
-                fields=FIELDS, key_type=case.key_type, timezone=case.tz, **where)
+    return View(
+        store=store,
+        key_column="k",
+        time_column="ts",
+        columns=("label", "qty", "seen"),
+        fields=FIELDS,
+        key_type=case.key_type,
+        timezone=case.tz,
+        **where,
+    )
 
 
-async def run_driftgauge(case: Case, dsn: str, client: AsyncOpenSearch
-                         ) -> tuple[dict[Any, tuple[Any, ...]], str | None, set[str]]:
+async def run_driftgauge(
+    case: Case, dsn: str, client: AsyncOpenSearch
+) -> tuple[dict[Any, tuple[Any, ...]], str | None, set[str]]:
     """Load the case into fresh tables (and an index), reconcile, drop them; return buckets."""
     n = next(_serial)
     src_table, rdr_table = f"src_{n}", f"rdr_{n}"
@@ -158,24 +189,37 @@ async def run_driftgauge(case: Case, dsn: str, client: AsyncOpenSearch
     try:
         await conn.execute(pg_ddl(src_table, case.key_type))
         await conn.copy_records_to_table(src_table, records=pg_records(case.source))
-        source = view(case, pg_store(dsn), table=src_table,
-                      exclusions=(Exclusion("no_join_key", where="ckey IS NULL"),))
+        source = view(
+            case,
+            pg_store(dsn),
+            table=src_table,
+            exclusions=(Exclusion("no_join_key", where="ckey IS NULL"),),
+        )
         if case.pair == "pg-pg":
             await conn.execute(pg_ddl(rdr_table, case.key_type))
             await conn.copy_records_to_table(rdr_table, records=pg_records(case.reader))
-            reader = (view(case, pg_store(dsn), table=rdr_table)
-                      if not case.settings.reader_filter else view(
-                          case, pg_store(dsn), query=f'SELECT * FROM "{rdr_table}" '
-                          f"WHERE label IS DISTINCT FROM '{HIDDEN}'"))
+            reader = (
+                view(case, pg_store(dsn), table=rdr_table)
+                if not case.settings.reader_filter
+                else view(
+                    case,
+                    pg_store(dsn),
+                    query=f"SELECT * FROM \"{rdr_table}\" WHERE label IS DISTINCT FROM '{HIDDEN}'",
+                )
+            )
         else:
-            await client.indices.create(index=index, body={
-                "settings": {"number_of_shards": case.settings.shards,
-                             "number_of_replicas": 0},
-                "mappings": os_mapping(case.key_type)})
+            await client.indices.create(
+                index=index,
+                body={
+                    "settings": {"number_of_shards": case.settings.shards, "number_of_replicas": 0},
+                    "mappings": os_mapping(case.key_type),
+                },
+            )
             await async_bulk(client, os_actions(index, case.reader), refresh=True)
             hide = {"bool": {"must_not": {"term": {"label": HIDDEN}}}}
-            reader = view(case, os_store(), index=index,
-                          filter=hide if case.settings.reader_filter else None)
+            reader = view(
+                case, os_store(), index=index, filter=hide if case.settings.reader_filter else None
+            )
         check = build_check(case, source, reader)
         paths: set[str] = set()
         src = Traced(await open_adapter(check.source), paths)
@@ -184,9 +228,9 @@ async def run_driftgauge(case: Case, dsn: str, client: AsyncOpenSearch
         try:
             # As the runner does: refuse unreadable fields, settle the timestamp precision.
             await preflight(check, src.inner, rdr.inner)
-            result = await reconcile(check, src, rdr, start, end,
-                                     now=case.now(),
-                                     slots_first=case.settings.slots_first)
+            result = await reconcile(
+                check, src, rdr, start, end, now=case.now(), slots_first=case.settings.slots_first
+            )
         finally:
             await src.close()
             await rdr.close()
@@ -196,9 +240,18 @@ async def run_driftgauge(case: Case, dsn: str, client: AsyncOpenSearch
         if case.pair == "pg-os":
             await client.indices.delete(index=index, ignore_unavailable=True)
     got: dict[Any, tuple[Any, ...]] = {
-        b.start.date(): (b.expected, b.visible, dict(sorted(b.excluded.items())),
-                         b.missing, b.extra, b.mismatched, b.duplicates, b.status)
-        for b in result.buckets}
+        b.start.date(): (
+            b.expected,
+            b.visible,
+            dict(sorted(b.excluded.items())),
+            b.missing,
+            b.extra,
+            b.mismatched,
+            b.duplicates,
+            b.status,
+        )
+        for b in result.buckets
+    }
     got["run"] = (result.status,)
     return got, result.error, paths
 
@@ -218,8 +271,15 @@ async def assert_matches_oracle(case: Case, dsn: str, client: AsyncOpenSearch) -
             event(f"path: {p}")
     src, rdr = oracle_sides(case)
     start, end = case.window()
-    days = oracle.reconcile(src, rdr, start, end, case.tz, oracle_limits(case.settings),
-                            settled_before=case.now() - timedelta(hours=case.settings.settle_hours))
+    days = oracle.reconcile(
+        src,
+        rdr,
+        start,
+        end,
+        case.tz,
+        oracle_limits(case.settings),
+        settled_before=case.now() - timedelta(hours=case.settings.settle_hours),
+    )
     want: dict[Any, tuple[Any, ...]] = {d: day.as_tuple() for d, day in days.items()}
     want["run"] = (oracle.run_status(days.values()),)
     assert error is None, f"run ended in error: {error}\n{describe(case)}"
@@ -227,10 +287,17 @@ async def assert_matches_oracle(case: Case, dsn: str, client: AsyncOpenSearch) -
     for d in sorted(want.keys() | got.keys(), key=str):
         w, g = want.get(d), got.get(d)
         if w != g:
-            fields = ([f"{f}: driftgauge {gv!r} oracle {wv!r}"
-                       for f, gv, wv in zip(oracle.FIELDS if d != "run" else ("status",), g, w,
-                                            strict=True) if gv != wv]
-                      if w and g else [f"driftgauge {g!r} oracle {w!r}"])
+            fields = (
+                [
+                    f"{f}: driftgauge {gv!r} oracle {wv!r}"
+                    for f, gv, wv in zip(
+                        oracle.FIELDS if d != "run" else ("status",), g, w, strict=True
+                    )
+                    if gv != wv
+                ]
+                if w and g
+                else [f"driftgauge {g!r} oracle {w!r}"]
+            )
             problems.append(f"{d}: " + "; ".join(fields))
     assert not problems, "\n".join(problems) + "\n" + describe(case)
     return paths
@@ -275,8 +342,9 @@ def _split_key_case(pair: Pair, name: str) -> tuple[Case, set[str]]:
     case.settings = Settings(leaf_rows=10, slot_first_pass_days=0)
     crowd = at + timedelta(hours=6, milliseconds=7)
     case.source = [Row(f"same{i}", "s", i, crowd) for i in range(40)]
-    case.source += [Row(f"spread{i}", "p", i, at + timedelta(minutes=7 * i + 3))
-                    for i in range(150)]
+    case.source += [
+        Row(f"spread{i}", "p", i, at + timedelta(minutes=7 * i + 3)) for i in range(150)
+    ]
     case.reader = [reader_copy(r, pair) for r in case.source]
     case.reader[40 + 100] = reader_copy(replace(case.source[40 + 100], ts=crowd), pair)
     case.reader[40 + 20] = replace(case.reader[40 + 20], label="changed")
@@ -293,8 +361,11 @@ def _null_key_case(pair: Pair, name: str) -> tuple[Case, set[str]]:
         case.reader = [reader_copy(Row("", "a", 1, at), pair), reader_copy(case.source[1], pair)]
     else:
         # Was a phantom duplicate: both keys on each side, one row each, one relabelled.
-        case.source = [Row(None, "a", 1, at), Row("", "b", 2, at + timedelta(hours=1)),
-                       Row("x", "c", 3, at + timedelta(hours=2))]
+        case.source = [
+            Row(None, "a", 1, at),
+            Row("", "b", 2, at + timedelta(hours=1)),
+            Row("x", "c", 3, at + timedelta(hours=2)),
+        ]
         case.reader = [reader_copy(r, pair) for r in case.source]
         case.reader[2] = replace(case.reader[2], label="changed")
     return case, {"whole day rows"}
@@ -307,8 +378,10 @@ def _path_case(pair: Pair, name: str) -> tuple[Case, set[str]]:
     if name in NULL_KEY_PATHS:
         return _null_key_case(pair, name)
     # A spring-forward day (23 hours) for all but the case about the repeated hour.
-    zone, day = ("Europe/Berlin", date(2026, 10 if "repeated hour" in name else 3,
-                                       25 if "repeated hour" in name else 29))
+    zone, day = (
+        "Europe/Berlin",
+        date(2026, 10 if "repeated hour" in name else 3, 25 if "repeated hour" in name else 29),
+    )
     case = Case(pair, zone, day, "string", [], [], Settings(leaf_rows=10))
     start, end = case.window()
     mode = "instant" if name == "big slot → prefixes" else "spread"
@@ -335,8 +408,7 @@ def _path_case(pair: Pair, name: str) -> tuple[Case, set[str]]:
         # at 02:08 CET (the second 02:00) that the reader lacked ended `ok`.
         case.source = gen.filler(1500, "spread", "string", start, end)
         case.reader = [reader_copy(r, pair) for r in case.source]
-        case.settings = Settings(leaf_rows=1, max_depth=1, dense_ratio=0.05,
-                                 slot_first_pass_days=0)
+        case.settings = Settings(leaf_rows=1, max_depth=1, dense_ratio=0.05, slot_first_pass_days=0)
         case.source.append(Row("late", "l", 1, datetime(2026, 10, 25, 1, 8, tzinfo=UTC)))
         return case, {"slot query"}
     if name == "repeated key in the repeated hour":
@@ -353,16 +425,25 @@ def _path_case(pair: Pair, name: str) -> tuple[Case, set[str]]:
 
 SPLIT_KEY_PATHS = ("identical copies in two hours", "row moved into a slot split by prefix")
 NULL_KEY_PATHS = ("NULL key against the key ''", "NULL key and the key '' in one day")
-PATHS = ("small day fetched whole", "slots → rows", "first-pass slots → rows",
-         "big slot → prefixes", "repeated key → hours", "repeated key in the repeated hour",
-         "slot in the second repeated hour",
-         "repeated keys → day prefixes", *SPLIT_KEY_PATHS, *NULL_KEY_PATHS)
+PATHS = (
+    "small day fetched whole",
+    "slots → rows",
+    "first-pass slots → rows",
+    "big slot → prefixes",
+    "repeated key → hours",
+    "repeated key in the repeated hour",
+    "slot in the second repeated hour",
+    "repeated keys → day prefixes",
+    *SPLIT_KEY_PATHS,
+    *NULL_KEY_PATHS,
+)
 
 
 @pytest.mark.parametrize("pair", ["pg-pg", "pg-os"])
 @pytest.mark.parametrize("name", PATHS)
-async def test_each_drill_path_matches_oracle(stores: tuple[str, AsyncOpenSearch], pair: Pair,
-                                              name: str) -> None:
+async def test_each_drill_path_matches_oracle(
+    stores: tuple[str, AsyncOpenSearch], pair: Pair, name: str
+) -> None:
     case, want = _path_case(pair, name)
     for bug, hits in KNOWN_BUGS.items():
         if not RUN_KNOWN and hits(case):

@@ -26,32 +26,52 @@ WINTER_TWO = datetime(2026, 10, 25, 1, tzinfo=UTC)  # the second 02:00, +01:00
 
 
 def _rows() -> tuple[list[RowHash], list[RowHash]]:
-    src = [hashed(f"t{i:04d}", "ok", DAY_START + timedelta(seconds=i * 90_000 // 500))
-           for i in range(500)]
+    src = [
+        hashed(f"t{i:04d}", "ok", DAY_START + timedelta(seconds=i * 90_000 // 500))
+        for i in range(500)
+    ]
     # Drift only inside the repeated hour: one row changed, one gone.
     inside = [r for r in src if WINTER_TWO <= r.event_time < WINTER_TWO + timedelta(hours=1)]
     changed, gone = inside[3], inside[9]
-    rdr = [hashed(key_of(r), "changed", r.event_time) if r is changed else r
-           for r in src if r is not gone]
+    rdr = [
+        hashed(key_of(r), "changed", r.event_time) if r is changed else r
+        for r in src
+        if r is not gone
+    ]
     return src, rdr
 
 
 @pytest.fixture(scope="module")
 async def client(pg_database: str) -> AsyncIterator[httpx.AsyncClient]:
-    text = (CONFIG.replace("<DSN>", pg_database).replace("<SCHEMA>", schema_name())
-            .replace("<TOKEN>", TOKEN).replace("<PUBLIC>", "true")
-            .replace("    settle: 2h\n", f"    settle: 2h\n    timezone: {BERLIN}\n", 1))
+    text = (
+        CONFIG.replace("<DSN>", pg_database)
+        .replace("<SCHEMA>", schema_name())
+        .replace("<TOKEN>", TOKEN)
+        .replace("<PUBLIC>", "true")
+        .replace("    settle: 2h\n", f"    settle: 2h\n    timezone: {BERLIN}\n", 1)
+    )
     config = load_text(text)
     src, rdr = _rows()
     tz = config.checks["reviews"].timezone
-    adapters = {("src", "reviews"): MemoryAdapter(src, tz),
-                ("dst", "reviews"): MemoryAdapter(rdr, tz),
-                ("src", "orders"): MemoryAdapter([]), ("dst", "orders"): MemoryAdapter([])}
-    app = create_app(config, start_scheduler=False, opener=memory_opener(adapters),
-                     clock=lambda: NOW, refresh_every=3600)
-    async with app.router.lifespan_context(app), httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://driftgauge",
-            timeout=30) as c:
+    adapters = {
+        ("src", "reviews"): MemoryAdapter(src, tz),
+        ("dst", "reviews"): MemoryAdapter(rdr, tz),
+        ("src", "orders"): MemoryAdapter([]),
+        ("dst", "orders"): MemoryAdapter([]),
+    }
+    app = create_app(
+        config,
+        start_scheduler=False,
+        opener=memory_opener(adapters),
+        clock=lambda: NOW,
+        refresh_every=3600,
+    )
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://driftgauge", timeout=30
+        ) as c,
+    ):
         resp = await c.post("/api/v1/checks/reviews/runs", headers=AUTH)
         assert resp.status_code == 202, resp.text
         for _ in range(200):
@@ -72,16 +92,16 @@ async def test_day_lists_25_distinct_hours(client: httpx.AsyncClient) -> None:
 
 
 @pytest.mark.parametrize("live", [False, True])
-async def test_both_two_oclock_hours_are_addressable(client: httpx.AsyncClient,
-                                                     live: bool) -> None:
+async def test_both_two_oclock_hours_are_addressable(client: httpx.AsyncClient, live: bool) -> None:
     base = f"/api/v1/checks/reviews/days/{DAY}/hours"
     params = {"live": "true"} if live else {}
 
     async def get(path: str) -> httpx.Response:
         return await client.get(f"{base}/{path}", params=params, headers=AUTH)
 
-    summer, winter, by_utc = [(await get(h)).json() for h in (
-        "02:00+02:00", "02:00+01:00", "2026-10-25T01:00:00Z")]
+    summer, winter, by_utc = [
+        (await get(h)).json() for h in ("02:00+02:00", "02:00+01:00", "2026-10-25T01:00:00Z")
+    ]
     assert summer["start"] == "2026-10-25T02:00:00+02:00" and summer["differs"] is False
     assert winter["start"] == "2026-10-25T02:00:00+01:00" and winter["differs"] is True
     assert by_utc["start"] == winter["start"] and by_utc["label"] == "02:00+01:00"

@@ -38,9 +38,11 @@ class Loaded:
     def config(self, case: Case, reader: str, leaf_rows: int) -> Check:
         index = self.dup_index if reader == "os-dup" else self.reader_index
         table = "rdr_dup" if reader == "pg-dup" else "rdr"
-        reader_view = (f"{{store: pg, table: {table}, key: id, time: ts}}"
-                       if reader.startswith("pg")
-                       else f"{{store: os, index: {index}, key: id, time: ts}}")
+        reader_view = (
+            f"{{store: pg, table: {table}, key: id, time: ts}}"
+            if reader.startswith("pg")
+            else f"{{store: os, index: {index}, key: id, time: ts}}"
+        )
         text = f"""
 stores:
   pg: {{kind: postgres, dsn: "{self.dsn}"}}
@@ -59,8 +61,9 @@ checks:
 
 
 @pytest.fixture(scope="module")
-async def loaded(pg_database: str, os_client: AsyncOpenSearch,
-                 os_index: Callable[[str], str]) -> AsyncIterator[Loaded]:
+async def loaded(
+    pg_database: str, os_client: AsyncOpenSearch, os_index: Callable[[str], str]
+) -> AsyncIterator[Loaded]:
     rows = make_rows()
     reader = damage(rows)
     dup = reader + [r for r in reader if r.id.endswith("-h7")]
@@ -68,29 +71,52 @@ async def loaded(pg_database: str, os_client: AsyncOpenSearch,
     try:
         for table, data in (("src", rows), ("rdr", reader), ("rdr_dup", dup)):
             await conn.execute(f"CREATE TABLE {table} (id text, ts timestamptz, label text)")
-            await conn.copy_records_to_table(table, records=[(r.id, r.ts, r.label)
-                                                             for r in data])
+            await conn.copy_records_to_table(table, records=[(r.id, r.ts, r.label) for r in data])
     finally:
         await conn.close()
     indexes = []
     for data in (reader, dup):
         index = os_index("dg_dst")
         indexes.append(index)
-        await os_client.indices.create(index=index, body={
-            "settings": {"number_of_shards": 2, "number_of_replicas": 0},
-            "mappings": {"properties": {"id": {"type": "keyword"}, "ts": {"type": "date"},
-                                        "label": {"type": "keyword"}}}})
-        await async_bulk(os_client, ({"_index": index, "_id": str(i), "_source": {
-            "id": r.id, "ts": r.ts.isoformat(timespec="milliseconds"), "label": r.label}}
-            for i, r in enumerate(data)), refresh=True, chunk_size=2000)
+        await os_client.indices.create(
+            index=index,
+            body={
+                "settings": {"number_of_shards": 2, "number_of_replicas": 0},
+                "mappings": {
+                    "properties": {
+                        "id": {"type": "keyword"},
+                        "ts": {"type": "date"},
+                        "label": {"type": "keyword"},
+                    }
+                },
+            },
+        )
+        await async_bulk(
+            os_client,
+            (
+                {
+                    "_index": index,
+                    "_id": str(i),
+                    "_source": {
+                        "id": r.id,
+                        "ts": r.ts.isoformat(timespec="milliseconds"),
+                        "label": r.label,
+                    },
+                }
+                for i, r in enumerate(data)
+            ),
+            refresh=True,
+            chunk_size=2000,
+        )
     yield Loaded(pg_database, indexes[0], indexes[1], rows)
 
 
 @pytest.mark.parametrize("leaf_rows", [100, 5000], ids=["slots", "rows"])
 @pytest.mark.parametrize("reader", ["pg", "os"])
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
-async def test_drift_in_any_hour_is_found(loaded: Loaded, case: Case, reader: str,
-                                          leaf_rows: int) -> None:
+async def test_drift_in_any_hour_is_found(
+    loaded: Loaded, case: Case, reader: str, leaf_rows: int
+) -> None:
     check = loaded.config(case, reader, leaf_rows)
     source, rdr = await open_adapter(check.source), await open_adapter(check.reader)
     try:
@@ -101,16 +127,16 @@ async def test_drift_in_any_hour_is_found(loaded: Loaded, case: Case, reader: st
         await rdr.close()
     assert result.error is None
     (bucket,) = result.buckets
-    assert (bucket.status, bucket.missing, bucket.extra, bucket.mismatched) == (
-        "drift", 2, 1, 3), bucket.reasons
+    assert (bucket.status, bucket.missing, bucket.extra, bucket.mismatched) == ("drift", 2, 1, 3), (
+        bucket.reasons
+    )
     differing = [n.label for n in bucket.tree if n.level == "hour" and n.differs]
     assert differing == [case.damaged_label]
 
 
 @pytest.mark.parametrize("reader", ["pg-dup", "os-dup"])
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
-async def test_a_key_held_twice_is_found_by_hour(loaded: Loaded, case: Case,
-                                                 reader: str) -> None:
+async def test_a_key_held_twice_is_found_by_hour(loaded: Loaded, case: Case, reader: str) -> None:
     check = loaded.config(case, reader, 100)
     source, rdr = await open_adapter(check.source), await open_adapter(check.reader)
     try:
@@ -120,8 +146,13 @@ async def test_a_key_held_twice_is_found_by_hour(loaded: Loaded, case: Case,
         await source.close()
         await rdr.close()
     (bucket,) = result.buckets
-    assert (bucket.status, bucket.missing, bucket.extra, bucket.mismatched,
-            bucket.duplicates) == ("drift", 2, 1, 4, 1), bucket.reasons
+    assert (bucket.status, bucket.missing, bucket.extra, bucket.mismatched, bucket.duplicates) == (
+        "drift",
+        2,
+        1,
+        4,
+        1,
+    ), bucket.reasons
     hours = [n for n in bucket.tree if n.level == "hour"]
     assert len(hours) == case.hours  # the hour queries saw every hour, repeated or short
     assert [n.label for n in hours if n.differs] == [case.damaged_label]
@@ -147,6 +178,7 @@ async def test_drill_addresses_both_repeated_hours(loaded: Loaded, reader: str) 
         await rdr.close()
     assert not summer.differs and winter.differs
     assert winter.start == "2026-10-25T02:00:00+01:00" == by_utc.start
-    assert {k.key for k in winter.keys} == {
-        f"{case.id}-h{i}" for i in range(5)} | {f"{case.id}-extra"}
+    assert {k.key for k in winter.keys} == {f"{case.id}-h{i}" for i in range(5)} | {
+        f"{case.id}-extra"
+    }
     assert three.start == "2026-10-25T03:00:00+01:00"

@@ -46,8 +46,15 @@ Order = tuple[str, str, Decimal, datetime]
 def _orders() -> list[Order]:
     first = START.astimezone(UTC)
     step = (END.astimezone(UTC) - first) / 120
-    return [(f"o{i:03d}", ("paid", "shipped", "open")[i % 3], Decimal(f"{i}.50"),
-             (first + step * i).replace(microsecond=0)) for i in range(120)]
+    return [
+        (
+            f"o{i:03d}",
+            ("paid", "shipped", "open")[i % 3],
+            Decimal(f"{i}.50"),
+            (first + step * i).replace(microsecond=0),
+        )
+        for i in range(120)
+    ]
 
 
 def _export(orders: list[Order]) -> list[Order]:
@@ -63,10 +70,14 @@ def write_export(folder: Path, rows: list[Order]) -> None:
     conn = duckdb.connect(":memory:")
     try:
         conn.execute("SET TimeZone = 'UTC'")
-        conn.execute("CREATE TABLE orders (order_id VARCHAR, status VARCHAR, "
-                     "amount DECIMAL(10,2), updated_at TIMESTAMPTZ, day VARCHAR)")
-        conn.executemany("INSERT INTO orders VALUES (?, ?, ?, ?, ?)",
-                         [(*r, r[3].astimezone(BERLIN).date().isoformat()) for r in rows])
+        conn.execute(
+            "CREATE TABLE orders (order_id VARCHAR, status VARCHAR, "
+            "amount DECIMAL(10,2), updated_at TIMESTAMPTZ, day VARCHAR)"
+        )
+        conn.executemany(
+            "INSERT INTO orders VALUES (?, ?, ?, ?, ?)",
+            [(*r, r[3].astimezone(BERLIN).date().isoformat()) for r in rows],
+        )
         conn.execute(f"COPY orders TO '{folder}' (FORMAT parquet, PARTITION_BY (day))")
     finally:
         conn.close()
@@ -88,8 +99,10 @@ async def orders_dsn() -> AsyncIterator[str]:
     try:
         conn = await asyncpg.connect(dsn_for(name), timeout=TIMEOUT)
         try:
-            await conn.execute("CREATE TABLE orders (order_id text, status text, "
-                               "amount numeric(10,2), updated_at timestamptz)")
+            await conn.execute(
+                "CREATE TABLE orders (order_id text, status text, "
+                "amount numeric(10,2), updated_at timestamptz)"
+            )
             await conn.copy_records_to_table("orders", records=_orders())
         finally:
             await conn.close()
@@ -114,8 +127,9 @@ async def _run(config: Config, name: str) -> RunResult:
     try:
         reader = await open_adapter(check.reader)
         try:
-            return await reconcile(check, source, reader, START, END,
-                                   now=END + timedelta(days=1), sample_keys=50)
+            return await reconcile(
+                check, source, reader, START, END, now=END + timedelta(days=1), sample_keys=50
+            )
         finally:
             await reader.close()
     finally:
@@ -127,49 +141,74 @@ async def test_postgres_to_parquet_finds_the_planted_rows(orders_dsn: str, lake:
     assert await verify_all(config) == []
     result = await _run(config, "orders_export")
     assert result.error is None, result.error
-    assert [b.start for b in result.buckets] == [START.astimezone(UTC),
-                                                 datetime(2026, 3, 28, 23, tzinfo=UTC)]
+    assert [b.start for b in result.buckets] == [
+        START.astimezone(UTC),
+        datetime(2026, 3, 28, 23, tzinfo=UTC),
+    ]
     found: dict[str, set[str | None]] = {}
     for bucket in result.buckets:
         for key in bucket.samples:
             found.setdefault(key.kind, set()).add(key.key)
     # A key held twice is a duplicate and, its copies differing in count, mismatched.
-    assert found == {"missing": {"o003", "o050"}, "extra": {"x001"},
-                     "mismatched": {"o010", "o011", "o070", "o020"}}
-    totals = tuple(sum(getattr(b, f) for b in result.buckets)
-                   for f in ("missing", "extra", "mismatched", "duplicates"))
+    assert found == {
+        "missing": {"o003", "o050"},
+        "extra": {"x001"},
+        "mismatched": {"o010", "o011", "o070", "o020"},
+    }
+    totals = tuple(
+        sum(getattr(b, f) for b in result.buckets)
+        for f in ("missing", "extra", "mismatched", "duplicates")
+    )
     assert totals == (2, 1, 4, 1)
     assert {b.status for b in result.buckets} == {"drift"}
 
 
-async def test_config_errors_name_their_field_before_counting(orders_dsn: str, lake: Path,
-                                                              tmp_path: Path) -> None:
+async def test_config_errors_name_their_field_before_counting(
+    orders_dsn: str, lake: Path, tmp_path: Path
+) -> None:
     text = _config(orders_dsn, lake)
-    no_files = load_text(text.replace(f"{lake}/*/*.parquet", f"{tmp_path}/none/*.parquet"),
-                         source="no-files.yml")
+    no_files = load_text(
+        text.replace(f"{lake}/*/*.parquet", f"{tmp_path}/none/*.parquet"), source="no-files.yml"
+    )
     assert await verify_all(no_files) == [
-        f"stores.lake.files.orders.parquet: no file matches '{tmp_path}/none/*.parquet'"]
-    no_db = load_text(text.replace("# database: warehouse.duckdb",
-                                   f"database: {tmp_path}/missing.duckdb"), source="no-db.yml")
+        f"stores.lake.files.orders.parquet: no file matches '{tmp_path}/none/*.parquet'"
+    ]
+    no_db = load_text(
+        text.replace("# database: warehouse.duckdb", f"database: {tmp_path}/missing.duckdb"),
+        source="no-db.yml",
+    )
     assert await verify_all(no_db) == [
-        f"stores.lake.database: no such file {tmp_path}/missing.duckdb"]
-    no_column = load_text(text.replace("amount: decimal", "amount: decimal\n      total: "
-                                       "decimal"), source="no-column.yml")
+        f"stores.lake.database: no such file {tmp_path}/missing.duckdb"
+    ]
+    no_column = load_text(
+        text.replace("amount: decimal", "amount: decimal\n      total: decimal"),
+        source="no-column.yml",
+    )
     problems = await verify_all(no_column)
     # Both sides lack it; the reader's names the field, the files' table and its columns.
     assert len(problems) == 2
     assert problems[1] == (
         "checks.orders_export.reader.fields.total: column total does not exist in table "
-        "orders (it has order_id, status, amount, updated_at, day)")
+        "orders (it has order_id, status, amount, updated_at, day)"
+    )
 
 
 async def test_a_query_past_the_timeout_is_interrupted_off_the_event_loop() -> None:
     # Five billion generated rows: far longer than the half-second timeout.
-    slow = ("SELECT CAST(i AS VARCHAR) AS id, TIMESTAMPTZ '2024-01-01 00:00:00+00' + "
-            "to_microseconds(i % 1000) AS ts FROM range(5000000000) AS r(i)")
+    slow = (
+        "SELECT CAST(i AS VARCHAR) AS id, TIMESTAMPTZ '2024-01-01 00:00:00+00' + "
+        "to_microseconds(i % 1000) AS ts FROM range(5000000000) AS r(i)"
+    )
     store = replace(DuckDBStore("slow"), timeout=0.5)
-    adapter = await open_adapter(make_view(store, key="id", time="ts",  # type: ignore[arg-type]
-                                           fields={}, query=slow))
+    adapter = await open_adapter(
+        make_view(
+            store,  # type: ignore[arg-type]
+            key="id",
+            time="ts",
+            fields={},
+            query=slow,
+        )
+    )
     ticks = 0
 
     async def tick() -> None:
@@ -182,8 +221,9 @@ async def test_a_query_past_the_timeout_is_interrupted_off_the_event_loop() -> N
     began = time.monotonic()
     try:
         with pytest.raises(StoreTimeout, match="no answer within the timeout"):
-            await adapter.bucket_digests(datetime(2024, 1, 1, tzinfo=UTC),
-                                         datetime(2024, 1, 2, tzinfo=UTC), "day")
+            await adapter.bucket_digests(
+                datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 1, 2, tzinfo=UTC), "day"
+            )
         elapsed = time.monotonic() - began
     finally:
         ticker.cancel()
@@ -193,30 +233,61 @@ async def test_a_query_past_the_timeout_is_interrupted_off_the_event_loop() -> N
 
 
 async def test_a_database_file_and_csv_files_read_as_the_parquet_export(
-        lake: Path, tmp_path: Path) -> None:
+    lake: Path, tmp_path: Path
+) -> None:
     rows = _export(_orders())
     db, csv = tmp_path / "warehouse.duckdb", tmp_path / "orders.csv"
     conn = duckdb.connect(str(db))
     try:
         conn.execute("CREATE SCHEMA sales")
-        conn.execute(f"CREATE TABLE sales.orders AS SELECT * FROM "
-                     f"read_parquet('{lake}/*/*.parquet')")
+        conn.execute(
+            f"CREATE TABLE sales.orders AS SELECT * FROM read_parquet('{lake}/*/*.parquet')"
+        )
         conn.execute(f"COPY sales.orders TO '{csv}' (HEADER)")
     finally:
         conn.close()
     fields = {"status": ("status", "string"), "amount": ("amount", "decimal")}
     views = {
-        "parquet": make_view(DuckDBStore("lake", files=(FileTable(  # type: ignore[arg-type]
-            "orders", "parquet", f"{lake}/*/*.parquet", True),)), key="order_id",
-            time="updated_at", fields=fields, tz=BERLIN.key, table="orders"),
-        "database": make_view(DuckDBStore("wh", str(db)),  # type: ignore[arg-type]
-                              key="order_id", time="updated_at", fields=fields,
-                              tz=BERLIN.key, table="sales.orders"),
+        "parquet": make_view(
+            DuckDBStore(
+                "lake",
+                files=(
+                    FileTable(  # type: ignore[arg-type]
+                        "orders", "parquet", f"{lake}/*/*.parquet", True
+                    ),
+                ),
+            ),
+            key="order_id",
+            time="updated_at",
+            fields=fields,
+            tz=BERLIN.key,
+            table="orders",
+        ),
+        "database": make_view(
+            DuckDBStore("wh", str(db)),  # type: ignore[arg-type]
+            key="order_id",
+            time="updated_at",
+            fields=fields,
+            tz=BERLIN.key,
+            table="sales.orders",
+        ),
         # A CSV's amount is sniffed as DOUBLE: the query casts it, as docs/duckdb.md says.
-        "csv": make_view(DuckDBStore("csv", files=(FileTable(  # type: ignore[arg-type]
-            "raw", "csv", str(csv)),)), key="order_id", time="updated_at", fields=fields,
-            tz=BERLIN.key, query="SELECT order_id, status, updated_at, CAST(amount AS "
-            f"DECIMAL(10,2)) AS amount FROM read_csv('{csv}')"),
+        "csv": make_view(
+            DuckDBStore(
+                "csv",
+                files=(
+                    FileTable(  # type: ignore[arg-type]
+                        "raw", "csv", str(csv)
+                    ),
+                ),
+            ),
+            key="order_id",
+            time="updated_at",
+            fields=fields,
+            tz=BERLIN.key,
+            query="SELECT order_id, status, updated_at, CAST(amount AS "
+            f"DECIMAL(10,2)) AS amount FROM read_csv('{csv}')",
+        ),
     }
     got = {}
     for name, view in views.items():
@@ -231,14 +302,24 @@ async def test_a_database_file_and_csv_files_read_as_the_parquet_export(
 
 
 def test_the_zero_setup_try_finds_its_planted_rows() -> None:
-    out = subprocess.run([sys.executable, str(EXAMPLE.parent / "try" / "run.py")],
-                         capture_output=True, text=True, timeout=120, check=False)
+    out = subprocess.run(
+        [sys.executable, str(EXAMPLE.parent / "try" / "run.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr
-    for line in ("missing    o00042", "missing    o02718", "extra      x00001",
-                 "mismatched o01500"):
+    for line in (
+        "missing    o00042",
+        "missing    o02718",
+        "extra      x00001",
+        "mismatched o01500",
+    ):
         assert line in out.stdout
-    assert "total           3000         0     2999        2      1           1  drift" \
-        in out.stdout
+    assert (
+        "total           3000         0     2999        2      1           1  drift" in out.stdout
+    )
 
 
 async def test_the_pipeline_can_write_the_database_file_between_queries(tmp_path: Path) -> None:
@@ -247,16 +328,31 @@ async def test_the_pipeline_can_write_the_database_file_between_queries(tmp_path
     conn.execute("CREATE TABLE t AS SELECT 'a' AS k, TIMESTAMPTZ '2026-01-01 12:00:00+00' AS ts")
     conn.close()
     day = (datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 2, tzinfo=UTC))
-    adapter = await open_adapter(make_view(DuckDBStore("wh", str(db)),  # type: ignore[arg-type]
-                                           key="k", time="ts", fields={}, table="t"))
+    adapter = await open_adapter(
+        make_view(
+            DuckDBStore("wh", str(db)),  # type: ignore[arg-type]
+            key="k",
+            time="ts",
+            fields={},
+            table="t",
+        )
+    )
     try:
         (before,) = await adapter.bucket_digests(*day, "day")
         # Another process (the pipeline) writes the file while the store is open: DuckDB
         # refuses it while any other process holds the file open.
-        writer = ("import duckdb; c = duckdb.connect(" + repr(str(db)) + "); c.execute(\"INSERT"
-                  " INTO t VALUES ('b', TIMESTAMPTZ '2026-01-01 13:00:00+00')\"); c.close()")
-        out = await asyncio.to_thread(subprocess.run, [sys.executable, "-c", writer],
-                                      capture_output=True, text=True, timeout=60, check=False)
+        writer = (
+            "import duckdb; c = duckdb.connect(" + repr(str(db)) + '); c.execute("INSERT'
+            " INTO t VALUES ('b', TIMESTAMPTZ '2026-01-01 13:00:00+00')\"); c.close()"
+        )
+        out = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-c", writer],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         assert out.returncode == 0, out.stderr
         (after,) = await adapter.bucket_digests(*day, "day")
     finally:
@@ -266,10 +362,22 @@ async def test_the_pipeline_can_write_the_database_file_between_queries(tmp_path
 
 async def test_measure_totals_are_exact_decimals(lake: Path) -> None:
     rows = _export(_orders())
-    view = make_view(DuckDBStore("lake", files=(FileTable(  # type: ignore[arg-type]
-        "orders", "parquet", f"{lake}/*/*.parquet", True),)), key="order_id",
-        time="updated_at", fields={"amount": ("amount", "decimal")}, tz=BERLIN.key,
-        table="orders", measures=("amount",))
+    view = make_view(
+        DuckDBStore(
+            "lake",
+            files=(
+                FileTable(  # type: ignore[arg-type]
+                    "orders", "parquet", f"{lake}/*/*.parquet", True
+                ),
+            ),
+        ),
+        key="order_id",
+        time="updated_at",
+        fields={"amount": ("amount", "decimal")},
+        tz=BERLIN.key,
+        table="orders",
+        measures=("amount",),
+    )
     adapter = await open_adapter(view)
     try:
         got = {b.start: b.agg.measures for b in await adapter.bucket_digests(START, END, "day")}
@@ -279,8 +387,9 @@ async def test_measure_totals_are_exact_decimals(lake: Path) -> None:
         await adapter.close()
     want: dict[datetime, dict[str, Decimal]] = {}
     for _, _, amount, at in rows:
-        day = datetime.combine(at.astimezone(BERLIN).date(), datetime.min.time(),
-                               BERLIN).astimezone(UTC)
+        day = datetime.combine(
+            at.astimezone(BERLIN).date(), datetime.min.time(), BERLIN
+        ).astimezone(UTC)
         totals = want.setdefault(day, {"amount": Decimal(0)})
         totals["amount"] += amount
     assert got == want

@@ -54,25 +54,39 @@ def _days(n: int) -> list[RowHash]:
 
 
 def _sides(source: list[RowHash], reader: list[RowHash]) -> dict[tuple[str, str], MemoryAdapter]:
-    return {("src", "reviews"): MemoryAdapter(source), ("dst", "reviews"): MemoryAdapter(reader),
-            ("src", "orders"): MemoryAdapter([]), ("dst", "orders"): MemoryAdapter([])}
+    return {
+        ("src", "reviews"): MemoryAdapter(source),
+        ("dst", "reviews"): MemoryAdapter(reader),
+        ("src", "orders"): MemoryAdapter([]),
+        ("dst", "orders"): MemoryAdapter([]),
+    }
 
 
-async def _serve(dsn: str, sides: dict[tuple[str, str], MemoryAdapter],
-                 clock: Clock) -> AsyncIterator[tuple[httpx.AsyncClient, FastAPI]]:
-    app = create_app(make_config(dsn, schema_name()), start_scheduler=False,
-                     opener=memory_opener(sides), clock=clock, refresh_every=3600)
-    async with app.router.lifespan_context(app), httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://driftgauge",
-            timeout=30) as client:
+async def _serve(
+    dsn: str, sides: dict[tuple[str, str], MemoryAdapter], clock: Clock
+) -> AsyncIterator[tuple[httpx.AsyncClient, FastAPI]]:
+    app = create_app(
+        make_config(dsn, schema_name()),
+        start_scheduler=False,
+        opener=memory_opener(sides),
+        clock=clock,
+        refresh_every=3600,
+    )
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://driftgauge", timeout=30
+        ) as client,
+    ):
         yield client, app
 
 
 async def _run(client: httpx.AsyncClient, window: str) -> dict[str, Any]:
     for _ in range(100):
         # The previous run's tick may still be refreshing the snapshot: 409 until it ends.
-        resp = await client.post("/api/v1/checks/reviews/runs", params={"window": window},
-                                 headers=AUTH)
+        resp = await client.post(
+            "/api/v1/checks/reviews/runs", params={"window": window}, headers=AUTH
+        )
         if resp.status_code != 409:
             break
         await asyncio.sleep(0.05)
@@ -86,17 +100,22 @@ async def _run(client: httpx.AsyncClient, window: str) -> dict[str, Any]:
     raise AssertionError("run did not finish")
 
 
-async def _scrape(client: httpx.AsyncClient, app: FastAPI
-                  ) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+async def _scrape(
+    client: httpx.AsyncClient, app: FastAPI
+) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     # A run reads "finished" a moment before its tick reloads the snapshot: reload it now.
     await app.state.runtime.snapshots.refresh()
     text = (await client.get("/metrics")).text
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for fam in text_string_to_metric_families(text) for s in fam.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for fam in text_string_to_metric_families(text)
+        for s in fam.samples
+    }
 
 
-def _v(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str,
-       **labels: str) -> float | None:
+def _v(
+    samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str, **labels: str
+) -> float | None:
     return samples.get((name, tuple(sorted({"check": "reviews", **labels}.items()))))
 
 
@@ -105,7 +124,8 @@ def _midnight(day: date) -> float:
 
 
 async def test_a_source_ttl_and_a_lost_update_found_by_the_full_pass_stay_until_repaired(
-        pg_database: str) -> None:
+    pg_database: str,
+) -> None:
     full = _days(19)
     ttl_end = FIRST + timedelta(days=TTL_DAYS)
     source = [r for r in full if r.event_time >= ttl_end]
@@ -122,16 +142,21 @@ async def test_a_source_ttl_and_a_lost_update_found_by_the_full_pass_stay_until_
         assert _v(s, "driftgauge_history_buckets_in_drift", direction="missing") == 0
         assert _v(s, "driftgauge_history_rows", kind="extra") == TTL_DAYS * 20
         assert _v(s, "driftgauge_history_rows", kind="mismatched") == 1
-        assert _v(s, "driftgauge_history_oldest_drift_day_timestamp_seconds",
-                  direction="extra") == FIRST.timestamp()
-        assert _v(s, "driftgauge_history_oldest_drift_day_timestamp_seconds",
-                  direction="mismatched") == LOST_UPDATE.timestamp()
-        assert _v(s, "driftgauge_history_oldest_drift_day_timestamp_seconds",
-                  direction="missing") is None
+        assert (
+            _v(s, "driftgauge_history_oldest_drift_day_timestamp_seconds", direction="extra")
+            == FIRST.timestamp()
+        )
+        assert (
+            _v(s, "driftgauge_history_oldest_drift_day_timestamp_seconds", direction="mismatched")
+            == LOST_UPDATE.timestamp()
+        )
+        assert (
+            _v(s, "driftgauge_history_oldest_drift_day_timestamp_seconds", direction="missing")
+            is None
+        )
         # The recent window is clean, as its own series say.
         assert _v(s, "driftgauge_buckets_in_drift", direction="extra") == 0
-        assert _v(s, "driftgauge_bucket_rows", day=FIRST.date().isoformat(),
-                  kind="extra") is None
+        assert _v(s, "driftgauge_bucket_rows", day=FIRST.date().isoformat(), kind="extra") is None
 
         # Repair: the reader drops what the source expired and takes the lost update.
         sides[("dst", "reviews")].rows = list(source)
@@ -139,13 +164,16 @@ async def test_a_source_ttl_and_a_lost_update_found_by_the_full_pass_stay_until_
         s = await _scrape(client, app)
         for direction in ("missing", "extra", "mismatched"):
             assert _v(s, "driftgauge_history_buckets_in_drift", direction=direction) == 0
-            assert _v(s, "driftgauge_history_oldest_drift_day_timestamp_seconds",
-                      direction=direction) is None
+            assert (
+                _v(s, "driftgauge_history_oldest_drift_day_timestamp_seconds", direction=direction)
+                is None
+            )
         assert _v(s, "driftgauge_history_rows", kind="extra") == 0
 
 
 async def test_a_drifting_day_that_ages_out_of_the_recent_window_stays_exported(
-        pg_database: str) -> None:
+    pg_database: str,
+) -> None:
     full = _days(19)
     gone = next(r for r in full if r.event_time.date() == date(2026, 3, 8))
     sides = _sides(full, [r for r in full if r.key != gone.key])
@@ -162,5 +190,6 @@ async def test_a_drifting_day_that_ages_out_of_the_recent_window_stays_exported(
         assert _v(s, "driftgauge_bucket_rows", day="2026-03-08", kind="missing") is None
         assert _v(s, "driftgauge_history_buckets_in_drift", direction="missing") == 1
         assert _v(s, "driftgauge_history_rows", kind="missing") == 1
-        assert _v(s, "driftgauge_history_oldest_drift_day_timestamp_seconds",
-                  direction="missing") == _midnight(date(2026, 3, 8))
+        assert _v(
+            s, "driftgauge_history_oldest_drift_day_timestamp_seconds", direction="missing"
+        ) == _midnight(date(2026, 3, 8))

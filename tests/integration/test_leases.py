@@ -46,8 +46,9 @@ async def stores(config: Config) -> AsyncIterator[list[StateStore]]:
 
 
 async def begin(store: StateStore) -> int:
-    return await store.begin_run("reviews", NOW - timedelta(days=1), NOW, trigger="manual",
-                                 started_at=NOW)
+    return await store.begin_run(
+        "reviews", NOW - timedelta(days=1), NOW, trigger="manual", started_at=NOW
+    )
 
 
 async def test_a_run_nobody_renews_expires_as_interrupted_once(stores: list[StateStore]) -> None:
@@ -92,34 +93,37 @@ async def test_a_run_recorded_late_after_expiry_is_refused(stores: list[StateSto
     await asyncio.sleep(1.3)
     await LeaseKeeper(other, SHORT).expire()
     assert await slow.leases.renew([run_id]) == set()
-    assert not await slow.leases.interrupt(run_id, "late", finished_at=datetime.now(UTC),
-                                           duration=None)
+    assert not await slow.leases.interrupt(
+        run_id, "late", finished_at=datetime.now(UTC), duration=None
+    )
     assert await other.leases.interrupted("reviews") == 1
 
 
 async def test_each_scheduled_time_is_claimed_by_one_replica(stores: list[StateStore]) -> None:
     times = [NOW + timedelta(minutes=i) for i in range(10)]
-    got = await asyncio.gather(*(s.claims.claim("canary:reviews", t)
-                                 for t in times for s in stores))
+    got = await asyncio.gather(
+        *(s.claims.claim("canary:reviews", t) for t in times for s in stores)
+    )
     assert sum(got) == len(times)
     for t in times:
-        assert await stores[0].claims.claimed_by("canary:reviews", t) in ("replica-0",
-                                                                           "replica-1")
+        assert await stores[0].claims.claimed_by("canary:reviews", t) in ("replica-0", "replica-1")
     assert not await stores[1].claims.claim("canary:reviews", times[0])
     assert await stores[1].claims.claim("canary:orders", times[0])  # another job
 
 
 async def test_two_job_runtimes_on_one_state_database_run_each_claimed_time_once(
-        stores: list[StateStore]) -> None:
+    stores: list[StateStore],
+) -> None:
     clock = ManualClock(NOW)
     ran: list[tuple[str, datetime]] = []
     runtimes = []
     for store in stores:
+
         async def prune(at: datetime, who: str = store.claims.replica) -> None:
             ran.append((who, at))
+
         rt = JobRuntime(clock, claims=store.claims)
-        rt.add(Job("retention", "retention", prune, every(timedelta(minutes=1)),
-                   claim="retention"))
+        rt.add(Job("retention", "retention", prune, every(timedelta(minutes=1)), claim="retention"))
         runtimes.append(rt)
     for i in (1, 2, 3):
         await clock.set(NOW + timedelta(minutes=i))
@@ -132,7 +136,8 @@ async def test_two_job_runtimes_on_one_state_database_run_each_claimed_time_once
 
 
 async def test_a_job_lock_keeps_a_long_attempt_from_meeting_the_next(
-        stores: list[StateStore]) -> None:
+    stores: list[StateStore],
+) -> None:
     async with stores[0].claims.lock("canary:reviews") as first:
         async with stores[1].claims.lock("canary:reviews") as second:
             assert (first, second) == (True, False)
@@ -142,8 +147,7 @@ async def test_a_job_lock_keeps_a_long_attempt_from_meeting_the_next(
         assert after
 
 
-async def test_state_part_says_when_the_state_database_stops_answering(
-        config: Config) -> None:
+async def test_state_part_says_when_the_state_database_stops_answering(config: Config) -> None:
     store = await StateStore.open(config.state, replica="replica-x")
     clock_at = [NOW]
     cache = SnapshotCache(store, config.checks, lambda: clock_at[0])
@@ -151,18 +155,21 @@ async def test_state_part_says_when_the_state_database_stops_answering(
     await cache.refresh()
     assert reg.get_sample_value("driftgauge_state_up") == 1
     assert reg.get_sample_value("driftgauge_snapshot_age_seconds") == 0
-    assert reg.get_sample_value("driftgauge_state_last_refresh_timestamp_seconds") == \
-        NOW.timestamp()
-    assert reg.get_sample_value("driftgauge_check_interrupted_runs_total",
-                                {"check": "reviews"}) == 0
+    assert (
+        reg.get_sample_value("driftgauge_state_last_refresh_timestamp_seconds") == NOW.timestamp()
+    )
+    assert (
+        reg.get_sample_value("driftgauge_check_interrupted_runs_total", {"check": "reviews"}) == 0
+    )
     await store.close()
     clock_at[0] = NOW + timedelta(seconds=90)
     with pytest.raises(StateError):
         await cache.refresh()
     assert reg.get_sample_value("driftgauge_state_up") == 0
     assert reg.get_sample_value("driftgauge_snapshot_age_seconds") == 90
-    assert reg.get_sample_value("driftgauge_state_last_refresh_timestamp_seconds") == \
-        NOW.timestamp()
+    assert (
+        reg.get_sample_value("driftgauge_state_last_refresh_timestamp_seconds") == NOW.timestamp()
+    )
 
 
 def _documented_section(title: str) -> dict[str, tuple[str, set[str]]]:
@@ -177,8 +184,9 @@ def _documented_section(title: str) -> dict[str, tuple[str, set[str]]]:
     return out
 
 
-async def test_state_part_matches_the_documented_series(config: Config,
-                                                        stores: list[StateStore]) -> None:
+async def test_state_part_matches_the_documented_series(
+    config: Config, stores: list[StateStore]
+) -> None:
     cache = SnapshotCache(stores[0], config.checks)
     await cache.refresh()
     text = generate_latest(build_registry([state_part(cache)])).decode()

@@ -76,13 +76,18 @@ class Ledger:
 
     def client(self, **kw: Any) -> LedgerClient:
         """Return a LedgerClient for one run of review-sync over DAY."""
-        args: dict[str, Any] = {"job": "review-sync", "window_start": DAY,
-                                "window_end": DAY + timedelta(days=1), "input_rows": 10}
+        args: dict[str, Any] = {
+            "job": "review-sync",
+            "window_start": DAY,
+            "window_end": DAY + timedelta(days=1),
+            "input_rows": 10,
+        }
         args.update(kw)
         return LedgerClient("http://dg", token=TOKEN, transport=self.transport, **args)
 
-    async def post(self, path: str, body: dict[str, Any], token: str | None = TOKEN
-                   ) -> httpx.Response:
+    async def post(
+        self, path: str, body: dict[str, Any], token: str | None = TOKEN
+    ) -> httpx.Response:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         return await self.http.post(f"/api/v1/ledger{path}", json=body, headers=headers)
 
@@ -100,8 +105,9 @@ async def open_ledger(dsn: str, config: Config) -> AsyncIterator[Ledger]:
         service = LedgerService(store, config.checks, clock=clock)
         transport = httpx.ASGITransport(app=ledger_app(service))
         async with httpx.AsyncClient(transport=transport, base_url="http://dg") as http:
-            yield Ledger(config, service, http, transport, clock,
-                         LedgerMetrics(store, ["review-sync"]))
+            yield Ledger(
+                config, service, http, transport, clock, LedgerMetrics(store, ["review-sync"])
+            )
 
 
 @pytest.fixture
@@ -111,8 +117,12 @@ async def ledger(pg_database: str) -> AsyncIterator[Ledger]:
 
 
 def open_body(input_rows: int = 10, **kw: Any) -> dict[str, Any]:
-    body = {"job": "review-sync", "window_start": DAY.isoformat(),
-            "window_end": (DAY + timedelta(days=1)).isoformat(), "input_rows": input_rows}
+    body = {
+        "job": "review-sync",
+        "window_start": DAY.isoformat(),
+        "window_end": (DAY + timedelta(days=1)).isoformat(),
+        "input_rows": input_rows,
+    }
     body.update(kw)
     return body
 
@@ -131,8 +141,10 @@ async def test_a_healthy_run_breaches_nothing_and_is_exported(ledger: Ledger) ->
         assert v("driftgauge_ledger_breach", {**JOB, "rule": rule}) == 0
         assert v("driftgauge_ledger_breaches_total", {**JOB, "rule": rule}) == 0
     assert v("driftgauge_ledger_runs_total", {**JOB, "status": "success"}) == 1
-    assert v("driftgauge_ledger_last_closed_run_timestamp_seconds",
-             JOB) == ledger.clock.now.timestamp()
+    assert (
+        v("driftgauge_ledger_last_closed_run_timestamp_seconds", JOB)
+        == ledger.clock.now.timestamp()
+    )
     # Past the deadline the window is still clean: it has exactly one summary.
     await ledger.service.evaluate_all(DAY + timedelta(days=2))
     assert await ledger.service.store.breaches("review-sync") == []
@@ -140,9 +152,13 @@ async def test_a_healthy_run_breaches_nothing_and_is_exported(ledger: Ledger) ->
 
 async def test_a_retried_batch_counts_once_and_a_bad_one_loses_nothing(ledger: Ledger) -> None:
     run_id = (await ledger.post("/runs", open_body(5))).json()["id"]
-    batch = {"batch_id": "b1", "keys": [{"key": "t1", "outcome": "written"},
-                                        {"key": "t2", "outcome": "no_match",
-                                         "reason": "no_document"}]}
+    batch = {
+        "batch_id": "b1",
+        "keys": [
+            {"key": "t1", "outcome": "written"},
+            {"key": "t2", "outcome": "no_match", "reason": "no_document"},
+        ],
+    }
     first = await ledger.post(f"/runs/{run_id}/batches", batch)
     again = await ledger.post(f"/runs/{run_id}/batches", batch)
     assert (first.status_code, again.status_code) == (200, 200)
@@ -151,8 +167,10 @@ async def test_a_retried_batch_counts_once_and_a_bad_one_loses_nothing(ledger: L
     changed = dict(batch, keys=[{"key": "t3", "outcome": "written"}])
     conflict = await ledger.post(f"/runs/{run_id}/batches", changed)
     assert conflict.status_code == 409 and "b1" in conflict.json()["detail"]
-    bad = {"batch_id": "b2", "keys": [{"key": "t3", "outcome": "written"},
-                                      {"key": "t4", "outcome": "skipped"}]}
+    bad = {
+        "batch_id": "b2",
+        "keys": [{"key": "t3", "outcome": "written"}, {"key": "t4", "outcome": "skipped"}],
+    }
     rejected = await ledger.post(f"/runs/{run_id}/batches", bad)
     assert rejected.status_code == 422
     assert [e["loc"] for e in rejected.json()["detail"]] == [["body", "keys", 1, "reason"]]
@@ -183,13 +201,16 @@ async def test_protocol_errors_name_the_problem(ledger: Ledger) -> None:
     assert (await ledger.post(f"/runs/{run_id}/close", summary)).status_code == 200
     other = await ledger.post(f"/runs/{run_id}/close", {"status": "success"})
     assert other.status_code == 409
-    late = await ledger.post(f"/runs/{run_id}/batches", {
-        "batch_id": "late", "counts": [{"outcome": "written", "count": 1}]})
+    late = await ledger.post(
+        f"/runs/{run_id}/batches",
+        {"batch_id": "late", "counts": [{"outcome": "written", "count": 1}]},
+    )
     assert late.status_code == 409 and "closed" in late.json()["detail"]
 
 
 async def test_a_crashed_job_leaves_an_open_run_that_breaches_missing_summary(
-        ledger: Ledger) -> None:
+    ledger: Ledger,
+) -> None:
     with pytest.raises(RuntimeError, match="killed"):
         async with ledger.client(input_rows=635) as run:
             await run.count("written", 168)
@@ -198,14 +219,18 @@ async def test_a_crashed_job_leaves_an_open_run_that_breaches_missing_summary(
     assert stored.closed_at is None and stored.outcomes.written == 168
     # Before the deadline (06:00 the next day) nothing is due yet.
     assert "missing_summary" not in await ledger.service.evaluate_window(
-        ledger.service.jobs["review-sync"], DAY.date(), DAY + timedelta(days=1, hours=5))
+        ledger.service.jobs["review-sync"], DAY.date(), DAY + timedelta(days=1, hours=5)
+    )
     await ledger.service.evaluate_all(DAY + timedelta(days=1, hours=7))
     v = await ledger.scrape()
     labels = {**JOB, "rule": "missing_summary"}
     assert v("driftgauge_ledger_breach", labels) == 1
     assert v("driftgauge_ledger_breaches_total", labels) == 1
-    listed = (await ledger.http.get("/api/v1/ledger/breaches",
-                                    params={"job": "review-sync", "active": True})).json()
+    listed = (
+        await ledger.http.get(
+            "/api/v1/ledger/breaches", params={"job": "review-sync", "active": True}
+        )
+    ).json()
     assert [(b["rule"], b["window_day"]) for b in listed] == [("missing_summary", "2024-05-06")]
     # Evaluating again does not record the same breach twice.
     await ledger.service.evaluate_all(DAY + timedelta(days=1, hours=8))
@@ -224,24 +249,52 @@ async def test_a_job_that_never_reports_breaches_missing_summary(ledger: Ledger)
 
 SCENARIOS: dict[str, tuple[int, list[dict[str, Any]], dict[str, Any], set[str]]] = {
     # rule → (input rows, batch counts, summary, every rule the window then breaches)
-    "failed_writes": (10, [{"outcome": "written", "count": 9},
-                           {"outcome": "failed", "error": "TransportError", "count": 1}],
-                      {"status": "partial_failure"}, {"failed_writes"}),
-    "nothing_written": (10, [{"outcome": "skipped", "reason": "no_join_key", "count": 10}],
-                        {"status": "failed"}, {"nothing_written"}),
-    "no_match_rate": (100, [{"outcome": "written", "count": 94},
-                            {"outcome": "no_match", "reason": "no_document", "count": 6}],
-                      {"status": "success"}, {"no_match_rate"}),
-    "outcomes_mismatch": (10, [{"outcome": "written", "count": 7}], {"status": "success"},
-                          {"outcomes_mismatch"}),
-    "status_mismatch": (10, [{"outcome": "written", "count": 9},
-                             {"outcome": "failed", "error": "Conflict", "count": 1}],
-                        {"status": "success"}, {"failed_writes", "status_mismatch"}),
+    "failed_writes": (
+        10,
+        [
+            {"outcome": "written", "count": 9},
+            {"outcome": "failed", "error": "TransportError", "count": 1},
+        ],
+        {"status": "partial_failure"},
+        {"failed_writes"},
+    ),
+    "nothing_written": (
+        10,
+        [{"outcome": "skipped", "reason": "no_join_key", "count": 10}],
+        {"status": "failed"},
+        {"nothing_written"},
+    ),
+    "no_match_rate": (
+        100,
+        [
+            {"outcome": "written", "count": 94},
+            {"outcome": "no_match", "reason": "no_document", "count": 6},
+        ],
+        {"status": "success"},
+        {"no_match_rate"},
+    ),
+    "outcomes_mismatch": (
+        10,
+        [{"outcome": "written", "count": 7}],
+        {"status": "success"},
+        {"outcomes_mismatch"},
+    ),
+    "status_mismatch": (
+        10,
+        [
+            {"outcome": "written", "count": 9},
+            {"outcome": "failed", "error": "Conflict", "count": 1},
+        ],
+        {"status": "success"},
+        {"failed_writes", "status_mismatch"},
+    ),
     # A double append: 1,628 written for 1,028 handed.
-    "written_exceeds_handed": (1028, [{"outcome": "written", "count": 1028},
-                                      {"outcome": "written", "count": 600}],
-                               {"status": "success"},
-                               {"written_exceeds_handed", "outcomes_mismatch"}),
+    "written_exceeds_handed": (
+        1028,
+        [{"outcome": "written", "count": 1028}, {"outcome": "written", "count": 600}],
+        {"status": "success"},
+        {"written_exceeds_handed", "outcomes_mismatch"},
+    ),
 }
 
 
@@ -252,18 +305,20 @@ async def test_each_rule_fires_on_a_crafted_run(ledger: Ledger, rule: str) -> No
     await ledger.post(f"/runs/{run_id}/batches", {"batch_id": "b", "counts": counts})
     await ledger.post(f"/runs/{run_id}/close", summary)
     v = await ledger.scrape()
-    fired = {r for r in RULES
-             if v("driftgauge_ledger_breach", {**JOB, "rule": r}) == 1}
+    fired = {r for r in RULES if v("driftgauge_ledger_breach", {**JOB, "rule": r}) == 1}
     assert rule in fired and fired == expected
     assert v("driftgauge_ledger_breaches_total", {**JOB, "rule": rule}) == 1
 
 
 async def test_no_match_rate_counts_lookups_not_rows_skipped_for_no_join_key(
-        ledger: Ledger) -> None:
+    ledger: Ledger,
+) -> None:
     # A partial key rename: 40 of 625 lookups (6.4%) match nothing; 375 rows had no key.
-    counts = [{"outcome": "written", "count": 585},
-              {"outcome": "no_match", "reason": "no_document", "count": 40},
-              {"outcome": "skipped", "reason": "no_join_key", "count": 375}]
+    counts = [
+        {"outcome": "written", "count": 585},
+        {"outcome": "no_match", "reason": "no_document", "count": 40},
+        {"outcome": "skipped", "reason": "no_join_key", "count": 375},
+    ]
     run_id = (await ledger.post("/runs", open_body(1000))).json()["id"]
     await ledger.post(f"/runs/{run_id}/batches", {"batch_id": "b", "counts": counts})
     await ledger.post(f"/runs/{run_id}/close", {"status": "success"})
@@ -291,14 +346,16 @@ async def test_ledger_exclusions_take_each_keys_latest_report(ledger: Ledger) ->
         await run.written(["t4"])
     async with ledger.client(input_rows=1) as retry:
         await retry.failed({"t2": "TransportError"})
-    async with ledger.client(input_rows=1, window_start=DAY + timedelta(days=3),
-                             window_end=DAY + timedelta(days=4)) as later:
+    async with ledger.client(
+        input_rows=1, window_start=DAY + timedelta(days=3), window_end=DAY + timedelta(days=4)
+    ) as later:
         await later.no_match({"t9": "no_document"})
     check = ledger.config.checks["reviews"]
     got = await ledger_exclusions(ledger.service.store, check, DAY, DAY + timedelta(days=1))
     assert got == {"t1": "no_document", "t3": "no_join_key"}
-    keys = await ledger.http.get(f"/api/v1/ledger/runs/{run.run_id}/keys",
-                                 headers={"Authorization": f"Bearer {TOKEN}"})
+    keys = await ledger.http.get(
+        f"/api/v1/ledger/runs/{run.run_id}/keys", headers={"Authorization": f"Bearer {TOKEN}"}
+    )
     assert sorted(k["key"] for k in keys.json()) == ["t1", "t2", "t3"]
     assert (await ledger.http.get(f"/api/v1/ledger/runs/{run.run_id}/keys")).status_code == 401
 
@@ -328,51 +385,93 @@ def pipeline_tasks() -> list[Task]:
             key: str | None = None if i % 100 < 39 else f"conv-{d}-{i}"  # 39% unjoinable
             if key is not None and d == PIPE_DAYS - 1 and i in RENAMED:
                 key = f"CONV_{d}_{i}"
-            out.append(Task(f"d{d}-{i:03d}", "first_tier" if i % 4 else "second_tier", key,
-                            DAY + timedelta(days=d, minutes=4 * i)))
+            out.append(
+                Task(
+                    f"d{d}-{i:03d}",
+                    "first_tier" if i % 4 else "second_tier",
+                    key,
+                    DAY + timedelta(days=d, minutes=4 * i),
+                )
+            )
     return out
 
 
 def pipeline_check(dsn: str, index: str) -> Config:
     raw = {
-        "stores": {"tasks_db": {"kind": "postgres", "dsn": dsn, "timeout_seconds": 30},
-                   "search": {"kind": "opensearch", "url": OS_URL, "timeout_seconds": 30}},
+        "stores": {
+            "tasks_db": {"kind": "postgres", "dsn": dsn, "timeout_seconds": 30},
+            "search": {"kind": "opensearch", "url": OS_URL, "timeout_seconds": 30},
+        },
         "state": {"dsn": dsn},
-        "checks": {"reviews": {
-            "source": {"store": "tasks_db", "table": "pipe_tasks", "key": "task_id",
-                       "time": "completed_at"},
-            "reader": {"store": "search", "index": index, "key": "task_id",
-                       "time": "completed_at", "fields": {"label": "review_tier"},
-                       "filter": {"bool": {
-                           "filter": [{"terms": {"review_tier": ["first_tier",
-                                                                 "second_tier"]}}],
-                           "must_not": [{"exists": {"field": "driftgauge_canary"}}]}}},
-            "fields": {"label": "string"},
-            "exclusions": [{"reason": "no_join_key", "where": "conversation_key IS NULL"}],
-            "settle": "2h",
-            # Zero tolerance: every missing row must be excused by a reason. The ledger's
-            # no_document share is alarmed on its own.
-            "tolerance": {"missing_ratio": 0, "extra": 0, "mismatched": 0,
-                          "exclusion_rate": {"no_document": 0.02}},
-            "ledger": {"job": "review-sync"}}}}
+        "checks": {
+            "reviews": {
+                "source": {
+                    "store": "tasks_db",
+                    "table": "pipe_tasks",
+                    "key": "task_id",
+                    "time": "completed_at",
+                },
+                "reader": {
+                    "store": "search",
+                    "index": index,
+                    "key": "task_id",
+                    "time": "completed_at",
+                    "fields": {"label": "review_tier"},
+                    "filter": {
+                        "bool": {
+                            "filter": [{"terms": {"review_tier": ["first_tier", "second_tier"]}}],
+                            "must_not": [{"exists": {"field": "driftgauge_canary"}}],
+                        }
+                    },
+                },
+                "fields": {"label": "string"},
+                "exclusions": [{"reason": "no_join_key", "where": "conversation_key IS NULL"}],
+                "settle": "2h",
+                # Zero tolerance: every missing row must be excused by a reason. The ledger's
+                # no_document share is alarmed on its own.
+                "tolerance": {
+                    "missing_ratio": 0,
+                    "extra": 0,
+                    "mismatched": 0,
+                    "exclusion_rate": {"no_document": 0.02},
+                },
+                "ledger": {"job": "review-sync"},
+            }
+        },
+    }
     return load_text(yaml.safe_dump(raw))
 
 
-async def sync_day(d: int, rows: list[Task], known: set[str], os_client: AsyncOpenSearch,
-                   index: str, ledger: Ledger) -> None:
+async def sync_day(
+    d: int,
+    rows: list[Task],
+    known: set[str],
+    os_client: AsyncOpenSearch,
+    index: str,
+    ledger: Ledger,
+) -> None:
     """Run the sync job for one day: write what it can, report every row to the ledger."""
     day_rows = [t for t in rows if t.task_id.startswith(f"d{d}-")]
     start = DAY + timedelta(days=d)
     docs = []
-    async with ledger.client(window_start=start, window_end=start + timedelta(days=1),
-                             input_rows=len(day_rows)) as run:
+    async with ledger.client(
+        window_start=start, window_end=start + timedelta(days=1), input_rows=len(day_rows)
+    ) as run:
         for t in day_rows:
             if t.conversation_key is None:
                 await run.skipped({t.task_id: "no_join_key"})
             elif t.conversation_key in known:
-                docs.append({"_index": index, "_id": t.task_id, "_source": {
-                    "task_id": t.task_id, "review_tier": t.label,
-                    "completed_at": t.completed_at.isoformat()}})
+                docs.append(
+                    {
+                        "_index": index,
+                        "_id": t.task_id,
+                        "_source": {
+                            "task_id": t.task_id,
+                            "review_tier": t.label,
+                            "completed_at": t.completed_at.isoformat(),
+                        },
+                    }
+                )
                 await run.written([t.task_id])
             else:
                 await run.no_match({t.task_id: "no_document"})
@@ -380,25 +479,42 @@ async def sync_day(d: int, rows: list[Task], known: set[str], os_client: AsyncOp
 
 
 async def test_a_healthy_pipeline_is_exact_and_a_key_rename_pages_on_its_first_run(
-        pg_database: str, os_client: AsyncOpenSearch, os_index: Callable[[str], str]) -> None:
+    pg_database: str, os_client: AsyncOpenSearch, os_index: Callable[[str], str]
+) -> None:
     rows = pipeline_tasks()
     conn = await asyncpg.connect(pg_database, timeout=30)
     try:
-        await conn.execute("CREATE TABLE pipe_tasks (task_id text, label text,"
-                           " conversation_key text, completed_at timestamptz)")
-        await conn.copy_records_to_table("pipe_tasks", records=[
-            (t.task_id, t.label, t.conversation_key, t.completed_at) for t in rows])
+        await conn.execute(
+            "CREATE TABLE pipe_tasks (task_id text, label text,"
+            " conversation_key text, completed_at timestamptz)"
+        )
+        await conn.copy_records_to_table(
+            "pipe_tasks",
+            records=[(t.task_id, t.label, t.conversation_key, t.completed_at) for t in rows],
+        )
     finally:
         await conn.close()
     index = os_index("dg_pipeline")
-    await os_client.indices.create(index=index, body={
-        "settings": {"number_of_shards": 1, "number_of_replicas": 0},
-        "mappings": {"properties": {"task_id": {"type": "keyword"},
-                                    "review_tier": {"type": "keyword"},
-                                    "completed_at": {"type": "date"}}}})
+    await os_client.indices.create(
+        index=index,
+        body={
+            "settings": {"number_of_shards": 1, "number_of_replicas": 0},
+            "mappings": {
+                "properties": {
+                    "task_id": {"type": "keyword"},
+                    "review_tier": {"type": "keyword"},
+                    "completed_at": {"type": "date"},
+                }
+            },
+        },
+    )
     # The conversations that exist in the index, under the old key format.
-    known = {f"conv-{d}-{i}" for d in range(PIPE_DAYS) for i in range(PIPE_ROWS)
-             if i % 100 >= 39 and i not in NO_DOCUMENT}
+    known = {
+        f"conv-{d}-{i}"
+        for d in range(PIPE_DAYS)
+        for i in range(PIPE_ROWS)
+        if i % 100 >= 39 and i not in NO_DOCUMENT
+    }
     config = pipeline_check(pg_database, index)
     check = config.checks["reviews"]
     start, end = DAY, DAY + timedelta(days=PIPE_DAYS)
@@ -412,12 +528,14 @@ async def test_a_healthy_pipeline_is_exact_and_a_key_rename_pages_on_its_first_r
         # for having no join key never looked anything up.
         found = await ledger.service.store.breaches("review-sync")
         assert [(b.window_day, b.rule) for b in found] == [
-            ((DAY + timedelta(days=2)).date(), "no_match_rate")]
+            ((DAY + timedelta(days=2)).date(), "no_match_rate")
+        ]
         assert found[0].detail.startswith("12 of 183 looked-up rows")
     source, reader = await open_adapter(check.source), await open_adapter(check.reader)
     try:
-        with_ledger = await reconcile(check, source, reader, start, end, now=now,
-                                      ledger_excluded=excused)
+        with_ledger = await reconcile(
+            check, source, reader, start, end, now=now, ledger_excluded=excused
+        )
         without = await reconcile(check, source, reader, start, end, now=now)
     finally:
         await source.close()
@@ -450,16 +568,22 @@ async def test_the_audit_wires_ledger_reconcile_and_metrics_together(pg_database
         async def no_source(check: Any) -> Any:
             raise AssertionError("no canary or volume is configured")
 
-        async with open_audit(config, reconcile=reconcile_now, source=no_source,
-                              clock=clock) as audit:
+        async with open_audit(
+            config, reconcile=reconcile_now, source=no_source, clock=clock
+        ) as audit:
             app = FastAPI()
-            app.include_router(audit_router(TokenCheck([TOKEN.encode()], True)),
-                               prefix="/api/v1")
+            app.include_router(audit_router(TokenCheck([TOKEN.encode()], True)), prefix="/api/v1")
             app.state.audit = audit
             transport = httpx.ASGITransport(app=app)
-            async with LedgerClient("http://dg", token=TOKEN, transport=transport,
-                                    job="review-sync", window_start=DAY,
-                                    window_end=DAY + timedelta(days=1), input_rows=1) as run:
+            async with LedgerClient(
+                "http://dg",
+                token=TOKEN,
+                transport=transport,
+                job="review-sync",
+                window_start=DAY,
+                window_end=DAY + timedelta(days=1),
+                input_rows=1,
+            ) as run:
                 await run.written(["t1"])
             (pending,) = audit.reconcile_on_close.pending
             assert pending.run_at == clock.now + timedelta(minutes=15)
@@ -468,25 +592,25 @@ async def test_the_audit_wires_ledger_reconcile_and_metrics_together(pg_database
             # A day later nothing reported the next window: the loop's tick judges it.
             await audit.tick(DAY + timedelta(days=2, hours=7))
             v = registry_of(*audit.parts).get_sample_value
-            assert v("driftgauge_ledger_breach",
-                     {**JOB, "rule": "missing_summary"}) == 1
-            assert v("driftgauge_ledger_runs_total",
-                     {**JOB, "status": "success"}) == 1
+            assert v("driftgauge_ledger_breach", {**JOB, "rule": "missing_summary"}) == 1
+            assert v("driftgauge_ledger_runs_total", {**JOB, "status": "success"}) == 1
 
 
-async def test_a_run_in_progress_does_not_hide_the_previous_windows_breach(
-        ledger: Ledger) -> None:
+async def test_a_run_in_progress_does_not_hide_the_previous_windows_breach(ledger: Ledger) -> None:
     await ledger.service.evaluate_all(DAY + timedelta(days=1, hours=7))
-    assert (await ledger.scrape())("driftgauge_ledger_breach",
-                                   {**JOB, "rule": "missing_summary"}) == 1
+    assert (await ledger.scrape())(
+        "driftgauge_ledger_breach", {**JOB, "rule": "missing_summary"}
+    ) == 1
     # The next night's run opens for the next day and is still writing.
-    async with ledger.client(window_start=DAY + timedelta(days=1),
-                             window_end=DAY + timedelta(days=2), input_rows=3) as run:
+    async with ledger.client(
+        window_start=DAY + timedelta(days=1), window_end=DAY + timedelta(days=2), input_rows=3
+    ) as run:
         await run.written(["t1"])
         await run.flush()
         await ledger.service.evaluate_all(DAY + timedelta(days=2, hours=1))
-        assert (await ledger.scrape())("driftgauge_ledger_breach",
-                                       {**JOB, "rule": "missing_summary"}) == 1
+        assert (await ledger.scrape())(
+            "driftgauge_ledger_breach", {**JOB, "rule": "missing_summary"}
+        ) == 1
         await run.written(["t2", "t3"])
     # Once it closes, its own (clean) window is the latest; the window before it still
     # has no summary, so its breach stays exported.
@@ -495,14 +619,12 @@ async def test_a_run_in_progress_does_not_hide_the_previous_windows_breach(
     assert v("driftgauge_ledger_breach_windows", {**JOB, "rule": "missing_summary"}) == 1
 
 
-async def test_breaches_of_older_windows_stay_exported_until_judged_again(
-        ledger: Ledger) -> None:
+async def test_breaches_of_older_windows_stay_exported_until_judged_again(ledger: Ledger) -> None:
     def day(i: int) -> datetime:
         return DAY + timedelta(days=i)
 
     async def report(i: int, counts: list[dict[str, Any]], rows: int = 10) -> None:
-        body = open_body(rows, window_start=day(i).isoformat(),
-                         window_end=day(i + 1).isoformat())
+        body = open_body(rows, window_start=day(i).isoformat(), window_end=day(i + 1).isoformat())
         run_id = (await ledger.post("/runs", body)).json()["id"]
         await ledger.post(f"/runs/{run_id}/batches", {"batch_id": "b", "counts": counts})
         done = sum(c["count"] for c in counts if c["outcome"] == "written")
@@ -514,18 +636,28 @@ async def test_breaches_of_older_windows_stay_exported_until_judged_again(
     await report(0, clean)
     await report(0, clean)  # duplicate_summary
     ledger.clock.now = day(2) + timedelta(hours=1)
-    await report(1, [{"outcome": "written", "count": 9},
-                     {"outcome": "failed", "error": "TransportError", "count": 1}])
+    await report(
+        1,
+        [
+            {"outcome": "written", "count": 9},
+            {"outcome": "failed", "error": "TransportError", "count": 1},
+        ],
+    )
     # Nothing reports window 2; after its deadline it breaches missing_summary.
     await ledger.service.evaluate_all(day(3) + timedelta(hours=7))
     ledger.clock.now = day(4) + timedelta(hours=1)
-    await report(3, [{"outcome": "written", "count": 90},
-                     {"outcome": "no_match", "reason": "no_document", "count": 10}], rows=100)
+    await report(
+        3,
+        [
+            {"outcome": "written", "count": 90},
+            {"outcome": "no_match", "reason": "no_document", "count": 10},
+        ],
+        rows=100,
+    )
     ledger.clock.now = day(5) + timedelta(hours=1)
     await report(4, clean)  # the latest window is clean
     v = await ledger.scrape()
-    opened = {"duplicate_summary": 0, "failed_writes": 1, "missing_summary": 2,
-              "no_match_rate": 3}
+    opened = {"duplicate_summary": 0, "failed_writes": 1, "missing_summary": 2, "no_match_rate": 3}
     for rule in RULES:
         labels = {**JOB, "rule": rule}
         assert v("driftgauge_ledger_breach", labels) == (rule in opened), rule
@@ -544,12 +676,28 @@ async def test_breaches_of_older_windows_stay_exported_until_judged_again(
     still = {r for r in RULES if v("driftgauge_ledger_breach", {**JOB, "rule": r}) == 1}
     # (The job stopped reporting, so yesterday's window is missing its summary too.)
     assert still == {"duplicate_summary", "failed_writes", "no_match_rate", "missing_summary"}
-    assert v("driftgauge_ledger_oldest_breach_window_timestamp_seconds",
-             {**JOB, "rule": "duplicate_summary"}) == day(0).timestamp()
-    assert v("driftgauge_ledger_oldest_breach_window_timestamp_seconds",
-             {**JOB, "rule": "missing_summary"}) == day(29).timestamp()
-    listed = (await ledger.http.get("/api/v1/ledger/breaches",
-                                    params={"job": "review-sync", "active": True})).json()
+    assert (
+        v(
+            "driftgauge_ledger_oldest_breach_window_timestamp_seconds",
+            {**JOB, "rule": "duplicate_summary"},
+        )
+        == day(0).timestamp()
+    )
+    assert (
+        v(
+            "driftgauge_ledger_oldest_breach_window_timestamp_seconds",
+            {**JOB, "rule": "missing_summary"},
+        )
+        == day(29).timestamp()
+    )
+    listed = (
+        await ledger.http.get(
+            "/api/v1/ledger/breaches", params={"job": "review-sync", "active": True}
+        )
+    ).json()
     assert sorted((b["rule"], b["window_day"]) for b in listed) == [
-        ("duplicate_summary", "2024-05-06"), ("failed_writes", "2024-05-07"),
-        ("missing_summary", "2024-06-04"), ("no_match_rate", "2024-05-09")]
+        ("duplicate_summary", "2024-05-06"),
+        ("failed_writes", "2024-05-07"),
+        ("missing_summary", "2024-06-04"),
+        ("no_match_rate", "2024-05-09"),
+    ]

@@ -38,8 +38,15 @@ Order = tuple[str, str, Decimal, datetime]
 def _orders() -> list[Order]:
     first = START.astimezone(UTC)
     step = (END.astimezone(UTC) - first) / 120
-    return [(f"o{i:03d}", ("paid", "shipped", "open")[i % 3], Decimal(f"{i}.50"),
-             (first + step * i).replace(microsecond=0)) for i in range(120)]
+    return [
+        (
+            f"o{i:03d}",
+            ("paid", "shipped", "open")[i % 3],
+            Decimal(f"{i}.50"),
+            (first + step * i).replace(microsecond=0),
+        )
+        for i in range(120)
+    ]
 
 
 def _replica(orders: list[Order]) -> list[Order]:
@@ -56,8 +63,12 @@ def _index(replica: list[Order]) -> list[Order]:
     by = {o[0]: o for o in replica}
     rows = [o for o in replica[:-1] if o[0] != "o030"]
     rows = [(k, "lost" if k == "o040" else s, a, t) for k, s, a, t in rows]
-    return [*rows, ("y001", "paid", Decimal("1.00"), by["o005"][3]),
-            ("y002", "open", Decimal("2.00"), by["o090"][3]), by["o060"]]
+    return [
+        *rows,
+        ("y001", "paid", Decimal("1.00"), by["o005"][3]),
+        ("y002", "open", Decimal("2.00"), by["o090"][3]),
+        by["o060"],
+    ]
 
 
 @dataclass
@@ -79,23 +90,50 @@ async def stores() -> AsyncIterator[Stores]:
     try:
         conn = await asyncpg.connect(dsn_for(pg_name), timeout=TIMEOUT)
         try:
-            await conn.execute("CREATE TABLE orders (order_id text, status text, "
-                               "amount numeric(10,2), updated_at timestamptz)")
+            await conn.execute(
+                "CREATE TABLE orders (order_id text, status text, "
+                "amount numeric(10,2), updated_at timestamptz)"
+            )
             await conn.copy_records_to_table("orders", records=orders)
         finally:
             await conn.close()
-        await my.execute("CREATE TABLE orders (order_id VARCHAR(20) COLLATE "
-                         "utf8mb4_unicode_ci, status VARCHAR(20), amount DECIMAL(10,2), "
-                         "updated_at DATETIME(6), INDEX (updated_at))", dsn=my_dsn)
+        await my.execute(
+            "CREATE TABLE orders (order_id VARCHAR(20) COLLATE "
+            "utf8mb4_unicode_ci, status VARCHAR(20), amount DECIMAL(10,2), "
+            "updated_at DATETIME(6), INDEX (updated_at))",
+            dsn=my_dsn,
+        )
         await my.insert(my_dsn, "orders", replica)
-        await client.indices.create(index=index, body={
-            "settings": {"number_of_shards": 2, "number_of_replicas": 0},
-            "mappings": {"properties": {
-                "order_id": {"type": "keyword"}, "status": {"type": "keyword"},
-                "amount": {"type": "keyword"}, "updated_at": {"type": "date"}}}})
-        await async_bulk(client, ({"_index": index, "_source": {
-            "order_id": k, "status": s, "amount": str(a), "updated_at": t.isoformat()}}
-            for k, s, a, t in _index(replica)), refresh=True)
+        await client.indices.create(
+            index=index,
+            body={
+                "settings": {"number_of_shards": 2, "number_of_replicas": 0},
+                "mappings": {
+                    "properties": {
+                        "order_id": {"type": "keyword"},
+                        "status": {"type": "keyword"},
+                        "amount": {"type": "keyword"},
+                        "updated_at": {"type": "date"},
+                    }
+                },
+            },
+        )
+        await async_bulk(
+            client,
+            (
+                {
+                    "_index": index,
+                    "_source": {
+                        "order_id": k,
+                        "status": s,
+                        "amount": str(a),
+                        "updated_at": t.isoformat(),
+                    },
+                }
+                for k, s, a, t in _index(replica)
+            ),
+            refresh=True,
+        )
         text = EXAMPLE.read_text(encoding="utf-8").replace("index: orders", f"index: {index}")
         text = text.replace("env:ORDERS_DSN", dsn_for(pg_name))
         text = text.replace("env:SHOP_MARIADB_DSN", my_dsn)
@@ -116,8 +154,9 @@ async def _run(config: Config, name: str) -> RunResult:
     try:
         reader = await open_adapter(check.reader)
         try:
-            return await reconcile(check, source, reader, START, END,
-                                   now=END + timedelta(days=1), sample_keys=50)
+            return await reconcile(
+                check, source, reader, START, END, now=END + timedelta(days=1), sample_keys=50
+            )
         finally:
             await reader.close()
     finally:
@@ -134,25 +173,36 @@ def _found(result: RunResult) -> dict[str, set[str | None]]:
 
 
 def _totals(result: RunResult) -> tuple[int, int, int, int]:
-    return (sum(b.missing for b in result.buckets), sum(b.extra for b in result.buckets),
-            sum(b.mismatched for b in result.buckets),
-            sum(b.duplicates for b in result.buckets))
+    return (
+        sum(b.missing for b in result.buckets),
+        sum(b.extra for b in result.buckets),
+        sum(b.mismatched for b in result.buckets),
+        sum(b.duplicates for b in result.buckets),
+    )
 
 
 async def test_postgres_to_mariadb_finds_the_planted_rows(stores: Stores) -> None:
     result = await _run(stores.config, "orders_replica")
-    assert [b.start for b in result.buckets] == [START.astimezone(UTC),
-                                                 datetime(2026, 3, 28, 23, tzinfo=UTC)]
+    assert [b.start for b in result.buckets] == [
+        START.astimezone(UTC),
+        datetime(2026, 3, 28, 23, tzinfo=UTC),
+    ]
     # A key held twice is a duplicate and, its copies differing in count, mismatched.
-    assert _found(result) == {"missing": {"o003", "o050"}, "extra": {"x001"},
-                              "mismatched": {"o010", "o011", "o070", "o020"}}
+    assert _found(result) == {
+        "missing": {"o003", "o050"},
+        "extra": {"x001"},
+        "mismatched": {"o010", "o011", "o070", "o020"},
+    }
     assert _totals(result) == (2, 1, 4, 1)
     assert {b.status for b in result.buckets} == {"drift"}
 
 
 async def test_mariadb_to_opensearch_finds_the_planted_rows(stores: Stores) -> None:
     result = await _run(stores.config, "orders_search")
-    assert _found(result) == {"missing": {"o030"}, "extra": {"y001", "y002"},
-                              "mismatched": {"o040", "o060", "o020"}}
+    assert _found(result) == {
+        "missing": {"o030"},
+        "extra": {"y001", "y002"},
+        "mismatched": {"o040", "o060", "o020"},
+    }
     assert _totals(result) == (1, 2, 3, 2)
     assert sum(b.expected for b in result.buckets) == 120 - 2 + 1 + 1

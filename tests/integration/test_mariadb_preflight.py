@@ -18,9 +18,12 @@ pytestmark = pytest.mark.integration
 async def dsn() -> AsyncIterator[str]:
     """Yield a database with one table of every column kind the preflight judges."""
     dsn = await my.new_database()
-    await my.execute("CREATE TABLE t (k VARCHAR(20), ts DATETIME(6), ts3 DATETIME(3), "
-                     "ts0 TIMESTAMP NULL, d DATE, amount DECIMAL(12,2), ratio DOUBLE, "
-                     "n BIGINT, flag BOOLEAN, flag_text VARCHAR(5), label TEXT)", dsn=dsn)
+    await my.execute(
+        "CREATE TABLE t (k VARCHAR(20), ts DATETIME(6), ts3 DATETIME(3), "
+        "ts0 TIMESTAMP NULL, d DATE, amount DECIMAL(12,2), ratio DOUBLE, "
+        "n BIGINT, flag BOOLEAN, flag_text VARCHAR(5), label TEXT)",
+        dsn=dsn,
+    )
     try:
         yield dsn
     finally:
@@ -28,8 +31,13 @@ async def dsn() -> AsyncIterator[str]:
 
 
 async def _describe(dsn: str, fields: dict[str, tuple[str, str]]) -> dict[str, FieldSchema]:
-    view = make_view(my.store(dsn), key="k", time="ts", fields=fields,  # type: ignore[arg-type]
-                     table="t")
+    view = make_view(
+        my.store(dsn),  # type: ignore[arg-type]
+        key="k",
+        time="ts",
+        fields=fields,
+        table="t",
+    )
     adapter = await open_adapter(view)
     try:
         assert isinstance(adapter, Inspectable)
@@ -39,24 +47,37 @@ async def _describe(dsn: str, fields: dict[str, tuple[str, str]]) -> dict[str, F
 
 
 async def test_readable_columns_pass_with_their_timestamp_precision(dsn: str) -> None:
-    got = await _describe(dsn, {"a": ("amount", "decimal"), "n": ("n", "integer"),
-                                "f": ("flag", "boolean"), "l": ("label", "string"),
-                                "us": ("ts", "timestamp"), "ms": ("ts3", "timestamp"),
-                                "s": ("ts0", "timestamp"), "day": ("d", "timestamp")})
+    got = await _describe(
+        dsn,
+        {
+            "a": ("amount", "decimal"),
+            "n": ("n", "integer"),
+            "f": ("flag", "boolean"),
+            "l": ("label", "string"),
+            "us": ("ts", "timestamp"),
+            "ms": ("ts3", "timestamp"),
+            "s": ("ts0", "timestamp"),
+            "day": ("d", "timestamp"),
+        },
+    )
     assert {role: fs.problems for role, fs in got.items() if fs.problems} == {}
-    assert {role: got[role].precision for role in
-            ("fields.us", "fields.ms", "fields.s", "fields.day")} == {
-        "fields.us": "us", "fields.ms": "ms", "fields.s": "ms", "fields.day": "ms"}
+    assert {
+        role: got[role].precision for role in ("fields.us", "fields.ms", "fields.s", "fields.day")
+    } == {"fields.us": "us", "fields.ms": "ms", "fields.s": "ms", "fields.day": "ms"}
 
 
-@pytest.mark.parametrize(("column", "type_", "why"), [
-    ("ratio", "decimal", "double (it prints with an exponent"),
-    ("flag_text", "boolean", "varchar (the text 'true' reads as 0)"),
-    ("amount", "integer", "decimal (casting it to an integer rounds fractions away)"),
-    ("label", "timestamp", "text; a timestamp field reads one of date, datetime, timestamp"),
-    ("nope", "string", "column nope does not exist in table t (it has k, ts, "),
-])
-async def test_a_column_that_would_read_wrong_is_named(dsn: str, column: str, type_: str,
-                                                       why: str) -> None:
+@pytest.mark.parametrize(
+    ("column", "type_", "why"),
+    [
+        ("ratio", "decimal", "double (it prints with an exponent"),
+        ("flag_text", "boolean", "varchar (the text 'true' reads as 0)"),
+        ("amount", "integer", "decimal (casting it to an integer rounds fractions away)"),
+        ("label", "timestamp", "text; a timestamp field reads one of date, datetime, timestamp"),
+        ("nope", "string", "column nope does not exist in table t (it has k, ts, "),
+    ],
+)
+async def test_a_column_that_would_read_wrong_is_named(
+    dsn: str, column: str, type_: str, why: str
+) -> None:
     (problem,) = (await _describe(dsn, {"x": (column, type_)}))["fields.x"].problems
     assert why in problem and column in problem

@@ -51,8 +51,14 @@ def make_orders(n: int = 600, seed: int = 15) -> list[Order]:
     out = []
     for i in range(n):
         cents = rnd.randint(-50_000, 9_999_999_999)
-        out.append(Order(f"o{i:05d}", DAY0 + timedelta(seconds=rnd.randint(0, 2 * 86400 - 1)),
-                         Decimal(cents).scaleb(-2), rnd.randint(1, 9)))
+        out.append(
+            Order(
+                f"o{i:05d}",
+                DAY0 + timedelta(seconds=rnd.randint(0, 2 * 86400 - 1)),
+                Decimal(cents).scaleb(-2),
+                rnd.randint(1, 9),
+            )
+        )
     return out
 
 
@@ -60,8 +66,11 @@ def oracle(orders: list[Order], hours: bool = False) -> dict[datetime, dict[str,
     """Return each bucket's totals, summed by Python's Decimal."""
     out: dict[datetime, dict[str, Decimal]] = {}
     for o in orders:
-        b = o.at.replace(minute=0, second=0, microsecond=0) if hours else o.at.replace(
-            hour=0, minute=0, second=0, microsecond=0)
+        b = (
+            o.at.replace(minute=0, second=0, microsecond=0)
+            if hours
+            else o.at.replace(hour=0, minute=0, second=0, microsecond=0)
+        )
         t = out.setdefault(b, {"amount": Decimal(0), "qty": Decimal(0)})
         t["amount"] += o.amount
         t["qty"] += o.qty
@@ -72,23 +81,51 @@ async def load_pg(dsn: str, table: str, orders: list[Order]) -> None:
     """Create `table` and insert the orders."""
     conn = await asyncpg.connect(dsn, timeout=TIMEOUT)
     try:
-        await conn.execute(f'CREATE TABLE "{table}" (id text, created_at timestamptz, '
-                           'amount_base numeric(14, 2), qty int)')
-        await conn.copy_records_to_table(table, records=[
-            (o.id, o.at, o.amount, o.qty) for o in orders])
+        await conn.execute(
+            f'CREATE TABLE "{table}" (id text, created_at timestamptz, '
+            "amount_base numeric(14, 2), qty int)"
+        )
+        await conn.copy_records_to_table(
+            table, records=[(o.id, o.at, o.amount, o.qty) for o in orders]
+        )
     finally:
         await conn.close()
 
 
-async def load_os(client: AsyncOpenSearch, index: str, orders: list[Order],
-                  amount_type: dict[str, object]) -> None:
+async def load_os(
+    client: AsyncOpenSearch, index: str, orders: list[Order], amount_type: dict[str, object]
+) -> None:
     """Create `index` with `amount_type` for amount_base and index the orders."""
-    await client.indices.create(index=index, body={"mappings": {"properties": {
-        "id": {"type": "keyword"}, "created_at": {"type": "date_nanos"},
-        "amount_base": amount_type, "qty": {"type": "long"}}}})
-    await helpers.async_bulk(client, ({"_index": index, "_id": o.id, "_source": {
-        "id": o.id, "created_at": o.at.isoformat(), "amount_base": str(o.amount),
-        "qty": o.qty}} for o in orders), refresh=True)
+    await client.indices.create(
+        index=index,
+        body={
+            "mappings": {
+                "properties": {
+                    "id": {"type": "keyword"},
+                    "created_at": {"type": "date_nanos"},
+                    "amount_base": amount_type,
+                    "qty": {"type": "long"},
+                }
+            }
+        },
+    )
+    await helpers.async_bulk(
+        client,
+        (
+            {
+                "_index": index,
+                "_id": o.id,
+                "_source": {
+                    "id": o.id,
+                    "created_at": o.at.isoformat(),
+                    "amount_base": str(o.amount),
+                    "qty": o.qty,
+                },
+            }
+            for o in orders
+        ),
+        refresh=True,
+    )
 
 
 def with_measures(view: View, scale: int | None = 2) -> View:
@@ -97,24 +134,34 @@ def with_measures(view: View, scale: int | None = 2) -> View:
 
 
 def pg_view(dsn: str, table: str) -> View:
-    return with_measures(make_view(pg_store(dsn), key="id", time="created_at", fields=FIELDS,
-                                   table=table))
+    return with_measures(
+        make_view(pg_store(dsn), key="id", time="created_at", fields=FIELDS, table=table)
+    )
 
 
 def os_view(index: str, scale: int | None = 2) -> View:
-    return with_measures(make_view(os_store(), key="id", time="created_at", fields=FIELDS,
-                                   index=index), scale)
+    return with_measures(
+        make_view(os_store(), key="id", time="created_at", fields=FIELDS, index=index), scale
+    )
 
 
 def check_of(source: View, reader: View) -> Check:
-    return Check(name="orders", source=source, reader=reader, fields=source.fields,
-                 key_type="string", timezone=ZoneInfo("UTC"), settle=timedelta(hours=2),
-                 measures=source.measures)
+    return Check(
+        name="orders",
+        source=source,
+        reader=reader,
+        fields=source.fields,
+        key_type="string",
+        timezone=ZoneInfo("UTC"),
+        settle=timedelta(hours=2),
+        measures=source.measures,
+    )
 
 
 @pytest.fixture(scope="module")
-async def stores(pg_database: str, os_client: AsyncOpenSearch,
-                 os_index: Callable[[str], str]) -> AsyncIterator[dict[str, object]]:
+async def stores(
+    pg_database: str, os_client: AsyncOpenSearch, os_index: Callable[[str], str]
+) -> AsyncIterator[dict[str, object]]:
     """Load one set of orders into a table and an index (amounts as keyword and scaled)."""
     orders = make_orders()
     table = "orders_m"
@@ -127,15 +174,17 @@ async def stores(pg_database: str, os_client: AsyncOpenSearch,
 
 @pytest.mark.parametrize("side", ["pg", "os_keyword", "os_scaled_float"])
 @pytest.mark.parametrize("granularity", ["day", "hour"])
-async def test_totals_equal_a_decimal_oracle(stores: dict[str, object], side: str,
-                                             granularity: str) -> None:
-    view = {"pg": lambda: pg_view(str(stores["dsn"]), str(stores["table"])),
-            "os_keyword": lambda: os_view(str(stores["kw"])),
-            "os_scaled_float": lambda: os_view(str(stores["scaled"]))}[side]()
+async def test_totals_equal_a_decimal_oracle(
+    stores: dict[str, object], side: str, granularity: str
+) -> None:
+    view = {
+        "pg": lambda: pg_view(str(stores["dsn"]), str(stores["table"])),
+        "os_keyword": lambda: os_view(str(stores["kw"])),
+        "os_scaled_float": lambda: os_view(str(stores["scaled"])),
+    }[side]()
     adapter = await open_adapter(view)
     try:
-        got = await adapter.bucket_digests(DAY0, DAY0 + timedelta(days=2),
-                                           granularity)  # type: ignore[arg-type]
+        got = await adapter.bucket_digests(DAY0, DAY0 + timedelta(days=2), granularity)  # type: ignore[arg-type]
     finally:
         await adapter.close()
     want = oracle(stores["orders"], hours=granularity == "hour")  # type: ignore[arg-type]
@@ -148,12 +197,15 @@ async def test_a_doubled_day_doubles_its_total(stores: dict[str, object]) -> Non
     dsn = str(stores["dsn"])
     conn = await asyncpg.connect(dsn, timeout=TIMEOUT)
     try:
-        await conn.execute('CREATE TABLE orders_doubled AS SELECT * FROM orders_m')
-        await conn.execute('INSERT INTO orders_doubled SELECT * FROM orders_m '
-                           'WHERE created_at < $1', DAY0 + timedelta(days=1))
+        await conn.execute("CREATE TABLE orders_doubled AS SELECT * FROM orders_m")
+        await conn.execute(
+            "INSERT INTO orders_doubled SELECT * FROM orders_m WHERE created_at < $1",
+            DAY0 + timedelta(days=1),
+        )
         await conn.execute("CREATE TABLE orders_changed AS SELECT * FROM orders_m")
-        await conn.execute("UPDATE orders_changed SET amount_base = amount_base + 0.01 "
-                           "WHERE id = $1", orders[0].id)
+        await conn.execute(
+            "UPDATE orders_changed SET amount_base = amount_base + 0.01 WHERE id = $1", orders[0].id
+        )
     finally:
         await conn.close()
     want = oracle(orders)
@@ -162,8 +214,9 @@ async def test_a_doubled_day_doubles_its_total(stores: dict[str, object]) -> Non
         check = check_of(source, replace(source, table=reader_table))
         src, rdr = await open_adapter(check.source), await open_adapter(check.reader)
         try:
-            result = await reconcile(check, src, rdr, DAY0, DAY0 + timedelta(days=2),
-                                     now=DAY0 + timedelta(days=3))
+            result = await reconcile(
+                check, src, rdr, DAY0, DAY0 + timedelta(days=2), now=DAY0 + timedelta(days=3)
+            )
         finally:
             await src.close()
             await rdr.close()
@@ -186,18 +239,21 @@ async def test_a_doubled_day_doubles_its_total(stores: dict[str, object]) -> Non
             assert day.reader.measures["amount"] - want[moved]["amount"] == Decimal("0.01")
             assert day.payload().reader.measures == {
                 "amount": f"{want[moved]['amount'] + Decimal('0.01'):f}",
-                "qty": f"{want[moved]['qty']:f}"}
+                "qty": f"{want[moved]['qty']:f}",
+            }
 
 
-async def stored_shown_and_scraped(dsn: str, check: Check, result: RunResult,
-                                   want: dict[str, Decimal]) -> None:
+async def stored_shown_and_scraped(
+    dsn: str, check: Check, result: RunResult, want: dict[str, Decimal]
+) -> None:
     """Store the doubled run; its stored bucket, nodes, CLI text and metrics show the totals."""
     now = DAY0 + timedelta(days=3)
     result.finished_at = now
     state = await StateStore.open(State(Secret(dsn), schema_name()), deadline=10)
     try:
-        run_id = await state.begin_run(check.name, DAY0, DAY0 + timedelta(days=2),
-                                       trigger="manual", started_at=now)
+        run_id = await state.begin_run(
+            check.name, DAY0, DAY0 + timedelta(days=2), trigger="manual", started_at=now
+        )
         await state.complete_run(run_id, result)
         stored = await state.day_buckets(check.name, DAY0.date(), DAY0.date(), check.timezone)
         hours, _ = await state.day_nodes(run_id, DAY0.date())
@@ -212,32 +268,44 @@ async def stored_shown_and_scraped(dsn: str, check: Check, result: RunResult,
     assert sum((t or {})["amount"] for t in hour_totals) == 2 * want["amount"]
     text = render_run(result)
     assert f"{DAY0.date()} amount {want['amount']:f} / {2 * want['amount']:f}  <--" in text
-    registry = build_registry([reconciliation_part(
-        lambda: {check.name: CheckSnapshot(check=check.name, buckets=(day.bucket,))})])
+    registry = build_registry(
+        [
+            reconciliation_part(
+                lambda: {check.name: CheckSnapshot(check=check.name, buckets=(day.bucket,))}
+            )
+        ]
+    )
     labels = {"check": check.name, "day": DAY0.date().isoformat(), "measure": "amount"}
-    assert registry.get_sample_value("driftgauge_bucket_measure",
-                                     {**labels, "side": "reader"}) == float(2 * want["amount"])
+    assert registry.get_sample_value(
+        "driftgauge_bucket_measure", {**labels, "side": "reader"}
+    ) == float(2 * want["amount"])
 
 
 async def test_pg_and_os_totals_agree_and_a_bucket_is_ok(stores: dict[str, object]) -> None:
     # Keyword amounts: the row digest reads a scaled_float's double (…370000005) as is.
-    check = check_of(pg_view(str(stores["dsn"]), str(stores["table"])),
-                     os_view(str(stores["kw"])))
+    check = check_of(pg_view(str(stores["dsn"]), str(stores["table"])), os_view(str(stores["kw"])))
     src, rdr = await open_adapter(check.source), await open_adapter(check.reader)
     try:
         await preflight(check, src, rdr)
-        result = await reconcile(check, src, rdr, DAY0, DAY0 + timedelta(days=2),
-                                 now=DAY0 + timedelta(days=3), slots_first=True)
+        result = await reconcile(
+            check,
+            src,
+            rdr,
+            DAY0,
+            DAY0 + timedelta(days=2),
+            now=DAY0 + timedelta(days=3),
+            slots_first=True,
+        )
     finally:
         await src.close()
         await rdr.close()
     assert [b.status for b in result.buckets] == ["ok", "ok"], [b.reasons for b in result.buckets]
-    assert [b.reader.measures for b in result.buckets] == list(oracle(
-        stores["orders"]).values())  # type: ignore[arg-type]
+    assert [b.reader.measures for b in result.buckets] == list(oracle(stores["orders"]).values())  # type: ignore[arg-type]
 
 
 async def test_a_value_finer_than_the_scale_is_refused_naming_the_field(
-        stores: dict[str, object]) -> None:
+    stores: dict[str, object],
+) -> None:
     adapter = await open_adapter(os_view(str(stores["kw"]), scale=1))
     try:
         with pytest.raises(DriftgaugeError) as exc:
@@ -249,8 +317,8 @@ async def test_a_value_finer_than_the_scale_is_refused_naming_the_field(
 
 
 async def test_a_double_or_coarse_mapping_is_refused_by_the_preflight(
-        stores: dict[str, object], os_client: AsyncOpenSearch,
-        os_index: Callable[[str], str]) -> None:
+    stores: dict[str, object], os_client: AsyncOpenSearch, os_index: Callable[[str], str]
+) -> None:
     orders: list[Order] = stores["orders"][:5]  # type: ignore[index]
     dbl, coarse = os_index("dg_measures_dbl"), os_index("dg_measures_coarse")
     await load_os(os_client, dbl, orders, {"type": "double"})
@@ -274,8 +342,10 @@ async def test_a_float_column_is_refused_as_a_measure(stores: dict[str, object])
     dsn = str(stores["dsn"])
     conn = await asyncpg.connect(dsn, timeout=TIMEOUT)
     try:
-        await conn.execute("CREATE TABLE orders_float AS SELECT id, created_at, "
-                           "amount_base::float8 AS amount_base, qty FROM orders_m")
+        await conn.execute(
+            "CREATE TABLE orders_float AS SELECT id, created_at, "
+            "amount_base::float8 AS amount_base, qty FROM orders_m"
+        )
     finally:
         await conn.close()
     src_view = pg_view(dsn, "orders_m")
@@ -306,18 +376,28 @@ async def test_duckdb_totals_equal_a_decimal_oracle(tmp_path: Path, granularity:
     path = tmp_path / "orders.duckdb"
     con = duckdb.connect(str(path))
     try:
-        con.execute("CREATE TABLE orders (id VARCHAR, created_at TIMESTAMPTZ, "
-                    "amount_base DECIMAL(14, 2), qty INTEGER)")
-        con.executemany("INSERT INTO orders VALUES (?, ?, ?, ?)",
-                        [(o.id, o.at, o.amount, o.qty) for o in orders])
+        con.execute(
+            "CREATE TABLE orders (id VARCHAR, created_at TIMESTAMPTZ, "
+            "amount_base DECIMAL(14, 2), qty INTEGER)"
+        )
+        con.executemany(
+            "INSERT INTO orders VALUES (?, ?, ?, ?)",
+            [(o.id, o.at, o.amount, o.qty) for o in orders],
+        )
     finally:
         con.close()
-    view = with_measures(make_view(DuckDBStore("duck", str(path)),  # type: ignore[arg-type]
-                                   key="id", time="created_at", fields=FIELDS, table="orders"))
+    view = with_measures(
+        make_view(
+            DuckDBStore("duck", str(path)),  # type: ignore[arg-type]
+            key="id",
+            time="created_at",
+            fields=FIELDS,
+            table="orders",
+        )
+    )
     adapter = await open_adapter(view)
     try:
-        got = await adapter.bucket_digests(DAY0, DAY0 + timedelta(days=2),
-                                           granularity)  # type: ignore[arg-type]
+        got = await adapter.bucket_digests(DAY0, DAY0 + timedelta(days=2), granularity)  # type: ignore[arg-type]
     finally:
         await adapter.close()
     want = oracle(orders, hours=granularity == "hour")

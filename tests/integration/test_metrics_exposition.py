@@ -65,23 +65,40 @@ checks:
 
 # Every part and every kind of series it serves, each with at least one sample here.
 POPULATED = (
-    "driftgauge_check_up", "driftgauge_check_last_success_timestamp_seconds",
-    "driftgauge_check_runs", "driftgauge_bucket_rows", "driftgauge_bucket_excluded_rows",
-    "driftgauge_bucket_status", "driftgauge_rows", "driftgauge_excluded_rows",
-    "driftgauge_exclusion_rate_limit", "driftgauge_buckets_in_drift",
-    "driftgauge_history_rows", "driftgauge_history_buckets_in_drift",
+    "driftgauge_check_up",
+    "driftgauge_check_last_success_timestamp_seconds",
+    "driftgauge_check_runs",
+    "driftgauge_bucket_rows",
+    "driftgauge_bucket_excluded_rows",
+    "driftgauge_bucket_status",
+    "driftgauge_rows",
+    "driftgauge_excluded_rows",
+    "driftgauge_exclusion_rate_limit",
+    "driftgauge_buckets_in_drift",
+    "driftgauge_history_rows",
+    "driftgauge_history_buckets_in_drift",
     "driftgauge_history_oldest_drift_day_timestamp_seconds",
-    "driftgauge_ledger_breach", "driftgauge_ledger_breach_windows",
-    "driftgauge_ledger_oldest_breach_window_timestamp_seconds", "driftgauge_ledger_breaches",
-    "driftgauge_ledger_last_closed_run_timestamp_seconds", "driftgauge_ledger_runs",
-    "driftgauge_canary_up", "driftgauge_canary_duration_seconds",
-    "driftgauge_canary_last_success_timestamp_seconds", "driftgauge_canary_runs",
-    "driftgauge_vocabulary_unmatched_values", "driftgauge_vocabulary_unmatched_rows",
-    "driftgauge_volume_anomaly", "driftgauge_volume_status",
+    "driftgauge_ledger_breach",
+    "driftgauge_ledger_breach_windows",
+    "driftgauge_ledger_oldest_breach_window_timestamp_seconds",
+    "driftgauge_ledger_breaches",
+    "driftgauge_ledger_last_closed_run_timestamp_seconds",
+    "driftgauge_ledger_runs",
+    "driftgauge_canary_up",
+    "driftgauge_canary_duration_seconds",
+    "driftgauge_canary_last_success_timestamp_seconds",
+    "driftgauge_canary_runs",
+    "driftgauge_vocabulary_unmatched_values",
+    "driftgauge_vocabulary_unmatched_rows",
+    "driftgauge_volume_anomaly",
+    "driftgauge_volume_status",
     "driftgauge_volume_history_buckets",
-    "driftgauge_background_errors", "driftgauge_build_info",
-    "driftgauge_store_query_duration_seconds", "driftgauge_store_errors",
-    "driftgauge_run_duration_seconds", "process_cpu_seconds",
+    "driftgauge_background_errors",
+    "driftgauge_build_info",
+    "driftgauge_store_query_duration_seconds",
+    "driftgauge_store_errors",
+    "driftgauge_run_duration_seconds",
+    "process_cpu_seconds",
 )
 
 
@@ -90,17 +107,23 @@ def _sides() -> dict[tuple[str, str], MemoryAdapter]:
     # An old day lost an update and a recent one lost a row; excluded rows on every day.
     lost = next(r for r in rows if r.event_time.date() == date(2026, 2, 25))
     gone = next(r for r in rows if r.event_time.date() == date(2026, 3, 8))
-    reader = [hashed(key_of(r), "old", r.event_time) if r.key == lost.key else r
-              for r in rows if r.key != gone.key]
+    reader = [
+        hashed(key_of(r), "old", r.event_time) if r.key == lost.key else r
+        for r in rows
+        if r.key != gone.key
+    ]
     excluded = [(FIRST + timedelta(days=d, hours=5), "no_join_key") for d in range(19)]
-    return {("src", "reviews"): MemoryAdapter(rows, excluded=excluded),
-            ("dst", "reviews"): MemoryAdapter(reader)}
+    return {
+        ("src", "reviews"): MemoryAdapter(rows, excluded=excluded),
+        ("dst", "reviews"): MemoryAdapter(reader),
+    }
 
 
 async def _run(client: httpx.AsyncClient, window: str) -> None:
     for _ in range(100):
-        resp = await client.post("/api/v1/checks/reviews/runs", params={"window": window},
-                                 headers=AUTH)
+        resp = await client.post(
+            "/api/v1/checks/reviews/runs", params={"window": window}, headers=AUTH
+        )
         if resp.status_code != 409:
             break
         await asyncio.sleep(0.05)
@@ -116,43 +139,78 @@ async def _run(client: httpx.AsyncClient, window: str) -> None:
 
 async def _report_ledger_run(client: httpx.AsyncClient) -> None:
     start = datetime(2026, 3, 9, tzinfo=UTC)
-    opened = await client.post("/api/v1/ledger/runs", headers=AUTH, json={
-        "job": JOB, "window_start": start.isoformat(),
-        "window_end": (start + timedelta(days=1)).isoformat(), "input_rows": 20})
+    opened = await client.post(
+        "/api/v1/ledger/runs",
+        headers=AUTH,
+        json={
+            "job": JOB,
+            "window_start": start.isoformat(),
+            "window_end": (start + timedelta(days=1)).isoformat(),
+            "input_rows": 20,
+        },
+    )
     assert opened.status_code == 201, opened.text
     run_id = opened.json()["id"]
-    batch = await client.post(f"/api/v1/ledger/runs/{run_id}/batches", headers=AUTH, json={
-        "batch_id": "all", "counts": [
-            {"outcome": "written", "count": 15},
-            {"outcome": "no_match", "reason": "no_document", "count": 5}]})
+    batch = await client.post(
+        f"/api/v1/ledger/runs/{run_id}/batches",
+        headers=AUTH,
+        json={
+            "batch_id": "all",
+            "counts": [
+                {"outcome": "written", "count": 15},
+                {"outcome": "no_match", "reason": "no_document", "count": 5},
+            ],
+        },
+    )
     assert batch.status_code == 200, batch.text
-    closed = await client.post(f"/api/v1/ledger/runs/{run_id}/close", headers=AUTH,
-                               json={"status": "success"})
+    closed = await client.post(
+        f"/api/v1/ledger/runs/{run_id}/close", headers=AUTH, json={"status": "success"}
+    )
     assert closed.status_code == 200, closed.text
 
 
 async def _record_audit_results(audit: Any) -> None:
-    await audit.canary.store.record(CanaryResult("reviews", "ok", NOW - timedelta(hours=1),
-                                                 0.4, "k1"))
-    await audit.canary.store.record(CanaryResult("reviews", "not_visible", NOW, 20.0, "k2",
-                                                 "not visible within 20s"))
+    await audit.canary.store.record(
+        CanaryResult("reviews", "ok", NOW - timedelta(hours=1), 0.4, "k1")
+    )
+    await audit.canary.store.record(
+        CanaryResult("reviews", "not_visible", NOW, 20.0, "k2", "not visible within 20s")
+    )
     await audit.signals.store.record_vocabulary(
-        [VocabularyResult("reviews", "label", FIRST, NOW, {"third_tier": 3, None: 1})], NOW)
-    await audit.signals.store.record_volume("reviews", [
-        VolumeDay(date(2026, 3, 7), 20, 0.0, 0.0, 0.0, 0.0, 5, "insufficient_history"),
-        VolumeDay(date(2026, 3, 8), 20, 20.0, 0.0, 20.0, 20.0, 7, "ok"),
-        VolumeDay(date(2026, 3, 9), 0, 20.0, 0.0, 20.0, 20.0, 7, "anomaly")], NOW)
+        [VocabularyResult("reviews", "label", FIRST, NOW, {"third_tier": 3, None: 1})], NOW
+    )
+    await audit.signals.store.record_volume(
+        "reviews",
+        [
+            VolumeDay(date(2026, 3, 7), 20, 0.0, 0.0, 0.0, 0.0, 5, "insufficient_history"),
+            VolumeDay(date(2026, 3, 8), 20, 20.0, 0.0, 20.0, 20.0, 7, "ok"),
+            VolumeDay(date(2026, 3, 9), 0, 20.0, 0.0, 20.0, 20.0, 7, "anomaly"),
+        ],
+        NOW,
+    )
     await audit.tick(NOW)
 
 
 async def _full_exposition(dsn: str) -> str:
-    text = (CONFIG.replace("<DSN>", dsn).replace("<SCHEMA>", schema_name())
-            .replace("<TOKEN>", TOKEN).replace("<JOB>", JOB))
-    app = create_app(load_text(text), start_scheduler=False, opener=memory_opener(_sides()),
-                     clock=lambda: NOW, refresh_every=3600)
-    async with app.router.lifespan_context(app), httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://driftgauge",
-            timeout=30) as client:
+    text = (
+        CONFIG.replace("<DSN>", dsn)
+        .replace("<SCHEMA>", schema_name())
+        .replace("<TOKEN>", TOKEN)
+        .replace("<JOB>", JOB)
+    )
+    app = create_app(
+        load_text(text),
+        start_scheduler=False,
+        opener=memory_opener(_sides()),
+        clock=lambda: NOW,
+        refresh_every=3600,
+    )
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://driftgauge", timeout=30
+        ) as client,
+    ):
         await _run(client, "full")
         await _run(client, "recent")
         await _report_ledger_run(client)
@@ -185,7 +243,12 @@ async def test_every_part_is_populated(exposition: str) -> None:
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed")
 def test_promtool_check_metrics_accepts_the_full_exposition(exposition: str) -> None:
-    done = subprocess.run(["promtool", "check", "metrics"], input=exposition.encode(),
-                          capture_output=True, timeout=60, check=False)
+    done = subprocess.run(
+        ["promtool", "check", "metrics"],
+        input=exposition.encode(),
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
     out = (done.stdout + done.stderr).decode()
     assert done.returncode == 0 and not out.strip(), out

@@ -27,14 +27,31 @@ def _value(registry: object, name: str, labels: dict[str, str]) -> float | None:
 
 
 async def test_a_future_window_is_nothing_judged(config: Path) -> None:
-    done = cli("check", "reviews", "--config", str(config), "--since", "2030-01-01",
-               "--until", "2030-01-02", "--json")
+    done = cli(
+        "check",
+        "reviews",
+        "--config",
+        str(config),
+        "--since",
+        "2030-01-01",
+        "--until",
+        "2030-01-02",
+        "--json",
+    )
     assert done.returncode == 4, done.stdout + done.stderr
     out = json.loads(done.stdout)
     assert out["status"] == "nothing_judged"
     assert all(b["status"] == "settling" for b in out["buckets"])
-    table = cli("check", "reviews", "--config", str(config), "--since", "2030-01-01",
-                "--until", "2030-01-02")
+    table = cli(
+        "check",
+        "reviews",
+        "--config",
+        str(config),
+        "--since",
+        "2030-01-01",
+        "--until",
+        "2030-01-02",
+    )
     assert table.returncode == 4
     assert "nothing_judged" in table.stdout and "not a pass" in table.stdout
 
@@ -50,20 +67,39 @@ async def test_a_future_window_is_nothing_judged(config: Path) -> None:
     finally:
         await state.close()
     registry = build_registry([reconciliation_part(lambda: {"reviews": snap})])
-    status = {s: _value(registry, "driftgauge_check_run_status",
-                        {"check": "reviews", "status": s})
-              for s in ("ok", "drift", "error", "nothing_judged")}
+    status = {
+        s: _value(registry, "driftgauge_check_run_status", {"check": "reviews", "status": s})
+        for s in ("ok", "drift", "error", "nothing_judged")
+    }
     assert status == {"ok": 0, "drift": 0, "error": 0, "nothing_judged": 1}
-    assert _value(registry, "driftgauge_check_runs_total",
-                  {"check": "reviews", "status": "nothing_judged"}) == 2  # both runs above
-    assert _value(registry, "driftgauge_check_last_success_timestamp_seconds",
-                  {"check": "reviews"}) is None
+    assert (
+        _value(
+            registry,
+            "driftgauge_check_runs_total",
+            {"check": "reviews", "status": "nothing_judged"},
+        )
+        == 2
+    )  # both runs above
+    assert (
+        _value(registry, "driftgauge_check_last_success_timestamp_seconds", {"check": "reviews"})
+        is None
+    )
 
 
 def test_a_window_that_is_all_settling_is_nothing_judged(config: Path) -> None:
     today = datetime.now(UTC).date().isoformat()
-    done = cli("check", "reviews", "--config", str(config), "--since", today, "--until", today,
-               "--no-store", "--json")
+    done = cli(
+        "check",
+        "reviews",
+        "--config",
+        str(config),
+        "--since",
+        today,
+        "--until",
+        today,
+        "--no-store",
+        "--json",
+    )
     assert done.returncode == 4, done.stdout + done.stderr
     out = json.loads(done.stdout)
     assert out["status"] == "nothing_judged"
@@ -72,7 +108,19 @@ def test_a_window_that_is_all_settling_is_nothing_judged(config: Path) -> None:
 
 def test_a_judged_day_beside_settling_ones_is_still_judged(config: Path) -> None:
     today = datetime.now(UTC).date().isoformat()
-    done = cli("check", "reviews", "--config", str(config), "--since", "2026-04-03",
-               "--until", today, "--no-store", "--first-pass", "days", "--json")
+    done = cli(
+        "check",
+        "reviews",
+        "--config",
+        str(config),
+        "--since",
+        "2026-04-03",
+        "--until",
+        today,
+        "--no-store",
+        "--first-pass",
+        "days",
+        "--json",
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert json.loads(done.stdout)["status"] == "ok"

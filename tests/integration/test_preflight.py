@@ -47,8 +47,10 @@ checks:
 {extra}"""
 
 MAPPING: dict[str, Any] = {
-    "review_id": {"type": "keyword"}, "done_at": {"type": "date"},
-    "review_tier": {"type": "keyword"}, "updated_at": {"type": "date"},
+    "review_id": {"type": "keyword"},
+    "done_at": {"type": "date"},
+    "review_tier": {"type": "keyword"},
+    "updated_at": {"type": "date"},
 }
 
 
@@ -58,9 +60,15 @@ def _key(i: int, *, long: bool) -> str:
 
 def _rows(all_long: bool) -> list[tuple[str, str, datetime, datetime]]:
     """Return (key, tier, done_at, updated_at); updated_at has microseconds."""
-    return [(_key(i, long=all_long or i % LONG_EVERY == 0), "ab"[i % 2],
-             BASE + timedelta(minutes=4 * i),
-             BASE + timedelta(seconds=i, microseconds=123_456)) for i in range(ROWS)]
+    return [
+        (
+            _key(i, long=all_long or i % LONG_EVERY == 0),
+            "ab"[i % 2],
+            BASE + timedelta(minutes=4 * i),
+            BASE + timedelta(seconds=i, microseconds=123_456),
+        )
+        for i in range(ROWS)
+    ]
 
 
 class Stores:
@@ -72,33 +80,66 @@ class Stores:
         self.tmp = tmp
         self.indexes: list[str] = []
 
-    async def index(self, mapping: dict[str, Any], *, all_long: bool = False,
-                    docs: bool = True) -> str:
+    async def index(
+        self, mapping: dict[str, Any], *, all_long: bool = False, docs: bool = True
+    ) -> str:
         """Create an index with `mapping` holding the rows (unless `docs` is False)."""
         name = f"dg_preflight_{uuid.uuid4().hex[:10]}"
         self.indexes.append(name)
-        await self.client.indices.create(index=name, body={
-            "settings": {"number_of_shards": 1, "number_of_replicas": 0},
-            "mappings": {"properties": mapping}})
+        await self.client.indices.create(
+            index=name,
+            body={
+                "settings": {"number_of_shards": 1, "number_of_replicas": 0},
+                "mappings": {"properties": mapping},
+            },
+        )
         if docs:
-            await async_bulk(self.client, ({"_index": name, "_source": {
-                "review_id": k, "review_tier": tier, "done_at": done.isoformat(),
-                "updated_at": upd.isoformat()}} for k, tier, done, upd in _rows(all_long)),
-                refresh=True)
+            await async_bulk(
+                self.client,
+                (
+                    {
+                        "_index": name,
+                        "_source": {
+                            "review_id": k,
+                            "review_tier": tier,
+                            "done_at": done.isoformat(),
+                            "updated_at": upd.isoformat(),
+                        },
+                    }
+                    for k, tier, done, upd in _rows(all_long)
+                ),
+                refresh=True,
+            )
         return name
 
-    def config(self, index: str, *, key: str = "review_id", time: str = "done_at",
-               label: str = "review_tier", source_label: str = "tier",
-               fields: str = "{label: string}", extra: str = "") -> str:
+    def config(
+        self,
+        index: str,
+        *,
+        key: str = "review_id",
+        time: str = "done_at",
+        label: str = "review_tier",
+        source_label: str = "tier",
+        fields: str = "{label: string}",
+        extra: str = "",
+    ) -> str:
         """Return the config text of check `c` over the table and `index`."""
         reader_fields = "{label: " + label
         source_fields = "{label: " + source_label
         if "updated" in fields:
             reader_fields += ", updated: updated_at"
             source_fields += ", updated: updated_at"
-        return CONFIG.format(dsn=self.dsn, os=OS_URL, index=index, key=key, time=time,
-                             fields=fields, reader_fields=reader_fields + "}",
-                             source_fields=source_fields + "}", extra=extra)
+        return CONFIG.format(
+            dsn=self.dsn,
+            os=OS_URL,
+            index=index,
+            key=key,
+            time=time,
+            fields=fields,
+            reader_fields=reader_fields + "}",
+            source_fields=source_fields + "}",
+            extra=extra,
+        )
 
     def write(self, text: str) -> Path:
         """Write a config file and return its path."""
@@ -118,8 +159,10 @@ async def stores(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stor
     out = Stores(dsn, client, tmp_path_factory.mktemp("preflight"))
     try:
         conn = await asyncpg.connect(dsn)
-        await conn.execute("CREATE TABLE reviews (review_id text, tier text, "
-                           "done_at timestamptz, updated_at timestamptz)")
+        await conn.execute(
+            "CREATE TABLE reviews (review_id text, tier text, "
+            "done_at timestamptz, updated_at timestamptz)"
+        )
         await conn.copy_records_to_table("reviews", records=_rows(False))
         await conn.execute("CREATE TABLE reviews_long AS SELECT * FROM reviews WHERE false")
         await conn.copy_records_to_table("reviews_long", records=_rows(True))
@@ -135,17 +178,39 @@ async def stores(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stor
 
 def cli(config: Path, *args: str, store: bool = False) -> subprocess.CompletedProcess[str]:
     """Run `driftgauge check c` the way a user would, by default without the state database."""
-    return subprocess.run([sys.executable, "-m", "driftgauge.cli", "check", "c", "--config",
-                           str(config), "--since", "2026-04-01", "--until", "2026-04-01",
-                           "--json", *([] if store else ["--no-store"]), *args],
-                          capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "driftgauge.cli",
+            "check",
+            "c",
+            "--config",
+            str(config),
+            "--since",
+            "2026-04-01",
+            "--until",
+            "2026-04-01",
+            "--json",
+            *([] if store else ["--no-store"]),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def validate(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Run `driftgauge config validate` on a config file."""
-    return subprocess.run([sys.executable, "-m", "driftgauge.cli", "config", "validate",
-                           str(config), *args],
-                          capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "driftgauge.cli", "config", "validate", str(config), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def refused(done: subprocess.CompletedProcess[str], *words: str) -> None:
@@ -160,8 +225,7 @@ Case = Callable[[Stores], Awaitable[str]]
 
 
 async def _ignore_above_key(s: Stores) -> str:
-    return s.config(await s.index(MAPPING | {"review_id": {
-        "type": "keyword", "ignore_above": 20}}))
+    return s.config(await s.index(MAPPING | {"review_id": {"type": "keyword", "ignore_above": 20}}))
 
 
 async def _missing_content(s: Stores) -> str:
@@ -173,8 +237,9 @@ async def _missing_time(s: Stores) -> str:
 
 
 async def _no_doc_values(s: Stores) -> str:
-    return s.config(await s.index(MAPPING | {"review_tier": {
-        "type": "keyword", "doc_values": False}}))
+    return s.config(
+        await s.index(MAPPING | {"review_tier": {"type": "keyword", "doc_values": False}})
+    )
 
 
 async def _text_field(s: Stores) -> str:
@@ -182,13 +247,19 @@ async def _text_field(s: Stores) -> str:
 
 
 CASES: dict[str, tuple[Case, tuple[str, ...]]] = {
-    "ignore_above key": (_ignore_above_key,
-                         ("checks.c.reader.key", "review_id", "ignore_above 20")),
-    "missing content field": (_missing_content,
-                              ("checks.c.reader.fields.label", "review_tierx", "not mapped")),
+    "ignore_above key": (
+        _ignore_above_key,
+        ("checks.c.reader.key", "review_id", "ignore_above 20"),
+    ),
+    "missing content field": (
+        _missing_content,
+        ("checks.c.reader.fields.label", "review_tierx", "not mapped"),
+    ),
     "missing time field": (_missing_time, ("checks.c.reader.time", "done_atx", "not mapped")),
-    "doc_values false": (_no_doc_values,
-                         ("checks.c.reader.fields.label", "review_tier", "doc_values")),
+    "doc_values false": (
+        _no_doc_values,
+        ("checks.c.reader.fields.label", "review_tier", "doc_values"),
+    ),
     "text field": (_text_field, ("checks.c.reader.fields.label", "review_tier", "text")),
 }
 
@@ -200,8 +271,9 @@ async def test_check_refuses_a_field_rows_would_drop_out_of(stores: Stores, case
 
 
 async def test_all_keys_too_long_is_refused_naming_the_key(stores: Stores) -> None:
-    index = await stores.index(MAPPING | {"review_id": {"type": "keyword", "ignore_above": 20}},
-                               all_long=True)
+    index = await stores.index(
+        MAPPING | {"review_id": {"type": "keyword", "ignore_above": 20}}, all_long=True
+    )
     text = stores.config(index).replace("table: reviews,", "table: reviews_long,")
     done = cli(stores.write(text))
     refused(done, "checks.c.reader.key", "ignore_above 20")
@@ -213,8 +285,7 @@ async def test_every_concrete_index_behind_an_alias_is_checked(stores: Stores) -
     bad = await stores.index(MAPPING | {"review_id": {"type": "keyword", "ignore_above": 20}})
     alias = f"{good}_all"
     await stores.client.indices.put_alias(index=f"{good},{bad}", name=alias)
-    refused(cli(stores.write(stores.config(alias))), "checks.c.reader.key", bad,
-            "ignore_above 20")
+    refused(cli(stores.write(stores.config(alias))), "checks.c.reader.key", bad, "ignore_above 20")
 
 
 async def test_an_empty_index_that_has_not_mapped_a_field_yet_is_fine(stores: Stores) -> None:
@@ -246,8 +317,15 @@ async def test_a_refused_field_fails_the_recorded_run_with_its_reason(stores: St
     state = await StateStore.open(config.state)
     pool = AdapterPool(config.checks)
     try:
-        result = await run_check(config.checks["c"], pool.getter("c"), state, BASE,
-                                 BASE + timedelta(days=1), trigger="test", now=BASE)
+        result = await run_check(
+            config.checks["c"],
+            pool.getter("c"),
+            state,
+            BASE,
+            BASE + timedelta(days=1),
+            trigger="test",
+            now=BASE,
+        )
         stored = await state.latest_finished_run("c")
     finally:
         await pool.close()
@@ -259,8 +337,11 @@ async def test_a_refused_field_fails_the_recorded_run_with_its_reason(stores: St
 
 
 async def test_the_stored_cli_run_exits_2_naming_the_field(stores: Stores) -> None:
-    refused(cli(stores.write(await _missing_content(stores)), store=True),
-            "checks.c.reader.fields.label", "review_tierx")
+    refused(
+        cli(stores.write(await _missing_content(stores)), store=True),
+        "checks.c.reader.fields.label",
+        "review_tierx",
+    )
 
 
 async def test_verify_all_lists_every_check_in_one_call(stores: Stores) -> None:
@@ -290,7 +371,7 @@ async def test_microsecond_and_millisecond_timestamps_compare_as_time(stores: St
 
 async def test_a_precision_finer_than_a_side_holds_is_refused(stores: Stores) -> None:
     index = await stores.index(MAPPING)
-    text = stores.config(index, fields="{label: string, updated: timestamp}",
-                         extra="    timestamp_precision: us\n")
-    refused(cli(stores.write(text)), "checks.c.reader.fields.updated", "updated_at",
-            "milliseconds")
+    text = stores.config(
+        index, fields="{label: string, updated: timestamp}", extra="    timestamp_precision: us\n"
+    )
+    refused(cli(stores.write(text)), "checks.c.reader.fields.updated", "updated_at", "milliseconds")

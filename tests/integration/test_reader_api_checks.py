@@ -49,8 +49,15 @@ Order = tuple[str, str, Decimal, datetime]
 def _orders() -> list[Order]:
     first = START.astimezone(UTC)
     step = (END.astimezone(UTC) - first) / 120
-    return [(f"o{i:03d}", "internal" if i == 77 else ("paid", "shipped", "open")[i % 3],
-             Decimal(f"{i}.50"), (first + step * i).replace(microsecond=0)) for i in range(120)]
+    return [
+        (
+            f"o{i:03d}",
+            "internal" if i == 77 else ("paid", "shipped", "open")[i % 3],
+            Decimal(f"{i}.50"),
+            (first + step * i).replace(microsecond=0),
+        )
+        for i in range(120)
+    ]
 
 
 def _index(orders: list[Order]) -> list[Order]:
@@ -97,20 +104,44 @@ async def setup(service_behaviour: Behaviour) -> AsyncIterator[Setup]:
     try:
         conn = await asyncpg.connect(dsn_for(pg_name), timeout=TIMEOUT)
         try:
-            await conn.execute("CREATE TABLE orders (order_id text, status text, "
-                               "amount numeric(10,2), updated_at timestamptz)")
+            await conn.execute(
+                "CREATE TABLE orders (order_id text, status text, "
+                "amount numeric(10,2), updated_at timestamptz)"
+            )
             await conn.copy_records_to_table("orders", records=orders)
         finally:
             await conn.close()
-        await client.indices.create(index=index, body={
-            "settings": {"number_of_shards": 2, "number_of_replicas": 0},
-            "mappings": {"properties": {
-                "order_id": {"type": "keyword"}, "status": {"type": "keyword"},
-                "amount": {"type": "keyword"}, "updated_at": {"type": "date"}}}})
+        await client.indices.create(
+            index=index,
+            body={
+                "settings": {"number_of_shards": 2, "number_of_replicas": 0},
+                "mappings": {
+                    "properties": {
+                        "order_id": {"type": "keyword"},
+                        "status": {"type": "keyword"},
+                        "amount": {"type": "keyword"},
+                        "updated_at": {"type": "date"},
+                    }
+                },
+            },
+        )
         docs = _index(orders)
-        await async_bulk(client, ({"_index": index, "_source": {
-            "order_id": k, "status": s, "amount": str(a), "updated_at": t.isoformat()}}
-            for k, s, a, t in docs), refresh=True)
+        await async_bulk(
+            client,
+            (
+                {
+                    "_index": index,
+                    "_source": {
+                        "order_id": k,
+                        "status": s,
+                        "amount": str(a),
+                        "updated_at": t.isoformat(),
+                    },
+                }
+                for k, s, a, t in docs
+            ),
+            refresh=True,
+        )
         service = ReaderService(make_app(OS_URL, index, service_behaviour))
         service.start()
         text = EXAMPLE.read_text(encoding="utf-8")
@@ -144,8 +175,9 @@ async def _run(config: Config) -> RunResult:
     try:
         reader = await open_adapter(check.reader)
         try:
-            return await reconcile(check, source, reader, START, END,
-                                   now=END + timedelta(days=1), sample_keys=50)
+            return await reconcile(
+                check, source, reader, START, END, now=END + timedelta(days=1), sample_keys=50
+            )
         finally:
             await reader.close()
     finally:
@@ -162,9 +194,12 @@ def _found(result: RunResult) -> dict[str, set[str | None]]:
 
 
 def _totals(result: RunResult) -> tuple[int, int, int, int]:
-    return (sum(b.missing for b in result.buckets), sum(b.extra for b in result.buckets),
-            sum(b.mismatched for b in result.buckets),
-            sum(b.duplicates for b in result.buckets))
+    return (
+        sum(b.missing for b in result.buckets),
+        sum(b.extra for b in result.buckets),
+        sum(b.mismatched for b in result.buckets),
+        sum(b.duplicates for b in result.buckets),
+    )
 
 
 PAGINGS: dict[str, dict[str, object]] = {
@@ -179,11 +214,16 @@ PAGINGS: dict[str, dict[str, object]] = {
 async def test_postgres_to_reader_api_finds_the_planted_rows(setup: Setup, paging: str) -> None:
     result = await _run(setup.config(**PAGINGS[paging]))
     assert result.error is None, result.error
-    assert [b.start for b in result.buckets] == [START.astimezone(UTC),
-                                                 datetime(2026, 3, 28, 23, tzinfo=UTC)]
+    assert [b.start for b in result.buckets] == [
+        START.astimezone(UTC),
+        datetime(2026, 3, 28, 23, tzinfo=UTC),
+    ]
     # o077 is in the index but the API's own filter hides it: missing, as its reader sees.
-    assert _found(result) == {"missing": {"o030", "o077"}, "extra": {"y001"},
-                              "mismatched": {"o040", "o060"}}
+    assert _found(result) == {
+        "missing": {"o030", "o077"},
+        "extra": {"y001"},
+        "mismatched": {"o040", "o060"},
+    }
     assert _totals(result) == (2, 1, 2, 1)
     assert sum(b.visible for b in result.buckets) == len(set(setup.served))
 
@@ -191,7 +231,7 @@ async def test_postgres_to_reader_api_finds_the_planted_rows(setup: Setup, pagin
 async def test_a_skipped_page_is_found_as_missing(setup: Setup, behaviour: Behaviour) -> None:
     behaviour.skip_page = 2
     result = await _run(setup.config())
-    skipped = set(setup.served[2 * PAGE:3 * PAGE])
+    skipped = set(setup.served[2 * PAGE : 3 * PAGE])
     assert len(skipped) == PAGE - 1 and "o060" in skipped  # both of its copies skipped
     found = _found(result)
     assert found["missing"] == {"o030", "o077"} | skipped
@@ -237,13 +277,20 @@ async def test_a_wrong_rows_path_is_named(setup: Setup) -> None:
         await reader.close()
 
 
-@pytest.mark.parametrize(("change", "error", "match"), [
-    ({"bearer": None}, StorePermissionError, "HTTP 401"),
-    ({"url": "http://127.0.0.1:1/v1/orders?from={start}&to={end}"}, StoreUnavailable,
-     "cannot reach the API"),
-])
-async def test_http_failures_map_to_store_errors(setup: Setup, change: dict[str, object],
-                                                 error: type[Exception], match: str) -> None:
+@pytest.mark.parametrize(
+    ("change", "error", "match"),
+    [
+        ({"bearer": None}, StorePermissionError, "HTTP 401"),
+        (
+            {"url": "http://127.0.0.1:1/v1/orders?from={start}&to={end}"},
+            StoreUnavailable,
+            "cannot reach the API",
+        ),
+    ],
+)
+async def test_http_failures_map_to_store_errors(
+    setup: Setup, change: dict[str, object], error: type[Exception], match: str
+) -> None:
     reader = await open_adapter(setup.config(**change).checks["orders_api"].reader)
     try:
         with pytest.raises(error, match=match):
@@ -262,8 +309,9 @@ async def test_a_server_error_is_unavailable(setup: Setup, behaviour: Behaviour)
         await reader.close()
 
 
-async def test_an_api_that_does_not_answer_in_time_is_a_timeout(setup: Setup,
-                                                                behaviour: Behaviour) -> None:
+async def test_an_api_that_does_not_answer_in_time_is_a_timeout(
+    setup: Setup, behaviour: Behaviour
+) -> None:
     behaviour.delay = 1.5
     reader = await open_adapter(setup.config(timeout=0.3).checks["orders_api"].reader)
     try:

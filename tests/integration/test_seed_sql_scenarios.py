@@ -73,8 +73,9 @@ def _vocabulary(src: list[Row], sink: list[Row]) -> None:
 
 
 def _three_copies(src: list[Row], sink: list[Row]) -> None:
-    sink.extend([dict(sink[4], _id=sink[4]["task_id"] + "-a"),
-                 dict(sink[4], _id=sink[4]["task_id"] + "-b")])
+    sink.extend(
+        [dict(sink[4], _id=sink[4]["task_id"] + "-a"), dict(sink[4], _id=sink[4]["task_id"] + "-b")]
+    )
 
 
 def _source_ttl(src: list[Row], sink: list[Row]) -> None:
@@ -107,12 +108,14 @@ def _rows(seed: int) -> list[Row]:
     out = []
     for d in range(DAYS):
         for i in range(150):
-            out.append({
-                "task_id": f"t{d}-{i:03d}",
-                "label": rnd.choice(["first_tier", "second_tier"]),
-                "conversation_key": None if rnd.random() < 0.39 else f"c{d}-{i}",
-                "completed_at": BASE + timedelta(days=d, seconds=rnd.randint(0, 86399)),
-            })
+            out.append(
+                {
+                    "task_id": f"t{d}-{i:03d}",
+                    "label": rnd.choice(["first_tier", "second_tier"]),
+                    "conversation_key": None if rnd.random() < 0.39 else f"c{d}-{i}",
+                    "completed_at": BASE + timedelta(days=d, seconds=rnd.randint(0, 86399)),
+                }
+            )
     return out
 
 
@@ -159,32 +162,78 @@ checks:
 async def test_matches_seed_sql(scenario: Scenario, stores: tuple[str, str]) -> None:
     dsn, index = stores
     src = _rows(7)
-    sink = [{"_id": r["task_id"], "task_id": r["task_id"], "review_tier": r["label"],
-             "completed_at": r["completed_at"]} for r in src if r["conversation_key"]]
+    sink = [
+        {
+            "_id": r["task_id"],
+            "task_id": r["task_id"],
+            "review_tier": r["label"],
+            "completed_at": r["completed_at"],
+        }
+        for r in src
+        if r["conversation_key"]
+    ]
     scenario.damage(src, sink)
     conn = await asyncpg.connect(dsn)
     client = AsyncOpenSearch(OS_URL)
     try:
-        await conn.execute("CREATE TABLE source_tasks (task_id text, label text, "
-                           "conversation_key text, completed_at timestamptz)")
+        await conn.execute(
+            "CREATE TABLE source_tasks (task_id text, label text, "
+            "conversation_key text, completed_at timestamptz)"
+        )
         await conn.copy_records_to_table(
-            "source_tasks", records=[(r["task_id"], r["label"], r["conversation_key"],
-                                      r["completed_at"]) for r in src])
-        await client.indices.create(index=index, body={"mappings": {"properties": {
-            "task_id": {"type": "keyword"}, "review_tier": {"type": "keyword"},
-            "completed_at": {"type": "date"}}}})
-        await async_bulk(client, [
-            {"_index": index, "_id": d["_id"], "_source": {
-                "task_id": d["task_id"], "review_tier": d["review_tier"],
-                "completed_at": d["completed_at"].isoformat()}} for d in sink], refresh=True)
+            "source_tasks",
+            records=[
+                (r["task_id"], r["label"], r["conversation_key"], r["completed_at"]) for r in src
+            ],
+        )
+        await client.indices.create(
+            index=index,
+            body={
+                "mappings": {
+                    "properties": {
+                        "task_id": {"type": "keyword"},
+                        "review_tier": {"type": "keyword"},
+                        "completed_at": {"type": "date"},
+                    }
+                }
+            },
+        )
+        await async_bulk(
+            client,
+            [
+                {
+                    "_index": index,
+                    "_id": d["_id"],
+                    "_source": {
+                        "task_id": d["task_id"],
+                        "review_tier": d["review_tier"],
+                        "completed_at": d["completed_at"].isoformat(),
+                    },
+                }
+                for d in sink
+            ],
+            refresh=True,
+        )
         # The reader's export: what its filtered query returns, loaded beside the source.
-        hits = await client.search(index=index, body={
-            "size": 10000, "query": {"terms": {"review_tier": ["first_tier", "second_tier"]}}})
+        hits = await client.search(
+            index=index,
+            body={
+                "size": 10000,
+                "query": {"terms": {"review_tier": ["first_tier", "second_tier"]}},
+            },
+        )
         await conn.execute("CREATE TABLE sink_export (task_id text, label text, day date)")
-        await conn.copy_records_to_table("sink_export", records=[
-            (h["_source"]["task_id"], h["_source"]["review_tier"],
-             datetime.fromisoformat(h["_source"]["completed_at"]).date())
-            for h in hits["hits"]["hits"]])
+        await conn.copy_records_to_table(
+            "sink_export",
+            records=[
+                (
+                    h["_source"]["task_id"],
+                    h["_source"]["review_tier"],
+                    datetime.fromisoformat(h["_source"]["completed_at"]).date(),
+                )
+                for h in hits["hits"]["hits"]
+            ],
+        )
         seed = {r["day"]: r for r in await conn.fetch(SEED_SQL)}
     finally:
         await conn.close()
@@ -193,8 +242,9 @@ async def test_matches_seed_sql(scenario: Scenario, stores: tuple[str, str]) -> 
     check = load_text(CONFIG.format(dsn=dsn, os=OS_URL, index=index)).checks["reviews"]
     source, reader = await open_adapter(check.source), await open_adapter(check.reader)
     try:
-        result = await reconcile(check, source, reader, BASE, BASE + timedelta(days=DAYS),
-                                 now=BASE + timedelta(days=30))
+        result = await reconcile(
+            check, source, reader, BASE, BASE + timedelta(days=DAYS), now=BASE + timedelta(days=30)
+        )
     finally:
         await source.close()
         await reader.close()
@@ -202,7 +252,12 @@ async def test_matches_seed_sql(scenario: Scenario, stores: tuple[str, str]) -> 
     for b in result.buckets:
         want = seed[b.start.date()]
         got = (b.expected - b.excluded_total, b.visible, b.missing, b.extra, b.mismatched)
-        assert got == (want["expected"], want["visible"], want["missing"], want["extra"],
-                       want["mismatched"]), (scenario.name, b.start.date())
+        assert got == (
+            want["expected"],
+            want["visible"],
+            want["missing"],
+            want["extra"],
+            want["mismatched"],
+        ), (scenario.name, b.start.date())
     drift = sum(b.drift for b in result.buckets)
     assert (drift == 0) == (scenario.name == "healthy")

@@ -51,8 +51,9 @@ async def test_migrations_apply_once_even_when_replicas_start_together(pg_databa
 
 async def test_round_trip_of_a_run_result(store: StateStore) -> None:
     result = sample_result()
-    run_id = await store.begin_run("reviews", result.window_start, result.window_end,
-                                   trigger="cli", started_at=NOW)
+    run_id = await store.begin_run(
+        "reviews", result.window_start, result.window_end, trigger="cli", started_at=NOW
+    )
     await store.complete_run(run_id, result, sample_keys=5)
     run = await store.latest_completed_run("reviews")
     assert run is not None and run.id == run_id and run.status == "drift" and run.complete
@@ -62,8 +63,20 @@ async def test_round_trip_of_a_run_result(store: StateStore) -> None:
     days = await store.day_buckets("reviews", DAY0.date(), (DAY0 + timedelta(days=5)).date())
     assert [d.bucket.start.date() for d in days] == [DAY0.date(), (DAY0 + timedelta(1)).date()]
     got, want = days[0].bucket, result.buckets[0]
-    for f in ("status", "expected", "visible", "excluded", "missing", "extra", "mismatched",
-              "duplicates", "source", "reader", "reasons", "ledger_excluded"):
+    for f in (
+        "status",
+        "expected",
+        "visible",
+        "excluded",
+        "missing",
+        "extra",
+        "mismatched",
+        "duplicates",
+        "source",
+        "reader",
+        "reasons",
+        "ledger_excluded",
+    ):
         assert getattr(got, f) == getattr(want, f), f
     assert got.source.digest == (1 << 64) - 5  # above 2^63: stored exactly
 
@@ -81,25 +94,23 @@ async def test_round_trip_of_a_run_result(store: StateStore) -> None:
     total, _ = await store.keys(run_id, DAY0.date())
     assert total == 7
     hour3 = DAY0.replace(hour=3)
-    total, only = await store.keys(run_id, DAY0.date(), start=hour3,
-                                   end=hour3 + timedelta(minutes=2))
+    total, only = await store.keys(
+        run_id, DAY0.date(), start=hour3, end=hour3 + timedelta(minutes=2)
+    )
     assert sorted(str(k.diff.key) for k in only) == ["dup", "m000", "m001"]
 
 
 async def test_keys_filter_by_key_hash_prefix(store: StateStore) -> None:
     result = sample_result()
-    run_id = await store.begin_run("reviews", result.window_start, result.window_end,
-                                   trigger="cli")
+    run_id = await store.begin_run("reviews", result.window_start, result.window_end, trigger="cli")
     await store.complete_run(run_id, result, key_hash=lambda k: "ab" + k if k < "m003" else "cd")
     total, keys = await store.keys(run_id, DAY0.date(), prefix="ab")
     assert total == 4 and {k.key_hash for k in keys} == {"abdup", "abm000", "abm001", "abm002"}
 
 
-async def test_a_failed_write_leaves_the_run_running_and_nothing_visible(
-        store: StateStore) -> None:
+async def test_a_failed_write_leaves_the_run_running_and_nothing_visible(store: StateStore) -> None:
     result = sample_result()
-    run_id = await store.begin_run("reviews", result.window_start, result.window_end,
-                                   trigger="cli")
+    run_id = await store.begin_run("reviews", result.window_start, result.window_end, trigger="cli")
     # The second bucket violates a CHECK constraint half-way through the transaction.
     bad = dataclasses.replace(result.buckets[1], status="bogus")  # type: ignore[arg-type]
     broken = dataclasses.replace(result, buckets=[result.buckets[0], bad])
@@ -120,23 +131,25 @@ async def test_a_failed_write_leaves_the_run_running_and_nothing_visible(
         await store.complete_run(run_id, result)
 
 
-async def test_each_day_comes_from_the_latest_completed_run_covering_it(
-        store: StateStore) -> None:
+async def test_each_day_comes_from_the_latest_completed_run_covering_it(store: StateStore) -> None:
     first = sample_result()
     r1 = await store.begin_run("reviews", first.window_start, first.window_end, trigger="t")
     await store.complete_run(r1, first)
     # A later run judges only the second day; a failed run after it changes nothing.
     later = dataclasses.replace(
-        first, finished_at=NOW + timedelta(hours=1),
-        buckets=[BucketResult(start=DAY0 + timedelta(days=1), status="ok", expected=6,
-                              visible=6)])
+        first,
+        finished_at=NOW + timedelta(hours=1),
+        buckets=[BucketResult(start=DAY0 + timedelta(days=1), status="ok", expected=6, visible=6)],
+    )
     r2 = await store.begin_run("reviews", first.window_start, first.window_end, trigger="t")
     await store.complete_run(r2, later)
     r3 = await store.begin_run("reviews", first.window_start, first.window_end, trigger="t")
     await store.fail_run(r3, "boom")
     days = await store.day_buckets("reviews", DAY0.date(), (DAY0 + timedelta(days=1)).date())
     assert [(d.run_id, d.bucket.status, d.bucket.expected) for d in days] == [
-        (r1, "drift", 110), (r2, "ok", 6)]
+        (r1, "drift", 110),
+        (r2, "ok", 6),
+    ]
     assert (await store.latest_runs())["reviews"].id == r3
     finished = await store.latest_finished_run("reviews")
     success = await store.latest_success("reviews")
@@ -152,17 +165,34 @@ async def test_one_run_per_tick_and_the_guard_against_clock_skew(store: StateSto
     again = await store.claim_tick("reviews", DAY0, NOW, started_at=NOW, **kw)  # type: ignore[arg-type]
     assert first is not None and again is None
     # A replica whose clock put the same tick a grid step later is caught by the guard.
-    skewed = await store.claim_tick("reviews", DAY0, NOW, trigger="recent",
-                                    scheduled_for=tick + timedelta(hours=1),
-                                    started_at=NOW + timedelta(minutes=1),
-                                    guard=timedelta(minutes=30))
+    skewed = await store.claim_tick(
+        "reviews",
+        DAY0,
+        NOW,
+        trigger="recent",
+        scheduled_for=tick + timedelta(hours=1),
+        started_at=NOW + timedelta(minutes=1),
+        guard=timedelta(minutes=30),
+    )
     assert skewed is None
-    other_job = await store.claim_tick("reviews", DAY0, NOW, trigger="full", scheduled_for=tick,
-                                       started_at=NOW, guard=timedelta(minutes=30))
-    next_tick = await store.claim_tick("reviews", DAY0, NOW, trigger="recent",
-                                       scheduled_for=tick + timedelta(hours=1),
-                                       started_at=NOW + timedelta(hours=1),
-                                       guard=timedelta(minutes=30))
+    other_job = await store.claim_tick(
+        "reviews",
+        DAY0,
+        NOW,
+        trigger="full",
+        scheduled_for=tick,
+        started_at=NOW,
+        guard=timedelta(minutes=30),
+    )
+    next_tick = await store.claim_tick(
+        "reviews",
+        DAY0,
+        NOW,
+        trigger="recent",
+        scheduled_for=tick + timedelta(hours=1),
+        started_at=NOW + timedelta(hours=1),
+        guard=timedelta(minutes=30),
+    )
     assert other_job is not None and next_tick is not None
 
 
@@ -176,8 +206,9 @@ async def test_the_check_lock_is_exclusive_across_connections(store: StateStore)
 
 
 async def test_abandoned_runs_are_failed_not_completed(store: StateStore) -> None:
-    old = await store.begin_run("reviews", DAY0, NOW, trigger="t",
-                                started_at=NOW - timedelta(days=1))
+    old = await store.begin_run(
+        "reviews", DAY0, NOW, trigger="t", started_at=NOW - timedelta(days=1)
+    )
     fresh = await store.begin_run("reviews", DAY0, NOW, trigger="t", started_at=NOW)
     assert await store.abandon_stale(NOW - timedelta(hours=6), "abandoned") == 1
     by_id = {r.id: r for r in await store.runs("reviews")}
@@ -194,10 +225,11 @@ async def test_an_unreachable_state_database_is_a_state_error_naming_the_field()
 async def test_a_null_key_is_stored_and_read_back_as_null(store: StateStore) -> None:
     result = sample_result()
     hour = DAY0.replace(hour=3)
-    result.buckets[0].samples = [KeyDiff(None, "missing", 1, 0, hour, key_hash="n1"),
-                                 KeyDiff("", "extra", 0, 1, hour, key_hash="e1")]
-    run_id = await store.begin_run("reviews", result.window_start, result.window_end,
-                                   trigger="cli")
+    result.buckets[0].samples = [
+        KeyDiff(None, "missing", 1, 0, hour, key_hash="n1"),
+        KeyDiff("", "extra", 0, 1, hour, key_hash="e1"),
+    ]
+    run_id = await store.begin_run("reviews", result.window_start, result.window_end, trigger="cli")
     await store.complete_run(run_id, result, key_hash=lambda k: "h" + k)
     total, keys = await store.keys(run_id, DAY0.date())
     got = {(k.diff.key, k.key_hash) for k in keys}

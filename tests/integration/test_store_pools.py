@@ -18,15 +18,20 @@ FIELDS = {"v": ("v", "string")}
 
 async def test_views_on_one_postgres_store_share_its_pool(pg_database: str) -> None:
     store = pg_store(pg_database)
-    a = make_view(store, key="k", time="ts", fields=FIELDS,
-                  query="SELECT 'x'::text AS k, now() AS ts, 'y'::text AS v")
+    a = make_view(
+        store,
+        key="k",
+        time="ts",
+        fields=FIELDS,
+        query="SELECT 'x'::text AS k, now() AS ts, 'y'::text AS v",
+    )
     b = make_view(store, key="k", time="ts", fields={}, query="SELECT 1 AS k, now() AS ts")
     pools = StorePools()
     try:
         first, second = await pools.adapter(a), await pools.adapter(b)
         assert isinstance(first, PostgresAdapter) and isinstance(second, PostgresAdapter)
         assert first._pool is second._pool
-        await first.close()   # a side's close leaves the shared pool to the others
+        await first.close()  # a side's close leaves the shared pool to the others
         assert await second.bucket_digests(*DAY, "day") == []
         assert await pools.connection(store) is second._pool
     finally:
@@ -37,8 +42,10 @@ async def test_views_on_one_opensearch_store_share_its_client() -> None:
     store = os_store()
     pools = StorePools()
     try:
-        views = [make_view(store, key="k", time="ts", fields=FIELDS, index=f"dg_no_such_{i}")
-                 for i in range(2)]
+        views = [
+            make_view(store, key="k", time="ts", fields=FIELDS, index=f"dg_no_such_{i}")
+            for i in range(2)
+        ]
         first, second = [await pools.adapter(v) for v in views]
         assert isinstance(first, OpenSearchAdapter) and isinstance(second, OpenSearchAdapter)
         assert first._client is second._client is await pools.connection(store)

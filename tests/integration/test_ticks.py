@@ -50,23 +50,27 @@ class Clock:
 class Stuck(MemoryAdapter):
     """An adapter whose day query never answers, like a hung store."""
 
-    async def bucket_digests(self, start: datetime, end: datetime,
-                             granularity: Granularity) -> list[BucketDigest]:
+    async def bucket_digests(
+        self, start: datetime, end: datetime, granularity: Granularity
+    ) -> list[BucketDigest]:
         await asyncio.Event().wait()
         return []
 
 
-def sides(reviews_reader: MemoryAdapter | None = None) -> tuple[dict[tuple[str, str],
-                                                                     MemoryAdapter],
-                                                                dict[str, set[str]]]:
+def sides(
+    reviews_reader: MemoryAdapter | None = None,
+) -> tuple[dict[tuple[str, str], MemoryAdapter], dict[str, set[str]]]:
     rows = [r for d in range(3) for r in day_rows(DAY0 + timedelta(days=d), 60)]
     reader, truth = planted(rows)
-    orders = [hashed(str(1000 + i), "12.50", DAY0 + timedelta(hours=i), "integer")
-              for i in range(30)]
-    return {("src", "reviews"): MemoryAdapter(rows),
-            ("dst", "reviews"): reviews_reader or MemoryAdapter(reader),
-            ("src", "orders"): MemoryAdapter(orders),
-            ("dst", "orders"): MemoryAdapter(list(orders))}, truth
+    orders = [
+        hashed(str(1000 + i), "12.50", DAY0 + timedelta(hours=i), "integer") for i in range(30)
+    ]
+    return {
+        ("src", "reviews"): MemoryAdapter(rows),
+        ("dst", "reviews"): reviews_reader or MemoryAdapter(reader),
+        ("src", "orders"): MemoryAdapter(orders),
+        ("dst", "orders"): MemoryAdapter(list(orders)),
+    }, truth
 
 
 @pytest.fixture
@@ -100,14 +104,15 @@ async def stores(config: Config) -> AsyncIterator[list[StateStore]]:
 
 
 async def test_two_replicas_run_each_scheduled_tick_exactly_once(
-        config: Config, stores: list[StateStore]) -> None:
+    config: Config, stores: list[StateStore]
+) -> None:
     adapters, truth = sides()
     clock = Clock(T0)
     replicas = []
     for store in stores:
-        runner = TickRunner(config.checks, store, AdapterPool(config.checks,
-                                                              memory_opener(adapters)),
-                            clock=clock)
+        runner = TickRunner(
+            config.checks, store, AdapterPool(config.checks, memory_opener(adapters)), clock=clock
+        )
         replicas.append(scheduler(config, runner.tick, clock))
     outcomes: list[str] = []
     for hours in (1, 2, 3):
@@ -116,15 +121,16 @@ async def test_two_replicas_run_each_scheduled_tick_exactly_once(
             outcomes.extend(out.values())
     runs = await stores[0].runs("reviews")
     recent = sorted((r.scheduled_for, r.replica) for r in runs if r.trigger == "recent")
-    assert [t for t, _ in recent] == [NOW.replace(minute=0) + timedelta(hours=h)
-                                     for h in (1, 2, 3)]
+    assert [t for t, _ in recent] == [NOW.replace(minute=0) + timedelta(hours=h) for h in (1, 2, 3)]
     assert len(await stores[0].runs("orders")) == 3
     assert outcomes.count("ran:drift") == 3 and outcomes.count("ran:ok") == 3
     assert len(outcomes) == 12  # the other replica skipped each tick as taken or busy
 
     days = await stores[1].day_buckets("reviews", DAY0.date(), (DAY0 + timedelta(1)).date())
     assert [(d.bucket.missing, d.bucket.extra, d.bucket.mismatched) for d in days] == [
-        (2, 1, 1), (2, 1, 1)]
+        (2, 1, 1),
+        (2, 1, 1),
+    ]
     total, keys = await stores[1].keys(days[0].run_id, DAY0.date())
     assert total == 4
     assert {k.diff.key for k in keys} <= set().union(*truth.values())
@@ -134,11 +140,16 @@ async def test_two_replicas_run_each_scheduled_tick_exactly_once(
 
 
 async def test_a_hung_store_misses_its_deadline_without_holding_up_other_checks(
-        config: Config, stores: list[StateStore]) -> None:
+    config: Config, stores: list[StateStore]
+) -> None:
     adapters, _ = sides(reviews_reader=Stuck([]))
-    runner = TickRunner(config.checks, stores[0], AdapterPool(config.checks,
-                                                              memory_opener(adapters)),
-                        deadline=0.5, clock=Clock(T0))
+    runner = TickRunner(
+        config.checks,
+        stores[0],
+        AdapterPool(config.checks, memory_opener(adapters)),
+        deadline=0.5,
+        clock=Clock(T0),
+    )
     sched = scheduler(config, runner.tick, Clock(T0))
     async with asyncio.timeout(30):
         out = await sched.run_due(T0 + timedelta(hours=1))
@@ -149,11 +160,15 @@ async def test_a_hung_store_misses_its_deadline_without_holding_up_other_checks(
 
 
 async def test_shutdown_cancels_a_running_check_and_it_never_looks_complete(
-        config: Config, stores: list[StateStore]) -> None:
+    config: Config, stores: list[StateStore]
+) -> None:
     adapters, _ = sides(reviews_reader=Stuck([]))
-    runner = TickRunner(config.checks, stores[0], AdapterPool(config.checks,
-                                                              memory_opener(adapters)),
-                        clock=Clock(T0))
+    runner = TickRunner(
+        config.checks,
+        stores[0],
+        AdapterPool(config.checks, memory_opener(adapters)),
+        clock=Clock(T0),
+    )
     run_id = await runner.trigger("reviews")
     assert runner.busy("reviews")
     running = await stores[0].run("reviews", run_id)
@@ -167,31 +182,46 @@ async def test_shutdown_cancels_a_running_check_and_it_never_looks_complete(
 
 
 async def test_a_failed_run_keeps_the_last_good_rows_in_metrics(
-        config: Config, stores: list[StateStore]) -> None:
+    config: Config, stores: list[StateStore]
+) -> None:
     adapters, _ = sides()
     state = stores[0]
     pool = AdapterPool(config.checks, memory_opener(adapters))
     check = config.checks["reviews"]
-    good = await run_check(check, pool.getter("reviews"), state, DAY0, NOW, trigger="recent",
-                           now=NOW)
+    good = await run_check(
+        check, pool.getter("reviews"), state, DAY0, NOW, trigger="recent", now=NOW
+    )
     assert good.status == "drift"
     adapters[("dst", "reviews")].fail_with = StoreUnavailable("dst", "connection refused")
-    bad = await run_check(check, pool.getter("reviews"), state, DAY0, NOW, trigger="recent",
-                          now=NOW + timedelta(hours=1))
+    bad = await run_check(
+        check,
+        pool.getter("reviews"),
+        state,
+        DAY0,
+        NOW,
+        trigger="recent",
+        now=NOW + timedelta(hours=1),
+    )
     assert bad.error is not None and "connection refused" in bad.error
 
     cache = SnapshotCache(state, config.checks, Clock(NOW + timedelta(hours=1)))
     await cache.refresh()
     v = build_registry([reconciliation_part(cache.current)]).get_sample_value
     assert v("driftgauge_check_up", {"check": "reviews"}) == 0
-    assert v("driftgauge_bucket_rows",
-             {"check": "reviews", "day": DAY0.date().isoformat(), "kind": "missing"}) == 2
+    assert (
+        v(
+            "driftgauge_bucket_rows",
+            {"check": "reviews", "day": DAY0.date().isoformat(), "kind": "missing"},
+        )
+        == 2
+    )
     assert v("driftgauge_rows", {"check": "reviews", "kind": "extra"}) == 2
     assert v("driftgauge_check_runs_total", {"check": "reviews", "status": "error"}) == 1
 
 
 async def test_slots_come_with_the_first_pass_while_the_last_verdict_is_drift(
-        config: Config, stores: list[StateStore]) -> None:
+    config: Config, stores: list[StateStore]
+) -> None:
     adapters, _ = sides()
     check = config.checks["reviews"]
     src, dst = adapters[("src", "reviews")], adapters[("dst", "reviews")]
@@ -200,17 +230,24 @@ async def test_slots_come_with_the_first_pass_while_the_last_verdict_is_drift(
 
     async def run(slots_first: bool | None = None) -> tuple[str, str]:
         src.calls.clear()
-        result = await run_check(check, pool.getter("reviews"), stores[0], start, end,
-                                 trigger="cli", now=NOW,
-                                 slots_first=slots_first)
+        result = await run_check(
+            check,
+            pool.getter("reviews"),
+            stores[0],
+            start,
+            end,
+            trigger="cli",
+            now=NOW,
+            slots_first=slots_first,
+        )
         assert result.error is None
         return result.status, src.calls[0]
 
-    assert await run() == ("drift", "days+slots:60")      # no day judged yet
-    assert await run() == ("drift", "days+slots:60")      # the last verdict was drift
+    assert await run() == ("drift", "days+slots:60")  # no day judged yet
+    assert await run() == ("drift", "days+slots:60")  # the last verdict was drift
     assert await run(slots_first=False) == ("drift", "buckets:day")
-    dst.rows = list(src.rows)                              # the reader is repaired
-    assert await run() == ("ok", "days+slots:60")         # still drift on record
-    assert await run() == ("ok", "buckets:day")           # healthy again: days only
-    end += timedelta(days=1)                               # a day never judged joins
-    assert await run() == ("ok", "buckets:day")           # the judged ones were healthy
+    dst.rows = list(src.rows)  # the reader is repaired
+    assert await run() == ("ok", "days+slots:60")  # still drift on record
+    assert await run() == ("ok", "buckets:day")  # healthy again: days only
+    end += timedelta(days=1)  # a day never judged joins
+    assert await run() == ("ok", "buckets:day")  # the judged ones were healthy

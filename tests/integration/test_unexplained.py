@@ -30,15 +30,16 @@ __all__ = ["loaded"]
 @pytest.mark.parametrize("side", ["source", "reader"])
 @pytest.mark.parametrize("leaf_rows", [100, 5000], ids=["slots", "rows"])
 @pytest.mark.parametrize("reader", ["pg", "os"])
-async def test_a_dropped_row_is_an_unexplained_difference(loaded: Loaded, reader: str,
-                                                          leaf_rows: int, side: str,
-                                                          key: str) -> None:
+async def test_a_dropped_row_is_an_unexplained_difference(
+    loaded: Loaded, reader: str, leaf_rows: int, side: str, key: str
+) -> None:
     case = CASES[0]
     check = loaded.config(case, reader, leaf_rows)
     source, rdr = await open_adapter(check.source), await open_adapter(check.reader)
     victim = DropOneRow(source if side == "source" else rdr, f"{case.id}-{key}")
-    sides: tuple[StoreAdapter, StoreAdapter] = ((victim, rdr) if side == "source"
-                                                 else (source, victim))
+    sides: tuple[StoreAdapter, StoreAdapter] = (
+        (victim, rdr) if side == "source" else (source, victim)
+    )
     try:
         start, end = case.span()
         result = await reconcile(check, *sides, start, end, now=end + timedelta(days=1))
@@ -59,8 +60,9 @@ async def test_an_unexplained_bucket_is_stored_served_and_alarmed(loaded: Loaded
     try:
         start, end = case.span()
         now = end + timedelta(days=1)
-        result = await reconcile(check, source, DropOneRow(rdr, f"{case.id}-h6"), start, end,
-                                 now=now)
+        result = await reconcile(
+            check, source, DropOneRow(rdr, f"{case.id}-h6"), start, end, now=now
+        )
     finally:
         await source.close()
         await rdr.close()
@@ -79,20 +81,19 @@ async def test_an_unexplained_bucket_is_stored_served_and_alarmed(loaded: Loaded
     registry = build_registry([reconciliation_part(lambda: {check.name: snap})])
     labels = {"check": check.name, "day": case.day.isoformat()}
     assert registry.get_sample_value("driftgauge_bucket_unexplained", labels) == 1
-    assert registry.get_sample_value("driftgauge_bucket_status",
-                                     {**labels, "status": "error"}) == 1
+    assert registry.get_sample_value("driftgauge_bucket_status", {**labels, "status": "error"}) == 1
 
 
 @pytest.mark.parametrize("reader", ["pg", "os"])
-async def test_a_live_drill_whose_keys_do_not_add_up_says_so(loaded: Loaded,
-                                                             reader: str) -> None:
+async def test_a_live_drill_whose_keys_do_not_add_up_says_so(loaded: Loaded, reader: str) -> None:
     case = CASES[0]
     check = loaded.config(case, reader, 5000)
     source, rdr = await open_adapter(check.source), await open_adapter(check.reader)
     try:
         honest = await drill_live(check, source, rdr, case.day, "02:00+01:00")
-        broken = await drill_live(check, source, DropOneRow(rdr, f"{case.id}-h6"), case.day,
-                                  "02:00+01:00")
+        broken = await drill_live(
+            check, source, DropOneRow(rdr, f"{case.id}-h6"), case.day, "02:00+01:00"
+        )
     finally:
         await source.close()
         await rdr.close()

@@ -44,8 +44,11 @@ class Task:
     completed_at: datetime
 
     def doc(self) -> dict[str, Any]:
-        return {"task_id": self.task_id, "review_tier": self.label,
-                "completed_at": self.completed_at.isoformat()}
+        return {
+            "task_id": self.task_id,
+            "review_tier": self.label,
+            "completed_at": self.completed_at.isoformat(),
+        }
 
 
 def tasks() -> list[Task]:
@@ -70,21 +73,36 @@ def tasks() -> list[Task]:
 
 def check_config(dsn: str, index: str) -> Check:
     raw = {
-        "stores": {"tasks_db": {"kind": "postgres", "dsn": dsn, "timeout_seconds": TIMEOUT},
-                   "search": {"kind": "opensearch", "url": OS_URL, "timeout_seconds": TIMEOUT}},
+        "stores": {
+            "tasks_db": {"kind": "postgres", "dsn": dsn, "timeout_seconds": TIMEOUT},
+            "search": {"kind": "opensearch", "url": OS_URL, "timeout_seconds": TIMEOUT},
+        },
         "state": {"dsn": dsn},
-        "checks": {"reviews": {
-            "source": {"store": "tasks_db", "table": "vv_tasks", "key": "task_id",
-                       "time": "completed_at"},
-            "reader": {"store": "search", "index": index, "key": "task_id",
-                       "time": "completed_at", "fields": {"label": "review_tier"},
-                       "filter": {"terms": {"review_tier": ["first_tier", "second_tier"]}}},
-            "fields": {"label": "string"},
-            "exclusions": [{"reason": "no_join_key", "where": "conversation_key IS NULL"}],
-            "settle": "2h",
-            "schedule": {"recent": {"every": "1h", "days": 7}},
-            "vocabulary": {"label": {}},
-            "volume": {"trailing": 30, "sigmas": 3}}}}
+        "checks": {
+            "reviews": {
+                "source": {
+                    "store": "tasks_db",
+                    "table": "vv_tasks",
+                    "key": "task_id",
+                    "time": "completed_at",
+                },
+                "reader": {
+                    "store": "search",
+                    "index": index,
+                    "key": "task_id",
+                    "time": "completed_at",
+                    "fields": {"label": "review_tier"},
+                    "filter": {"terms": {"review_tier": ["first_tier", "second_tier"]}},
+                },
+                "fields": {"label": "string"},
+                "exclusions": [{"reason": "no_join_key", "where": "conversation_key IS NULL"}],
+                "settle": "2h",
+                "schedule": {"recent": {"every": "1h", "days": 7}},
+                "vocabulary": {"label": {}},
+                "volume": {"trailing": 30, "sigmas": 3},
+            }
+        },
+    }
     return load_text(yaml.safe_dump(raw)).checks["reviews"]
 
 
@@ -95,40 +113,64 @@ class Loaded:
 
 
 @pytest.fixture(scope="module")
-async def loaded(pg_database: str, os_client: AsyncOpenSearch,
-                 os_index: Callable[[str], str]) -> AsyncIterator[Loaded]:
+async def loaded(
+    pg_database: str, os_client: AsyncOpenSearch, os_index: Callable[[str], str]
+) -> AsyncIterator[Loaded]:
     rows = tasks()
     copies = [r for r in rows for _ in range(3 if r.task_id.startswith(f"t{TRIPLED}") else 1)]
     conn = await asyncpg.connect(pg_database, timeout=TIMEOUT)
     try:
-        await conn.execute("CREATE TABLE vv_tasks (task_id text, label text,"
-                           " conversation_key text, completed_at timestamptz)")
+        await conn.execute(
+            "CREATE TABLE vv_tasks (task_id text, label text,"
+            " conversation_key text, completed_at timestamptz)"
+        )
         await conn.copy_records_to_table(
-            "vv_tasks", records=[(r.task_id, r.label, r.conversation_key, r.completed_at)
-                                 for r in copies], timeout=TIMEOUT)
+            "vv_tasks",
+            records=[(r.task_id, r.label, r.conversation_key, r.completed_at) for r in copies],
+            timeout=TIMEOUT,
+        )
     finally:
         await conn.close()
     index = os_index("dg_vv")
-    await os_client.indices.create(index=index, body={
-        "settings": {"number_of_shards": 1, "number_of_replicas": 0},
-        "mappings": {"properties": {"task_id": {"type": "keyword"},
-                                    "review_tier": {"type": "keyword"},
-                                    "completed_at": {"type": "date"}}}})
+    await os_client.indices.create(
+        index=index,
+        body={
+            "settings": {"number_of_shards": 1, "number_of_replicas": 0},
+            "mappings": {
+                "properties": {
+                    "task_id": {"type": "keyword"},
+                    "review_tier": {"type": "keyword"},
+                    "completed_at": {"type": "date"},
+                }
+            },
+        },
+    )
     # The reader holds exactly what the sync job writes: rows with a join key.
-    await async_bulk(os_client, ({"_index": index, "_id": r.task_id, "_source": r.doc()}
-                                 for r in rows if r.conversation_key is not None),
-                     refresh=True)
+    await async_bulk(
+        os_client,
+        (
+            {"_index": index, "_id": r.task_id, "_source": r.doc()}
+            for r in rows
+            if r.conversation_key is not None
+        ),
+        refresh=True,
+    )
     yield Loaded(check_config(pg_database, index), pg_database)
 
 
-async def test_an_empty_source_day_reconciles_ok_but_breaks_the_volume_band(
-        loaded: Loaded) -> None:
+async def test_an_empty_source_day_reconciles_ok_but_breaks_the_volume_band(loaded: Loaded) -> None:
     check = loaded.check
     source, reader = await open_adapter(check.source), await open_adapter(check.reader)
     start = DAY0 + timedelta(days=DAYS - 6)
     try:
-        run = await reconcile(check, source, reader, DAY0 + timedelta(days=EMPTY),
-                              DAY0 + timedelta(days=EMPTY + 1), now=NOW)
+        run = await reconcile(
+            check,
+            source,
+            reader,
+            DAY0 + timedelta(days=EMPTY),
+            DAY0 + timedelta(days=EMPTY + 1),
+            now=NOW,
+        )
         async with state_pool(loaded.dsn) as pool:
             store = SignalsStore(pool)
             found = await evaluate_signals(check, source, store, start, NOW, now=NOW)
@@ -181,8 +223,9 @@ async def test_values_the_reader_filter_cannot_match_are_counted(loaded: Loaded)
     source = await open_adapter(check.source)
     try:
         async with state_pool(loaded.dsn) as pool:
-            clean = await evaluate_signals(check, source, SignalsStore(pool),
-                                           DAY0, DAY0 + timedelta(days=NEW_TIER), now=NOW)
+            clean = await evaluate_signals(
+                check, source, SignalsStore(pool), DAY0, DAY0 + timedelta(days=NEW_TIER), now=NOW
+            )
     finally:
         await source.close()
     assert clean.vocabulary[0].unmatched == {}

@@ -37,17 +37,31 @@ NOW = BORN + timedelta(days=DAYS, hours=3)
 
 def raw_config(dsn: str, volume: dict[str, Any]) -> dict[str, Any]:
     return {
-        "stores": {"tasks_db": {"kind": "postgres", "dsn": dsn, "timeout_seconds": TIMEOUT},
-                   "search": {"kind": "opensearch", "url": OS_URL, "timeout_seconds": TIMEOUT}},
+        "stores": {
+            "tasks_db": {"kind": "postgres", "dsn": dsn, "timeout_seconds": TIMEOUT},
+            "search": {"kind": "opensearch", "url": OS_URL, "timeout_seconds": TIMEOUT},
+        },
         "state": {"dsn": dsn},
-        "checks": {"reviews": {
-            "source": {"store": "tasks_db", "table": "vh_tasks", "key": "task_id",
-                       "time": "completed_at"},
-            "reader": {"store": "search", "index": "vh_unused", "key": "task_id",
-                       "time": "completed_at"},
-            "settle": "2h",
-            "schedule": {"recent": {"every": "1h", "days": 7}},
-            "volume": volume}}}
+        "checks": {
+            "reviews": {
+                "source": {
+                    "store": "tasks_db",
+                    "table": "vh_tasks",
+                    "key": "task_id",
+                    "time": "completed_at",
+                },
+                "reader": {
+                    "store": "search",
+                    "index": "vh_unused",
+                    "key": "task_id",
+                    "time": "completed_at",
+                },
+                "settle": "2h",
+                "schedule": {"recent": {"every": "1h", "days": 7}},
+                "volume": volume,
+            }
+        },
+    }
 
 
 def check_config(dsn: str, **volume: Any) -> Check:
@@ -59,8 +73,12 @@ async def source(pg_database: str) -> AsyncIterator[str]:
     conn = await asyncpg.connect(pg_database, timeout=TIMEOUT)
     try:
         await conn.execute("CREATE TABLE vh_tasks (task_id text, completed_at timestamptz)")
-        rows = [(f"t{d:02d}-{i:03d}", BORN + timedelta(days=d, minutes=13 * i))
-                for d in range(DAYS) if d != LOST for i in range(40 + (d * 7) % 21)]
+        rows = [
+            (f"t{d:02d}-{i:03d}", BORN + timedelta(days=d, minutes=13 * i))
+            for d in range(DAYS)
+            if d != LOST
+            for i in range(40 + (d * 7) % 21)
+        ]
         await conn.copy_records_to_table("vh_tasks", records=rows, timeout=TIMEOUT)
     finally:
         await conn.close()
@@ -75,13 +93,22 @@ async def _judge(check: Check, dsn: str) -> tuple[list[Any], Any, list[Any], htt
             found = await evaluate_signals(check, adapter, store, BORN, NOW, now=NOW)
             part = SignalsMetrics(store, ["reviews"])
             await part.refresh()
-            service = SignalsService({"reviews": check}, store, lambda c: None,  # type: ignore[arg-type,return-value]
-                                     clock=lambda: NOW)
+            service = SignalsService(
+                {"reviews": check},
+                store,
+                lambda c: None,  # type: ignore[arg-type,return-value]
+                clock=lambda: NOW,
+            )
             app = FastAPI()
-            app.include_router(signals_router(TokenCheck([], public_read=True).require_read,
-                                              get_service=lambda: service), prefix="/api/v1")
-            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                         base_url="http://dg") as client:
+            app.include_router(
+                signals_router(
+                    TokenCheck([], public_read=True).require_read, get_service=lambda: service
+                ),
+                prefix="/api/v1",
+            )
+            async with httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=app), base_url="http://dg"
+            ) as client:
                 resp = await client.get("/api/v1/checks/reviews/volume")
                 missing = await client.get("/api/v1/checks/nope/volume")
             assert missing.status_code == 404 and "nope" in missing.json()["detail"]
@@ -109,8 +136,9 @@ async def test_days_with_too_little_history_are_not_judged(source: str) -> None:
         assert v("driftgauge_volume_status", {**labels, "status": "insufficient_history"}) == 1
         assert v("driftgauge_volume_status", {**labels, "status": "anomaly"}) == 0
         assert v("driftgauge_volume_history_buckets", labels) == d
-    assert [(d.status, d.history_days) for d in stored] == [(d.status, d.history_days)
-                                                             for d in found]
+    assert [(d.status, d.history_days) for d in stored] == [
+        (d.status, d.history_days) for d in found
+    ]
     assert resp.status_code == 200
     body = resp.json()
     assert body["needed_history_days"] == 14

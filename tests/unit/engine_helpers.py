@@ -31,11 +31,16 @@ checks:
 """
 
 
-def make_check(tz: str = "UTC", settle: str = "2h", tolerance: str = "{}",
-               drilldown: str = "{leaf_rows: 50}") -> Check:
+def make_check(
+    tz: str = "UTC", settle: str = "2h", tolerance: str = "{}", drilldown: str = "{leaf_rows: 50}"
+) -> Check:
     """Return a check built through the real config loader."""
-    text = (CONFIG.replace("{tz}", tz).replace("{settle}", settle)
-            .replace("{tolerance}", tolerance).replace("{drilldown}", drilldown))
+    text = (
+        CONFIG.replace("{tz}", tz)
+        .replace("{settle}", settle)
+        .replace("{tolerance}", tolerance)
+        .replace("{drilldown}", drilldown)
+    )
     return load_text(text).checks["reviews"]
 
 
@@ -55,5 +60,4 @@ def key_of(r: RowHash) -> str:
 def day_rows(day: int, n: int, prefix: str = "t") -> list[RowHash]:
     """Return n rows spread over the hours of day `day` after BASE."""
     start = BASE + timedelta(days=day)
-    return [row(f"{prefix}{day}-{i}", start + timedelta(seconds=i * 86400 // n))
-            for i in range(n)]
+    return [row(f"{prefix}{day}-{i}", start + timedelta(seconds=i * 86400 // n)) for i in range(n)]

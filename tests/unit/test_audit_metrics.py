@@ -35,22 +35,41 @@ class Snap:
 
 
 async def parts() -> list[Any]:
-    ledger = LedgerMetrics(Snap(LedgerSnapshot(
-        latest_window={"review-sync": date(2026, 3, 9)},
-        open={("review-sync", "duplicate_summary"): OpenBreaches(2, date(2026, 3, 7))},
-        breaches={("review-sync", "duplicate_summary"): 2},
-        last_summary={"review-sync": T}, runs={("review-sync", "success"): 3})),
-        ["review-sync"])
-    canary = CanaryMetrics(Snap(CanarySnapshot(
-        latest={"reviews": CanaryResult("reviews", "permission", T, 0.25, "k", "HTTP 403")},
-        last_success={"reviews": T}, runs={("reviews", "ok"): 4, ("reviews", "permission"): 1})),
-        ["reviews"])
-    signals = SignalsMetrics(Snap(SignalsSnapshot(
-        vocabulary={("reviews", "label"): (1, 35)},
-        volume={("reviews", date(2026, 3, 7)): ("insufficient_history", 3),
-                ("reviews", date(2026, 3, 8)): ("anomaly", 30),
-                ("reviews", date(2026, 3, 9)): ("ok", 30)})),
-        ["reviews"])
+    ledger = LedgerMetrics(
+        Snap(
+            LedgerSnapshot(
+                latest_window={"review-sync": date(2026, 3, 9)},
+                open={("review-sync", "duplicate_summary"): OpenBreaches(2, date(2026, 3, 7))},
+                breaches={("review-sync", "duplicate_summary"): 2},
+                last_summary={"review-sync": T},
+                runs={("review-sync", "success"): 3},
+            )
+        ),
+        ["review-sync"],
+    )
+    canary = CanaryMetrics(
+        Snap(
+            CanarySnapshot(
+                latest={"reviews": CanaryResult("reviews", "permission", T, 0.25, "k", "HTTP 403")},
+                last_success={"reviews": T},
+                runs={("reviews", "ok"): 4, ("reviews", "permission"): 1},
+            )
+        ),
+        ["reviews"],
+    )
+    signals = SignalsMetrics(
+        Snap(
+            SignalsSnapshot(
+                vocabulary={("reviews", "label"): (1, 35)},
+                volume={
+                    ("reviews", date(2026, 3, 7)): ("insufficient_history", 3),
+                    ("reviews", date(2026, 3, 8)): ("anomaly", 30),
+                    ("reviews", date(2026, 3, 9)): ("ok", 30),
+                },
+            )
+        ),
+        ["reviews"],
+    )
     for p in (ledger, canary, signals):
         await p.refresh()
     return [ledger, canary, signals]
@@ -64,8 +83,11 @@ def _documented(sections: tuple[str, ...]) -> dict[str, tuple[str, set[str]]]:
             current = line[3:].strip()
         m = re.match(r"\| `(driftgauge_\w+)` \| (\w+) \| ([^|]*) \|", line)
         if m and current in sections:
-            labels = {lab for lab in re.findall(r"`(\w+)`", m.group(3))
-                      if lab in {"check", "day", "sync_job", "rule", "status", "result", "field"}}
+            labels = {
+                lab
+                for lab in re.findall(r"`(\w+)`", m.group(3))
+                if lab in {"check", "day", "sync_job", "rule", "status", "result", "field"}
+            }
             out[m.group(1)] = (m.group(2), labels)
     return out
 
@@ -84,15 +106,25 @@ async def test_values_come_from_the_latest_snapshot() -> None:
     assert v("driftgauge_ledger_breach", {**JOB, "rule": "duplicate_summary"}) == 1
     assert v("driftgauge_ledger_breach", {**JOB, "rule": "failed_writes"}) == 0
     assert v("driftgauge_ledger_breach_windows", {**JOB, "rule": "duplicate_summary"}) == 2
-    assert v("driftgauge_ledger_oldest_breach_window_timestamp_seconds",
-             {**JOB, "rule": "duplicate_summary"}) == datetime(2026, 3, 7, tzinfo=UTC).timestamp()
-    assert v("driftgauge_ledger_oldest_breach_window_timestamp_seconds",
-             {**JOB, "rule": "failed_writes"}) is None
-    assert v("driftgauge_ledger_breaches_total",
-             {**JOB, "rule": "duplicate_summary"}) == 2
+    assert (
+        v(
+            "driftgauge_ledger_oldest_breach_window_timestamp_seconds",
+            {**JOB, "rule": "duplicate_summary"},
+        )
+        == datetime(2026, 3, 7, tzinfo=UTC).timestamp()
+    )
+    assert (
+        v(
+            "driftgauge_ledger_oldest_breach_window_timestamp_seconds",
+            {**JOB, "rule": "failed_writes"},
+        )
+        is None
+    )
+    assert v("driftgauge_ledger_breaches_total", {**JOB, "rule": "duplicate_summary"}) == 2
     assert v("driftgauge_canary_up", {"check": "reviews"}) == 0
-    assert v("driftgauge_canary_last_success_timestamp_seconds", {"check": "reviews"}) == \
-        T.timestamp()
+    assert (
+        v("driftgauge_canary_last_success_timestamp_seconds", {"check": "reviews"}) == T.timestamp()
+    )
     assert v("driftgauge_canary_runs_total", {"check": "reviews", "result": "timeout"}) == 0
     assert v("driftgauge_vocabulary_unmatched_rows", {"check": "reviews", "field": "label"}) == 35
     assert v("driftgauge_volume_anomaly", {"check": "reviews", "day": "2026-03-08"}) == 1

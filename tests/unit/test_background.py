@@ -43,7 +43,8 @@ def _value(loop: str) -> float:
 
 
 def test_an_unexpected_error_is_counted_logged_and_swallowed(
-        caplog: pytest.LogCaptureFixture) -> None:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     before = background.errors("retention")
     with background.survive("retention", "one item", check="c"):
         raise KeyError("bad row")
@@ -65,8 +66,12 @@ async def test_a_signals_measurement_that_raises_is_counted() -> None:
     async def broken(check: object) -> object:
         raise ValueError("malformed row")
 
-    service = SignalsService(cfg.checks, store=None, source=broken,  # type: ignore[arg-type]
-                             clock=lambda: NOW)
+    service = SignalsService(
+        cfg.checks,
+        store=None,  # type: ignore[arg-type]
+        source=broken,  # type: ignore[arg-type]
+        clock=lambda: NOW,
+    )
     jobs = JobRuntime(lambda: NOW)
     jobs.add(*signals_jobs(cfg.checks, service))
     before = background.errors("signals")
@@ -81,9 +86,19 @@ async def test_a_ledger_reconcile_that_raises_is_counted() -> None:
         raise RuntimeError("bug")
 
     hook = ReconcileOnClose(cfg.checks, broken, clock=lambda: NOW)
-    run = RunOut(id=1, job="sync", client_run_id=None, window_start=NOW - timedelta(days=1),
-                 window_end=NOW, window_day=(NOW - timedelta(days=1)).date(), input_rows=1,
-                 opened_at=NOW, closed_at=NOW, status="success", outcomes=Counts())
+    run = RunOut(
+        id=1,
+        job="sync",
+        client_run_id=None,
+        window_start=NOW - timedelta(days=1),
+        window_end=NOW,
+        window_day=(NOW - timedelta(days=1)).date(),
+        input_rows=1,
+        opened_at=NOW,
+        closed_at=NOW,
+        status="success",
+        outcomes=Counts(),
+    )
     await hook(run)
     before = background.errors("ledger_reconcile")
     assert await hook.run_due(NOW + timedelta(minutes=2))
@@ -106,7 +121,8 @@ CANARY = CONFIG.replace(
     "    reader: {store: r, index: i, key: k, time: ts}\n",
     "    reader:\n      store: r\n      index: i\n      key: k\n      time: ts\n"
     "      filter: {bool: {must_not: [{exists: {field: driftgauge_canary}}]}}\n"
-    "    canary: {store: r, every: 1h}\n")
+    "    canary: {store: r, every: 1h}\n",
+)
 
 
 async def test_a_canary_whose_key_picker_raises_is_counted() -> None:
@@ -115,8 +131,12 @@ async def test_a_canary_whose_key_picker_raises_is_counted() -> None:
     async def broken(check: object) -> object:
         raise RuntimeError("bug in the source adapter")
 
-    service = CanaryService(cfg.checks, store=None, source=broken,  # type: ignore[arg-type]
-                            clock=lambda: NOW)
+    service = CanaryService(
+        cfg.checks,
+        store=None,  # type: ignore[arg-type]
+        source=broken,  # type: ignore[arg-type]
+        clock=lambda: NOW,
+    )
     jobs = JobRuntime(lambda: NOW)
     jobs.add(*canary_jobs(cfg.checks, service))
     before = background.errors("canary")
@@ -125,8 +145,11 @@ async def test_a_canary_whose_key_picker_raises_is_counted() -> None:
 
 
 async def test_a_prune_that_raises_is_counted_and_reported_as_none() -> None:
-    job = RetentionJob(state=None, config=load_text(CONFIG),  # type: ignore[arg-type]
-                       clock=lambda: NOW)
+    job = RetentionJob(
+        state=None,  # type: ignore[arg-type]
+        config=load_text(CONFIG),
+        clock=lambda: NOW,
+    )
     before = background.errors("retention")
     assert await job.run_once() is None
     assert background.errors("retention") == before + 1
@@ -171,9 +194,15 @@ class Broken:
 
 async def test_an_audit_tick_survives_every_part_failing() -> None:
     broken = Broken()
-    audit = Audit(ledger=broken, reconcile_on_close=None, canary=None,  # type: ignore[arg-type]
-                  signals=None, ledger_metrics=broken, canary_metrics=broken,  # type: ignore[arg-type]
-                  signals_metrics=broken)  # type: ignore[arg-type]
+    audit = Audit(
+        ledger=broken,  # type: ignore[arg-type]
+        reconcile_on_close=None,  # type: ignore[arg-type]
+        canary=None,  # type: ignore[arg-type]
+        signals=None,  # type: ignore[arg-type]
+        ledger_metrics=broken,  # type: ignore[arg-type]
+        canary_metrics=broken,  # type: ignore[arg-type]
+        signals_metrics=broken,  # type: ignore[arg-type]
+    )
     before = background.errors("audit")
     await audit.tick(NOW)
     assert background.errors("audit") == before + 4

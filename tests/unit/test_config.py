@@ -13,8 +13,9 @@ from driftgauge.core.errors import ConfigError
 EXAMPLE = Path(__file__).parents[2] / "deploy" / "examples" / "driftgauge.yml"
 
 
-def test_example_config_is_valid(monkeypatch: pytest.MonkeyPatch,
-                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_example_config_is_valid(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     for name in ("DRIFTGAUGE_API_TOKEN", "REVIEW_SYNC_PASSWORD"):
         monkeypatch.setenv(name, "s3cr3t-value")
     for name in ("TASKS_DSN", "DRIFTGAUGE_STATE_DSN"):
@@ -42,8 +43,8 @@ checks:
 
 
 def test_broken_config_reports_every_problem_by_location(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("DG_STATE", "postgresql://u:topsecret@h/db")
     f = tmp_path / "broken.yml"
     f.write_text(BROKEN)
@@ -67,9 +68,14 @@ def test_broken_config_reports_every_problem_by_location(
 
 
 def test_view_kind_rules() -> None:
-    text = BROKEN.replace(", colour: blue", "").replace(
-        "reader: {store: nowhere, index: conv, time: ts}",
-        "reader: {store: search, table: conv, key: id, time: ts}").replace("Mars/Olympus", "UTC")
+    text = (
+        BROKEN.replace(", colour: blue", "")
+        .replace(
+            "reader: {store: nowhere, index: conv, time: ts}",
+            "reader: {store: search, table: conv, key: id, time: ts}",
+        )
+        .replace("Mars/Olympus", "UTC")
+    )
     with pytest.raises(ConfigError) as err:
         load_text(text)
     problems = err.value.problems
@@ -78,16 +84,24 @@ def test_view_kind_rules() -> None:
 
 
 def test_bad_durations_and_cron_are_named() -> None:
-    text = BROKEN.replace(", colour: blue", "").replace(
-        "reader: {store: nowhere, index: conv, time: ts}",
-        "reader: {store: search, index: conv, key: id, time: ts}").replace(
-        "Mars/Olympus", "UTC") + "    settle: soon\n    schedule: {full: {cron: '* *'}}\n"
+    text = (
+        BROKEN.replace(", colour: blue", "")
+        .replace(
+            "reader: {store: nowhere, index: conv, time: ts}",
+            "reader: {store: search, index: conv, key: id, time: ts}",
+        )
+        .replace("Mars/Olympus", "UTC")
+        + "    settle: soon\n    schedule: {full: {cron: '* *'}}\n"
+    )
     with pytest.raises(ConfigError) as err:
         load_text(text)
-    assert any(p.startswith("checks.reviews.settle: 'soon' is not a duration")
-               for p in err.value.problems)
-    assert "checks.reviews.schedule.full.cron: expected 5 fields (minute hour day-of-month " \
+    assert any(
+        p.startswith("checks.reviews.settle: 'soon' is not a duration") for p in err.value.problems
+    )
+    assert (
+        "checks.reviews.schedule.full.cron: expected 5 fields (minute hour day-of-month "
         "month day-of-week), got 2 in '* *'" in err.value.problems
+    )
 
 
 def test_not_yaml_and_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -108,17 +122,26 @@ def test_secret_repr_hides_value() -> None:
 
 
 def test_drilldown_limits_are_named() -> None:
-    base = BROKEN.replace(", colour: blue", "").replace(
-        "reader: {store: nowhere, index: conv, time: ts}",
-        "reader: {store: search, index: conv, key: id, time: ts}").replace("Mars/Olympus", "UTC")
-    check = load_text(base + "    drilldown: {slot_first_pass_days: 0}\n",
-                      resolve_secrets=False).checks["reviews"]
+    base = (
+        BROKEN.replace(", colour: blue", "")
+        .replace(
+            "reader: {store: nowhere, index: conv, time: ts}",
+            "reader: {store: search, index: conv, key: id, time: ts}",
+        )
+        .replace("Mars/Olympus", "UTC")
+    )
+    check = load_text(
+        base + "    drilldown: {slot_first_pass_days: 0}\n", resolve_secrets=False
+    ).checks["reviews"]
     assert check.drilldown.slot_first_pass_days == 0
-    assert load_text(base, resolve_secrets=False).checks["reviews"].drilldown \
-        .slot_first_pass_days == 62
+    assert (
+        load_text(base, resolve_secrets=False).checks["reviews"].drilldown.slot_first_pass_days
+        == 62
+    )
     with pytest.raises(ConfigError) as err:
-        load_text(base + "    drilldown: {slot_first_pass_days: -1, leaf_row: 5}\n",
-                  resolve_secrets=False)
+        load_text(
+            base + "    drilldown: {slot_first_pass_days: -1, leaf_row: 5}\n", resolve_secrets=False
+        )
     problems = "\n".join(err.value.problems)
     assert "checks.reviews.drilldown.slot_first_pass_days" in problems
     assert "greater than or equal to 0" in problems
@@ -126,7 +149,8 @@ def test_drilldown_limits_are_named() -> None:
 
 
 def test_an_unexpected_failure_exits_3_never_the_drift_code(
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     import driftgauge.cli as cli
 
     def broken(args: object) -> int:

@@ -89,7 +89,7 @@ def _fields_on(path: str) -> set[tuple[str, str]]:
     while i < len(parts):
         name = parts[i]
         info = next((f for n, f in model.model_fields.items() if (f.alias or n) == name), None)
-        if info is None:                     # an unknown key
+        if info is None:  # an unknown key
             break
         out.add((model.__name__, name))
         inner = _models(info.annotation)
@@ -100,12 +100,15 @@ def _fields_on(path: str) -> set[tuple[str, str]]:
         origin = typing.get_origin(info.annotation)
         if origin in (typing.Union, types.UnionType):
             origin = typing.get_origin(args[0])
-        if origin in (dict, list):          # the next part is a key or an index
+        if origin in (dict, list):  # the next part is a key or an index
             i += 1
             data = data[int(parts[i])] if origin is list else data[parts[i]]
-        if len(inner) > 1:                   # the store union: pick by kind
-            inner = [c for c in inner
-                     if typing.get_args(c.model_fields["kind"].annotation) == (data["kind"],)]
+        if len(inner) > 1:  # the store union: pick by kind
+            inner = [
+                c
+                for c in inner
+                if typing.get_args(c.model_fields["kind"].annotation) == (data["kind"],)
+            ]
         model = inner[0]
         i += 1
     return out
@@ -165,15 +168,43 @@ def test_every_problem_of_a_config_comes_in_one_pass(tmp_path: Path) -> None:
     assert len(got) == len(want), got
 
 
-JUNK: list[Any] = [None, "", " ", 0, -1, 1.5, float("inf"), float("nan"), True, [], {}, [1],
-                   {"a": 1}, "x" * 300, "env:", "file:\x00", "file:/", "0s", "* * * * *",
-                   10**30, "\N{COLLISION SYMBOL}", {"": None}, [None], "env:DG_FUZZ_UNSET"]
+JUNK: list[Any] = [
+    None,
+    "",
+    " ",
+    0,
+    -1,
+    1.5,
+    float("inf"),
+    float("nan"),
+    True,
+    [],
+    {},
+    [1],
+    {"a": 1},
+    "x" * 300,
+    "env:",
+    "file:\x00",
+    "file:/",
+    "0s",
+    "* * * * *",
+    10**30,
+    "\N{COLLISION SYMBOL}",
+    {"": None},
+    [None],
+    "env:DG_FUZZ_UNSET",
+]
 
 
 def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     out: list[tuple[Any, ...]] = []
-    items = node.items() if isinstance(node, dict) else \
-        enumerate(node) if isinstance(node, list) else []
+    items = (
+        node.items()
+        if isinstance(node, dict)
+        else enumerate(node)
+        if isinstance(node, list)
+        else []
+    )
     for key, value in items:
         out.append((*prefix, key))
         out.extend(_paths(value, (*prefix, key)))

@@ -19,19 +19,36 @@ MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", 
 DAYS = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]
 
 EXPRESSIONS = [
-    "0 3 * * 0", "0 3 * * 7", "0 3 * * sun", "30 2 * * 1-5", "0 12 * * mon-fri",
-    "15 */6 * * *", "*/20 1-3 * * *", "0,30 2 * * *", "5 4 * * 5-7", "0 0 * * */2",
-    "59 23 * * sat", "0 9 1 * *", "0 9 29-31 * *", "0 0 */10 * *", "45 2 * feb-mar *",
-    "0 0 1 jan,mar,dec *", "7 7 * * 1/2", "0 * * * *", "@daily", "@weekly", "10/25 2 * * *",
+    "0 3 * * 0",
+    "0 3 * * 7",
+    "0 3 * * sun",
+    "30 2 * * 1-5",
+    "0 12 * * mon-fri",
+    "15 */6 * * *",
+    "*/20 1-3 * * *",
+    "0,30 2 * * *",
+    "5 4 * * 5-7",
+    "0 0 * * */2",
+    "59 23 * * sat",
+    "0 9 1 * *",
+    "0 9 29-31 * *",
+    "0 0 */10 * *",
+    "45 2 * feb-mar *",
+    "0 0 1 jan,mar,dec *",
+    "7 7 * * 1/2",
+    "0 * * * *",
+    "@daily",
+    "@weekly",
+    "10/25 2 * * *",
 ]
 SPANS = [  # (zone, first day, days): each spans a DST change or a month end
     ("Europe/Berlin", datetime(2026, 3, 25), 8),
     ("Europe/Berlin", datetime(2026, 10, 21), 8),
     ("America/New_York", datetime(2026, 3, 5), 6),
     ("America/New_York", datetime(2026, 10, 30), 5),
-    ("Australia/Lord_Howe", datetime(2026, 4, 1), 6),      # a 30-minute DST change
-    ("UTC", datetime(2028, 2, 25), 8),                      # a leap February into March
-    ("Asia/Kolkata", datetime(2026, 12, 28), 7),            # a year end, a :30 offset
+    ("Australia/Lord_Howe", datetime(2026, 4, 1), 6),  # a 30-minute DST change
+    ("UTC", datetime(2028, 2, 25), 8),  # a leap February into March
+    ("Asia/Kolkata", datetime(2026, 12, 28), 7),  # a year end, a :30 offset
 ]
 
 
@@ -56,15 +73,19 @@ def ref_values(text: str, low: int, high: int, names: list[str], base: int) -> s
 
 
 @cache
-def ref_matcher(expr: str) -> tuple[set[int], set[int], set[int] | None, set[int],
-                                    set[int] | None]:
+def ref_matcher(expr: str) -> tuple[set[int], set[int], set[int] | None, set[int], set[int] | None]:
     """Return the reference field sets; None for an unrestricted day field."""
     expr = {"@daily": "0 0 * * *", "@weekly": "0 0 * * 0"}.get(expr, expr)
     mi, h, dom, mon, dow = expr.split()
     days = None if dom == "*" else ref_values(dom, 1, 31, [], 0)
     week = None if dow == "*" else {d % 7 for d in ref_values(dow, 0, 7, DAYS, 0)}
-    return (ref_values(mi, 0, 59, [], 0), ref_values(h, 0, 23, [], 0), days,
-            ref_values(mon, 1, 12, MONTHS, 1), week)
+    return (
+        ref_values(mi, 0, 59, [], 0),
+        ref_values(h, 0, 23, [], 0),
+        days,
+        ref_values(mon, 1, 12, MONTHS, 1),
+        week,
+    )
 
 
 @cache
@@ -80,8 +101,10 @@ def wall_clock(zone: str, first: datetime, days: int) -> list[tuple[datetime, li
         w = u.astimezone(tz).replace(tzinfo=None)
         walls = [w]
         if prev is not None and w - prev > timedelta(minutes=1):
-            walls = [prev + timedelta(minutes=k)
-                     for k in range(1, (w - prev) // timedelta(minutes=1) + 1)]
+            walls = [
+                prev + timedelta(minutes=k)
+                for k in range(1, (w - prev) // timedelta(minutes=1) + 1)
+            ]
         out.append((u, walls))
         prev = w
     return out
@@ -92,9 +115,13 @@ def ref_fires(expr: str, zone: str, first: datetime, days: int) -> list[datetime
     mi, h, dom, mon, dow = ref_matcher(expr)
 
     def match(w: datetime) -> bool:
-        return (w.minute in mi and w.hour in h and w.month in mon
-                and (dom is None or w.day in dom)
-                and (dow is None or (w.weekday() + 1) % 7 in dow))
+        return (
+            w.minute in mi
+            and w.hour in h
+            and w.month in mon
+            and (dom is None or w.day in dom)
+            and (dow is None or (w.weekday() + 1) % 7 in dow)
+        )
 
     seen: set[datetime] = set()
     fires: list[datetime] = []
@@ -138,8 +165,8 @@ def test_day_of_week_zero_and_seven_are_sunday() -> None:
 
 def test_the_full_pass_and_the_canary_run_on_the_day_named() -> None:
     weekly = JobSpec("c", "full", cron="0 3 * * 0", timezone=ZoneInfo("Europe/Berlin"))
-    fire = weekly.latest_fire(datetime(2026, 3, 11, 12, tzinfo=UTC))        # a Wednesday
-    assert fire == datetime(2026, 3, 8, 2, tzinfo=UTC)                      # Sunday 03:00 CET
+    fire = weekly.latest_fire(datetime(2026, 3, 11, 12, tzinfo=UTC))  # a Wednesday
+    assert fire == datetime(2026, 3, 8, 2, tzinfo=UTC)  # Sunday 03:00 CET
     config = load_text("""
 stores:
   src: {kind: postgres, dsn: "postgresql://x@127.0.0.1/x"}
@@ -157,7 +184,7 @@ checks:
     canary: {store: dst, cron: "0 12 * * 1-5"}
 """)
     trig: BaseTrigger = canary_grid(config.checks["reviews"]).trigger()
-    t = trig.get_next_fire_time(None, datetime(2026, 3, 7, tzinfo=UTC))     # a Saturday
+    t = trig.get_next_fire_time(None, datetime(2026, 3, 7, tzinfo=UTC))  # a Saturday
     days = []
     for _ in range(5):
         days.append(t.strftime("%a"))
@@ -165,20 +192,23 @@ checks:
     assert days == ["Mon", "Tue", "Wed", "Thu", "Fri"]
 
 
-@pytest.mark.parametrize(("expr", "problem"), [
-    ("0 99 * * 0", "hour: 99 is out of range 0-23"),
-    ("60 * * * *", "minute: 60 is out of range 0-59"),
-    ("0 0 0 * *", "day of month: 0 is out of range 1-31"),
-    ("0 0 * 13 *", "month: 13 is out of range 1-12"),
-    ("0 0 * * 8", "day of week: 8 is out of range 0-7"),
-    ("0 0 * * funday", "day of week: 'funday' is not a number or a name sun-sat"),
-    ("*/0 * * * *", "minute: step '0' in '*/0' must be a whole number of at least 1"),
-    ("0 5-1 * * *", "hour: range '5-1' runs backwards"),
-    ("* *", "expected 5 fields"),
-    ("0 0 30 2 *", "never fires"),
-    ("0 0 1 * 1", "restricts both day of month (1) and day of week (1)"),
-    ("@reboot", "expected 5 fields"),
-])
+@pytest.mark.parametrize(
+    ("expr", "problem"),
+    [
+        ("0 99 * * 0", "hour: 99 is out of range 0-23"),
+        ("60 * * * *", "minute: 60 is out of range 0-59"),
+        ("0 0 0 * *", "day of month: 0 is out of range 1-31"),
+        ("0 0 * 13 *", "month: 13 is out of range 1-12"),
+        ("0 0 * * 8", "day of week: 8 is out of range 0-7"),
+        ("0 0 * * funday", "day of week: 'funday' is not a number or a name sun-sat"),
+        ("*/0 * * * *", "minute: step '0' in '*/0' must be a whole number of at least 1"),
+        ("0 5-1 * * *", "hour: range '5-1' runs backwards"),
+        ("* *", "expected 5 fields"),
+        ("0 0 30 2 *", "never fires"),
+        ("0 0 1 * 1", "restricts both day of month (1) and day of week (1)"),
+        ("@reboot", "expected 5 fields"),
+    ],
+)
 def test_bad_expressions_are_rejected_with_the_reason(expr: str, problem: str) -> None:
     with pytest.raises(ValueError, match=re.escape(problem)):
         cron.parse(expr)
@@ -186,5 +216,6 @@ def test_bad_expressions_are_rejected_with_the_reason(expr: str, problem: str) -
 
 def test_a_leap_day_cron_finds_its_next_fire_years_ahead() -> None:
     t = cron.trigger_for("0 0 29 2 *", ZoneInfo("UTC")).get_next_fire_time(
-        None, datetime(2097, 3, 1, tzinfo=UTC))
-    assert t == datetime(2104, 2, 29, tzinfo=UTC)          # 2100 is no leap year
+        None, datetime(2097, 3, 1, tzinfo=UTC)
+    )
+    assert t == datetime(2104, 2, 29, tzinfo=UTC)  # 2100 is no leap year

@@ -13,14 +13,20 @@ import pytest
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.encoding import digest as d
 
-GOLDEN = json.loads((Path(__file__).parents[1] / "golden" / "digest_vectors.json")
-                    .read_text(encoding="utf-8"))
+GOLDEN = json.loads(
+    (Path(__file__).parents[1] / "golden" / "digest_vectors.json").read_text(encoding="utf-8")
+)
 VECTORS: list[dict[str, Any]] = GOLDEN["vectors"]
 
 
 def _encode(v: dict[str, Any]) -> str:
-    return d.row_encoding(v["key"], v["key_type"], [f["value"] for f in v["fields"]],
-                          [f["type"] for f in v["fields"]], v.get("precision", "us"))
+    return d.row_encoding(
+        v["key"],
+        v["key_type"],
+        [f["value"] for f in v["fields"]],
+        [f["type"] for f in v["fields"]],
+        v.get("precision", "us"),
+    )
 
 
 @pytest.mark.parametrize("vector", VECTORS, ids=lambda v: v["name"])
@@ -36,9 +42,11 @@ def test_golden_digest_of_all_vectors_wraps_mod_2_64() -> None:
     pairs = [(v["key_hash"], int(v["row_hash"])) for v in VECTORS]
     assert sum(h for _, h in pairs) >= 2**64  # the vectors exercise the wrap
     agg = d.aggregate(pairs)
-    assert agg == Aggregate(count=GOLDEN["all"]["count"],
-                            distinct_keys=GOLDEN["all"]["distinct_keys"],
-                            digest=int(GOLDEN["all"]["digest"]))
+    assert agg == Aggregate(
+        count=GOLDEN["all"]["count"],
+        distinct_keys=GOLDEN["all"]["distinct_keys"],
+        digest=int(GOLDEN["all"]["digest"]),
+    )
 
 
 def test_key_hash_is_lowercase_md5_hex_and_row_hash_is_unsigned_64_bit() -> None:
@@ -65,15 +73,19 @@ def test_a_missing_and_an_extra_row_do_not_cancel() -> None:
     assert left.digest != right.digest
 
 
-@pytest.mark.parametrize(("left", "right"), [
-    (("a|b", ["c"]), ("a", ["b|c"])),
-    (("k", [None, ""]), ("k", ["", None])),
-    (("k", ["N"]), ("k", [None])),
-    (("k", ["ab", "c"]), ("k", ["a", "bc"])),
-    (("k", ["S1:x"]), ("k", ["S", "x"])),
-])
-def test_ambiguous_rows_encode_differently(left: tuple[str, list[str | None]],
-                                           right: tuple[str, list[str | None]]) -> None:
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        (("a|b", ["c"]), ("a", ["b|c"])),
+        (("k", [None, ""]), ("k", ["", None])),
+        (("k", ["N"]), ("k", [None])),
+        (("k", ["ab", "c"]), ("k", ["a", "bc"])),
+        (("k", ["S1:x"]), ("k", ["S", "x"])),
+    ],
+)
+def test_ambiguous_rows_encode_differently(
+    left: tuple[str, list[str | None]], right: tuple[str, list[str | None]]
+) -> None:
     enc = [d.row_encoding(k, "string", vals, ["string"] * len(vals)) for k, vals in (left, right)]
     assert enc[0] != enc[1]
     assert d.row_hash(enc[0]) != d.row_hash(enc[1])
@@ -92,13 +104,28 @@ def test_string_length_counts_code_points_not_utf16_units_or_bytes() -> None:
     assert d.encode_value("e\u0301", "string") == "S2:e\u0301"
 
 
-@pytest.mark.parametrize(("value", "text"), [
-    ("0", "0"), ("-0.0", "0"), (Decimal("-0.000"), "0"), ("1.50", "1.5"), ("1e-7", "0.0000001"),
-    ("100", "100"), ("1E+2", "100"), ("-12.340", "-12.34"), (0.1, "0.1"), (-0.0, "0"),
-    (1e-7, "0.0000001"), (1e22, "10000000000000000000000"), (42, "42"),
-    ("12345678901234567890.123456789000", "12345678901234567890.123456789"),
-    ("NaN", "NaN"), ("-Infinity", "-Infinity"), (float("inf"), "Infinity"),
-])
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        ("0", "0"),
+        ("-0.0", "0"),
+        (Decimal("-0.000"), "0"),
+        ("1.50", "1.5"),
+        ("1e-7", "0.0000001"),
+        ("100", "100"),
+        ("1E+2", "100"),
+        ("-12.340", "-12.34"),
+        (0.1, "0.1"),
+        (-0.0, "0"),
+        (1e-7, "0.0000001"),
+        (1e22, "10000000000000000000000"),
+        (42, "42"),
+        ("12345678901234567890.123456789000", "12345678901234567890.123456789"),
+        ("NaN", "NaN"),
+        ("-Infinity", "-Infinity"),
+        (float("inf"), "Infinity"),
+    ],
+)
 def test_decimal_is_plain_without_trailing_zeros(value: Any, text: str) -> None:
     assert d.plain_decimal(value) == text
     assert d.encode_value(value, "decimal") == f"D{text};"
@@ -120,17 +147,21 @@ def test_booleans_integers_and_nulls() -> None:
     assert d.encode_value(None, "timestamp") == "N"
 
 
-@pytest.mark.parametrize(("value", "type_", "error"), [
-    (2**63, "integer", ValueError),
-    (True, "integer", TypeError),
-    (1, "boolean", TypeError),
-    ("x1", "decimal", ValueError),
-    (Decimal("1.5"), "integer", ValueError),
-    (b"raw", "string", TypeError),
-    ("yesterday", "timestamp", ValueError),
-])
-def test_values_of_the_wrong_type_are_refused(value: Any, type_: Any,
-                                              error: type[Exception]) -> None:
+@pytest.mark.parametrize(
+    ("value", "type_", "error"),
+    [
+        (2**63, "integer", ValueError),
+        (True, "integer", TypeError),
+        (1, "boolean", TypeError),
+        ("x1", "decimal", ValueError),
+        (Decimal("1.5"), "integer", ValueError),
+        (b"raw", "string", TypeError),
+        ("yesterday", "timestamp", ValueError),
+    ],
+)
+def test_values_of_the_wrong_type_are_refused(
+    value: Any, type_: Any, error: type[Exception]
+) -> None:
     with pytest.raises(error):
         d.encode_value(value, type_)
 

@@ -20,8 +20,10 @@ MAPPED: list[tuple[BaseException, type[StoreError]]] = [
     (duckdb.IOException("IO Error: No files found that match the pattern"), StoreUnavailable),
     (FileNotFoundError(2, "No such file"), StoreUnavailable),
     (duckdb.PermissionException("Permission Error"), StorePermissionError),
-    (duckdb.CatalogException("Catalog Error: Table with name t does not exist!\n\nLINE 1"),
-     StoreQueryError),
+    (
+        duckdb.CatalogException("Catalog Error: Table with name t does not exist!\n\nLINE 1"),
+        StoreQueryError,
+    ),
     (duckdb.BinderException("Binder Error: column x not found"), StoreQueryError),
     (duckdb.ConversionException("Conversion Error: Could not convert"), StoreQueryError),
 ]

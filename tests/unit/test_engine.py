@@ -26,11 +26,23 @@ def relabel(r: RowHash, label: str) -> RowHash:
     return row(key_of(r), r.event_time, label)
 
 
-async def run(source: list[RowHash], reader: list[RowHash], days: int = 3,
-              check_kw: dict[str, str] | None = None, **kw: object) -> RunResult:
+async def run(
+    source: list[RowHash],
+    reader: list[RowHash],
+    days: int = 3,
+    check_kw: dict[str, str] | None = None,
+    **kw: object,
+) -> RunResult:
     check = make_check(**(check_kw or {}))
-    return await reconcile(check, MemoryAdapter(source), MemoryAdapter(reader), BASE,
-                           BASE + timedelta(days=days), now=NOW, **kw)  # type: ignore[arg-type]
+    return await reconcile(
+        check,
+        MemoryAdapter(source),
+        MemoryAdapter(reader),
+        BASE,
+        BASE + timedelta(days=days),
+        now=NOW,
+        **kw,  # type: ignore[arg-type]
+    )
 
 
 async def test_identical_sides_are_ok_and_cost_one_query_per_side() -> None:
@@ -42,8 +54,9 @@ async def test_identical_sides_are_ok_and_cost_one_query_per_side() -> None:
     assert [b.visible for b in result.buckets] == [300, 300, 300]
     assert src.calls == ["buckets:day"] and rdr.calls == ["buckets:day"]
     assert result.queries == 2
-    again = await reconcile(make_check(), src, rdr, BASE, BASE + timedelta(days=3), now=NOW,
-                            slots_first=True)
+    again = await reconcile(
+        make_check(), src, rdr, BASE, BASE + timedelta(days=3), now=NOW, slots_first=True
+    )
     assert [b.to_dict() for b in again.buckets] == [b.to_dict() for b in result.buckets]
     assert src.calls[1:] == ["days+slots:60"] and rdr.calls[1:] == ["days+slots:60"]
     assert again.queries == 2
@@ -53,25 +66,28 @@ async def test_long_windows_and_stores_without_slots_take_days_only() -> None:
     rows = day_rows(0, 300) + day_rows(1, 300) + day_rows(2, 300)
     check = make_check(drilldown="{slot_first_pass_days: 2}")
     src, rdr = MemoryAdapter(list(rows)), DaysOnly(list(rows))
-    result = await reconcile(check, src, rdr, BASE, BASE + timedelta(days=3), now=NOW,
-                             slots_first=True)
+    result = await reconcile(
+        check, src, rdr, BASE, BASE + timedelta(days=3), now=NOW, slots_first=True
+    )
     assert [b.status for b in result.buckets] == ["ok", "ok", "ok"]
     assert src.calls == ["buckets:day"] and rdr.calls == ["buckets:day"]
-    result = await reconcile(make_check(), src, rdr, BASE, BASE + timedelta(days=1), now=NOW,
-                             slots_first=True)
+    result = await reconcile(
+        make_check(), src, rdr, BASE, BASE + timedelta(days=1), now=NOW, slots_first=True
+    )
     assert src.calls[-1] == "days+slots:60" and rdr.calls[-1] == "buckets:day"
     # A window starting off the minute cannot share slots with the days' own: days only.
     odd = BASE + timedelta(seconds=7, microseconds=1)
-    result = await reconcile(make_check(), src, src, odd, BASE + timedelta(days=1), now=NOW,
-                             slots_first=True)
+    result = await reconcile(
+        make_check(), src, src, odd, BASE + timedelta(days=1), now=NOW, slots_first=True
+    )
     assert src.calls[-1] == "buckets:day" and result.error is None
 
 
 async def test_each_drift_class_is_counted_on_its_day() -> None:
     src = day_rows(0, 200) + day_rows(1, 200) + day_rows(2, 200)
     rdr = list(src)
-    lost = rdr.pop(10)                      # day 0: missing
-    rdr[250] = relabel(rdr[250], "wrong")   # day 1: mismatched
+    lost = rdr.pop(10)  # day 0: missing
+    rdr[250] = relabel(rdr[250], "wrong")  # day 1: mismatched
     rdr.append(row("ghost", BASE + timedelta(days=2, hours=3)))  # day 2: extra
     result = await run(src, rdr)
     got = [(b.missing, b.extra, b.mismatched) for b in result.buckets]
@@ -94,11 +110,11 @@ async def test_missing_and_extra_in_one_bucket_do_not_cancel() -> None:
 
 async def test_duplicates_on_reader_side_are_mismatched() -> None:
     src = day_rows(0, 300)
-    rdr = [*src, src[7], src[7]]             # three copies of one row
+    rdr = [*src, src[7], src[7]]  # three copies of one row
     result = await run(src, rdr, days=1)
     b = result.buckets[0]
     assert (b.missing, b.extra, b.mismatched, b.duplicates) == (0, 0, 1, 1)
-    assert b.visible == 300                   # distinct keys the reader can see
+    assert b.visible == 300  # distinct keys the reader can see
     assert b.reader.count == 302
 
 
@@ -127,7 +143,7 @@ async def test_sparse_drift_is_found_by_time_slot_and_fetches_few_rows() -> None
     result = await reconcile(check, src_ad, rdr_ad, BASE, BASE + timedelta(days=1), now=NOW)
     b = result.buckets[0]
     assert b.mismatched == 1
-    assert result.rows_fetched < 2 * 10   # one short slot per side, not the day
+    assert result.rows_fetched < 2 * 10  # one short slot per side, not the day
     assert src_ad.calls[0] == "buckets:day" and src_ad.calls[1].startswith("slots:")
     hours = [n for n in b.tree if n.level == "hour"]
     assert len(hours) == 24 and sum(h.source.count for h in hours) == 2400
@@ -135,8 +151,9 @@ async def test_sparse_drift_is_found_by_time_slot_and_fetches_few_rows() -> None
     assert len(bad_hours) == 1 and bad_hours[0].fetched
     # With slots from the first scan: the same answer and no second hashing pass.
     src_ad.calls.clear()
-    again = await reconcile(check, src_ad, rdr_ad, BASE, BASE + timedelta(days=1), now=NOW,
-                            slots_first=True)
+    again = await reconcile(
+        check, src_ad, rdr_ad, BASE, BASE + timedelta(days=1), now=NOW, slots_first=True
+    )
     assert src_ad.calls == ["days+slots:60", "rows"]
     assert again.buckets[0].mismatched == 1 and again.rows_fetched < 2 * 10
     assert [h.label for h in again.buckets[0].tree if h.differs] == [bad_hours[0].label]
@@ -148,18 +165,22 @@ async def test_slots_come_from_a_second_query_where_the_first_pass_had_none() ->
     rdr[100] = relabel(rdr[100], "changed")
     rdr[2000] = relabel(rdr[2000], "changed")
     # (source, reader, first pass with slots allowed, is the source asked for slots?)
-    cases = ((MemoryAdapter(src), DaysOnly(rdr), True, False),
-             (DaysOnly(src), DaysOnly(rdr), True, True),
-             (MemoryAdapter(src), MemoryAdapter(rdr), False, True))
+    cases = (
+        (MemoryAdapter(src), DaysOnly(rdr), True, False),
+        (DaysOnly(src), DaysOnly(rdr), True, True),
+        (MemoryAdapter(src), MemoryAdapter(rdr), False, True),
+    )
     for src_ad, rdr_ad, allowed, src_asked in cases:
         days = 62 if allowed else 0
         check = make_check(drilldown=f"{{leaf_rows: 50, slot_first_pass_days: {days}}}")
-        result = await reconcile(check, src_ad, rdr_ad, BASE, BASE + timedelta(days=1),
-                                 now=NOW, slots_first=True)
+        result = await reconcile(
+            check, src_ad, rdr_ad, BASE, BASE + timedelta(days=1), now=NOW, slots_first=True
+        )
         b = result.buckets[0]
         assert (b.missing, b.extra, b.mismatched) == (0, 0, 2)
-        assert sorted(str(k.key) for k in b.samples) == sorted([key_of(src[100]),
-                                                                key_of(src[2000])])
+        assert sorted(str(k.key) for k in b.samples) == sorted(
+            [key_of(src[100]), key_of(src[2000])]
+        )
         assert result.rows_fetched < 2 * 20
         assert any(c.startswith("slots:") for c in rdr_ad.calls)
         # A side whose first pass returned the day's slots is not asked for them again.
@@ -168,7 +189,7 @@ async def test_slots_come_from_a_second_query_where_the_first_pass_had_none() ->
 
 async def test_rows_sharing_one_timestamp_fall_back_to_key_prefixes() -> None:
     when = BASE + timedelta(hours=2)
-    src = [row(f"batch-{i}", when) for i in range(600)]   # one bulk load, one timestamp
+    src = [row(f"batch-{i}", when) for i in range(600)]  # one bulk load, one timestamp
     rdr = list(src)
     rdr[123] = relabel(rdr[123], "changed")
     src_ad, rdr_ad = MemoryAdapter(src), MemoryAdapter(rdr)
@@ -179,20 +200,18 @@ async def test_rows_sharing_one_timestamp_fall_back_to_key_prefixes() -> None:
     assert any(c.startswith("prefixes:") for c in src_ad.calls)
     assert result.rows_fetched < 2 * 50
     bad = [h for h in b.tree if h.differs]
-    assert len(bad) == 1 and bad[0].children and all(c.level == "prefix" for c in
-                                                     bad[0].children)
+    assert len(bad) == 1 and bad[0].children and all(c.level == "prefix" for c in bad[0].children)
 
 
 async def test_keys_held_twice_are_drilled_by_prefixes_of_the_whole_day() -> None:
     src = day_rows(0, 2400)
-    rdr = [*src, src[100]]                     # an appending retry: one key twice
+    rdr = [*src, src[100]]  # an appending retry: one key twice
     src_ad, rdr_ad = MemoryAdapter(src), MemoryAdapter(rdr)
     check = make_check(drilldown="{leaf_rows: 50, max_depth: 4}")
     result = await reconcile(check, src_ad, rdr_ad, BASE, BASE + timedelta(days=1), now=NOW)
     b = result.buckets[0]
     assert (b.mismatched, b.duplicates) == (1, 1)
-    assert "buckets:hour" in src_ad.calls and not any(c.startswith("slots:")
-                                                       for c in src_ad.calls)
+    assert "buckets:hour" in src_ad.calls and not any(c.startswith("slots:") for c in src_ad.calls)
     assert any(c.startswith("prefixes:") for c in src_ad.calls)
     # The prefixes split the whole day (top level), not each differing hour.
     assert any(n.level == "prefix" for n in b.tree)
@@ -204,8 +223,9 @@ async def test_identical_copies_in_two_hours_are_one_mismatched_duplicate() -> N
     # one copy and agrees, so only a whole-day split keeps the copies together.
     base = [row(f"k{i}", BASE + timedelta(hours=i + 1)) for i in range(3)]
     dup = [row("dup", BASE + timedelta(hours=10)), row("dup", BASE + timedelta(hours=15))]
-    result = await run([*base, *dup], [*base, *dup], days=1,
-                       check_kw={"drilldown": "{leaf_rows: 2}"})
+    result = await run(
+        [*base, *dup], [*base, *dup], days=1, check_kw={"drilldown": "{leaf_rows: 2}"}
+    )
     b = result.buckets[0]
     assert (b.missing, b.extra, b.mismatched, b.duplicates) == (0, 0, 1, 1), b.reasons
     assert b.status == "drift" and b.samples[0].key == "dup"
@@ -218,8 +238,8 @@ async def test_a_row_moved_into_a_slot_split_by_prefix_is_not_drift() -> None:
     spread = day_rows(0, 600)
     src = [*same, *spread]
     rdr = [*same, *spread]
-    rdr[600 + 300] = row(key_of(spread[300]), BASE + timedelta(hours=2))   # moved
-    rdr[600 + 500] = relabel(rdr[600 + 500], "changed")                # drilled day
+    rdr[600 + 300] = row(key_of(spread[300]), BASE + timedelta(hours=2))  # moved
+    rdr[600 + 500] = relabel(rdr[600 + 500], "changed")  # drilled day
     result = await run(src, rdr, days=1, check_kw={"drilldown": "{leaf_rows: 50}"})
     b = result.buckets[0]
     assert (b.missing, b.extra, b.mismatched, b.duplicates) == (0, 0, 1, 0), b.reasons
@@ -228,10 +248,9 @@ async def test_a_row_moved_into_a_slot_split_by_prefix_is_not_drift() -> None:
 
 async def test_dense_drift_goes_straight_to_rows() -> None:
     src = day_rows(0, 1000)
-    rdr = src[:500]                           # half the day never arrived
+    rdr = src[:500]  # half the day never arrived
     src_ad, rdr_ad = MemoryAdapter(src), MemoryAdapter(rdr)
-    result = await reconcile(make_check(), src_ad, rdr_ad, BASE, BASE + timedelta(days=1),
-                             now=NOW)
+    result = await reconcile(make_check(), src_ad, rdr_ad, BASE, BASE + timedelta(days=1), now=NOW)
     assert result.buckets[0].missing == 500
     assert src_ad.calls == ["buckets:day", "rows"]
     assert any(n.level == "hour" and n.differs for n in result.buckets[0].tree)
@@ -240,14 +259,14 @@ async def test_dense_drift_goes_straight_to_rows() -> None:
 async def test_drift_in_many_hours_is_found_exactly() -> None:
     src = day_rows(0, 4800)
     rdr = list(src)
-    for i in range(0, 4800, 97):              # ~50 changes spread over every hour
+    for i in range(0, 4800, 97):  # ~50 changes spread over every hour
         rdr[i] = relabel(rdr[i], "x")
     del rdr[4799]
     result = await run(src, rdr, days=1, check_kw={"drilldown": "{leaf_rows: 100}"})
     b = result.buckets[0]
     assert b.mismatched == len(range(0, 4800, 97))
     assert b.missing == 1
-    assert result.rows_fetched < 4800 // 4     # a few short slots, never the whole day
+    assert result.rows_fetched < 4800 // 4  # a few short slots, never the whole day
 
 
 async def test_rule_exclusions_are_counted_not_missing() -> None:
@@ -255,8 +274,14 @@ async def test_rule_exclusions_are_counted_not_missing() -> None:
     when = BASE + timedelta(hours=5)
     excluded = [(when, "no_join_key")] * 40
     check = make_check()
-    result = await reconcile(check, MemoryAdapter(src, excluded=excluded), MemoryAdapter(src),
-                             BASE, BASE + timedelta(days=1), now=NOW)
+    result = await reconcile(
+        check,
+        MemoryAdapter(src, excluded=excluded),
+        MemoryAdapter(src),
+        BASE,
+        BASE + timedelta(days=1),
+        now=NOW,
+    )
     b = result.buckets[0]
     assert (b.expected, b.visible, b.excluded, b.missing) == (140, 100, {"no_join_key": 40}, 0)
     assert b.expected == b.visible + b.excluded_total
@@ -267,8 +292,14 @@ async def test_exclusion_rate_over_its_limit_is_drift() -> None:
     src = day_rows(0, 100)
     excluded = [(BASE + timedelta(hours=1), "no_join_key")] * 200  # 2/3 of expected
     check = make_check(tolerance="{exclusion_rate: {no_join_key: 0.5}}")
-    result = await reconcile(check, MemoryAdapter(src, excluded=excluded), MemoryAdapter(src),
-                             BASE, BASE + timedelta(days=1), now=NOW)
+    result = await reconcile(
+        check,
+        MemoryAdapter(src, excluded=excluded),
+        MemoryAdapter(src),
+        BASE,
+        BASE + timedelta(days=1),
+        now=NOW,
+    )
     b = result.buckets[0]
     assert b.status == "drift" and "excluded[no_join_key]" in b.reasons[0]
 
@@ -286,19 +317,26 @@ async def test_ledger_exclusions_turn_missing_into_excluded() -> None:
 async def test_settling_bucket_never_drifts() -> None:
     src = day_rows(0, 100)
     check = make_check(settle="2h")
-    now = BASE + timedelta(days=1, hours=1)   # day 0 ended one hour ago
-    result = await reconcile(check, MemoryAdapter(src), MemoryAdapter([]), BASE,
-                             BASE + timedelta(days=1), now=now)
+    now = BASE + timedelta(days=1, hours=1)  # day 0 ended one hour ago
+    result = await reconcile(
+        check, MemoryAdapter(src), MemoryAdapter([]), BASE, BASE + timedelta(days=1), now=now
+    )
     assert result.buckets[0].status == "settling"
     assert result.buckets[0].missing == 0
-    later = await reconcile(check, MemoryAdapter(src), MemoryAdapter([]), BASE,
-                            BASE + timedelta(days=1), now=now + timedelta(hours=2))
+    later = await reconcile(
+        check,
+        MemoryAdapter(src),
+        MemoryAdapter([]),
+        BASE,
+        BASE + timedelta(days=1),
+        now=now + timedelta(hours=2),
+    )
     assert later.buckets[0].status == "drift" and later.buckets[0].missing == 100
 
 
 async def test_missing_ratio_tolerance_edges() -> None:
     src = day_rows(0, 100)
-    rdr = src[2:]                              # 2% missing
+    rdr = src[2:]  # 2% missing
     at_limit = await run(src, rdr, days=1, check_kw={"tolerance": "{missing_ratio: 0.02}"})
     assert at_limit.buckets[0].status == "ok" and at_limit.buckets[0].missing == 2
     below = await run(src, rdr, days=1, check_kw={"tolerance": "{missing_ratio: 0.019}"})
@@ -322,8 +360,14 @@ async def test_empty_days_are_reported_as_ok_zero() -> None:
 
 async def test_store_failure_is_an_error_run_with_no_buckets() -> None:
     reader = MemoryAdapter([], fail_with=StoreUnavailable("search", "connection refused"))
-    result = await reconcile(make_check(), MemoryAdapter(day_rows(0, 10)), reader, BASE,
-                             BASE + timedelta(days=1), now=NOW)
+    result = await reconcile(
+        make_check(),
+        MemoryAdapter(day_rows(0, 10)),
+        reader,
+        BASE,
+        BASE + timedelta(days=1),
+        now=NOW,
+    )
     assert result.status == "error" and result.buckets == []
     assert result.error is not None and "connection refused" in result.error
 
@@ -332,9 +376,14 @@ async def test_day_buckets_follow_the_check_time_zone() -> None:
     tz_check = make_check(tz="America/New_York")
     # 03:00 UTC on Mar 2 is 22:00 on Mar 1 in New York.
     r = row("late", BASE + timedelta(days=1, hours=3))
-    result = await reconcile(tz_check, MemoryAdapter([r], timezone=tz_check.timezone),
-                             MemoryAdapter([], timezone=tz_check.timezone),
-                             BASE, BASE + timedelta(days=2), now=NOW)
+    result = await reconcile(
+        tz_check,
+        MemoryAdapter([r], timezone=tz_check.timezone),
+        MemoryAdapter([], timezone=tz_check.timezone),
+        BASE,
+        BASE + timedelta(days=2),
+        now=NOW,
+    )
     with_rows = [b for b in result.buckets if b.expected]
     assert len(with_rows) == 1
     assert with_rows[0].start.date().isoformat() == "2026-03-01"

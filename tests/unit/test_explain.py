@@ -23,31 +23,31 @@ def relabel(r: RowHash, label: str = "changed") -> RowHash:
 
 def _small() -> tuple[list[RowHash], list[RowHash], str]:
     src = day_rows(0, 30)
-    return src, src[1:], key_of(src[5])                  # leaf: the whole day's rows
+    return src, src[1:], key_of(src[5])  # leaf: the whole day's rows
 
 
 def _slots() -> tuple[list[RowHash], list[RowHash], str]:
     src = day_rows(0, 2400)
     rdr = list(src)
     rdr[100] = relabel(rdr[100])
-    return src, rdr, key_of(src[100])                    # one differing slot
+    return src, rdr, key_of(src[100])  # one differing slot
 
 
 def _hours() -> tuple[list[RowHash], list[RowHash], str]:
     src = day_rows(0, 2400)
-    return src, [*src, src[100]], key_of(src[100])       # a key twice: hours, prefixes
+    return src, [*src, src[100]], key_of(src[100])  # a key twice: hours, prefixes
 
 
 def _one_timestamp() -> tuple[list[RowHash], list[RowHash], str]:
     src = [row(f"batch-{i}", BASE + timedelta(hours=2)) for i in range(600)]
     rdr = list(src)
     rdr[123] = relabel(rdr[123])
-    return src, rdr, "batch-123"                         # slot too big: prefixes
+    return src, rdr, "batch-123"  # slot too big: prefixes
 
 
 def _dense() -> tuple[list[RowHash], list[RowHash], str]:
     src = day_rows(0, 1000)
-    return src, src[:500], key_of(src[10])               # dense: straight to rows
+    return src, src[:500], key_of(src[10])  # dense: straight to rows
 
 
 def _spread() -> tuple[list[RowHash], list[RowHash], str]:
@@ -56,12 +56,19 @@ def _spread() -> tuple[list[RowHash], list[RowHash], str]:
     return src, rdr, key_of(src[300])
 
 
-SCENARIOS = {"small": _small, "slots": _slots, "hours": _hours,
-             "one_timestamp": _one_timestamp, "dense": _dense, "spread": _spread}
+SCENARIOS = {
+    "small": _small,
+    "slots": _slots,
+    "hours": _hours,
+    "one_timestamp": _one_timestamp,
+    "dense": _dense,
+    "spread": _spread,
+}
 
 
-async def _run(src: list[RowHash], rdr: list[RowHash], *, drop: str | None = None,
-               side: str = "reader") -> tuple[RunResult, DropOneRow | None]:
+async def _run(
+    src: list[RowHash], rdr: list[RowHash], *, drop: str | None = None, side: str = "reader"
+) -> tuple[RunResult, DropOneRow | None]:
     check = make_check(drilldown="{leaf_rows: 50, max_depth: 4}")
     source: MemoryAdapter | DropOneRow = MemoryAdapter(src)
     reader: MemoryAdapter | DropOneRow = MemoryAdapter(rdr)
@@ -108,8 +115,15 @@ async def test_ledger_excused_rows_are_accounted_for() -> None:
     src = day_rows(0, 100)
     check = make_check()
     ledger = {key_of(r): "no_document" for r in src[:2]}
-    result = await reconcile(check, MemoryAdapter(src), MemoryAdapter(src[3:]), BASE,
-                             BASE + timedelta(days=1), now=NOW, ledger_excluded=ledger)
+    result = await reconcile(
+        check,
+        MemoryAdapter(src),
+        MemoryAdapter(src[3:]),
+        BASE,
+        BASE + timedelta(days=1),
+        now=NOW,
+        ledger_excluded=ledger,
+    )
     b = result.buckets[0]
     assert b.excluded == {"no_document": 2} and b.missing == 1
     assert b.status == "drift" and not any("unexplained" in r for r in b.reasons)
@@ -118,22 +132,24 @@ async def test_ledger_excused_rows_are_accounted_for() -> None:
 class HidesACopy(MemoryAdapter):
     """A store whose day aggregate counts one key fewer than its rows and prefixes hold."""
 
-    async def bucket_digests(self, start: datetime, end: datetime,
-                             granularity: Granularity) -> list[BucketDigest]:
+    async def bucket_digests(
+        self, start: datetime, end: datetime, granularity: Granularity
+    ) -> list[BucketDigest]:
         out = await super().bucket_digests(start, end, granularity)
         if granularity != "day":
             return out
-        return [replace(b, agg=replace(b.agg, distinct_keys=b.agg.distinct_keys - 1))
-                for b in out]
+        return [replace(b, agg=replace(b.agg, distinct_keys=b.agg.distinct_keys - 1)) for b in out]
 
 
 async def test_copies_the_rows_do_not_hold_are_unexplained() -> None:
     # The day says some key is held twice; no prefix or row says so: never `ok`.
     src = day_rows(0, 300)
     check = make_check(drilldown="{leaf_rows: 50, max_depth: 4}")
-    result = await reconcile(check, HidesACopy(src), MemoryAdapter(list(src)), BASE,
-                             BASE + timedelta(days=1), now=NOW)
+    result = await reconcile(
+        check, HidesACopy(src), MemoryAdapter(list(src)), BASE, BASE + timedelta(days=1), now=NOW
+    )
     (b,) = result.buckets
     assert b.status == "error", (b.status, b.reasons)
-    assert any(r.startswith("unexplained_difference: day: the source holds 1 extra")
-               for r in b.reasons), b.reasons
+    assert any(
+        r.startswith("unexplained_difference: day: the source holds 1 extra") for r in b.reasons
+    ), b.reasons

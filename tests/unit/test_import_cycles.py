@@ -62,8 +62,10 @@ def _imports(name: str, path: Path, known: Iterable[str]) -> set[str]:
 def _graph() -> dict[str, set[str]]:
     """Return each module's imports, less the known cycle-closing ones."""
     modules = _modules()
-    return {name: {m for m in _imports(name, path, modules) if (name, m) not in KNOWN}
-            for name, path in modules.items()}
+    return {
+        name: {m for m in _imports(name, path, modules) if (name, m) not in KNOWN}
+        for name, path in modules.items()
+    }
 
 
 def _cycles(edges: Mapping[str, Iterable[str]]) -> list[list[str]]:
@@ -105,7 +107,7 @@ def _sibling_edges(graph: Mapping[str, set[str]], parent: str) -> dict[str, set[
     def child(module: str) -> str | None:
         if not module.startswith(prefix):
             return None
-        return prefix + module[len(prefix):].split(".")[0]
+        return prefix + module[len(prefix) :].split(".")[0]
 
     edges: dict[str, set[str]] = defaultdict(set)
     for importer, imported in graph.items():
@@ -137,12 +139,13 @@ def test_no_package_imports_a_sibling_that_imports_it_back() -> None:
     assert problems == [], "\n".join(problems)
 
 
-def test_the_graph_sees_lazy_and_relative_imports_and_the_cycles_they_make(
-        tmp_path: Path) -> None:
+def test_the_graph_sees_lazy_and_relative_imports_and_the_cycles_they_make(tmp_path: Path) -> None:
     # The reader must not miss an import inside a function: that is how today's cycles hid.
     source = tmp_path / "mod.py"
-    source.write_text("def f():\n    from driftgauge.pkg import sub, name\n"
-                      "from . import other\n", encoding="utf-8")
+    source.write_text(
+        "def f():\n    from driftgauge.pkg import sub, name\nfrom . import other\n",
+        encoding="utf-8",
+    )
     known = {"driftgauge.pkg", "driftgauge.pkg.sub", "driftgauge.pkg.other"}
     assert _imports("driftgauge.pkg.mod", source, known) == known
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
@@ -156,5 +159,6 @@ def test_every_top_level_module_has_a_layer_in_the_contract() -> None:
     tops = {".".join(m.split(".")[:2]) for m in _modules() if m != "driftgauge"}
     # config is split across layers by module, so each of its modules needs its own line.
     wanted = {m for m in tops if m != "driftgauge.config"} | {
-        m for m in _modules() if m.startswith("driftgauge.config.")}
+        m for m in _modules() if m.startswith("driftgauge.config.")
+    }
     assert sorted(wanted - named) == []

@@ -61,8 +61,12 @@ async def nothing() -> None:
 async def test_signals_claim_the_grid_time_of_the_recent_interval() -> None:
     config = load_text(CONFIG)
     claims = Claims()
-    svc = SignalsService(config.checks, store=None, source=None,  # type: ignore[arg-type]
-                         clock=lambda: NOW)
+    svc = SignalsService(
+        config.checks,
+        store=None,  # type: ignore[arg-type]
+        source=None,  # type: ignore[arg-type]
+        clock=lambda: NOW,
+    )
     jobs = runtime(claims)
     jobs.add(*signals_jobs(config.checks, svc))
     assert await jobs.claim("orders:signals")

@@ -132,6 +132,7 @@ async def test_a_claimed_time_runs_once_across_two_runtimes_sharing_the_claims()
     instead: list[tuple[str, datetime]] = []
     replicas = []
     for name in ("replica-0", "replica-1"):
+
         async def run(at: datetime, name: str = name) -> None:
             ran.append((name, at))
 
@@ -139,8 +140,9 @@ async def test_a_claimed_time_runs_once_across_two_runtimes_sharing_the_claims()
             instead.append((name, at))
 
         rt = JobRuntime(clock, claims=shared.replica(name))  # type: ignore[arg-type]
-        rt.add(Job("judge", "audit", run, every(MINUTE), claim="ledger-deadlines",
-                   otherwise=otherwise))
+        rt.add(
+            Job("judge", "audit", run, every(MINUTE), claim="ledger-deadlines", otherwise=otherwise)
+        )
         replicas.append(rt)
     for rt in replicas:
         rt.start()
@@ -163,8 +165,7 @@ async def test_an_exclusive_job_is_skipped_while_another_replica_holds_its_lock(
     async def run(at: datetime) -> None:
         ran.append(at)
 
-    rt = JobRuntime(lambda: T0 + timedelta(seconds=5),
-                    claims=shared.replica("replica-0"))  # type: ignore[arg-type]
+    rt = JobRuntime(lambda: T0 + timedelta(seconds=5), claims=shared.replica("replica-0"))  # type: ignore[arg-type]
     rt.add(Job("c:canary", "canary", run, every(MINUTE), claim="canary:c", exclusive=True))
     shared.locked.add("canary:c")
     assert await rt.fire("c:canary") == "busy"
@@ -183,9 +184,12 @@ async def test_a_claim_the_state_database_refuses_skips_the_time_uncounted() -> 
         ran.append(at)
 
     rt = JobRuntime(lambda: T0, claims=shared.replica("replica-0"))  # type: ignore[arg-type]
-    rt.add(Job("retention", "retention", run, every(timedelta(days=1)), claim="retention"),
-           Job("audit", "audit", run, every(MINUTE), claim="ledger-deadlines",
-               run_if_claim_fails=True))
+    rt.add(
+        Job("retention", "retention", run, every(timedelta(days=1)), claim="retention"),
+        Job(
+            "audit", "audit", run, every(MINUTE), claim="ledger-deadlines", run_if_claim_fails=True
+        ),
+    )
     before = background.errors("retention")
     assert await rt.fire("retention") == "state-error"
     assert background.errors("retention") == before
@@ -252,8 +256,15 @@ async def test_first_after_runs_the_current_time_once_that_long_after_the_start(
         fired.append(at)
 
     jobs = JobRuntime(clock)
-    jobs.add(Job("retention", "retention", prune, every(timedelta(days=1)),
-                 first_after=timedelta(minutes=10)))
+    jobs.add(
+        Job(
+            "retention",
+            "retention",
+            prune,
+            every(timedelta(days=1)),
+            first_after=timedelta(minutes=10),
+        )
+    )
     jobs.start()
     try:
         await clock.advance(timedelta(minutes=9))
@@ -304,8 +315,10 @@ async def test_drain_keeps_the_named_jobs_running() -> None:
         raise AssertionError("drained jobs must not fire")
 
     jobs = JobRuntime(clock)
-    jobs.add(Job("heartbeat", "heartbeat", beat, every(MINUTE)),
-             Job("tick", "ticks", tick, every(MINUTE)))
+    jobs.add(
+        Job("heartbeat", "heartbeat", beat, every(MINUTE)),
+        Job("tick", "ticks", tick, every(MINUTE)),
+    )
     jobs.start()
     try:
         await jobs.drain(keep={"heartbeat"})

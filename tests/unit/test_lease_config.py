@@ -36,13 +36,16 @@ def test_the_lease_takes_durations() -> None:
     assert load_text(config("{expires: 2m}")).state.lease.heartbeat == timedelta(seconds=15)
 
 
-@pytest.mark.parametrize(("lease", "problem"), [
-    ("{heartbeat: often}", "state.lease.heartbeat: "),
-    ("{expires: 0s}", "state.lease.expires: must be at least 2s"),
-    ("{heartbeat: 31s}", "state.lease: expires (60s) must be at least twice heartbeat (31s)"),
-    ("{heartbeat: 10s, expires: 15s}", "state.lease: expires (15s) must be at least twice"),
-    ("{heartbeat: 1s, ttl: 1d}", "state.lease.ttl: unknown key"),
-])
+@pytest.mark.parametrize(
+    ("lease", "problem"),
+    [
+        ("{heartbeat: often}", "state.lease.heartbeat: "),
+        ("{expires: 0s}", "state.lease.expires: must be at least 2s"),
+        ("{heartbeat: 31s}", "state.lease: expires (60s) must be at least twice heartbeat (31s)"),
+        ("{heartbeat: 10s, expires: 15s}", "state.lease: expires (15s) must be at least twice"),
+        ("{heartbeat: 1s, ttl: 1d}", "state.lease.ttl: unknown key"),
+    ],
+)
 def test_a_bad_lease_names_its_location(lease: str, problem: str) -> None:
     with pytest.raises(ConfigError) as err:
         load_text(config(lease))

@@ -24,40 +24,69 @@ def locs(exc: ValidationError) -> list[tuple[object, ...]]:
 
 def test_outcome_details_are_required_and_named() -> None:
     with pytest.raises(ValidationError) as err:
-        Batch.model_validate({"batch_id": "b1", "keys": [
-            {"key": "t1", "outcome": "written"},
-            {"key": "t2", "outcome": "no_match"},
-            {"key": "t3", "outcome": "failed", "reason": "oops"},
-            {"key": "t4", "outcome": "written", "error": "TimeoutError"}]})
-    assert locs(err.value) == [("keys", 1, "reason"), ("keys", 2, "reason"),
-                               ("keys", 2, "error"), ("keys", 3, "error")]
+        Batch.model_validate(
+            {
+                "batch_id": "b1",
+                "keys": [
+                    {"key": "t1", "outcome": "written"},
+                    {"key": "t2", "outcome": "no_match"},
+                    {"key": "t3", "outcome": "failed", "reason": "oops"},
+                    {"key": "t4", "outcome": "written", "error": "TimeoutError"},
+                ],
+            }
+        )
+    assert locs(err.value) == [
+        ("keys", 1, "reason"),
+        ("keys", 2, "reason"),
+        ("keys", 2, "error"),
+        ("keys", 3, "error"),
+    ]
 
 
 def test_batches_need_content_and_forbid_unknown_keys() -> None:
     with pytest.raises(ValidationError, match="at least one entry"):
         Batch.model_validate({"batch_id": "b1"})
     with pytest.raises(ValidationError) as err:
-        Batch.model_validate({"batch_id": "b1", "counts": [
-            {"outcome": "written", "count": 0}], "colour": "red"})
+        Batch.model_validate(
+            {"batch_id": "b1", "counts": [{"outcome": "written", "count": 0}], "colour": "red"}
+        )
     assert set(locs(err.value)) == {("counts", 0, "count"), ("colour",)}
 
 
 def test_a_run_window_must_end_after_it_starts() -> None:
     with pytest.raises(ValidationError) as err:
-        RunOpen.model_validate({"job": "j", "window_start": T0.isoformat(),
-                                "window_end": T0.isoformat(), "input_rows": -1})
+        RunOpen.model_validate(
+            {
+                "job": "j",
+                "window_start": T0.isoformat(),
+                "window_end": T0.isoformat(),
+                "input_rows": -1,
+            }
+        )
     assert set(locs(err.value)) == {("window_end",), ("input_rows",)}
     with pytest.raises(ValidationError) as err:
-        RunOpen.model_validate({"job": "j", "window_start": "2024-05-06T00:00:00",
-                                "window_end": "2024-05-07T00:00:00Z", "input_rows": 1})
+        RunOpen.model_validate(
+            {
+                "job": "j",
+                "window_start": "2024-05-06T00:00:00",
+                "window_end": "2024-05-07T00:00:00Z",
+                "input_rows": 1,
+            }
+        )
     assert locs(err.value) == [("window_start",)]
 
 
 def test_fingerprint_and_totals() -> None:
-    a = Batch.model_validate({"batch_id": "b1", "keys": [
-        {"key": "t1", "outcome": "written"},
-        {"key": "t2", "outcome": "no_match", "reason": "no_document"}],
-        "counts": [{"outcome": "written", "count": 5}]})
+    a = Batch.model_validate(
+        {
+            "batch_id": "b1",
+            "keys": [
+                {"key": "t1", "outcome": "written"},
+                {"key": "t2", "outcome": "no_match", "reason": "no_document"},
+            ],
+            "counts": [{"outcome": "written", "count": 5}],
+        }
+    )
     b = Batch.model_validate(a.model_dump())
     assert a.fingerprint() == b.fingerprint()
     assert a.totals() == {("written", ""): 6, ("no_match", "no_document"): 1}
@@ -76,7 +105,8 @@ def test_outbox_numbers_batches_and_tallies_outcomes() -> None:
     assert first is not None and second is not None and box.take() is None
     assert [first["batch_id"], second["batch_id"]] == ["run-x-000001", "run-x-000002"]
     assert len(first["keys"]) == 2 and first["counts"] == [
-        {"outcome": "skipped", "count": 10, "reason": "no_join_key"}]
+        {"outcome": "skipped", "count": 10, "reason": "no_join_key"}
+    ]
     assert second["keys"][-1] == {"key": "d", "outcome": "no_match", "reason": "no_document"}
 
 
@@ -106,11 +136,19 @@ async def test_a_closed_run_schedules_one_reconcile_of_its_days_after_the_settle
         done.append((check, start, end))
 
     hook = ReconcileOnClose(checks, reconcile, clock=lambda: now[0])
-    run = RunOut(id=1, job="review-sync", client_run_id=None,
-                 window_start=datetime(2024, 5, 5, 22, tzinfo=UTC),
-                 window_end=datetime(2024, 5, 6, 22, tzinfo=UTC),
-                 window_day=datetime(2024, 5, 6).date(), input_rows=1, opened_at=now[0],
-                 closed_at=now[0], status="success", outcomes=Counts(written=1))
+    run = RunOut(
+        id=1,
+        job="review-sync",
+        client_run_id=None,
+        window_start=datetime(2024, 5, 5, 22, tzinfo=UTC),
+        window_end=datetime(2024, 5, 6, 22, tzinfo=UTC),
+        window_day=datetime(2024, 5, 6).date(),
+        input_rows=1,
+        opened_at=now[0],
+        closed_at=now[0],
+        status="success",
+        outcomes=Counts(written=1),
+    )
     await hook(run)
     await hook(run.model_copy(update={"id": 2}))  # a second run of the window coalesces
     assert len(hook.pending) == 1
@@ -121,12 +159,15 @@ async def test_a_closed_run_schedules_one_reconcile_of_its_days_after_the_settle
     check, start, end = done[0]
     assert check == "reviews"
     # Local Berlin days 2024-05-06 (the run's window) → [05-06 00:00, 05-07 00:00) local.
-    assert (start.isoformat(), end.isoformat()) == ("2024-05-06T00:00:00+02:00",
-                                                    "2024-05-07T00:00:00+02:00")
+    assert (start.isoformat(), end.isoformat()) == (
+        "2024-05-06T00:00:00+02:00",
+        "2024-05-07T00:00:00+02:00",
+    )
 
 
 def test_sync_client_retries_with_the_same_batch_id_and_a_crash_sends_no_summary(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
 
     monkeypatch.setattr("driftgauge.ledger.client.time.sleep", lambda s: None)
     seen: list[tuple[str, dict[str, object]]] = []
@@ -141,19 +182,30 @@ def test_sync_client_retries_with_the_same_batch_id_and_a_crash_sends_no_summary
         return httpx.Response(200, json={"id": 7, **body})
 
     transport = httpx.MockTransport(handle)
-    args = {"job": "review-sync", "window_start": T0, "window_end": T0 + timedelta(days=1),
-            "transport": transport, "client_run_id": "r1"}
+    args = {
+        "job": "review-sync",
+        "window_start": T0,
+        "window_end": T0 + timedelta(days=1),
+        "transport": transport,
+        "client_run_id": "r1",
+    }
     with SyncLedgerClient("http://dg", input_rows=2, **args) as run:  # type: ignore[arg-type]
         run.written(["a"])
         run.no_match({"b": "no_document"})
     paths = [p for p, _ in seen]
-    assert paths == ["/api/v1/ledger/runs", "/api/v1/ledger/runs/7/batches",
-                     "/api/v1/ledger/runs/7/batches", "/api/v1/ledger/runs/7/close"]
+    assert paths == [
+        "/api/v1/ledger/runs",
+        "/api/v1/ledger/runs/7/batches",
+        "/api/v1/ledger/runs/7/batches",
+        "/api/v1/ledger/runs/7/close",
+    ]
     assert seen[1][1] == seen[2][1] and seen[1][1]["batch_id"] == "r1-000001"
     assert seen[3][1]["status"] == "success"
     seen.clear()
-    with pytest.raises(RuntimeError), SyncLedgerClient(
-            "http://dg", input_rows=5, **args) as crashed:  # type: ignore[arg-type]
+    with (
+        pytest.raises(RuntimeError),
+        SyncLedgerClient("http://dg", input_rows=5, **args) as crashed,  # type: ignore[arg-type]
+    ):
         crashed.written(["a"])
         raise RuntimeError("killed")
     assert [p for p, _ in seen] == ["/api/v1/ledger/runs", "/api/v1/ledger/runs/7/batches"]
@@ -163,7 +215,15 @@ def test_client_errors_name_the_request() -> None:
     def refuse(request: httpx.Request) -> httpx.Response:
         return httpx.Response(422, json={"detail": [{"loc": ["body", "job"], "msg": "unknown"}]})
 
-    with pytest.raises(LedgerClientError, match="open the run: HTTP 422"), SyncLedgerClient(
-            "http://dg", job="nightly", window_start=T0, window_end=T0 + timedelta(days=1),
-            input_rows=1, transport=httpx.MockTransport(refuse)):
+    with (
+        pytest.raises(LedgerClientError, match="open the run: HTTP 422"),
+        SyncLedgerClient(
+            "http://dg",
+            job="nightly",
+            window_start=T0,
+            window_end=T0 + timedelta(days=1),
+            input_rows=1,
+            transport=httpx.MockTransport(refuse),
+        ),
+    ):
         pass

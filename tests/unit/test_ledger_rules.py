@@ -21,8 +21,9 @@ from driftgauge.ledger.rules import (
 DAY = date(2024, 5, 6)
 
 
-def healthy_run(run_id: int = 1, written: int = 590, no_match: int = 10,
-                skipped: int = 35) -> RunFacts:
+def healthy_run(
+    run_id: int = 1, written: int = 590, no_match: int = 10, skipped: int = 35
+) -> RunFacts:
     """A run that wrote most rows and excused the rest with reasons (rates under 5%)."""
     out = Tally(written=written, no_match=no_match, skipped=skipped)
     return RunFacts(run_id, out.total, out, "success", out)
@@ -128,13 +129,16 @@ def test_status_mismatch_when_failures_are_reported_as_success() -> None:
     assert "partial_failure" in found["status_mismatch"]
 
 
-@pytest.mark.parametrize(("input_rows", "tally", "status"), [
-    (0, Tally(), "success"),
-    (10, Tally(written=10), "success"),
-    (10, Tally(written=9, failed=1), "partial_failure"),
-    (10, Tally(failed=10), "failed"),
-    (10, Tally(no_match=10), "failed"),
-])
+@pytest.mark.parametrize(
+    ("input_rows", "tally", "status"),
+    [
+        (0, Tally(), "success"),
+        (10, Tally(written=10), "success"),
+        (10, Tally(written=9, failed=1), "partial_failure"),
+        (10, Tally(failed=10), "failed"),
+        (10, Tally(no_match=10), "failed"),
+    ],
+)
 def test_derive_status(input_rows: int, tally: Tally, status: str) -> None:
     assert derive_status(input_rows, tally) == status
 

@@ -30,25 +30,49 @@ def test_anything_else_is_refused_without_showing_it(dsn: str) -> None:
 
 def test_connect_args_unquote_the_credentials() -> None:
     assert io.connect_args("mysql://r%40x:p%2Fw@db:3307/sh%20op") == {
-        "host": "db", "port": 3307, "user": "r@x", "password": "p/w", "db": "sh op"}
+        "host": "db",
+        "port": 3307,
+        "user": "r@x",
+        "password": "p/w",
+        "db": "sh op",
+    }
 
 
-@pytest.mark.parametrize(("exc", "kind", "text"), [
-    (pymysql.err.OperationalError(1045, "Access denied for user 'r'"), StorePermissionError,
-     "1045 Access denied"),
-    (pymysql.err.ProgrammingError(1142, "SELECT command denied"), StorePermissionError, "1142"),
-    (pymysql.err.OperationalError(1969, "Query execution was interrupted "
-                                        "(max_statement_time exceeded)"), StoreTimeout,
-     "no answer within the timeout"),
-    (TimeoutError(), StoreTimeout, "no answer within the timeout"),
-    (pymysql.err.OperationalError(2003, "Can't connect to MySQL server"), StoreUnavailable,
-     "cannot use the connection (Can't connect"),
-    (ConnectionResetError("reset"), StoreUnavailable, "cannot use the connection"),
-    (pymysql.err.ProgrammingError(1146, "Table 'x.no_such_table' doesn't exist"),
-     StoreQueryError, "1146 Table 'x.no_such_table'"),
-    (pymysql.err.OperationalError(1054, "Unknown column 'nope' in 'field list'"),
-     StoreQueryError, "1054 Unknown column 'nope'"),
-])
+@pytest.mark.parametrize(
+    ("exc", "kind", "text"),
+    [
+        (
+            pymysql.err.OperationalError(1045, "Access denied for user 'r'"),
+            StorePermissionError,
+            "1045 Access denied",
+        ),
+        (pymysql.err.ProgrammingError(1142, "SELECT command denied"), StorePermissionError, "1142"),
+        (
+            pymysql.err.OperationalError(
+                1969, "Query execution was interrupted (max_statement_time exceeded)"
+            ),
+            StoreTimeout,
+            "no answer within the timeout",
+        ),
+        (TimeoutError(), StoreTimeout, "no answer within the timeout"),
+        (
+            pymysql.err.OperationalError(2003, "Can't connect to MySQL server"),
+            StoreUnavailable,
+            "cannot use the connection (Can't connect",
+        ),
+        (ConnectionResetError("reset"), StoreUnavailable, "cannot use the connection"),
+        (
+            pymysql.err.ProgrammingError(1146, "Table 'x.no_such_table' doesn't exist"),
+            StoreQueryError,
+            "1146 Table 'x.no_such_table'",
+        ),
+        (
+            pymysql.err.OperationalError(1054, "Unknown column 'nope' in 'field list'"),
+            StoreQueryError,
+            "1054 Unknown column 'nope'",
+        ),
+    ],
+)
 def test_driver_errors_map_to_store_errors(exc: BaseException, kind: type, text: str) -> None:
     err = io.translate_error("my", "bucket digests on t", exc)
     assert type(err) is kind

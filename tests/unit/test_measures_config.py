@@ -53,8 +53,10 @@ def test_measures_map_to_each_sides_column() -> None:
 def test_opensearch_needs_a_scale() -> None:
     with pytest.raises(ConfigError) as err:
         load("os")
-    assert any(p.startswith("checks.c.measure_scale: required with measures on an opensearch")
-               for p in err.value.problems), err.value.problems
+    assert any(
+        p.startswith("checks.c.measure_scale: required with measures on an opensearch")
+        for p in err.value.problems
+    ), err.value.problems
 
 
 def test_a_kind_that_cannot_sum_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -62,8 +64,10 @@ def test_a_kind_that_cannot_sum_is_refused(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setitem(registry.kinds(), "mariadb", replace(mariadb, capabilities=frozenset()))
     with pytest.raises(ConfigError) as err:
         load("my")
-    assert any(p.startswith("checks.c.measures: a mariadb store cannot sum measures")
-               for p in err.value.problems), err.value.problems
+    assert any(
+        p.startswith("checks.c.measures: a mariadb store cannot sum measures")
+        for p in err.value.problems
+    ), err.value.problems
 
 
 def test_a_differing_total_is_drift_whatever_the_tolerance() -> None:
@@ -72,8 +76,15 @@ def test_a_differing_total_is_drift_whatever_the_tolerance() -> None:
     assert measures_differ(src, rdr) == ["amount"]
     assert not src.same_as(rdr)
     assert measures_differ(src, Aggregate(3, 3, 7)) == []
-    bucket = BucketResult(start=datetime(2026, 3, 14), status="ok",
-                          expected=3, visible=3, mismatched=1, source=src, reader=rdr)
+    bucket = BucketResult(
+        start=datetime(2026, 3, 14),
+        status="ok",
+        expected=3,
+        visible=3,
+        mismatched=1,
+        source=src,
+        reader=rdr,
+    )
     judge(bucket, Tolerance(mismatched=5))
     assert bucket.status == "drift"
     assert bucket.reasons == ["measure[amount] total 10.00 in the source, 10.01 in the reader"]

@@ -31,31 +31,67 @@ T_FAIL = T_OK + timedelta(hours=1)
 
 
 def run(run_id: int, status: str, finished: datetime, error: str | None = None) -> RunRow:
-    return RunRow(run_id, "reviews", "recent", DAY, finished, None, finished, finished, status,
-                  error is None, error, 2.5, 4, 10, "r1")
+    return RunRow(
+        run_id,
+        "reviews",
+        "recent",
+        DAY,
+        finished,
+        None,
+        finished,
+        finished,
+        status,
+        error is None,
+        error,
+        2.5,
+        4,
+        10,
+        "r1",
+    )
 
 
 def buckets() -> tuple[BucketResult, ...]:
-    drift = BucketResult(start=DAY, status="drift", expected=100, visible=95,
-                         excluded={"no_join_key": 2}, missing=4, extra=1, mismatched=0,
-                         duplicates=0, source=Aggregate(98, 98, 1, {"amount": Decimal("10.50")}),
-                         reader=Aggregate(95, 95, 2, {"amount": Decimal("9.25")}))
-    ok = BucketResult(start=DAY + timedelta(days=1), status="ok", expected=50, visible=49,
-                      excluded={"no_join_key": 1})
-    settling = BucketResult(start=DAY + timedelta(days=2), status="settling", expected=7,
-                            visible=3)
+    drift = BucketResult(
+        start=DAY,
+        status="drift",
+        expected=100,
+        visible=95,
+        excluded={"no_join_key": 2},
+        missing=4,
+        extra=1,
+        mismatched=0,
+        duplicates=0,
+        source=Aggregate(98, 98, 1, {"amount": Decimal("10.50")}),
+        reader=Aggregate(95, 95, 2, {"amount": Decimal("9.25")}),
+    )
+    ok = BucketResult(
+        start=DAY + timedelta(days=1),
+        status="ok",
+        expected=50,
+        visible=49,
+        excluded={"no_join_key": 1},
+    )
+    settling = BucketResult(start=DAY + timedelta(days=2), status="settling", expected=7, visible=3)
     return drift, ok, settling
 
 
 def registry(snaps: dict[str, CheckSnapshot]) -> CollectorRegistry:
-    return build_registry([reconciliation_part(lambda: snaps), history_part(lambda: snaps),
-                           process_part("9.9.9")])
+    return build_registry(
+        [reconciliation_part(lambda: snaps), history_part(lambda: snaps), process_part("9.9.9")]
+    )
 
 
 def healthy() -> CheckSnapshot:
-    return CheckSnapshot("reviews", 3600.0, run(2, "drift", T_OK), run(2, "drift", T_OK),
-                         {"ok": 3, "drift": 1}, buckets(), {"no_join_key": 0.05},
-                         history=old_buckets())
+    return CheckSnapshot(
+        "reviews",
+        3600.0,
+        run(2, "drift", T_OK),
+        run(2, "drift", T_OK),
+        {"ok": 3, "drift": 1},
+        buckets(),
+        {"no_join_key": 0.05},
+        history=old_buckets(),
+    )
 
 
 def old_buckets() -> tuple[BucketResult, ...]:
@@ -67,8 +103,10 @@ def test_latest_results_become_per_bucket_and_window_series() -> None:
     reg = registry({"reviews": healthy()})
     v = reg.get_sample_value
     assert v("driftgauge_check_up", {"check": "reviews"}) == 1
-    assert v("driftgauge_check_last_success_timestamp_seconds",
-             {"check": "reviews"}) == T_OK.timestamp()
+    assert (
+        v("driftgauge_check_last_success_timestamp_seconds", {"check": "reviews"})
+        == T_OK.timestamp()
+    )
     assert v("driftgauge_check_run_duration_seconds", {"check": "reviews"}) == 2.5
     assert v("driftgauge_check_runs_total", {"check": "reviews", "status": "ok"}) == 3
     assert v("driftgauge_check_runs_total", {"check": "reviews", "status": "error"}) == 0
@@ -87,23 +125,36 @@ def test_latest_results_become_per_bucket_and_window_series() -> None:
     assert v("driftgauge_excluded_rows", {"check": "reviews", "reason": "no_join_key"}) == 3
     assert v("driftgauge_buckets_in_drift", {"check": "reviews", "direction": "missing"}) == 1
     assert v("driftgauge_buckets_in_drift", {"check": "reviews", "direction": "mismatched"}) == 0
-    assert v("driftgauge_exclusion_rate_limit",
-             {"check": "reviews", "reason": "no_join_key"}) == 0.05
-    assert v("driftgauge_build_info",
-             {"version": "9.9.9", "python": platform.python_version()}) == 1
+    assert (
+        v("driftgauge_exclusion_rate_limit", {"check": "reviews", "reason": "no_join_key"}) == 0.05
+    )
+    assert (
+        v("driftgauge_build_info", {"version": "9.9.9", "python": platform.python_version()}) == 1
+    )
 
 
 def test_a_failed_run_flips_up_and_keeps_the_last_rows() -> None:
-    failed = CheckSnapshot("reviews", 3600.0, run(3, "error", T_FAIL, "StoreUnavailable"),
-                           run(2, "drift", T_OK), {"drift": 1, "error": 1}, buckets())
+    failed = CheckSnapshot(
+        "reviews",
+        3600.0,
+        run(3, "error", T_FAIL, "StoreUnavailable"),
+        run(2, "drift", T_OK),
+        {"drift": 1, "error": 1},
+        buckets(),
+    )
     v = registry({"reviews": failed}).get_sample_value
     assert v("driftgauge_check_up", {"check": "reviews"}) == 0
-    assert v("driftgauge_check_last_run_timestamp_seconds",
-             {"check": "reviews"}) == T_FAIL.timestamp()
-    assert v("driftgauge_check_last_success_timestamp_seconds",
-             {"check": "reviews"}) == T_OK.timestamp()
-    assert v("driftgauge_bucket_rows",
-             {"check": "reviews", "day": "2026-03-08", "kind": "missing"}) == 4
+    assert (
+        v("driftgauge_check_last_run_timestamp_seconds", {"check": "reviews"}) == T_FAIL.timestamp()
+    )
+    assert (
+        v("driftgauge_check_last_success_timestamp_seconds", {"check": "reviews"})
+        == T_OK.timestamp()
+    )
+    assert (
+        v("driftgauge_bucket_rows", {"check": "reviews", "day": "2026-03-08", "kind": "missing"})
+        == 4
+    )
     assert v("driftgauge_rows", {"check": "reviews", "kind": "expected"}) == 150
     assert v("driftgauge_check_runs_total", {"check": "reviews", "status": "error"}) == 1
 
@@ -123,8 +174,12 @@ def test_the_registry_is_private_and_parts_compose() -> None:
 
     reg = build_registry([process_part("1"), canary])
     assert reg.get_sample_value("driftgauge_canary_up", {"check": "reviews"}) == 1
-    assert REGISTRY.get_sample_value("driftgauge_build_info", {
-        "version": "1", "python": platform.python_version()}) is None
+    assert (
+        REGISTRY.get_sample_value(
+            "driftgauge_build_info", {"version": "1", "python": platform.python_version()}
+        )
+        is None
+    )
 
 
 def _documented(sections: tuple[str, ...]) -> dict[str, tuple[str, set[str]]]:
@@ -136,9 +191,12 @@ def _documented(sections: tuple[str, ...]) -> dict[str, tuple[str, set[str]]]:
         m = re.match(r"\| `(driftgauge_\w+)` \| (\w+) \| ([^|]*) \|", line)
         if m and current in sections:
             labels = set(re.findall(r"`(\w+)`", m.group(3).split("(")[0]))
-            labels |= {lab for lab in re.findall(r"`(\w+)`", m.group(3))
-                       if lab in {"check", "day", "kind", "status", "reason", "direction",
-                                  "version", "python"}}
+            labels |= {
+                lab
+                for lab in re.findall(r"`(\w+)`", m.group(3))
+                if lab
+                in {"check", "day", "kind", "status", "reason", "direction", "version", "python"}
+            }
             out[m.group(1)] = (m.group(2), labels)
     return out
 
@@ -155,9 +213,16 @@ def test_exposition_matches_the_documented_names_types_and_labels() -> None:
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed")
 def test_promtool_accepts_the_exposition() -> None:
-    failed = CheckSnapshot("reviews", 3600.0, run(3, "error", T_FAIL, "x"),
-                           run(2, "drift", T_OK), {"drift": 1, "error": 1}, buckets())
+    failed = CheckSnapshot(
+        "reviews",
+        3600.0,
+        run(3, "error", T_FAIL, "x"),
+        run(2, "drift", T_OK),
+        {"drift": 1, "error": 1},
+        buckets(),
+    )
     text = generate_latest(registry({"reviews": failed, "orders": CheckSnapshot("orders")}))
-    done = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
-                          timeout=30, check=False)
+    done = subprocess.run(
+        ["promtool", "check", "metrics"], input=text, capture_output=True, timeout=30, check=False
+    )
     assert done.returncode == 0, done.stdout.decode() + done.stderr.decode()

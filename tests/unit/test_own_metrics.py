@@ -75,9 +75,15 @@ def test_a_failed_call_is_timed_and_counted_a_cancelled_one_is_not() -> None:
 async def test_a_run_times_each_call_under_the_configured_store_names() -> None:
     check = load_text(CONFIG).checks["c"]
     before = observe.STORE_QUERIES.snapshot()
-    reader = MemoryAdapter(_rows(99))                   # one row missing: a drill-down
-    result = await reconcile(check, MemoryAdapter(_rows(100)), reader, DAY,
-                             DAY + timedelta(days=1), now=DAY + timedelta(days=2))
+    reader = MemoryAdapter(_rows(99))  # one row missing: a drill-down
+    result = await reconcile(
+        check,
+        MemoryAdapter(_rows(100)),
+        reader,
+        DAY,
+        DAY + timedelta(days=1),
+        now=DAY + timedelta(days=2),
+    )
     assert result.status == "drift"
     after = observe.STORE_QUERIES.snapshot()
 
@@ -85,8 +91,9 @@ async def test_a_run_times_each_call_under_the_configured_store_names() -> None:
         return after.get(key, ([0], 0.0))[0][-1] - before.get(key, ([0], 0.0))[0][-1]
 
     assert calls(("warehouse", "digests")) >= 1 and calls(("search", "digests")) >= 1
-    drilled = sum(calls((s, op)) for s in ("warehouse", "search")
-                  for op in ("slots", "prefixes", "rows"))
+    drilled = sum(
+        calls((s, op)) for s in ("warehouse", "search") for op in ("slots", "prefixes", "rows")
+    )
     assert drilled >= 2
     # Every timed call is one of the run's round trips, and none is left out.
     total = sum(calls((s, op)) for s in ("warehouse", "search") for op in observe.OPERATIONS)
@@ -97,8 +104,14 @@ async def test_a_store_that_is_down_is_counted_and_named_on_the_result() -> None
     check = load_text(CONFIG).checks["c"]
     before = observe.error_counts().get(("search", "unavailable"), 0)
     reader = MemoryAdapter([], fail_with=StoreUnavailable("search", "connection refused"))
-    result = await reconcile(check, MemoryAdapter(_rows(3)), reader, DAY,
-                             DAY + timedelta(days=1), now=DAY + timedelta(days=2))
+    result = await reconcile(
+        check,
+        MemoryAdapter(_rows(3)),
+        reader,
+        DAY,
+        DAY + timedelta(days=1),
+        now=DAY + timedelta(days=2),
+    )
     assert result.status == "error" and result.failed_store == "search"
     assert observe.error_counts()[("search", "unavailable")] == before + 1
 
@@ -112,8 +125,7 @@ def _documented() -> dict[str, tuple[str, set[str], set[str]]]:
         m = re.match(r"\| `(driftgauge_\w+)` \| (\w+) \| ([^|]*) \|", line)
         if m and current in ("Stores", "Run durations") and "retries" not in m.group(1):
             names = set(re.findall(r"`(\w+)`", re.sub(r"\([^)]*\)", "", m.group(3))))
-            values = set(re.findall(r"`(\w+)`", " ".join(re.findall(r"\(([^)]*)\)",
-                                                                   m.group(3)))))
+            values = set(re.findall(r"`(\w+)`", " ".join(re.findall(r"\(([^)]*)\)", m.group(3)))))
             out[m.group(1)] = (m.group(2), names, values)
     return out
 
@@ -133,8 +145,13 @@ def test_exposition_matches_the_documented_stores_and_run_durations_sections() -
     assert seen == {n: (t, labels) for n, (t, labels, _) in docs.items()}
     assert docs["driftgauge_store_errors_total"][2] == set(observe.ERROR_KINDS)
     assert docs["driftgauge_store_query_duration_seconds"][2] == set(observe.OPERATIONS)
-    errors = [s for f in text_string_to_metric_families(text) for s in f.samples
-              if s.name == "driftgauge_store_errors_total"]
+    errors = [
+        s
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+        if s.name == "driftgauge_store_errors_total"
+    ]
     # Every kind of every configured store is there from the start.
     assert {(s.labels["store"], s.labels["kind"]) for s in errors} >= {
-        (st, k) for st in ("warehouse", "search") for k in observe.ERROR_KINDS}
+        (st, k) for st in ("warehouse", "search") for k in observe.ERROR_KINDS
+    }

@@ -18,15 +18,18 @@ def minutes(day: datetime, tz: ZoneInfo) -> list[datetime]:
     return [start + timedelta(minutes=i) for i in range(int((end - start) / timedelta(minutes=1)))]
 
 
-@pytest.mark.parametrize(("zone", "day", "hours", "length"), [
-    ("UTC", datetime(2024, 3, 10), 24, 24.0),
-    ("Asia/Kolkata", datetime(2024, 3, 10), 24, 24.0),          # +05:30, no DST
-    ("Asia/Kathmandu", datetime(2024, 3, 10), 24, 24.0),        # +05:45
-    ("America/New_York", datetime(2024, 3, 10), 23, 23.0),      # spring forward
-    ("America/New_York", datetime(2024, 11, 3), 25, 25.0),      # fall back: 01:00 twice
-    ("Australia/Lord_Howe", datetime(2024, 4, 7), 25, 24.5),    # a 30-minute fall back
-    ("Australia/Lord_Howe", datetime(2024, 10, 6), 24, 23.5),   # a 30-minute spring forward
-])
+@pytest.mark.parametrize(
+    ("zone", "day", "hours", "length"),
+    [
+        ("UTC", datetime(2024, 3, 10), 24, 24.0),
+        ("Asia/Kolkata", datetime(2024, 3, 10), 24, 24.0),  # +05:30, no DST
+        ("Asia/Kathmandu", datetime(2024, 3, 10), 24, 24.0),  # +05:45
+        ("America/New_York", datetime(2024, 3, 10), 23, 23.0),  # spring forward
+        ("America/New_York", datetime(2024, 11, 3), 25, 25.0),  # fall back: 01:00 twice
+        ("Australia/Lord_Howe", datetime(2024, 4, 7), 25, 24.5),  # a 30-minute fall back
+        ("Australia/Lord_Howe", datetime(2024, 10, 6), 24, 23.5),  # a 30-minute spring forward
+    ],
+)
 def test_hours_partition_the_day(zone: str, day: datetime, hours: int, length: float) -> None:
     tz = ZoneInfo(zone)
     spans = buckets.hours_of_day(day.replace(tzinfo=tz), tz)
@@ -57,27 +60,33 @@ BERLIN = ZoneInfo("Europe/Berlin")
 FALL = date(2026, 10, 25)
 
 
-@pytest.mark.parametrize(("text", "utc_start"), [
-    ("02:00+02:00", datetime(2026, 10, 25, 0, tzinfo=UTC)),
-    ("02:00+01:00", datetime(2026, 10, 25, 1, tzinfo=UTC)),
-    ("2026-10-25T01:00:00Z", datetime(2026, 10, 25, 1, tzinfo=UTC)),
-    ("2026-10-25T02:00:00+01:00", datetime(2026, 10, 25, 1, tzinfo=UTC)),
-    ("3", datetime(2026, 10, 25, 2, tzinfo=UTC)),
-    ("0", datetime(2026, 10, 24, 22, tzinfo=UTC)),
-])
+@pytest.mark.parametrize(
+    ("text", "utc_start"),
+    [
+        ("02:00+02:00", datetime(2026, 10, 25, 0, tzinfo=UTC)),
+        ("02:00+01:00", datetime(2026, 10, 25, 1, tzinfo=UTC)),
+        ("2026-10-25T01:00:00Z", datetime(2026, 10, 25, 1, tzinfo=UTC)),
+        ("2026-10-25T02:00:00+01:00", datetime(2026, 10, 25, 1, tzinfo=UTC)),
+        ("3", datetime(2026, 10, 25, 2, tzinfo=UTC)),
+        ("0", datetime(2026, 10, 24, 22, tzinfo=UTC)),
+    ],
+)
 def test_resolve_hour_by_instant_or_unique_local_hour(text: str, utc_start: datetime) -> None:
     start, end = buckets.resolve_hour(text, FALL, BERLIN)
     assert (start, end) == (utc_start, utc_start + timedelta(hours=1))
 
 
-@pytest.mark.parametrize(("text", "day", "message"), [
-    ("2", FALL, r"ambiguous: name one by its offset, 02:00\+02:00 or 02:00\+01:00"),
-    ("2", date(2026, 3, 29), "the clocks skip it"),
-    ("24", FALL, "not a local hour 0-23"),
-    ("02:30+01:00", FALL, "not the start of an hour bucket"),
-    ("2026-10-25T01:00:00", FALL, "has no offset"),
-    ("soon", FALL, "not a local hour"),
-])
+@pytest.mark.parametrize(
+    ("text", "day", "message"),
+    [
+        ("2", FALL, r"ambiguous: name one by its offset, 02:00\+02:00 or 02:00\+01:00"),
+        ("2", date(2026, 3, 29), "the clocks skip it"),
+        ("24", FALL, "not a local hour 0-23"),
+        ("02:30+01:00", FALL, "not the start of an hour bucket"),
+        ("2026-10-25T01:00:00", FALL, "has no offset"),
+        ("soon", FALL, "not a local hour"),
+    ],
+)
 def test_resolve_hour_names_the_problem(text: str, day: date, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         buckets.resolve_hour(text, day, BERLIN)

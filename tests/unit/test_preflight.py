@@ -43,10 +43,15 @@ class Described:
     used: list[str] = field(default_factory=list)
 
     async def inspect_fields(self) -> list[FieldSchema]:
-        return [FieldSchema(w, tuple(p for r, p in self.problems.items() if r == w.role),
-                            precision=self.precision if w.expects == "timestamp" else None,
-                            holds="date in index i")
-                for w in wanted(self.view)]
+        return [
+            FieldSchema(
+                w,
+                tuple(p for r, p in self.problems.items() if r == w.role),
+                precision=self.precision if w.expects == "timestamp" else None,
+                holds="date in index i",
+            )
+            for w in wanted(self.view)
+        ]
 
     def use_timestamp_precision(self, precision: TimestampPrecision) -> None:
         self.used.append(precision)
@@ -93,9 +98,11 @@ async def test_every_problem_of_both_sides_is_listed_with_its_location() -> None
     reader = Described(check.reader, problems={"key": "no doc values", "fields.label": "gone"})
     with pytest.raises(SchemaError) as caught:
         await preflight(check, source, reader)
-    assert caught.value.problems == ["checks.c.source.time: column ts is text",
-                                     "checks.c.reader.key: no doc values",
-                                     "checks.c.reader.fields.label: gone"]
+    assert caught.value.problems == [
+        "checks.c.source.time: column ts is text",
+        "checks.c.reader.key: no doc values",
+        "checks.c.reader.fields.label: gone",
+    ]
     assert isinstance(caught.value, ConfigError)
 
 
@@ -110,41 +117,64 @@ def test_the_ms_token_floors_in_sql_too() -> None:
     assert "floor(" not in pg_sql.token_sql("at", "timestamp")
 
 
-@pytest.mark.parametrize(("expects", "pg_type", "kind", "words"), [
-    ("integer", "numeric", "scalar", ["numeric", "rounds fractions"]),
-    ("time", "text", "scalar", ["the time field", "timestamptz"]),
-    ("timestamp", "int8", "scalar", ["int8", "a timestamp field"]),
-    ("string", "_text", "array", ["an array"]),
-    ("boolean", "int4", "scalar", ["int4", "bool"]),
-])
-def test_postgres_column_types_that_would_misread(expects: str, pg_type: str, kind: str,
-                                                  words: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("expects", "pg_type", "kind", "words"),
+    [
+        ("integer", "numeric", "scalar", ["numeric", "rounds fractions"]),
+        ("time", "text", "scalar", ["the time field", "timestamptz"]),
+        ("timestamp", "int8", "scalar", ["int8", "a timestamp field"]),
+        ("string", "_text", "array", ["an array"]),
+        ("boolean", "int4", "scalar", ["int4", "bool"]),
+    ],
+)
+def test_postgres_column_types_that_would_misread(
+    expects: str, pg_type: str, kind: str, words: list[str]
+) -> None:
     w = Wanted("fields.x", "x", expects)  # type: ignore[arg-type]
     (problem,) = preflight_pg.judge(w, pg_type, kind, "table t").problems
     assert all(word in problem for word in words), problem
 
 
-@pytest.mark.parametrize(("expects", "pg_type"), [
-    ("string", "uuid"), ("integer", "int4"), ("decimal", "float8"), ("timestamp", "date"),
-    ("time", "timestamp"), ("integer", "text")])
+@pytest.mark.parametrize(
+    ("expects", "pg_type"),
+    [
+        ("string", "uuid"),
+        ("integer", "int4"),
+        ("decimal", "float8"),
+        ("timestamp", "date"),
+        ("time", "timestamp"),
+        ("integer", "text"),
+    ],
+)
 def test_postgres_column_types_that_read_right(expects: str, pg_type: str) -> None:
     w = Wanted("fields.x", "x", expects)  # type: ignore[arg-type]
     assert preflight_pg.judge(w, pg_type, "scalar", "table t").problems == ()
 
 
-@pytest.mark.parametrize(("role", "expects", "mapping", "words"), [
-    ("fields.x", "decimal", {"type": "float"}, ["32-bit float"]),
-    ("fields.x", "string", {"type": "text", "fields": {"kw": {"type": "keyword"}}},
-     ["text", "x.kw"]),
-    ("key", "string", {"type": "keyword", "normalizer": "lower"}, ["normalizer lower"]),
-    ("key", "integer", {"type": "long", "doc_values": False}, ["doc_values: false"]),
-    ("fields.x", "string", {"type": "keyword", "ignore_above": 256},
-     ["ignore_above 256", "mismatched"]),
-    ("time", "time", {"type": "long"}, ["the time field", "date_nanos"]),
-])
-async def test_opensearch_mappings_that_would_misread(role: str, expects: str,
-                                                      mapping: dict[str, Any],
-                                                      words: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("role", "expects", "mapping", "words"),
+    [
+        ("fields.x", "decimal", {"type": "float"}, ["32-bit float"]),
+        (
+            "fields.x",
+            "string",
+            {"type": "text", "fields": {"kw": {"type": "keyword"}}},
+            ["text", "x.kw"],
+        ),
+        ("key", "string", {"type": "keyword", "normalizer": "lower"}, ["normalizer lower"]),
+        ("key", "integer", {"type": "long", "doc_values": False}, ["doc_values: false"]),
+        (
+            "fields.x",
+            "string",
+            {"type": "keyword", "ignore_above": 256},
+            ["ignore_above 256", "mismatched"],
+        ),
+        ("time", "time", {"type": "long"}, ["the time field", "date_nanos"]),
+    ],
+)
+async def test_opensearch_mappings_that_would_misread(
+    role: str, expects: str, mapping: dict[str, Any], words: list[str]
+) -> None:
     w = Wanted(role, "x", expects)  # type: ignore[arg-type]
     problem = await preflight_os._judge(w, mapping, "i", None, _no_call)
     assert problem is not None and all(word in problem for word in words), problem
@@ -152,8 +182,9 @@ async def test_opensearch_mappings_that_would_misread(role: str, expects: str,
 
 async def test_opensearch_index_false_reads_from_doc_values() -> None:
     w = Wanted("time", "ts", "time")
-    assert await preflight_os._judge(w, {"type": "date", "index": False}, "i", None,
-                                     _no_call) is None
+    assert (
+        await preflight_os._judge(w, {"type": "date", "index": False}, "i", None, _no_call) is None
+    )
 
 
 async def _no_call(what: str, coro: Any) -> Any:

@@ -53,8 +53,10 @@ def test_bounds_are_utc_iso_and_quoted_in_the_url() -> None:
     start = datetime(2026, 3, 29, tzinfo=BERLIN)
     end = start + timedelta(days=1)
     assert io.iso(start) == "2026-03-28T23:00:00Z"
-    assert io.fill("/x?from={start}&to={end}", start, end, in_url=True) == \
-        "/x?from=2026-03-28T23%3A00%3A00Z&to=2026-03-29T22%3A00%3A00Z"  # 23 hours
+    assert (
+        io.fill("/x?from={start}&to={end}", start, end, in_url=True)
+        == "/x?from=2026-03-28T23%3A00%3A00Z&to=2026-03-29T22%3A00%3A00Z"
+    )  # 23 hours
     assert io.fill("{end}", start, end, in_url=False) == "2026-03-29T22:00:00Z"
     with pytest.raises(ValueError, match="timezone-aware"):
         io.iso(datetime(2026, 3, 29))
@@ -67,7 +69,8 @@ def test_a_url_without_both_bounds_is_refused() -> None:
 
 def test_a_reader_api_view_names_no_table() -> None:
     text = CONFIG.replace("URL", "http://h/{start}/{end}").replace(
-        "reader: {store: api,", "reader: {store: api, table: t,")
+        "reader: {store: api,", "reader: {store: api, table: t,"
+    )
     with pytest.raises(ConfigError, match=r"reader\.table: a reader_api view reads"):
         load_text(text)
 
@@ -75,19 +78,25 @@ def test_a_reader_api_view_names_no_table() -> None:
 def test_the_coverage_says_which_rows_are_read() -> None:
     config = load_text(CONFIG.replace("URL", "http://h/{start}/{end}"))
     check = config.checks["orders"]
-    assert registry.kind_of("reader_api").coverage(check.reader.store) == \
-        "bounded window of at most 3 days"
+    assert (
+        registry.kind_of("reader_api").coverage(check.reader.store)
+        == "bounded window of at most 3 days"
+    )
     assert registry.kind_of("postgres").coverage(check.source.store) == registry.EVERY_ROW
 
 
-async def test_credentials_come_from_env_and_file_secrets(tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_credentials_come_from_env_and_file_secrets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("DG_TEST_API_TOKEN", "s3cret")
     (tmp_path / "pw").write_text("hunter2\n", encoding="utf-8")
-    bearer = ReaderApiStore("api", "http://h/{start}/{end}",
-                            bearer=Secret("env:DG_TEST_API_TOKEN"))
-    basic = ReaderApiStore("api", "http://h/{start}/{end}", username="reader",
-                           password=Secret(f"file:{tmp_path / 'pw'}"))
+    bearer = ReaderApiStore("api", "http://h/{start}/{end}", bearer=Secret("env:DG_TEST_API_TOKEN"))
+    basic = ReaderApiStore(
+        "api",
+        "http://h/{start}/{end}",
+        username="reader",
+        password=Secret(f"file:{tmp_path / 'pw'}"),
+    )
     async with io.open_client(bearer) as client:
         assert client.headers["authorization"] == "Bearer s3cret"
     async with io.open_client(basic) as client:

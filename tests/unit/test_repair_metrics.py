@@ -15,8 +15,18 @@ from driftgauge.repair.metrics import RepairMetrics, RepairSnapshot
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 T = datetime(2026, 3, 16, 12, tzinfo=UTC)
-LABELS = {"pipeline", "status", "check", "step", "rule", "kind", "subject", "consumer",
-          "partition", "side"}
+LABELS = {
+    "pipeline",
+    "status",
+    "check",
+    "step",
+    "rule",
+    "kind",
+    "subject",
+    "consumer",
+    "partition",
+    "side",
+}
 
 
 def _documented() -> dict[str, tuple[str, set[str]]]:
@@ -34,17 +44,33 @@ def _documented() -> dict[str, tuple[str, set[str]]]:
 
 def _part() -> RepairMetrics:
     part = RepairMetrics(None, lambda: T)  # type: ignore[arg-type, unused-ignore]
-    facts = {"check": "orders", "consumer": "settlement-report",
-             "start": "2026-03-15T02:00:00+00:00", "before": {"count": 10},
-             "after": {"count": 11}}
+    facts = {
+        "check": "orders",
+        "consumer": "settlement-report",
+        "start": "2026-03-15T02:00:00+00:00",
+        "before": {"count": 10},
+        "after": {"count": 11},
+    }
     part.snap = RepairSnapshot(
-        watermarks=[{"pipeline": "orders-fact", "processed_through": T - timedelta(hours=3),
-                     "advanced_at": T - timedelta(hours=1)}],
-        backfills={"closed": 1, "running": 1}, oldest_open={"orders": T - timedelta(hours=2)},
+        watermarks=[
+            {
+                "pipeline": "orders-fact",
+                "processed_through": T - timedelta(hours=3),
+                "advanced_at": T - timedelta(hours=1),
+            }
+        ],
+        backfills={"closed": 1, "running": 1},
+        oldest_open={"orders": T - timedelta(hours=2)},
         refusals={("start", "not_announced"): 2},
-        active=[{"kind": "silent_change", "subject": "orders/settlement-report/x",
-                 "facts": json.dumps(facts)}],
-        recorded={"silent_change": 1})
+        active=[
+            {
+                "kind": "silent_change",
+                "subject": "orders/settlement-report/x",
+                "facts": json.dumps(facts),
+            }
+        ],
+        recorded={"silent_change": 1},
+    )
     return part
 
 
@@ -58,8 +84,10 @@ def test_exposition_matches_the_documented_repair_section() -> None:
 
 
 def test_ages_and_the_silent_change_read_from_the_snapshot() -> None:
-    fams = {f.name: f for f in text_string_to_metric_families(
-        generate_latest(build_registry([_part()])).decode())}
+    fams = {
+        f.name: f
+        for f in text_string_to_metric_families(generate_latest(build_registry([_part()])).decode())
+    }
     age = fams["driftgauge_watermark_age_seconds"].samples[0]
     assert age.value == 3 * 3600
     assert fams["driftgauge_backfill_open_seconds"].samples[0].value == 2 * 3600

@@ -36,11 +36,14 @@ def test_retention_takes_durations() -> None:
     assert load_text(config("{ledger: 90d}")).state.retention.runs == timedelta(days=30)
 
 
-@pytest.mark.parametrize(("retention", "problem"), [
-    ("{runs: forever}", "state.retention.runs: 'forever' is not a duration"),
-    ("{ledger: 0d}", "state.retention.ledger: must be at least 1h, got 0d"),
-    ("{runs: 30d, keep: 1d}", "state.retention.keep: unknown key"),
-])
+@pytest.mark.parametrize(
+    ("retention", "problem"),
+    [
+        ("{runs: forever}", "state.retention.runs: 'forever' is not a duration"),
+        ("{ledger: 0d}", "state.retention.ledger: must be at least 1h, got 0d"),
+        ("{runs: 30d, keep: 1d}", "state.retention.keep: unknown key"),
+    ],
+)
 def test_a_bad_retention_names_its_location(retention: str, problem: str) -> None:
     with pytest.raises(ConfigError) as err:
         load_text(config(retention))

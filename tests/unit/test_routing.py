@@ -14,12 +14,16 @@ def _allow() -> None:
     """Let every caller through."""
 
 
-@pytest.mark.parametrize(("router", "path", "detail"), [
-    (canary_router, "/canary/reviews", "canaries are not running"),
-    (ledger_router, "/ledger/runs/1", "the run ledger is not running"),
-])
-async def test_a_router_without_its_running_service_answers_503(router: object, path: str,
-                                                               detail: str) -> None:
+@pytest.mark.parametrize(
+    ("router", "path", "detail"),
+    [
+        (canary_router, "/canary/reviews", "canaries are not running"),
+        (ledger_router, "/ledger/runs/1", "the run ledger is not running"),
+    ],
+)
+async def test_a_router_without_its_running_service_answers_503(
+    router: object, path: str, detail: str
+) -> None:
     app = FastAPI()
     app.include_router(router(_allow, _allow))  # type: ignore[operator]
     transport = httpx.ASGITransport(app=app)

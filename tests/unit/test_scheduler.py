@@ -54,8 +54,11 @@ def scheduler(tick: TickFn, clock: Clock | None = None) -> JobRuntime:
 def test_jobs_per_check_come_from_its_schedule() -> None:
     got = {(s.id, s.every, s.cron) for s in specs()}
     assert got == {
-        ("orders:recent", timedelta(minutes=15), None), ("orders:full", timedelta(days=1), None),
-        ("reviews:recent", timedelta(hours=1), None), ("reviews:full", None, "0 3 * * *")}
+        ("orders:recent", timedelta(minutes=15), None),
+        ("orders:full", timedelta(days=1), None),
+        ("reviews:recent", timedelta(hours=1), None),
+        ("reviews:full", None, "0 3 * * *"),
+    }
 
 
 def test_interval_ticks_sit_on_a_grid_every_replica_shares() -> None:
@@ -69,10 +72,12 @@ def test_interval_ticks_sit_on_a_grid_every_replica_shares() -> None:
 def test_cron_ticks_follow_the_checks_time_zone() -> None:
     nightly = JobSpec("c", "full", cron="0 3 * * *", timezone=ZoneInfo("Europe/Berlin"))
     # 03:00 in Berlin is 02:00 UTC in March (before the DST change).
-    assert nightly.latest_fire(datetime(2026, 3, 10, 5, 0, tzinfo=UTC)) == \
-        datetime(2026, 3, 10, 2, 0, tzinfo=UTC)
-    assert nightly.latest_fire(datetime(2026, 3, 10, 1, 0, tzinfo=UTC)) == \
-        datetime(2026, 3, 9, 2, 0, tzinfo=UTC)
+    assert nightly.latest_fire(datetime(2026, 3, 10, 5, 0, tzinfo=UTC)) == datetime(
+        2026, 3, 10, 2, 0, tzinfo=UTC
+    )
+    assert nightly.latest_fire(datetime(2026, 3, 10, 1, 0, tzinfo=UTC)) == datetime(
+        2026, 3, 9, 2, 0, tzinfo=UTC
+    )
     assert nightly.period(T0) == timedelta(days=1)
     every_minute = JobSpec("c", "full", cron="* * * * *")
     assert every_minute.latest_fire(T0 + timedelta(seconds=59)) == T0
@@ -94,8 +99,10 @@ async def test_run_due_fires_each_tick_once_and_coalesces_missed_ones() -> None:
     # Three hours pass without a tick: each job runs once, for its latest tick.
     out = await sched.run_due(T0 + timedelta(hours=3, minutes=1))
     assert sorted(out) == ["orders:recent", "reviews:recent"]
-    assert sorted(fired) == [("orders:recent", T0 + timedelta(hours=3)),
-                             ("reviews:recent", T0 + timedelta(hours=3))]
+    assert sorted(fired) == [
+        ("orders:recent", T0 + timedelta(hours=3)),
+        ("reviews:recent", T0 + timedelta(hours=3)),
+    ]
 
 
 async def test_a_slow_check_does_not_hold_up_another() -> None:

@@ -24,14 +24,27 @@ def _format(record: logging.LogRecord) -> dict[str, object]:
 def test_bound_context_and_extras_land_in_each_line() -> None:
     logger = logging.getLogger("driftgauge.test")
     with log_context(check="reviews", run_id=7), log_context(request_id="abc"):
-        record = logger.makeRecord("driftgauge.test", logging.INFO, __file__, 1, "run %s", ("x",),
-                                   None, extra={"status": "drift"})
+        record = logger.makeRecord(
+            "driftgauge.test",
+            logging.INFO,
+            __file__,
+            1,
+            "run %s",
+            ("x",),
+            None,
+            extra={"status": "drift"},
+        )
         line = _format(record)
     assert line["msg"] == "run x" and line["level"] == "info"
     assert (line["check"], line["run_id"], line["request_id"], line["status"]) == (
-        "reviews", 7, "abc", "drift")
-    outside = _format(logger.makeRecord("driftgauge.test", logging.INFO, __file__, 1, "m", (),
-                                        None))
+        "reviews",
+        7,
+        "abc",
+        "drift",
+    )
+    outside = _format(
+        logger.makeRecord("driftgauge.test", logging.INFO, __file__, 1, "m", (), None)
+    )
     assert "check" not in outside
 
 
@@ -57,8 +70,7 @@ checks:
     assert full_start.date().isoformat() == "2026-02-08"
 
 
-def test_client_libraries_log_one_line_without_a_stack(capsys: pytest.CaptureFixture[str]
-                                                       ) -> None:
+def test_client_libraries_log_one_line_without_a_stack(capsys: pytest.CaptureFixture[str]) -> None:
     root = logging.getLogger()
     saved = root.handlers[:], root.level
     try:
@@ -80,8 +92,9 @@ def test_client_libraries_log_one_line_without_a_stack(capsys: pytest.CaptureFix
     assert "Traceback" in lines[2]["stack"]
 
 
-def _configured_lines(capsys: pytest.CaptureFixture[str], fmt: str, level: str,
-                      emit: Callable[[], None]) -> list[str]:
+def _configured_lines(
+    capsys: pytest.CaptureFixture[str], fmt: str, level: str, emit: Callable[[], None]
+) -> list[str]:
     root = logging.getLogger()
     saved = root.handlers[:], root.level
     try:
@@ -97,8 +110,10 @@ def test_uvicorn_colour_codes_never_reach_the_json(capsys: pytest.CaptureFixture
     def emit() -> None:
         # What uvicorn logs at start-up: the message again, coloured, as an extra.
         logging.getLogger("uvicorn.error").info(
-            "Uvicorn running on %s", "http://0.0.0.0:8080",
-            extra={"color_message": "Uvicorn running on \x1b[1m%s\x1b[0m"})
+            "Uvicorn running on %s",
+            "http://0.0.0.0:8080",
+            extra={"color_message": "Uvicorn running on \x1b[1m%s\x1b[0m"},
+        )
 
     [line] = _configured_lines(capsys, "json", "INFO", emit)
     assert "\\u001b" not in line and "\x1b" not in line
@@ -108,11 +123,13 @@ def test_uvicorn_colour_codes_never_reach_the_json(capsys: pytest.CaptureFixture
 
 
 def test_text_format_is_one_readable_line_with_the_fields(
-        capsys: pytest.CaptureFixture[str]) -> None:
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     def emit() -> None:
         with log_context(check="reviews"):
             logging.getLogger("driftgauge.runner").warning(
-                "run finished", extra={"store": "search", "color_message": "\x1b[31mx"})
+                "run finished", extra={"store": "search", "color_message": "\x1b[31mx"}
+            )
         logging.getLogger("driftgauge.runner").debug("hidden below the level")
 
     [line] = _configured_lines(capsys, "text", "WARNING", emit)
@@ -124,13 +141,16 @@ def test_text_format_is_one_readable_line_with_the_fields(
 
 
 def test_serve_takes_the_log_options_from_arguments_or_the_environment(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from driftgauge.cli import _parser
 
     args = _parser().parse_args(["serve", "--log-level", "debug", "--log-format", "text"])
     assert (args.log_level, args.log_format) == ("DEBUG", "text")
-    assert (_parser().parse_args(["serve"]).log_level,
-            _parser().parse_args(["serve"]).log_format) == ("INFO", "json")
+    assert (
+        _parser().parse_args(["serve"]).log_level,
+        _parser().parse_args(["serve"]).log_format,
+    ) == ("INFO", "json")
     monkeypatch.setenv("DRIFTGAUGE_LOG_LEVEL", "warning")
     monkeypatch.setenv("DRIFTGAUGE_LOG_FORMAT", "text")
     args = _parser().parse_args(["serve"])
@@ -138,7 +158,8 @@ def test_serve_takes_the_log_options_from_arguments_or_the_environment(
 
 
 def test_a_bad_log_level_from_the_environment_is_a_clear_error(
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from driftgauge.cli import main
 
     monkeypatch.setenv("DRIFTGAUGE_LOG_LEVEL", "loud")
@@ -148,12 +169,12 @@ def test_a_bad_log_level_from_the_environment_is_a_clear_error(
 
 
 async def test_probe_and_scrape_lines_are_debug_everything_else_info(
-        caplog: pytest.LogCaptureFixture) -> None:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     from driftgauge.api.middleware import RequestContext
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        status = 503 if scope["path"] == "/readyz" and b"down" in scope["query_string"] \
-            else 200
+        status = 503 if scope["path"] == "/readyz" and b"down" in scope["query_string"] else 200
         await send({"type": "http.response.start", "status": status, "headers": []})
         await send({"type": "http.response.body", "body": b"x"})
 
@@ -162,8 +183,15 @@ async def test_probe_and_scrape_lines_are_debug_everything_else_info(
         async with httpx.AsyncClient(transport=transport, base_url="http://dg") as client:
             for path in ("/healthz", "/readyz", "/metrics", "/api/v1/checks", "/readyz?down"):
                 await client.get(path)
-    levels = [(r.__dict__["path"], r.__dict__["status"], r.levelname)
-              for r in caplog.records if r.getMessage() == "request"]
-    assert levels == [("/healthz", 200, "DEBUG"), ("/readyz", 200, "DEBUG"),
-                      ("/metrics", 200, "DEBUG"), ("/api/v1/checks", 200, "INFO"),
-                      ("/readyz", 503, "INFO")]
+    levels = [
+        (r.__dict__["path"], r.__dict__["status"], r.levelname)
+        for r in caplog.records
+        if r.getMessage() == "request"
+    ]
+    assert levels == [
+        ("/healthz", 200, "DEBUG"),
+        ("/readyz", 200, "DEBUG"),
+        ("/metrics", 200, "DEBUG"),
+        ("/api/v1/checks", 200, "INFO"),
+        ("/readyz", 503, "INFO"),
+    ]

@@ -25,14 +25,21 @@ def config(**check: Any) -> str:
             "os_sync": {"kind": "opensearch", "url": "http://h:9200", "username": "sync"},
         },
         "state": {"dsn": "postgresql://x@h/state"},
-        "checks": {"reviews": {
-            "source": {"store": "db", "table": "tasks", "key": "task_id", "time": "ts"},
-            "reader": {"store": "os", "index": "conv", "key": "task_id", "time": "ts",
-                       "fields": {"label": "review_tier"},
-                       "filter": {"bool": {"filter": [TIERS], "must_not": [HIDE]}}},
-            "fields": {"label": "string"},
-            **check,
-        }},
+        "checks": {
+            "reviews": {
+                "source": {"store": "db", "table": "tasks", "key": "task_id", "time": "ts"},
+                "reader": {
+                    "store": "os",
+                    "index": "conv",
+                    "key": "task_id",
+                    "time": "ts",
+                    "fields": {"label": "review_tier"},
+                    "filter": {"bool": {"filter": [TIERS], "must_not": [HIDE]}},
+                },
+                "fields": {"label": "string"},
+                **check,
+            }
+        },
     }
     return yaml.safe_dump(base)
 
@@ -49,8 +56,14 @@ def test_sections_are_optional_and_default_off() -> None:
 
 
 def test_defaults_of_each_section() -> None:
-    check = load_text(config(ledger={"job": "review-sync"}, canary={"store": "os_sync"},
-                             vocabulary={"label": {}}, volume={})).checks["reviews"]
+    check = load_text(
+        config(
+            ledger={"job": "review-sync"},
+            canary={"store": "os_sync"},
+            vocabulary={"label": {}},
+            volume={},
+        )
+    ).checks["reviews"]
     assert check.ledger is not None and check.canary is not None and check.volume is not None
     assert check.ledger.no_match_rate == 0.05
     assert check.ledger.summary_deadline == timedelta(hours=6)
@@ -63,8 +76,10 @@ def test_defaults_of_each_section() -> None:
 
 def test_canary_errors_name_their_location() -> None:
     got = problems(config(canary={"store": "db", "every": "often", "document": {"task_id": 1}}))
-    assert "checks.reviews.canary.store: the canary writes to OpenSearch; store 'db' is " \
-           "postgres" in got
+    assert (
+        "checks.reviews.canary.store: the canary writes to OpenSearch; store 'db' is "
+        "postgres" in got
+    )
     assert any(p.startswith("checks.reviews.canary.every:") for p in got)
     assert any(p.startswith("checks.reviews.canary.document.task_id:") for p in got)
 
@@ -79,15 +94,21 @@ def test_a_reader_filter_that_would_show_sentinels_is_rejected() -> None:
 def test_vocabulary_needs_accepted_values_it_can_find() -> None:
     got = problems(config(vocabulary={"label": {"filter_field": "tier"}, "colour": {}}))
     assert "checks.reviews.vocabulary.colour: not one of the check's fields" in got
-    assert any(p.startswith("checks.reviews.vocabulary.label.accepted: the reader filter has "
-                            "no term or terms clause on 'tier'") for p in got)
+    assert any(
+        p.startswith(
+            "checks.reviews.vocabulary.label.accepted: the reader filter has "
+            "no term or terms clause on 'tier'"
+        )
+        for p in got
+    )
     explicit = load_text(config(vocabulary={"label": {"accepted": ["gold", True, 3]}}))
     assert explicit.checks["reviews"].vocabulary[0].accepted == ("3", "gold", "true")
 
 
 def test_ledger_durations_and_unknown_keys() -> None:
-    got = problems(config(ledger={"job": "review-sync", "summary_deadline": "soon",
-                                  "colour": "red"}))
+    got = problems(
+        config(ledger={"job": "review-sync", "summary_deadline": "soon", "colour": "red"})
+    )
     assert "checks.reviews.ledger.colour: unknown key" in got
     got = problems(config(ledger={"job": "review-sync", "settle": "later"}))
     assert got[0].startswith("checks.reviews.ledger.settle:")
@@ -103,8 +124,12 @@ def test_checks_sharing_a_job_must_agree_on_its_windows() -> None:
 
 
 def test_accepted_terms_reads_positive_clauses_only() -> None:
-    flt = {"bool": {"filter": [TIERS, {"term": {"visibility": {"value": "public"}}}],
-                    "must_not": [{"terms": {"review_tier": ["first_tier"]}}]}}
+    flt = {
+        "bool": {
+            "filter": [TIERS, {"term": {"visibility": {"value": "public"}}}],
+            "must_not": [{"terms": {"review_tier": ["first_tier"]}}],
+        }
+    }
     assert querydsl.accepted_terms(flt, "review_tier") == ("first_tier", "second_tier")
     assert querydsl.accepted_terms(flt, "visibility") == ("public",)
     assert querydsl.accepted_terms(flt, "label") is None
@@ -115,8 +140,9 @@ def test_accepted_terms_reads_positive_clauses_only() -> None:
 
 
 def test_without_marker_clause_keeps_every_other_clause() -> None:
-    flt: dict[str, Any] = {"bool": {"filter": [TIERS],
-                                    "must_not": [HIDE, {"term": {"deleted": True}}]}}
+    flt: dict[str, Any] = {
+        "bool": {"filter": [TIERS], "must_not": [HIDE, {"term": {"deleted": True}}]}
+    }
     out = querydsl.without_marker_clause(flt, "driftgauge_canary")
     assert out == {"bool": {"filter": [TIERS], "must_not": [{"term": {"deleted": True}}]}}
     assert flt["bool"]["must_not"][0] == HIDE  # the original is untouched

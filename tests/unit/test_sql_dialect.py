@@ -14,8 +14,13 @@ from driftgauge.stores.postgres import dialect as pg
 from driftgauge.stores.postgres.settings import PostgresStore
 from driftgauge.stores.sql.dialect import SqlDialect
 
-FIELDS = (Field("a", "string"), Field("b", "integer"), Field("c", "decimal"),
-          Field("d", "boolean"), Field("e", "timestamp"))
+FIELDS = (
+    Field("a", "string"),
+    Field("b", "integer"),
+    Field("c", "decimal"),
+    Field("d", "boolean"),
+    Field("e", "timestamp"),
+)
 TYPES: tuple[FieldType, ...] = ("string", "integer", "decimal", "boolean", "timestamp")
 PRECISIONS: tuple[TimestampPrecision, ...] = ("us", "ms")
 POSTGRES_SQL = "850497c756527bd236b055f69b53c122ebd3d75ffd245d7760fcdf0b40f112ce"
@@ -27,24 +32,37 @@ def _views() -> list[View]:
     out = []
     for key_type in ("string", "integer"):
         for precision in PRECISIONS:
-            for rules in ((), (Exclusion("r1", where="a IS NULL"),
-                               Exclusion("r2", where="b > 3"))):
+            for rules in ((), (Exclusion("r1", where="a IS NULL"), Exclusion("r2", where="b > 3"))):
                 for where in ({"table": "public.items"}, {"query": "SELECT * FROM t;  "}):
-                    out.append(View(store=store, key_column="id", time_column="ts",
-                                    columns=("ca", "cb", "cc", "cd", "ce"), fields=FIELDS,
-                                    key_type=key_type,
-                                    timezone=ZoneInfo("Europe/Berlin"), exclusions=rules,
-                                    timestamp_precision=precision, **where))  # type: ignore[arg-type]
+                    out.append(
+                        View(
+                            store=store,
+                            key_column="id",
+                            time_column="ts",
+                            columns=("ca", "cb", "cc", "cd", "ce"),
+                            fields=FIELDS,
+                            key_type=key_type,
+                            timezone=ZoneInfo("Europe/Berlin"),
+                            exclusions=rules,
+                            timestamp_precision=precision,
+                            **where,  # type: ignore[arg-type]
+                        )
+                    )
     return out
 
 
 def _queries(d: Any, view: View) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "bucket": d.bucket_sql(view), "slot": d.slot_sql(view),
-        "slot_rows": d.slot_sql(view, distinct=False), "day_slot": d.day_slot_sql(view),
-        "vc": d.value_counts_sql(view, "ca"), "rel": d.relation(view),
-        "renc": d.row_encoding_sql(view), "like": d.like_patterns(["a", "0f"]),
-        "tok": [d.token_sql("x", t, p) for t in TYPES for p in PRECISIONS]}
+        "bucket": d.bucket_sql(view),
+        "slot": d.slot_sql(view),
+        "slot_rows": d.slot_sql(view, distinct=False),
+        "day_slot": d.day_slot_sql(view),
+        "vc": d.value_counts_sql(view, "ca"),
+        "rel": d.relation(view),
+        "renc": d.row_encoding_sql(view),
+        "like": d.like_patterns(["a", "0f"]),
+        "tok": [d.token_sql("x", t, p) for t in TYPES for p in PRECISIONS],
+    }
     for within in (True, False):
         out[f"prefix{within}"] = d.prefix_sql(view, within=within)
         for ranges in (None, 1, 3):
@@ -91,12 +109,12 @@ class Spelled(SqlDialect):
 
 
 def test_another_sql_engine_is_only_its_spellings() -> None:
-    view = _views()[10]   # integer keys, two rules, a table
+    view = _views()[10]  # integer keys, two rules, a table
     sql = Spelled().bucket_sql(view)
     assert "FILTER" not in sql and "::" not in sql and "$" not in sql
     assert "count(DISTINCT CASE WHEN r.x IS NULL THEN r.kd END)" in sql
     assert "sum(CASE WHEN r.x IS NULL THEN hash64(renc) END) AS digest" in sql
     assert "local_day(r.t, %(p4)s) AS bucket" in sql
-    assert "WHERE \"ts\" >= %(p1)s AND \"ts\" < %(p2)s" in sql
+    assert 'WHERE "ts" >= %(p1)s AND "ts" < %(p2)s' in sql
     assert "CASE WHEN (a IS NULL) IS TRUE THEN 1 WHEN (b > 3) IS TRUE THEN 2 END AS x" in sql
     assert sql.count("CAST((") > 0

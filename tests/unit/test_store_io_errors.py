@@ -48,8 +48,13 @@ OS_MAPPED: list[tuple[BaseException, type[StoreError]]] = [
     (osp.TransportError(400, "parsing_exception", None), StoreQueryError),
     (osp.SerializationError("not JSON"), StoreQueryError),
 ]
-BUGS = [KeyError("k"), TypeError("bad call"), ValueError("our own check"),
-        AttributeError("x"), ZeroDivisionError()]
+BUGS = [
+    KeyError("k"),
+    TypeError("bad call"),
+    ValueError("our own check"),
+    AttributeError("x"),
+    ZeroDivisionError(),
+]
 
 
 @pytest.mark.parametrize(("exc", "mapped"), PG_MAPPED, ids=lambda v: type(v).__name__)
@@ -63,8 +68,7 @@ def test_each_postgres_driver_error_maps(exc: BaseException, mapped: type[StoreE
 
 
 @pytest.mark.parametrize(("exc", "mapped"), OS_MAPPED, ids=lambda v: type(v).__name__)
-def test_each_opensearch_client_error_maps(exc: BaseException,
-                                           mapped: type[StoreError]) -> None:
+def test_each_opensearch_client_error_maps(exc: BaseException, mapped: type[StoreError]) -> None:
     assert type(translate_error("os", "read", exc)) is mapped
     assert type(registry.kind_of("opensearch").error_map("os", "read", exc)) is mapped
 
@@ -110,8 +114,9 @@ class OnePool:
 
 
 def _adapter(exc: BaseException) -> PostgresAdapter:
-    view = make_view(pg_store("postgresql://u@127.0.0.1:1/db"), key="k", time="ts",
-                     fields={}, table="t")
+    view = make_view(
+        pg_store("postgresql://u@127.0.0.1:1/db"), key="k", time="ts", fields={}, table="t"
+    )
     return PostgresAdapter(view, OnePool(exc), owns_pool=False)
 
 
@@ -122,7 +127,7 @@ async def test_a_bug_inside_a_postgres_read_propagates_as_itself() -> None:
 
 
 async def test_a_postgres_driver_error_in_a_read_is_our_store_error() -> None:
-    adapter = _adapter(asyncpg.UndefinedTableError("relation \"t\" does not exist"))
+    adapter = _adapter(asyncpg.UndefinedTableError('relation "t" does not exist'))
     with pytest.raises(StoreQueryError, match="bucket digests on t"):
         await adapter.bucket_digests(*DAY, "day")
 
@@ -134,13 +139,16 @@ class StatePool:
         @asynccontextmanager
         async def conn() -> AsyncIterator[object]:
             yield object()
+
         return conn()
 
 
-@pytest.mark.parametrize(("exc", "mapped"), [(OSError("reset"), StateError),
-                                             (KeyError("k"), KeyError)])
+@pytest.mark.parametrize(
+    ("exc", "mapped"), [(OSError("reset"), StateError), (KeyError("k"), KeyError)]
+)
 async def test_state_calls_map_driver_errors_and_let_bugs_through(
-        exc: BaseException, mapped: type[BaseException]) -> None:
+    exc: BaseException, mapped: type[BaseException]
+) -> None:
     with pytest.raises(mapped):
         async with io.PgCalls(StatePool(), 1.0).conn("read"):
             raise exc
@@ -153,6 +161,7 @@ async def test_a_bug_in_an_opensearch_read_is_neither_retried_nor_a_store_error(
         nonlocal calls
         calls += 1
         raise KeyError("hits")
+
     with pytest.raises(KeyError):
         await retry.call(make, store="os", what="read", translate=translate_error)
     assert calls == 1

@@ -24,10 +24,12 @@ checks:
     source: {store: pg, table: t, key: id, time: ts}
     reader: {store: os, index: i, key: id, time: ts}
 """
-ADAPTERS = {"postgres": PostgresAdapter, "opensearch": OpenSearchAdapter,
-            "mariadb": MariaDBAdapter}
-PROTOCOLS = {registry.SLOT_FIRST_PASS: SlotFirstPass,
-             registry.VOCABULARY_COUNTER: VocabularyCounter, registry.KEY_PICKER: KeyQuery}
+ADAPTERS = {"postgres": PostgresAdapter, "opensearch": OpenSearchAdapter, "mariadb": MariaDBAdapter}
+PROTOCOLS = {
+    registry.SLOT_FIRST_PASS: SlotFirstPass,
+    registry.VOCABULARY_COUNTER: VocabularyCounter,
+    registry.KEY_PICKER: KeyQuery,
+}
 
 
 def test_each_store_subpackage_exports_one_kind_named_after_it() -> None:
@@ -46,8 +48,7 @@ def test_the_config_union_has_one_member_per_kind() -> None:
 
 def test_the_loader_builds_each_store_with_its_kind() -> None:
     config = load_text(CONFIG)
-    assert {n: s.kind for n, s in config.stores.items()} == {"pg": "postgres",
-                                                             "os": "opensearch"}
+    assert {n: s.kind for n, s in config.stores.items()} == {"pg": "postgres", "os": "opensearch"}
     for store in config.stores.values():
         assert registry.kind_of(store.kind).name == store.kind
 

@@ -25,8 +25,11 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 FAST = os_retry.RetryPolicy(attempts=4, base=0.001, cap=0.004, reserve=0.0)
 
 
-def throttled(cause: str = "es_rejected_execution_exception", retry_after: str | None = None,
-              durability: str | None = None) -> osp.TransportError:
+def throttled(
+    cause: str = "es_rejected_execution_exception",
+    retry_after: str | None = None,
+    durability: str | None = None,
+) -> osp.TransportError:
     err: dict[str, Any] = {"type": cause, "reason": "queue capacity = 1000"}
     if durability is not None:
         err["durability"] = durability
@@ -50,14 +53,18 @@ class Flaky:
 
 
 async def call(flaky: Flaky, policy: os_retry.RetryPolicy = FAST) -> str:
-    return await os_retry.call(flaky, store="os", what="read", translate=translate_error,
-                               policy=policy)
+    return await os_retry.call(
+        flaky, store="os", what="read", translate=translate_error, policy=policy
+    )
 
 
 async def test_429_503_and_resets_are_retried_and_counted() -> None:
     before = retries.retry_counts()
-    flaky = Flaky(throttled(), osp.TransportError(503, "unavailable", None),
-                  osp.ConnectionError("N/A", "reset by peer", OSError()))
+    flaky = Flaky(
+        throttled(),
+        osp.TransportError(503, "unavailable", None),
+        osp.ConnectionError("N/A", "reset by peer", OSError()),
+    )
     assert await call(flaky) == "answer"
     assert flaky.calls == 4
     after = retries.retry_counts()
@@ -65,11 +72,15 @@ async def test_429_503_and_resets_are_retried_and_counted() -> None:
         assert after[("os", reason)] - before.get(("os", reason), 0) == 1
 
 
-@pytest.mark.parametrize("error", [
-    osp.ConnectionTimeout("TIMEOUT", "read timeout", TimeoutError()),
-    osp.TransportError(400, "parsing_exception", None),
-    throttled("circuit_breaking_exception", durability="PERMANENT"),
-], ids=["timeout", "400", "permanent-breaker"])
+@pytest.mark.parametrize(
+    "error",
+    [
+        osp.ConnectionTimeout("TIMEOUT", "read timeout", TimeoutError()),
+        osp.TransportError(400, "parsing_exception", None),
+        throttled("circuit_breaking_exception", durability="PERMANENT"),
+    ],
+    ids=["timeout", "400", "permanent-breaker"],
+)
 async def test_what_a_retry_cannot_fix_fails_at_once(error: BaseException) -> None:
     flaky = Flaky(error)
     with pytest.raises(StoreError):
@@ -79,9 +90,12 @@ async def test_what_a_retry_cannot_fix_fails_at_once(error: BaseException) -> No
 
 async def test_giving_up_names_the_store_the_cause_and_the_attempts() -> None:
     flaky = Flaky(*[throttled()] * 4)
-    with pytest.raises(StoreUnavailable, match=r"^os: read: cluster answered 429 "
-                       r"\(es_rejected_execution_exception: queue capacity = 1000\) "
-                       r"\(gave up after 4 attempts\)$"):
+    with pytest.raises(
+        StoreUnavailable,
+        match=r"^os: read: cluster answered 429 "
+        r"\(es_rejected_execution_exception: queue capacity = 1000\) "
+        r"\(gave up after 4 attempts\)$",
+    ):
         await call(flaky)
     assert flaky.calls == 4
 
@@ -99,7 +113,7 @@ def test_backoff_doubles_with_jitter_up_to_the_cap() -> None:
     waits = [[policy.backoff(n, rng) for n in range(5)] for _ in range(50)]
     for row in waits:
         for n, wait in enumerate(row):
-            step = min(4.0, 2.0 ** n)
+            step = min(4.0, 2.0**n)
             assert step / 2 <= wait <= step
     assert len({round(row[2], 6) for row in waits}) > 40  # jittered, not in step
 
@@ -141,8 +155,7 @@ def _documented() -> dict[str, tuple[str, set[str], set[str]]]:
         m = re.match(r"\| `(driftgauge_\w+)` \| (\w+) \| ([^|]*) \|", line)
         if m and current == "Stores":
             names = set(re.findall(r"`(\w+)`", re.sub(r"\([^)]*\)", "", m.group(3))))
-            values = set(re.findall(r"`(\w+)`", " ".join(re.findall(r"\(([^)]*)\)",
-                                                                   m.group(3)))))
+            values = set(re.findall(r"`(\w+)`", " ".join(re.findall(r"\(([^)]*)\)", m.group(3)))))
             out[m.group(1)] = (m.group(2), names, values)
     return out
 
@@ -151,8 +164,11 @@ def test_exposition_matches_the_documented_stores_section() -> None:
     part = store_retries_part(["os"], counts=lambda: {("os", "throttled"): 3})
     text = generate_latest(build_registry([part])).decode()
     [fam] = list(text_string_to_metric_families(text))
-    samples = {(s.labels["store"], s.labels["reason"]): s.value for s in fam.samples
-               if s.name.endswith("_total")}
+    samples = {
+        (s.labels["store"], s.labels["reason"]): s.value
+        for s in fam.samples
+        if s.name.endswith("_total")
+    }
     kind, labels, values = _documented()[fam.name + "_total"]
     assert fam.type == kind == "counter"
     assert {"store", "reason"} == labels

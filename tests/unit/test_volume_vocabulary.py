@@ -54,8 +54,12 @@ def test_only_the_trailing_buckets_count_and_never_the_day_itself() -> None:
 
 
 def test_unmatched_values_and_rows() -> None:
-    counts: dict[str | None, int] = {"first_tier": 500, "second_tier": 100, "third_tier": 35,
-                                     None: 2}
+    counts: dict[str | None, int] = {
+        "first_tier": 500,
+        "second_tier": 100,
+        "third_tier": 35,
+        None: 2,
+    }
     got = unmatched(counts, ["first_tier", "second_tier"])
     assert got == {"third_tier": 35, None: 2}
     now = datetime(2024, 3, 1, tzinfo=ZoneInfo("UTC")).astimezone(UTC)
@@ -67,9 +71,11 @@ def test_days_before_the_first_row_are_not_history() -> None:
     counts = {START + timedelta(days=i): 50 for i in range(3)}
     days = [START + timedelta(days=i) for i in range(3)]
     # Counting the 27 days before START as empty would flag every one of these.
-    assert [v.status for v in judge_days(counts, days, Volume())] == \
-        ["insufficient_history"] * 3
+    assert [v.status for v in judge_days(counts, days, Volume())] == ["insufficient_history"] * 3
     judged = judge_days(counts, days, Volume(min_history=2))
     assert [(v.status, v.history_days) for v in judged] == [
-        ("insufficient_history", 0), ("insufficient_history", 1), ("ok", 2)]
+        ("insufficient_history", 0),
+        ("insufficient_history", 1),
+        ("ok", 2),
+    ]
     assert (judged[2].mean, judged[2].sd) == (50, 0)

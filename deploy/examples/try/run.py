@@ -30,15 +30,19 @@ def _shop(folder: Path, first: date) -> None:
         conn.execute("SET TimeZone = 'UTC'")
         start = datetime(first.year, first.month, first.day, tzinfo=BERLIN).astimezone(UTC)
         step = timedelta(days=DAYS) / ORDERS
-        conn.execute("CREATE TABLE orders (order_id VARCHAR, status VARCHAR, "
-                     "amount DECIMAL(10,2), updated_at TIMESTAMPTZ)")
-        conn.execute("""
+        conn.execute(
+            "CREATE TABLE orders (order_id VARCHAR, status VARCHAR, "
+            "amount DECIMAL(10,2), updated_at TIMESTAMPTZ)"
+        )
+        conn.execute(
+            """
             INSERT INTO orders
             SELECT printf('o%05d', i), ['paid', 'shipped', 'open'][i % 3 + 1],
                    CAST(printf('%d.%02d', i % 500, i % 100) AS DECIMAL(10,2)),
                    make_timestamptz(CAST($1 + i * $2 AS BIGINT))
-            FROM range($3) AS r(i)""", [(start - datetime(1970, 1, 1, tzinfo=UTC)) // US,
-                                        step // US, ORDERS])
+            FROM range($3) AS r(i)""",
+            [(start - datetime(1970, 1, 1, tzinfo=UTC)) // US, step // US, ORDERS],
+        )
         # The export job: every order, one folder per Berlin day, except what it got wrong.
         conn.execute("""
             CREATE TABLE export AS
@@ -50,8 +54,7 @@ def _shop(folder: Path, first: date) -> None:
             SELECT 'x00001', 'paid', 9.99, updated_at,
                    strftime(timezone('Europe/Berlin', updated_at), '%Y-%m-%d')
             FROM orders WHERE order_id = 'o00100'""")
-        conn.execute(f"COPY export TO '{folder / 'export'}' (FORMAT parquet, "
-                     "PARTITION_BY (day))")
+        conn.execute(f"COPY export TO '{folder / 'export'}' (FORMAT parquet, PARTITION_BY (day))")
         conn.execute("DROP TABLE export")
     finally:
         conn.close()
@@ -65,17 +68,34 @@ def main() -> int:
         last = first + timedelta(days=DAYS - 1)
         _shop(folder, first)
         shutil.copy(HERE / "try.yml", folder / "try.yml")
-        print(f"{ORDERS} orders in shop.duckdb; their Parquet export misses o00042 and o02718, "
-              "has an extra x00001 and a changed status on o01500.\n", flush=True)
+        print(
+            f"{ORDERS} orders in shop.duckdb; their Parquet export misses o00042 and o02718, "
+            "has an extra x00001 and a changed status on o01500.\n",
+            flush=True,
+        )
         driftgauge = Path(sys.executable).with_name("driftgauge")
-        code = subprocess.call([str(driftgauge), "check", "orders", "--config", "try.yml",
-                                "--no-store", "--since", first.isoformat(),
-                                "--until", last.isoformat()], cwd=folder)
+        code = subprocess.call(
+            [
+                str(driftgauge),
+                "check",
+                "orders",
+                "--config",
+                "try.yml",
+                "--no-store",
+                "--since",
+                first.isoformat(),
+                "--until",
+                last.isoformat(),
+            ],
+            cwd=folder,
+        )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     if code == EXIT_DRIFT:
-        print(f"\nExit code {code}: drift found, as planted. Next: deploy/examples/*.yml and "
-              "docs/configuration.md.")
+        print(
+            f"\nExit code {code}: drift found, as planted. Next: deploy/examples/*.yml and "
+            "docs/configuration.md."
+        )
         return 0
     print(f"\nunexpected exit code {code}", file=sys.stderr)
     return 1

@@ -59,10 +59,17 @@ from driftgauge.stores.base import StoreAdapter
 log = logging.getLogger("driftgauge.api")
 
 
-def create_app(config: Config, *, start_scheduler: bool = True, opener: Opener | None = None,
-               clock: Callable[[], datetime] = utc_now, state_deadline: float = 10.0,
-               run_deadline: float | None = None, refresh_every: float | None = None,
-               metric_parts: Sequence[CollectorPart] = ()) -> FastAPI:
+def create_app(
+    config: Config,
+    *,
+    start_scheduler: bool = True,
+    opener: Opener | None = None,
+    clock: Callable[[], datetime] = utc_now,
+    state_deadline: float = 10.0,
+    run_deadline: float | None = None,
+    refresh_every: float | None = None,
+    metric_parts: Sequence[CollectorPart] = (),
+) -> FastAPI:
     """Return the driftgauge app; nothing is opened until its lifespan starts.
 
     `opener` opens a store adapter for a view (default: driftgauge.stores.open_adapter);
@@ -72,28 +79,47 @@ def create_app(config: Config, *, start_scheduler: bool = True, opener: Opener |
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with _open_runtime(config, tokens, start_scheduler=start_scheduler,
-                                 opener=opener, clock=clock, state_deadline=state_deadline,
-                                 run_deadline=run_deadline, refresh_every=refresh_every,
-                                 metric_parts=metric_parts) as rt:
+        async with _open_runtime(
+            config,
+            tokens,
+            start_scheduler=start_scheduler,
+            opener=opener,
+            clock=clock,
+            state_deadline=state_deadline,
+            run_deadline=run_deadline,
+            refresh_every=refresh_every,
+            metric_parts=metric_parts,
+        ) as rt:
             app.state.runtime = rt
             app.state.audit = rt.audit
             yield
 
     # The schema and docs are served below, behind the read check like the API they describe.
-    app = FastAPI(title="driftgauge", version=__version__, lifespan=lifespan,
-                  openapi_url=None, docs_url=None, redoc_url=None,
-                  description="Reconcile derived data against its source of truth: day buckets,"
-                              " drill-down to hours, key-hash prefixes and keys.")
+    app = FastAPI(
+        title="driftgauge",
+        version=__version__,
+        lifespan=lifespan,
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
+        description="Reconcile derived data against its source of truth: day buckets,"
+        " drill-down to hours, key-hash prefixes and keys.",
+    )
     app.add_middleware(RequestContext)
     add_error_handlers(app)
     add_health(app, tokens)
 
     app.include_router(router, prefix="/api/v1", responses=answers(400, 401, 403, 404, 503))
-    app.include_router(audit_router(tokens), prefix="/api/v1",
-                       responses=answers(400, 401, 403, 404, 409, 502, 503, 504))
-    app.include_router(repair_router(tokens.require, tokens.require_read), prefix="/api/v1",
-                       responses=answers(400, 401, 403, 404, 503))
+    app.include_router(
+        audit_router(tokens),
+        prefix="/api/v1",
+        responses=answers(400, 401, 403, 404, 409, 502, 503, 504),
+    )
+    app.include_router(
+        repair_router(tokens.require, tokens.require_read),
+        prefix="/api/v1",
+        responses=answers(400, 401, 403, 404, 503),
+    )
     add_schema(app, tokens, sorted(config.checks))
     add_page(app)
     return app
@@ -102,34 +128,57 @@ def create_app(config: Config, *, start_scheduler: bool = True, opener: Opener |
 def _refresh_period(config: Config, refresh_every: float | None) -> float:
     if refresh_every is not None:
         return refresh_every
-    periods = [c.schedule.recent_every.total_seconds() for c in config.checks.values()
-               if c.schedule.recent_every is not None]
+    periods = [
+        c.schedule.recent_every.total_seconds()
+        for c in config.checks.values()
+        if c.schedule.recent_every is not None
+    ]
     # Other replicas' runs reach this replica's /metrics within half a recent interval.
     return min([30.0, *[max(1.0, p / 2) for p in periods]])
 
 
 def _retrying_stores(config: Config) -> list[str]:
     """Return the stores whose reads go through the retry layer (the OpenSearch ones)."""
-    return sorted({view.store.name for c in config.checks.values()
-                   for view in (c.source, c.reader) if view.kind == "opensearch"})
+    return sorted(
+        {
+            view.store.name
+            for c in config.checks.values()
+            for view in (c.source, c.reader)
+            if view.kind == "opensearch"
+        }
+    )
 
 
 @asynccontextmanager
-async def _open_runtime(config: Config, tokens: TokenCheck, *, start_scheduler: bool,
-                        opener: Opener | None, clock: Callable[[], datetime],
-                        state_deadline: float, run_deadline: float | None,
-                        refresh_every: float | None,
-                        metric_parts: Sequence[CollectorPart]) -> AsyncIterator[Runtime]:
-    state = await StateStore.open(config.state, deadline=state_deadline,
-                                  pool_max=max(4, len(config.checks) + 2))
+async def _open_runtime(
+    config: Config,
+    tokens: TokenCheck,
+    *,
+    start_scheduler: bool,
+    opener: Opener | None,
+    clock: Callable[[], datetime],
+    state_deadline: float,
+    run_deadline: float | None,
+    refresh_every: float | None,
+    metric_parts: Sequence[CollectorPart],
+) -> AsyncIterator[Runtime]:
+    state = await StateStore.open(
+        config.state, deadline=state_deadline, pool_max=max(4, len(config.checks) + 2)
+    )
     adapters = AdapterPool(config.checks, opener)
     snapshots = SnapshotCache(state, config.checks, clock)
-    ticks = TickRunner(config.checks, state, adapters, sample_keys=config.api.sample_keys,
-                       clock=clock, deadline=run_deadline, on_change=snapshots.refresh)
+    ticks = TickRunner(
+        config.checks,
+        state,
+        adapters,
+        sample_keys=config.api.sample_keys,
+        clock=clock,
+        deadline=run_deadline,
+        on_change=snapshots.refresh,
+    )
     # A plain function is a data clock (a test's frozen time): the jobs then fire on the
     # wall clock, so the heartbeat and the reloads go on.
-    jobs = JobRuntime(clock if isinstance(clock, Clock) else SystemClock(),
-                      claims=state.claims)
+    jobs = JobRuntime(clock if isinstance(clock, Clock) else SystemClock(), claims=state.claims)
     retention = RetentionJob(state, config, clock=clock)
     leases = LeaseKeeper(state, config.state.lease, on_expired=snapshots.refresh)
     ledger_reconcile = retry_while_busy(partial(ticks.trigger, kind="ledger"), CheckBusy)
@@ -142,16 +191,31 @@ async def _open_runtime(config: Config, tokens: TokenCheck, *, start_scheduler: 
     try:
         # The audit reloads its parts (and judges ledger deadlines) as often as the run
         # results, so a summary, breach or vocabulary verdict reaches /metrics as promptly.
-        audit = await stack.enter_async_context(open_audit(
-            config, reconcile=ledger_reconcile, source=source_of, clock=clock,
-            jobs=jobs if start_scheduler else None, every=refresh,
-            connections=adapters.stores.connection))
+        audit = await stack.enter_async_context(
+            open_audit(
+                config,
+                reconcile=ledger_reconcile,
+                source=source_of,
+                clock=clock,
+                jobs=jobs if start_scheduler else None,
+                every=refresh,
+                connections=adapters.stores.connection,
+            )
+        )
         ticks.exclusions = exclusion_source(audit.ledger.store)
-        registry = build_registry([reconciliation_part(snapshots.current),
-                                   history_part(snapshots.current), state_part(snapshots),
-                                   process_part(__version__), background_part, *audit.parts,
-                                   *metric_parts, store_retries_part(_retrying_stores(config)),
-                                   own_part(sorted(config.stores))])
+        registry = build_registry(
+            [
+                reconciliation_part(snapshots.current),
+                history_part(snapshots.current),
+                state_part(snapshots),
+                process_part(__version__),
+                background_part,
+                *audit.parts,
+                *metric_parts,
+                store_retries_part(_retrying_stores(config)),
+                own_part(sorted(config.stores)),
+            ]
+        )
         ProcessCollector(registry=registry)  # process_* of this process, on our registry
         # Runs of a replica that died (this one, before a restart) expire now or, if
         # their lease has not run out yet, at a later heartbeat.
@@ -169,9 +233,21 @@ async def _open_runtime(config: Config, tokens: TokenCheck, *, start_scheduler: 
         if start_scheduler:
             jobs.add(*tick_jobs(job_specs(config.checks), ticks.tick), retention_job(retention))
         jobs.start()
-        yield Runtime(config, state, adapters, snapshots, ticks, jobs, registry, tokens,
-                      start_scheduler, clock, audit, retention,
-                      asyncio.Semaphore(config.api.live_concurrency))
+        yield Runtime(
+            config,
+            state,
+            adapters,
+            snapshots,
+            ticks,
+            jobs,
+            registry,
+            tokens,
+            start_scheduler,
+            clock,
+            audit,
+            retention,
+            asyncio.Semaphore(config.api.live_concurrency),
+        )
     finally:
         # Nothing new starts; the runs under way are cancelled and recorded while the
         # heartbeat still keeps them owned, and only then does the heartbeat stop.

@@ -103,19 +103,28 @@ def _signals_of(request: Request) -> SignalsService:
 def audit_router(tokens: TokenCheck) -> APIRouter:
     """Return the /ledger, /canary and volume routes, finding the services on app.state.audit."""
     router = APIRouter()
-    router.include_router(ledger_router(tokens.require, tokens.require_read,
-                                        get_service=_ledger_of))
-    router.include_router(canary_router(tokens.require, tokens.require_read,
-                                        get_service=_canary_of))
+    router.include_router(
+        ledger_router(tokens.require, tokens.require_read, get_service=_ledger_of)
+    )
+    router.include_router(
+        canary_router(tokens.require, tokens.require_read, get_service=_canary_of)
+    )
     router.include_router(signals_router(tokens.require_read, get_service=_signals_of))
     return router
 
 
 @asynccontextmanager
-async def open_audit(config: Config, *, reconcile: ReconcileFn, source: SourceGetter,
-                     clock: Callable[[], datetime] = utc_now, jobs: JobRuntime | None = None,
-                     every: float = 60.0, deadline: float = 10.0,
-                     connections: Connections | None = None) -> AsyncIterator[Audit]:
+async def open_audit(
+    config: Config,
+    *,
+    reconcile: ReconcileFn,
+    source: SourceGetter,
+    clock: Callable[[], datetime] = utc_now,
+    jobs: JobRuntime | None = None,
+    every: float = 60.0,
+    deadline: float = 10.0,
+    connections: Connections | None = None,
+) -> AsyncIterator[Audit]:
     """Open the audit on the state database; with `jobs`, schedule its jobs there.
 
     `reconcile(check, start, end)` runs when a ledger run's window has settled (the app
@@ -129,31 +138,42 @@ async def open_audit(config: Config, *, reconcile: ReconcileFn, source: SourceGe
     signals_store = SignalsStore(pool, deadline)
     hook = ReconcileOnClose(config.checks, reconcile, clock=clock)
     ledger = LedgerService(ledger_store, config.checks, clock=clock, on_close=hook)
-    canary_metrics = CanaryMetrics(canary_store, [n for n, c in config.checks.items()
-                                                  if c.canary is not None])
+    canary_metrics = CanaryMetrics(
+        canary_store, [n for n, c in config.checks.items() if c.canary is not None]
+    )
 
     async def after_canary(_: object) -> None:
         await canary_metrics.refresh()
 
     audit = Audit(
-        ledger=ledger, reconcile_on_close=hook,
-        canary=CanaryService(config.checks, canary_store, source, clock=clock,
-                             on_result=after_canary, connections=connections),
+        ledger=ledger,
+        reconcile_on_close=hook,
+        canary=CanaryService(
+            config.checks,
+            canary_store,
+            source,
+            clock=clock,
+            on_result=after_canary,
+            connections=connections,
+        ),
         signals=SignalsService(config.checks, signals_store, source, clock=clock),
-        ledger_metrics=LedgerMetrics(ledger_store, list(ledger.jobs),
-                                     {j.job: j.timezone for j in ledger.jobs.values()}),
+        ledger_metrics=LedgerMetrics(
+            ledger_store, list(ledger.jobs), {j.job: j.timezone for j in ledger.jobs.values()}
+        ),
         canary_metrics=canary_metrics,
-        signals_metrics=SignalsMetrics(signals_store, list(config.checks)))
+        signals_metrics=SignalsMetrics(signals_store, list(config.checks)),
+    )
     added: list[str] = []
     try:
         await audit.tick()
         if jobs is not None:
             runtime = jobs
             hook.on_pending = lambda p: runtime.add(reconcile_job(hook, p))
-            own = [*canary_jobs(config.checks, audit.canary),
-                   *signals_jobs(config.checks, audit.signals),
-                   audit_job(partial(audit.tick, judge=True), partial(audit.tick, judge=False),
-                             every)]
+            own = [
+                *canary_jobs(config.checks, audit.canary),
+                *signals_jobs(config.checks, audit.signals),
+                audit_job(partial(audit.tick, judge=True), partial(audit.tick, judge=False), every),
+            ]
             jobs.add(*own)
             added = [j.id for j in own]
         yield audit

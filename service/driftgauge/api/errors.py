@@ -18,6 +18,7 @@ log = logging.getLogger("driftgauge.api")
 
 def add_error_handlers(app: FastAPI) -> None:
     """Answer each domain error with its status code and a detail naming the problem."""
+
     async def unknown_check(request: Request, exc: Exception) -> Response:
         return JSONResponse({"detail": str(exc)}, status_code=404)
 
@@ -35,8 +36,7 @@ def add_error_handlers(app: FastAPI) -> None:
     async def invalid(request: Request, exc: Exception) -> Response:
         # The errors echo the input: a NaN or a lone surrogate in it must still serialise.
         assert isinstance(exc, RequestValidationError)
-        return JSONResponse({"detail": json_safe(jsonable_encoder(exc.errors()))},
-                            status_code=422)
+        return JSONResponse({"detail": json_safe(jsonable_encoder(exc.errors()))}, status_code=422)
 
     app.add_exception_handler(RequestValidationError, invalid)
     app.add_exception_handler(UnknownCheck, unknown_check)

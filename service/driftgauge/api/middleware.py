@@ -35,8 +35,7 @@ class RequestContext:
             if message["type"] == "http.response.start":
                 code = message["status"]
                 message.setdefault("headers", [])
-                message["headers"] = [*message["headers"],
-                                      (b"x-request-id", rid.encode("latin-1"))]
+                message["headers"] = [*message["headers"], (b"x-request-id", rid.encode("latin-1"))]
             await send(message)
 
         with log_context(request_id=rid):
@@ -45,6 +44,13 @@ class RequestContext:
             finally:
                 # Probes and scrapes come every few seconds: their lines only at DEBUG.
                 quiet = scope.get("path") in QUIET_PATHS and code < 400
-                log.log(logging.DEBUG if quiet else logging.INFO, "request", extra={
-                    "method": scope.get("method"), "path": scope.get("path"), "status": code,
-                    "duration_ms": round((time.monotonic() - started) * 1000, 1)})
+                log.log(
+                    logging.DEBUG if quiet else logging.INFO,
+                    "request",
+                    extra={
+                        "method": scope.get("method"),
+                        "path": scope.get("path"),
+                        "status": code,
+                        "duration_ms": round((time.monotonic() - started) * 1000, 1),
+                    },
+                )

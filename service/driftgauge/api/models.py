@@ -90,8 +90,10 @@ class CheckOut(BaseModel):
     last_run: RunOut | None
     last_success_at: str | None
     schedule: ScheduleOut
-    coverage: str = Field(description="Which rows of a window the check reads on the reader "
-                          "side: every row, or a bounded recent window (a reader API).")
+    coverage: str = Field(
+        description="Which rows of a window the check reads on the reader "
+        "side: every row, or a bounded recent window (a reader API)."
+    )
 
 
 class ChecksOut(BaseModel):

@@ -56,16 +56,20 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("post", "/api/v1/backfills/{backfill_id}/runs"): "attachBackfillRun",
     ("post", "/api/v1/backfills/{backfill_id}/verify"): "verifyBackfill",
     ("post", "/api/v1/backfills/{backfill_id}/replay"): "replayBackfill",
-    ("post", "/api/v1/backfills/{backfill_id}/replays/{consumer}/finished"):
-        "finishBackfillReplay",
+    ("post", "/api/v1/backfills/{backfill_id}/replays/{consumer}/finished"): "finishBackfillReplay",
     ("post", "/api/v1/backfills/{backfill_id}/close"): "closeBackfill",
     ("post", "/api/v1/probes/rerun"): "probeRerun",
     ("get", "/api/v1/repair/breaches"): "listRepairBreaches",
     ("post", "/api/v1/repair/judge"): "judgeRepairs",
 }
 # Which token check a dependency stands for, by the name of the function it calls.
-_NEEDS = {"require": "token", "_write": "token", "require_read": "read", "_read": "read",
-          "require_metrics": "metrics"}
+_NEEDS = {
+    "require": "token",
+    "_write": "token",
+    "require_read": "read",
+    "_read": "read",
+    "require_metrics": "metrics",
+}
 
 
 def add_schema(app: FastAPI, tokens: TokenCheck, check_names: list[str]) -> None:
@@ -81,11 +85,13 @@ def add_schema(app: FastAPI, tokens: TokenCheck, check_names: list[str]) -> None
     async def docs() -> Response:
         # The UI and the schema come from this server: /docs renders with no network.
         return get_swagger_ui_html(
-            openapi_url="/openapi.json", title="driftgauge",
+            openapi_url="/openapi.json",
+            title="driftgauge",
             swagger_js_url="/static/swagger/swagger-ui-bundle.js",
             swagger_css_url="/static/swagger/swagger-ui.css",
             swagger_favicon_url="/static/swagger/favicon-32x32.png",
-            swagger_ui_parameters={"validatorUrl": None, "persistAuthorization": False})
+            swagger_ui_parameters={"validatorUrl": None, "persistAuthorization": False},
+        )
 
 
 def _patch(app: FastAPI, tokens: TokenCheck, check_names: list[str]) -> None:
@@ -98,9 +104,11 @@ def _patch(app: FastAPI, tokens: TokenCheck, check_names: list[str]) -> None:
             needs = _route_needs(app)
             components = schema.setdefault("components", {})
             components.setdefault("securitySchemes", {})[BEARER] = {
-                "type": "http", "scheme": "bearer",
+                "type": "http",
+                "scheme": "bearer",
                 "description": "One of the configured api.tokens (api.metrics_tokens for "
-                               "/metrics). Reads need none while api.public_read is true."}
+                "/metrics). Reads need none while api.public_read is true.",
+            }
             for path, ops in schema.get("paths", {}).items():
                 for method, op in ops.items():
                     key = (method, path)

@@ -10,8 +10,10 @@ from fastapi.staticfiles import StaticFiles
 
 STATIC = Path(__file__).resolve().parent / "static"
 # The page loads nothing but this server's own files and API: no CDN, works offline.
-PAGE_POLICY = ("default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
-               "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+PAGE_POLICY = (
+    "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+)
 
 
 def add_page(app: FastAPI) -> None:
@@ -23,7 +25,12 @@ def add_page(app: FastAPI) -> None:
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:
-        return FileResponse(STATIC / "index.html", media_type="text/html",
-                            headers={"Content-Security-Policy": PAGE_POLICY,
-                                     "Cache-Control": "no-cache",
-                                     "Referrer-Policy": "no-referrer"})
+        return FileResponse(
+            STATIC / "index.html",
+            media_type="text/html",
+            headers={
+                "Content-Security-Policy": PAGE_POLICY,
+                "Cache-Control": "no-cache",
+                "Referrer-Policy": "no-referrer",
+            },
+        )

@@ -39,19 +39,28 @@ LIVE_DEADLINE = 30.0
 LIVE_RETRY_AFTER = 5
 
 CheckName = Annotated[str, Path(description="The check's configured name.", max_length=63)]
-Day = Annotated[date, BeforeValidator(iso_day),
-                Path(description="The bucket's local date (YYYY-MM-DD, from 2000-01-01 to a "
-                                 "year from now).")]
+Day = Annotated[
+    date,
+    BeforeValidator(iso_day),
+    Path(description="The bucket's local date (YYYY-MM-DD, from 2000-01-01 to a year from now)."),
+]
 QueryDay = Annotated[date | None, BeforeValidator(iso_day)]
 Hex = r"^[0-9a-f]{1,32}$"
 # Every list endpoint pages the same way: `limit` items after skipping `offset`.
 Limit = Annotated[int, Query(ge=1, le=500, description="At most this many items.")]
-Offset = Annotated[int, Query(ge=0, le=10_000_000,
-                              description="Skip this many items first (the next page: "
-                                          "offset + limit).")]
-HOUR_HELP = ("One hour bucket of the day: a local hour 0-23 where only one hour starts then; "
-             "where the clocks repeat it, the local time with its offset (02:00+01:00) or "
-             "the UTC start (2026-10-25T01:00:00Z).")
+Offset = Annotated[
+    int,
+    Query(
+        ge=0,
+        le=10_000_000,
+        description="Skip this many items first (the next page: offset + limit).",
+    ),
+]
+HOUR_HELP = (
+    "One hour bucket of the day: a local hour 0-23 where only one hour starts then; "
+    "where the clocks repeat it, the local time with its offset (02:00+01:00) or "
+    "the UTC start (2026-10-25T01:00:00Z)."
+)
 
 
 def _read(request: Request) -> Runtime:
@@ -79,8 +88,9 @@ def _check(rt: Runtime, name: str) -> Check:
 
 
 def _bad(where: str, name: str, value: Any, message: str) -> RequestValidationError:
-    return RequestValidationError([{"type": "value_error", "loc": (where, name),
-                                    "msg": f"{name}: {message}", "input": value}])
+    return RequestValidationError(
+        [{"type": "value_error", "loc": (where, name), "msg": f"{name}: {message}", "input": value}]
+    )
 
 
 def _day_ok(rt: Runtime, where: str, name: str, value: date) -> date:
@@ -90,8 +100,9 @@ def _day_ok(rt: Runtime, where: str, name: str, value: date) -> date:
     return value
 
 
-def _hour_range(check: Check, day: date, hour: str, where: str = "path"
-                ) -> tuple[datetime, datetime]:
+def _hour_range(
+    check: Check, day: date, hour: str, where: str = "path"
+) -> tuple[datetime, datetime]:
     # One hour bucket of the day, by UTC instant: a day that falls back has two 02:00.
     try:
         return buckets.resolve_hour(hour, day, check.timezone)
@@ -105,49 +116,67 @@ async def list_checks(rt: Reader) -> ChecksOut:
     latest = await rt.state.latest_runs()
     out = []
     for name, check in sorted(rt.config.checks.items()):
-        finished, success = await asyncio.gather(rt.state.latest_finished_run(name),
-                                                 rt.state.latest_success(name))
+        finished, success = await asyncio.gather(
+            rt.state.latest_finished_run(name), rt.state.latest_success(name)
+        )
         sched = check.schedule
         last_run = finished.payload() if finished else None
-        out.append(CheckOut(
-            name=name, description=check.description,
-            status=last_run.status if last_run else None,
-            running=latest[name].status == "running" if name in latest else False,
-            last_run=last_run,
-            last_success_at=(success.finished_at.isoformat()
-                             if success and success.finished_at else None),
-            schedule=ScheduleOut(
-                recent_every_seconds=(sched.recent_every.total_seconds()
-                                      if sched.recent_every else None),
-                recent_days=sched.recent_days,
-                full_every_seconds=(sched.full_every.total_seconds()
-                                    if sched.full_every else None),
-                full_cron=sched.full_cron, full_days=sched.full_days),
-            coverage=registry.kind_of(check.reader.kind).coverage(check.reader.store),
-        ))
+        out.append(
+            CheckOut(
+                name=name,
+                description=check.description,
+                status=last_run.status if last_run else None,
+                running=latest[name].status == "running" if name in latest else False,
+                last_run=last_run,
+                last_success_at=(
+                    success.finished_at.isoformat() if success and success.finished_at else None
+                ),
+                schedule=ScheduleOut(
+                    recent_every_seconds=(
+                        sched.recent_every.total_seconds() if sched.recent_every else None
+                    ),
+                    recent_days=sched.recent_days,
+                    full_every_seconds=(
+                        sched.full_every.total_seconds() if sched.full_every else None
+                    ),
+                    full_cron=sched.full_cron,
+                    full_days=sched.full_days,
+                ),
+                coverage=registry.kind_of(check.reader.kind).coverage(check.reader.store),
+            )
+        )
     return ChecksOut(checks=out)
 
 
 @router.get("/checks/{check}/days", response_model=DaysOut, tags=["drill-down"])
-async def list_days(rt: Reader, check: CheckName,
-                    since: Annotated[QueryDay, Query(
-                        description="First day (default: start of the recent window).")] = None,
-                    until: Annotated[QueryDay, Query(
-                        description="Last day, inclusive (default: today).")] = None,
-                    ) -> DaysOut:
+async def list_days(
+    rt: Reader,
+    check: CheckName,
+    since: Annotated[
+        QueryDay, Query(description="First day (default: start of the recent window).")
+    ] = None,
+    until: Annotated[QueryDay, Query(description="Last day, inclusive (default: today).")] = None,
+) -> DaysOut:
     """Return each day's counts, digests and status from the latest run that judged it."""
     c = _check(rt, check)
     today = rt.clock().astimezone(c.timezone).date()
     last = _day_ok(rt, "query", "until", until) if until is not None else today
-    first = (_day_ok(rt, "query", "since", since) if since is not None
-             else last - timedelta(days=c.schedule.recent_days - 1))
+    first = (
+        _day_ok(rt, "query", "since", since)
+        if since is not None
+        else last - timedelta(days=c.schedule.recent_days - 1)
+    )
     if first > last:
         raise _bad("query", "since", str(first), f"is after until ({last})")
     if (last - first).days >= MAX_RANGE_DAYS:
         raise _bad("query", "since", str(first), f"the range exceeds {MAX_RANGE_DAYS} days")
     days = await rt.state.day_buckets(c.name, first, last, c.timezone)
-    return DaysOut(check=c.name, since=first.isoformat(), until=last.isoformat(),
-                   days=[d.payload() for d in days])
+    return DaysOut(
+        check=c.name,
+        since=first.isoformat(),
+        until=last.isoformat(),
+        days=[d.payload() for d in days],
+    )
 
 
 async def _stored_day(rt: Runtime, c: Check, day: date) -> StoredBucket:
@@ -163,23 +192,39 @@ async def get_day(rt: Reader, check: CheckName, day: Day) -> DayOut:
     c = _check(rt, check)
     stored = await _stored_day(rt, c, _day_ok(rt, "path", "day", day))
     hours, prefixes = await rt.state.day_nodes(stored.run_id, day)
-    return DayOut(check=c.name, bucket=stored.payload(), hours=[h.payload() for h in hours],
-                  prefixes=[p.payload() for p in prefixes])
+    return DayOut(
+        check=c.name,
+        bucket=stored.payload(),
+        hours=[h.payload() for h in hours],
+        prefixes=[p.payload() for p in prefixes],
+    )
 
 
-@router.get("/checks/{check}/days/{day}/hours/{hour}", response_model=HourOut,
-            tags=["drill-down"], responses=answers(429, 502, 504))
-async def get_hour(request: Request, rt: Reader, check: CheckName, day: Day,
-                   hour: Annotated[str, Path(max_length=40, description=HOUR_HELP)],
-                   live: Annotated[bool, Query(
-                       description="Recompute from both stores instead of the stored run "
-                                   "(needs a bearer token; at most api.live_concurrency at "
-                                   "once, else 429).")]
-                   = False,
-                   prefix: Annotated[str | None, Query(
-                       pattern=Hex, description="Live: split this key-hash prefix one digit "
-                                                "further (hex).")] = None,
-                   ) -> HourOut:
+@router.get(
+    "/checks/{check}/days/{day}/hours/{hour}",
+    response_model=HourOut,
+    tags=["drill-down"],
+    responses=answers(429, 502, 504),
+)
+async def get_hour(
+    request: Request,
+    rt: Reader,
+    check: CheckName,
+    day: Day,
+    hour: Annotated[str, Path(max_length=40, description=HOUR_HELP)],
+    live: Annotated[
+        bool,
+        Query(
+            description="Recompute from both stores instead of the stored run "
+            "(needs a bearer token; at most api.live_concurrency at "
+            "once, else 429)."
+        ),
+    ] = False,
+    prefix: Annotated[
+        str | None,
+        Query(pattern=Hex, description="Live: split this key-hash prefix one digit further (hex)."),
+    ] = None,
+) -> HourOut:
     """Return an hour's key-hash prefixes with both sides' count and digest."""
     c = _check(rt, check)
     _day_ok(rt, "path", "day", day)
@@ -188,22 +233,35 @@ async def get_hour(request: Request, rt: Reader, check: CheckName, day: Day,
         rt.tokens.require(request)
     start, end = _hour_range(c, day, hour)
     label = buckets.label(start, c.timezone)
-    out = HourOut(check=c.name, day=day.isoformat(), hour=int(label[11:13]),
-                  label=label[11:16] + label[19:], start=label,
-                  end=buckets.label(end, c.timezone), live=live, prefix=prefix, run_id=None,
-                  node=None, differs=None, prefixes=[])
+    out = HourOut(
+        check=c.name,
+        day=day.isoformat(),
+        hour=int(label[11:13]),
+        label=label[11:16] + label[19:],
+        start=label,
+        end=buckets.label(end, c.timezone),
+        live=live,
+        prefix=prefix,
+        run_id=None,
+        node=None,
+        differs=None,
+        prefixes=[],
+    )
     if live:
         if rt.live.locked():
-            raise HTTPException(429, f"live: {rt.config.api.live_concurrency} live drill-downs "
-                                     "are running; retry later",
-                                headers={"Retry-After": str(LIVE_RETRY_AFTER)})
+            raise HTTPException(
+                429,
+                f"live: {rt.config.api.live_concurrency} live drill-downs are running; retry later",
+                headers={"Retry-After": str(LIVE_RETRY_AFTER)},
+            )
         depth = len(prefix) + 1 if prefix else 1
         try:
             # Taken with no await since the check above, so the slot count is exact.
             async with rt.live, asyncio.timeout(LIVE_DEADLINE):
                 sides = await rt.adapters.get(c.name)
-                nodes = await compare_prefixes(c, sides.source, sides.reader, start, end, depth,
-                                               [prefix] if prefix else None)
+                nodes = await compare_prefixes(
+                    c, sides.source, sides.reader, start, end, depth, [prefix] if prefix else None
+                )
         except TimeoutError:
             raise StoreTimeout(c.name, f"live drill-down exceeded {LIVE_DEADLINE:g}s") from None
         out.prefixes = [n.payload() for n in nodes]
@@ -223,23 +281,36 @@ async def get_hour(request: Request, rt: Reader, check: CheckName, day: Day,
 
 
 @router.get("/checks/{check}/days/{day}/keys", response_model=KeysOut, tags=["drill-down"])
-async def get_keys(rt: Writer, check: CheckName, day: Day,
-                   kind: Annotated[Literal["missing", "extra", "mismatched"] | None,
-                                   Query(description="Only keys of this kind.")] = None,
-                   prefix: Annotated[str | None, Query(
-                       pattern=Hex, description="Only keys whose key hash starts so.")] = None,
-                   hour: Annotated[str | None, Query(
-                       max_length=40, description="Only keys of this hour bucket. "
-                                                  + HOUR_HELP)] = None,
-                   limit: Limit = 50, offset: Offset = 0,
-                   page: Annotated[int | None, Query(
-                       ge=1, le=100_000, deprecated=True,
-                       description="Old style: page number of page_size keys; use offset.")]
-                   = None,
-                   page_size: Annotated[int | None, Query(
-                       ge=1, le=500, deprecated=True,
-                       description="Old style: keys per page; use limit.")] = None,
-                   ) -> KeysOut:
+async def get_keys(
+    rt: Writer,
+    check: CheckName,
+    day: Day,
+    kind: Annotated[
+        Literal["missing", "extra", "mismatched"] | None,
+        Query(description="Only keys of this kind."),
+    ] = None,
+    prefix: Annotated[
+        str | None, Query(pattern=Hex, description="Only keys whose key hash starts so.")
+    ] = None,
+    hour: Annotated[
+        str | None, Query(max_length=40, description="Only keys of this hour bucket. " + HOUR_HELP)
+    ] = None,
+    limit: Limit = 50,
+    offset: Offset = 0,
+    page: Annotated[
+        int | None,
+        Query(
+            ge=1,
+            le=100_000,
+            deprecated=True,
+            description="Old style: page number of page_size keys; use offset.",
+        ),
+    ] = None,
+    page_size: Annotated[
+        int | None,
+        Query(ge=1, le=500, deprecated=True, description="Old style: keys per page; use limit."),
+    ] = None,
+) -> KeysOut:
     """Return a page of the day's sampled differing keys (needs a bearer token)."""
     c = _check(rt, check)
     limit = page_size if page_size is not None else limit
@@ -249,15 +320,29 @@ async def get_keys(rt: Writer, check: CheckName, day: Day,
         offset = (page - 1) * limit
     stored = await _stored_day(rt, c, _day_ok(rt, "path", "day", day))
     start, end = _hour_range(c, day, hour, "query") if hour is not None else (None, None)
-    total, keys = await rt.state.keys(stored.run_id, day, kind=kind, prefix=prefix,
-                                      start=start, end=end, limit=limit, offset=offset)
-    return KeysOut(check=c.name, day=day.isoformat(), run_id=stored.run_id, limit=limit,
-                   offset=offset, total=total, keys=[k.payload() for k in keys])
+    total, keys = await rt.state.keys(
+        stored.run_id,
+        day,
+        kind=kind,
+        prefix=prefix,
+        start=start,
+        end=end,
+        limit=limit,
+        offset=offset,
+    )
+    return KeysOut(
+        check=c.name,
+        day=day.isoformat(),
+        run_id=stored.run_id,
+        limit=limit,
+        offset=offset,
+        total=total,
+        keys=[k.payload() for k in keys],
+    )
 
 
 @router.get("/checks/{check}/runs", response_model=RunsOut, tags=["runs"])
-async def list_runs(rt: Reader, check: CheckName,
-                    limit: Limit = 50, offset: Offset = 0) -> RunsOut:
+async def list_runs(rt: Reader, check: CheckName, limit: Limit = 50, offset: Offset = 0) -> RunsOut:
     """Return the check's runs, newest first."""
     c = _check(rt, check)
     runs = await rt.state.runs(c.name, limit=limit, offset=offset)
@@ -265,8 +350,9 @@ async def list_runs(rt: Reader, check: CheckName,
 
 
 @router.get("/checks/{check}/runs/{run_id}", response_model=RunOut, tags=["runs"])
-async def get_run(rt: Reader, check: CheckName,
-                  run_id: Annotated[int, Path(ge=1, le=2**63 - 1)]) -> RunOut:
+async def get_run(
+    rt: Reader, check: CheckName, run_id: Annotated[int, Path(ge=1, le=2**63 - 1)]
+) -> RunOut:
     """Return one run of the check."""
     c = _check(rt, check)
     run = await rt.state.run(c.name, run_id)
@@ -275,15 +361,24 @@ async def get_run(rt: Reader, check: CheckName,
     return run.payload()
 
 
-@router.post("/checks/{check}/runs", response_model=TriggeredOut, status_code=202,
-             tags=["runs"], responses={409: {"description": "The check is already running."}})
-async def trigger_run(rt: Writer, check: CheckName,
-                      window: Annotated[Literal["recent", "full"], Query(
-                          description="Which window to reconcile.")] = "recent",
-                      ) -> TriggeredOut:
+@router.post(
+    "/checks/{check}/runs",
+    response_model=TriggeredOut,
+    status_code=202,
+    tags=["runs"],
+    responses={409: {"description": "The check is already running."}},
+)
+async def trigger_run(
+    rt: Writer,
+    check: CheckName,
+    window: Annotated[
+        Literal["recent", "full"], Query(description="Which window to reconcile.")
+    ] = "recent",
+) -> TriggeredOut:
     """Start a run of the check now (needs a bearer token); 409 if one is in progress."""
     c = _check(rt, check)
     trigger = "manual" if window == "recent" else "manual-full"
     run_id = await rt.ticks.trigger(c.name, trigger, window=window)
-    return TriggeredOut(check=c.name, run_id=run_id, trigger=trigger,
-                        run=f"/api/v1/checks/{c.name}/runs/{run_id}")
+    return TriggeredOut(
+        check=c.name, run_id=run_id, trigger=trigger, run=f"/api/v1/checks/{c.name}/runs/{run_id}"
+    )

@@ -19,15 +19,22 @@ class CanaryMetrics(StoredPart[CanarySnapshot]):
 
     def families(self, snap: CanarySnapshot) -> Iterable[Metric]:
         """Return the canary families for one scrape."""
-        up = GaugeMetricFamily("driftgauge_canary_up",
-                               "1 if the latest canary write/read-back succeeded.",
-                               labels=["check"])
-        duration = GaugeMetricFamily("driftgauge_canary_duration_seconds",
-                                     "Duration of the latest canary.", labels=["check"])
-        last = GaugeMetricFamily("driftgauge_canary_last_success_timestamp_seconds",
-                                 "When a canary last succeeded.", labels=["check"])
-        runs = CounterMetricFamily("driftgauge_canary_runs", "Canary attempts by result.",
-                                   labels=["check", "result"])
+        up = GaugeMetricFamily(
+            "driftgauge_canary_up",
+            "1 if the latest canary write/read-back succeeded.",
+            labels=["check"],
+        )
+        duration = GaugeMetricFamily(
+            "driftgauge_canary_duration_seconds", "Duration of the latest canary.", labels=["check"]
+        )
+        last = GaugeMetricFamily(
+            "driftgauge_canary_last_success_timestamp_seconds",
+            "When a canary last succeeded.",
+            labels=["check"],
+        )
+        runs = CounterMetricFamily(
+            "driftgauge_canary_runs", "Canary attempts by result.", labels=["check", "result"]
+        )
         for check in self._names:
             latest = snap.latest.get(check)
             if latest is not None:

@@ -58,8 +58,10 @@ def previous_day(check: Check, now: datetime) -> tuple[datetime, datetime]:
     """Return [start, end) of the local day before `now` in the check's time zone."""
     today = now.astimezone(check.timezone).date()
     prev = today - timedelta(days=1)
-    return (datetime(prev.year, prev.month, prev.day, tzinfo=check.timezone),
-            datetime(today.year, today.month, today.day, tzinfo=check.timezone))
+    return (
+        datetime(prev.year, prev.month, prev.day, tzinfo=check.timezone),
+        datetime(today.year, today.month, today.day, tzinfo=check.timezone),
+    )
 
 
 def _fill(value: Any, key: str, now: str, token: str) -> Any:
@@ -72,8 +74,9 @@ def _fill(value: Any, key: str, now: str, token: str) -> Any:
     return value
 
 
-def sentinel_document(check: Check, canary: Canary, key: str, token: str,
-                      now: datetime) -> dict[str, Any]:
+def sentinel_document(
+    check: Check, canary: Canary, key: str, token: str, now: datetime
+) -> dict[str, Any]:
     """Return the sentinel: the configured layout, the real key, the event time and the marker."""
     stamp = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     doc: dict[str, Any] = _fill(canary.document, key, stamp, token)
@@ -86,9 +89,15 @@ def sentinel_document(check: Check, canary: Canary, key: str, token: str,
 def read_back_query(check: Check, canary: Canary, key: str, token: str) -> dict[str, Any]:
     """Return the reader's filter minus its sentinel-hiding clause, for this key and token."""
     reader_filter = querydsl.without_marker_clause(check.reader.filter or {}, canary.marker)
-    return {"bool": {"filter": [reader_filter,
-                                {"term": {check.reader.key_column: key}},
-                                {"term": {canary.marker: token}}]}}
+    return {
+        "bool": {
+            "filter": [
+                reader_filter,
+                {"term": {check.reader.key_column: key}},
+                {"term": {canary.marker: token}},
+            ]
+        }
+    }
 
 
 Connections = Callable[[Store], Awaitable[Any]]
@@ -110,24 +119,29 @@ def _classified(step: str) -> Iterator[None]:
         raise _Failed("permission" if status in (401, 403) else "error", detail) from None
 
 
-async def _write(w: Any, canary: Canary, doc_id: str, doc: dict[str, Any],
-                 seconds: float) -> None:
+async def _write(w: Any, canary: Canary, doc_id: str, doc: dict[str, Any], seconds: float) -> None:
     # refresh=wait_for: the read-back then tests visibility, not the refresh interval.
     params = {"refresh": "wait_for", "request_timeout": seconds}
     with _classified("write the sentinel as the sync job"):
         if canary.write == "index":
             await w.index(index=canary.index, id=doc_id, body=doc, params=params)
         else:
-            await w.update(index=canary.index, id=doc_id, params=params,
-                           body={"doc": doc, "doc_as_upsert": True})
+            await w.update(
+                index=canary.index,
+                id=doc_id,
+                params=params,
+                body={"doc": doc, "doc_as_upsert": True},
+            )
 
 
 async def _read_back(r: Any, check: Check, query: dict[str, Any], seconds: float) -> int:
     step = "read the sentinel back through the reader view"
     with _classified(step):
-        body = await r.search(index=check.reader.index or "", params={
-            "allow_partial_search_results": "false", "request_timeout": seconds},
-            body={"size": 0, "track_total_hits": True, "query": query})
+        body = await r.search(
+            index=check.reader.index or "",
+            params={"allow_partial_search_results": "false", "request_timeout": seconds},
+            body={"size": 0, "track_total_hits": True, "query": query},
+        )
     _complete(step, body)
     total = body.get("hits", {}).get("total", {})
     return int(total.get("value", 0) if isinstance(total, dict) else total)
@@ -142,9 +156,12 @@ def _complete(step: str, body: dict[str, Any]) -> None:
         first = (shards.get("failures") or [{}])[0]
         reason = first.get("reason") if isinstance(first, dict) else None
         kind = reason.get("type", "error") if isinstance(reason, dict) else "timed_out"
-        raise _Failed("error", f"{step}: {shards.get('failed', 0)} of "
-                      f"{shards.get('total', '?')} shards failed or timed out ({kind}); "
-                      "partial answer refused")
+        raise _Failed(
+            "error",
+            f"{step}: {shards.get('failed', 0)} of "
+            f"{shards.get('total', '?')} shards failed or timed out ({kind}); "
+            "partial answer refused",
+        )
 
 
 async def _remove(w: Any, canary: Canary, doc_id: str) -> str:
@@ -156,16 +173,22 @@ async def _remove(w: Any, canary: Canary, doc_id: str) -> str:
         refused = client.refusal(exc)
         if refused is not None:
             status, kind, _ = refused
-            return "" if status == 404 else (f"; the sentinel was not removed "
-                                             f"(HTTP {status} {kind})")
+            return (
+                "" if status == 404 else (f"; the sentinel was not removed (HTTP {status} {kind})")
+            )
         if client.translate_error(canary.store.name, "remove the sentinel", exc) is None:
             raise
         return f"; the sentinel was not removed ({type(exc).__name__})"
     return ""
 
 
-async def run_canary(check: Check, pick_key: KeyPicker, *, now: datetime | None = None,
-                     connections: Connections | None = None) -> CanaryResult:
+async def run_canary(
+    check: Check,
+    pick_key: KeyPicker,
+    *,
+    now: datetime | None = None,
+    connections: Connections | None = None,
+) -> CanaryResult:
     """Write, read back and remove the check's sentinel; never raises for a store failure.
 
     With `connections` both stores' shared clients are used; without, the canary opens
@@ -179,8 +202,9 @@ async def run_canary(check: Check, pick_key: KeyPicker, *, now: datetime | None 
     key: str | None = None
     result: Result = "ok"
     detail = ""
-    if not isinstance(check.reader.store, OpenSearchStore) \
-            or not isinstance(canary.store, OpenSearchStore):
+    if not isinstance(check.reader.store, OpenSearchStore) or not isinstance(
+        canary.store, OpenSearchStore
+    ):
         raise ValueError(f"check {check.name!r}: the canary needs an opensearch reader view")
     if connections is None:
         w, r = client.open_client(canary.store), client.open_client(check.reader.store)
@@ -194,13 +218,21 @@ async def run_canary(check: Check, pick_key: KeyPicker, *, now: datetime | None 
             token = uuid.uuid4().hex
             doc_id = sentinel_id(check.name)
             wrote = True
-            await _write(w, canary, doc_id, sentinel_document(check, canary, key, token, started),
-                         wait)
-            seen = await _read_back(r, check, read_back_query(check, canary, key, token),
-                                    min(canary.timeout, check.reader.store.timeout))
+            await _write(
+                w, canary, doc_id, sentinel_document(check, canary, key, token, started), wait
+            )
+            seen = await _read_back(
+                r,
+                check,
+                read_back_query(check, canary, key, token),
+                min(canary.timeout, check.reader.store.timeout),
+            )
             if seen == 0:
-                raise _Failed("not_visible", "the sentinel was written but the reader view "
-                              f"does not return it (index {check.reader.index!r})")
+                raise _Failed(
+                    "not_visible",
+                    "the sentinel was written but the reader view "
+                    f"does not return it (index {check.reader.index!r})",
+                )
     except _Failed as exc:
         result, detail = exc.result, exc.detail
     except Exception as exc:
@@ -218,8 +250,9 @@ async def run_canary(check: Check, pick_key: KeyPicker, *, now: datetime | None 
             if connections is None:
                 await w.close()
                 await r.close()
-    return CanaryResult(check.name, result, started, time.monotonic() - clock, key,
-                        detail.lstrip("; "))
+    return CanaryResult(
+        check.name, result, started, time.monotonic() - clock, key, detail.lstrip("; ")
+    )
 
 
 async def _pick(check: Check, pick_key: KeyPicker, now: datetime) -> str:

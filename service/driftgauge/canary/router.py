@@ -29,8 +29,13 @@ class CanaryOut(BaseModel):
     @classmethod
     def of(cls, r: CanaryResult) -> "CanaryOut":
         """Return the API form of a result."""
-        return cls(check=r.check, result=r.result, started_at=r.started_at,
-                   duration_seconds=r.duration, detail=r.detail)
+        return cls(
+            check=r.check,
+            result=r.result,
+            started_at=r.started_at,
+            duration_seconds=r.duration,
+            detail=r.detail,
+        )
 
 
 def _app_canary(request: Request) -> CanaryService:
@@ -38,8 +43,12 @@ def _app_canary(request: Request) -> CanaryService:
     return service
 
 
-def canary_router(require_write: Dependency, require_read: Dependency, *,
-                  get_service: Callable[[Request], CanaryService] = _app_canary) -> APIRouter:
+def canary_router(
+    require_write: Dependency,
+    require_read: Dependency,
+    *,
+    get_service: Callable[[Request], CanaryService] = _app_canary,
+) -> APIRouter:
     """Return the /canary routes; running one needs `require_write` to pass."""
     router = APIRouter(prefix="/canary", tags=["canary"])
     Service = Annotated[CanaryService, Depends(get_service)]
@@ -52,19 +61,18 @@ def canary_router(require_write: Dependency, require_read: Dependency, *,
         except UnknownCheck as exc:
             raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
 
-    @router.get("/{check}", response_model=list[CanaryOut],
-                dependencies=[Depends(require_read)])
-    async def history(check: str, service: Service,
-                      limit: Annotated[int, Query(ge=1, le=500,
-                                                  description="At most this many items.")]
-                      = 20,
-                      offset: Annotated[int, Query(ge=0, le=10_000_000,
-                                                   description="Skip this many items first.")]
-                      = 0) -> list[CanaryOut]:
+    @router.get("/{check}", response_model=list[CanaryOut], dependencies=[Depends(require_read)])
+    async def history(
+        check: str,
+        service: Service,
+        limit: Annotated[int, Query(ge=1, le=500, description="At most this many items.")] = 20,
+        offset: Annotated[
+            int, Query(ge=0, le=10_000_000, description="Skip this many items first.")
+        ] = 0,
+    ) -> list[CanaryOut]:
         """List the check's latest canary attempts, newest first."""
         if check not in service.checks:
-            raise HTTPException(status.HTTP_404_NOT_FOUND,
-                                f"no check named {check!r} has a canary")
+            raise HTTPException(status.HTTP_404_NOT_FOUND, f"no check named {check!r} has a canary")
         return [CanaryOut.of(r) for r in await service.store.history(check, limit, offset)]
 
     return router

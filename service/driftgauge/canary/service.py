@@ -28,16 +28,23 @@ def key_picker_for(check: Check, source: SourceGetter) -> KeyPicker:
         if query is not None and isinstance(adapter, KeyQuery):
             return await query_key_picker(adapter, query)(start, end)
         return await adapter_key_picker(adapter)(start, end)
+
     return pick
 
 
 class CanaryService:
     """Run and record canaries: on the job runtime's schedule, a deploy hook or by hand."""
 
-    def __init__(self, checks: Mapping[str, Check], store: CanaryStore, source: SourceGetter,
-                 *, clock: Callable[[], datetime] = utc_now,
-                 on_result: Callable[[CanaryResult], Awaitable[None]] | None = None,
-                 connections: Connections | None = None) -> None:
+    def __init__(
+        self,
+        checks: Mapping[str, Check],
+        store: CanaryStore,
+        source: SourceGetter,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+        on_result: Callable[[CanaryResult], Awaitable[None]] | None = None,
+        connections: Connections | None = None,
+    ) -> None:
         self._checks = {n: c for n, c in checks.items() if c.canary is not None}
         self._connections = connections
         self.store = store
@@ -55,12 +62,23 @@ class CanaryService:
         check = self._checks.get(name)
         if check is None:
             raise UnknownCheck(f"no check named {name!r} has a canary")
-        result = await run_canary(check, key_picker_for(check, self._source), now=self._clock(),
-                                  connections=self._connections)
+        result = await run_canary(
+            check,
+            key_picker_for(check, self._source),
+            now=self._clock(),
+            connections=self._connections,
+        )
         await self.store.record(result)
-        log.log(logging.INFO if result.ok else logging.WARNING, "canary",
-                extra={"check": name, "result": result.result, "detail": result.detail,
-                       "duration_seconds": round(result.duration, 3)})
+        log.log(
+            logging.INFO if result.ok else logging.WARNING,
+            "canary",
+            extra={
+                "check": name,
+                "result": result.result,
+                "detail": result.detail,
+                "duration_seconds": round(result.duration, 3),
+            },
+        )
         if self._on_result is not None:
             await self._on_result(result)
         return result
@@ -70,5 +88,4 @@ class CanaryService:
         try:
             await self.run(name)
         except DriftgaugeError as exc:
-            log.warning("canary could not be recorded", extra={"check": name,
-                                                                "error": str(exc)})
+            log.warning("canary could not be recorded", extra={"check": name, "error": str(exc)})

@@ -22,8 +22,14 @@ class CanarySnapshot:
 
 
 def _result(rec: Any) -> CanaryResult:
-    return CanaryResult(rec["check_name"], rec["result"], rec["started_at"],
-                        rec["duration_seconds"], rec["key"], rec["detail"])
+    return CanaryResult(
+        rec["check_name"],
+        rec["result"],
+        rec["started_at"],
+        rec["duration_seconds"],
+        rec["key"],
+        rec["detail"],
+    )
 
 
 class CanaryStore:
@@ -39,17 +45,27 @@ class CanaryStore:
             rid: int = await conn.fetchval(
                 "INSERT INTO canary_results (check_name, started_at, finished_at, result,"
                 " duration_seconds, key, detail) VALUES ($1, $2, $3, $4, $5, $6, $7)"
-                " RETURNING id", result.check, result.started_at, finished, result.result,
-                result.duration, result.key, result.detail)
+                " RETURNING id",
+                result.check,
+                result.started_at,
+                finished,
+                result.result,
+                result.duration,
+                result.key,
+                result.detail,
+            )
         return rid
 
-    async def history(self, check: str, limit: int = 20, offset: int = 0
-                      ) -> list[CanaryResult]:
+    async def history(self, check: str, limit: int = 20, offset: int = 0) -> list[CanaryResult]:
         """Return the check's latest attempts, newest first."""
         async with self._db.conn("read canary results") as conn:
-            recs = await conn.fetch("SELECT * FROM canary_results WHERE check_name = $1"
-                                    " ORDER BY finished_at DESC, id DESC LIMIT $2 OFFSET $3",
-                                    check, limit, offset)
+            recs = await conn.fetch(
+                "SELECT * FROM canary_results WHERE check_name = $1"
+                " ORDER BY finished_at DESC, id DESC LIMIT $2 OFFSET $3",
+                check,
+                limit,
+                offset,
+            )
         return [_result(r) for r in recs]
 
     async def snapshot(self, checks: Sequence[str]) -> CanarySnapshot:
@@ -59,11 +75,14 @@ class CanaryStore:
             latest = await conn.fetch(
                 "SELECT DISTINCT ON (check_name) * FROM canary_results"
                 " WHERE check_name = ANY($1::text[])"
-                " ORDER BY check_name, finished_at DESC, id DESC", names)
+                " ORDER BY check_name, finished_at DESC, id DESC",
+                names,
+            )
             success = await conn.fetch(
                 "SELECT check_name, max(finished_at) AS t FROM canary_results"
                 " WHERE check_name = ANY($1::text[]) AND result = 'ok' GROUP BY check_name",
-                names)
+                names,
+            )
             # Attempts deleted by retention still count: the counter must never go down.
             counts = await conn.fetch(
                 "SELECT check_name, result, sum(n)::bigint AS n FROM ("
@@ -71,8 +90,11 @@ class CanaryStore:
                 "   WHERE check_name = ANY($1::text[]) GROUP BY check_name, result"
                 " UNION ALL SELECT name, label, n FROM pruned_counts"
                 "   WHERE series = 'canary_runs' AND name = ANY($1::text[])) c"
-                " GROUP BY check_name, result", names)
+                " GROUP BY check_name, result",
+                names,
+            )
         return CanarySnapshot(
             latest={r["check_name"]: _result(r) for r in latest},
             last_success={r["check_name"]: r["t"] for r in success},
-            runs={(r["check_name"], r["result"]): r["n"] for r in counts})
+            runs={(r["check_name"], r["result"]): r["n"] for r in counts},
+        )

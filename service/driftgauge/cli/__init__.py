@@ -29,8 +29,9 @@ from driftgauge.repair import cli as repair_cli
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="driftgauge", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="driftgauge", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--version", action="version", version=f"driftgauge {__version__}")
     sub = p.add_subparsers(dest="command", required=True, help="what to do")
     validate.add_commands(sub)

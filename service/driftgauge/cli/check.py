@@ -36,16 +36,24 @@ def add_commands(sub: Any) -> None:
     chk.add_argument("--since", type=date.fromisoformat, help="first day (YYYY-MM-DD)")
     chk.add_argument("--until", type=date.fromisoformat, help="last day, inclusive")
     chk.add_argument("--full", action="store_true", help="the full-history window")
-    chk.add_argument("--json", action="store_true",
-                     help="print the result as JSON: what the table says (run id, totals, "
-                     "sample keys with kind and copies, reasons, status) and more")
-    chk.add_argument("--no-store", action="store_true",
-                     help="do not record the run in the state database")
-    chk.add_argument("--first-pass", choices=("auto", "days", "slots"), default="auto",
-                     help="days: day aggregates only; slots: also each day's slots, so a "
-                     "differing day is not hashed twice; auto (default): slots "
-                     "when the last stored verdict of a day in the window is drift or no day "
-                     "of it was judged yet (with --no-store nothing is known: slots)")
+    chk.add_argument(
+        "--json",
+        action="store_true",
+        help="print the result as JSON: what the table says (run id, totals, "
+        "sample keys with kind and copies, reasons, status) and more",
+    )
+    chk.add_argument(
+        "--no-store", action="store_true", help="do not record the run in the state database"
+    )
+    chk.add_argument(
+        "--first-pass",
+        choices=("auto", "days", "slots"),
+        default="auto",
+        help="days: day aggregates only; slots: also each day's slots, so a "
+        "differing day is not hashed twice; auto (default): slots "
+        "when the last stored verdict of a day in the window is drift or no day "
+        "of it was judged yet (with --no-store nothing is known: slots)",
+    )
     log_options(chk, "WARNING", "text")
 
 
@@ -86,6 +94,7 @@ async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> 
         reader = await open_adapter(check.reader)
         try:
             slots_first = {"days": False, "slots": True}.get(args.first_pass)
+
             async def checked() -> Adapters:
                 await preflight(check, source, reader)
                 return Adapters(source, reader)
@@ -93,14 +102,23 @@ async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> 
             if args.no_store:
                 await checked()
                 # No history is read without the state database: nothing known, so slots.
-                result = await reconcile(check, source, reader, start, end, now=now,
-                                         sample_keys=config.api.sample_keys,
-                                         progress=bar.update, slots_first=slots_first is not False)
+                result = await reconcile(
+                    check,
+                    source,
+                    reader,
+                    start,
+                    end,
+                    now=now,
+                    sample_keys=config.api.sample_keys,
+                    progress=bar.update,
+                    slots_first=slots_first is not False,
+                )
                 result.finished_at = datetime.now(UTC)
             else:
                 # The preflight inside the run, so a refused field is a recorded failed run.
-                result = await _stored_run(config, check, checked, start, end, now, bar,
-                                           slots_first)
+                result = await _stored_run(
+                    config, check, checked, start, end, now, bar, slots_first
+                )
         finally:
             bar.close()
             await reader.close()
@@ -117,13 +135,21 @@ async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> 
     if result.error is not None:
         print(f"error: {result.error}", file=sys.stderr)
         return EXIT_ERROR
-    return {"ok": EXIT_OK, "drift": EXIT_DRIFT,
-            "nothing_judged": EXIT_NOTHING_JUDGED}.get(result.status, EXIT_ERROR)
+    return {"ok": EXIT_OK, "drift": EXIT_DRIFT, "nothing_judged": EXIT_NOTHING_JUDGED}.get(
+        result.status, EXIT_ERROR
+    )
 
 
-async def _stored_run(config: Config, check: Check, sides: Callable[[], Awaitable[Adapters]],
-                      start: datetime, end: datetime, now: datetime, bar: ProgressBar,
-                      slots_first: bool | None) -> RunResult:
+async def _stored_run(
+    config: Config,
+    check: Check,
+    sides: Callable[[], Awaitable[Adapters]],
+    start: datetime,
+    end: datetime,
+    now: datetime,
+    bar: ProgressBar,
+    slots_first: bool | None,
+) -> RunResult:
     """Run the check as the service would, recording it (and its ledger exclusions)."""
     from driftgauge.jobs.runner import run_check
     from driftgauge.ledger.service import exclusion_source
@@ -135,9 +161,19 @@ async def _stored_run(config: Config, check: Check, sides: Callable[[], Awaitabl
     pool = await open_pool(config.state, deadline=10.0) if check.ledger is not None else None
     try:
         excused = exclusion_source(LedgerStore(pool, 10.0) if pool is not None else None)
-        return await run_check(check, sides, state, start, end, trigger="cli", now=now,
-                               sample_keys=config.api.sample_keys, exclusions=excused,
-                               progress=bar.update, slots_first=slots_first)
+        return await run_check(
+            check,
+            sides,
+            state,
+            start,
+            end,
+            trigger="cli",
+            now=now,
+            sample_keys=config.api.sample_keys,
+            exclusions=excused,
+            progress=bar.update,
+            slots_first=slots_first,
+        )
     finally:
         if pool is not None:
             await pool.close()

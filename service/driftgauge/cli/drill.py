@@ -25,13 +25,17 @@ def add_commands(sub: Any) -> None:
     """Add `drill` to the CLI's subparsers."""
     drl = sub.add_parser("drill", help="drill into one day: hours, key prefixes, keys")
     drl.add_argument("name", help="the check's name under checks: in the config")
-    drl.add_argument("day", type=date.fromisoformat,
-                     help="the day bucket (YYYY-MM-DD, in the check's time zone)")
+    drl.add_argument(
+        "day", type=date.fromisoformat, help="the day bucket (YYYY-MM-DD, in the check's time zone)"
+    )
     with_config(drl)
-    drl.add_argument("--hour", metavar="H",
-                     help="one hour bucket: a local hour (2), or, where the clocks repeat "
-                     "it, the local time with its offset (02:00+01:00) or the UTC start "
-                     "(2026-10-25T01:00:00Z)")
+    drl.add_argument(
+        "--hour",
+        metavar="H",
+        help="one hour bucket: a local hour (2), or, where the clocks repeat "
+        "it, the local time with its offset (02:00+01:00) or the UTC start "
+        "(2026-10-25T01:00:00Z)",
+    )
     drl.add_argument("--prefix", default=None, help="key-hash prefix (hex)")
     drl.add_argument("--json", action="store_true", help="print the level as JSON")
     log_options(drl, "WARNING", "text")

@@ -15,16 +15,37 @@ def render_run(result: RunResult) -> str:
     """Return the per-day table of a run, with totals."""
     rows: list[tuple[str, ...]] = [COLUMNS]
     for b in result.buckets:
-        rows.append((b.start.date().isoformat(), str(b.expected), str(b.excluded_total),
-                     str(b.visible), str(b.missing), str(b.extra), str(b.mismatched), b.status))
+        rows.append(
+            (
+                b.start.date().isoformat(),
+                str(b.expected),
+                str(b.excluded_total),
+                str(b.visible),
+                str(b.missing),
+                str(b.extra),
+                str(b.mismatched),
+                b.status,
+            )
+        )
     judged = [b for b in result.buckets if b.status != "settling"]
-    rows.append(("total", *(str(sum(getattr(b, c) for b in judged)) for c in
-                            ("expected", "excluded_total", "visible", "missing", "extra",
-                             "mismatched")), result.status))
+    rows.append(
+        (
+            "total",
+            *(
+                str(sum(getattr(b, c) for b in judged))
+                for c in ("expected", "excluded_total", "visible", "missing", "extra", "mismatched")
+            ),
+            result.status,
+        )
+    )
     widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
-    lines = ["  ".join(c.rjust(w) if i not in (0, 7) else c.ljust(w)
-                       for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip()
-             for r in rows]
+    lines = [
+        "  ".join(
+            c.rjust(w) if i not in (0, 7) else c.ljust(w)
+            for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        ).rstrip()
+        for r in rows
+    ]
     lines.insert(1, "-" * len(lines[0]))
     lines.insert(len(lines) - 1, "-" * len(lines[0]))
     drifted = [b for b in result.buckets if b.status == "drift"]
@@ -36,11 +57,15 @@ def render_run(result: RunResult) -> str:
         lines.append(f"{b.start.date()}: error: " + "; ".join(b.reasons))
     if result.status == "nothing_judged":
         settling = sum(b.status == "settling" for b in result.buckets)
-        lines.append(f"nothing judged: {settling} of {len(result.buckets)} day buckets "
-                     "settling, none old enough to judge; this is not a pass")
+        lines.append(
+            f"nothing judged: {settling} of {len(result.buckets)} day buckets "
+            "settling, none old enough to judge; this is not a pass"
+        )
     lines.extend(render_totals(result))
-    lines.append(f"{len(result.buckets)} day buckets, {result.queries} store queries, "
-                 f"{result.rows_fetched} rows fetched")
+    lines.append(
+        f"{len(result.buckets)} day buckets, {result.queries} store queries, "
+        f"{result.rows_fetched} rows fetched"
+    )
     return "\n".join(lines)
 
 
@@ -69,18 +94,24 @@ def render_drill(report: DrillOut) -> str:
     lines = [head, f"{'node':<28} {'source':>9} {'reader':>9}  differs"]
     for n in report.nodes:
         mark = "  <--" if n.differs else ""
-        lines.append(f"{n.label:<28} {n.source.count:>9} {n.reader.count:>9}"
-                     f"  {'yes' if n.differs else 'no'}{mark}")
+        lines.append(
+            f"{n.label:<28} {n.source.count:>9} {n.reader.count:>9}"
+            f"  {'yes' if n.differs else 'no'}{mark}"
+        )
     for n in report.nodes:
         for name in sorted((n.source.measures or {}).keys() | (n.reader.measures or {}).keys()):
-            lines.append(f"  {n.label} {name} {(n.source.measures or {}).get(name, '0')} / "
-                         f"{(n.reader.measures or {}).get(name, '0')}")
+            lines.append(
+                f"  {n.label} {name} {(n.source.measures or {}).get(name, '0')} / "
+                f"{(n.reader.measures or {}).get(name, '0')}"
+            )
     if report.unexplained:
         lines.append(f"error: {report.unexplained}")
     if report.keys:
         lines.append("differing keys:")
-        lines.extend(f"  {k.kind:<10} {k.key}  (source {k.source_copies}, "
-                     f"reader {k.reader_copies})" for k in report.keys)
+        lines.extend(
+            f"  {k.kind:<10} {k.key}  (source {k.source_copies}, reader {k.reader_copies})"
+            for k in report.keys
+        )
     return "\n".join(lines)
 
 
@@ -96,8 +127,9 @@ class ProgressBar:
         if not self.active or total <= 0:
             return
         filled = self.width * done // total
-        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (self.width - filled)}] "
-                          f"{done}/{total} days")
+        self.stream.write(
+            f"\r{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {done}/{total} days"
+        )
         self.stream.flush()
 
     def close(self) -> None:

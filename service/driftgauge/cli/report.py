@@ -10,14 +10,21 @@ TOTALLED = ("expected", "visible", "missing", "extra", "mismatched", "duplicates
 
 
 def _sample(k: KeyDiff) -> dict[str, Any]:
-    return {"key": k.key, "kind": k.kind, "source_copies": k.source_copies,
-            "reader_copies": k.reader_copies,
-            "event_time": k.event_time.isoformat() if k.event_time else None}
+    return {
+        "key": k.key,
+        "kind": k.kind,
+        "source_copies": k.source_copies,
+        "reader_copies": k.reader_copies,
+        "event_time": k.event_time.isoformat() if k.event_time else None,
+    }
 
 
 def _bucket(b: BucketResult) -> dict[str, Any]:
-    return {**b.to_dict(), "samples": [_sample(k) for k in b.samples],
-            "ledger_excluded": dict(b.ledger_excluded)}
+    return {
+        **b.to_dict(),
+        "samples": [_sample(k) for k in b.samples],
+        "ledger_excluded": dict(b.ledger_excluded),
+    }
 
 
 def run_report(result: RunResult) -> dict[str, Any]:
@@ -25,9 +32,15 @@ def run_report(result: RunResult) -> dict[str, Any]:
     judged = [b for b in result.buckets if b.status != "settling"]
     totals: dict[str, Any] = {c: sum(getattr(b, c) for b in judged) for c in TOTALLED}
     totals["excluded"] = sum(b.excluded_total for b in judged)
-    counts = {s: sum(b.status == s for b in result.buckets)
-              for s in ("ok", "drift", "settling", "error")}
-    return {**result.to_dict(), "run_id": result.run_id, "failed_store": result.failed_store,
-            # Settling buckets are left out of the totals, as the text table does.
-            "totals": totals, "bucket_statuses": counts,
-            "buckets": [_bucket(b) for b in result.buckets]}
+    counts = {
+        s: sum(b.status == s for b in result.buckets) for s in ("ok", "drift", "settling", "error")
+    }
+    return {
+        **result.to_dict(),
+        "run_id": result.run_id,
+        "failed_store": result.failed_store,
+        # Settling buckets are left out of the totals, as the text table does.
+        "totals": totals,
+        "bucket_statuses": counts,
+        "buckets": [_bucket(b) for b in result.buckets],
+    }

@@ -21,8 +21,7 @@ def add_commands(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT/SIGTERM."""
-    serve(args.config, args.host, args.port, log_level=args.log_level,
-          log_format=args.log_format)
+    serve(args.config, args.host, args.port, log_level=args.log_level, log_format=args.log_format)
     return EXIT_OK
 
 
@@ -34,8 +33,9 @@ async def _reach_state(config: Config) -> None:
     await store.close()
 
 
-def serve(config_path: str, host: str, port: int, *, log_level: str = "INFO",
-          log_format: str = "json") -> None:
+def serve(
+    config_path: str, host: str, port: int, *, log_level: str = "INFO", log_format: str = "json"
+) -> None:
     """Load the config, check the state database and serve until SIGINT/SIGTERM.
 
     Raises ConfigError or StateError (with the field and the problem) before serving; the
@@ -51,5 +51,12 @@ def serve(config_path: str, host: str, port: int, *, log_level: str = "INFO",
     config = load_service_config(config_path)
     asyncio.run(_reach_state(config))
     app = create_app(config)
-    uvicorn.run(app, host=host, port=port, log_config=None, access_log=False,
-                timeout_graceful_shutdown=15, lifespan="on")
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=15,
+        lifespan="on",
+    )

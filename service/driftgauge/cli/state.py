@@ -16,11 +16,12 @@ def add_commands(sub: Any) -> None:
     """Add `state prune` to the CLI's subparsers."""
     st = sub.add_parser("state", help="work with the state database")
     st_sub = st.add_subparsers(dest="state_command", required=True, help="what to do")
-    prn = st_sub.add_parser("prune", help="delete stored results past state.retention and print "
-                            "the rows deleted per table")
+    prn = st_sub.add_parser(
+        "prune",
+        help="delete stored results past state.retention and print the rows deleted per table",
+    )
     with_config(prn)
-    prn.add_argument("--dry-run", action="store_true",
-                     help="only count what would be deleted")
+    prn.add_argument("--dry-run", action="store_true", help="only count what would be deleted")
     log_options(prn, "WARNING", "text")
 
 
@@ -39,12 +40,17 @@ async def _prune(config: Config, *, dry_run: bool) -> int:
     finally:
         await state.close()
     if report.skipped:
-        print(f"error: state.schema: another process is pruning schema {config.state.schema!r};"
-              " try again later", file=sys.stderr)
+        print(
+            f"error: state.schema: another process is pruning schema {config.state.schema!r};"
+            " try again later",
+            file=sys.stderr,
+        )
         return EXIT_ERROR
-    print(f"{'would delete (dry run)' if dry_run else 'deleted'} from schema "
-          f"{config.state.schema!r}: runs finished before {report.runs_before:%Y-%m-%d %H:%M}"
-          f" UTC, ledger rows before {report.ledger_before:%Y-%m-%d %H:%M} UTC")
+    print(
+        f"{'would delete (dry run)' if dry_run else 'deleted'} from schema "
+        f"{config.state.schema!r}: runs finished before {report.runs_before:%Y-%m-%d %H:%M}"
+        f" UTC, ledger rows before {report.ledger_before:%Y-%m-%d %H:%M} UTC"
+    )
     width = max(len(t) for t in TABLES)
     for table in TABLES:
         print(f"  {table:<{width}}  {report.deleted.get(table, 0):>9}")

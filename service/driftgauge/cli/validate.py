@@ -15,13 +15,22 @@ def add_commands(sub: Any) -> None:
     """Add `config validate` to the CLI's subparsers."""
     cfg = sub.add_parser("config", help="work with a config file")
     cfg_sub = cfg.add_subparsers(dest="config_command", required=True, help="what to do")
-    val = cfg_sub.add_parser("validate", help="print every problem in a config and exit 2 if "
-                             "any; checks everything serve builds before it connects")
+    val = cfg_sub.add_parser(
+        "validate",
+        help="print every problem in a config and exit 2 if "
+        "any; checks everything serve builds before it connects",
+    )
     val.add_argument("file", help="the config file to check")
-    val.add_argument("--no-secrets", action="store_true",
-                     help="do not try to resolve env:/file: secret references")
-    val.add_argument("--connect", action="store_true",
-                     help="also ask the stores whether every configured field is readable")
+    val.add_argument(
+        "--no-secrets",
+        action="store_true",
+        help="do not try to resolve env:/file: secret references",
+    )
+    val.add_argument(
+        "--connect",
+        action="store_true",
+        help="also ask the stores whether every configured field is readable",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

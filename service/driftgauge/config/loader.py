@@ -34,8 +34,14 @@ from driftgauge.stores import registry
 __all__ = ["build", "load_file", "load_text", "parse_duration"]
 
 _SECRET_FIELDS = ("dsn", "password", "tokens")
-_RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal",
-                 "finite_number", "multiple_of"}
+_RANGE_ERRORS = {
+    "greater_than",
+    "greater_than_equal",
+    "less_than",
+    "less_than_equal",
+    "finite_number",
+    "multiple_of",
+}
 Loc = tuple[str | int, ...]
 
 
@@ -113,8 +119,9 @@ def _validate(raw: dict[str, Any]) -> tuple[m.ConfigModel | None, list[str], lis
         if key in seen:
             break
         seen.add(key)
-        for err in sorted(errors, key=lambda e: [(isinstance(p, str), p) for p in e["loc"]],
-                          reverse=True):
+        for err in sorted(
+            errors, key=lambda e: [(isinstance(p, str), p) for p in e["loc"]], reverse=True
+        ):
             # A missing key drops the section that lacks it.
             path = _data_path(data, tuple(err["loc"]))
             pruned.append(_loc(path))
@@ -128,9 +135,10 @@ def _data_path(data: Any, loc: Loc) -> Loc:
     node = data
     for part in loc:
         found = (isinstance(node, dict) and part in node) or (
-            isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node))
+            isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        )
         if not found:
-            continue            # a union-member or key tag, or the missing key itself
+            continue  # a union-member or key tag, or the missing key itself
         node = node[part]
         path.append(part)
     return tuple(path)
@@ -168,14 +176,19 @@ def _follows_from(problem: str, pruned: list[str]) -> bool:
             return True
         # A dropped entry of a check (a field, say) is named elsewhere in the check too.
         parts = p.split(".")
-        if len(parts) > 3 and parts[0] == "checks" and \
-                where.startswith(f"checks.{parts[1]}.") and where.endswith(f".{parts[-1]}"):
+        if (
+            len(parts) > 3
+            and parts[0] == "checks"
+            and where.startswith(f"checks.{parts[1]}.")
+            and where.endswith(f".{parts[-1]}")
+        ):
             return True
     return False
 
 
-def build(parsed: m.ConfigModel, *, resolve_secrets: bool = False,
-          known_stores: set[str] | None = None) -> Config:
+def build(
+    parsed: m.ConfigModel, *, resolve_secrets: bool = False, known_stores: set[str] | None = None
+) -> Config:
     """Check cross-references and turn validated models into runtime objects.
 
     `known_stores` names stores that exist but were invalid (their problems are reported
@@ -186,15 +199,21 @@ def build(parsed: m.ConfigModel, *, resolve_secrets: bool = False,
     for name, sm in parsed.stores.items():
         stores[name] = registry.kind_of(sm.kind).build(name, sm, problems)
     broken = (known_stores or set()) - set(stores)
-    state = State(Secret(parsed.state.dsn), parsed.state.schema_name,
-                  Retention(parsed.state.retention.runs, parsed.state.retention.ledger),
-                  Lease(parsed.state.lease.heartbeat, parsed.state.lease.expires))
+    state = State(
+        Secret(parsed.state.dsn),
+        parsed.state.schema_name,
+        Retention(parsed.state.retention.runs, parsed.state.retention.ledger),
+        Lease(parsed.state.lease.heartbeat, parsed.state.lease.expires),
+    )
     problems.extend(secrets.dsn_problems("state.dsn", parsed.state.dsn))
-    api = Api(tuple(Secret(t) for t in parsed.api.tokens), parsed.api.public_read,
-              parsed.api.sample_keys,
-              metrics_tokens=tuple(Secret(t) for t in parsed.api.metrics_tokens),
-              metrics_public=parsed.api.metrics_public,
-              live_concurrency=parsed.api.live_concurrency)
+    api = Api(
+        tuple(Secret(t) for t in parsed.api.tokens),
+        parsed.api.public_read,
+        parsed.api.sample_keys,
+        metrics_tokens=tuple(Secret(t) for t in parsed.api.metrics_tokens),
+        metrics_public=parsed.api.metrics_public,
+        live_concurrency=parsed.api.live_concurrency,
+    )
     checks: dict[str, Check] = {}
     if not parsed.checks:
         problems.append("checks: configure at least one check")
@@ -210,13 +229,14 @@ def build(parsed: m.ConfigModel, *, resolve_secrets: bool = False,
     return Config(stores, state, api, checks)
 
 
-def _build_check(name: str, cm: m.CheckModel, stores: dict[str, Store], broken: set[str],
-                 problems: list[str]) -> Check | None:
+def _build_check(
+    name: str, cm: m.CheckModel, stores: dict[str, Store], broken: set[str], problems: list[str]
+) -> Check | None:
     where = f"checks.{name}"
     before = len(problems)
     try:
         tz = ZoneInfo(cm.timezone)
-    except (ZoneInfoNotFoundError, ValueError, OSError):    # OSError: a name too long
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a name too long
         problems.append(f"{where}.timezone: unknown time zone {cm.timezone!r}")
         tz = ZoneInfo("UTC")
     fields = tuple(Field(n, t) for n, t in cm.fields.items())
@@ -224,38 +244,67 @@ def _build_check(name: str, cm: m.CheckModel, stores: dict[str, Store], broken: 
     for reason in cm.tolerance.exclusion_rate:
         # With a ledger, reasons also come from the sync job's no_match/skipped reports.
         if cm.ledger is None and reason not in {e.reason for e in cm.exclusions}:
-            problems.append(f"{where}.tolerance.exclusion_rate.{reason}: no exclusion has this "
-                            "reason")
-    source = _build_view(f"{where}.source", cm.source, cm, fields, tz, stores, broken,
-                         problems, exclusions=cm.exclusions)
-    reader = _build_view(f"{where}.reader", cm.reader, cm, fields, tz, stores, broken,
-                         problems, exclusions=[])
+            problems.append(
+                f"{where}.tolerance.exclusion_rate.{reason}: no exclusion has this reason"
+            )
+    source = _build_view(
+        f"{where}.source",
+        cm.source,
+        cm,
+        fields,
+        tz,
+        stores,
+        broken,
+        problems,
+        exclusions=cm.exclusions,
+    )
+    reader = _build_view(
+        f"{where}.reader", cm.reader, cm, fields, tz, stores, broken, problems, exclusions=[]
+    )
     schedule = _build_schedule(f"{where}.schedule", cm.schedule, problems)
     if source is None or reader is None:
         return None
     ledger = signals.build_ledger(f"{where}.ledger", cm.ledger, problems)
-    canary = signals.build_canary(f"{where}.canary", cm.canary, source, reader, stores, broken,
-                                  problems)
-    vocabulary = signals.build_vocabulary(f"{where}.vocabulary", cm.vocabulary, source, reader,
-                                          problems)
+    canary = signals.build_canary(
+        f"{where}.canary", cm.canary, source, reader, stores, broken, problems
+    )
+    vocabulary = signals.build_vocabulary(
+        f"{where}.vocabulary", cm.vocabulary, source, reader, problems
+    )
     if len(problems) > before:
         return None
     tol = cm.tolerance
     return Check(
-        name=name, source=source, reader=reader, fields=fields, key_type=cm.key_type,
-        timezone=tz, settle=cm.settle,
-        tolerance=Tolerance(tol.missing_ratio, tol.extra, tol.mismatched,
-                            tuple(sorted(tol.exclusion_rate.items()))),
-        drilldown=Drilldown(cm.drilldown.leaf_rows, cm.drilldown.dense_ratio,
-                            cm.drilldown.max_depth, cm.drilldown.slot_first_pass_days),
-        schedule=schedule, description=cm.description, ledger=ledger, canary=canary,
-        vocabulary=vocabulary, volume=signals.build_volume(cm.volume),
-        timestamp_precision=cm.timestamp_precision, measures=tuple(cm.measures),
+        name=name,
+        source=source,
+        reader=reader,
+        fields=fields,
+        key_type=cm.key_type,
+        timezone=tz,
+        settle=cm.settle,
+        tolerance=Tolerance(
+            tol.missing_ratio, tol.extra, tol.mismatched, tuple(sorted(tol.exclusion_rate.items()))
+        ),
+        drilldown=Drilldown(
+            cm.drilldown.leaf_rows,
+            cm.drilldown.dense_ratio,
+            cm.drilldown.max_depth,
+            cm.drilldown.slot_first_pass_days,
+        ),
+        schedule=schedule,
+        description=cm.description,
+        ledger=ledger,
+        canary=canary,
+        vocabulary=vocabulary,
+        volume=signals.build_volume(cm.volume),
+        timestamp_precision=cm.timestamp_precision,
+        measures=tuple(cm.measures),
     )
 
 
-def _check_measures(where: str, cm: m.CheckModel, fields: tuple[Field, ...],
-                    problems: list[str]) -> None:
+def _check_measures(
+    where: str, cm: m.CheckModel, fields: tuple[Field, ...], problems: list[str]
+) -> None:
     """Require each measure to be a distinct integer or decimal field of the check."""
     types = {f.name: f.type for f in fields}
     seen: set[str] = set()
@@ -266,16 +315,26 @@ def _check_measures(where: str, cm: m.CheckModel, fields: tuple[Field, ...],
         if name not in types:
             problems.append(f"{where}.measures[{i}]: {name!r} is not one of the check's fields")
         elif types[name] not in ("integer", "decimal"):
-            problems.append(f"{where}.measures[{i}]: field {name!r} is {types[name]}; a "
-                            "measure sums an integer or decimal field")
+            problems.append(
+                f"{where}.measures[{i}]: field {name!r} is {types[name]}; a "
+                "measure sums an integer or decimal field"
+            )
 
 
-def _build_view(where: str, vm: m.ViewModel, cm: m.CheckModel, fields: tuple[Field, ...],
-                tz: ZoneInfo, stores: dict[str, Store], broken: set[str], problems: list[str],
-                exclusions: list[m.ExclusionModel]) -> View | None:
+def _build_view(
+    where: str,
+    vm: m.ViewModel,
+    cm: m.CheckModel,
+    fields: tuple[Field, ...],
+    tz: ZoneInfo,
+    stores: dict[str, Store],
+    broken: set[str],
+    problems: list[str],
+    exclusions: list[m.ExclusionModel],
+) -> View | None:
     store = stores.get(vm.store)
     if store is None and vm.store in broken:
-        return None         # the store's own problems are reported
+        return None  # the store's own problems are reported
     if store is None:
         known = ", ".join(sorted(stores)) or "none"
         problems.append(f"{where}.store: unknown store {vm.store!r} (known: {known})")
@@ -285,20 +344,31 @@ def _build_view(where: str, vm: m.ViewModel, cm: m.CheckModel, fields: tuple[Fie
     registry.kind_of(store.kind).check_view(where, vm, exclusions, problems)
     if cm.measures and not registry.kind_of(store.kind).has(registry.MEASURE_TOTALS):
         # A side that cannot sum would leave the totals uncompared: refuse, never pass.
-        problems.append(f"{where.rsplit('.', 1)[0]}.measures: a {store.kind} store cannot sum "
-                        f"measures exactly ({where}); kinds that can: "
-                        f"{', '.join(registry.with_capability(registry.MEASURE_TOTALS))}")
+        problems.append(
+            f"{where.rsplit('.', 1)[0]}.measures: a {store.kind} store cannot sum "
+            f"measures exactly ({where}); kinds that can: "
+            f"{', '.join(registry.with_capability(registry.MEASURE_TOTALS))}"
+        )
     if cm.measures and cm.measure_scale is None and store.kind == "opensearch":
         # OpenSearch sums exactly only as scaled 64-bit integers: the scale must be known.
-        problems.append(f"{where.rsplit('.', 1)[0]}.measure_scale: required with measures "
-                        f"on an opensearch side ({where})")
+        problems.append(
+            f"{where.rsplit('.', 1)[0]}.measure_scale: required with measures "
+            f"on an opensearch side ({where})"
+        )
     reasons = [e.reason for e in exclusions]
     if len(set(reasons)) != len(reasons):
         problems.append(f"{where.rsplit('.', 1)[0]}.exclusions: reasons must be unique")
     return View(
-        store=store, key_column=vm.key, time_column=vm.time,
-        columns=tuple(vm.fields.get(f.name, f.name) for f in fields), fields=fields,
-        key_type=cm.key_type, timezone=tz, query=vm.query, table=vm.table, index=vm.index,
+        store=store,
+        key_column=vm.key,
+        time_column=vm.time,
+        columns=tuple(vm.fields.get(f.name, f.name) for f in fields),
+        fields=fields,
+        key_type=cm.key_type,
+        timezone=tz,
+        query=vm.query,
+        table=vm.table,
+        index=vm.index,
         filter=vm.filter,
         exclusions=tuple(Exclusion(e.reason, e.where, e.query) for e in exclusions),
         # auto stays at microseconds until the preflight learns what both sides hold.

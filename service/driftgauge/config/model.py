@@ -49,27 +49,39 @@ else:
 class RetentionModel(Strict):
     """How long the state database keeps results that nothing serves any more."""
 
-    runs: Keep = Field(timedelta(days=30), description="Finished reconciliation runs with "
-                       "their buckets, drill-down trees and key samples.")
-    ledger: Keep = Field(timedelta(days=400), description="Run-ledger runs, batches, keys, "
-                         "windows and breaches; canary attempts; vocabulary and volume rows.")
+    runs: Keep = Field(
+        timedelta(days=30),
+        description="Finished reconciliation runs with "
+        "their buckets, drill-down trees and key samples.",
+    )
+    ledger: Keep = Field(
+        timedelta(days=400),
+        description="Run-ledger runs, batches, keys, "
+        "windows and breaches; canary attempts; vocabulary and volume rows.",
+    )
 
 
 class LeaseModel(Strict):
     """How long a run stays owned by its replica without a heartbeat."""
 
-    heartbeat: Heartbeat = Field(timedelta(seconds=15), description="How often a replica "
-                                 "renews the runs it owns.")
-    expires: LeaseExpiry = Field(timedelta(seconds=60), description="A run not renewed for "
-                                 "this long is marked 'error: interrupted' by any replica "
-                                 "(or the next start).")
+    heartbeat: Heartbeat = Field(
+        timedelta(seconds=15), description="How often a replica renews the runs it owns."
+    )
+    expires: LeaseExpiry = Field(
+        timedelta(seconds=60),
+        description="A run not renewed for "
+        "this long is marked 'error: interrupted' by any replica "
+        "(or the next start).",
+    )
 
     @model_validator(mode="after")
     def _outlasts_a_late_beat(self) -> LeaseModel:
         # One late heartbeat must not cost a live run its lease.
         if self.expires < 2 * self.heartbeat:
-            raise ValueError(f"expires ({self.expires.total_seconds():g}s) must be at least "
-                             f"twice heartbeat ({self.heartbeat.total_seconds():g}s)")
+            raise ValueError(
+                f"expires ({self.expires.total_seconds():g}s) must be at least "
+                f"twice heartbeat ({self.heartbeat.total_seconds():g}s)"
+            )
         return self
 
 
@@ -84,29 +96,29 @@ class ApiModel(Strict):
     tokens: list[SecretRef] = Field(default_factory=list)
     public_read: bool = True
     sample_keys: int = Field(100, ge=1, le=10_000)
-    metrics_tokens: list[SecretRef] = Field(default_factory=list,
-                                      description="Tokens that may scrape /metrics only.")
-    metrics_public: bool | None = Field(None, description="/metrics without a token; "
-                                        "default: public_read.")
-    live_concurrency: int = Field(4, ge=1, le=64,
-                                  description="Live drill-downs served at once; more get 429.")
+    metrics_tokens: list[SecretRef] = Field(
+        default_factory=list, description="Tokens that may scrape /metrics only."
+    )
+    metrics_public: bool | None = Field(
+        None, description="/metrics without a token; default: public_read."
+    )
+    live_concurrency: int = Field(
+        4, ge=1, le=64, description="Live drill-downs served at once; more get 429."
+    )
 
 
 class ExclusionModel(Strict):
     reason: str = Field(pattern=r"^[a-z][a-z0-9_]{0,62}$")
     where: NonEmpty | None = Field(None, description="SQL predicate, for a postgres source.")
-    query: NonEmptyMapping | None = Field(None, description="Query DSL, for an opensearch "
-                                          "source.")
+    query: NonEmptyMapping | None = Field(None, description="Query DSL, for an opensearch source.")
 
 
 class ViewModel(Strict):
     store: NonEmpty
-    query: NonEmpty | None = Field(None, description="postgres: a SELECT whose rows form the "
-                                   "view.")
+    query: NonEmpty | None = Field(None, description="postgres: a SELECT whose rows form the view.")
     table: NonEmpty | None = Field(None, description="postgres: a table or view name.")
     index: NonEmpty | None = Field(None, description="opensearch: index, alias or pattern.")
-    filter: NonEmptyMapping | None = Field(None, description="opensearch: the reader's query "
-                                           "DSL.")
+    filter: NonEmptyMapping | None = Field(None, description="opensearch: the reader's query DSL.")
     key: NonEmpty
     time: NonEmpty
     fields: dict[NonEmpty, NonEmpty] = Field(
@@ -147,42 +159,51 @@ class ScheduleModel(Strict):
 class LedgerModel(Strict):
     """How the check's sync job reports to the run ledger."""
 
-    job: str = Field(pattern=r"^[a-z][a-z0-9_.-]{0,62}$",
-                     description="The sync job's name, as it reports to the run ledger.")
+    job: str = Field(
+        pattern=r"^[a-z][a-z0-9_.-]{0,62}$",
+        description="The sync job's name, as it reports to the run ledger.",
+    )
     summary_deadline: SummaryDeadline = Field(
-        timedelta(hours=6), description="How long after a day window ends the job's summary "
-        "must have arrived.")
+        timedelta(hours=6),
+        description="How long after a day window ends the job's summary must have arrived.",
+    )
     no_match_rate: Ratio = 0.05
-    settle: LedgerSettle = Field(timedelta(minutes=15), description="Delay between a run "
-                                 "closing and the reconciliation of its window.")
+    settle: LedgerSettle = Field(
+        timedelta(minutes=15),
+        description="Delay between a run closing and the reconciliation of its window.",
+    )
 
 
 class CanaryModel(Strict):
     """A sentinel written as the sync job and read back through the reader."""
 
     store: NonEmpty = Field(description="A store entry holding the sync job's own credentials.")
-    index: NonEmpty | None = Field(None, description="Where the job writes; default: "
-                                   "reader.index.")
+    index: NonEmpty | None = Field(None, description="Where the job writes; default: reader.index.")
     document: dict[str, Any] = Field(
         default_factory=dict,
-        description="Field layout of the sentinel; '{key}', '{now}' and '{token}' are filled in.")
+        description="Field layout of the sentinel; '{key}', '{now}' and '{token}' are filled in.",
+    )
     marker: str = Field("driftgauge_canary", pattern=r"^[A-Za-z_][A-Za-z0-9_.]{0,99}$")
     write: Literal["index", "update"] = "update"
     every: CanaryInterval | None = None
     cron: Cron | None = None
     timeout_seconds: float = Field(30.0, gt=0, le=600)
     key_query: NonEmpty | None = Field(
-        None, description="postgres source: SELECT returning one real key; $1, $2 = the "
-        "previous day's start and end.")
+        None,
+        description="postgres source: SELECT returning one real key; $1, $2 = the "
+        "previous day's start and end.",
+    )
 
 
 class VocabularyFieldModel(Strict):
     """Where the reader's accepted values of one field come from."""
 
     accepted: Annotated[list[str | int | bool], NonEmptyList] | None = Field(
-        None, description="Values the reader accepts; default: the reader filter's terms.")
+        None, description="Values the reader accepts; default: the reader filter's terms."
+    )
     filter_field: NonEmpty | None = Field(
-        None, description="Field name used in the reader filter; default: the reader column.")
+        None, description="Field name used in the reader filter; default: the reader column."
+    )
 
 
 class VolumeModel(Strict):
@@ -191,16 +212,21 @@ class VolumeModel(Strict):
     trailing: int = Field(30, ge=2, le=3660)
     sigmas: float = Field(3.0, gt=0, le=100)
     min_history: int | None = Field(
-        None, ge=2, le=3660,
+        None,
+        ge=2,
+        le=3660,
         description="Days of source history a day needs before it is judged (at most "
-                    "trailing); until then it is insufficient_history. Default: 14, or "
-                    "trailing if smaller.")
+        "trailing); until then it is insufficient_history. Default: 14, or "
+        "trailing if smaller.",
+    )
 
     @model_validator(mode="after")
     def _history_fits(self) -> VolumeModel:
         if self.min_history is not None and self.min_history > self.trailing:
-            raise ValueError(f"min_history ({self.min_history}) must not exceed trailing "
-                             f"({self.trailing}): a day is judged on its trailing days only")
+            raise ValueError(
+                f"min_history ({self.min_history}) must not exceed trailing "
+                f"({self.trailing}): a day is judged on its trailing days only"
+            )
         return self
 
 
@@ -211,14 +237,22 @@ class CheckModel(Strict):
     key_type: Literal["string", "integer"] = "string"
     fields: dict[NonEmpty, FieldTypeName] = Field(default_factory=dict)
     timestamp_precision: Literal["auto", "ms", "us"] = Field(
-        "auto", description="Precision timestamp fields are compared at; auto: the coarser "
-        "side's, found by the schema preflight.")
+        "auto",
+        description="Precision timestamp fields are compared at; auto: the coarser "
+        "side's, found by the schema preflight.",
+    )
     measures: list[NonEmpty] = Field(
-        default_factory=list, description="Fields (integer or decimal) whose exact total every "
-        "day and hour bucket carries per side; each side's column through its `fields`.")
+        default_factory=list,
+        description="Fields (integer or decimal) whose exact total every "
+        "day and hour bucket carries per side; each side's column through its `fields`.",
+    )
     measure_scale: int | None = Field(
-        None, ge=0, le=18, description="Digits after the point every measure value holds; "
-        "required when a side is opensearch, which sums them as scaled 64-bit integers.")
+        None,
+        ge=0,
+        le=18,
+        description="Digits after the point every measure value holds; "
+        "required when a side is opensearch, which sums them as scaled 64-bit integers.",
+    )
     timezone: NonEmpty = "UTC"
     exclusions: list[ExclusionModel] = Field(default_factory=list)
     settle: Settle = timedelta(hours=2)

@@ -14,8 +14,10 @@ def resolve_problems(stores: Mapping[str, Store], state: State, api: Api) -> lis
     """Resolve every secret reference as `serve` does; return each failure by location."""
     refs: list[tuple[str, Secret, str]] = [("state.dsn", state.dsn, "dsn")]
     for name, store in stores.items():
-        refs.extend((f"stores.{name}.{field}", secret, kind)
-                    for field, secret, kind in registry.kind_of(store.kind).secrets(store))
+        refs.extend(
+            (f"stores.{name}.{field}", secret, kind)
+            for field, secret, kind in registry.kind_of(store.kind).secrets(store)
+        )
     refs.extend((f"api.tokens.{i}", t, "token") for i, t in enumerate(api.tokens))
     refs.extend((f"api.metrics_tokens.{i}", t, "token") for i, t in enumerate(api.metrics_tokens))
     problems = []

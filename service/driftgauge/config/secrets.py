@@ -41,9 +41,10 @@ class Secret:
                 return path.read_text(encoding="utf-8").strip()
             except OSError as exc:
                 raise SecretError([f"secret file {path} cannot be read ({exc.strerror})"]) from None
-            except ValueError:          # not UTF-8, or a NUL in the path
-                raise SecretError([f"secret file {self.ref[5:]!r} cannot be read (not a "
-                                   "path to UTF-8 text)"]) from None
+            except ValueError:  # not UTF-8, or a NUL in the path
+                raise SecretError(
+                    [f"secret file {self.ref[5:]!r} cannot be read (not a path to UTF-8 text)"]
+                ) from None
         return self.ref
 
 

@@ -65,7 +65,7 @@ def between(minimum: str, maximum: str) -> Any:
     low, high = parse_duration(minimum), parse_duration(maximum)
 
     def check(value: Any) -> timedelta:
-        if isinstance(value, timedelta):   # a default
+        if isinstance(value, timedelta):  # a default
             return value
         got = parse_duration(value)
         if got < low:
@@ -98,8 +98,10 @@ def _non_empty_list(value: list[Any]) -> list[Any]:
 def _url(value: str) -> str:
     shown = "" if "@" in value else f", got {value!r}"
     if value.startswith(("env:", "file:")):
-        raise ValueError("must be a URL, not a secret reference (only dsn, password and "
-                         "tokens are resolved); put credentials in username and password")
+        raise ValueError(
+            "must be a URL, not a secret reference (only dsn, password and "
+            "tokens are resolved); put credentials in username and password"
+        )
     try:
         parts = urlsplit(value)
         port = parts.port
@@ -108,8 +110,9 @@ def _url(value: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"must be an http:// or https:// URL with a host{shown}")
     if parts.username is not None or parts.password is not None:
-        raise ValueError("must not carry credentials (they would be printed); use username "
-                         "and password")
+        raise ValueError(
+            "must not carry credentials (they would be printed); use username and password"
+        )
     if port == 0 or parts.query or parts.fragment:
         raise ValueError(f"must be a base URL with a host and an optional port and path{shown}")
     return value

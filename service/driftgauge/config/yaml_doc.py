@@ -27,7 +27,7 @@ def read(text: str, source: str) -> tuple[Any, list[str]]:
 
 def _duplicates(node: yaml.Node, path: tuple[str, ...], problems: list[str]) -> None:
     if len(path) > 64:
-        return              # an alias that contains itself
+        return  # an alias that contains itself
     if isinstance(node, yaml.MappingNode):
         first: dict[str, int] = {}
         for key, value in node.value:
@@ -37,8 +37,9 @@ def _duplicates(node: yaml.Node, path: tuple[str, ...], problems: list[str]) -> 
             line = key.start_mark.line + 1
             if name in first:
                 where = ".".join((*path, name))
-                problems.append(f"{where}: duplicated key (lines {first[name]} and {line}); "
-                                "remove one")
+                problems.append(
+                    f"{where}: duplicated key (lines {first[name]} and {line}); remove one"
+                )
             else:
                 first[name] = line
             _duplicates(value, (*path, name), problems)

@@ -26,7 +26,10 @@ class Aggregate:
     def same_as(self, other: Aggregate) -> bool:
         """Return True when both sides hold the same rows by count, keys, content and totals."""
         if (self.count, self.distinct_keys, self.digest) != (
-                other.count, other.distinct_keys, other.digest):
+            other.count,
+            other.distinct_keys,
+            other.digest,
+        ):
             return False
         return not measures_differ(self, other)
 

@@ -115,26 +115,34 @@ def resolve_hour(text: str, day: date, tz: ZoneInfo) -> tuple[datetime, datetime
         if len(found) == 1:
             return found[0]
         if not found:
-            raise ValueError(f"no hour bucket of {day} in {tz.key} starts at local hour "
-                             f"{wanted} (the clocks skip it); its hours are {choices}")
+            raise ValueError(
+                f"no hour bucket of {day} in {tz.key} starts at local hour "
+                f"{wanted} (the clocks skip it); its hours are {choices}"
+            )
         named = " or ".join(label(s, tz)[11:16] + label(s, tz)[19:] for s, _ in found)
-        raise ValueError(f"local hour {wanted} of {day} in {tz.key} is ambiguous: "
-                         f"name one by its offset, {named}")
+        raise ValueError(
+            f"local hour {wanted} of {day} in {tz.key} is ambiguous: "
+            f"name one by its offset, {named}"
+        )
     m = _LOCAL.match(text)
     try:
         if m is not None:
             offset = "+00:00" if m.group(3) == "Z" else m.group(3)
             moment = datetime.fromisoformat(
-                f"{day.isoformat()}T{int(m.group(1)):02d}:{m.group(2)}:00{offset}")
+                f"{day.isoformat()}T{int(m.group(1)):02d}:{m.group(2)}:00{offset}"
+            )
         else:
             moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise ValueError(f"{text!r} is not a local hour (2), a local time with offset "
-                         "(02:00+01:00) or an instant (2026-10-25T01:00:00Z)") from None
+        raise ValueError(
+            f"{text!r} is not a local hour (2), a local time with offset "
+            "(02:00+01:00) or an instant (2026-10-25T01:00:00Z)"
+        ) from None
     if moment.tzinfo is None:
         raise ValueError(f"{text!r} has no offset; give one (02:00+01:00) or a local hour")
     for h in hours:
         if h[0] == utc(moment):
             return h
-    raise ValueError(f"{text!r} is not the start of an hour bucket of {day} in {tz.key}; "
-                     f"its hours are {choices}")
+    raise ValueError(
+        f"{text!r} is not the start of an hour bucket of {day} in {tz.key}; its hours are {choices}"
+    )

@@ -19,6 +19,8 @@ def instant_text(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat()
 
 
-Instant = Annotated[datetime, PlainSerializer(instant_text, return_type=str, when_used="json"),
-                    WithJsonSchema({"type": "string", "format": "date-time"},
-                                   mode="serialization")]
+Instant = Annotated[
+    datetime,
+    PlainSerializer(instant_text, return_type=str, when_used="json"),
+    WithJsonSchema({"type": "string", "format": "date-time"}, mode="serialization"),
+]

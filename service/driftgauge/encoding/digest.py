@@ -51,13 +51,19 @@ def key_encoding(key: str | int | None, key_type: KeyType) -> str:
     return encode_value(key, key_type)
 
 
-def row_encoding(key: str | int | None, key_type: KeyType, values: Sequence[Value],
-                 types: Sequence[FieldType], precision: TimestampPrecision = "us") -> str:
+def row_encoding(
+    key: str | int | None,
+    key_type: KeyType,
+    values: Sequence[Value],
+    types: Sequence[FieldType],
+    precision: TimestampPrecision = "us",
+) -> str:
     """Return the canonical encoding of a row: key token, then one token per field in order."""
     if len(values) != len(types):
         raise ValueError(f"{len(values)} values for {len(types)} fields")
     return key_encoding(key, key_type) + "".join(
-        encode_value(v, t, precision) for v, t in zip(values, types, strict=True))
+        encode_value(v, t, precision) for v, t in zip(values, types, strict=True)
+    )
 
 
 def key_hash(encoding: str) -> str:
@@ -78,12 +84,18 @@ def key_text(key: str | int | None) -> str:
     return key if isinstance(key, str) else str(_as_int64(key))
 
 
-def hash_row(key: str | int | None, key_type: KeyType, values: Sequence[Value],
-             types: Sequence[FieldType],
-             precision: TimestampPrecision = "us") -> tuple[str, int]:
+def hash_row(
+    key: str | int | None,
+    key_type: KeyType,
+    values: Sequence[Value],
+    types: Sequence[FieldType],
+    precision: TimestampPrecision = "us",
+) -> tuple[str, int]:
     """Return (key_hash, row_hash) of one row."""
-    return (key_hash(key_encoding(key, key_type)),
-            row_hash(row_encoding(key, key_type, values, types, precision)))
+    return (
+        key_hash(key_encoding(key, key_type)),
+        row_hash(row_encoding(key, key_type, values, types, precision)),
+    )
 
 
 def aggregate(rows: Iterable[tuple[str, int]]) -> Aggregate:

@@ -28,8 +28,14 @@ def _range(check: Check, day: date, hour: str | None) -> tuple[datetime, datetim
         raise ConfigError([f"hour: {exc}"]) from None
 
 
-async def drill_live(check: Check, source: StoreAdapter, reader: StoreAdapter, day: date,
-                     hour: str | None = None, prefix: str | None = None) -> DrillOut:
+async def drill_live(
+    check: Check,
+    source: StoreAdapter,
+    reader: StoreAdapter,
+    day: date,
+    hour: str | None = None,
+    prefix: str | None = None,
+) -> DrillOut:
     """Return one level of the drill-down below (day, hour, prefix), and keys at a leaf.
 
     `hour` names one hour bucket of the day as buckets.resolve_hour accepts it.
@@ -48,11 +54,16 @@ async def drill_live(check: Check, source: StoreAdapter, reader: StoreAdapter, d
     s_total = sum(n.source.count for n in nodes)
     r_total = sum(n.reader.count for n in nodes)
     report = DrillOut(
-        check=check.name, day=day.isoformat(),
+        check=check.name,
+        day=day.isoformat(),
         hour=None if hour is None else _short(buckets.label(start, check.timezone)),
-        start=buckets.label(start, check.timezone), end=buckets.label(end, check.timezone),
-        prefix=prefix, level=level, differs=any(n.differs for n in nodes),
-        nodes=[n.payload() for n in nodes])
+        start=buckets.label(start, check.timezone),
+        end=buckets.label(end, check.timezone),
+        prefix=prefix,
+        level=level,
+        differs=any(n.differs for n in nodes),
+        nodes=[n.payload() for n in nodes],
+    )
     if max(s_total, r_total) <= check.drilldown.leaf_rows and report.differs:
         within = [prefix] if prefix else None
         s_rows = [r async for r in source.iter_rows(start, end, within)]
@@ -66,11 +77,16 @@ async def drill_live(check: Check, source: StoreAdapter, reader: StoreAdapter, d
             report.unexplained = (
                 f"{explain.REASON}: the nodes differ by {want.count:+d} rows, digest "
                 f"{want.digest:016x}; the keys found by {diff.found.count:+d} rows, digest "
-                f"{diff.found.digest:016x}")
+                f"{diff.found.digest:016x}"
+            )
         report.keys = [
-            DrillKeyOut(key=k.key, kind=k.kind, source_copies=k.source_copies,
-                        reader_copies=k.reader_copies,
-                        event_time=k.event_time.isoformat() if k.event_time else None)
+            DrillKeyOut(
+                key=k.key,
+                kind=k.kind,
+                source_copies=k.source_copies,
+                reader_copies=k.reader_copies,
+                event_time=k.event_time.isoformat() if k.event_time else None,
+            )
             for k in sorted(diff.keys, key=lambda k: (k.kind, sort_key(k)))
         ]
     return report

@@ -23,9 +23,11 @@ def mismatch(where: str, source: Aggregate, reader: Aggregate, found: Delta) -> 
     want = Delta.between(source, reader)
     if want == found:
         return None
-    return (f"{where}: the aggregates differ by {want.count:+d} rows, digest "
-            f"{want.digest:016x}; the differences found by {found.count:+d} rows, digest "
-            f"{found.digest:016x}")
+    return (
+        f"{where}: the aggregates differ by {want.count:+d} rows, digest "
+        f"{want.digest:016x}; the differences found by {found.count:+d} rows, digest "
+        f"{found.digest:016x}"
+    )
 
 
 def reasons(problems: list[str], limit: int = 5) -> list[str]:
@@ -36,11 +38,9 @@ def reasons(problems: list[str], limit: int = 5) -> list[str]:
     return out
 
 
-def totals_mismatch(where: str, source: Aggregate, reader: Aggregate,
-                    found: Delta) -> str | None:
+def totals_mismatch(where: str, source: Aggregate, reader: Aggregate, found: Delta) -> str | None:
     """Return why differing measure totals have no differing row to account for them."""
     names = measures_differ(source, reader)
     if not names or found != Delta():
         return None
-    return (f"{where}: the totals of {', '.join(names)} differ, but no row the drill-down "
-            "found does")
+    return f"{where}: the totals of {', '.join(names)} differ, but no row the drill-down found does"

@@ -75,8 +75,9 @@ class LeafDiff:
         self.reader_copies += other.reader_copies
 
 
-def deltas(source: Iterable[RowHash], reader: Iterable[RowHash],
-           group: Callable[[RowHash], Hashable]) -> dict[Hashable, Delta]:
+def deltas(
+    source: Iterable[RowHash], reader: Iterable[RowHash], group: Callable[[RowHash], Hashable]
+) -> dict[Hashable, Delta]:
     """Return source minus reader over all the rows, split by group of the row."""
     out: dict[Hashable, Delta] = {}
     for sign, rows in ((1, source), (-1, reader)):
@@ -93,9 +94,12 @@ def _group(rows: Iterable[RowHash]) -> dict[str, list[RowHash]]:
     return out
 
 
-def join_rows(source: Iterable[RowHash], reader: Iterable[RowHash],
-              ledger_excluded: Mapping[str, str] | None = None,
-              group: Callable[[RowHash], Hashable] | None = None) -> LeafDiff:
+def join_rows(
+    source: Iterable[RowHash],
+    reader: Iterable[RowHash],
+    ledger_excluded: Mapping[str, str] | None = None,
+    group: Callable[[RowHash], Hashable] | None = None,
+) -> LeafDiff:
     """Classify keys as missing, extra or mismatched (different content or several copies).
 
     A key the source has and the reader lacks counts as excluded, not missing, when the
@@ -131,8 +135,9 @@ def join_rows(source: Iterable[RowHash], reader: Iterable[RowHash],
         elif not s_rows:
             kind = "extra"
         else:
-            same = (len(s_rows) == 1 and len(r_rows) == 1
-                    and s_rows[0].row_hash == r_rows[0].row_hash)
+            same = (
+                len(s_rows) == 1 and len(r_rows) == 1 and s_rows[0].row_hash == r_rows[0].row_hash
+            )
             if same:
                 continue
             kind = "mismatched"

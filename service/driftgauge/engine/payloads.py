@@ -20,8 +20,10 @@ class AggregateOut(BaseModel):
     distinct_keys: int
     digest: str = Field(description="Sum of row hashes mod 2^64, 16 hex digits.")
     measures: dict[str, str] | None = Field(
-        None, description="Each measure's exact total as decimal text; null where the check "
-        "declares none or this level does not sum them (key-hash prefixes).")
+        None,
+        description="Each measure's exact total as decimal text; null where the check "
+        "declares none or this level does not sum them (key-hash prefixes).",
+    )
 
 
 class NodeOut(BaseModel):

@@ -10,8 +10,26 @@ from driftgauge.config.runtime import Drilldown
 from driftgauge.core.aggregate import Aggregate
 
 # Slot lengths that divide an hour, so slots never straddle an hour boundary.
-SLOT_SECONDS = (60, 90, 120, 150, 180, 200, 225, 240, 300, 360, 400, 450, 600, 720, 900,
-                1200, 1800, 3600)
+SLOT_SECONDS = (
+    60,
+    90,
+    120,
+    150,
+    180,
+    200,
+    225,
+    240,
+    300,
+    360,
+    400,
+    450,
+    600,
+    720,
+    900,
+    1200,
+    1800,
+    3600,
+)
 # Rows per slot to aim for: a slot query costs about the same for 24 or 1,440 groups,
 # so small slots make a differing slot, and the rows fetched for it, small.
 ROWS_PER_SLOT = 8

@@ -69,21 +69,24 @@ class _Counted:
         finally:
             self.seconds += time.perf_counter() - t0
 
-    async def buckets(self, start: datetime, end: datetime,
-                      granularity: Granularity) -> list[BucketDigest]:
+    async def buckets(
+        self, start: datetime, end: datetime, granularity: Granularity
+    ) -> list[BucketDigest]:
         with self._timed("digests"):
             return await self.inner.bucket_digests(start, end, granularity)
 
-    async def first_pass(self, start: datetime, end: datetime,
-                         with_slots: bool) -> tuple[FirstPass, bool]:
+    async def first_pass(
+        self, start: datetime, end: datetime, with_slots: bool
+    ) -> tuple[FirstPass, bool]:
         """Return the day buckets, with their slots when asked and the store can."""
         with self._timed("digests"):
             if with_slots and isinstance(self.inner, SlotFirstPass):
                 return await self.inner.day_and_slot_digests(start, end, FIRST_PASS_SLOT), True
             return FirstPass(await self.inner.bucket_digests(start, end, "day"), {}), False
 
-    async def prefixes(self, start: datetime, end: datetime, depth: int,
-                       within: Sequence[str] | None) -> dict[str, Aggregate]:
+    async def prefixes(
+        self, start: datetime, end: datetime, depth: int, within: Sequence[str] | None
+    ) -> dict[str, Aggregate]:
         with self._timed("prefixes"):
             return await self.inner.prefix_digests(start, end, depth, within)
 
@@ -92,16 +95,22 @@ class _Counted:
             # Only asked of days where no key repeats: keys need not be counted again.
             return await self.inner.slot_digests(start, end, seconds, distinct=False)
 
-    async def rows_of(self, start: datetime, end: datetime, prefixes: Sequence[str] | None,
-                      ranges: Sequence[tuple[datetime, datetime]] | None = None,
-                      ) -> list[RowHash]:
+    async def rows_of(
+        self,
+        start: datetime,
+        end: datetime,
+        prefixes: Sequence[str] | None,
+        ranges: Sequence[tuple[datetime, datetime]] | None = None,
+    ) -> list[RowHash]:
         with self._timed("rows"):
-            rows = (self.inner.iter_rows(start, end, prefixes) if ranges is None
-                    else self.inner.iter_rows(start, end, prefixes, ranges=ranges))
+            rows = (
+                self.inner.iter_rows(start, end, prefixes)
+                if ranges is None
+                else self.inner.iter_rows(start, end, prefixes, ranges=ranges)
+            )
             out = [row async for row in rows]
         self.rows += len(out)
         return out
-
 
 
 @dataclass(frozen=True)
@@ -134,10 +143,19 @@ def _utc(moment: datetime) -> datetime:
     return moment.astimezone(UTC)
 
 
-async def reconcile(check: Check, source: StoreAdapter, reader: StoreAdapter,
-                    window_start: datetime, window_end: datetime, *, now: datetime,
-                    sample_keys: int = 100, ledger_excluded: Mapping[str, str] | None = None,
-                    progress: Progress | None = None, slots_first: bool = False) -> RunResult:
+async def reconcile(
+    check: Check,
+    source: StoreAdapter,
+    reader: StoreAdapter,
+    window_start: datetime,
+    window_end: datetime,
+    *,
+    now: datetime,
+    sample_keys: int = 100,
+    ledger_excluded: Mapping[str, str] | None = None,
+    progress: Progress | None = None,
+    slots_first: bool = False,
+) -> RunResult:
     """Return the per-day verdict for [window_start, window_end); store errors set `error`.
 
     `slots_first` asks stores that can for each day's slots in the first scan: about 20%
@@ -145,21 +163,23 @@ async def reconcile(check: Check, source: StoreAdapter, reader: StoreAdapter,
     drift is likely (see runner.expects_drift), not on a healthy check.
     """
     result = RunResult(check.name, window_start, window_end, started_at=now)
-    sides = _Sides(_Counted(source, check.source.store.name),
-                   _Counted(reader, check.reader.store.name))
+    sides = _Sides(
+        _Counted(source, check.source.store.name), _Counted(reader, check.reader.store.name)
+    )
     try:
         starts = plan.day_starts(window_start, window_end, check.timezone)
         # Bounded: slots of up to slot_first_pass_days days are held until judged. Slots
         # aligned on a window start off the minute would not line up with a day's own.
         on_minute = _utc(window_start).timestamp() % FIRST_PASS_SLOT == 0
-        with_slots = (slots_first and on_minute
-                      and len(starts) <= check.drilldown.slot_first_pass_days)
+        with_slots = (
+            slots_first and on_minute and len(starts) <= check.drilldown.slot_first_pass_days
+        )
         (src_fp, src_has), (rdr_fp, rdr_has) = await sides.both(
-            lambda s: s.first_pass(window_start, window_end, with_slots))
+            lambda s: s.first_pass(window_start, window_end, with_slots)
+        )
         src_by = {_utc(b.start): b for b in src_fp.days}
         rdr_by = {_utc(b.start): b for b in rdr_fp.days}
-        day_slots = _differing_slots(src_fp, src_has, rdr_fp, rdr_has, src_by, rdr_by,
-                                     window_start)
+        day_slots = _differing_slots(src_fp, src_has, rdr_fp, rdr_has, src_by, rdr_by, window_start)
         del src_fp, rdr_fp  # the slots of days that agree go now, not after the last day
         done = 0
         sem = asyncio.Semaphore(DAY_CONCURRENCY)
@@ -167,9 +187,17 @@ async def reconcile(check: Check, source: StoreAdapter, reader: StoreAdapter,
         async def one(start: datetime) -> BucketResult:
             nonlocal done
             async with sem:
-                bucket = await _judge_day(check, sides, start, src_by.get(_utc(start)),
-                                          rdr_by.get(_utc(start)), now, sample_keys,
-                                          ledger_excluded or {}, day_slots.get(_utc(start)))
+                bucket = await _judge_day(
+                    check,
+                    sides,
+                    start,
+                    src_by.get(_utc(start)),
+                    rdr_by.get(_utc(start)),
+                    now,
+                    sample_keys,
+                    ledger_excluded or {},
+                    day_slots.get(_utc(start)),
+                )
             done += 1
             if progress is not None:
                 progress(done, len(starts))
@@ -187,10 +215,15 @@ async def reconcile(check: Check, source: StoreAdapter, reader: StoreAdapter,
     return result
 
 
-def _differing_slots(src: FirstPass, src_has: bool, rdr: FirstPass, rdr_has: bool,
-                     src_by: Mapping[datetime, BucketDigest],
-                     rdr_by: Mapping[datetime, BucketDigest],
-                     origin: datetime) -> dict[datetime, _DaySlots]:
+def _differing_slots(
+    src: FirstPass,
+    src_has: bool,
+    rdr: FirstPass,
+    rdr_has: bool,
+    src_by: Mapping[datetime, BucketDigest],
+    rdr_by: Mapping[datetime, BucketDigest],
+    origin: datetime,
+) -> dict[datetime, _DaySlots]:
     """Keep first-pass slots only for days that differ, so memory follows the drift."""
     if not (src_has or rdr_has):
         return {}
@@ -204,27 +237,42 @@ def _differing_slots(src: FirstPass, src_has: bool, rdr: FirstPass, rdr_has: boo
             out[day] = _DaySlots(
                 (src.slots[s_days[day]] if day in s_days else []) if src_has else None,
                 (rdr.slots[r_days[day]] if day in r_days else []) if rdr_has else None,
-                origin)
+                origin,
+            )
     return out
 
 
-async def _judge_day(check: Check, sides: _Sides, start: datetime, src: BucketDigest | None,
-                     rdr: BucketDigest | None, now: datetime, sample_keys: int,
-                     ledger_excluded: Mapping[str, str],
-                     slots: _DaySlots | None = None) -> BucketResult:
+async def _judge_day(
+    check: Check,
+    sides: _Sides,
+    start: datetime,
+    src: BucketDigest | None,
+    rdr: BucketDigest | None,
+    now: datetime,
+    sample_keys: int,
+    ledger_excluded: Mapping[str, str],
+    slots: _DaySlots | None = None,
+) -> BucketResult:
     s_agg = src.agg if src else Aggregate()
     r_agg = rdr.agg if rdr else Aggregate()
     rule_excluded = dict(src.excluded) if src else {}
     end = plan.next_day(start, check.timezone)
     bucket = BucketResult(
-        start=start, status="ok", expected=s_agg.count + sum(rule_excluded.values()),
-        visible=r_agg.distinct_keys, excluded=rule_excluded, source=s_agg, reader=r_agg)
+        start=start,
+        status="ok",
+        expected=s_agg.count + sum(rule_excluded.values()),
+        visible=r_agg.distinct_keys,
+        excluded=rule_excluded,
+        source=s_agg,
+        reader=r_agg,
+    )
     if end > now - check.settle:
         bucket.status = "settling"
         return bucket
     if needs_drill(s_agg, r_agg):
-        tree, diff = await _drill_day(check, sides, start, end, s_agg, r_agg, ledger_excluded,
-                                      slots)
+        tree, diff = await _drill_day(
+            check, sides, start, end, s_agg, r_agg, ledger_excluded, slots
+        )
         bucket.tree = tree
         bucket.missing, bucket.extra = diff.missing, diff.extra
         bucket.mismatched, bucket.duplicates = diff.mismatched, diff.duplicates
@@ -287,9 +335,16 @@ class _Fetched:
             self.unexplained.append(problem)
 
 
-async def _drill_day(check: Check, sides: _Sides, start: datetime, end: datetime,
-                     s_agg: Aggregate, r_agg: Aggregate, ledger_excluded: Mapping[str, str],
-                     slots: _DaySlots | None = None) -> tuple[list[Node], LeafDiff]:
+async def _drill_day(
+    check: Check,
+    sides: _Sides,
+    start: datetime,
+    end: datetime,
+    s_agg: Aggregate,
+    r_agg: Aggregate,
+    ledger_excluded: Mapping[str, str],
+    slots: _DaySlots | None = None,
+) -> tuple[list[Node], LeafDiff]:
     """Return the day's drill-down tree and the classified differences."""
     dd = check.drilldown
     if plan.fits_leaf(s_agg, r_agg, dd) or plan.is_dense(s_agg, r_agg, dd):
@@ -302,8 +357,7 @@ async def _drill_day(check: Check, sides: _Sides, start: datetime, end: datetime
             hours = _pair_hours(check, s_hours, r_hours)
             for h in hours:
                 h.fetched = True
-        return hours, _join_day(
-            s_agg, r_agg, _Fetched(s_rows, r_rows), ledger_excluded)
+        return hours, _join_day(s_agg, r_agg, _Fetched(s_rows, r_rows), ledger_excluded)
     if not (s_agg.has_duplicates or r_agg.has_duplicates):
         tree, fetched = await _drill_slots(check, sides, start, end, s_agg, r_agg, slots)
         return tree, _join_day(s_agg, r_agg, fetched, ledger_excluded)
@@ -316,25 +370,35 @@ async def _drill_day(check: Check, sides: _Sides, start: datetime, end: datetime
     return hours + nodes, _join_day(s_agg, r_agg, fetched, ledger_excluded)
 
 
-def _join_day(s_agg: Aggregate, r_agg: Aggregate, fetched: _Fetched,
-              ledger_excluded: Mapping[str, str]) -> LeafDiff:
+def _join_day(
+    s_agg: Aggregate, r_agg: Aggregate, fetched: _Fetched, ledger_excluded: Mapping[str, str]
+) -> LeafDiff:
     """Join every row fetched for the day at once; check the copies found add up."""
     diff = join_rows(fetched.source, fetched.reader, ledger_excluded)
     diff.unexplained.extend(fetched.unexplained)
     # Each drill path fetches every key held twice, so the copies found must be all the
     # day's copies: if not, a key's copies were split or a store answered inconsistently.
-    for side, agg, found in (("source", s_agg, diff.source_copies),
-                             ("reader", r_agg, diff.reader_copies)):
+    for side, agg, found in (
+        ("source", s_agg, diff.source_copies),
+        ("reader", r_agg, diff.reader_copies),
+    ):
         want = agg.count - agg.distinct_keys
         if want != found:
-            diff.unexplained.append(f"day: the {side} holds {want} extra copies of keys; "
-                                    f"the rows fetched hold {found}")
+            diff.unexplained.append(
+                f"day: the {side} holds {want} extra copies of keys; the rows fetched hold {found}"
+            )
     return diff
 
 
-async def _drill_slots(check: Check, sides: _Sides, start: datetime, end: datetime,
-                       s_agg: Aggregate, r_agg: Aggregate,
-                       cached: _DaySlots | None = None) -> tuple[list[Node], _Fetched]:
+async def _drill_slots(
+    check: Check,
+    sides: _Sides,
+    start: datetime,
+    end: datetime,
+    s_agg: Aggregate,
+    r_agg: Aggregate,
+    cached: _DaySlots | None = None,
+) -> tuple[list[Node], _Fetched]:
     """Localise drift by short time slots, then fetch only the differing slots' rows.
 
     One slot query per side finds every differing slot of the day, however the drift is
@@ -347,18 +411,21 @@ async def _drill_slots(check: Check, sides: _Sides, start: datetime, end: dateti
     if cached is not None and cached.usable(start):
         seconds = FIRST_PASS_SLOT
 
-        async def slots_of(side: _Counted, have: list[BucketDigest] | None
-                           ) -> list[BucketDigest]:
+        async def slots_of(side: _Counted, have: list[BucketDigest] | None) -> list[BucketDigest]:
             return have if have is not None else await side.slots(start, end, seconds)
-        s_sl, r_sl = await all_or_none(slots_of(sides.source, cached.source),
-                                       slots_of(sides.reader, cached.reader))
+
+        s_sl, r_sl = await all_or_none(
+            slots_of(sides.source, cached.source), slots_of(sides.reader, cached.reader)
+        )
     else:
         seconds = plan.slot_seconds(max(s_agg.count, r_agg.count))
         s_sl, r_sl = await sides.both(lambda s: s.slots(start, end, seconds))
     s_by = {_utc(b.start): b.agg for b in s_sl}
     r_by = {_utc(b.start): b.agg for b in r_sl}
-    slots = [(k, s_by.get(k, Aggregate()), r_by.get(k, Aggregate()))
-             for k in sorted(s_by.keys() | r_by.keys())]
+    slots = [
+        (k, s_by.get(k, Aggregate()), r_by.get(k, Aggregate()))
+        for k in sorted(s_by.keys() | r_by.keys())
+    ]
     bad = [sl for sl in slots if needs_drill(sl[1], sl[2])]
     small = [sl for sl in bad if plan.fits_leaf(sl[1], sl[2], dd)]
     big = [sl for sl in bad if not plan.fits_leaf(sl[1], sl[2], dd)]
@@ -393,8 +460,9 @@ async def _drill_slots(check: Check, sides: _Sides, start: datetime, end: dateti
     return hours, fetched
 
 
-def _hours_from_slots(check: Check, day: datetime,
-                      slots: list[tuple[datetime, Aggregate, Aggregate]]) -> list[Node]:
+def _hours_from_slots(
+    check: Check, day: datetime, slots: list[tuple[datetime, Aggregate, Aggregate]]
+) -> list[Node]:
     """Sum slots into hour nodes (exact: the day holds no key twice, so keys add up).
 
     Slots are aligned on the day's start and divide an hour, and hours are whole hours
@@ -412,21 +480,27 @@ def _hours_from_slots(check: Check, day: datetime,
         t[5] += r_a.digest
     mod = 1 << 64
     s_tot, r_tot = _hour_totals(day, slots, 1), _hour_totals(day, slots, 2)
-    return [Node("hour", buckets.label(h, check.timezone),
-                 Aggregate(t[0], t[1], t[2] % mod, s_tot.get(h) if s_tot else None),
-                 Aggregate(t[3], t[4], t[5] % mod, r_tot.get(h) if r_tot else None))
-            for h, t in sorted(acc.items())]
+    return [
+        Node(
+            "hour",
+            buckets.label(h, check.timezone),
+            Aggregate(t[0], t[1], t[2] % mod, s_tot.get(h) if s_tot else None),
+            Aggregate(t[3], t[4], t[5] % mod, r_tot.get(h) if r_tot else None),
+        )
+        for h, t in sorted(acc.items())
+    ]
 
 
-def _hour_totals(day: datetime, slots: list[tuple[datetime, Aggregate, Aggregate]],
-                 side: int) -> dict[datetime, dict[str, Decimal]] | None:
+def _hour_totals(
+    day: datetime, slots: list[tuple[datetime, Aggregate, Aggregate]], side: int
+) -> dict[datetime, dict[str, Decimal]] | None:
     """Sum one side's slot totals per hour; None when some slot was not summed."""
     out: dict[datetime, dict[str, Decimal]] = {}
     for k, s_a, r_a in slots:
         agg = s_a if side == 1 else r_a
         hour = out.setdefault(day + (k - day) // buckets.HOUR * buckets.HOUR, {})
         if agg.count == 0 and agg.measures is None:
-            continue    # the side has no rows in this slot
+            continue  # the side has no rows in this slot
         if agg.measures is None:
             return None
         for name, total in agg.measures.items():
@@ -434,10 +508,17 @@ def _hour_totals(day: datetime, slots: list[tuple[datetime, Aggregate, Aggregate
     return out if any(out.values()) else None
 
 
-async def _drill_range(check: Check, sides: _Sides, start: datetime, end: datetime,
-                       s_agg: Aggregate, r_agg: Aggregate, depth: int,
-                       within: Sequence[str] | None, est_diffs: float,
-                       ) -> tuple[list[Node], _Fetched]:
+async def _drill_range(
+    check: Check,
+    sides: _Sides,
+    start: datetime,
+    end: datetime,
+    s_agg: Aggregate,
+    r_agg: Aggregate,
+    depth: int,
+    within: Sequence[str] | None,
+    est_diffs: float,
+) -> tuple[list[Node], _Fetched]:
     """Split [start, end) by key-hash prefix until leaves are small, then fetch their rows."""
     dd = check.drilldown
     where = f"[{buckets.label(start, check.timezone)}, {buckets.label(end, check.timezone)})"
@@ -451,8 +532,10 @@ async def _drill_range(check: Check, sides: _Sides, start: datetime, end: dateti
     rows = max(s_agg.count, r_agg.count)
     new_depth = depth + plan.prefix_step(rows, est_diffs, dd, depth)
     s_pre, r_pre = await sides.both(lambda s: s.prefixes(start, end, new_depth, within))
-    nodes = [Node("prefix", p, s_pre.get(p, Aggregate()), r_pre.get(p, Aggregate()))
-             for p in sorted(s_pre.keys() | r_pre.keys())]
+    nodes = [
+        Node("prefix", p, s_pre.get(p, Aggregate()), r_pre.get(p, Aggregate()))
+        for p in sorted(s_pre.keys() | r_pre.keys())
+    ]
     bad = [n for n in nodes if n.differs]
     small = [n for n in bad if plan.fits_leaf(n.source, n.reader, dd) or new_depth >= dd.max_depth]
     big = [n for n in bad if n not in small]
@@ -465,11 +548,13 @@ async def _drill_range(check: Check, sides: _Sides, start: datetime, end: dateti
         by_prefix = deltas(s_rows, r_rows, lambda r: r.key_hash[:new_depth])
         for n in small:
             n.fetched = True
-            fetched.check(f"prefix {n.label} of {where}", n.source, n.reader,
-                          by_prefix.get(n.label, Delta()))
+            fetched.check(
+                f"prefix {n.label} of {where}", n.source, n.reader, by_prefix.get(n.label, Delta())
+            )
     for n in big:
-        n.children, below = await _drill_range(check, sides, start, end, n.source, n.reader,
-                                               new_depth, [n.label], 1.0)
+        n.children, below = await _drill_range(
+            check, sides, start, end, n.source, n.reader, new_depth, [n.label], 1.0
+        )
         fetched.add(below)
     # The prefixes split the range: what they fetched must be what the range differs by.
     if not fetched.unexplained:
@@ -478,17 +563,25 @@ async def _drill_range(check: Check, sides: _Sides, start: datetime, end: dateti
     return bad, fetched
 
 
-def _pair_hours(check: Check, s_hours: list[BucketDigest],
-                r_hours: list[BucketDigest]) -> list[Node]:
+def _pair_hours(
+    check: Check, s_hours: list[BucketDigest], r_hours: list[BucketDigest]
+) -> list[Node]:
     s_by = {_utc(b.start): b.agg for b in s_hours}
     r_by = {_utc(b.start): b.agg for b in r_hours}
-    return [Node("hour", buckets.label(k, check.timezone),
-                 s_by.get(k, Aggregate()), r_by.get(k, Aggregate()))
-            for k in sorted(s_by.keys() | r_by.keys())]
+    return [
+        Node(
+            "hour",
+            buckets.label(k, check.timezone),
+            s_by.get(k, Aggregate()),
+            r_by.get(k, Aggregate()),
+        )
+        for k in sorted(s_by.keys() | r_by.keys())
+    ]
 
 
 def _hours_from_rows(check: Check, s_rows: list[RowHash], r_rows: list[RowHash]) -> list[Node]:
     """Build hour nodes from fetched rows, so a dense day still has a drill-down tree."""
+
     def by_hour(rows: list[RowHash]) -> dict[datetime, Aggregate]:
         acc: dict[datetime, tuple[int, set[str], int]] = {}
         for r in rows:
@@ -499,26 +592,44 @@ def _hours_from_rows(check: Check, s_rows: list[RowHash], r_rows: list[RowHash])
         return {h: Aggregate(c, len(k), d) for h, (c, k, d) in acc.items()}
 
     s_by, r_by = by_hour(s_rows), by_hour(r_rows)
-    return [Node("hour", buckets.label(k, check.timezone), s_by.get(k, Aggregate()),
-                 r_by.get(k, Aggregate()), fetched=True)
-            for k in sorted(s_by.keys() | r_by.keys())]
+    return [
+        Node(
+            "hour",
+            buckets.label(k, check.timezone),
+            s_by.get(k, Aggregate()),
+            r_by.get(k, Aggregate()),
+            fetched=True,
+        )
+        for k in sorted(s_by.keys() | r_by.keys())
+    ]
 
 
-async def compare_hours(check: Check, source: StoreAdapter, reader: StoreAdapter,
-                        day_start: datetime, day_end: datetime) -> list[Node]:
+async def compare_hours(
+    check: Check, source: StoreAdapter, reader: StoreAdapter, day_start: datetime, day_end: datetime
+) -> list[Node]:
     """Return both sides' hour aggregates for one day, live."""
-    sides = _Sides(_Counted(source, check.source.store.name),
-                   _Counted(reader, check.reader.store.name))
+    sides = _Sides(
+        _Counted(source, check.source.store.name), _Counted(reader, check.reader.store.name)
+    )
     s_hours, r_hours = await sides.both(lambda s: s.buckets(day_start, day_end, "hour"))
     return _pair_hours(check, s_hours, r_hours)
 
 
-async def compare_prefixes(check: Check, source: StoreAdapter, reader: StoreAdapter,
-                           start: datetime, end: datetime, depth: int,
-                           within: Sequence[str] | None = None) -> list[Node]:
+async def compare_prefixes(
+    check: Check,
+    source: StoreAdapter,
+    reader: StoreAdapter,
+    start: datetime,
+    end: datetime,
+    depth: int,
+    within: Sequence[str] | None = None,
+) -> list[Node]:
     """Return both sides' aggregates per key-hash prefix of [start, end), live."""
-    sides = _Sides(_Counted(source, check.source.store.name),
-                   _Counted(reader, check.reader.store.name))
+    sides = _Sides(
+        _Counted(source, check.source.store.name), _Counted(reader, check.reader.store.name)
+    )
     s_pre, r_pre = await sides.both(lambda s: s.prefixes(start, end, depth, within))
-    return [Node("prefix", p, s_pre.get(p, Aggregate()), r_pre.get(p, Aggregate()))
-            for p in sorted(s_pre.keys() | r_pre.keys())]
+    return [
+        Node("prefix", p, s_pre.get(p, Aggregate()), r_pre.get(p, Aggregate()))
+        for p in sorted(s_pre.keys() | r_pre.keys())
+    ]

@@ -56,10 +56,15 @@ class Node:
 
     def payload(self) -> NodeOut:
         """Return the node and its children as the payload the CLI and the API show."""
-        return NodeOut(level=self.level, label=self.label, differs=self.differs,
-                       fetched=self.fetched, source=aggregate_out(self.source),
-                       reader=aggregate_out(self.reader),
-                       children=[c.payload() for c in self.children])
+        return NodeOut(
+            level=self.level,
+            label=self.label,
+            differs=self.differs,
+            fetched=self.fetched,
+            source=aggregate_out(self.source),
+            reader=aggregate_out(self.reader),
+            children=[c.payload() for c in self.children],
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Return the node as a JSON-ready dict."""
@@ -102,12 +107,20 @@ class BucketResult:
     def payload(self) -> BucketResultOut:
         """Return the bucket (without its tree) as the payload the CLI and the API show."""
         return BucketResultOut(
-            day=self.start.date().isoformat(), start=self.start.isoformat(),
-            status=self.status, expected=self.expected, visible=self.visible,
-            excluded=dict(self.excluded), missing=self.missing, extra=self.extra,
-            mismatched=self.mismatched, duplicates=self.duplicates,
-            source=aggregate_out(self.source), reader=aggregate_out(self.reader),
-            reasons=list(self.reasons))
+            day=self.start.date().isoformat(),
+            start=self.start.isoformat(),
+            status=self.status,
+            expected=self.expected,
+            visible=self.visible,
+            excluded=dict(self.excluded),
+            missing=self.missing,
+            extra=self.extra,
+            mismatched=self.mismatched,
+            duplicates=self.duplicates,
+            source=aggregate_out(self.source),
+            reader=aggregate_out(self.reader),
+            reasons=list(self.reasons),
+        )
 
     def to_dict(self, *, with_tree: bool = False) -> dict[str, Any]:
         """Return the bucket as a JSON-ready dict."""
@@ -155,12 +168,15 @@ class RunResult:
     def to_dict(self, *, with_tree: bool = False) -> dict[str, Any]:
         """Return the run as a JSON-ready dict."""
         return {
-            "check": self.check, "status": self.status,
+            "check": self.check,
+            "status": self.status,
             "window_start": self.window_start.isoformat(),
             "window_end": self.window_end.isoformat(),
             "started_at": self.started_at.isoformat(),
             "finished_at": self.finished_at.isoformat() if self.finished_at else None,
-            "error": self.error, "queries": self.queries, "rows_fetched": self.rows_fetched,
+            "error": self.error,
+            "queries": self.queries,
+            "rows_fetched": self.rows_fetched,
             "source_seconds": round(self.source_seconds, 3),
             "reader_seconds": round(self.reader_seconds, 3),
             "buckets": [b.to_dict(with_tree=with_tree) for b in self.buckets],
@@ -175,8 +191,12 @@ def needs_drill(source: Aggregate, reader: Aggregate) -> bool:
 def aggregate_out(a: Aggregate) -> AggregateOut:
     """Return an aggregate as its payload."""
     # Digests are 64-bit unsigned; JSON readers lose precision above 2^53, so send hex.
-    return AggregateOut(count=a.count, distinct_keys=a.distinct_keys, digest=f"{a.digest:016x}",
-                        measures=measures_text(a))
+    return AggregateOut(
+        count=a.count,
+        distinct_keys=a.distinct_keys,
+        digest=f"{a.digest:016x}",
+        measures=measures_text(a),
+    )
 
 
 def measures_text(a: Aggregate) -> dict[str, str] | None:

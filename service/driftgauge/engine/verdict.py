@@ -14,8 +14,9 @@ def judge(bucket: BucketResult, tol: Tolerance) -> None:
     if bucket.missing:
         ratio = bucket.missing / max(should_see, 1)
         if ratio > tol.missing_ratio:
-            reasons.append(f"missing {bucket.missing} of {should_see} "
-                           f"({ratio:.2%} > {tol.missing_ratio:.2%})")
+            reasons.append(
+                f"missing {bucket.missing} of {should_see} ({ratio:.2%} > {tol.missing_ratio:.2%})"
+            )
     if bucket.extra > tol.extra:
         reasons.append(f"extra {bucket.extra} > {tol.extra}")
     if bucket.mismatched > tol.mismatched:
@@ -24,13 +25,16 @@ def judge(bucket: BucketResult, tol: Tolerance) -> None:
         limit = tol.exclusion_limit(reason)
         rate = n / max(bucket.expected, 1)
         if limit is not None and rate > limit:
-            reasons.append(f"excluded[{reason}] {n} of {bucket.expected} "
-                           f"({rate:.2%} > {limit:.2%})")
+            reasons.append(
+                f"excluded[{reason}] {n} of {bucket.expected} ({rate:.2%} > {limit:.2%})"
+            )
     # No tolerance covers a total: a signed number that moved is drift, whatever the rows.
     for name in measures_differ(bucket.source, bucket.reader):
         src = bucket.source.measures or {}
         rdr = bucket.reader.measures or {}
-        reasons.append(f"measure[{name}] total {src.get(name, 0):f} in the source, "
-                       f"{rdr.get(name, 0):f} in the reader")
+        reasons.append(
+            f"measure[{name}] total {src.get(name, 0):f} in the source, "
+            f"{rdr.get(name, 0):f} in the reader"
+        )
     bucket.reasons = reasons
     bucket.status = "drift" if reasons else "ok"

@@ -77,8 +77,10 @@ class AdapterPool:
 
     def getter(self, check: str) -> Callable[[], Awaitable[Adapters]]:
         """Return a zero-argument opener for one check, as run_check accepts."""
+
         async def get() -> Adapters:
             return await self.get(check)
+
         return get
 
     async def close(self) -> None:
@@ -90,6 +92,8 @@ class AdapterPool:
                     async with asyncio.timeout(10):
                         await side.close()
                 except Exception as exc:
-                    log.warning("closing an adapter failed",
-                                extra={"check": name, "error": f"{type(exc).__name__}: {exc}"})
+                    log.warning(
+                        "closing an adapter failed",
+                        extra={"check": name, "error": f"{type(exc).__name__}: {exc}"},
+                    )
         await self.stores.close()

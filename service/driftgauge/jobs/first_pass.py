@@ -12,8 +12,9 @@ from driftgauge.state.store import StateStore
 log = logging.getLogger("driftgauge.runner")
 
 
-async def expects_drift(state: StateStore, check: Check, window_start: datetime,
-                        window_end: datetime) -> bool:
+async def expects_drift(
+    state: StateStore, check: Check, window_start: datetime, window_end: datetime
+) -> bool:
     """Return True when drift is likely in the window, so slots pay in the first scan.
 
     Likely means: the latest stored verdict of some day in the window is drift (drift
@@ -28,8 +29,9 @@ async def expects_drift(state: StateStore, check: Check, window_start: datetime,
     try:
         stored = await state.day_buckets(check.name, first, last, tz)
     except DriftgaugeError as exc:
-        log.warning("could not read earlier results; first pass without slots",
-                    extra={"error": str(exc)})
+        log.warning(
+            "could not read earlier results; first pass without slots", extra={"error": str(exc)}
+        )
         return False
     judged = [b for b in stored if b.bucket.status in ("ok", "drift")]
     return not judged or any(b.bucket.status == "drift" for b in judged)

@@ -21,8 +21,7 @@ class LeaseKeeper:
     within one lease plus one heartbeat by a survivor, or by the next start.
     """
 
-    def __init__(self, state: StateStore, lease: Lease,
-                 on_expired: Listener | None = None) -> None:
+    def __init__(self, state: StateStore, lease: Lease, on_expired: Listener | None = None) -> None:
         self._state = state
         self._lease = lease
         self._on_expired = on_expired
@@ -49,9 +48,13 @@ class LeaseKeeper:
         gone = await self._state.leases.expire(self._lease.expires)
         if gone:
             self.expired += len(gone)
-            log.warning("marked interrupted runs as failed",
-                        extra={"runs": [run for run, _ in gone],
-                               "checks": sorted({check for _, check in gone})})
+            log.warning(
+                "marked interrupted runs as failed",
+                extra={
+                    "runs": [run for run, _ in gone],
+                    "checks": sorted({check for _, check in gone}),
+                },
+            )
             if self._on_expired is not None:
                 for check in sorted({check for _, check in gone}):
                     await self._on_expired(check)

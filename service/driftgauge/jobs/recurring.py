@@ -29,15 +29,19 @@ Thunk = Callable[[], Awaitable[object]]
 
 def _ignore_time(run: Thunk) -> Run:
     """Return `run` as a job's run: these jobs read the clock themselves."""
+
     async def at_time(_: datetime) -> object:
         return await run()
+
     return at_time
 
 
 def tick_jobs(specs: list[JobSpec], tick: TickFn) -> list[Job]:
     """Return one job per reconcile schedule; the ticks claim their own times (run table)."""
-    return [Job(spec.id, "ticks", partial(tick, spec), spec,
-                fields={"check": spec.check}) for spec in specs]
+    return [
+        Job(spec.id, "ticks", partial(tick, spec), spec, fields={"check": spec.check})
+        for spec in specs
+    ]
 
 
 def canary_grid(check: Check) -> Grid:
@@ -52,10 +56,20 @@ def canary_grid(check: Check) -> Grid:
 
 def canary_jobs(checks: Mapping[str, Check], canary: CanaryService) -> list[Job]:
     """Return one job per canary, exclusive: two writers would read back each other's token."""
-    return [Job(f"{name}:canary", "canary", _ignore_time(partial(canary.scheduled, name)),
-                canary_grid(check), claim=f"canary:{name}", exclusive=True,
-                grace=CANARY_GRACE, fields={"check": name})
-            for name, check in sorted(checks.items()) if check.canary is not None]
+    return [
+        Job(
+            f"{name}:canary",
+            "canary",
+            _ignore_time(partial(canary.scheduled, name)),
+            canary_grid(check),
+            claim=f"canary:{name}",
+            exclusive=True,
+            grace=CANARY_GRACE,
+            fields={"check": name},
+        )
+        for name, check in sorted(checks.items())
+        if check.canary is not None
+    ]
 
 
 def signals_grid(check: Check) -> Grid:
@@ -65,43 +79,67 @@ def signals_grid(check: Check) -> Grid:
 
 def signals_jobs(checks: Mapping[str, Check], signals: SignalsService) -> list[Job]:
     """Return one measurement job per check with vocabulary or volume settings."""
-    return [Job(f"{name}:signals", "signals", _ignore_time(partial(signals.scheduled, name)),
-                signals_grid(checks[name]), claim=f"signals:{name}", fields={"check": name})
-            for name in signals.checks]
+    return [
+        Job(
+            f"{name}:signals",
+            "signals",
+            _ignore_time(partial(signals.scheduled, name)),
+            signals_grid(checks[name]),
+            claim=f"signals:{name}",
+            fields={"check": name},
+        )
+        for name in signals.checks
+    ]
 
 
 def audit_job(judge_and_reload: Thunk, reload: Thunk, period: float) -> Job:
     """Return the audit job: one replica judges the ledger deadlines, every one reloads."""
-    return Job("audit", "audit", _ignore_time(judge_and_reload),
-               every(timedelta(seconds=period)), claim="ledger-deadlines",
-               otherwise=_ignore_time(reload), run_if_claim_fails=True)
+    return Job(
+        "audit",
+        "audit",
+        _ignore_time(judge_and_reload),
+        every(timedelta(seconds=period)),
+        claim="ledger-deadlines",
+        otherwise=_ignore_time(reload),
+        run_if_claim_fails=True,
+    )
 
 
 def retention_job(job: RetentionJob) -> Job:
     """Return the prune: one replica a period, the first a while after start-up."""
-    return Job("retention", "retention", lambda at: job.run_once(), every(job.every),
-               claim="retention", first_after=job.first_after)
+    return Job(
+        "retention",
+        "retention",
+        lambda at: job.run_once(),
+        every(job.every),
+        claim="retention",
+        first_after=job.first_after,
+    )
 
 
 def refresh_job(snapshots: SnapshotCache, period: float) -> Job:
     """Return the reload of stored results, so runs made by other replicas show up."""
+
     async def reload(_: datetime) -> None:
         try:
             await snapshots.refresh()
         except StateError as exc:
             log.warning("could not refresh stored results", extra={"error": str(exc)})
-    return Job("snapshot_refresh", "snapshot_refresh", reload,
-               every(timedelta(seconds=period)))
+
+    return Job("snapshot_refresh", "snapshot_refresh", reload, every(timedelta(seconds=period)))
 
 
 def heartbeat_job(leases: LeaseKeeper) -> Job:
     """Return the heartbeat: every replica renews its own runs, the first beat at once."""
-    return Job(HEARTBEAT, "heartbeat", leases.tick, every(leases.every),
-               first_after=timedelta(0))
+    return Job(HEARTBEAT, "heartbeat", leases.tick, every(leases.every), first_after=timedelta(0))
 
 
 def reconcile_job(hook: ReconcileOnClose, pending: PendingReconcile) -> Job:
     """Return the one-off reconciliation of a closed ledger run's window."""
-    return Job(pending.job_id, "ledger_reconcile",
-               _ignore_time(partial(hook.fire, pending.job_id)), at=pending.run_at,
-               fields={"check": pending.check, "ledger_run": pending.ledger_run})
+    return Job(
+        pending.job_id,
+        "ledger_reconcile",
+        _ignore_time(partial(hook.fire, pending.job_id)),
+        at=pending.run_at,
+        fields={"check": pending.check, "ledger_run": pending.ledger_run},
+    )

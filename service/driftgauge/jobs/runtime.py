@@ -108,8 +108,12 @@ class JobRuntime:
     the loop waits the difference on the wall clock.
     """
 
-    def __init__(self, clock: Clock | Callable[[], datetime] | None = None, *,
-                 claims: JobClaims | None = None) -> None:
+    def __init__(
+        self,
+        clock: Clock | Callable[[], datetime] | None = None,
+        *,
+        claims: JobClaims | None = None,
+    ) -> None:
         self.clock: Callable[[], datetime] = clock if clock is not None else SystemClock()
         self._claims = claims
         self._jobs: dict[str, Job] = {}
@@ -133,14 +137,14 @@ class JobRuntime:
             self._catch_up.discard(job.id)
             if job.first_after is not None and job.times is not None:
                 latest = job.times.latest_fire(now)
-                self._done[job.id] = None if latest is None \
-                    else latest - timedelta(microseconds=1)
+                self._done[job.id] = None if latest is None else latest - timedelta(microseconds=1)
                 self._not_before[job.id] = now + job.first_after
                 self._catch_up.add(job.id)
         self._wake.set()
 
-    def add_every(self, job_id: str, loop: str, period: timedelta, run: Run, *,
-                  claim: str | None = None) -> None:
+    def add_every(
+        self, job_id: str, loop: str, period: timedelta, run: Run, *, claim: str | None = None
+    ) -> None:
         """Add a job run every `period` on the epoch grid (callers need no Job of their own)."""
         self.add(Job(job_id, loop, run, every(period), claim=claim))
 
@@ -250,8 +254,12 @@ class JobRuntime:
         task.add_done_callback(self._tasks.discard)
 
     def _next_wake(self, now: datetime) -> datetime | None:
-        times = [t for job in self._jobs.values()
-                 for t in (job.following(now), self._not_before.get(job.id)) if t is not None]
+        times = [
+            t
+            for job in self._jobs.values()
+            for t in (job.following(now), self._not_before.get(job.id))
+            if t is not None
+        ]
         # A time already due but not yet run (its job was busy) waits for the next one.
         return min((t for t in times if t > now), default=None)
 
@@ -315,8 +323,7 @@ class JobRuntime:
         except StateError as exc:
             if job.run_if_claim_fails:
                 return None  # the run will fail too, and say why
-            log.warning("job skipped: could not claim its time",
-                        extra={**extra, "error": str(exc)})
+            log.warning("job skipped: could not claim its time", extra={**extra, "error": str(exc)})
             return "state-error"
         log.info("job skipped: another replica runs it", extra=extra)
         return "taken"

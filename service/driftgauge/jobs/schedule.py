@@ -19,8 +19,14 @@ from driftgauge.core.clock import EPOCH
 from driftgauge.cron import CronTrigger, trigger_for
 
 JobKind = Literal["recent", "full"]
-_LOOKBACKS = [timedelta(minutes=1), timedelta(hours=1), timedelta(days=1), timedelta(days=8),
-              timedelta(days=32), timedelta(days=367)]
+_LOOKBACKS = [
+    timedelta(minutes=1),
+    timedelta(hours=1),
+    timedelta(days=1),
+    timedelta(days=8),
+    timedelta(days=32),
+    timedelta(days=367),
+]
 
 
 @dataclass(frozen=True)
@@ -34,8 +40,9 @@ class Grid:
     def trigger(self) -> IntervalTrigger | CronTrigger:
         """Return the trigger that computes these times."""
         if self.every is not None:
-            return IntervalTrigger(seconds=self.every.total_seconds(), start_date=EPOCH,
-                                   timezone=UTC)
+            return IntervalTrigger(
+                seconds=self.every.total_seconds(), start_date=EPOCH, timezone=UTC
+            )
         if self.cron is None:
             raise ValueError("neither an interval nor a cron expression")
         return trigger_for(self.cron, self.timezone)
@@ -71,8 +78,11 @@ class Grid:
             return self.every
         trig = self.trigger()
         first = trig.get_next_fire_time(None, now)
-        second = trig.get_next_fire_time(first, first + timedelta(microseconds=1)) \
-            if first is not None else None
+        second = (
+            trig.get_next_fire_time(first, first + timedelta(microseconds=1))
+            if first is not None
+            else None
+        )
         if first is None or second is None:
             return timedelta(days=1)
         return second - first

@@ -33,10 +33,18 @@ class TickRunner:
     advisory lock does, and the run table accepts one run per scheduled tick.
     """
 
-    def __init__(self, checks: Mapping[str, Check], state: StateStore, adapters: AdapterPool,
-                 *, sample_keys: int = 100, clock: Callable[[], datetime] = utc_now,
-                 deadline: float | None = None, on_change: Listener | None = None,
-                 key_hash: Callable[[Check], KeyHasher | None] | None = None) -> None:
+    def __init__(
+        self,
+        checks: Mapping[str, Check],
+        state: StateStore,
+        adapters: AdapterPool,
+        *,
+        sample_keys: int = 100,
+        clock: Callable[[], datetime] = utc_now,
+        deadline: float | None = None,
+        on_change: Listener | None = None,
+        key_hash: Callable[[Check], KeyHasher | None] | None = None,
+    ) -> None:
         self._checks = checks
         self._state = state
         self._adapters = adapters
@@ -88,17 +96,34 @@ class TickRunner:
                     period = spec.period(now)
                     start, end = window_for(check, spec.kind, now)
                     run_id = await self._state.claim_tick(
-                        check.name, start, end, trigger=spec.kind, scheduled_for=scheduled_for,
-                        started_at=now, guard=period / 2)
+                        check.name,
+                        start,
+                        end,
+                        trigger=spec.kind,
+                        scheduled_for=scheduled_for,
+                        started_at=now,
+                        guard=period / 2,
+                    )
                     if run_id is None:
-                        log.info("tick skipped: another replica ran it",
-                                 extra={"scheduled_for": scheduled_for.isoformat()})
+                        log.info(
+                            "tick skipped: another replica ran it",
+                            extra={"scheduled_for": scheduled_for.isoformat()},
+                        )
                         return "taken"
                     result = await execute_run(
-                        check, self._adapters.getter(check.name), self._state, run_id, start,
-                        end, now=now, trigger=spec.kind, sample_keys=self._sample_keys,
-                        deadline=self._deadline_for(period), key_hash=self._hasher(check),
-                        exclusions=self.exclusions)
+                        check,
+                        self._adapters.getter(check.name),
+                        self._state,
+                        run_id,
+                        start,
+                        end,
+                        now=now,
+                        trigger=spec.kind,
+                        sample_keys=self._sample_keys,
+                        deadline=self._deadline_for(period),
+                        key_hash=self._hasher(check),
+                        exclusions=self.exclusions,
+                    )
                     return f"ran:{result.status}"
             except StateError as exc:
                 log.error("tick failed: state database", extra={"error": str(exc)})
@@ -107,8 +132,7 @@ class TickRunner:
     def _hasher(self, check: Check) -> KeyHasher | None:
         return self._key_hash(check) if self._key_hash is not None else None
 
-    async def trigger(self, check_name: str, kind: str = "manual",
-                      window: str = "recent") -> int:
+    async def trigger(self, check_name: str, kind: str = "manual", window: str = "recent") -> int:
         """Start a run of the check now as an owned task; return its run id once begun.
 
         Raises CheckBusy when the check is running here or on another replica.
@@ -116,8 +140,9 @@ class TickRunner:
         if self._locks[check_name].locked():
             raise CheckBusy(f"check {check_name!r} is already running")
         begun: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        task = asyncio.create_task(self._manual(check_name, kind, window, begun),
-                                   name=f"driftgauge-run-{check_name}")
+        task = asyncio.create_task(
+            self._manual(check_name, kind, window, begun), name=f"driftgauge-run-{check_name}"
+        )
         self._own(task)
         try:
             return await asyncio.shield(begun)
@@ -125,23 +150,26 @@ class TickRunner:
             task.cancel()
             raise
 
-    async def _manual(self, check_name: str, kind: str, window: str,
-                      begun: asyncio.Future[int]) -> None:
+    async def _manual(
+        self, check_name: str, kind: str, window: str, begun: asyncio.Future[int]
+    ) -> None:
         check = self._checks[check_name]
         try:
             with log_context(check=check_name, job=kind):
                 await self._run_manual(check, kind, window, begun)
         except BaseException as exc:
             if not begun.done():
-                begun.set_exception(exc if isinstance(exc, Exception)
-                                    else CheckBusy("the service is shutting down"))
+                begun.set_exception(
+                    exc if isinstance(exc, Exception) else CheckBusy("the service is shutting down")
+                )
             if not isinstance(exc, Exception):
                 raise
         finally:
             await self._changed(check_name)
 
-    async def _run_manual(self, check: Check, kind: str, window: str,
-                          begun: asyncio.Future[int]) -> None:
+    async def _run_manual(
+        self, check: Check, kind: str, window: str, begun: asyncio.Future[int]
+    ) -> None:
         lock = self._locks[check.name]
         if lock.locked():
             raise CheckBusy(f"check {check.name!r} is already running")
@@ -150,15 +178,25 @@ class TickRunner:
                 raise CheckBusy(f"check {check.name!r} is running on another replica")
             now = self._clock()
             start, end = window_for(check, window, now)
-            run_id = await self._state.begin_run(check.name, start, end, trigger=kind,
-                                                 started_at=now)
+            run_id = await self._state.begin_run(
+                check.name, start, end, trigger=kind, started_at=now
+            )
             begun.set_result(run_id)
             period = check.schedule.recent_every or timedelta(hours=1)
-            await execute_run(check, self._adapters.getter(check.name), self._state, run_id,
-                              start, end, now=now, trigger=kind,
-                              sample_keys=self._sample_keys,
-                              deadline=self._deadline_for(period),
-                              key_hash=self._hasher(check), exclusions=self.exclusions)
+            await execute_run(
+                check,
+                self._adapters.getter(check.name),
+                self._state,
+                run_id,
+                start,
+                end,
+                now=now,
+                trigger=kind,
+                sample_keys=self._sample_keys,
+                deadline=self._deadline_for(period),
+                key_hash=self._hasher(check),
+                exclusions=self.exclusions,
+            )
 
     def _own(self, task: asyncio.Task[object]) -> None:
         self._tasks.add(task)

@@ -67,8 +67,12 @@ class _Outbox:
         self._count(outcome, count)
 
     def _count(self, outcome: Outcome, n: int) -> None:
-        add = {"written": Tally(written=n), "no_match": Tally(no_match=n),
-               "skipped": Tally(skipped=n), "failed": Tally(failed=n)}[outcome]
+        add = {
+            "written": Tally(written=n),
+            "no_match": Tally(no_match=n),
+            "skipped": Tally(skipped=n),
+            "failed": Tally(failed=n),
+        }[outcome]
         self.tally = self.tally + add
 
     def full(self) -> bool:
@@ -79,26 +83,38 @@ class _Outbox:
         if not self.keys and not self.counts:
             return None
         self.sent += 1
-        batch = {"batch_id": f"{self.client_run_id}-{self.sent:06d}",
-                 "keys": self.keys[:self.batch_size], "counts": self.counts}
-        self.keys = self.keys[self.batch_size:]
+        batch = {
+            "batch_id": f"{self.client_run_id}-{self.sent:06d}",
+            "keys": self.keys[: self.batch_size],
+            "counts": self.counts,
+        }
+        self.keys = self.keys[self.batch_size :]
         self.counts = []
         return batch
 
 
-def _open_body(job: str, window_start: datetime, window_end: datetime, input_rows: int,
-               client_run_id: str) -> dict[str, Any]:
-    return {"job": job, "window_start": window_start.isoformat(),
-            "window_end": window_end.isoformat(), "input_rows": input_rows,
-            "client_run_id": client_run_id}
+def _open_body(
+    job: str, window_start: datetime, window_end: datetime, input_rows: int, client_run_id: str
+) -> dict[str, Any]:
+    return {
+        "job": job,
+        "window_start": window_start.isoformat(),
+        "window_end": window_end.isoformat(),
+        "input_rows": input_rows,
+        "client_run_id": client_run_id,
+    }
 
 
-def _summary(tally: Tally, input_rows: int, status: RunStatus | None,
-             message: str | None) -> dict[str, Any]:
-    counts = {"written": tally.written, "no_match": tally.no_match, "skipped": tally.skipped,
-              "failed": tally.failed}
-    body: dict[str, Any] = {"status": status or derive_status(input_rows, tally),
-                            "counts": counts}
+def _summary(
+    tally: Tally, input_rows: int, status: RunStatus | None, message: str | None
+) -> dict[str, Any]:
+    counts = {
+        "written": tally.written,
+        "no_match": tally.no_match,
+        "skipped": tally.skipped,
+        "failed": tally.failed,
+    }
+    body: dict[str, Any] = {"status": status or derive_status(input_rows, tally), "counts": counts}
     if message is not None:
         body["message"] = message
     return body
@@ -122,25 +138,41 @@ def _result(resp: httpx.Response, what: str) -> dict[str, Any]:
 class _Run(Generic[HttpT, TransportT]):
     """What both clients keep of one run: its opening, its outbox and its id."""
 
-    def __init__(self, base_url: str, *, job: str, window_start: datetime,
-                 window_end: datetime, input_rows: int, token: str | None = None,
-                 timeout: float = 10.0, batch_size: int = 1000,
-                 client_run_id: str | None = None, backfill_id: int | None = None,
-                 transport: TransportT | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        job: str,
+        window_start: datetime,
+        window_end: datetime,
+        input_rows: int,
+        token: str | None = None,
+        timeout: float = 10.0,
+        batch_size: int = 1000,
+        client_run_id: str | None = None,
+        backfill_id: int | None = None,
+        transport: TransportT | None = None,
+    ) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http: HttpT = self._connect(base_url.rstrip("/") + "/api/v1/ledger", headers,
-                                          timeout, transport)
-        self._backfill = (None if backfill_id is None else
-                          f"{base_url.rstrip('/')}/api/v1/backfills/{backfill_id}/runs")
+        self._http: HttpT = self._connect(
+            base_url.rstrip("/") + "/api/v1/ledger", headers, timeout, transport
+        )
+        self._backfill = (
+            None
+            if backfill_id is None
+            else f"{base_url.rstrip('/')}/api/v1/backfills/{backfill_id}/runs"
+        )
         self.input_rows = input_rows
-        self._open = _open_body(job, window_start, window_end, input_rows,
-                                client_run_id or uuid.uuid4().hex)
+        self._open = _open_body(
+            job, window_start, window_end, input_rows, client_run_id or uuid.uuid4().hex
+        )
         self._out = _Outbox(self._open["client_run_id"], batch_size)
         self.run_id: int | None = None
         self.closed = False
 
-    def _connect(self, url: str, headers: dict[str, str], timeout: float,
-                 transport: TransportT | None) -> HttpT:
+    def _connect(
+        self, url: str, headers: dict[str, str], timeout: float, transport: TransportT | None
+    ) -> HttpT:
         """Return the HTTP client the run's requests go through."""
         raise NotImplementedError
 
@@ -153,25 +185,35 @@ class _Run(Generic[HttpT, TransportT]):
 class LedgerClient(_Run[httpx.AsyncClient, httpx.AsyncBaseTransport]):
     """One sync-job run reported to the ledger (async context manager)."""
 
-    def _connect(self, url: str, headers: dict[str, str], timeout: float,
-                 transport: httpx.AsyncBaseTransport | None) -> httpx.AsyncClient:
-        return httpx.AsyncClient(base_url=url, headers=headers, timeout=timeout,
-                                 transport=transport)
+    def _connect(
+        self,
+        url: str,
+        headers: dict[str, str],
+        timeout: float,
+        transport: httpx.AsyncBaseTransport | None,
+    ) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            base_url=url, headers=headers, timeout=timeout, transport=transport
+        )
 
     async def __aenter__(self) -> LedgerClient:
         try:
             run = await self._post("/runs", self._open, "open the run")
             self.run_id = int(run["id"])
             if self._backfill is not None:
-                await self._post(self._backfill, {"ledger_run_id": self.run_id},
-                                 "report the run under its backfill")
+                await self._post(
+                    self._backfill,
+                    {"ledger_run_id": self.run_id},
+                    "report the run under its backfill",
+                )
         except BaseException:
             await self._http.aclose()
             raise
         return self
 
-    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         try:
             if exc is None:
                 if not self.closed:
@@ -220,9 +262,11 @@ class LedgerClient(_Run[httpx.AsyncClient, httpx.AsyncBaseTransport]):
     async def close(self, status: RunStatus | None = None, message: str | None = None) -> None:
         """Flush and close the run with a summary (status computed from the outcomes if None)."""
         await self.flush()
-        await self._post(f"/runs/{self.run_id}/close",
-                         _summary(self._out.tally, self.input_rows, status, message),
-                         "close the run")
+        await self._post(
+            f"/runs/{self.run_id}/close",
+            _summary(self._out.tally, self.input_rows, status, message),
+            "close the run",
+        )
         self.closed = True
 
     async def _post(self, path: str, body: dict[str, Any], what: str) -> dict[str, Any]:
@@ -244,23 +288,32 @@ class LedgerClient(_Run[httpx.AsyncClient, httpx.AsyncBaseTransport]):
 class SyncLedgerClient(_Run[httpx.Client, httpx.BaseTransport]):
     """One sync-job run reported to the ledger (context manager, no event loop needed)."""
 
-    def _connect(self, url: str, headers: dict[str, str], timeout: float,
-                 transport: httpx.BaseTransport | None) -> httpx.Client:
+    def _connect(
+        self,
+        url: str,
+        headers: dict[str, str],
+        timeout: float,
+        transport: httpx.BaseTransport | None,
+    ) -> httpx.Client:
         return httpx.Client(base_url=url, headers=headers, timeout=timeout, transport=transport)
 
     def __enter__(self) -> SyncLedgerClient:
         try:
             self.run_id = int(self._post("/runs", self._open, "open the run")["id"])
             if self._backfill is not None:
-                self._post(self._backfill, {"ledger_run_id": self.run_id},
-                           "report the run under its backfill")
+                self._post(
+                    self._backfill,
+                    {"ledger_run_id": self.run_id},
+                    "report the run under its backfill",
+                )
         except BaseException:
             self._http.close()
             raise
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         try:
             if exc is None:
                 if not self.closed:
@@ -309,8 +362,11 @@ class SyncLedgerClient(_Run[httpx.Client, httpx.BaseTransport]):
     def close(self, status: RunStatus | None = None, message: str | None = None) -> None:
         """Flush and close the run with a summary (status computed from the outcomes if None)."""
         self.flush()
-        self._post(f"/runs/{self.run_id}/close",
-                   _summary(self._out.tally, self.input_rows, status, message), "close the run")
+        self._post(
+            f"/runs/{self.run_id}/close",
+            _summary(self._out.tally, self.input_rows, status, message),
+            "close the run",
+        )
         self.closed = True
 
     def _post(self, path: str, body: dict[str, Any], what: str) -> dict[str, Any]:
@@ -332,46 +388,87 @@ class SyncLedgerClient(_Run[httpx.Client, httpx.BaseTransport]):
 class RepairClient:
     """Watermarks, consumers and the read log of driftgauge's repair API (async)."""
 
-    def __init__(self, base_url: str, *, token: str | None = None, timeout: float = 10.0,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: str | None = None,
+        timeout: float = 10.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.AsyncClient(base_url=base_url.rstrip("/") + "/api/v1",
-                                       headers=headers, timeout=timeout, transport=transport)
+        self._http = httpx.AsyncClient(
+            base_url=base_url.rstrip("/") + "/api/v1",
+            headers=headers,
+            timeout=timeout,
+            transport=transport,
+        )
 
     async def __aenter__(self) -> RepairClient:
         return self
 
-    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         await self._http.aclose()
 
     async def watermark(self, pipeline: str) -> dict[str, Any]:
         """Return a pipeline's watermark and its latest moves."""
         return await self._call("GET", f"/watermarks/{pipeline}", None, "read the watermark")
 
-    async def advance(self, pipeline: str, to: datetime, *, by: str, reason: str,
-                      check: str | None = None,
-                      stall_after_seconds: float | None = None) -> dict[str, Any]:
+    async def advance(
+        self,
+        pipeline: str,
+        to: datetime,
+        *,
+        by: str,
+        reason: str,
+        check: str | None = None,
+        stall_after_seconds: float | None = None,
+    ) -> dict[str, Any]:
         """Move a pipeline's watermark forward (creating it on first use)."""
-        body = {"to": to.isoformat(), "by": by, "reason": reason, "check": check,
-                "stall_after_seconds": stall_after_seconds}
-        return await self._call("POST", f"/watermarks/{pipeline}/advance", body,
-                                "advance the watermark")
+        body = {
+            "to": to.isoformat(),
+            "by": by,
+            "reason": reason,
+            "check": check,
+            "stall_after_seconds": stall_after_seconds,
+        }
+        return await self._call(
+            "POST", f"/watermarks/{pipeline}/advance", body, "advance the watermark"
+        )
 
-    async def move_back(self, pipeline: str, to: datetime, *, by: str,
-                        reason: str) -> dict[str, Any]:
+    async def move_back(
+        self, pipeline: str, to: datetime, *, by: str, reason: str
+    ) -> dict[str, Any]:
         """Move a pipeline's watermark back (a breach unless a backfill of it is open)."""
         body = {"to": to.isoformat(), "by": by, "reason": reason}
-        return await self._call("POST", f"/watermarks/{pipeline}/move-back", body,
-                                "move the watermark back")
+        return await self._call(
+            "POST", f"/watermarks/{pipeline}/move-back", body, "move the watermark back"
+        )
 
-    async def put_consumer(self, name: str, *, kind: str, owner: str, rank: int,
-                           webhook_url: str | None = None, command: str | None = None,
-                           signs: bool = False, signed_by: str | None = None
-                           ) -> dict[str, Any]:
+    async def put_consumer(
+        self,
+        name: str,
+        *,
+        kind: str,
+        owner: str,
+        rank: int,
+        webhook_url: str | None = None,
+        command: str | None = None,
+        signs: bool = False,
+        signed_by: str | None = None,
+    ) -> dict[str, Any]:
         """Create or replace a consumer."""
-        body = {"kind": kind, "owner": owner, "rank": rank, "webhook_url": webhook_url,
-                "command": command, "signs": signs, "signed_by": signed_by}
+        body = {
+            "kind": kind,
+            "owner": owner,
+            "rank": rank,
+            "webhook_url": webhook_url,
+            "command": command,
+            "signs": signs,
+            "signed_by": signed_by,
+        }
         return await self._call("PUT", f"/consumers/{name}", body, "write the consumer")
 
     async def consumers(self) -> list[dict[str, Any]]:
@@ -380,18 +477,28 @@ class RepairClient:
         out: list[dict[str, Any]] = _result_list(resp, "read consumers")
         return out
 
-    async def record_read(self, consumer: str, check: str,
-                          partitions: Iterable[tuple[datetime, datetime]], *,
-                          read_at: datetime | None = None) -> int:
+    async def record_read(
+        self,
+        consumer: str,
+        check: str,
+        partitions: Iterable[tuple[datetime, datetime]],
+        *,
+        read_at: datetime | None = None,
+    ) -> int:
         """Log that a consumer read these [start, end) partitions of a check."""
-        body = {"consumer": consumer, "check": check,
-                "partitions": [{"start": lo.isoformat(), "end": hi.isoformat()}
-                               for lo, hi in partitions],
-                "read_at": read_at.isoformat() if read_at else None}
+        body = {
+            "consumer": consumer,
+            "check": check,
+            "partitions": [
+                {"start": lo.isoformat(), "end": hi.isoformat()} for lo, hi in partitions
+            ],
+            "read_at": read_at.isoformat() if read_at else None,
+        }
         return int((await self._call("POST", "/reads", body, "record the read"))["recorded"])
 
-    async def _call(self, method: str, path: str, body: dict[str, Any] | None,
-                    what: str) -> dict[str, Any]:
+    async def _call(
+        self, method: str, path: str, body: dict[str, Any] | None, what: str
+    ) -> dict[str, Any]:
         try:
             resp = await self._http.request(method, path, json=body)
         except httpx.TransportError as exc:

@@ -23,13 +23,19 @@ BUSY_TRIES = 30
 BUSY_WAIT = 10.0
 
 
-def retry_while_busy(start_run: Callable[[str], Awaitable[object]], busy: type[Exception], *,
-                     tries: int = BUSY_TRIES, wait: float = BUSY_WAIT) -> ReconcileFn:
+def retry_while_busy(
+    start_run: Callable[[str], Awaitable[object]],
+    busy: type[Exception],
+    *,
+    tries: int = BUSY_TRIES,
+    wait: float = BUSY_WAIT,
+) -> ReconcileFn:
     """Return a ReconcileFn that starts a run of the check, waiting while the check is busy.
 
     A closed ledger run asks for its window: the recent window covers it. A run of the
     check already under way may predate the ledger run, so wait for it to end.
     """
+
     async def reconcile(check: str, start: datetime, end: datetime) -> object:
         for _ in range(tries):
             try:
@@ -38,6 +44,7 @@ def retry_while_busy(start_run: Callable[[str], Awaitable[object]], busy: type[E
                 await asyncio.sleep(wait)
         log.warning("ledger reconcile given up: the check stayed busy", extra={"check": check})
         return None
+
     return reconcile
 
 
@@ -60,8 +67,13 @@ class ReconcileOnClose:
     Several runs closing for the same window coalesce into one job.
     """
 
-    def __init__(self, checks: Mapping[str, Check], reconcile: ReconcileFn, *,
-                 clock: Callable[[], datetime] = utc_now) -> None:
+    def __init__(
+        self,
+        checks: Mapping[str, Check],
+        reconcile: ReconcileFn,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
         self._checks = checks
         self._reconcile = reconcile
         self._clock = clock
@@ -84,12 +96,13 @@ class ReconcileOnClose:
             start = starts[0]
             end = plan.next_day(starts[-1], check.timezone)
             job_id = f"ledger-reconcile:{name}:{start.date()}:{end.date()}"
-            pending = PendingReconcile(job_id, name, start, end, now + check.ledger.settle,
-                                       run.id)
+            pending = PendingReconcile(job_id, name, start, end, now + check.ledger.settle, run.id)
             self._pending[job_id] = pending
             self._add(pending)
-            log.info("reconcile scheduled", extra={"check": name, "ledger_run": run.id,
-                                                   "run_at": pending.run_at.isoformat()})
+            log.info(
+                "reconcile scheduled",
+                extra={"check": name, "ledger_run": run.id, "run_at": pending.run_at.isoformat()},
+            )
 
     def _add(self, p: PendingReconcile) -> None:
         if self.on_pending is not None:
@@ -111,5 +124,7 @@ class ReconcileOnClose:
             try:
                 await self._reconcile(p.check, p.window_start, p.window_end)
             except DriftgaugeError as exc:
-                log.warning("reconcile after a ledger run failed", extra={
-                    "check": p.check, "ledger_run": p.ledger_run, "error": str(exc)})
+                log.warning(
+                    "reconcile after a ledger run failed",
+                    extra={"check": p.check, "ledger_run": p.ledger_run, "error": str(exc)},
+                )

@@ -27,8 +27,12 @@ class LedgerMetrics(StoredPart[LedgerSnapshot]):
     publishes zeros.
     """
 
-    def __init__(self, store: SnapshotStore[LedgerSnapshot], names: Sequence[str],
-                 timezones: Mapping[str, ZoneInfo] | None = None) -> None:
+    def __init__(
+        self,
+        store: SnapshotStore[LedgerSnapshot],
+        names: Sequence[str],
+        timezones: Mapping[str, ZoneInfo] | None = None,
+    ) -> None:
         super().__init__(store, names)
         self._tz = dict(timezones or {})
 
@@ -37,22 +41,31 @@ class LedgerMetrics(StoredPart[LedgerSnapshot]):
         breach = GaugeMetricFamily(
             "driftgauge_ledger_breach",
             "1 while any judged window of the job still breaches the rule.",
-            labels=["sync_job", "rule"])
+            labels=["sync_job", "rule"],
+        )
         windows = GaugeMetricFamily(
             "driftgauge_ledger_breach_windows",
-            "Judged windows of the job that still breach the rule.", labels=["sync_job", "rule"])
+            "Judged windows of the job that still breach the rule.",
+            labels=["sync_job", "rule"],
+        )
         oldest = GaugeMetricFamily(
             "driftgauge_ledger_oldest_breach_window_timestamp_seconds",
             "Start of the oldest window of the job that still breaches the rule.",
-            labels=["sync_job", "rule"])
-        total = CounterMetricFamily("driftgauge_ledger_breaches", "Breaches recorded.",
-                                    labels=["sync_job", "rule"])
-        last = GaugeMetricFamily("driftgauge_ledger_last_closed_run_timestamp_seconds",
-                                 "When the job last closed a run with its summary.",
-                                 labels=["sync_job"])
-        runs = CounterMetricFamily("driftgauge_ledger_runs",
-                                   "Ledger runs by the job's reported status.",
-                                   labels=["sync_job", "status"])
+            labels=["sync_job", "rule"],
+        )
+        total = CounterMetricFamily(
+            "driftgauge_ledger_breaches", "Breaches recorded.", labels=["sync_job", "rule"]
+        )
+        last = GaugeMetricFamily(
+            "driftgauge_ledger_last_closed_run_timestamp_seconds",
+            "When the job last closed a run with its summary.",
+            labels=["sync_job"],
+        )
+        runs = CounterMetricFamily(
+            "driftgauge_ledger_runs",
+            "Ledger runs by the job's reported status.",
+            labels=["sync_job", "status"],
+        )
         for job in self._names:
             if job in snap.latest_window:
                 for rule in RULES:
@@ -61,8 +74,9 @@ class LedgerMetrics(StoredPart[LedgerSnapshot]):
                     breach.add_metric([job, rule], 1.0 if n else 0.0)
                     windows.add_metric([job, rule], n)
                     if found is not None:
-                        oldest.add_metric([job, rule],
-                                          _day_start(found.oldest, self._tz.get(job, UTC)))
+                        oldest.add_metric(
+                            [job, rule], _day_start(found.oldest, self._tz.get(job, UTC))
+                        )
             for rule in RULES:
                 total.add_metric([job, rule], snap.breaches.get((job, rule), 0))
             if job in snap.last_summary:

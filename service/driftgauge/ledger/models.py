@@ -23,12 +23,26 @@ from driftgauge.core.instants import Instant
 Outcome = Literal["written", "no_match", "skipped", "failed"]
 OUTCOMES: tuple[Outcome, ...] = ("written", "no_match", "skipped", "failed")
 RunStatus = Literal["success", "partial_failure", "failed"]
-Rule = Literal["missing_summary", "duplicate_summary", "failed_writes", "nothing_written",
-               "no_match_rate", "outcomes_mismatch", "status_mismatch",
-               "written_exceeds_handed"]
-RULES: tuple[Rule, ...] = ("missing_summary", "duplicate_summary", "failed_writes",
-                           "nothing_written", "no_match_rate", "outcomes_mismatch",
-                           "status_mismatch", "written_exceeds_handed")
+Rule = Literal[
+    "missing_summary",
+    "duplicate_summary",
+    "failed_writes",
+    "nothing_written",
+    "no_match_rate",
+    "outcomes_mismatch",
+    "status_mismatch",
+    "written_exceeds_handed",
+]
+RULES: tuple[Rule, ...] = (
+    "missing_summary",
+    "duplicate_summary",
+    "failed_writes",
+    "nothing_written",
+    "no_match_rate",
+    "outcomes_mismatch",
+    "status_mismatch",
+    "written_exceeds_handed",
+)
 MAX_KEYS_PER_BATCH = 10_000
 
 Label = Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z][A-Za-z0-9_.:-]*$")]
@@ -56,7 +70,8 @@ class RunOpen(Payload):
     window_end: AwareDatetime
     input_rows: int = Field(ge=0, le=10**12)
     client_run_id: Ident | None = Field(
-        None, description="The job's own id for this run; a retried open returns the same run.")
+        None, description="The job's own id for this run; a retried open returns the same run."
+    )
 
     @field_validator("window_start", "window_end")
     @classmethod
@@ -87,10 +102,12 @@ def _needs_detail(outcome: str | None, value: str | None, field: str) -> str | N
 
 class _Outcomed(Payload):
     outcome: Outcome
-    reason: Label | None = Field(None, validate_default=True,
-                                 description="Why: required for no_match and skipped.")
-    error: Label | None = Field(None, validate_default=True,
-                                description="The error class: required for failed.")
+    reason: Label | None = Field(
+        None, validate_default=True, description="Why: required for no_match and skipped."
+    )
+    error: Label | None = Field(
+        None, validate_default=True, description="The error class: required for failed."
+    )
 
     @field_validator("reason", "error")
     @classmethod
@@ -180,7 +197,8 @@ class RunOut(BaseModel):
     status: RunStatus | None
     outcomes: Counts
     reasons: dict[str, dict[str, int]] = Field(
-        default_factory=dict, description="Rows per reason (or error class) per outcome.")
+        default_factory=dict, description="Rows per reason (or error class) per outcome."
+    )
     summary: dict[str, Any] | None = None
     batches: int = 0
 

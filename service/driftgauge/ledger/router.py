@@ -27,23 +27,34 @@ from driftgauge.routing import app_service
 Dependency = Callable[..., Any]
 
 
-
 # Bounds that PostgreSQL can hold, so a wild id or a NUL byte is a 422, not a 503.
 RunId = Annotated[int, Path(ge=1, le=2**63 - 1, description="ledger run id")]
 Limit = Annotated[int, Query(ge=1, le=1000, description="At most this many items.")]
-Offset = Annotated[int, Query(ge=0, le=10_000_000,
-                              description="Skip this many items first (the next page: "
-                                          "offset + limit).")]
-JobName = Annotated[str | None, Query(min_length=1, max_length=200, pattern=r"^[^\x00]*$",
-                                      description="sync job name")]
+Offset = Annotated[
+    int,
+    Query(
+        ge=0,
+        le=10_000_000,
+        description="Skip this many items first (the next page: offset + limit).",
+    ),
+]
+JobName = Annotated[
+    str | None,
+    Query(min_length=1, max_length=200, pattern=r"^[^\x00]*$", description="sync job name"),
+]
+
 
 def _app_ledger(request: Request) -> LedgerService:
     service: LedgerService = app_service(request, "ledger", "the run ledger is not running")
     return service
 
 
-def ledger_router(require_write: Dependency, require_read: Dependency, *,
-                  get_service: Callable[[Request], LedgerService] = _app_ledger) -> APIRouter:
+def ledger_router(
+    require_write: Dependency,
+    require_read: Dependency,
+    *,
+    get_service: Callable[[Request], LedgerService] = _app_ledger,
+) -> APIRouter:
     """Return the /ledger routes; writes and key listings need `require_write` to pass.
 
     `get_service` finds the LedgerService (default: `request.app.state.ledger`).
@@ -53,8 +64,13 @@ def ledger_router(require_write: Dependency, require_read: Dependency, *,
     write = [Depends(require_write)]
     read = [Depends(require_read)]
 
-    @router.post("/runs", response_model=RunOut, status_code=201, dependencies=write,
-                 responses={200: {"model": RunOut, "description": "the run already existed"}})
+    @router.post(
+        "/runs",
+        response_model=RunOut,
+        status_code=201,
+        dependencies=write,
+        responses={200: {"model": RunOut, "description": "the run already existed"}},
+    )
     async def open_run(body: RunOpen, service: Service, response: Response) -> RunOut:
         """Open a run of a sync job: the window it covers and the rows it was handed."""
         with _translated():
@@ -76,8 +92,9 @@ def ledger_router(require_write: Dependency, require_read: Dependency, *,
             return await service.close_run(run_id, body)
 
     @router.get("/runs", response_model=list[RunOut], dependencies=read)
-    async def list_runs(service: Service, job: JobName = None,
-                        limit: Limit = 50, offset: Offset = 0) -> list[RunOut]:
+    async def list_runs(
+        service: Service, job: JobName = None, limit: Limit = 50, offset: Offset = 0
+    ) -> list[RunOut]:
         """List recent ledger runs, newest first."""
         with _translated():
             return await service.store.runs(job, limit, offset)
@@ -89,27 +106,36 @@ def ledger_router(require_write: Dependency, require_read: Dependency, *,
             return await service.store.run(run_id)
 
     @router.get("/runs/{run_id}/keys", response_model=list[LedgerKeyOut], dependencies=write)
-    async def run_keys(run_id: RunId, service: Service, outcome: Outcome | None = None,
-                       limit: Annotated[int, Query(ge=1, le=10_000,
-                                                   description="At most this many items.")]
-                       = 1000, offset: Offset = 0) -> list[LedgerKeyOut]:
+    async def run_keys(
+        run_id: RunId,
+        service: Service,
+        outcome: Outcome | None = None,
+        limit: Annotated[
+            int, Query(ge=1, le=10_000, description="At most this many items.")
+        ] = 1000,
+        offset: Offset = 0,
+    ) -> list[LedgerKeyOut]:
         """List keys the run reported as no_match, skipped or failed (reveals keys)."""
         with _translated():
             await service.store.run(run_id)
-            return await service.store.keys(run_id, outcome=outcome, limit=limit,
-                                            offset=offset)
+            return await service.store.keys(run_id, outcome=outcome, limit=limit, offset=offset)
 
     @router.get("/breaches", response_model=list[BreachOut], dependencies=read)
-    async def list_breaches(service: Service, job: JobName = None, active: bool = False,
-                            limit: Limit = 100, offset: Offset = 0) -> list[BreachOut]:
+    async def list_breaches(
+        service: Service,
+        job: JobName = None,
+        active: bool = False,
+        limit: Limit = 100,
+        offset: Offset = 0,
+    ) -> list[BreachOut]:
         """List recorded breaches of the ledger rules, newest window first."""
         with _translated():
-            return await service.store.breaches(job, active_only=active, limit=limit,
-                                                offset=offset)
+            return await service.store.breaches(job, active_only=active, limit=limit, offset=offset)
 
     @router.get("/windows", response_model=list[WindowOut], dependencies=read)
-    async def list_windows(service: Service, job: JobName = None,
-                           limit: Limit = 30, offset: Offset = 0) -> list[WindowOut]:
+    async def list_windows(
+        service: Service, job: JobName = None, limit: Limit = 30, offset: Offset = 0
+    ) -> list[WindowOut]:
         """List judged job windows with the rules each breaches now."""
         with _translated():
             return await service.store.windows(job, limit, offset)
@@ -127,6 +153,13 @@ def _translated() -> Iterator[None]:
     except LedgerConflict as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
     except LedgerInputError as exc:
-        raise RequestValidationError([{
-            "type": "value_error", "loc": ("body", exc.field),
-            "msg": str(exc).split(": ", 1)[-1], "input": None}]) from None
+        raise RequestValidationError(
+            [
+                {
+                    "type": "value_error",
+                    "loc": ("body", exc.field),
+                    "msg": str(exc).split(": ", 1)[-1],
+                    "input": None,
+                }
+            ]
+        ) from None

@@ -30,8 +30,12 @@ class Tally:
         return self.written + self.no_match + self.failed
 
     def __add__(self, other: Tally) -> Tally:
-        return Tally(self.written + other.written, self.no_match + other.no_match,
-                     self.skipped + other.skipped, self.failed + other.failed)
+        return Tally(
+            self.written + other.written,
+            self.no_match + other.no_match,
+            self.skipped + other.skipped,
+            self.failed + other.failed,
+        )
 
 
 @dataclass(frozen=True)
@@ -81,8 +85,10 @@ def derive_status(input_rows: int, outcomes: Tally) -> RunStatus:
 def window_bounds(day: date, tz: ZoneInfo) -> tuple[datetime, datetime]:
     """Return the [start, end) of a local day (DST-safe)."""
     nxt = day + timedelta(days=1)
-    return (datetime(day.year, day.month, day.day, tzinfo=tz),
-            datetime(nxt.year, nxt.month, nxt.day, tzinfo=tz))
+    return (
+        datetime(day.year, day.month, day.day, tzinfo=tz),
+        datetime(nxt.year, nxt.month, nxt.day, tzinfo=tz),
+    )
 
 
 def window_day(moment: datetime, tz: ZoneInfo) -> date:
@@ -108,8 +114,11 @@ def evaluate(window: WindowFacts, no_match_rate: float) -> dict[Rule, str]:
     closed = [r for r in window.runs if r.closed]
     open_runs = [r for r in window.runs if not r.closed]
     if window.due and not closed:
-        out["missing_summary"] = ("no run reported for the window" if not window.runs else
-                                  f"no summary by the deadline (open runs: {_ids(open_runs)})")
+        out["missing_summary"] = (
+            "no run reported for the window"
+            if not window.runs
+            else f"no summary by the deadline (open runs: {_ids(open_runs)})"
+        )
     elif window.due and open_runs:
         out["missing_summary"] = f"runs {_ids(open_runs)} never sent a summary"
     if len(closed) > 1:
@@ -127,25 +136,36 @@ def evaluate(window: WindowFacts, no_match_rate: float) -> dict[Rule, str]:
     looked_up = sum(r.outcomes.looked_up for r in closed)
     matched_none = sum(r.outcomes.no_match for r in closed)
     if looked_up and matched_none / looked_up > no_match_rate:
-        out["no_match_rate"] = (f"{matched_none} of {looked_up} looked-up rows matched no "
-                                f"document ({matched_none / looked_up:.2%} > "
-                                f"{no_match_rate:.2%})")
+        out["no_match_rate"] = (
+            f"{matched_none} of {looked_up} looked-up rows matched no "
+            f"document ({matched_none / looked_up:.2%} > "
+            f"{no_match_rate:.2%})"
+        )
     over = [r for r in window.runs if r.most_written > r.input_rows]
     if over:
         r = over[0]
-        out["written_exceeds_handed"] = (f"run {r.run_id} wrote {r.most_written} rows but was "
-                                         f"handed {r.input_rows}")
-    unbalanced = [r for r in closed if r.outcomes.total != r.input_rows
-                  or (r.summary_counts is not None and r.summary_counts != r.outcomes)]
+        out["written_exceeds_handed"] = (
+            f"run {r.run_id} wrote {r.most_written} rows but was handed {r.input_rows}"
+        )
+    unbalanced = [
+        r
+        for r in closed
+        if r.outcomes.total != r.input_rows
+        or (r.summary_counts is not None and r.summary_counts != r.outcomes)
+    ]
     if unbalanced:
         r = unbalanced[0]
-        why = (f"outcomes add up to {r.outcomes.total}, input was {r.input_rows}"
-               if r.outcomes.total != r.input_rows else
-               "the summary's counts differ from the outcomes reported")
+        why = (
+            f"outcomes add up to {r.outcomes.total}, input was {r.input_rows}"
+            if r.outcomes.total != r.input_rows
+            else "the summary's counts differ from the outcomes reported"
+        )
         out["outcomes_mismatch"] = f"run {r.run_id}: {why}"
     wrong = [r for r in closed if r.status != derive_status(r.input_rows, r.outcomes)]
     if wrong:
         r = wrong[0]
-        out["status_mismatch"] = (f"run {r.run_id} reported {r.status}; its counts say "
-                                  f"{derive_status(r.input_rows, r.outcomes)}")
+        out["status_mismatch"] = (
+            f"run {r.run_id} reported {r.status}; its counts say "
+            f"{derive_status(r.input_rows, r.outcomes)}"
+        )
     return out

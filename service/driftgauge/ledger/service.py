@@ -47,9 +47,14 @@ def job_settings(checks: Mapping[str, Check]) -> dict[str, JobSettings]:
 class LedgerService:
     """Record what sync-job runs report and keep each job window's breaches up to date."""
 
-    def __init__(self, store: LedgerStore, checks: Mapping[str, Check], *,
-                 clock: Callable[[], datetime] = utc_now,
-                 on_close: RunClosed | None = None) -> None:
+    def __init__(
+        self,
+        store: LedgerStore,
+        checks: Mapping[str, Check],
+        *,
+        clock: Callable[[], datetime] = utc_now,
+        on_close: RunClosed | None = None,
+    ) -> None:
         self.store = store
         self.jobs = job_settings(checks)
         self._clock = clock
@@ -65,14 +70,16 @@ class LedgerService:
     async def open_run(self, req: RunOpen) -> tuple[RunOut, bool]:
         """Open a run (or return the one with the same client run id); True when new."""
         job = self._job(req.job)
-        return await self.store.open_run(req, rules.window_day(req.window_start, job.timezone),
-                                         self._clock())
+        return await self.store.open_run(
+            req, rules.window_day(req.window_start, job.timezone), self._clock()
+        )
 
     async def add_batch(self, run_id: int, batch: Batch) -> BatchOut:
         """Record a batch of outcomes once, however often it is sent."""
         duplicate, run = await self.store.add_batch(run_id, batch, self._clock())
-        return BatchOut(run_id=run_id, batch_id=batch.batch_id, duplicate=duplicate,
-                        outcomes=run.outcomes)
+        return BatchOut(
+            run_id=run_id, batch_id=batch.batch_id, duplicate=duplicate, outcomes=run.outcomes
+        )
 
     async def close_run(self, run_id: int, summary: Summary) -> RunOut:
         """Store the job's summary, judge the run's window and fire the run-closed hook."""
@@ -82,22 +89,25 @@ class LedgerService:
         job = self.jobs.get(run.job)
         if job is not None:
             # The summary is stored: a window that cannot be judged is counted, not a 500.
-            with survive("ledger_deadlines", "judge a closed run's window", job=run.job,
-                         window_day=str(run.window_day)):
+            with survive(
+                "ledger_deadlines",
+                "judge a closed run's window",
+                job=run.job,
+                window_day=str(run.window_day),
+            ):
                 await self.evaluate_window(job, run.window_day, self._clock())
         if self._on_close is not None:
-            with survive("ledger_reconcile", "schedule a closed run's reconcile",
-                         run_id=run.id):
+            with survive("ledger_reconcile", "schedule a closed run's reconcile", run_id=run.id):
                 try:
                     await self._on_close(run)
                 except DriftgaugeError as exc:
                     # The summary is recorded; a failed follow-up must not make the job retry.
-                    log.warning("run-closed hook failed", extra={"run_id": run.id,
-                                                                 "error": str(exc)})
+                    log.warning(
+                        "run-closed hook failed", extra={"run_id": run.id, "error": str(exc)}
+                    )
         return run
 
-    async def evaluate_window(self, job: JobSettings, day: date,
-                              now: datetime) -> dict[Rule, str]:
+    async def evaluate_window(self, job: JobSettings, day: date, now: datetime) -> dict[Rule, str]:
         """Judge one window of a job against every rule and record the result.
 
         A window is judged once it is past its summary deadline or has a closed run.
@@ -112,12 +122,20 @@ class LedgerService:
         found = rules.evaluate(facts, job.ledger.no_match_rate)
         new = await self.store.record_evaluation(job.job, day, due, found, now)
         for rule in new:
-            log.warning("ledger breach", extra={"job": job.job, "window_day": day.isoformat(),
-                                                "rule": rule, "detail": found[rule]})
+            log.warning(
+                "ledger breach",
+                extra={
+                    "job": job.job,
+                    "window_day": day.isoformat(),
+                    "rule": rule,
+                    "detail": found[rule],
+                },
+            )
         return found
 
-    async def evaluate_all(self, now: datetime | None = None,
-                           lookback: timedelta = timedelta(days=7)) -> dict[str, date]:
+    async def evaluate_all(
+        self, now: datetime | None = None, lookback: timedelta = timedelta(days=7)
+    ) -> dict[str, date]:
         """Judge every job's latest window and its recent windows with runs; return the latest.
 
         The latest window is the newest one that is past its summary deadline or already
@@ -131,22 +149,24 @@ class LedgerService:
                 closed = await self.store.latest_closed_day(job.job)
                 last = max(due_day, closed) if closed is not None else due_day
                 # From the earlier of the two: a wild closed day must not hide the recent ones.
-                days = set(await self.store.days_with_runs(job.job,
-                                                           min(last, due_day) - lookback))
+                days = set(await self.store.days_with_runs(job.job, min(last, due_day) - lookback))
                 # Windows that still breach are judged again, however old, so a late summary
                 # or a backfill resolves them; until then they stay on /metrics.
                 days |= set(await self.store.open_breach_days(job.job))
                 for day in sorted(days | {last, due_day}):
                     # One malformed window (bad data in the state database) is counted and
                     # skipped: the job's other windows are still judged.
-                    with survive("ledger_deadlines", "judge a window", job=job.job,
-                                 window_day=str(day)):
+                    with survive(
+                        "ledger_deadlines", "judge a window", job=job.job, window_day=str(day)
+                    ):
                         await self.evaluate_window(job, day, now)
                 latest[job.job] = last
         return latest
 
-async def ledger_exclusions(state: LedgerStore, check: Check, window_start: datetime,
-                            window_end: datetime) -> dict[str, str]:
+
+async def ledger_exclusions(
+    state: LedgerStore, check: Check, window_start: datetime, window_end: datetime
+) -> dict[str, str]:
     """Return the `ledger_excluded` mapping the engine takes for [window_start, window_end).
 
     Keys come from runs of the check's sync job whose window overlaps the check's; a key
@@ -166,8 +186,8 @@ def exclusion_source(store: LedgerStore | None) -> ExcusedKeys:
 
     The service passes its audit's store; the CLI one it opens when the check has a ledger.
     """
-    async def excused(check: Check, window_start: datetime,
-                      window_end: datetime) -> dict[str, str]:
+
+    async def excused(check: Check, window_start: datetime, window_end: datetime) -> dict[str, str]:
         if store is None:
             return {}
         return await ledger_exclusions(store, check, window_start, window_end)

@@ -23,8 +23,10 @@ from driftgauge.ledger.models import (
 from driftgauge.ledger.rules import RunFacts, Tally, WindowFacts
 from driftgauge.stores.postgres.io import PgCalls
 
-_RUN_COLUMNS = ("id, job, client_run_id, window_start, window_end, window_day, input_rows,"
-                " opened_at, closed_at, status, summary")
+_RUN_COLUMNS = (
+    "id, job, client_run_id, window_start, window_end, window_day, input_rows,"
+    " opened_at, closed_at, status, summary"
+)
 
 
 @dataclass(frozen=True)
@@ -51,8 +53,12 @@ class LedgerSnapshot:
 
 
 def _tally(rows: Mapping[str, int]) -> Tally:
-    return Tally(rows.get("written", 0), rows.get("no_match", 0), rows.get("skipped", 0),
-                 rows.get("failed", 0))
+    return Tally(
+        rows.get("written", 0),
+        rows.get("no_match", 0),
+        rows.get("skipped", 0),
+        rows.get("failed", 0),
+    )
 
 
 def _summary(raw: Any) -> dict[str, Any] | None:
@@ -76,20 +82,31 @@ class LedgerStore:
                 " window_day, input_rows, opened_at) VALUES ($1, $2, $3, $4, $5, $6, $7)"
                 " ON CONFLICT (job, client_run_id) WHERE client_run_id IS NOT NULL"
                 " DO NOTHING RETURNING id",
-                req.job, req.client_run_id, req.window_start, req.window_end, day,
-                req.input_rows, now)
+                req.job,
+                req.client_run_id,
+                req.window_start,
+                req.window_end,
+                day,
+                req.input_rows,
+                now,
+            )
             created = run_id is not None
             if not created:
                 rec = await conn.fetchrow(
-                    f"SELECT {_RUN_COLUMNS} FROM ledger_runs WHERE job = $1"
-                    " AND client_run_id = $2", req.job, req.client_run_id)
-                same = (rec["window_start"] == req.window_start
-                        and rec["window_end"] == req.window_end
-                        and rec["input_rows"] == req.input_rows)
+                    f"SELECT {_RUN_COLUMNS} FROM ledger_runs WHERE job = $1 AND client_run_id = $2",
+                    req.job,
+                    req.client_run_id,
+                )
+                same = (
+                    rec["window_start"] == req.window_start
+                    and rec["window_end"] == req.window_end
+                    and rec["input_rows"] == req.input_rows
+                )
                 if not same:
                     raise LedgerConflict(
                         f"client_run_id: run {rec['id']} of job {req.job!r} was opened with "
-                        "this id and a different window or input_rows")
+                        "this id and a different window or input_rows"
+                    )
                 run_id = rec["id"]
             run = await self._run(conn, run_id)
         return run, created
@@ -100,14 +117,15 @@ class LedgerStore:
             return await self._run(conn, run_id)
 
     async def _run(self, conn: Any, run_id: int) -> RunOut:
-        rec = await conn.fetchrow(f"SELECT {_RUN_COLUMNS} FROM ledger_runs WHERE id = $1",
-                                  run_id)
+        rec = await conn.fetchrow(f"SELECT {_RUN_COLUMNS} FROM ledger_runs WHERE id = $1", run_id)
         if rec is None:
             raise RunNotFound(f"run_id: no ledger run {run_id}")
-        outs = await conn.fetch("SELECT outcome, reason, rows FROM ledger_outcomes"
-                                " WHERE run_id = $1", run_id)
-        batches = await conn.fetchval("SELECT count(*) FROM ledger_batches WHERE run_id = $1",
-                                      run_id)
+        outs = await conn.fetch(
+            "SELECT outcome, reason, rows FROM ledger_outcomes WHERE run_id = $1", run_id
+        )
+        batches = await conn.fetchval(
+            "SELECT count(*) FROM ledger_batches WHERE run_id = $1", run_id
+        )
         return _run_out(rec, outs, batches)
 
     async def runs(self, job: str | None, limit: int = 50, offset: int = 0) -> list[RunOut]:
@@ -115,12 +133,22 @@ class LedgerStore:
         async with self._db.conn("list ledger runs") as conn:
             recs = await conn.fetch(
                 f"SELECT {_RUN_COLUMNS} FROM ledger_runs WHERE $1::text IS NULL OR job = $1"
-                " ORDER BY id DESC LIMIT $2 OFFSET $3", job, limit, offset)
+                " ORDER BY id DESC LIMIT $2 OFFSET $3",
+                job,
+                limit,
+                offset,
+            )
             ids = [r["id"] for r in recs]
-            outs = await conn.fetch("SELECT run_id, outcome, reason, rows FROM ledger_outcomes"
-                                    " WHERE run_id = ANY($1::bigint[])", ids)
-            counts = await conn.fetch("SELECT run_id, count(*) AS n FROM ledger_batches"
-                                      " WHERE run_id = ANY($1::bigint[]) GROUP BY run_id", ids)
+            outs = await conn.fetch(
+                "SELECT run_id, outcome, reason, rows FROM ledger_outcomes"
+                " WHERE run_id = ANY($1::bigint[])",
+                ids,
+            )
+            counts = await conn.fetch(
+                "SELECT run_id, count(*) AS n FROM ledger_batches"
+                " WHERE run_id = ANY($1::bigint[]) GROUP BY run_id",
+                ids,
+            )
         by_run: dict[int, list[Any]] = {}
         for o in outs:
             by_run.setdefault(o["run_id"], []).append(o)
@@ -132,54 +160,76 @@ class LedgerStore:
         sha = batch.fingerprint()
         async with self._db.transaction("record a ledger batch", scale=3) as conn:
             # Lock the run so a concurrent close cannot slip between the check and the insert.
-            rec = await conn.fetchrow("SELECT closed_at FROM ledger_runs WHERE id = $1"
-                                      " FOR UPDATE", run_id)
+            rec = await conn.fetchrow(
+                "SELECT closed_at FROM ledger_runs WHERE id = $1 FOR UPDATE", run_id
+            )
             if rec is None:
                 raise RunNotFound(f"run_id: no ledger run {run_id}")
-            seen = await conn.fetchval("SELECT payload_sha256 FROM ledger_batches"
-                                       " WHERE run_id = $1 AND batch_id = $2",
-                                       run_id, batch.batch_id)
+            seen = await conn.fetchval(
+                "SELECT payload_sha256 FROM ledger_batches WHERE run_id = $1 AND batch_id = $2",
+                run_id,
+                batch.batch_id,
+            )
             if seen is not None:
                 if seen != sha:
-                    raise LedgerConflict(f"batch_id: batch {batch.batch_id!r} of run {run_id} "
-                                         "was already recorded with different content")
+                    raise LedgerConflict(
+                        f"batch_id: batch {batch.batch_id!r} of run {run_id} "
+                        "was already recorded with different content"
+                    )
                 return True, await self._run(conn, run_id)
             if rec["closed_at"] is not None:
                 raise LedgerConflict(f"run_id: run {run_id} is closed; it takes no more batches")
-            await conn.execute("INSERT INTO ledger_batches (run_id, batch_id, payload_sha256,"
-                               " received_at) VALUES ($1, $2, $3, $4)",
-                               run_id, batch.batch_id, sha, now)
+            await conn.execute(
+                "INSERT INTO ledger_batches (run_id, batch_id, payload_sha256,"
+                " received_at) VALUES ($1, $2, $3, $4)",
+                run_id,
+                batch.batch_id,
+                sha,
+                now,
+            )
             await conn.executemany(
                 "INSERT INTO ledger_outcomes (run_id, outcome, reason, rows)"
                 " VALUES ($1, $2, $3, $4) ON CONFLICT (run_id, outcome, reason)"
                 " DO UPDATE SET rows = ledger_outcomes.rows + EXCLUDED.rows",
-                [(run_id, o, r, n) for (o, r), n in sorted(batch.totals().items())])
-            keyed = [(run_id, k.key, k.outcome, k.detail, batch.batch_id)
-                     for k in batch.keys if k.outcome != "written"]
+                [(run_id, o, r, n) for (o, r), n in sorted(batch.totals().items())],
+            )
+            keyed = [
+                (run_id, k.key, k.outcome, k.detail, batch.batch_id)
+                for k in batch.keys
+                if k.outcome != "written"
+            ]
             if keyed:
                 await conn.copy_records_to_table(
-                    "ledger_keys", records=keyed,
-                    columns=("run_id", "key", "outcome", "reason", "batch_id"))
+                    "ledger_keys",
+                    records=keyed,
+                    columns=("run_id", "key", "outcome", "reason", "batch_id"),
+                )
             return False, await self._run(conn, run_id)
 
-    async def close_run(self, run_id: int, summary: Summary,
-                        now: datetime) -> tuple[RunOut, bool]:
+    async def close_run(self, run_id: int, summary: Summary, now: datetime) -> tuple[RunOut, bool]:
         """Store the job's summary; a repeat of the same summary is a no-op (False)."""
         body = summary.model_dump(mode="json")
         async with self._db.transaction("close a ledger run") as conn:
-            rec = await conn.fetchrow("SELECT summary FROM ledger_runs WHERE id = $1"
-                                      " FOR UPDATE", run_id)
+            rec = await conn.fetchrow(
+                "SELECT summary FROM ledger_runs WHERE id = $1 FOR UPDATE", run_id
+            )
             if rec is None:
                 raise RunNotFound(f"run_id: no ledger run {run_id}")
             before = _summary(rec["summary"])
             if before is not None:
                 if before != body:
-                    raise LedgerConflict(f"run_id: run {run_id} was already closed with a "
-                                         "different summary")
+                    raise LedgerConflict(
+                        f"run_id: run {run_id} was already closed with a different summary"
+                    )
                 return await self._run(conn, run_id), False
-            await conn.execute("UPDATE ledger_runs SET closed_at = $2, status = $3,"
-                               " summary = $4::jsonb WHERE id = $1",
-                               run_id, now, summary.status, json.dumps(body))
+            await conn.execute(
+                "UPDATE ledger_runs SET closed_at = $2, status = $3,"
+                " summary = $4::jsonb WHERE id = $1",
+                run_id,
+                now,
+                summary.status,
+                json.dumps(body),
+            )
             return await self._run(conn, run_id), True
 
     async def window_facts(self, job: str, day: date, due: bool) -> WindowFacts:
@@ -192,49 +242,68 @@ class LedgerStore:
                 " FROM ledger_runs r LEFT JOIN (SELECT run_id, outcome, sum(rows)::bigint AS rows"
                 "   FROM ledger_outcomes GROUP BY run_id, outcome) o ON o.run_id = r.id"
                 " WHERE r.job = $1 AND r.window_day = $2 GROUP BY r.id ORDER BY r.id",
-                job, day)
+                job,
+                day,
+            )
         runs = []
         for r in recs:
             summary = _summary(r["summary"])
             counts = summary.get("counts") if summary else None
-            runs.append(RunFacts(
-                run_id=r["id"], input_rows=r["input_rows"],
-                outcomes=_tally({k: int(v) for k, v in json.loads(r["outcomes"]).items()}),
-                status=r["status"],
-                summary_counts=_tally(counts) if isinstance(counts, dict) else None))
+            runs.append(
+                RunFacts(
+                    run_id=r["id"],
+                    input_rows=r["input_rows"],
+                    outcomes=_tally({k: int(v) for k, v in json.loads(r["outcomes"]).items()}),
+                    status=r["status"],
+                    summary_counts=_tally(counts) if isinstance(counts, dict) else None,
+                )
+            )
         return WindowFacts(job, day, due, tuple(runs))
 
     async def latest_closed_day(self, job: str) -> date | None:
         """Return the latest window day with a closed run of the job."""
         async with self._db.conn("read the latest ledger window") as conn:
             day: date | None = await conn.fetchval(
-                "SELECT max(window_day) FROM ledger_runs WHERE job = $1"
-                " AND closed_at IS NOT NULL", job)
+                "SELECT max(window_day) FROM ledger_runs WHERE job = $1 AND closed_at IS NOT NULL",
+                job,
+            )
         return day
 
     async def days_with_runs(self, job: str, since: date) -> list[date]:
         """Return the window days since `since` that hold at least one run of the job."""
         async with self._db.conn("list ledger windows") as conn:
-            recs = await conn.fetch("SELECT DISTINCT window_day FROM ledger_runs"
-                                    " WHERE job = $1 AND window_day >= $2 ORDER BY 1", job, since)
+            recs = await conn.fetch(
+                "SELECT DISTINCT window_day FROM ledger_runs"
+                " WHERE job = $1 AND window_day >= $2 ORDER BY 1",
+                job,
+                since,
+            )
         return [r["window_day"] for r in recs]
 
     async def open_breach_days(self, job: str) -> list[date]:
         """Return the window days of the job with a breach that still holds."""
         async with self._db.conn("list open ledger breaches") as conn:
-            recs = await conn.fetch("SELECT DISTINCT window_day FROM ledger_breaches"
-                                    " WHERE job = $1 AND active ORDER BY 1", job)
+            recs = await conn.fetch(
+                "SELECT DISTINCT window_day FROM ledger_breaches"
+                " WHERE job = $1 AND active ORDER BY 1",
+                job,
+            )
         return [r["window_day"] for r in recs]
 
-    async def record_evaluation(self, job: str, day: date, due: bool,
-                                breaches: Mapping[Rule, str], now: datetime) -> list[Rule]:
+    async def record_evaluation(
+        self, job: str, day: date, due: bool, breaches: Mapping[Rule, str], now: datetime
+    ) -> list[Rule]:
         """Store a window's verdict; return the rules that breach it for the first time."""
         async with self._db.transaction("record ledger breaches") as conn:
             await conn.execute(
                 "INSERT INTO ledger_windows (job, window_day, due, evaluated_at)"
                 " VALUES ($1, $2, $3, $4) ON CONFLICT (job, window_day)"
                 " DO UPDATE SET due = EXCLUDED.due, evaluated_at = EXCLUDED.evaluated_at",
-                job, day, due, now)
+                job,
+                day,
+                due,
+                now,
+            )
             new: list[Rule] = []
             for rule, detail in sorted(breaches.items()):
                 inserted = await conn.fetchval(
@@ -242,27 +311,42 @@ class LedgerStore:
                     " last_seen, active) VALUES ($1, $2, $3, $4, $5, $5, true)"
                     " ON CONFLICT (job, window_day, rule) DO UPDATE SET detail = EXCLUDED.detail,"
                     " last_seen = EXCLUDED.last_seen, active = true"
-                    " RETURNING (xmax = 0)", job, day, rule, detail, now)
+                    " RETURNING (xmax = 0)",
+                    job,
+                    day,
+                    rule,
+                    detail,
+                    now,
+                )
                 if inserted:
                     new.append(rule)
-            await conn.execute("UPDATE ledger_breaches SET active = false WHERE job = $1"
-                               " AND window_day = $2 AND active AND NOT (rule = ANY($3::text[]))",
-                               job, day, list(breaches))
+            await conn.execute(
+                "UPDATE ledger_breaches SET active = false WHERE job = $1"
+                " AND window_day = $2 AND active AND NOT (rule = ANY($3::text[]))",
+                job,
+                day,
+                list(breaches),
+            )
         return new
 
-    async def breaches(self, job: str | None, *, active_only: bool = False,
-                       limit: int = 100, offset: int = 0) -> list[BreachOut]:
+    async def breaches(
+        self, job: str | None, *, active_only: bool = False, limit: int = 100, offset: int = 0
+    ) -> list[BreachOut]:
         """Return recorded breaches, newest window first."""
         async with self._db.conn("list ledger breaches") as conn:
             recs = await conn.fetch(
                 "SELECT job, window_day, rule, detail, first_seen, last_seen, active"
                 " FROM ledger_breaches WHERE ($1::text IS NULL OR job = $1)"
                 " AND (active OR NOT $2) ORDER BY window_day DESC, job, rule"
-                " LIMIT $3 OFFSET $4", job, active_only, limit, offset)
+                " LIMIT $3 OFFSET $4",
+                job,
+                active_only,
+                limit,
+                offset,
+            )
         return [BreachOut(**dict(r)) for r in recs]
 
-    async def windows(self, job: str | None, limit: int = 30,
-                      offset: int = 0) -> list[WindowOut]:
+    async def windows(self, job: str | None, limit: int = 30, offset: int = 0) -> list[WindowOut]:
         """Return evaluated windows, newest first, with the rules each breaches now."""
         async with self._db.conn("list ledger windows") as conn:
             recs = await conn.fetch(
@@ -273,19 +357,35 @@ class LedgerStore:
                 "   AND b.window_day = w.window_day AND b.active"
                 " WHERE $1::text IS NULL OR w.job = $1"
                 " GROUP BY w.job, w.window_day ORDER BY w.window_day DESC, w.job"
-                " LIMIT $2 OFFSET $3", job, limit, offset)
-        return [WindowOut(job=r["job"], window_day=r["window_day"], due=r["due"],
-                          evaluated_at=r["evaluated_at"], breaches=list(r["breaches"]))
-                for r in recs]
+                " LIMIT $2 OFFSET $3",
+                job,
+                limit,
+                offset,
+            )
+        return [
+            WindowOut(
+                job=r["job"],
+                window_day=r["window_day"],
+                due=r["due"],
+                evaluated_at=r["evaluated_at"],
+                breaches=list(r["breaches"]),
+            )
+            for r in recs
+        ]
 
-    async def keys(self, run_id: int, *, outcome: str | None = None,
-                   limit: int = 1000, offset: int = 0) -> list[LedgerKeyOut]:
+    async def keys(
+        self, run_id: int, *, outcome: str | None = None, limit: int = 1000, offset: int = 0
+    ) -> list[LedgerKeyOut]:
         """Return keys a run reported as no_match, skipped or failed."""
         async with self._db.conn("list ledger keys") as conn:
             recs = await conn.fetch(
                 "SELECT key, outcome, reason, batch_id FROM ledger_keys WHERE run_id = $1"
                 " AND ($2::text IS NULL OR outcome = $2) ORDER BY id LIMIT $3 OFFSET $4",
-                run_id, outcome, limit, offset)
+                run_id,
+                outcome,
+                limit,
+                offset,
+            )
         return [LedgerKeyOut(**dict(r)) for r in recs]
 
     async def excused_keys(self, job: str, start: datetime, end: datetime) -> dict[str, str]:
@@ -300,7 +400,11 @@ class LedgerStore:
                 "   FROM ledger_keys k JOIN ledger_runs r ON r.id = k.run_id"
                 "   WHERE r.job = $1 AND r.window_start < $3 AND r.window_end > $2"
                 "   ORDER BY k.key, k.id DESC) latest"
-                " WHERE outcome IN ('no_match', 'skipped')", job, start, end)
+                " WHERE outcome IN ('no_match', 'skipped')",
+                job,
+                start,
+                end,
+            )
         return {r["key"]: r["reason"] for r in recs}
 
     async def snapshot(self, jobs: list[str]) -> LedgerSnapshot:
@@ -308,20 +412,31 @@ class LedgerStore:
         async with self._db.conn("read ledger metrics") as conn:
             latest = await conn.fetch(
                 "SELECT DISTINCT ON (job) job, window_day FROM ledger_windows"
-                " WHERE job = ANY($1::text[]) ORDER BY job, window_day DESC", jobs)
+                " WHERE job = ANY($1::text[]) ORDER BY job, window_day DESC",
+                jobs,
+            )
             active = await conn.fetch(
                 "SELECT job, rule, count(*) AS n, min(window_day) AS oldest FROM ledger_breaches"
-                " WHERE job = ANY($1::text[]) AND active GROUP BY job, rule", jobs)
-            counts = await conn.fetch("SELECT job, rule, count(*) AS n FROM ledger_breaches"
-                                      " WHERE job = ANY($1::text[]) GROUP BY job, rule", jobs)
+                " WHERE job = ANY($1::text[]) AND active GROUP BY job, rule",
+                jobs,
+            )
+            counts = await conn.fetch(
+                "SELECT job, rule, count(*) AS n FROM ledger_breaches"
+                " WHERE job = ANY($1::text[]) GROUP BY job, rule",
+                jobs,
+            )
             runs = await conn.fetch(
                 "SELECT job, status, count(*) AS n, max(closed_at) AS last FROM ledger_runs"
                 " WHERE job = ANY($1::text[]) AND closed_at IS NOT NULL GROUP BY job, status",
-                jobs)
+                jobs,
+            )
             # Rows deleted by retention still count: these counters must never go down.
-            pruned = await conn.fetch("SELECT series, name, label, n FROM pruned_counts"
-                                      " WHERE series IN ('ledger_runs', 'ledger_breaches')"
-                                      " AND name = ANY($1::text[])", jobs)
+            pruned = await conn.fetch(
+                "SELECT series, name, label, n FROM pruned_counts"
+                " WHERE series IN ('ledger_runs', 'ledger_breaches')"
+                " AND name = ANY($1::text[])",
+                jobs,
+            )
         last: dict[str, datetime] = {}
         for r in runs:
             last[r["job"]] = max(last.get(r["job"], r["last"]), r["last"])
@@ -333,7 +448,10 @@ class LedgerStore:
         return LedgerSnapshot(
             latest_window={r["job"]: r["window_day"] for r in latest},
             open={(r["job"], r["rule"]): OpenBreaches(r["n"], r["oldest"]) for r in active},
-            breaches=breaches, last_summary=last, runs=closed)
+            breaches=breaches,
+            last_summary=last,
+            runs=closed,
+        )
 
 
 def _run_out(rec: Any, outcomes: list[Any], batches: int) -> RunOut:
@@ -345,10 +463,18 @@ def _run_out(rec: Any, outcomes: list[Any], batches: int) -> RunOut:
             reasons.setdefault(o["outcome"], {})[o["reason"]] = o["rows"]
     t = _tally(per)
     return RunOut(
-        id=rec["id"], job=rec["job"], client_run_id=rec["client_run_id"],
-        window_start=rec["window_start"], window_end=rec["window_end"],
-        window_day=rec["window_day"], input_rows=rec["input_rows"], opened_at=rec["opened_at"],
-        closed_at=rec["closed_at"], status=rec["status"],
-        outcomes=Counts(written=t.written, no_match=t.no_match, skipped=t.skipped,
-                        failed=t.failed),
-        reasons=reasons, summary=_summary(rec["summary"]), batches=batches)
+        id=rec["id"],
+        job=rec["job"],
+        client_run_id=rec["client_run_id"],
+        window_start=rec["window_start"],
+        window_end=rec["window_end"],
+        window_day=rec["window_day"],
+        input_rows=rec["input_rows"],
+        opened_at=rec["opened_at"],
+        closed_at=rec["closed_at"],
+        status=rec["status"],
+        outcomes=Counts(written=t.written, no_match=t.no_match, skipped=t.skipped, failed=t.failed),
+        reasons=reasons,
+        summary=_summary(rec["summary"]),
+        batches=batches,
+    )

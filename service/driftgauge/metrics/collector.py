@@ -40,29 +40,41 @@ def build_registry(parts: Sequence[CollectorPart]) -> CollectorRegistry:
 
 def process_part(version: str) -> CollectorPart:
     """Return the part that yields driftgauge_build_info."""
+
     def collect() -> Iterable[Metric]:
-        info = GaugeMetricFamily("driftgauge_build_info",
-                                 "Always 1; labelled with the version and the Python version.",
-                                 labels=["version", "python"])
+        info = GaugeMetricFamily(
+            "driftgauge_build_info",
+            "Always 1; labelled with the version and the Python version.",
+            labels=["version", "python"],
+        )
         info.add_metric([version, platform.python_version()], 1)
         yield info
+
     return collect
 
 
 def bucket_rows(b: BucketResult) -> dict[str, int]:
     """Return a bucket's row count per kind of ROW_KINDS."""
-    return {"expected": b.expected, "visible": b.visible, "excluded": b.excluded_total,
-            "missing": b.missing, "extra": b.extra, "mismatched": b.mismatched,
-            "duplicates": b.duplicates}
+    return {
+        "expected": b.expected,
+        "visible": b.visible,
+        "excluded": b.excluded_total,
+        "missing": b.missing,
+        "extra": b.extra,
+        "mismatched": b.mismatched,
+        "duplicates": b.duplicates,
+    }
 
 
 def reconciliation_part(snapshots: Callable[[], Mapping[str, CheckSnapshot]]) -> CollectorPart:
     """Return the part that yields per-check and per-bucket reconciliation metrics."""
+
     def collect() -> Iterable[Metric]:
         fam = _Families()
         for name, snap in sorted(snapshots().items()):
             fam.add_check(name, snap)
         yield from fam.all()
+
     return collect
 
 
@@ -71,49 +83,87 @@ class _Families:
 
     def __init__(self) -> None:
         g, c = GaugeMetricFamily, CounterMetricFamily
-        self.up = g("driftgauge_check_up", "1 if the latest run completed, 0 if it failed.",
-                    labels=["check"])
-        self.last_run = g("driftgauge_check_last_run_timestamp_seconds",
-                          "When the latest run finished (or failed).", labels=["check"])
-        self.last_success = g("driftgauge_check_last_success_timestamp_seconds",
-                              "When the latest completed run finished.", labels=["check"])
-        self.duration = g("driftgauge_check_run_duration_seconds",
-                          "Wall time of the latest run.", labels=["check"])
-        self.runs = c("driftgauge_check_runs", "Runs recorded in the state database.",
-                      labels=["check", "status"])
-        self.run_status = g("driftgauge_check_run_status",
-                            "1 for the latest finished run's status, 0 otherwise.",
-                            labels=["check", "status"])
-        self.schedule = g("driftgauge_check_schedule_seconds",
-                          "Interval of the recent-window schedule.", labels=["check"])
-        self.bucket_rows = g("driftgauge_bucket_rows",
-                             "Per-bucket row counts of the latest completed run.",
-                             labels=["check", "day", "kind"])
-        self.bucket_excluded = g("driftgauge_bucket_excluded_rows",
-                                 "Excluded rows per bucket and reason.",
-                                 labels=["check", "day", "reason"])
-        self.bucket_status = g("driftgauge_bucket_status",
-                               "1 for the bucket's current status, 0 otherwise.",
-                               labels=["check", "day", "status"])
-        self.unexplained = g("driftgauge_bucket_unexplained",
-                             "1 if the bucket's found differences do not account for its "
-                             "digests' difference.", labels=["check", "day"])
-        self.measure_total = g("driftgauge_bucket_measure",
-                               "Each side's total of a measure per bucket (a float: the exact "
-                               "total is the API's decimal text).",
-                               labels=["check", "day", "side", "measure"])
-        self.rows = g("driftgauge_rows",
-                      "Row counts summed over the recent window (settling buckets excluded).",
-                      labels=["check", "kind"])
-        self.excluded = g("driftgauge_excluded_rows",
-                          "Excluded rows per reason over the recent window.",
-                          labels=["check", "reason"])
-        self.limits = g("driftgauge_exclusion_rate_limit",
-                        "The configured exclusion-rate tolerance per reason.",
-                        labels=["check", "reason"])
-        self.in_drift = g("driftgauge_buckets_in_drift",
-                          "Buckets of the window in drift with rows in that direction.",
-                          labels=["check", "direction"])
+        self.up = g(
+            "driftgauge_check_up",
+            "1 if the latest run completed, 0 if it failed.",
+            labels=["check"],
+        )
+        self.last_run = g(
+            "driftgauge_check_last_run_timestamp_seconds",
+            "When the latest run finished (or failed).",
+            labels=["check"],
+        )
+        self.last_success = g(
+            "driftgauge_check_last_success_timestamp_seconds",
+            "When the latest completed run finished.",
+            labels=["check"],
+        )
+        self.duration = g(
+            "driftgauge_check_run_duration_seconds",
+            "Wall time of the latest run.",
+            labels=["check"],
+        )
+        self.runs = c(
+            "driftgauge_check_runs",
+            "Runs recorded in the state database.",
+            labels=["check", "status"],
+        )
+        self.run_status = g(
+            "driftgauge_check_run_status",
+            "1 for the latest finished run's status, 0 otherwise.",
+            labels=["check", "status"],
+        )
+        self.schedule = g(
+            "driftgauge_check_schedule_seconds",
+            "Interval of the recent-window schedule.",
+            labels=["check"],
+        )
+        self.bucket_rows = g(
+            "driftgauge_bucket_rows",
+            "Per-bucket row counts of the latest completed run.",
+            labels=["check", "day", "kind"],
+        )
+        self.bucket_excluded = g(
+            "driftgauge_bucket_excluded_rows",
+            "Excluded rows per bucket and reason.",
+            labels=["check", "day", "reason"],
+        )
+        self.bucket_status = g(
+            "driftgauge_bucket_status",
+            "1 for the bucket's current status, 0 otherwise.",
+            labels=["check", "day", "status"],
+        )
+        self.unexplained = g(
+            "driftgauge_bucket_unexplained",
+            "1 if the bucket's found differences do not account for its digests' difference.",
+            labels=["check", "day"],
+        )
+        self.measure_total = g(
+            "driftgauge_bucket_measure",
+            "Each side's total of a measure per bucket (a float: the exact "
+            "total is the API's decimal text).",
+            labels=["check", "day", "side", "measure"],
+        )
+        self.rows = g(
+            "driftgauge_rows",
+            "Row counts summed over the recent window (settling buckets excluded).",
+            labels=["check", "kind"],
+        )
+        self.excluded = g(
+            "driftgauge_excluded_rows",
+            "Excluded rows per reason over the recent window.",
+            labels=["check", "reason"],
+        )
+        self.limits = g(
+            "driftgauge_exclusion_rate_limit",
+            "The configured exclusion-rate tolerance per reason.",
+            labels=["check", "reason"],
+        )
+        self.in_drift = g(
+            "driftgauge_buckets_in_drift",
+            "Buckets of the window in drift with rows in that direction.",
+            labels=["check", "direction"],
+        )
 
     def add_check(self, name: str, snap: CheckSnapshot) -> None:
         """Add one check's series."""
@@ -154,8 +204,10 @@ class _Families:
             for side, agg in (("source", b.source), ("reader", b.reader)):
                 for measure, total in sorted((agg.measures or {}).items()):
                     self.measure_total.add_metric([name, day, side, measure], float(total))
-            self.unexplained.add_metric([name, day], int(
-                b.status == "error" and any(r.startswith(UNEXPLAINED) for r in b.reasons)))
+            self.unexplained.add_metric(
+                [name, day],
+                int(b.status == "error" and any(r.startswith(UNEXPLAINED) for r in b.reasons)),
+            )
             if b.status == "settling":
                 continue
             for kind in ROW_KINDS:
@@ -177,7 +229,21 @@ class _Families:
 
     def all(self) -> list[Metric]:
         """Return every family, including empty ones (they print only HELP and TYPE)."""
-        return [self.up, self.last_run, self.last_success, self.duration, self.runs,
-                self.run_status, self.schedule, self.bucket_rows, self.bucket_excluded,
-                self.bucket_status, self.unexplained, self.measure_total,
-                self.rows, self.excluded, self.limits, self.in_drift]
+        return [
+            self.up,
+            self.last_run,
+            self.last_success,
+            self.duration,
+            self.runs,
+            self.run_status,
+            self.schedule,
+            self.bucket_rows,
+            self.bucket_excluded,
+            self.bucket_status,
+            self.unexplained,
+            self.measure_total,
+            self.rows,
+            self.excluded,
+            self.limits,
+            self.in_drift,
+        ]

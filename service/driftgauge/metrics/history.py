@@ -18,19 +18,24 @@ from driftgauge.metrics.snapshot import CheckSnapshot
 
 def history_part(snapshots: Callable[[], Mapping[str, CheckSnapshot]]) -> CollectorPart:
     """Return the part that yields the driftgauge_history_* families."""
+
     def collect() -> Iterable[Metric]:
         rows = GaugeMetricFamily(
             "driftgauge_history_rows",
             "Row counts summed over the full-history days before the recent window "
-            "(settling buckets excluded).", labels=["check", "kind"])
+            "(settling buckets excluded).",
+            labels=["check", "kind"],
+        )
         in_drift = GaugeMetricFamily(
             "driftgauge_history_buckets_in_drift",
             "Days before the recent window in drift with rows in that direction.",
-            labels=["check", "direction"])
+            labels=["check", "direction"],
+        )
         oldest = GaugeMetricFamily(
             "driftgauge_history_oldest_drift_day_timestamp_seconds",
             "Start of the oldest day before the recent window in drift in that direction.",
-            labels=["check", "direction"])
+            labels=["check", "direction"],
+        )
         for name, snap in sorted(snapshots().items()):
             judged = [b for b in snap.history if b.status != "settling"]
             if not judged:
@@ -40,11 +45,15 @@ def history_part(snapshots: Callable[[], Mapping[str, CheckSnapshot]]) -> Collec
             for kind in ROW_KINDS:
                 rows.add_metric([name, kind], sum(r[kind] for r in counted))
             for direction in DRIFT_KINDS:
-                days = [b for b, r in zip(judged, counted, strict=True)
-                        if b.status == "drift" and r[direction] > 0]
+                days = [
+                    b
+                    for b, r in zip(judged, counted, strict=True)
+                    if b.status == "drift" and r[direction] > 0
+                ]
                 in_drift.add_metric([name, direction], len(days))
                 if days:
                     first = min(b.start for b in days)
                     oldest.add_metric([name, direction], first.timestamp())
         return [rows, in_drift, oldest]
+
     return collect

@@ -44,33 +44,44 @@ async def load_check(state: StateStore, check: Check, now: datetime) -> CheckSna
     since = today - timedelta(days=check.schedule.recent_days - 1)
     first = today - timedelta(days=check.schedule.full_days - 1)
     last_run, last_success, (counts, interrupted), days, old = await asyncio.gather(
-        state.latest_finished_run(check.name), state.latest_success(check.name),
-        state.run_totals(check.name), state.day_buckets(check.name, since, today,
-                                                        check.timezone),
-        _history(state, check, first, since))
+        state.latest_finished_run(check.name),
+        state.latest_success(check.name),
+        state.run_totals(check.name),
+        state.day_buckets(check.name, since, today, check.timezone),
+        _history(state, check, first, since),
+    )
     every = check.schedule.recent_every
     return CheckSnapshot(
-        check=check.name, schedule_seconds=every.total_seconds() if every else None,
-        last_run=last_run, last_success=last_success, run_counts=counts,
+        check=check.name,
+        schedule_seconds=every.total_seconds() if every else None,
+        last_run=last_run,
+        last_success=last_success,
+        run_counts=counts,
         buckets=tuple(d.bucket for d in days),
         exclusion_limits=dict(check.tolerance.exclusion_rate),
-        history=tuple(d.bucket for d in old), interrupted=interrupted)
+        history=tuple(d.bucket for d in old),
+        interrupted=interrupted,
+    )
 
 
-async def _history(state: StateStore, check: Check, first: date,
-                   recent: date) -> list[StoredBucket]:
+async def _history(
+    state: StateStore, check: Check, first: date, recent: date
+) -> list[StoredBucket]:
     """Return the days in [first, recent) as last judged (none when the window is short)."""
     if first >= recent:
         return []
-    return await state.day_buckets(check.name, first, recent - timedelta(days=1),
-                                   check.timezone)
+    return await state.day_buckets(check.name, first, recent - timedelta(days=1), check.timezone)
 
 
 class SnapshotCache:
     """Hold the latest snapshot per check; scrapes read it without touching the database."""
 
-    def __init__(self, state: StateStore, checks: Mapping[str, Check],
-                 clock: Callable[[], datetime] = utc_now) -> None:
+    def __init__(
+        self,
+        state: StateStore,
+        checks: Mapping[str, Check],
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
         self._state = state
         self._checks = checks
         self._clock = clock
@@ -90,8 +101,9 @@ class SnapshotCache:
         names = [check] if check is not None else sorted(self._checks)
         now = self._clock()
         try:
-            loaded = await asyncio.gather(*(load_check(self._state, self._checks[n], now)
-                                            for n in names))
+            loaded = await asyncio.gather(
+                *(load_check(self._state, self._checks[n], now) for n in names)
+            )
         except StateError:
             self.state_up = False
             raise
@@ -113,25 +125,32 @@ def state_part(cache: SnapshotCache) -> Callable[[], Iterable[Metric]]:
     The reconciliation series keep their last values while the state database is down;
     these say so, so that stale never looks fresh.
     """
+
     def collect() -> Iterable[Metric]:
-        up = GaugeMetricFamily("driftgauge_state_up",
-                               "1 if the latest read of the state database succeeded.")
+        up = GaugeMetricFamily(
+            "driftgauge_state_up", "1 if the latest read of the state database succeeded."
+        )
         up.add_metric([], 1.0 if cache.state_up else 0.0)
-        age = GaugeMetricFamily("driftgauge_snapshot_age_seconds",
-                                "Seconds since the stored results were last read.")
+        age = GaugeMetricFamily(
+            "driftgauge_snapshot_age_seconds", "Seconds since the stored results were last read."
+        )
         age.add_metric([], cache.age())
         out: list[Metric] = [up, age]
         if cache.refreshed_at is not None:
-            last = GaugeMetricFamily("driftgauge_state_last_refresh_timestamp_seconds",
-                                     "When the stored results were last read.")
+            last = GaugeMetricFamily(
+                "driftgauge_state_last_refresh_timestamp_seconds",
+                "When the stored results were last read.",
+            )
             last.add_metric([], cache.refreshed_at.timestamp())
             out.append(last)
         interrupted = CounterMetricFamily(
             "driftgauge_check_interrupted_runs",
             "Runs that stopped before they could finish (their replica died or shut down).",
-            labels=["check"])
+            labels=["check"],
+        )
         for name, snap in sorted(cache.current().items()):
             interrupted.add_metric([name], snap.interrupted)
         out.append(interrupted)
         return out
+
     return collect

@@ -22,9 +22,13 @@ def direction(before: Mapping[str, Any], expected: Mapping[str, Any]) -> str:
     return f"the row count goes {'up' if delta > 0 else 'down'} by {abs(delta)}"
 
 
-def render(backfill: Mapping[str, Any], consumers: Sequence[Mapping[str, Any]],
-           before: Mapping[str, Any], expected: Mapping[str, Any],
-           runs_at: datetime | None) -> str:
+def render(
+    backfill: Mapping[str, Any],
+    consumers: Sequence[Mapping[str, Any]],
+    before: Mapping[str, Any],
+    expected: Mapping[str, Any],
+    runs_at: datetime | None,
+) -> str:
     """Return the announcement text: who is told, the old totals, the direction, the time."""
     parts = backfill["partitions"]
     lines = [
@@ -38,8 +42,7 @@ def render(backfill: Mapping[str, Any], consumers: Sequence[Mapping[str, Any]],
     ]
     for c in consumers:
         signed = f"; signed by {c['signed_by']}" if c["signs"] else ""
-        lines.append(f"  rank {c['rank']}: {c['name']} ({c['kind']}, owner {c['owner']}"
-                     f"{signed})")
+        lines.append(f"  rank {c['rank']}: {c['name']} ({c['kind']}, owner {c['owner']}{signed})")
     return "\n".join(lines)
 
 

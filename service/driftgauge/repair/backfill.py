@@ -18,58 +18,90 @@ from driftgauge.repair.watermarks import Watermarks
 from driftgauge.stores.postgres.io import PgCalls
 
 ORDER = ("planned", "announced", "running", "verified", "replayed", "closed")
-NEXT_STEP = {"planned": "announce (or start when no signing consumer read a target)",
-             "announced": "start", "running": "verify", "verified": "replay",
-             "replayed": "close", "closed": "nothing: the backfill is closed"}
+NEXT_STEP = {
+    "planned": "announce (or start when no signing consumer read a target)",
+    "announced": "start",
+    "running": "verify",
+    "verified": "replay",
+    "replayed": "close",
+    "closed": "nothing: the backfill is closed",
+}
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, default=lambda v: v.isoformat() if isinstance(v, datetime)
-                      else str(v))
+    return json.dumps(value, default=lambda v: v.isoformat() if isinstance(v, datetime) else str(v))
 
 
 def _loads(value: str | None) -> Any:
     return json.loads(value) if value is not None else None
 
 
-async def _set_targets(conn: Any, bf: Mapping[str, Any], column: str,
-                       values: Mapping[datetime, Any]) -> None:
+async def _set_targets(
+    conn: Any, bf: Mapping[str, Any], column: str, values: Mapping[datetime, Any]
+) -> None:
     """Write one JSON column (before, after, verified) of each target partition."""
     await conn.executemany(
         f"UPDATE backfill_targets SET {column} = $3::jsonb WHERE backfill_id = $1"
-        " AND partition_start = $2", [(bf["id"], lo, _json(values[lo]))
-                                      for lo, _ in bf["partitions"]])
+        " AND partition_start = $2",
+        [(bf["id"], lo, _json(values[lo])) for lo, _ in bf["partitions"]],
+    )
 
 
 class Backfills(CheckParts):
     """Run each lifecycle step against the state database, refusing what the rules forbid."""
 
-    def __init__(self, calls: PgCalls, checks: Mapping[str, Check], sides: Sides,
-                 watermarks: Watermarks, reads: ReadLog, clock: Callable[[], datetime],
-                 on_change: Callable[[], Awaitable[None]] | None = None) -> None:
+    def __init__(
+        self,
+        calls: PgCalls,
+        checks: Mapping[str, Check],
+        sides: Sides,
+        watermarks: Watermarks,
+        reads: ReadLog,
+        clock: Callable[[], datetime],
+        on_change: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         super().__init__(calls, checks, sides, clock)
         self.watermarks = watermarks
         self.reads = reads
         self.on_change = on_change
 
-    async def event(self, backfill_id: int | None, check: str, step: str, outcome: str, *,
-                    rule: str = "", actor: str = "", consumer: str | None = None,
-                    detail: str = "", conn: Any = None) -> None:
+    async def event(
+        self,
+        backfill_id: int | None,
+        check: str,
+        step: str,
+        outcome: str,
+        *,
+        rule: str = "",
+        actor: str = "",
+        consumer: str | None = None,
+        detail: str = "",
+        conn: Any = None,
+    ) -> None:
         """Append one step, refusal or delivery to the backfill's event log."""
         args = (backfill_id, check, self.clock(), step, outcome, rule, actor, consumer, detail)
-        sql = ("INSERT INTO backfill_events (backfill_id, check_name, at, step, outcome, rule,"
-               " actor, consumer, detail) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)")
+        sql = (
+            "INSERT INTO backfill_events (backfill_id, check_name, at, step, outcome, rule,"
+            " actor, consumer, detail) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+        )
         if conn is not None:
             await conn.execute(sql, *args)
             return
         async with self.calls.conn("log a backfill event") as c:
             await c.execute(sql, *args)
 
-    async def refuse(self, bf: Mapping[str, Any], step: str, rule: str, detail: str, by: str,
-                     *, status: int = 409) -> Refused:
+    async def refuse(
+        self,
+        bf: Mapping[str, Any],
+        step: str,
+        rule: str,
+        detail: str,
+        by: str,
+        *,
+        status: int = 409,
+    ) -> Refused:
         """Log a refused step and return the error to raise."""
-        await self.event(bf["id"], bf["check"], step, "refused", rule=rule, actor=by,
-                         detail=detail)
+        await self.event(bf["id"], bf["check"], step, "refused", rule=rule, actor=by, detail=detail)
         await self._changed()
         return Refused(step, rule, detail, status=status)
 
@@ -79,8 +111,16 @@ class Backfills(CheckParts):
 
     # -- plan ------------------------------------------------------------------------------------
 
-    async def plan(self, check_name: str, *, by: str, reason: str, since: date | None = None,
-                   until: date | None = None, pipeline: str | None = None) -> dict[str, Any]:
+    async def plan(
+        self,
+        check_name: str,
+        *,
+        by: str,
+        reason: str,
+        since: date | None = None,
+        until: date | None = None,
+        pipeline: str | None = None,
+    ) -> dict[str, Any]:
         """Plan a backfill of the check's drifting hours found by the stored runs."""
         check = self._check(check_name)
         today = self.clock().astimezone(check.timezone).date()
@@ -92,69 +132,107 @@ class Backfills(CheckParts):
             bf_id = await self._plan(check, since, until, by, reason, pipeline)
         except Refused as exc:
             # Logged apart: the plan's own transaction rolled back.
-            await self.event(exc.backfill_id, check.name, "plan", "refused", rule=exc.rule,
-                             actor=by, detail=exc.detail)
+            await self.event(
+                exc.backfill_id,
+                check.name,
+                "plan",
+                "refused",
+                rule=exc.rule,
+                actor=by,
+                detail=exc.detail,
+            )
             await self._changed()
             raise
         await self._changed()
         return await self.show(bf_id)
 
-    async def _plan(self, check: Check, since: date, until: date, by: str, reason: str,
-                    pipeline: str | None) -> int:
+    async def _plan(
+        self, check: Check, since: date, until: date, by: str, reason: str, pipeline: str | None
+    ) -> int:
         async with self.calls.transaction("plan a backfill") as conn:
             # Plans of one check serialise here, so two cannot claim the same partitions.
-            await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
-                               f"driftgauge-backfill-plan/{check.name}")
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+                f"driftgauge-backfill-plan/{check.name}",
+            )
             targets = await drifting_targets(conn, check.name, since, until, check.timezone)
             if not targets:
-                raise Refused("plan", "nothing_to_repair",
-                              f"the stored runs of {check.name} show no drifting hour in "
-                              f"{since}..{until}", status=422)
+                raise Refused(
+                    "plan",
+                    "nothing_to_repair",
+                    f"the stored runs of {check.name} show no drifting hour in {since}..{until}",
+                    status=422,
+                )
             taken = await conn.fetch(
                 "SELECT b.id, min(t.partition_start) AS first FROM backfills b"
                 " JOIN backfill_targets t ON t.backfill_id = b.id WHERE b.check_name = $1"
                 " AND b.status <> 'closed' AND t.partition_start = ANY($2::timestamptz[])"
-                " GROUP BY b.id ORDER BY b.id", check.name, [t.start for t in targets])
+                " GROUP BY b.id ORDER BY b.id",
+                check.name,
+                [t.start for t in targets],
+            )
             if taken:
-                refused = Refused("plan", "overlapping_backfill",
-                                  f"backfill {taken[0]['id']} of {check.name} is open over "
-                                  f"{taken[0]['first'].isoformat()}; close it first")
+                refused = Refused(
+                    "plan",
+                    "overlapping_backfill",
+                    f"backfill {taken[0]['id']} of {check.name} is open over "
+                    f"{taken[0]['first'].isoformat()}; close it first",
+                )
                 refused.backfill_id = taken[0]["id"]
                 raise refused
             plan = Plan(targets)
-            plan.consumers = await readers_of(conn, check.name,
-                                              [(t.start, t.end) for t in targets])
-            if pipeline is not None and await conn.fetchval(
-                    "SELECT 1 FROM watermarks WHERE pipeline = $1", pipeline) is None:
+            plan.consumers = await readers_of(conn, check.name, [(t.start, t.end) for t in targets])
+            if (
+                pipeline is not None
+                and await conn.fetchval("SELECT 1 FROM watermarks WHERE pipeline = $1", pipeline)
+                is None
+            ):
                 raise RepairInputError("pipeline", f"no watermark for pipeline {pipeline!r}")
             bf_id: int = await conn.fetchval(
                 "INSERT INTO backfills (check_name, pipeline, status, reason, first_bad,"
                 " reset_to, planned_at, planned_by) VALUES ($1, $2, 'planned', $3, $4, $5,"
-                " $6, $7) RETURNING id", check.name, pipeline, reason, plan.first_bad,
-                plan.reset_to, self.clock(), by)
+                " $6, $7) RETURNING id",
+                check.name,
+                pipeline,
+                reason,
+                plan.first_bad,
+                plan.reset_to,
+                self.clock(),
+                by,
+            )
             await conn.executemany(
                 "INSERT INTO backfill_targets (backfill_id, partition_start, partition_end,"
                 " run_id) VALUES ($1, $2, $3, $4)",
-                [(bf_id, t.start, t.end, t.run_id) for t in targets])
+                [(bf_id, t.start, t.end, t.run_id) for t in targets],
+            )
             await conn.executemany(
                 "INSERT INTO backfill_consumers (backfill_id, consumer, rank, signs)"
                 " VALUES ($1, $2, $3, $4)",
-                [(bf_id, c["name"], c["rank"], c["signs"]) for c in plan.consumers])
-            await self.event(bf_id, check.name, "plan", "done", actor=by, conn=conn,
-                             detail=f"{len(targets)} partition(s), first bad "
-                             f"{plan.first_bad.isoformat()}, {len(plan.consumers)} consumer(s)")
+                [(bf_id, c["name"], c["rank"], c["signs"]) for c in plan.consumers],
+            )
+            await self.event(
+                bf_id,
+                check.name,
+                "plan",
+                "done",
+                actor=by,
+                conn=conn,
+                detail=f"{len(targets)} partition(s), first bad "
+                f"{plan.first_bad.isoformat()}, {len(plan.consumers)} consumer(s)",
+            )
         return bf_id
 
     # -- reading ---------------------------------------------------------------------------------
 
     async def _load(self, conn: Any, bf_id: int, *, lock: bool = False) -> dict[str, Any]:
-        rec = await conn.fetchrow("SELECT * FROM backfills WHERE id = $1"
-                                  + (" FOR UPDATE" if lock else ""), bf_id)
+        rec = await conn.fetchrow(
+            "SELECT * FROM backfills WHERE id = $1" + (" FOR UPDATE" if lock else ""), bf_id
+        )
         if rec is None:
             raise NotFound(f"no backfill {bf_id}")
         targets = await conn.fetch(
-            "SELECT * FROM backfill_targets WHERE backfill_id = $1 ORDER BY partition_start",
-            bf_id)
+            "SELECT * FROM backfill_targets WHERE backfill_id = $1 ORDER BY partition_start", bf_id
+        )
         consumers = await conn.fetch(
             "SELECT b.consumer, b.rank, b.signs, c.kind, c.owner, c.signed_by, c.webhook_url,"
             " c.command, p.outcome, p.started_at AS replay_started, p.finished_at AS"
@@ -162,130 +240,223 @@ class Backfills(CheckParts):
             " LEFT JOIN consumers c ON c.name = b.consumer"
             " LEFT JOIN backfill_replays p ON p.backfill_id = b.backfill_id"
             "   AND p.consumer = b.consumer"
-            " WHERE b.backfill_id = $1 ORDER BY b.rank, b.consumer", bf_id)
+            " WHERE b.backfill_id = $1 ORDER BY b.rank, b.consumer",
+            bf_id,
+        )
         return {
-            "id": rec["id"], "check": rec["check_name"], "pipeline": rec["pipeline"],
-            "status": rec["status"], "reason": rec["reason"], "first_bad": rec["first_bad"],
-            "reset_to": rec["reset_to"], "planned_at": rec["planned_at"],
-            "planned_by": rec["planned_by"], "announced_at": rec["announced_at"],
-            "announced_by": rec["announced_by"], "announcement": rec["announcement"],
-            "started_at": rec["started_at"], "started_by": rec["started_by"],
-            "verified_at": rec["verified_at"], "replayed_at": rec["replayed_at"],
-            "closed_at": rec["closed_at"], "closed_by": rec["closed_by"],
+            "id": rec["id"],
+            "check": rec["check_name"],
+            "pipeline": rec["pipeline"],
+            "status": rec["status"],
+            "reason": rec["reason"],
+            "first_bad": rec["first_bad"],
+            "reset_to": rec["reset_to"],
+            "planned_at": rec["planned_at"],
+            "planned_by": rec["planned_by"],
+            "announced_at": rec["announced_at"],
+            "announced_by": rec["announced_by"],
+            "announcement": rec["announcement"],
+            "started_at": rec["started_at"],
+            "started_by": rec["started_by"],
+            "verified_at": rec["verified_at"],
+            "replayed_at": rec["replayed_at"],
+            "closed_at": rec["closed_at"],
+            "closed_by": rec["closed_by"],
             "totals_before": _loads(rec["totals_before"]),
-            "totals_after": _loads(rec["totals_after"]), "diff": _loads(rec["diff"]),
+            "totals_after": _loads(rec["totals_after"]),
+            "diff": _loads(rec["diff"]),
             "next_step": NEXT_STEP[rec["status"]],
             "partitions": [(t["partition_start"], t["partition_end"]) for t in targets],
-            "targets": [{"start": t["partition_start"], "end": t["partition_end"],
-                         "run_id": t["run_id"], "before": _loads(t["before"]),
-                         "after": _loads(t["after"]), "verified": _loads(t["verified"])}
-                        for t in targets],
-            "consumers": [{"name": c["consumer"], "rank": c["rank"], "signs": c["signs"],
-                           "kind": c["kind"], "owner": c["owner"], "signed_by": c["signed_by"],
-                           "webhook_url": c["webhook_url"], "command": c["command"],
-                           "replay": None if c["outcome"] is None else {
-                               "outcome": c["outcome"], "started_at": c["replay_started"],
-                               "finished_at": c["replay_finished"],
-                               "detail": c["replay_detail"]}}
-                          for c in consumers],
+            "targets": [
+                {
+                    "start": t["partition_start"],
+                    "end": t["partition_end"],
+                    "run_id": t["run_id"],
+                    "before": _loads(t["before"]),
+                    "after": _loads(t["after"]),
+                    "verified": _loads(t["verified"]),
+                }
+                for t in targets
+            ],
+            "consumers": [
+                {
+                    "name": c["consumer"],
+                    "rank": c["rank"],
+                    "signs": c["signs"],
+                    "kind": c["kind"],
+                    "owner": c["owner"],
+                    "signed_by": c["signed_by"],
+                    "webhook_url": c["webhook_url"],
+                    "command": c["command"],
+                    "replay": None
+                    if c["outcome"] is None
+                    else {
+                        "outcome": c["outcome"],
+                        "started_at": c["replay_started"],
+                        "finished_at": c["replay_finished"],
+                        "detail": c["replay_detail"],
+                    },
+                }
+                for c in consumers
+            ],
         }
 
     async def show(self, bf_id: int) -> dict[str, Any]:
         """Return a backfill with its targets, consumers, replays, ledger runs and events."""
         async with self.calls.conn("read a backfill") as conn:
             bf = await self._load(conn, bf_id)
-            bf["ledger_runs"] = [r["ledger_run_id"] for r in await conn.fetch(
-                "SELECT ledger_run_id FROM backfill_runs WHERE backfill_id = $1"
-                " ORDER BY ledger_run_id", bf_id)]
-            bf["events"] = [{"at": e["at"], "step": e["step"], "outcome": e["outcome"],
-                             "rule": e["rule"], "by": e["actor"], "consumer": e["consumer"],
-                             "detail": e["detail"]} for e in await conn.fetch(
-                "SELECT * FROM backfill_events WHERE backfill_id = $1 ORDER BY id", bf_id)]
+            bf["ledger_runs"] = [
+                r["ledger_run_id"]
+                for r in await conn.fetch(
+                    "SELECT ledger_run_id FROM backfill_runs WHERE backfill_id = $1"
+                    " ORDER BY ledger_run_id",
+                    bf_id,
+                )
+            ]
+            bf["events"] = [
+                {
+                    "at": e["at"],
+                    "step": e["step"],
+                    "outcome": e["outcome"],
+                    "rule": e["rule"],
+                    "by": e["actor"],
+                    "consumer": e["consumer"],
+                    "detail": e["detail"],
+                }
+                for e in await conn.fetch(
+                    "SELECT * FROM backfill_events WHERE backfill_id = $1 ORDER BY id", bf_id
+                )
+            ]
         return bf
 
-    async def all(self, *, check: str | None = None, open_only: bool = False,
-                   limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
+    async def all(
+        self, *, check: str | None = None, open_only: bool = False, limit: int = 50, offset: int = 0
+    ) -> list[dict[str, Any]]:
         """Return backfills, newest first (without their events)."""
         async with self.calls.conn("list backfills") as conn:
-            ids = [r["id"] for r in await conn.fetch(
-                "SELECT id FROM backfills WHERE ($1::text IS NULL OR check_name = $1)"
-                " AND (status <> 'closed' OR NOT $2) ORDER BY id DESC LIMIT $3 OFFSET $4",
-                check, open_only, limit, offset)]
+            ids = [
+                r["id"]
+                for r in await conn.fetch(
+                    "SELECT id FROM backfills WHERE ($1::text IS NULL OR check_name = $1)"
+                    " AND (status <> 'closed' OR NOT $2) ORDER BY id DESC LIMIT $3 OFFSET $4",
+                    check,
+                    open_only,
+                    limit,
+                    offset,
+                )
+            ]
             return [await self._load(conn, i) for i in ids]
 
     def _expect(self, bf: Mapping[str, Any], step: str, allowed: tuple[str, ...]) -> str | None:
         if bf["status"] in allowed:
             return None
-        return (f"backfill {bf['id']} is {bf['status']}: {step} needs it "
-                f"{' or '.join(allowed)}; next step is {bf['next_step']}")
+        return (
+            f"backfill {bf['id']} is {bf['status']}: {step} needs it "
+            f"{' or '.join(allowed)}; next step is {bf['next_step']}"
+        )
 
-    async def _snapshots(self, check: str, parts: list[Partition], side: int
-                         ) -> dict[datetime, Snapshot]:
+    async def _snapshots(
+        self, check: str, parts: list[Partition], side: int
+    ) -> dict[datetime, Snapshot]:
         adapters = await self.sides(check)
         return await partitions.capture(adapters[side], parts)
 
     # -- announce --------------------------------------------------------------------------------
 
-    async def in_order(self, bf: Mapping[str, Any], step: str, allowed: tuple[str, ...],
-                       by: str) -> None:
+    async def in_order(
+        self, bf: Mapping[str, Any], step: str, allowed: tuple[str, ...], by: str
+    ) -> None:
         """Refuse `step` as out of order unless the backfill stands in an `allowed` status."""
         wrong = self._expect(bf, step, allowed)
         if wrong:
             raise await self.refuse(bf, step, "out_of_order", wrong, by)
 
-    async def _ready(self, bf_id: int, step: str, allowed: tuple[str, ...],
-                     by: str) -> dict[str, Any]:
+    async def _ready(
+        self, bf_id: int, step: str, allowed: tuple[str, ...], by: str
+    ) -> dict[str, Any]:
         """Load a backfill and refuse `step` unless it stands in an `allowed` status."""
         async with self.calls.conn("read a backfill") as conn:
             bf = await self._load(conn, bf_id)
         await self.in_order(bf, step, allowed, by)
         return bf
 
-    async def announce(self, bf_id: int, *, by: str,
-                       runs_at: datetime | None = None) -> dict[str, Any]:
+    async def announce(
+        self, bf_id: int, *, by: str, runs_at: datetime | None = None
+    ) -> dict[str, Any]:
         """Capture the before totals, render the announcement and post it to the consumers."""
         bf = await self._ready(bf_id, "announce", ("planned",), by)
         before = await self._snapshots(bf["check"], bf["partitions"], 1)
         expected = await self._snapshots(bf["check"], bf["partitions"], 0)
         total_before = partitions.totals(before.values())
-        text = announce.render(bf, bf["consumers"], total_before,
-                               partitions.totals(expected.values()), runs_at)
-        body = {"event": "backfill_announced", "backfill_id": bf_id, "check": bf["check"],
-                "announcement": text, "totals_before": total_before,
-                "partitions": [[lo.isoformat(), hi.isoformat()] for lo, hi in bf["partitions"]],
-                "runs_at": runs_at.isoformat() if runs_at else None}
+        text = announce.render(
+            bf, bf["consumers"], total_before, partitions.totals(expected.values()), runs_at
+        )
+        body = {
+            "event": "backfill_announced",
+            "backfill_id": bf_id,
+            "check": bf["check"],
+            "announcement": text,
+            "totals_before": total_before,
+            "partitions": [[lo.isoformat(), hi.isoformat()] for lo, hi in bf["partitions"]],
+            "runs_at": runs_at.isoformat() if runs_at else None,
+        }
         failed = []
         for c in bf["consumers"]:
             if not c["webhook_url"]:
                 continue
-            got = await announce.post(c["webhook_url"], {**body, "consumer": c["name"]},
-                                      c["name"])
-            await self.event(bf_id, bf["check"], "announce",
-                             "delivered" if got.delivered else "undelivered", actor=by,
-                             consumer=c["name"], detail=got.detail)
+            got = await announce.post(c["webhook_url"], {**body, "consumer": c["name"]}, c["name"])
+            await self.event(
+                bf_id,
+                bf["check"],
+                "announce",
+                "delivered" if got.delivered else "undelivered",
+                actor=by,
+                consumer=c["name"],
+                detail=got.detail,
+            )
             if not got.delivered:
                 failed.append(got)
         if failed:
             raise await self.refuse(
-                bf, "announce", "announcement_undelivered",
-                "not every consumer got the announcement (" + "; ".join(
-                    f"{d.consumer}: {d.detail}" for d in failed) + "); fix and announce again",
-                by)
+                bf,
+                "announce",
+                "announcement_undelivered",
+                "not every consumer got the announcement ("
+                + "; ".join(f"{d.consumer}: {d.detail}" for d in failed)
+                + "); fix and announce again",
+                by,
+            )
         now = self.clock()
         async with self.calls.transaction("announce a backfill") as conn:
             current = await self._load(conn, bf_id, lock=True)
             if current["status"] != "planned":
-                raise Refused("announce", "out_of_order",
-                              f"backfill {bf_id} became {current['status']} meanwhile")
+                raise Refused(
+                    "announce",
+                    "out_of_order",
+                    f"backfill {bf_id} became {current['status']} meanwhile",
+                )
             # The before totals are written with announced_at: after the recompute's
             # delete they exist nowhere else.
             await _set_targets(conn, bf, "before", before)
             await conn.execute(
                 "UPDATE backfills SET status = 'announced', announced_at = $2,"
                 " announced_by = $3, announcement = $4, totals_before = $5::jsonb"
-                " WHERE id = $1", bf_id, now, by, text, _json(total_before))
-            await self.event(bf_id, bf["check"], "announce", "done", actor=by, conn=conn,
-                             detail=f"before: {partitions.describe(total_before)}")
+                " WHERE id = $1",
+                bf_id,
+                now,
+                by,
+                text,
+                _json(total_before),
+            )
+            await self.event(
+                bf_id,
+                bf["check"],
+                "announce",
+                "done",
+                actor=by,
+                conn=conn,
+                detail=f"before: {partitions.describe(total_before)}",
+            )
         await self._changed()
         return await self.show(bf_id)
 
@@ -298,47 +469,77 @@ class Backfills(CheckParts):
         if bf["status"] == "planned" and signing:
             names = ", ".join(f"{c['name']} (signed by {c['signed_by']})" for c in signing)
             raise await self.refuse(
-                bf, "start", "not_announced",
-                f"signing consumers read these partitions: {names}; announce first", by)
+                bf,
+                "start",
+                "not_announced",
+                f"signing consumers read these partitions: {names}; announce first",
+                by,
+            )
         check = self._check(bf["check"])
         now = self.clock()
         closed_before = now - check.settle
         young = [(lo, hi) for lo, hi in bf["partitions"] if hi > closed_before]
         if young:
             raise await self.refuse(
-                bf, "start", "open_partition",
+                bf,
+                "start",
+                "open_partition",
                 f"{len(young)} partition(s) are younger than the settle window "
                 f"({check.settle.total_seconds():g}s), first {young[0][0].isoformat()}; "
-                f"only closed partitions may be backfilled", by)
+                f"only closed partitions may be backfilled",
+                by,
+            )
         before = None
         if bf["status"] == "planned":  # nobody signed: the before is taken now
             before = await self._snapshots(bf["check"], bf["partitions"], 1)
         async with self.calls.transaction("start a backfill") as conn:
             current = await self._load(conn, bf_id, lock=True)
             if current["status"] != bf["status"]:
-                raise Refused("start", "out_of_order",
-                              f"backfill {bf_id} became {current['status']} meanwhile")
+                raise Refused(
+                    "start",
+                    "out_of_order",
+                    f"backfill {bf_id} became {current['status']} meanwhile",
+                )
             if before is not None:
                 await _set_targets(conn, bf, "before", before)
-                await conn.execute("UPDATE backfills SET totals_before = $2::jsonb WHERE id = $1",
-                                   bf_id, _json(partitions.totals(before.values())))
+                await conn.execute(
+                    "UPDATE backfills SET totals_before = $2::jsonb WHERE id = $1",
+                    bf_id,
+                    _json(partitions.totals(before.values())),
+                )
             await conn.execute(
                 "UPDATE backfills SET status = 'running', started_at = $2, started_by = $3"
-                " WHERE id = $1", bf_id, now, by)
+                " WHERE id = $1",
+                bf_id,
+                now,
+                by,
+            )
             moved = ""
             if bf["pipeline"] is not None:
                 mark = await conn.fetchval(
-                    "SELECT processed_through FROM watermarks WHERE pipeline = $1",
-                    bf["pipeline"])
+                    "SELECT processed_through FROM watermarks WHERE pipeline = $1", bf["pipeline"]
+                )
                 if mark is not None and mark > bf["reset_to"]:
                     await self.watermarks.move_back(
-                        bf["pipeline"], bf["reset_to"], by=by, conn=conn, backfill_id=bf_id,
-                        reason=f"backfill {bf_id}: recompute from {bf['first_bad'].isoformat()}")
-                    moved = f"; watermark {bf['pipeline']} moved back to " \
-                            f"{bf['reset_to'].isoformat()}"
-            await self.event(bf_id, bf["check"], "start", "done", actor=by, conn=conn,
-                             detail=f"{len(bf['partitions'])} partition(s) may be recomputed"
-                             + moved)
+                        bf["pipeline"],
+                        bf["reset_to"],
+                        by=by,
+                        conn=conn,
+                        backfill_id=bf_id,
+                        reason=f"backfill {bf_id}: recompute from {bf['first_bad'].isoformat()}",
+                    )
+                    moved = (
+                        f"; watermark {bf['pipeline']} moved back to {bf['reset_to'].isoformat()}"
+                    )
+            await self.event(
+                bf_id,
+                bf["check"],
+                "start",
+                "done",
+                actor=by,
+                conn=conn,
+                detail=f"{len(bf['partitions'])} partition(s) may be recomputed" + moved,
+            )
         await self._changed()
         return await self.show(bf_id)
 
@@ -346,8 +547,7 @@ class Backfills(CheckParts):
         """Record that a ledger run is part of the backfill's recompute."""
         async with self.calls.conn("read a backfill") as conn:
             bf = await self._load(conn, bf_id)
-            known = await conn.fetchval("SELECT 1 FROM ledger_runs WHERE id = $1",
-                                        ledger_run_id)
+            known = await conn.fetchval("SELECT 1 FROM ledger_runs WHERE id = $1", ledger_run_id)
         if known is None:
             raise RepairInputError("ledger_run_id", f"no ledger run {ledger_run_id}")
         wrong = self._expect(bf, "recompute", ("running",))
@@ -356,8 +556,11 @@ class Backfills(CheckParts):
         async with self.calls.conn("attach a ledger run") as conn:
             await conn.execute(
                 "INSERT INTO backfill_runs (backfill_id, ledger_run_id, attached_at)"
-                " VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", bf_id, ledger_run_id,
-                self.clock())
+                " VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+                bf_id,
+                ledger_run_id,
+                self.clock(),
+            )
 
     # -- verify ----------------------------------------------------------------------------------
 
@@ -369,34 +572,67 @@ class Backfills(CheckParts):
                 "SELECT subject, detail FROM repair_breaches WHERE kind = 'rerun_appended'"
                 " AND active AND facts->>'check' = $1"
                 " AND (facts->>'start')::timestamptz < $3 AND (facts->>'end')::timestamptz > $2",
-                bf["check"], bf["partitions"][0][0], bf["partitions"][-1][1])
+                bf["check"],
+                bf["partitions"][0][0],
+                bf["partitions"][-1][1],
+            )
         await self.in_order(bf, "verify", ("running",), by)
         if appended:
             raise await self.refuse(
-                bf, "verify", "rerun_appended",
-                f"the step is not idempotent here: {appended[0]['detail']}", by)
+                bf,
+                "verify",
+                "rerun_appended",
+                f"the step is not idempotent here: {appended[0]['detail']}",
+                by,
+            )
         source = await self._snapshots(bf["check"], bf["partitions"], 0)
         reader = await self._snapshots(bf["check"], bf["partitions"], 1)
-        results = {lo: {"source": source[lo], "reader": reader[lo],
-                        "ok": partitions.same(source[lo], reader[lo])}
-                   for lo, _ in bf["partitions"]}
+        results = {
+            lo: {
+                "source": source[lo],
+                "reader": reader[lo],
+                "ok": partitions.same(source[lo], reader[lo]),
+            }
+            for lo, _ in bf["partitions"]
+        }
         async with self.calls.conn("record a verification") as conn:
             await _set_targets(conn, bf, "verified", results)
         bad = [lo for lo, v in results.items() if not v["ok"]]
         if bad:
-            shown = ", ".join(f"{lo.isoformat()} (source {partitions.describe(source[lo])}, "
-                              f"reader {partitions.describe(reader[lo])})" for lo in bad[:5])
-            raise await self.refuse(bf, "verify", "targets_not_ok",
-                                    f"{len(bad)} of {len(results)} partition(s) still differ: "
-                                    f"{shown}", by)
+            shown = ", ".join(
+                f"{lo.isoformat()} (source {partitions.describe(source[lo])}, "
+                f"reader {partitions.describe(reader[lo])})"
+                for lo in bad[:5]
+            )
+            raise await self.refuse(
+                bf,
+                "verify",
+                "targets_not_ok",
+                f"{len(bad)} of {len(results)} partition(s) still differ: {shown}",
+                by,
+            )
         async with self.calls.transaction("verify a backfill") as conn:
-            await conn.execute("UPDATE backfills SET status = 'verified', verified_at = $2"
-                               " WHERE id = $1 AND status = 'running'", bf_id, self.clock())
-            await self.event(bf_id, bf["check"], "verify", "done", actor=by, conn=conn,
-                             detail=f"all {len(results)} partition(s) ok")
+            await conn.execute(
+                "UPDATE backfills SET status = 'verified', verified_at = $2"
+                " WHERE id = $1 AND status = 'running'",
+                bf_id,
+                self.clock(),
+            )
+            await self.event(
+                bf_id,
+                bf["check"],
+                "verify",
+                "done",
+                actor=by,
+                conn=conn,
+                detail=f"all {len(results)} partition(s) ok",
+            )
             if not bf["consumers"]:
-                await conn.execute("UPDATE backfills SET status = 'replayed', replayed_at = $2"
-                                   " WHERE id = $1", bf_id, self.clock())
+                await conn.execute(
+                    "UPDATE backfills SET status = 'replayed', replayed_at = $2 WHERE id = $1",
+                    bf_id,
+                    self.clock(),
+                )
         await self._changed()
         return await self.show(bf_id)
 
@@ -412,10 +648,22 @@ class Backfills(CheckParts):
             await _set_targets(conn, bf, "after", after)
             await conn.execute(
                 "UPDATE backfills SET status = 'closed', closed_at = $2, closed_by = $3,"
-                " totals_after = $4::jsonb, diff = $5::jsonb WHERE id = $1", bf_id,
-                self.clock(), by, _json(total_after), _json(change))
-            await self.event(bf_id, bf["check"], "close", "done", actor=by, conn=conn,
-                             detail=f"before {partitions.describe(bf['totals_before'])}; after "
-                             f"{partitions.describe(total_after)}; diff {change}")
+                " totals_after = $4::jsonb, diff = $5::jsonb WHERE id = $1",
+                bf_id,
+                self.clock(),
+                by,
+                _json(total_after),
+                _json(change),
+            )
+            await self.event(
+                bf_id,
+                bf["check"],
+                "close",
+                "done",
+                actor=by,
+                conn=conn,
+                detail=f"before {partitions.describe(bf['totals_before'])}; after "
+                f"{partitions.describe(total_after)}; diff {change}",
+            )
         await self._changed()
         return await self.show(bf_id)

@@ -9,14 +9,18 @@ from typing import Any, Literal
 
 from driftgauge.stores.postgres.io import PgCalls
 
-BreachKind = Literal["watermark_moved_back", "watermark_stalled", "silent_change",
-                     "rerun_appended"]
-KINDS: tuple[BreachKind, ...] = ("watermark_moved_back", "watermark_stalled", "silent_change",
-                                 "rerun_appended")
+BreachKind = Literal["watermark_moved_back", "watermark_stalled", "silent_change", "rerun_appended"]
+KINDS: tuple[BreachKind, ...] = (
+    "watermark_moved_back",
+    "watermark_stalled",
+    "silent_change",
+    "rerun_appended",
+)
 
 
-async def record(conn: Any, kind: BreachKind, subject: str, detail: str,
-                 facts: dict[str, Any], now: datetime) -> None:
+async def record(
+    conn: Any, kind: BreachKind, subject: str, detail: str, facts: dict[str, Any], now: datetime
+) -> None:
     """Record that a breach holds now (first seen once, last seen and facts updated)."""
     await conn.execute(
         "INSERT INTO repair_breaches (kind, subject, detail, facts, first_seen, last_seen,"
@@ -26,23 +30,38 @@ async def record(conn: Any, kind: BreachKind, subject: str, detail: str,
         # A breach that ended and holds again is a new occurrence.
         " first_seen = CASE WHEN repair_breaches.active THEN repair_breaches.first_seen"
         "   ELSE EXCLUDED.first_seen END",
-        kind, subject, detail, json.dumps(facts), now)
+        kind,
+        subject,
+        detail,
+        json.dumps(facts),
+        now,
+    )
 
 
 async def resolve(conn: Any, kind: BreachKind, subject: str, now: datetime) -> None:
     """Mark a breach as no longer holding."""
     await conn.execute(
         "UPDATE repair_breaches SET active = false, last_seen = $3"
-        " WHERE kind = $1 AND subject = $2 AND active", kind, subject, now)
+        " WHERE kind = $1 AND subject = $2 AND active",
+        kind,
+        subject,
+        now,
+    )
 
 
-async def resolve_others(conn: Any, kind: BreachKind, holding: Collection[str],
-                         now: datetime, *, prefix: str = "") -> None:
+async def resolve_others(
+    conn: Any, kind: BreachKind, holding: Collection[str], now: datetime, *, prefix: str = ""
+) -> None:
     """Mark every active breach of `kind` (under `prefix`) not in `holding` as ended."""
     await conn.execute(
         "UPDATE repair_breaches SET active = false, last_seen = $3"
         " WHERE kind = $1 AND active AND NOT (subject = ANY($2::text[]))"
-        " AND starts_with(subject, $4)", kind, list(holding), now, prefix)
+        " AND starts_with(subject, $4)",
+        kind,
+        list(holding),
+        now,
+        prefix,
+    )
 
 
 class Breaches:
@@ -51,22 +70,43 @@ class Breaches:
     def __init__(self, calls: PgCalls) -> None:
         self.calls = calls
 
-    async def list(self, *, kind: str | None = None, active_only: bool = False,
-                   limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:
+    async def list(
+        self,
+        *,
+        kind: str | None = None,
+        active_only: bool = False,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[dict[str, Any]]:
         """Return recorded breaches, newest first."""
         async with self.calls.conn("read repair breaches") as conn:
             recs = await conn.fetch(
                 "SELECT * FROM repair_breaches WHERE ($1::text IS NULL OR kind = $1)"
                 " AND (active OR NOT $2) ORDER BY first_seen DESC, kind, subject"
-                " LIMIT $3 OFFSET $4", kind, active_only, limit, offset)
-        return [{"kind": r["kind"], "subject": r["subject"], "detail": r["detail"],
-                 "facts": json.loads(r["facts"]), "first_seen": r["first_seen"],
-                 "last_seen": r["last_seen"], "active": r["active"]} for r in recs]
+                " LIMIT $3 OFFSET $4",
+                kind,
+                active_only,
+                limit,
+                offset,
+            )
+        return [
+            {
+                "kind": r["kind"],
+                "subject": r["subject"],
+                "detail": r["detail"],
+                "facts": json.loads(r["facts"]),
+                "first_seen": r["first_seen"],
+                "last_seen": r["last_seen"],
+                "active": r["active"],
+            }
+            for r in recs
+        ]
 
     async def counts(self) -> dict[str, tuple[int, int]]:
         """Return per kind: (active now, ever recorded)."""
         async with self.calls.conn("count repair breaches") as conn:
             recs = await conn.fetch(
                 "SELECT kind, count(*) FILTER (WHERE active) AS active, count(*) AS n"
-                " FROM repair_breaches GROUP BY kind")
+                " FROM repair_breaches GROUP BY kind"
+            )
         return {r["kind"]: (int(r["active"]), int(r["n"])) for r in recs}

@@ -33,8 +33,11 @@ def _instant(text: str) -> datetime:
     return value
 
 
-def add_commands(sub: Any, with_config: Callable[[argparse.ArgumentParser], None],
-                 log_options: Callable[..., None]) -> None:
+def add_commands(
+    sub: Any,
+    with_config: Callable[[argparse.ArgumentParser], None],
+    log_options: Callable[..., None],
+) -> None:
     """Add the backfill, probe and watermark commands to the CLI's subparsers."""
 
     def finish(sp: argparse.ArgumentParser, what: str, command: Callable[..., Any]) -> None:
@@ -43,12 +46,19 @@ def add_commands(sub: Any, with_config: Callable[[argparse.ArgumentParser], None
         log_options(sp, "WARNING", "text")
         sp.set_defaults(repair=command)
 
-    bf = sub.add_parser("backfill", help="plan, announce, start, verify, replay, close, show "
-                        "a backfill (in that order; the rules refuse any other)")
+    bf = sub.add_parser(
+        "backfill",
+        help="plan, announce, start, verify, replay, close, show "
+        "a backfill (in that order; the rules refuse any other)",
+    )
     bf_sub = bf.add_subparsers(dest="backfill_command", required=True, help="the step")
     for step in STEPS:
-        sp = bf_sub.add_parser(step, help=f"the {step} step" if step != "show" else
-                               "print a backfill: targets, consumers, replays, events")
+        sp = bf_sub.add_parser(
+            step,
+            help=f"the {step} step"
+            if step != "show"
+            else "print a backfill: targets, consumers, replays, events",
+        )
         if step == "plan":
             sp.add_argument("check", help="the check whose drifting hours to repair")
             sp.add_argument("--reason", required=True, help="why (goes in the announcement)")
@@ -62,21 +72,33 @@ def add_commands(sub: Any, with_config: Callable[[argparse.ArgumentParser], None
         if step == "announce":
             sp.add_argument("--runs-at", type=_instant, help="when the recompute will run")
         if step == "replay":
-            sp.add_argument("--consumer", help="only this consumer (default: every unfinished "
-                            "one, in rank order; commands run here)")
+            sp.add_argument(
+                "--consumer",
+                help="only this consumer (default: every unfinished "
+                "one, in rank order; commands run here)",
+            )
         finish(sp, "the backfill", _backfill)
     pr = sub.add_parser("probe", help="probe a partition step for idempotency")
     pr_sub = pr.add_subparsers(dest="probe_command", required=True, help="the probe")
-    rr = pr_sub.add_parser("rerun", help="run a step twice (--command) or compare two ledger "
-                           "runs of one window (--ledger): converged, or the rows appended; "
-                           "exits 1 unless converged")
+    rr = pr_sub.add_parser(
+        "rerun",
+        help="run a step twice (--command) or compare two ledger "
+        "runs of one window (--ledger): converged, or the rows appended; "
+        "exits 1 unless converged",
+    )
     rr.add_argument("check", help="the check whose reader view holds the step's output")
-    rr.add_argument("--command", help="the partition step (a shell command; its environment "
-                    "has DRIFTGAUGE_PARTITION_START/END); point the check at a staging copy")
+    rr.add_argument(
+        "--command",
+        help="the partition step (a shell command; its environment "
+        "has DRIFTGAUGE_PARTITION_START/END); point the check at a staging copy",
+    )
     rr.add_argument("--start", type=_instant, help="first partition start (with --command)")
     rr.add_argument("--end", type=_instant, help="end of the last partition (with --command)")
-    rr.add_argument("--ledger", action="store_true",
-                    help="compare the last two closed ledger runs of one window")
+    rr.add_argument(
+        "--ledger",
+        action="store_true",
+        help="compare the last two closed ledger runs of one window",
+    )
     rr.add_argument("--window-start", type=_instant, help="the ledger window (default: latest)")
     rr.add_argument("--window-end", type=_instant, help="the ledger window's end")
     finish(rr, "the result", _probe)
@@ -91,8 +113,12 @@ def add_commands(sub: Any, with_config: Callable[[argparse.ArgumentParser], None
             sp.add_argument("--reason", required=True, help="why")
         if name == "advance":
             sp.add_argument("--check", help="the check over the pipeline's output")
-            sp.add_argument("--stall-after", type=float, metavar="SECONDS",
-                            help="no advance for this long is a watermark_stalled breach")
+            sp.add_argument(
+                "--stall-after",
+                type=float,
+                metavar="SECONDS",
+                help="no advance for this long is a watermark_stalled breach",
+            )
         finish(sp, "the watermark", _watermark)
 
 
@@ -131,8 +157,9 @@ async def _opened(config: Config) -> AsyncIterator[Repair]:
         return opened[check]
 
     try:
-        yield build_repair(state.calls, config.checks, sides, lambda: datetime.now(UTC),
-                           run_command=run_shell)
+        yield build_repair(
+            state.calls, config.checks, sides, lambda: datetime.now(UTC), run_command=run_shell
+        )
     finally:
         for source, reader in opened.values():
             await source.close()
@@ -148,13 +175,18 @@ def _print(value: Any, as_json: bool, lines: Callable[[Any], list[str]]) -> None
 
 
 def _backfill_lines(bf: dict[str, Any]) -> list[str]:
-    out = [f"backfill {bf['id']} of {bf['check']}: {bf['status']} (next: {bf['next_step']})",
-           f"  {len(bf['targets'])} partition(s) from {bf['first_bad'].isoformat()}; "
-           f"watermark reset point {bf['reset_to'].isoformat()}"]
+    out = [
+        f"backfill {bf['id']} of {bf['check']}: {bf['status']} (next: {bf['next_step']})",
+        f"  {len(bf['targets'])} partition(s) from {bf['first_bad'].isoformat()}; "
+        f"watermark reset point {bf['reset_to'].isoformat()}",
+    ]
     for c in bf["consumers"]:
         replay = c["replay"]["outcome"] if c["replay"] else "not replayed"
-        out.append(f"  rank {c['rank']} {c['name']} ({c['kind']}, owner {c['owner']}"
-                   + (f", signed by {c['signed_by']}" if c["signs"] else "") + f"): {replay}")
+        out.append(
+            f"  rank {c['rank']} {c['name']} ({c['kind']}, owner {c['owner']}"
+            + (f", signed by {c['signed_by']}" if c["signs"] else "")
+            + f"): {replay}"
+        )
     if bf["totals_before"]:
         out.append(f"  before: {bf['totals_before']}")
     if bf["totals_after"]:
@@ -167,10 +199,15 @@ async def _backfill(config: Config, args: argparse.Namespace) -> int:
         b, step = repair.backfills, args.backfill_command
         if step == "plan":
             if args.check not in config.checks:
-                raise Refused("plan", "unknown_check", f"no such check {args.check!r}",
-                              status=422)
-            bf = await b.plan(args.check, by=args.by, reason=args.reason, since=args.since,
-                              until=args.until, pipeline=args.pipeline)
+                raise Refused("plan", "unknown_check", f"no such check {args.check!r}", status=422)
+            bf = await b.plan(
+                args.check,
+                by=args.by,
+                reason=args.reason,
+                since=args.since,
+                until=args.until,
+                pipeline=args.pipeline,
+            )
         elif step == "announce":
             bf = await b.announce(args.id, by=args.by, runs_at=args.runs_at)
         elif step == "start":
@@ -194,22 +231,29 @@ async def _probe(config: Config, args: argparse.Namespace) -> int:
         raise Refused("probe", "unknown_check", f"no such check {args.check!r}", status=422)
     async with _opened(config) as repair:
         if args.ledger:
-            out = await repair.probe.ledger(args.check, window_start=args.window_start,
-                                            window_end=args.window_end)
+            out = await repair.probe.ledger(
+                args.check, window_start=args.window_start, window_end=args.window_end
+            )
         else:
             if not (args.command and args.start and args.end):
-                raise Refused("probe", "missing_step",
-                              "give --command, --start and --end (or --ledger)", status=422)
-            out = await repair.probe.step(args.check, args.start, args.end, args.command,
-                                          run_shell)
+                raise Refused(
+                    "probe",
+                    "missing_step",
+                    "give --command, --start and --end (or --ledger)",
+                    status=422,
+                )
+            out = await repair.probe.step(args.check, args.start, args.end, args.command, run_shell)
 
     def lines(res: dict[str, Any]) -> list[str]:
-        rows = [f"rerun probe of {res['check']} ({res['mode']}: {res['subject']}): "
-                f"{res['verdict']}"]
+        rows = [
+            f"rerun probe of {res['check']} ({res['mode']}: {res['subject']}): {res['verdict']}"
+        ]
         for p in res["partitions"]:
-            rows.append(f"  {p['start'].isoformat()}: {p['verdict']}, count "
-                        f"{p['run1']['count']} after run 1, {p['run2']['count']} after run 2"
-                        + (f", {p['appended']} appended" if p["appended"] else ""))
+            rows.append(
+                f"  {p['start'].isoformat()}: {p['verdict']}, count "
+                f"{p['run1']['count']} after run 1, {p['run2']['count']} after run 2"
+                + (f", {p['appended']} appended" if p["appended"] else "")
+            )
         return rows
 
     _print(out, args.json, lines)
@@ -221,18 +265,29 @@ async def _watermark(config: Config, args: argparse.Namespace) -> int:
         w = repair.watermarks
         if args.watermark_command == "advance":
             stall = timedelta(seconds=args.stall_after) if args.stall_after else None
-            out = await w.advance(args.pipeline, args.to, by=args.by, reason=args.reason,
-                                  check=args.check, stall_after=stall)
+            out = await w.advance(
+                args.pipeline,
+                args.to,
+                by=args.by,
+                reason=args.reason,
+                check=args.check,
+                stall_after=stall,
+            )
         elif args.watermark_command == "move-back":
             out = await w.move_back(args.pipeline, args.to, by=args.by, reason=args.reason)
         else:
             out = await w.get(args.pipeline)
 
     def lines(wm: dict[str, Any]) -> list[str]:
-        rows = [f"{wm['pipeline']}: processed through {wm['processed_through'].isoformat()} "
-                f"(by {wm['updated_by']}: {wm['reason']})"]
-        rows += [f"  {m['moved_at'].isoformat()} {m['direction']} to {m['to'].isoformat()} "
-                 f"by {m['by']}: {m['reason']}" for m in wm["moves"][:10]]
+        rows = [
+            f"{wm['pipeline']}: processed through {wm['processed_through'].isoformat()} "
+            f"(by {wm['updated_by']}: {wm['reason']})"
+        ]
+        rows += [
+            f"  {m['moved_at'].isoformat()} {m['direction']} to {m['to'].isoformat()} "
+            f"by {m['by']}: {m['reason']}"
+            for m in wm["moves"][:10]
+        ]
         return rows
 
     _print(out, args.json, lines)

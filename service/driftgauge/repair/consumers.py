@@ -14,10 +14,18 @@ KINDS = ("report", "export", "model", "other")
 
 def consumer_row(r: Any) -> dict[str, Any]:
     """Return a consumers row as the API shows it."""
-    return {"name": r["name"], "kind": r["kind"], "owner": r["owner"], "rank": r["rank"],
-            "webhook_url": r["webhook_url"], "command": r["command"], "signs": r["signs"],
-            "signed_by": r["signed_by"], "created_at": r["created_at"],
-            "updated_at": r["updated_at"]}
+    return {
+        "name": r["name"],
+        "kind": r["kind"],
+        "owner": r["owner"],
+        "rank": r["rank"],
+        "webhook_url": r["webhook_url"],
+        "command": r["command"],
+        "signs": r["signs"],
+        "signed_by": r["signed_by"],
+        "created_at": r["created_at"],
+        "updated_at": r["updated_at"],
+    }
 
 
 class Consumers:
@@ -27,20 +35,31 @@ class Consumers:
         self.calls = calls
         self.clock = clock
 
-    async def put(self, name: str, *, kind: str, owner: str, rank: int,
-                  webhook_url: str | None = None, command: str | None = None,
-                  signs: bool = False, signed_by: str | None = None) -> dict[str, Any]:
+    async def put(
+        self,
+        name: str,
+        *,
+        kind: str,
+        owner: str,
+        rank: int,
+        webhook_url: str | None = None,
+        command: str | None = None,
+        signs: bool = False,
+        signed_by: str | None = None,
+    ) -> dict[str, Any]:
         """Create or replace one consumer."""
         if kind not in KINDS:
             raise RepairInputError("kind", f"{kind!r} is not one of {', '.join(KINDS)}")
         if rank < 1:
             raise RepairInputError("rank", f"{rank} is below 1 (rank 1 replays first)")
         if not (webhook_url or command):
-            raise RepairInputError("webhook_url", "a consumer needs a webhook_url or a command"
-                                   " to be re-triggered")
+            raise RepairInputError(
+                "webhook_url", "a consumer needs a webhook_url or a command to be re-triggered"
+            )
         if signs and not signed_by:
-            raise RepairInputError("signed_by", "a consumer that signs its numbers names who"
-                                   " signs them")
+            raise RepairInputError(
+                "signed_by", "a consumer that signs its numbers names who signs them"
+            )
         now = self.clock()
         async with self.calls.conn("write a consumer") as conn:
             rec = await conn.fetchrow(
@@ -52,7 +71,16 @@ class Consumers:
                 " webhook_url = EXCLUDED.webhook_url, command = EXCLUDED.command,"
                 " signs = EXCLUDED.signs, signed_by = EXCLUDED.signed_by,"
                 " updated_at = EXCLUDED.updated_at RETURNING *",
-                name, kind, owner, rank, webhook_url, command, signs, signed_by, now)
+                name,
+                kind,
+                owner,
+                rank,
+                webhook_url,
+                command,
+                signs,
+                signed_by,
+                now,
+            )
         return consumer_row(rec)
 
     async def list(self) -> list[dict[str, Any]]:

@@ -22,11 +22,13 @@ _SIGNED_READS = (
     " r.check_name, r.partition_start, r.partition_end, r.seen, r.read_at, c.signed_by"
     " FROM consumer_reads r JOIN consumers c ON c.name = r.consumer AND c.signs"
     " WHERE r.partition_end > $1"
-    " ORDER BY r.consumer, r.check_name, r.partition_start, r.read_at DESC, r.id DESC")
+    " ORDER BY r.consumer, r.check_name, r.partition_start, r.read_at DESC, r.id DESC"
+)
 # Partitions of an announced backfill that is not closed yet: their change was announced.
 _ANNOUNCED = (
     "SELECT b.check_name, t.partition_start FROM backfills b JOIN backfill_targets t"
-    " ON t.backfill_id = b.id WHERE b.announced_at IS NOT NULL AND b.status <> 'closed'")
+    " ON t.backfill_id = b.id WHERE b.announced_at IS NOT NULL AND b.status <> 'closed'"
+)
 
 
 def subject(check: str, consumer: str, start: datetime) -> str:
@@ -41,10 +43,12 @@ class SilentChangeGuard(CheckParts):
         """Judge every signed partition now; return the silent changes found."""
         now = self.clock()
         async with self.calls.conn("read signed partitions") as conn:
-            reads = [r for r in await conn.fetch(_SIGNED_READS, now - LOOKBACK)
-                     if r["seen"] is not None]
-            covered = {(r["check_name"], r["partition_start"])
-                       for r in await conn.fetch(_ANNOUNCED)}
+            reads = [
+                r for r in await conn.fetch(_SIGNED_READS, now - LOOKBACK) if r["seen"] is not None
+            ]
+            covered = {
+                (r["check_name"], r["partition_start"]) for r in await conn.fetch(_ANNOUNCED)
+            }
         by_check: dict[str, list[Any]] = {}
         for r in reads:
             by_check.setdefault(r["check_name"], []).append(r)
@@ -57,8 +61,9 @@ class SilentChangeGuard(CheckParts):
                 current = await partitions.capture(reader, parts) if parts else {}
             except StoreError as exc:
                 # A store we cannot read judges nothing: its breaches stay as they were.
-                log.warning("could not digest signed partitions",
-                            extra={"check": check, "error": str(exc)})
+                log.warning(
+                    "could not digest signed partitions", extra={"check": check, "error": str(exc)}
+                )
                 continue
             holding: list[str] = []
             async with self.calls.transaction("judge silent changes") as conn:
@@ -70,18 +75,29 @@ class SilentChangeGuard(CheckParts):
                         continue
                     name = subject(check, r["consumer"], start)
                     holding.append(name)
-                    facts = {"check": check, "consumer": r["consumer"],
-                             "signed_by": r["signed_by"], "start": start.isoformat(),
-                             "end": r["partition_end"].isoformat(),
-                             "read_at": r["read_at"].isoformat(), "before": seen,
-                             "after": now_holds}
+                    facts = {
+                        "check": check,
+                        "consumer": r["consumer"],
+                        "signed_by": r["signed_by"],
+                        "start": start.isoformat(),
+                        "end": r["partition_end"].isoformat(),
+                        "read_at": r["read_at"].isoformat(),
+                        "before": seen,
+                        "after": now_holds,
+                    }
                     found.append(facts)
                     await breaches.record(
-                        conn, "silent_change", name,
+                        conn,
+                        "silent_change",
+                        name,
                         f"partition {start.isoformat()} of {check}, read by {r['consumer']} "
                         f"(signed by {r['signed_by']}) at {r['read_at'].isoformat()}, changed "
                         f"outside an announced backfill: before {partitions.describe(seen)},"
-                        f" after {partitions.describe(now_holds)}", facts, now)
-                await breaches.resolve_others(conn, "silent_change", holding, now,
-                                              prefix=f"{check}/")
+                        f" after {partitions.describe(now_holds)}",
+                        facts,
+                        now,
+                    )
+                await breaches.resolve_others(
+                    conn, "silent_change", holding, now, prefix=f"{check}/"
+                )
         return found

@@ -39,21 +39,29 @@ class RepairMetrics:
         """Reload the snapshot (raises StateError and keeps the old one if it fails)."""
         snap = RepairSnapshot()
         async with self.calls.conn("read repair metrics") as conn:
-            snap.watermarks = list(await conn.fetch(
-                "SELECT pipeline, processed_through, advanced_at FROM watermarks"))
-            for r in await conn.fetch("SELECT status, count(*) AS n FROM backfills"
-                                      " GROUP BY status"):
+            snap.watermarks = list(
+                await conn.fetch("SELECT pipeline, processed_through, advanced_at FROM watermarks")
+            )
+            for r in await conn.fetch(
+                "SELECT status, count(*) AS n FROM backfills GROUP BY status"
+            ):
                 snap.backfills[r["status"]] = int(r["n"])
-            for r in await conn.fetch("SELECT check_name, min(planned_at) AS at FROM backfills"
-                                      " WHERE status <> 'closed' GROUP BY check_name"):
+            for r in await conn.fetch(
+                "SELECT check_name, min(planned_at) AS at FROM backfills"
+                " WHERE status <> 'closed' GROUP BY check_name"
+            ):
                 snap.oldest_open[r["check_name"]] = r["at"]
-            for r in await conn.fetch("SELECT step, rule, count(*) AS n FROM backfill_events"
-                                      " WHERE outcome = 'refused' GROUP BY step, rule"):
+            for r in await conn.fetch(
+                "SELECT step, rule, count(*) AS n FROM backfill_events"
+                " WHERE outcome = 'refused' GROUP BY step, rule"
+            ):
                 snap.refusals[(r["step"], r["rule"])] = int(r["n"])
-            snap.active = list(await conn.fetch(
-                "SELECT kind, subject, facts FROM repair_breaches WHERE active"))
-            for r in await conn.fetch("SELECT kind, count(*) AS n FROM repair_breaches"
-                                      " GROUP BY kind"):
+            snap.active = list(
+                await conn.fetch("SELECT kind, subject, facts FROM repair_breaches WHERE active")
+            )
+            for r in await conn.fetch(
+                "SELECT kind, count(*) AS n FROM repair_breaches GROUP BY kind"
+            ):
                 snap.recorded[r["kind"]] = int(r["n"])
         self.snap = snap
 
@@ -65,48 +73,64 @@ class RepairMetrics:
         through = GaugeMetricFamily(
             "driftgauge_watermark_processed_through_timestamp_seconds",
             "The pipeline's processed_through: every partition at or before it is trusted.",
-            labels=["pipeline"])
-        age = GaugeMetricFamily("driftgauge_watermark_age_seconds",
-                                "Seconds from processed_through to now.", labels=["pipeline"])
-        advanced = GaugeMetricFamily("driftgauge_watermark_last_advance_timestamp_seconds",
-                                     "When the watermark last moved forward.",
-                                     labels=["pipeline"])
+            labels=["pipeline"],
+        )
+        age = GaugeMetricFamily(
+            "driftgauge_watermark_age_seconds",
+            "Seconds from processed_through to now.",
+            labels=["pipeline"],
+        )
+        advanced = GaugeMetricFamily(
+            "driftgauge_watermark_last_advance_timestamp_seconds",
+            "When the watermark last moved forward.",
+            labels=["pipeline"],
+        )
         for w in snap.watermarks:
             through.add_metric([w["pipeline"]], w["processed_through"].timestamp())
             age.add_metric([w["pipeline"]], now - w["processed_through"].timestamp())
             advanced.add_metric([w["pipeline"]], w["advanced_at"].timestamp())
-        backfills = GaugeMetricFamily("driftgauge_backfills", "Backfills by lifecycle status.",
-                                      labels=["status"])
+        backfills = GaugeMetricFamily(
+            "driftgauge_backfills", "Backfills by lifecycle status.", labels=["status"]
+        )
         for status in ORDER:
             backfills.add_metric([status], snap.backfills.get(status, 0))
         open_for = GaugeMetricFamily(
             "driftgauge_backfill_open_seconds",
             "Seconds since the oldest backfill of the check that is not closed was planned.",
-            labels=["check"])
+            labels=["check"],
+        )
         for check, at in sorted(snap.oldest_open.items()):
             open_for.add_metric([check], now - at.timestamp())
-        refused = CounterMetricFamily("driftgauge_backfill_refusals",
-                                      "Backfill steps refused, by step and rule.",
-                                      labels=["step", "rule"])
+        refused = CounterMetricFamily(
+            "driftgauge_backfill_refusals",
+            "Backfill steps refused, by step and rule.",
+            labels=["step", "rule"],
+        )
         for (step, rule), n in sorted(snap.refusals.items()):
             refused.add_metric([step, rule], n)
-        breach = GaugeMetricFamily("driftgauge_repair_breach",
-                                   "1 per repair breach that holds now.",
-                                   labels=["kind", "subject"])
+        breach = GaugeMetricFamily(
+            "driftgauge_repair_breach",
+            "1 per repair breach that holds now.",
+            labels=["kind", "subject"],
+        )
         silent = GaugeMetricFamily(
             "driftgauge_silent_change_rows",
             "Rows of a signed partition that changed outside an announced backfill: what the"
             " consumer read (before) and what it holds now (after).",
-            labels=["check", "consumer", "partition", "side"])
+            labels=["check", "consumer", "partition", "side"],
+        )
         for b in snap.active:
             breach.add_metric([b["kind"], b["subject"]], 1)
             if b["kind"] == "silent_change":
                 facts = json.loads(b["facts"])
                 for side in ("before", "after"):
-                    silent.add_metric([facts["check"], facts["consumer"], facts["start"], side],
-                                      int(facts[side]["count"]))
-        recorded = CounterMetricFamily("driftgauge_repair_breaches",
-                                       "Repair breaches recorded, by kind.", labels=["kind"])
+                    silent.add_metric(
+                        [facts["check"], facts["consumer"], facts["start"], side],
+                        int(facts[side]["count"]),
+                    )
+        recorded = CounterMetricFamily(
+            "driftgauge_repair_breaches", "Repair breaches recorded, by kind.", labels=["kind"]
+        )
         for kind in KINDS:
             recorded.add_metric([kind], snap.recorded.get(kind, 0))
         return [through, age, advanced, backfills, open_for, refused, breach, silent, recorded]

@@ -18,8 +18,11 @@ Snapshot = dict[str, Any]
 
 def snapshot(agg: Aggregate) -> Snapshot:
     """Return a partition's aggregate as stored JSON; measure totals only when present."""
-    out: Snapshot = {"count": agg.count, "distinct_keys": agg.distinct_keys,
-                     "digest": str(agg.digest)}
+    out: Snapshot = {
+        "count": agg.count,
+        "distinct_keys": agg.distinct_keys,
+        "digest": str(agg.digest),
+    }
     measures: Mapping[str, Any] | None = getattr(agg, "measures", None)
     if measures:
         out["measures"] = {name: str(value) for name, value in sorted(measures.items())}
@@ -56,8 +59,7 @@ async def capture(adapter: StoreAdapter, parts: Sequence[Partition]) -> dict[dat
     for lo, hi in runs(parts):
         for bucket in await adapter.bucket_digests(lo, hi, "hour"):
             found[bucket.start] = bucket.agg
-    return {start: snapshot(found[start]) if start in found else dict(EMPTY)
-            for start, _ in parts}
+    return {start: snapshot(found[start]) if start in found else dict(EMPTY) for start, _ in parts}
 
 
 def totals(snaps: Iterable[Snapshot]) -> dict[str, Any]:
@@ -82,9 +84,12 @@ def diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
     names = set(before.get("measures", {})) | set(after.get("measures", {}))
     if names:
         out["measures"] = {
-            name: str(Decimal(after.get("measures", {}).get(name, "0"))
-                      - Decimal(before.get("measures", {}).get(name, "0")))
-            for name in sorted(names)}
+            name: str(
+                Decimal(after.get("measures", {}).get(name, "0"))
+                - Decimal(before.get("measures", {}).get(name, "0"))
+            )
+            for name in sorted(names)
+        }
     return out
 
 

@@ -17,8 +17,13 @@ Sides = Callable[[str], Awaitable[tuple[StoreAdapter, StoreAdapter]]]
 class CheckParts:
     """Hold the state database, the checks, their (source, reader) adapters and the clock."""
 
-    def __init__(self, calls: PgCalls, checks: Mapping[str, Check], sides: Sides,
-                 clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        calls: PgCalls,
+        checks: Mapping[str, Check],
+        sides: Sides,
+        clock: Callable[[], datetime],
+    ) -> None:
         self.calls = calls
         self.checks = checks
         self.sides = sides

@@ -13,7 +13,8 @@ from driftgauge.repair.partitions import HOUR, Partition
 _LATEST_DAYS = (
     "SELECT DISTINCT ON (b.day) b.run_id, b.day, b.start_at, b.status FROM buckets b"
     " JOIN runs r ON r.id = b.run_id WHERE r.check_name = $1 AND r.complete"
-    " AND b.day BETWEEN $2 AND $3 ORDER BY b.day, r.finished_at DESC, r.id DESC")
+    " AND b.day BETWEEN $2 AND $3 ORDER BY b.day, r.finished_at DESC, r.id DESC"
+)
 
 
 @dataclass
@@ -57,8 +58,9 @@ def day_hours(start: datetime, tz: ZoneInfo) -> list[Partition]:
     return out
 
 
-async def drifting_targets(conn: Any, check: str, since: date, until: date,
-                           tz: ZoneInfo) -> list[Target]:
+async def drifting_targets(
+    conn: Any, check: str, since: date, until: date, tz: ZoneInfo
+) -> list[Target]:
     """Return the drifting hours of [since, until] from the latest run that judged each day."""
     targets: list[Target] = []
     for day in await conn.fetch(_LATEST_DAYS, check, since, until):
@@ -68,10 +70,14 @@ async def drifting_targets(conn: Any, check: str, since: date, until: date,
             "SELECT hour_start, source_count, source_distinct, source_digest, reader_count,"
             " reader_distinct, reader_digest FROM nodes WHERE run_id = $1 AND day = $2"
             " AND level = 'hour' AND hour_start IS NOT NULL ORDER BY hour_start",
-            day["run_id"], day["day"])
+            day["run_id"],
+            day["day"],
+        )
         if not hours:
-            targets += [Target(lo, hi, day["run_id"], whole_day=True)
-                        for lo, hi in day_hours(day["start_at"], tz)]
+            targets += [
+                Target(lo, hi, day["run_id"], whole_day=True)
+                for lo, hi in day_hours(day["start_at"], tz)
+            ]
             continue
         for h in hours:
             source = (h["source_count"], h["source_distinct"], h["source_digest"])
@@ -90,8 +96,22 @@ async def readers_of(conn: Any, check: str, parts: list[Partition]) -> list[dict
         " JOIN unnest($2::timestamptz[], $3::timestamptz[]) AS t(lo, hi)"
         "   ON r.partition_start < t.hi AND r.partition_end > t.lo"
         " WHERE r.check_name = $1 GROUP BY c.name ORDER BY c.rank, c.name",
-        check, [lo for lo, _ in parts], [hi for _, hi in parts])
-    return [{"name": r["name"], "kind": r["kind"], "owner": r["owner"], "rank": r["rank"],
-             "signs": r["signs"], "signed_by": r["signed_by"],
-             "webhook_url": r["webhook_url"], "command": r["command"],
-             "first_read": r["first_read"], "partitions_read": r["read"]} for r in recs]
+        check,
+        [lo for lo, _ in parts],
+        [hi for _, hi in parts],
+    )
+    return [
+        {
+            "name": r["name"],
+            "kind": r["kind"],
+            "owner": r["owner"],
+            "rank": r["rank"],
+            "signs": r["signs"],
+            "signed_by": r["signed_by"],
+            "webhook_url": r["webhook_url"],
+            "command": r["command"],
+            "first_read": r["first_read"],
+            "partitions_read": r["read"],
+        }
+        for r in recs
+    ]

@@ -46,15 +46,19 @@ class Observed:
 
 def _worst(found: list[Observed]) -> Verdict:
     verdicts = {o.verdict for o in found}
-    return "appended" if "appended" in verdicts else (
-        "changed" if "changed" in verdicts else "converged")
+    return (
+        "appended"
+        if "appended" in verdicts
+        else ("changed" if "changed" in verdicts else "converged")
+    )
 
 
 class RerunProbe(CheckParts):
     """Run a step twice on a staging copy, or observe two ledger runs of one window."""
 
-    async def step(self, check_name: str, start: datetime, end: datetime, command: str,
-                   run: CommandRunner) -> dict[str, Any]:
+    async def step(
+        self, check_name: str, start: datetime, end: datetime, command: str, run: CommandRunner
+    ) -> dict[str, Any]:
         """Run `command` twice for [start, end) and compare the check's reader after each run.
 
         Point the check's reader view at the staging copy the command writes.
@@ -64,20 +68,32 @@ class RerunProbe(CheckParts):
             raise RepairInputError("end", "must be after start")
         reader = (await self.sides(check.name))[1]
         parts = [(at, min(at + HOUR, end)) for at in _hours(start, end)]
-        env = {"DRIFTGAUGE_PARTITION_START": start.isoformat(),
-               "DRIFTGAUGE_PARTITION_END": end.isoformat(), "DRIFTGAUGE_CHECK": check.name}
+        env = {
+            "DRIFTGAUGE_PARTITION_START": start.isoformat(),
+            "DRIFTGAUGE_PARTITION_END": end.isoformat(),
+            "DRIFTGAUGE_CHECK": check.name,
+        }
         after: list[dict[datetime, Snapshot]] = []
         for attempt in (1, 2):
             ok, detail = await run(command, {**env, "DRIFTGAUGE_RERUN": str(attempt)})
             if not ok:
-                raise Refused("probe", "step_failed", f"run {attempt} of the step failed: "
-                              f"{detail}", status=422)
+                raise Refused(
+                    "probe",
+                    "step_failed",
+                    f"run {attempt} of the step failed: {detail}",
+                    status=422,
+                )
             after.append(await partitions.capture(reader, parts))
         found = [Observed(lo, hi, after[0][lo], after[1][lo]) for lo, hi in parts]
         return await self._record(check.name, "step", command, found)
 
-    async def ledger(self, check_name: str, *, window_start: datetime | None = None,
-                     window_end: datetime | None = None) -> dict[str, Any]:
+    async def ledger(
+        self,
+        check_name: str,
+        *,
+        window_start: datetime | None = None,
+        window_end: datetime | None = None,
+    ) -> dict[str, Any]:
         """Compare the reader after the last two closed ledger runs of one window."""
         check = self._check(check_name)
         if check.ledger is None:
@@ -88,50 +104,92 @@ class RerunProbe(CheckParts):
                 rec = await conn.fetchrow(
                     "SELECT window_start, window_end FROM ledger_runs WHERE job = $1"
                     " AND closed_at IS NOT NULL GROUP BY window_start, window_end"
-                    " HAVING count(*) >= 2 ORDER BY max(closed_at) DESC LIMIT 1", job)
+                    " HAVING count(*) >= 2 ORDER BY max(closed_at) DESC LIMIT 1",
+                    job,
+                )
                 if rec is None:
-                    raise Refused("probe", "no_rerun", f"job {job} has no window with two "
-                                  "closed runs", status=422)
+                    raise Refused(
+                        "probe",
+                        "no_rerun",
+                        f"job {job} has no window with two closed runs",
+                        status=422,
+                    )
                 window_start, window_end = rec["window_start"], rec["window_end"]
             runs = await conn.fetch(
                 "SELECT id, opened_at, closed_at FROM ledger_runs WHERE job = $1"
                 " AND window_start = $2 AND window_end = $3 AND closed_at IS NOT NULL"
-                " ORDER BY id DESC LIMIT 2", job, window_start, window_end)
+                " ORDER BY id DESC LIMIT 2",
+                job,
+                window_start,
+                window_end,
+            )
             if len(runs) < 2:
-                raise Refused("probe", "no_rerun", f"job {job} has {len(runs)} closed run(s)"
-                              f" of window {window_start.isoformat()}", status=422)
+                raise Refused(
+                    "probe",
+                    "no_rerun",
+                    f"job {job} has {len(runs)} closed run(s) of window {window_start.isoformat()}",
+                    status=422,
+                )
             second, first = runs[0], runs[1]
-            one = await _reconciled(conn, check, window_start, first["closed_at"],
-                                    second["opened_at"])
+            one = await _reconciled(
+                conn, check, window_start, first["closed_at"], second["opened_at"]
+            )
             two = await _reconciled(conn, check, window_start, second["closed_at"], None)
             others = await conn.fetchval(
                 "SELECT count(*) FROM ledger_runs WHERE job = $1 AND closed_at > $2"
                 " AND closed_at <= $3 AND id <> $4 AND window_start < $6"
-                " AND window_end > $5", job, first["closed_at"], second["closed_at"],
-                second["id"], *_day_of(check, window_start))
+                " AND window_end > $5",
+                job,
+                first["closed_at"],
+                second["closed_at"],
+                second["id"],
+                *_day_of(check, window_start),
+            )
             if others:
-                raise Refused("probe", "unobserved",
-                              f"{others} other run(s) of {job} wrote the same day between the"
-                              f" two runs of window {window_start.isoformat()}: the day's "
-                              "growth cannot be put on the rerun", status=422)
+                raise Refused(
+                    "probe",
+                    "unobserved",
+                    f"{others} other run(s) of {job} wrote the same day between the"
+                    f" two runs of window {window_start.isoformat()}: the day's "
+                    "growth cannot be put on the rerun",
+                    status=422,
+                )
             written = await conn.fetchval(
                 "SELECT coalesce(sum(rows), 0) FROM ledger_outcomes WHERE run_id = $1"
-                " AND outcome = 'written'", second["id"])
+                " AND outcome = 'written'",
+                second["id"],
+            )
         if one is None or two is None:
             which = "run 1" if one is None else "run 2"
-            raise Refused("probe", "unobserved",
-                          f"no reconciliation of {check.name} stored between {which} of "
-                          f"{job}'s window {window_start.isoformat()} closing and the next "
-                          f"write: the partition after it is unknown", status=422)
+            raise Refused(
+                "probe",
+                "unobserved",
+                f"no reconciliation of {check.name} stored between {which} of "
+                f"{job}'s window {window_start.isoformat()} closing and the next "
+                f"write: the partition after it is unknown",
+                status=422,
+            )
         day_start, day_end = one[1], one[2]
         found = [Observed(day_start, day_end, one[0], two[0], second_input=int(written))]
-        result = await self._record(check.name, "ledger", f"{job} runs {first['id']}, "
-                                    f"{second['id']}", found, second_written=int(written))
+        result = await self._record(
+            check.name,
+            "ledger",
+            f"{job} runs {first['id']}, {second['id']}",
+            found,
+            second_written=int(written),
+        )
         result["ledger_runs"] = [first["id"], second["id"]]
         return result
 
-    async def _record(self, check: str, mode: str, what: str, found: list[Observed], *,
-                      second_written: int | None = None) -> dict[str, Any]:
+    async def _record(
+        self,
+        check: str,
+        mode: str,
+        what: str,
+        found: list[Observed],
+        *,
+        second_written: int | None = None,
+    ) -> dict[str, Any]:
         now = self.clock()
         verdict = _worst(found)
         async with self.calls.transaction("record a rerun probe") as conn:
@@ -140,27 +198,63 @@ class RerunProbe(CheckParts):
                     "INSERT INTO probe_results (check_name, mode, subject, partition_start,"
                     " partition_end, run1, run2, verdict, appended, probed_at)"
                     " VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10)",
-                    check, mode, what, o.start, o.end, json.dumps(o.run1), json.dumps(o.run2),
-                    o.verdict, o.appended, now)
+                    check,
+                    mode,
+                    what,
+                    o.start,
+                    o.end,
+                    json.dumps(o.run1),
+                    json.dumps(o.run2),
+                    o.verdict,
+                    o.appended,
+                    now,
+                )
             for o in found:
                 name = f"{check}/{o.start.isoformat()}"
                 if o.verdict != "appended":
                     await breaches.resolve(conn, "rerun_appended", name, now)
                     continue
-                by_input = (f"; the second run's input was {second_written} row(s)"
-                            if second_written is not None else "")
+                by_input = (
+                    f"; the second run's input was {second_written} row(s)"
+                    if second_written is not None
+                    else ""
+                )
                 await breaches.record(
-                    conn, "rerun_appended", name,
+                    conn,
+                    "rerun_appended",
+                    name,
                     f"rerunning {what} appended {o.appended} row(s) to partition "
                     f"{o.start.isoformat()} of {check} ({partitions.describe(o.run1)} after "
                     f"run 1, {partitions.describe(o.run2)} after run 2){by_input}",
-                    {"check": check, "start": o.start.isoformat(), "end": o.end.isoformat(),
-                     "mode": mode, "subject": what, "run1": o.run1, "run2": o.run2,
-                     "appended": o.appended}, now)
-        return {"check": check, "mode": mode, "subject": what, "verdict": verdict,
-                "partitions": [{"start": o.start, "end": o.end, "run1": o.run1,
-                                "run2": o.run2, "verdict": o.verdict,
-                                "appended": o.appended} for o in found]}
+                    {
+                        "check": check,
+                        "start": o.start.isoformat(),
+                        "end": o.end.isoformat(),
+                        "mode": mode,
+                        "subject": what,
+                        "run1": o.run1,
+                        "run2": o.run2,
+                        "appended": o.appended,
+                    },
+                    now,
+                )
+        return {
+            "check": check,
+            "mode": mode,
+            "subject": what,
+            "verdict": verdict,
+            "partitions": [
+                {
+                    "start": o.start,
+                    "end": o.end,
+                    "run1": o.run1,
+                    "run2": o.run2,
+                    "verdict": o.verdict,
+                    "appended": o.appended,
+                }
+                for o in found
+            ],
+        }
 
     async def judge_ledger(self) -> int:
         """Probe every recent ledger window with two closed runs; return how many were judged."""
@@ -173,11 +267,15 @@ class RerunProbe(CheckParts):
                 windows = await conn.fetch(
                     "SELECT window_start, window_end FROM ledger_runs WHERE job = $1"
                     " AND closed_at > $2 GROUP BY window_start, window_end"
-                    " HAVING count(closed_at) >= 2", check.ledger.job, since)
+                    " HAVING count(closed_at) >= 2",
+                    check.ledger.job,
+                    since,
+                )
             for w in windows:
                 try:
-                    await self.ledger(check.name, window_start=w["window_start"],
-                                      window_end=w["window_end"])
+                    await self.ledger(
+                        check.name, window_start=w["window_start"], window_end=w["window_end"]
+                    )
                     judged += 1
                 except Refused:
                     continue  # not reconciled yet in between: judged on a later pass
@@ -188,8 +286,10 @@ def _day_of(check: Check, at: datetime) -> tuple[datetime, datetime]:
     """Return the check's day bucket holding `at`: [start, end)."""
     day = at.astimezone(check.timezone).date()
     nxt = day + timedelta(days=1)
-    return (datetime(day.year, day.month, day.day, tzinfo=check.timezone),
-            datetime(nxt.year, nxt.month, nxt.day, tzinfo=check.timezone))
+    return (
+        datetime(day.year, day.month, day.day, tzinfo=check.timezone),
+        datetime(nxt.year, nxt.month, nxt.day, tzinfo=check.timezone),
+    )
 
 
 def _hours(start: datetime, end: datetime) -> list[datetime]:
@@ -200,22 +300,30 @@ def _hours(start: datetime, end: datetime) -> list[datetime]:
     return out
 
 
-async def _reconciled(conn: Any, check: Check, window_start: datetime, after: datetime,
-                      before: datetime | None) -> tuple[Snapshot, datetime, datetime] | None:
+async def _reconciled(
+    conn: Any, check: Check, window_start: datetime, after: datetime, before: datetime | None
+) -> tuple[Snapshot, datetime, datetime] | None:
     """Return the reader's day of `window_start` from the first reconciliation in between."""
     day = window_start.astimezone(check.timezone).date()
     rec = await conn.fetchrow(
         "SELECT b.* FROM buckets b JOIN runs r ON r.id = b.run_id WHERE r.check_name = $1"
         " AND r.complete AND b.day = $2 AND r.started_at >= $3"
         " AND ($4::timestamptz IS NULL OR r.finished_at <= $4)"
-        " ORDER BY r.started_at, r.id LIMIT 1", check.name, day, after, before)
+        " ORDER BY r.started_at, r.id LIMIT 1",
+        check.name,
+        day,
+        after,
+        before,
+    )
     if rec is None:
         return None
     nxt = day + timedelta(days=1)
     end = datetime(nxt.year, nxt.month, nxt.day, tzinfo=check.timezone)
-    snap: Snapshot = {"count": int(rec["reader_count"]),
-                      "distinct_keys": int(rec["reader_distinct"]),
-                      "digest": str(rec["reader_digest"])}
+    snap: Snapshot = {
+        "count": int(rec["reader_count"]),
+        "distinct_keys": int(rec["reader_distinct"]),
+        "digest": str(rec["reader_digest"]),
+    }
     # Measure totals, once buckets carry them: {"reader": {name: total}, ...}.
     measures = rec.get("measures")
     if isinstance(measures, str):

@@ -18,16 +18,24 @@ Capture = Callable[[str, Sequence[Partition]], Awaitable[dict[datetime, Snapshot
 class ReadLog:
     """Record and list consumer reads."""
 
-    def __init__(self, calls: PgCalls, clock: Callable[[], datetime], capture: Capture,
-                 checks: Sequence[str]) -> None:
+    def __init__(
+        self, calls: PgCalls, clock: Callable[[], datetime], capture: Capture, checks: Sequence[str]
+    ) -> None:
         self.calls = calls
         self.clock = clock
         self.capture = capture
         self.checks = set(checks)
 
-    async def record(self, consumer: str, check: str, partitions: Sequence[Partition], *,
-                     read_at: datetime | None = None, backfill_id: int | None = None,
-                     conn: Any = None) -> int:
+    async def record(
+        self,
+        consumer: str,
+        check: str,
+        partitions: Sequence[Partition],
+        *,
+        read_at: datetime | None = None,
+        backfill_id: int | None = None,
+        conn: Any = None,
+    ) -> int:
         """Log that `consumer` read `partitions` of `check`; return the rows written.
 
         What each partition holds now is stored with the read: the silent-change baseline.
@@ -41,9 +49,18 @@ class ReadLog:
                 raise RepairInputError(f"partitions.{i}.end", "must be after start")
         seen = await self.capture(check, partitions)
         when = read_at or self.clock()
-        rows = [(consumer, check, lo, hi, when,
-                 json.dumps(seen[lo]) if seen is not None and lo in seen else None, backfill_id)
-                for lo, hi in partitions]
+        rows = [
+            (
+                consumer,
+                check,
+                lo,
+                hi,
+                when,
+                json.dumps(seen[lo]) if seen is not None and lo in seen else None,
+                backfill_id,
+            )
+            for lo, hi in partitions
+        ]
         if conn is not None:
             await self._insert(conn, rows)
         else:
@@ -56,21 +73,41 @@ class ReadLog:
             raise NotFound(f"no consumer named {rows[0][0]!r}")
         await conn.executemany(
             "INSERT INTO consumer_reads (consumer, check_name, partition_start, partition_end,"
-            " read_at, seen, backfill_id) VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7)", rows)
+            " read_at, seen, backfill_id) VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7)",
+            rows,
+        )
 
-    async def list(self, *, consumer: str | None = None, check: str | None = None,
-                   since: datetime | None = None, limit: int = 200,
-                   offset: int = 0) -> list[dict[str, Any]]:
+    async def list(
+        self,
+        *,
+        consumer: str | None = None,
+        check: str | None = None,
+        since: datetime | None = None,
+        limit: int = 200,
+        offset: int = 0,
+    ) -> list[dict[str, Any]]:
         """Return logged reads, newest first."""
         async with self.calls.conn("read the read log") as conn:
             recs = await conn.fetch(
                 "SELECT * FROM consumer_reads WHERE ($1::text IS NULL OR consumer = $1)"
                 " AND ($2::text IS NULL OR check_name = $2)"
                 " AND ($3::timestamptz IS NULL OR partition_end > $3)"
-                " ORDER BY read_at DESC, id DESC LIMIT $4 OFFSET $5", consumer, check, since,
-                limit, offset)
-        return [{"consumer": r["consumer"], "check": r["check_name"],
-                 "start": r["partition_start"], "end": r["partition_end"],
-                 "read_at": r["read_at"],
-                 "seen": json.loads(r["seen"]) if r["seen"] is not None else None,
-                 "backfill_id": r["backfill_id"]} for r in recs]
+                " ORDER BY read_at DESC, id DESC LIMIT $4 OFFSET $5",
+                consumer,
+                check,
+                since,
+                limit,
+                offset,
+            )
+        return [
+            {
+                "consumer": r["consumer"],
+                "check": r["check_name"],
+                "start": r["partition_start"],
+                "end": r["partition_end"],
+                "read_at": r["read_at"],
+                "seen": json.loads(r["seen"]) if r["seen"] is not None else None,
+                "backfill_id": r["backfill_id"],
+            }
+            for r in recs
+        ]

@@ -20,8 +20,7 @@ class Replays:
         self.backfills = backfills
         self.run_command = run_command
 
-    async def replay(self, bf_id: int, *, by: str, consumer: str | None = None
-                     ) -> dict[str, Any]:
+    async def replay(self, bf_id: int, *, by: str, consumer: str | None = None) -> dict[str, Any]:
         """Re-trigger one consumer, or every unfinished one in rank order until one waits."""
         bf = await self.backfills.show(bf_id)
         await self.backfills.in_order(bf, "replay", ("verified",), by)
@@ -41,41 +40,75 @@ class Replays:
         """Trigger one consumer; return True once it finished."""
         entry = next((c for c in bf["consumers"] if c["name"] == name), None)
         if entry is None:
-            raise RepairInputError("consumer", f"{name!r} did not read backfill {bf['id']}'s "
-                                   f"partitions; its consumers are "
-                                   f"{', '.join(c['name'] for c in bf['consumers'])}")
+            raise RepairInputError(
+                "consumer",
+                f"{name!r} did not read backfill {bf['id']}'s "
+                f"partitions; its consumers are "
+                f"{', '.join(c['name'] for c in bf['consumers'])}",
+            )
         if entry["replay"] is not None and entry["replay"]["outcome"] == "finished":
             return True
-        waiting = [c for c in bf["consumers"] if c["rank"] < entry["rank"]
-                   and (c["replay"] is None or c["replay"]["outcome"] != "finished")]
+        waiting = [
+            c
+            for c in bf["consumers"]
+            if c["rank"] < entry["rank"]
+            and (c["replay"] is None or c["replay"]["outcome"] != "finished")
+        ]
         if waiting:
             names = ", ".join(f"{c['name']} (rank {c['rank']})" for c in waiting)
             raise await self.backfills.refuse(
-                bf, "replay", "replay_order",
-                f"{name} has rank {entry['rank']}; {names} must finish first", by)
+                bf,
+                "replay",
+                "replay_order",
+                f"{name} has rank {entry['rank']}; {names} must finish first",
+                by,
+            )
         calls, clock = self.backfills.calls, self.backfills.clock
         async with calls.conn("start a replay") as conn:
             await conn.execute(
                 "INSERT INTO backfill_replays (backfill_id, consumer, rank, started_at, outcome)"
                 " VALUES ($1, $2, $3, $4, 'running') ON CONFLICT (backfill_id, consumer)"
                 " DO UPDATE SET started_at = EXCLUDED.started_at, finished_at = NULL,"
-                " outcome = 'running', detail = ''", bf["id"], name, entry["rank"], clock())
+                " outcome = 'running', detail = ''",
+                bf["id"],
+                name,
+                entry["rank"],
+                clock(),
+            )
         if entry["webhook_url"]:
-            got = await announce.post(entry["webhook_url"], {
-                "event": "backfill_replay", "backfill_id": bf["id"], "check": bf["check"],
-                "consumer": name, "command": entry["command"],
-                "partitions": [[lo.isoformat(), hi.isoformat()]
-                               for lo, hi in bf["partitions"]]}, name)
+            got = await announce.post(
+                entry["webhook_url"],
+                {
+                    "event": "backfill_replay",
+                    "backfill_id": bf["id"],
+                    "check": bf["check"],
+                    "consumer": name,
+                    "command": entry["command"],
+                    "partitions": [[lo.isoformat(), hi.isoformat()] for lo, hi in bf["partitions"]],
+                },
+                name,
+            )
             ok, detail = got.delivered, got.detail
         elif self.run_command is not None and entry["command"]:
-            ok, detail = await self.run_command(entry["command"], {
-                "DRIFTGAUGE_BACKFILL_ID": str(bf["id"]), "DRIFTGAUGE_CHECK": bf["check"],
-                "DRIFTGAUGE_PARTITIONS_START": bf["partitions"][0][0].isoformat(),
-                "DRIFTGAUGE_PARTITIONS_END": bf["partitions"][-1][1].isoformat()})
+            ok, detail = await self.run_command(
+                entry["command"],
+                {
+                    "DRIFTGAUGE_BACKFILL_ID": str(bf["id"]),
+                    "DRIFTGAUGE_CHECK": bf["check"],
+                    "DRIFTGAUGE_PARTITIONS_START": bf["partitions"][0][0].isoformat(),
+                    "DRIFTGAUGE_PARTITIONS_END": bf["partitions"][-1][1].isoformat(),
+                },
+            )
         else:
-            await self.backfills.event(bf["id"], bf["check"], "replay", "done", actor=by,
-                                       consumer=name, detail=f"waiting: run {entry['command']!r}"
-                                       " and report it finished")
+            await self.backfills.event(
+                bf["id"],
+                bf["check"],
+                "replay",
+                "done",
+                actor=by,
+                consumer=name,
+                detail=f"waiting: run {entry['command']!r} and report it finished",
+            )
             return False
         await self.finish(bf["id"], name, ok=ok, detail=detail, by=by)
         return ok
@@ -85,25 +118,46 @@ class Replays:
         bf = await self.backfills.show(bf_id)
         entry = next((c for c in bf["consumers"] if c["name"] == name), None)
         if entry is None or entry["replay"] is None:
-            raise RepairInputError("consumer", f"{name!r} has no replay under way in backfill"
-                                   f" {bf_id}")
+            raise RepairInputError(
+                "consumer", f"{name!r} has no replay under way in backfill {bf_id}"
+            )
         calls, clock = self.backfills.calls, self.backfills.clock
         async with calls.transaction("finish a replay") as conn:
             await conn.execute(
                 "UPDATE backfill_replays SET finished_at = $3, outcome = $4, detail = $5"
-                " WHERE backfill_id = $1 AND consumer = $2", bf_id, name, clock(),
-                "finished" if ok else "failed", detail)
+                " WHERE backfill_id = $1 AND consumer = $2",
+                bf_id,
+                name,
+                clock(),
+                "finished" if ok else "failed",
+                detail,
+            )
             if ok:
-                await self.backfills.reads.record(name, bf["check"], bf["partitions"],
-                                                  backfill_id=bf_id, conn=conn)
-            await self.backfills.event(bf_id, bf["check"], "replay", "done" if ok else "refused",
-                                       rule="" if ok else "replay_failed", actor=by,
-                                       consumer=name, detail=detail, conn=conn)
+                await self.backfills.reads.record(
+                    name, bf["check"], bf["partitions"], backfill_id=bf_id, conn=conn
+                )
+            await self.backfills.event(
+                bf_id,
+                bf["check"],
+                "replay",
+                "done" if ok else "refused",
+                rule="" if ok else "replay_failed",
+                actor=by,
+                consumer=name,
+                detail=detail,
+                conn=conn,
+            )
             left = await conn.fetchval(
                 "SELECT count(*) FROM backfill_consumers b LEFT JOIN backfill_replays p"
                 " ON p.backfill_id = b.backfill_id AND p.consumer = b.consumer"
-                " WHERE b.backfill_id = $1 AND p.outcome IS DISTINCT FROM 'finished'", bf_id)
+                " WHERE b.backfill_id = $1 AND p.outcome IS DISTINCT FROM 'finished'",
+                bf_id,
+            )
             if left == 0:
-                await conn.execute("UPDATE backfills SET status = 'replayed', replayed_at = $2"
-                                   " WHERE id = $1 AND status = 'verified'", bf_id, clock())
+                await conn.execute(
+                    "UPDATE backfills SET status = 'replayed', replayed_at = $2"
+                    " WHERE id = $1 AND status = 'verified'",
+                    bf_id,
+                    clock(),
+                )
         await self.backfills._changed()

@@ -74,10 +74,20 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     rt.registry.register(collector)
     if rt.scheduler_enabled:
         # Judged once across replicas per scheduled time: the job runtime claims it.
-        rt.jobs.add_every(JUDGE_JOB, "repair", timedelta(seconds=JUDGE_EVERY),
-                          lambda _: _judge(repair, signed=False), claim=JUDGE_JOB)
-        rt.jobs.add_every(GUARD_JOB, "repair", timedelta(seconds=GUARD_EVERY),
-                          lambda _: _judge(repair, rest=False), claim=GUARD_JOB)
+        rt.jobs.add_every(
+            JUDGE_JOB,
+            "repair",
+            timedelta(seconds=JUDGE_EVERY),
+            lambda _: _judge(repair, signed=False),
+            claim=JUDGE_JOB,
+        )
+        rt.jobs.add_every(
+            GUARD_JOB,
+            "repair",
+            timedelta(seconds=GUARD_EVERY),
+            lambda _: _judge(repair, rest=False),
+            claim=GUARD_JOB,
+        )
     try:
         yield
     finally:
@@ -102,11 +112,13 @@ def _translated() -> Iterator[None]:
     except NotFound as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
     except Refused as exc:
-        raise HTTPException(exc.status, {"step": exc.step, "rule": exc.rule,
-                                         "detail": exc.detail}) from None
+        raise HTTPException(
+            exc.status, {"step": exc.step, "rule": exc.rule, "detail": exc.detail}
+        ) from None
     except RepairInputError as exc:
-        raise RequestValidationError([{"type": "value_error", "loc": ("body", exc.field),
-                                       "msg": exc.problem, "input": None}]) from None
+        raise RequestValidationError(
+            [{"type": "value_error", "loc": ("body", exc.field), "msg": exc.problem, "input": None}]
+        ) from None
 
 
 def repair_router(require_write: Dependency, require_read: Dependency) -> APIRouter:
@@ -116,24 +128,35 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
     write = [Depends(require_write)]
     read = [Depends(require_read)]
     refused: dict[int | str, dict[str, Any]] = {
-        409: {"model": RefusedOut,
-              "description": "A lifecycle rule refused the step (the body names it)."},
-        422: {"description": "Bad input (naming the field), or a step that cannot succeed "
-                             "(the body names the rule)."},
+        409: {
+            "model": RefusedOut,
+            "description": "A lifecycle rule refused the step (the body names it).",
+        },
+        422: {
+            "description": "Bad input (naming the field), or a step that cannot succeed "
+            "(the body names the rule)."
+        },
         502: {"description": "A store answered with an error while digesting partitions."},
-        504: {"description": "A store did not answer in time while digesting partitions."}}
+        504: {"description": "A store did not answer in time while digesting partitions."},
+    }
 
     def step_route(step: str, take: Callable[..., Awaitable[dict[str, Any]]], doc: str) -> None:
         """Add the POST route of a lifecycle step that takes only who takes it."""
 
-        async def take_step(backfill_id: BackfillId, body: StepIn,
-                            service: Service) -> dict[str, Any]:
+        async def take_step(
+            backfill_id: BackfillId, body: StepIn, service: Service
+        ) -> dict[str, Any]:
             with _translated():
                 return await take(service.backfills, backfill_id, by=body.by)
 
         take_step.__doc__ = doc
-        router.post(f"/backfills/{{backfill_id}}/{step}", tags=["backfill"], dependencies=write,
-                    responses=refused, name=f"{step}_backfill")(take_step)
+        router.post(
+            f"/backfills/{{backfill_id}}/{step}",
+            tags=["backfill"],
+            dependencies=write,
+            responses=refused,
+            name=f"{step}_backfill",
+        )(take_step)
 
     @router.get("/watermarks", tags=["repair"], dependencies=read)
     async def list_watermarks(service: Service) -> list[dict[str, Any]]:
@@ -146,28 +169,41 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
         with _translated():
             return await service.watermarks.get(pipeline)
 
-    @router.post("/watermarks/{pipeline}/advance", tags=["repair"], dependencies=write,
-                 responses=refused)
-    async def advance_watermark(pipeline: PathName, body: WatermarkMove,
-                                service: Service) -> dict[str, Any]:
+    @router.post(
+        "/watermarks/{pipeline}/advance", tags=["repair"], dependencies=write, responses=refused
+    )
+    async def advance_watermark(
+        pipeline: PathName, body: WatermarkMove, service: Service
+    ) -> dict[str, Any]:
         """Move a watermark forward (creating it); never backwards."""
-        stall = (timedelta(seconds=body.stall_after_seconds)
-                 if body.stall_after_seconds is not None else None)
+        stall = (
+            timedelta(seconds=body.stall_after_seconds)
+            if body.stall_after_seconds is not None
+            else None
+        )
         with _translated():
-            out = await service.watermarks.advance(pipeline, body.to, by=body.by,
-                                                   reason=body.reason, check=body.check,
-                                                   stall_after=stall)
+            out = await service.watermarks.advance(
+                pipeline,
+                body.to,
+                by=body.by,
+                reason=body.reason,
+                check=body.check,
+                stall_after=stall,
+            )
         await service.refresh()
         return out
 
-    @router.post("/watermarks/{pipeline}/move-back", tags=["repair"], dependencies=write,
-                 responses=refused)
-    async def move_watermark_back(pipeline: PathName, body: WatermarkMove,
-                                  service: Service) -> dict[str, Any]:
+    @router.post(
+        "/watermarks/{pipeline}/move-back", tags=["repair"], dependencies=write, responses=refused
+    )
+    async def move_watermark_back(
+        pipeline: PathName, body: WatermarkMove, service: Service
+    ) -> dict[str, Any]:
         """Move a watermark back; outside an open backfill this raises a breach."""
         with _translated():
-            out = await service.watermarks.move_back(pipeline, body.to, by=body.by,
-                                                     reason=body.reason)
+            out = await service.watermarks.move_back(
+                pipeline, body.to, by=body.by, reason=body.reason
+            )
         await service.refresh()
         return out
 
@@ -177,8 +213,7 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
         return await service.consumers.list()
 
     @router.put("/consumers/{name}", tags=["repair"], dependencies=write, responses=refused)
-    async def put_consumer(name: PathName, body: ConsumerIn,
-                           service: Service) -> dict[str, Any]:
+    async def put_consumer(name: PathName, body: ConsumerIn, service: Service) -> dict[str, Any]:
         """Create or replace a consumer."""
         with _translated():
             return await service.consumers.put(name, **body.model_dump())
@@ -195,41 +230,56 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
         with _translated():
             await service.consumers.delete(name)
 
-    @router.post("/reads", tags=["repair"], dependencies=write, status_code=201,
-                 responses=refused)
+    @router.post("/reads", tags=["repair"], dependencies=write, status_code=201, responses=refused)
     async def record_read(body: ReadIn, service: Service) -> dict[str, Any]:
         """Log that a consumer read partitions of a check (with what they held now)."""
         with _translated():
-            n = await service.reads.record(body.consumer, body.check,
-                                           [(p.start, p.end) for p in body.partitions],
-                                           read_at=body.read_at)
+            n = await service.reads.record(
+                body.consumer,
+                body.check,
+                [(p.start, p.end) for p in body.partitions],
+                read_at=body.read_at,
+            )
         return {"recorded": n}
 
     @router.get("/reads", tags=["repair"], dependencies=read)
-    async def list_reads(service: Service, consumer: QueryName = None, check: QueryName = None,
-                         limit: Annotated[int, Query(ge=1, le=10_000)] = 200,
-                         offset: Offset = 0) -> list[dict[str, Any]]:
+    async def list_reads(
+        service: Service,
+        consumer: QueryName = None,
+        check: QueryName = None,
+        limit: Annotated[int, Query(ge=1, le=10_000)] = 200,
+        offset: Offset = 0,
+    ) -> list[dict[str, Any]]:
         """List logged reads, newest first."""
-        return await service.reads.list(consumer=consumer, check=check, limit=limit,
-                                        offset=offset)
+        return await service.reads.list(consumer=consumer, check=check, limit=limit, offset=offset)
 
-    @router.post("/backfills", tags=["backfill"], dependencies=write, status_code=201,
-                 responses=refused)
+    @router.post(
+        "/backfills", tags=["backfill"], dependencies=write, status_code=201, responses=refused
+    )
     async def plan_backfill(body: PlanIn, service: Service) -> dict[str, Any]:
         """Plan: targets from stored results, first bad partition, reset point, consumers."""
         with _translated():
-            return await service.backfills.plan(body.check, by=body.by, reason=body.reason,
-                                                since=body.since, until=body.until,
-                                                pipeline=body.pipeline)
+            return await service.backfills.plan(
+                body.check,
+                by=body.by,
+                reason=body.reason,
+                since=body.since,
+                until=body.until,
+                pipeline=body.pipeline,
+            )
 
     @router.get("/backfills", tags=["backfill"], dependencies=read)
-    async def list_backfills(service: Service, check: QueryName = None,
-                             open_only: Annotated[bool, Query(alias="open")] = False,
-                             limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-                             offset: Offset = 0) -> list[dict[str, Any]]:
+    async def list_backfills(
+        service: Service,
+        check: QueryName = None,
+        open_only: Annotated[bool, Query(alias="open")] = False,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+        offset: Offset = 0,
+    ) -> list[dict[str, Any]]:
         """List backfills, newest first."""
-        return await service.backfills.all(check=check, open_only=open_only, limit=limit,
-                                           offset=offset)
+        return await service.backfills.all(
+            check=check, open_only=open_only, limit=limit, offset=offset
+        )
 
     @router.get("/backfills/{backfill_id}", tags=["backfill"], dependencies=read)
     async def show_backfill(backfill_id: BackfillId, service: Service) -> dict[str, Any]:
@@ -237,68 +287,92 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
         with _translated():
             return await service.backfills.show(backfill_id)
 
-    @router.post("/backfills/{backfill_id}/announce", tags=["backfill"], dependencies=write,
-                 responses=refused)
-    async def announce_backfill(backfill_id: BackfillId, body: AnnounceIn,
-                                service: Service) -> dict[str, Any]:
+    @router.post(
+        "/backfills/{backfill_id}/announce",
+        tags=["backfill"],
+        dependencies=write,
+        responses=refused,
+    )
+    async def announce_backfill(
+        backfill_id: BackfillId, body: AnnounceIn, service: Service
+    ) -> dict[str, Any]:
         """Capture the totals before, render the announcement, post it to the consumers."""
         with _translated():
-            return await service.backfills.announce(backfill_id, by=body.by,
-                                                    runs_at=body.runs_at)
+            return await service.backfills.announce(backfill_id, by=body.by, runs_at=body.runs_at)
 
-    step_route("start", Backfills.start,
-               "Allow the recompute (announced when signed; closed partitions only).")
+    step_route(
+        "start",
+        Backfills.start,
+        "Allow the recompute (announced when signed; closed partitions only).",
+    )
 
-    @router.post("/backfills/{backfill_id}/runs", tags=["backfill"], dependencies=write,
-                 status_code=201, responses=refused)
-    async def attach_run(backfill_id: BackfillId, body: RunIn,
-                         service: Service) -> dict[str, Any]:
+    @router.post(
+        "/backfills/{backfill_id}/runs",
+        tags=["backfill"],
+        dependencies=write,
+        status_code=201,
+        responses=refused,
+    )
+    async def attach_run(backfill_id: BackfillId, body: RunIn, service: Service) -> dict[str, Any]:
         """Record a ledger run of the recompute under the backfill id."""
         with _translated():
             await service.backfills.attach_run(backfill_id, body.ledger_run_id)
         return {"backfill_id": backfill_id, "ledger_run_id": body.ledger_run_id}
 
-    step_route("verify", Backfills.verify,
-               "Re-reconcile every target partition; all must be ok.")
+    step_route("verify", Backfills.verify, "Re-reconcile every target partition; all must be ok.")
 
-    @router.post("/backfills/{backfill_id}/replay", tags=["backfill"], dependencies=write,
-                 responses=refused)
-    async def replay_backfill(backfill_id: BackfillId, body: ReplayIn,
-                              service: Service) -> dict[str, Any]:
+    @router.post(
+        "/backfills/{backfill_id}/replay", tags=["backfill"], dependencies=write, responses=refused
+    )
+    async def replay_backfill(
+        backfill_id: BackfillId, body: ReplayIn, service: Service
+    ) -> dict[str, Any]:
         """Re-trigger consumers in rank order (one, or every unfinished one)."""
         with _translated():
-            return await service.replays.replay(backfill_id, by=body.by,
-                                                consumer=body.consumer)
+            return await service.replays.replay(backfill_id, by=body.by, consumer=body.consumer)
 
-    @router.post("/backfills/{backfill_id}/replays/{consumer}/finished", tags=["backfill"],
-                 dependencies=write, responses=refused)
-    async def replay_finished(backfill_id: BackfillId, consumer: PathName, body: ReplayDone,
-                              service: Service) -> dict[str, Any]:
+    @router.post(
+        "/backfills/{backfill_id}/replays/{consumer}/finished",
+        tags=["backfill"],
+        dependencies=write,
+        responses=refused,
+    )
+    async def replay_finished(
+        backfill_id: BackfillId, consumer: PathName, body: ReplayDone, service: Service
+    ) -> dict[str, Any]:
         """Report that a consumer's re-trigger command finished (or failed)."""
         with _translated():
-            await service.replays.finish(backfill_id, consumer, ok=body.ok,
-                                         detail=body.detail, by=body.by)
+            await service.replays.finish(
+                backfill_id, consumer, ok=body.ok, detail=body.detail, by=body.by
+            )
             return await service.backfills.show(backfill_id)
 
-    step_route("close", Backfills.close,
-               "File the backfill log row: totals before and after and the diff.")
+    step_route(
+        "close", Backfills.close, "File the backfill log row: totals before and after and the diff."
+    )
 
     @router.post("/probes/rerun", tags=["repair"], dependencies=write, responses=refused)
     async def probe_rerun(body: ProbeIn, service: Service) -> dict[str, Any]:
         """Compare a partition after the last two closed ledger runs of one window."""
         with _translated():
-            out = await service.probe.ledger(body.check, window_start=body.window_start,
-                                             window_end=body.window_end)
+            out = await service.probe.ledger(
+                body.check, window_start=body.window_start, window_end=body.window_end
+            )
         await service.refresh()
         return out
 
     @router.get("/repair/breaches", tags=["repair"], dependencies=read)
-    async def list_breaches(service: Service, kind: QueryName = None, active: bool = False,
-                            limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-                            offset: Offset = 0) -> list[dict[str, Any]]:
+    async def list_breaches(
+        service: Service,
+        kind: QueryName = None,
+        active: bool = False,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+        offset: Offset = 0,
+    ) -> list[dict[str, Any]]:
         """List repair breaches, newest first."""
-        return await service.breaches.list(kind=kind, active_only=active, limit=limit,
-                                           offset=offset)
+        return await service.breaches.list(
+            kind=kind, active_only=active, limit=limit, offset=offset
+        )
 
     @router.post("/repair/judge", tags=["repair"], dependencies=write)
     async def judge_now(service: Service) -> dict[str, Any]:

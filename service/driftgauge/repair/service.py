@@ -64,9 +64,13 @@ class Repair:
             log.warning("could not reload repair metrics", extra={"error": str(exc)})
 
 
-def build_repair(calls: PgCalls, checks: Mapping[str, Check], sides: Sides,
-                 clock: Callable[[], datetime],
-                 run_command: CommandRunner | None = None) -> Repair:
+def build_repair(
+    calls: PgCalls,
+    checks: Mapping[str, Check],
+    sides: Sides,
+    clock: Callable[[], datetime],
+    run_command: CommandRunner | None = None,
+) -> Repair:
     """Return the repair parts over `calls` (the state pool) and `sides` (check adapters)."""
 
     async def capture(check: str, parts: Sequence[Partition]) -> dict[datetime, Snapshot] | None:
@@ -75,8 +79,9 @@ def build_repair(calls: PgCalls, checks: Mapping[str, Check], sides: Sides,
         except StoreError as exc:
             # The read is still logged; without a baseline it cannot be judged for a
             # silent change, and the read log says so (seen: null).
-            log.warning("could not digest the partitions read",
-                        extra={"check": check, "error": str(exc)})
+            log.warning(
+                "could not digest the partitions read", extra={"check": check, "error": str(exc)}
+            )
             return None
 
     metrics = RepairMetrics(calls, clock)
@@ -90,8 +95,14 @@ def build_repair(calls: PgCalls, checks: Mapping[str, Check], sides: Sides,
             log.warning("could not reload repair metrics", extra={"error": str(exc)})
 
     backfills = Backfills(calls, checks, sides, watermarks, reads, clock, on_change=changed)
-    return Repair(watermarks=watermarks, consumers=Consumers(calls, clock), reads=reads,
-                  backfills=backfills, replays=Replays(backfills, run_command),
-                  guard=SilentChangeGuard(calls, checks, sides, clock),
-                  probe=RerunProbe(calls, checks, sides, clock), breaches=Breaches(calls),
-                  metrics=metrics)
+    return Repair(
+        watermarks=watermarks,
+        consumers=Consumers(calls, clock),
+        reads=reads,
+        backfills=backfills,
+        replays=Replays(backfills, run_command),
+        guard=SilentChangeGuard(calls, checks, sides, clock),
+        probe=RerunProbe(calls, checks, sides, clock),
+        breaches=Breaches(calls),
+        metrics=metrics,
+    )

@@ -16,11 +16,16 @@ OPEN_STATUSES = ("announced", "running", "verified", "replayed")
 
 def _row(r: Any) -> dict[str, Any]:
     stall = r["stall_after"]
-    return {"pipeline": r["pipeline"], "processed_through": r["processed_through"],
-            "check": r["check_name"],
-            "stall_after_seconds": stall.total_seconds() if stall is not None else None,
-            "advanced_at": r["advanced_at"], "updated_at": r["updated_at"],
-            "updated_by": r["updated_by"], "reason": r["reason"]}
+    return {
+        "pipeline": r["pipeline"],
+        "processed_through": r["processed_through"],
+        "check": r["check_name"],
+        "stall_after_seconds": stall.total_seconds() if stall is not None else None,
+        "advanced_at": r["advanced_at"],
+        "updated_at": r["updated_at"],
+        "updated_by": r["updated_by"],
+        "reason": r["reason"],
+    }
 
 
 class Watermarks:
@@ -44,54 +49,98 @@ class Watermarks:
                 raise NotFound(f"no watermark for pipeline {pipeline!r}")
             moves = await conn.fetch(
                 "SELECT * FROM watermark_moves WHERE pipeline = $1"
-                " ORDER BY moved_at DESC, id DESC LIMIT 50", pipeline)
+                " ORDER BY moved_at DESC, id DESC LIMIT 50",
+                pipeline,
+            )
         out = _row(rec)
-        out["moves"] = [{"moved_at": m["moved_at"], "from": m["from_ts"], "to": m["to_ts"],
-                         "direction": m["direction"], "by": m["moved_by"],
-                         "reason": m["reason"], "backfill_id": m["backfill_id"]}
-                        for m in moves]
+        out["moves"] = [
+            {
+                "moved_at": m["moved_at"],
+                "from": m["from_ts"],
+                "to": m["to_ts"],
+                "direction": m["direction"],
+                "by": m["moved_by"],
+                "reason": m["reason"],
+                "backfill_id": m["backfill_id"],
+            }
+            for m in moves
+        ]
         return out
 
-    async def advance(self, pipeline: str, to: datetime, *, by: str, reason: str,
-                      check: str | None = None,
-                      stall_after: timedelta | None = None) -> dict[str, Any]:
+    async def advance(
+        self,
+        pipeline: str,
+        to: datetime,
+        *,
+        by: str,
+        reason: str,
+        check: str | None = None,
+        stall_after: timedelta | None = None,
+    ) -> dict[str, Any]:
         """Move a watermark forward (creating it on first use); never backwards."""
         now = self.clock()
         async with self.calls.transaction("advance a watermark") as conn:
             rec = await conn.fetchrow(
-                "SELECT * FROM watermarks WHERE pipeline = $1 FOR UPDATE", pipeline)
+                "SELECT * FROM watermarks WHERE pipeline = $1 FOR UPDATE", pipeline
+            )
             if rec is None:
                 await conn.execute(
                     "INSERT INTO watermarks (pipeline, processed_through, check_name,"
                     " stall_after, advanced_at, updated_at, updated_by, reason)"
                     " VALUES ($1, $2, $3, $4, $5, $5, $6, $7)",
-                    pipeline, to, check, stall_after, now, by, reason)
+                    pipeline,
+                    to,
+                    check,
+                    stall_after,
+                    now,
+                    by,
+                    reason,
+                )
                 direction, before = "set", None
             else:
                 before = rec["processed_through"]
                 if to < before:
                     raise RepairInputError(
-                        "to", f"{to.isoformat()} is before processed_through "
-                        f"{before.isoformat()}: move the watermark back instead")
+                        "to",
+                        f"{to.isoformat()} is before processed_through "
+                        f"{before.isoformat()}: move the watermark back instead",
+                    )
                 await conn.execute(
                     "UPDATE watermarks SET processed_through = $2, advanced_at = $3,"
                     " updated_at = $3, updated_by = $4, reason = $5,"
                     " check_name = coalesce($6, check_name),"
                     " stall_after = coalesce($7, stall_after) WHERE pipeline = $1",
-                    pipeline, to, now, by, reason, check, stall_after)
+                    pipeline,
+                    to,
+                    now,
+                    by,
+                    reason,
+                    check,
+                    stall_after,
+                )
                 direction = "advance"
             await self._log(conn, pipeline, now, before, to, direction, by, reason, None)
             # Past the point it was moved back from, the pipeline trusts the range again.
             held = await conn.fetchval(
                 "SELECT facts->>'from' FROM repair_breaches WHERE kind = 'watermark_moved_back'"
-                " AND subject = $1 AND active", pipeline)
+                " AND subject = $1 AND active",
+                pipeline,
+            )
             if held is not None and to >= datetime.fromisoformat(held):
                 await breaches.resolve(conn, "watermark_moved_back", pipeline, now)
             await breaches.resolve(conn, "watermark_stalled", pipeline, now)
         return await self.get(pipeline)
 
-    async def move_back(self, pipeline: str, to: datetime, *, by: str, reason: str,
-                        backfill_id: int | None = None, conn: Any = None) -> dict[str, Any]:
+    async def move_back(
+        self,
+        pipeline: str,
+        to: datetime,
+        *,
+        by: str,
+        reason: str,
+        backfill_id: int | None = None,
+        conn: Any = None,
+    ) -> dict[str, Any]:
         """Move a watermark back; without an open backfill of the pipeline it is a breach."""
         if conn is not None:
             await self._move_back(conn, pipeline, to, by, reason, backfill_id)
@@ -100,44 +149,96 @@ class Watermarks:
             await self._move_back(c, pipeline, to, by, reason, backfill_id)
         return await self.get(pipeline)
 
-    async def _move_back(self, conn: Any, pipeline: str, to: datetime, by: str, reason: str,
-                         backfill_id: int | None) -> None:
+    async def _move_back(
+        self, conn: Any, pipeline: str, to: datetime, by: str, reason: str, backfill_id: int | None
+    ) -> None:
         now = self.clock()
         rec = await conn.fetchrow(
-            "SELECT * FROM watermarks WHERE pipeline = $1 FOR UPDATE", pipeline)
+            "SELECT * FROM watermarks WHERE pipeline = $1 FOR UPDATE", pipeline
+        )
         if rec is None:
             raise NotFound(f"no watermark for pipeline {pipeline!r}")
         before = rec["processed_through"]
         if to >= before:
-            raise RepairInputError("to", f"{to.isoformat()} is not before processed_through "
-                                   f"{before.isoformat()}: advance the watermark instead")
-        open_ids = [r["id"] for r in await conn.fetch(
-            "SELECT id FROM backfills WHERE pipeline = $1 AND status = ANY($2::text[])",
-            pipeline, list(OPEN_STATUSES))]
+            raise RepairInputError(
+                "to",
+                f"{to.isoformat()} is not before processed_through "
+                f"{before.isoformat()}: advance the watermark instead",
+            )
+        open_ids = [
+            r["id"]
+            for r in await conn.fetch(
+                "SELECT id FROM backfills WHERE pipeline = $1 AND status = ANY($2::text[])",
+                pipeline,
+                list(OPEN_STATUSES),
+            )
+        ]
         if backfill_id is not None and backfill_id not in open_ids:
-            raise RepairInputError("backfill_id", f"backfill {backfill_id} is not an open "
-                                   f"backfill of pipeline {pipeline!r}")
+            raise RepairInputError(
+                "backfill_id",
+                f"backfill {backfill_id} is not an open backfill of pipeline {pipeline!r}",
+            )
         await conn.execute(
             "UPDATE watermarks SET processed_through = $2, updated_at = $3, updated_by = $4,"
-            " reason = $5 WHERE pipeline = $1", pipeline, to, now, by, reason)
-        await self._log(conn, pipeline, now, before, to, "back", by, reason,
-                        backfill_id if backfill_id is not None else
-                        (open_ids[0] if open_ids else None))
+            " reason = $5 WHERE pipeline = $1",
+            pipeline,
+            to,
+            now,
+            by,
+            reason,
+        )
+        await self._log(
+            conn,
+            pipeline,
+            now,
+            before,
+            to,
+            "back",
+            by,
+            reason,
+            backfill_id if backfill_id is not None else (open_ids[0] if open_ids else None),
+        )
         if not open_ids:
             await breaches.record(
-                conn, "watermark_moved_back", pipeline,
+                conn,
+                "watermark_moved_back",
+                pipeline,
                 f"watermark of {pipeline} moved back from {before.isoformat()} to "
                 f"{to.isoformat()} by {by} without an open backfill: {reason}",
-                {"pipeline": pipeline, "from": before.isoformat(), "to": to.isoformat(),
-                 "by": by, "reason": reason}, now)
+                {
+                    "pipeline": pipeline,
+                    "from": before.isoformat(),
+                    "to": to.isoformat(),
+                    "by": by,
+                    "reason": reason,
+                },
+                now,
+            )
 
-    async def _log(self, conn: Any, pipeline: str, now: datetime, before: datetime | None,
-                   to: datetime, direction: str, by: str, reason: str,
-                   backfill_id: int | None) -> None:
+    async def _log(
+        self,
+        conn: Any,
+        pipeline: str,
+        now: datetime,
+        before: datetime | None,
+        to: datetime,
+        direction: str,
+        by: str,
+        reason: str,
+        backfill_id: int | None,
+    ) -> None:
         await conn.execute(
             "INSERT INTO watermark_moves (pipeline, moved_at, from_ts, to_ts, direction,"
             " moved_by, reason, backfill_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            pipeline, now, before, to, direction, by, reason, backfill_id)
+            pipeline,
+            now,
+            before,
+            to,
+            direction,
+            by,
+            reason,
+            backfill_id,
+        )
 
     async def judge_stalls(self) -> list[str]:
         """Raise or end `watermark_stalled` for every watermark; return the stalled ones."""
@@ -145,18 +246,25 @@ class Watermarks:
         async with self.calls.transaction("judge watermark stalls") as conn:
             recs = await conn.fetch(
                 "SELECT pipeline, advanced_at, stall_after, processed_through FROM watermarks"
-                " WHERE stall_after IS NOT NULL")
+                " WHERE stall_after IS NOT NULL"
+            )
             stalled = []
             for r in recs:
                 if now - r["advanced_at"] > r["stall_after"]:
                     stalled.append(r["pipeline"])
                     await breaches.record(
-                        conn, "watermark_stalled", r["pipeline"],
+                        conn,
+                        "watermark_stalled",
+                        r["pipeline"],
                         f"watermark of {r['pipeline']} has not advanced since "
                         f"{r['advanced_at'].isoformat()} (stall after "
                         f"{r['stall_after'].total_seconds():g}s)",
-                        {"pipeline": r["pipeline"],
-                         "processed_through": r["processed_through"].isoformat(),
-                         "advanced_at": r["advanced_at"].isoformat()}, now)
+                        {
+                            "pipeline": r["pipeline"],
+                            "processed_through": r["processed_through"].isoformat(),
+                            "advanced_at": r["advanced_at"].isoformat(),
+                        },
+                        now,
+                    )
             await breaches.resolve_others(conn, "watermark_stalled", stalled, now)
         return stalled

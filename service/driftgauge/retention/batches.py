@@ -52,11 +52,18 @@ class Batches:
         out: dict[str, int] = {}
         async with self._db.conn(f"count rows to prune in {fam.table}", scale=3) as conn:
             for child, column in fam.children:
-                out[child] = int(await conn.fetchval(
-                    f"SELECT count(*) FROM {child} WHERE {column} IN"
-                    f" (SELECT id FROM {fam.table} WHERE {fam.where})", *fam.args))
-            out[fam.table] = int(await conn.fetchval(
-                f"SELECT count(*) FROM {fam.table} WHERE {fam.where}", *fam.args))
+                out[child] = int(
+                    await conn.fetchval(
+                        f"SELECT count(*) FROM {child} WHERE {column} IN"
+                        f" (SELECT id FROM {fam.table} WHERE {fam.where})",
+                        *fam.args,
+                    )
+                )
+            out[fam.table] = int(
+                await conn.fetchval(
+                    f"SELECT count(*) FROM {fam.table} WHERE {fam.where}", *fam.args
+                )
+            )
         return out
 
     async def delete(self, fam: Family) -> dict[str, int]:
@@ -64,23 +71,34 @@ class Batches:
         out = dict.fromkeys(fam.tables(), 0)
         n = len(fam.args)
         if not fam.children:
-            pick = (f"ctid = ANY(ARRAY(SELECT ctid FROM {fam.table} WHERE {fam.where}"
-                    f" LIMIT ${n + 1}))")
-            out[fam.table] = await self._drain(fam.table, self._statement(fam, pick),
-                                               *fam.args, self.size)
+            pick = (
+                f"ctid = ANY(ARRAY(SELECT ctid FROM {fam.table} WHERE {fam.where} LIMIT ${n + 1}))"
+            )
+            out[fam.table] = await self._drain(
+                fam.table, self._statement(fam, pick), *fam.args, self.size
+            )
             return out
         while True:
             async with self._db.conn(f"list rows to prune in {fam.table}") as conn:
-                ids = [r["id"] for r in await conn.fetch(
-                    f"SELECT id FROM {fam.table} WHERE {fam.where} ORDER BY id"
-                    f" LIMIT ${n + 1}", *fam.args, self.size)]
+                ids = [
+                    r["id"]
+                    for r in await conn.fetch(
+                        f"SELECT id FROM {fam.table} WHERE {fam.where} ORDER BY id LIMIT ${n + 1}",
+                        *fam.args,
+                        self.size,
+                    )
+                ]
             if not ids:
                 return out
             for child, column in fam.children:
                 out[child] += await self._drain(
-                    child, f"WITH gone AS (DELETE FROM {child} WHERE ctid = ANY(ARRAY("
+                    child,
+                    f"WITH gone AS (DELETE FROM {child} WHERE ctid = ANY(ARRAY("
                     f"SELECT ctid FROM {child} WHERE {column} = ANY($1::bigint[]) LIMIT $2))"
-                    " RETURNING 1) SELECT count(*) FROM gone", ids, self.size)
+                    " RETURNING 1) SELECT count(*) FROM gone",
+                    ids,
+                    self.size,
+                )
             # The predicate is checked again: a row it no longer selects stays.
             statement = self._statement(fam, f"id = ANY(${n + 1}::bigint[]) AND {fam.where}")
             async with self._db.transaction(f"prune {fam.table}", scale=3) as conn:
@@ -92,16 +110,20 @@ class Batches:
     def _statement(self, fam: Family, pick: str) -> str:
         """Return a delete of the rows `pick` selects that tallies them and returns a count."""
         if fam.tally is None:
-            return (f"WITH gone AS (DELETE FROM {fam.table} WHERE {pick} RETURNING 1)"
-                    " SELECT count(*) FROM gone")
+            return (
+                f"WITH gone AS (DELETE FROM {fam.table} WHERE {pick} RETURNING 1)"
+                " SELECT count(*) FROM gone"
+            )
         t = fam.tally
-        return (f"WITH gone AS (DELETE FROM {fam.table} WHERE {pick}"
-                f" RETURNING {t.name} AS name, {t.label} AS label),"
-                " tallied AS (INSERT INTO pruned_counts (series, name, label, n)"
-                f" SELECT '{t.series}', name, label, count(*) FROM gone"
-                " WHERE label IS NOT NULL GROUP BY name, label"
-                " ON CONFLICT (series, name, label) DO UPDATE SET n = pruned_counts.n + EXCLUDED.n)"
-                " SELECT count(*) FROM gone")
+        return (
+            f"WITH gone AS (DELETE FROM {fam.table} WHERE {pick}"
+            f" RETURNING {t.name} AS name, {t.label} AS label),"
+            " tallied AS (INSERT INTO pruned_counts (series, name, label, n)"
+            f" SELECT '{t.series}', name, label, count(*) FROM gone"
+            " WHERE label IS NOT NULL GROUP BY name, label"
+            " ON CONFLICT (series, name, label) DO UPDATE SET n = pruned_counts.n + EXCLUDED.n)"
+            " SELECT count(*) FROM gone"
+        )
 
     async def _drain(self, table: str, statement: str, *args: Any) -> int:
         """Run a delete of at most one batch until it deletes less than a batch."""

@@ -33,8 +33,9 @@ def ledger_since(checks: Mapping[str, Check], now: datetime) -> dict[str, dateti
     return out
 
 
-async def run_families(state: StateStore, checks: Mapping[str, Check], now: datetime,
-                       before: datetime) -> list[Family]:
+async def run_families(
+    state: StateStore, checks: Mapping[str, Check], now: datetime, before: datetime
+) -> list[Family]:
     """Return finished runs older than `before`, with their buckets, trees and samples.
 
     Kept at any age: running runs, and per configured check every run the API or /metrics
@@ -44,23 +45,28 @@ async def run_families(state: StateStore, checks: Mapping[str, Check], now: date
     served: set[int] = set()
     for check in checks.values():
         served |= await state.served_runs(check.name, served_since(check, now))
-    return [Family(
-        "runs",
-        "status <> 'running' AND coalesce(finished_at, started_at) < $1"
-        " AND NOT (id = ANY($2::bigint[]))",
-        (before, sorted(served)),
-        children=(("key_samples", "run_id"), ("nodes", "run_id"), ("buckets", "run_id")),
-        tally=Tally("check_runs", "check_name", "status"))]
+    return [
+        Family(
+            "runs",
+            "status <> 'running' AND coalesce(finished_at, started_at) < $1"
+            " AND NOT (id = ANY($2::bigint[]))",
+            (before, sorted(served)),
+            children=(("key_samples", "run_id"), ("nodes", "run_id"), ("buckets", "run_id")),
+            tally=Tally("check_runs", "check_name", "status"),
+        )
+    ]
 
 
 # The latest window of each job drives the breach gauges (LedgerStore.snapshot).
-_LATEST_WINDOWS = ("(SELECT job, max(window_day) FROM ledger_windows"
-                   " WHERE job = ANY($2::text[]) GROUP BY job)")
+_LATEST_WINDOWS = (
+    "(SELECT job, max(window_day) FROM ledger_windows WHERE job = ANY($2::text[]) GROUP BY job)"
+)
 # Windows of configured jobs with a breach still open: /metrics serves them and every
 # ledger tick judges them again from their runs, so the window, its breaches and its runs
 # stay until the breach closes.
-_OPEN_WINDOWS = ("(SELECT DISTINCT job, window_day FROM ledger_breaches"
-                 " WHERE active AND job = ANY($2::text[]))")
+_OPEN_WINDOWS = (
+    "(SELECT DISTINCT job, window_day FROM ledger_breaches WHERE active AND job = ANY($2::text[]))"
+)
 
 
 def audit_families(config: Config, now: datetime, before: datetime) -> list[Family]:
@@ -89,9 +95,13 @@ def audit_families(config: Config, now: datetime, before: datetime) -> list[Fami
             "   ORDER BY job, closed_at DESC, id DESC)"
             f" AND (job, window_day) NOT IN {_OPEN_WINDOWS}",
             (before, jobs, [since[j] for j in jobs]),
-            children=(("ledger_keys", "run_id"), ("ledger_batches", "run_id"),
-                      ("ledger_outcomes", "run_id")),
-            tally=Tally("ledger_runs", "job", "status")),
+            children=(
+                ("ledger_keys", "run_id"),
+                ("ledger_batches", "run_id"),
+                ("ledger_outcomes", "run_id"),
+            ),
+            tally=Tally("ledger_runs", "job", "status"),
+        ),
         # Before the windows: a breach stays exactly as long as its window does.
         Family(
             "ledger_breaches",
@@ -99,12 +109,15 @@ def audit_families(config: Config, now: datetime, before: datetime) -> list[Fami
             " AND NOT EXISTS (SELECT 1 FROM ledger_windows w"
             "   WHERE w.job = ledger_breaches.job AND w.window_day = ledger_breaches.window_day"
             f"   AND (w.evaluated_at >= $1 OR (w.job, w.window_day) IN {_LATEST_WINDOWS}))",
-            (before, jobs), tally=Tally("ledger_breaches", "job", "rule")),
+            (before, jobs),
+            tally=Tally("ledger_breaches", "job", "rule"),
+        ),
         Family(
             "ledger_windows",
             f"evaluated_at < $1 AND (job, window_day) NOT IN {_LATEST_WINDOWS}"
             f" AND (job, window_day) NOT IN {_OPEN_WINDOWS}",
-            (before, jobs)),
+            (before, jobs),
+        ),
         Family(
             "canary_results",
             "finished_at < $1 AND id NOT IN (SELECT DISTINCT ON (check_name) id"
@@ -113,14 +126,18 @@ def audit_families(config: Config, now: datetime, before: datetime) -> list[Fami
             " AND id NOT IN (SELECT DISTINCT ON (check_name) id FROM canary_results"
             "   WHERE check_name = ANY($2::text[]) AND result = 'ok'"
             "   ORDER BY check_name, finished_at DESC, id DESC)",
-            (before, canaries), tally=Tally("canary_runs", "check_name", "result")),
+            (before, canaries),
+            tally=Tally("canary_runs", "check_name", "result"),
+        ),
         Family(
             "vocabulary_results",
             "computed_at < $1 AND (check_name, field) NOT IN"
             " (SELECT * FROM unnest($2::text[], $3::text[]))",
-            (before, [c for c, _ in vocabulary], [f for _, f in vocabulary])),
+            (before, [c for c, _ in vocabulary], [f for _, f in vocabulary]),
+        ),
         Family(
             "volume_results",
             "computed_at < $1 AND NOT (check_name = ANY($2::text[]))",
-            (before, volume)),
+            (before, volume),
+        ),
     ]

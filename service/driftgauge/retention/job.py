@@ -21,9 +21,15 @@ FIRST_AFTER = timedelta(minutes=10)
 class RetentionJob:
     """Prune the state database; a failed prune is logged and tried at the next period."""
 
-    def __init__(self, state: StateStore, config: Config, *,
-                 clock: Callable[[], datetime], every: timedelta = DAY,
-                 first_after: timedelta = FIRST_AFTER) -> None:
+    def __init__(
+        self,
+        state: StateStore,
+        config: Config,
+        *,
+        clock: Callable[[], datetime],
+        every: timedelta = DAY,
+        first_after: timedelta = FIRST_AFTER,
+    ) -> None:
         self._state = state
         self._config = config
         self._clock = clock

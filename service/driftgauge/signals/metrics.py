@@ -16,23 +16,32 @@ class SignalsMetrics(StoredPart[SignalsSnapshot]):
 
     def families(self, snap: SignalsSnapshot) -> Iterable[Metric]:
         """Return the vocabulary and volume families for one scrape."""
-        values = GaugeMetricFamily("driftgauge_vocabulary_unmatched_values",
-                                   "Distinct source values the reader's filter cannot match.",
-                                   labels=["check", "field"])
-        rows = GaugeMetricFamily("driftgauge_vocabulary_unmatched_rows",
-                                 "Source rows carrying such values.", labels=["check", "field"])
+        values = GaugeMetricFamily(
+            "driftgauge_vocabulary_unmatched_values",
+            "Distinct source values the reader's filter cannot match.",
+            labels=["check", "field"],
+        )
+        rows = GaugeMetricFamily(
+            "driftgauge_vocabulary_unmatched_rows",
+            "Source rows carrying such values.",
+            labels=["check", "field"],
+        )
         anomaly = GaugeMetricFamily(
             "driftgauge_volume_anomaly",
             "1 if the bucket's distinct-key count is outside the trailing mean ± k sd "
             "(absent while the bucket has too little history to judge).",
-            labels=["check", "day"])
-        status = GaugeMetricFamily("driftgauge_volume_status",
-                                   "1 for the bucket's volume verdict, 0 otherwise.",
-                                   labels=["check", "day", "status"])
+            labels=["check", "day"],
+        )
+        status = GaugeMetricFamily(
+            "driftgauge_volume_status",
+            "1 for the bucket's volume verdict, 0 otherwise.",
+            labels=["check", "day", "status"],
+        )
         history = GaugeMetricFamily(
             "driftgauge_volume_history_buckets",
             "Trailing day buckets of source history the band was built from.",
-            labels=["check", "day"])
+            labels=["check", "day"],
+        )
         for (check, field), (n_values, n_rows) in sorted(snap.vocabulary.items()):
             values.add_metric([check, field], n_values)
             rows.add_metric([check, field], n_rows)

@@ -40,22 +40,28 @@ class VolumeOut(BaseModel):
     days: list[VolumeDayOut]
 
 
-def signals_router(require_read: Dependency, *,
-                   get_service: Callable[..., SignalsService]) -> APIRouter:
+def signals_router(
+    require_read: Dependency, *, get_service: Callable[..., SignalsService]
+) -> APIRouter:
     """Return the /checks/{check}/volume route."""
     router = APIRouter(tags=["signals"])
     Service = Annotated[SignalsService, Depends(get_service)]
 
-    @router.get("/checks/{check}/volume", response_model=VolumeOut,
-                dependencies=[Depends(require_read)])
+    @router.get(
+        "/checks/{check}/volume", response_model=VolumeOut, dependencies=[Depends(require_read)]
+    )
     async def volume(check: str, service: Service) -> VolumeOut:
         """Return each day's volume verdict; `insufficient_history` days were not judged."""
         settings = service.volume_settings(check)
         if settings is None:
-            raise HTTPException(status.HTTP_404_NOT_FOUND,
-                                f"check: no check named {check!r} has volume settings")
+            raise HTTPException(
+                status.HTTP_404_NOT_FOUND, f"check: no check named {check!r} has volume settings"
+            )
         days = await service.store.volume(check)
-        return VolumeOut(check=check, needed_history_days=settings.needed_history,
-                         days=[VolumeDayOut.model_validate(d) for d in days])
+        return VolumeOut(
+            check=check,
+            needed_history_days=settings.needed_history,
+            days=[VolumeDayOut.model_validate(d) for d in days],
+        )
 
     return router

@@ -20,9 +20,15 @@ class SignalsResult:
     volume: list[VolumeDay] = field(default_factory=list)
 
 
-async def evaluate_signals(check: Check, source: StoreAdapter, store: SignalsStore,
-                           window_start: datetime, window_end: datetime, *,
-                           now: datetime) -> SignalsResult:
+async def evaluate_signals(
+    check: Check,
+    source: StoreAdapter,
+    store: SignalsStore,
+    window_start: datetime,
+    window_end: datetime,
+    *,
+    now: datetime,
+) -> SignalsResult:
     """Measure the check's vocabulary and volume over the window and record both.
 
     Raises StoreError when the source fails; nothing is recorded then, so the metrics keep

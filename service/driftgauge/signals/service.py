@@ -27,10 +27,15 @@ def recent_start(check: Check, now: datetime) -> datetime:
 class SignalsService:
     """Measure vocabulary and volume; the job runtime schedules it, `run(check)` measures now."""
 
-    def __init__(self, checks: Mapping[str, Check], store: SignalsStore, source: SourceGetter,
-                 *, clock: Callable[[], datetime] = utc_now) -> None:
-        self._checks = {n: c for n, c in checks.items()
-                        if c.vocabulary or c.volume is not None}
+    def __init__(
+        self,
+        checks: Mapping[str, Check],
+        store: SignalsStore,
+        source: SourceGetter,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self._checks = {n: c for n, c in checks.items() if c.vocabulary or c.volume is not None}
         self.store = store
         self._source = source
         self._clock = clock
@@ -51,17 +56,24 @@ class SignalsService:
         if check is None:
             raise UnknownCheck(f"no check named {name!r} has vocabulary or volume settings")
         now = self._clock()
-        return await evaluate_signals(check, await self._source(check), self.store,
-                                      recent_start(check, now), now, now=now)
+        return await evaluate_signals(
+            check, await self._source(check), self.store, recent_start(check, now), now, now=now
+        )
 
     async def scheduled(self, name: str) -> None:
         """Measure one check for its schedule; a store or state failure is logged."""
         try:
             found = await self.run(name)
         except DriftgaugeError as exc:
-            log.warning("vocabulary/volume measurement failed", extra={"check": name,
-                                                                       "error": str(exc)})
+            log.warning(
+                "vocabulary/volume measurement failed", extra={"check": name, "error": str(exc)}
+            )
             return
-        log.info("vocabulary/volume measured", extra={
-            "check": name, "unmatched_rows": sum(v.unmatched_rows for v in found.vocabulary),
-            "volume_anomalies": sum(1 for d in found.volume if d.anomaly)})
+        log.info(
+            "vocabulary/volume measured",
+            extra={
+                "check": name,
+                "unmatched_rows": sum(v.unmatched_rows for v in found.vocabulary),
+                "volume_anomalies": sum(1 for d in found.volume if d.anomaly),
+            },
+        )

@@ -42,12 +42,14 @@ def unmatched(counts: Mapping[str | None, int], accepted: Iterable[str]) -> dict
     return {v: n for v, n in counts.items() if v is None or v not in ok}
 
 
-async def measure_vocabulary(check: Check, source: VocabularyCounter, start: datetime,
-                             end: datetime) -> list[VocabularyResult]:
+async def measure_vocabulary(
+    check: Check, source: VocabularyCounter, start: datetime, end: datetime
+) -> list[VocabularyResult]:
     """Return, per vocabulary field, the source values in [start, end) the reader cannot match."""
     out = []
     for vf in check.vocabulary:
         counts = await source.value_counts(vf.source_column, start, end)
-        out.append(VocabularyResult(check.name, vf.name, start, end,
-                                    unmatched(counts, vf.accepted)))
+        out.append(
+            VocabularyResult(check.name, vf.name, start, end, unmatched(counts, vf.accepted))
+        )
     return out

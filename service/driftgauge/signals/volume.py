@@ -44,8 +44,7 @@ class VolumeDay:
         return self.status == "anomaly"
 
 
-def judge_days(counts: Mapping[date, int], days: Sequence[date],
-               volume: Volume) -> list[VolumeDay]:
+def judge_days(counts: Mapping[date, int], days: Sequence[date], volume: Volume) -> list[VolumeDay]:
     """Judge each day against the `volume.trailing` days before it.
 
     Absent days count 0 from the first day with a row on (a source that went empty is the
@@ -61,20 +60,29 @@ def judge_days(counts: Mapping[date, int], days: Sequence[date],
         sd = statistics.pstdev(history, mean) if history else 0.0
         low, high = mean - volume.sigmas * sd, mean + volume.sigmas * sd
         n = counts.get(day, 0)
-        status: VolumeStatus = ("insufficient_history" if len(history) < volume.needed_history
-                                else "ok" if low <= n <= high else "anomaly")
+        status: VolumeStatus = (
+            "insufficient_history"
+            if len(history) < volume.needed_history
+            else "ok"
+            if low <= n <= high
+            else "anomaly"
+        )
         out.append(VolumeDay(day, n, mean, sd, low, high, len(history), status))
     return out
 
 
 def settled_days(check: Check, start: datetime, end: datetime, now: datetime) -> list[date]:
     """Return the local days in [start, end) old enough to judge (never a settling bucket)."""
-    return [s.date() for s in plan.day_starts(start, end, check.timezone)
-            if plan.next_day(s, check.timezone) <= now - check.settle]
+    return [
+        s.date()
+        for s in plan.day_starts(start, end, check.timezone)
+        if plan.next_day(s, check.timezone) <= now - check.settle
+    ]
 
 
-async def measure_volume(check: Check, source: StoreAdapter, start: datetime, end: datetime,
-                         now: datetime) -> list[VolumeDay]:
+async def measure_volume(
+    check: Check, source: StoreAdapter, start: datetime, end: datetime, now: datetime
+) -> list[VolumeDay]:
     """Return the volume verdict of every settled day in [start, end), counted in the source."""
     volume = check.volume or Volume()
     days = settled_days(check, start, end, now)

@@ -30,9 +30,16 @@ class JobClaims:
         async with self._db.transaction("claim a scheduled job") as conn:
             got = await conn.fetchval(
                 "INSERT INTO job_claims (job, scheduled_for, replica) VALUES ($1, $2, $3)"
-                " ON CONFLICT DO NOTHING RETURNING true", job, scheduled_for, self.replica)
-            await conn.execute("DELETE FROM job_claims WHERE job = $1 AND scheduled_for < $2",
-                               job, scheduled_for - KEEP)
+                " ON CONFLICT DO NOTHING RETURNING true",
+                job,
+                scheduled_for,
+                self.replica,
+            )
+            await conn.execute(
+                "DELETE FROM job_claims WHERE job = $1 AND scheduled_for < $2",
+                job,
+                scheduled_for - KEEP,
+            )
         return bool(got)
 
     async def claimed_by(self, job: str, scheduled_for: datetime) -> str | None:
@@ -40,5 +47,7 @@ class JobClaims:
         async with self._db.conn("read a job claim") as conn:
             who: str | None = await conn.fetchval(
                 "SELECT replica FROM job_claims WHERE job = $1 AND scheduled_for = $2",
-                job, scheduled_for)
+                job,
+                scheduled_for,
+            )
         return who

@@ -17,17 +17,43 @@ from driftgauge.engine.result import BucketResult, KeyDiff, Node, measures_text
 from driftgauge.state.payloads import BucketOut, KeyOut, RunOut
 
 MAX_DIGEST = (1 << 64) - 1
-RUN_COLUMNS = ("id, check_name, trigger, window_start, window_end, scheduled_for, started_at, "
-               "finished_at, status, complete, error, duration_seconds, queries, rows_fetched, "
-               "replica")
-BUCKET_COLUMNS = ("run_id, day, start_at, status, expected, visible, excluded, ledger_excluded, "
-                  "missing, extra, mismatched, duplicates, source_count, source_distinct, "
-                  "source_digest, reader_count, reader_distinct, reader_digest, reasons, measures")
-NODE_COLUMNS = ("run_id", "day", "seq", "parent_seq", "level", "label", "hour_start", "fetched",
-                "source_count", "source_distinct", "source_digest", "reader_count",
-                "reader_distinct", "reader_digest", "measures")
-SAMPLE_COLUMNS = ("run_id", "day", "kind", "key", "key_hash", "source_copies", "reader_copies",
-                  "event_time")
+RUN_COLUMNS = (
+    "id, check_name, trigger, window_start, window_end, scheduled_for, started_at, "
+    "finished_at, status, complete, error, duration_seconds, queries, rows_fetched, "
+    "replica"
+)
+BUCKET_COLUMNS = (
+    "run_id, day, start_at, status, expected, visible, excluded, ledger_excluded, "
+    "missing, extra, mismatched, duplicates, source_count, source_distinct, "
+    "source_digest, reader_count, reader_distinct, reader_digest, reasons, measures"
+)
+NODE_COLUMNS = (
+    "run_id",
+    "day",
+    "seq",
+    "parent_seq",
+    "level",
+    "label",
+    "hour_start",
+    "fetched",
+    "source_count",
+    "source_distinct",
+    "source_digest",
+    "reader_count",
+    "reader_distinct",
+    "reader_digest",
+    "measures",
+)
+SAMPLE_COLUMNS = (
+    "run_id",
+    "day",
+    "kind",
+    "key",
+    "key_hash",
+    "source_copies",
+    "reader_copies",
+    "event_time",
+)
 
 
 @dataclass(frozen=True)
@@ -52,8 +78,12 @@ class RunRow:
 
     def payload(self) -> RunOut:
         """Return the run as the payload the API shows (instants in ISO 8601)."""
-        return RunOut(**{name: value.isoformat() if isinstance(value, datetime) else value
-                         for name, value in vars(self).items()})
+        return RunOut(
+            **{
+                name: value.isoformat() if isinstance(value, datetime) else value
+                for name, value in vars(self).items()
+            }
+        )
 
 
 @dataclass(frozen=True)
@@ -66,8 +96,11 @@ class StoredBucket:
 
     def payload(self) -> BucketOut:
         """Return the bucket and its run as the payload the API shows."""
-        return BucketOut(**dict(self.bucket.payload()), run_id=self.run_id,
-                         checked_at=self.finished_at.isoformat() if self.finished_at else None)
+        return BucketOut(
+            **dict(self.bucket.payload()),
+            run_id=self.run_id,
+            checked_at=self.finished_at.isoformat() if self.finished_at else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -80,9 +113,14 @@ class StoredKey:
     def payload(self) -> KeyOut:
         """Return the key as the payload the API shows."""
         d = self.diff
-        return KeyOut(key=d.key, kind=d.kind, source_copies=d.source_copies,
-                      reader_copies=d.reader_copies, key_hash=self.key_hash,
-                      event_time=d.event_time.isoformat() if d.event_time else None)
+        return KeyOut(
+            key=d.key,
+            kind=d.kind,
+            source_copies=d.source_copies,
+            reader_copies=d.reader_copies,
+            key_hash=self.key_hash,
+            event_time=d.event_time.isoformat() if d.event_time else None,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Return the key as a JSON-ready dict."""
@@ -99,12 +137,21 @@ def digest_param(value: int) -> Decimal:
 def run_row(rec: Mapping[str, Any]) -> RunRow:
     """Return a RunRow from a record of RUN_COLUMNS."""
     return RunRow(
-        id=rec["id"], check=rec["check_name"], trigger=rec["trigger"],
-        window_start=rec["window_start"], window_end=rec["window_end"],
-        scheduled_for=rec["scheduled_for"], started_at=rec["started_at"],
-        finished_at=rec["finished_at"], status=rec["status"], complete=rec["complete"],
-        error=rec["error"], duration_seconds=rec["duration_seconds"], queries=rec["queries"],
-        rows_fetched=rec["rows_fetched"], replica=rec["replica"],
+        id=rec["id"],
+        check=rec["check_name"],
+        trigger=rec["trigger"],
+        window_start=rec["window_start"],
+        window_end=rec["window_end"],
+        scheduled_for=rec["scheduled_for"],
+        started_at=rec["started_at"],
+        finished_at=rec["finished_at"],
+        status=rec["status"],
+        complete=rec["complete"],
+        error=rec["error"],
+        duration_seconds=rec["duration_seconds"],
+        queries=rec["queries"],
+        rows_fetched=rec["rows_fetched"],
+        replica=rec["replica"],
     )
 
 
@@ -112,11 +159,25 @@ def bucket_args(run_id: int, bucket: BucketResult, tz: ZoneInfo | None) -> tuple
     """Return the parameters of one bucket row (day is the bucket's local date)."""
     s, r = bucket.source, bucket.reader
     return (
-        run_id, local_day(bucket.start, tz), bucket.start, bucket.status, bucket.expected,
-        bucket.visible, json.dumps(bucket.excluded), json.dumps(bucket.ledger_excluded),
-        bucket.missing, bucket.extra, bucket.mismatched, bucket.duplicates,
-        s.count, s.distinct_keys, digest_param(s.digest),
-        r.count, r.distinct_keys, digest_param(r.digest), json.dumps(bucket.reasons),
+        run_id,
+        local_day(bucket.start, tz),
+        bucket.start,
+        bucket.status,
+        bucket.expected,
+        bucket.visible,
+        json.dumps(bucket.excluded),
+        json.dumps(bucket.ledger_excluded),
+        bucket.missing,
+        bucket.extra,
+        bucket.mismatched,
+        bucket.duplicates,
+        s.count,
+        s.distinct_keys,
+        digest_param(s.digest),
+        r.count,
+        r.distinct_keys,
+        digest_param(r.digest),
+        json.dumps(bucket.reasons),
         measures_json(s, r),
     )
 
@@ -155,14 +216,21 @@ def bucket_from(rec: Mapping[str, Any], tz: ZoneInfo | None = None) -> StoredBuc
     start: datetime = rec["start_at"]
     s_tot, r_tot = measures_from(rec.get("measures"))
     bucket = BucketResult(
-        start=start.astimezone(tz) if tz is not None else start, status=rec["status"],
-        expected=rec["expected"], visible=rec["visible"],
-        excluded=_json_map(rec["excluded"]), missing=rec["missing"], extra=rec["extra"],
-        mismatched=rec["mismatched"], duplicates=rec["duplicates"],
-        source=Aggregate(rec["source_count"], rec["source_distinct"], int(rec["source_digest"]),
-                         s_tot),
-        reader=Aggregate(rec["reader_count"], rec["reader_distinct"], int(rec["reader_digest"]),
-                         r_tot),
+        start=start.astimezone(tz) if tz is not None else start,
+        status=rec["status"],
+        expected=rec["expected"],
+        visible=rec["visible"],
+        excluded=_json_map(rec["excluded"]),
+        missing=rec["missing"],
+        extra=rec["extra"],
+        mismatched=rec["mismatched"],
+        duplicates=rec["duplicates"],
+        source=Aggregate(
+            rec["source_count"], rec["source_distinct"], int(rec["source_digest"]), s_tot
+        ),
+        reader=Aggregate(
+            rec["reader_count"], rec["reader_distinct"], int(rec["reader_digest"]), r_tot
+        ),
         reasons=[str(x) for x in json.loads(rec["reasons"])],
         ledger_excluded=_json_map(rec["ledger_excluded"]),
     )
@@ -180,17 +248,32 @@ def node_records(run_id: int, day: date, tree: list[Node]) -> Iterator[tuple[Any
     """Yield one row per node of a bucket's tree, depth first, parents before children."""
     seq = 0
 
-    def walk(nodes: list[Node], parent: int | None,
-             hour: datetime | None) -> Iterator[tuple[Any, ...]]:
+    def walk(
+        nodes: list[Node], parent: int | None, hour: datetime | None
+    ) -> Iterator[tuple[Any, ...]]:
         nonlocal seq
         for node in nodes:
             seq += 1
             mine = seq
             here = datetime.fromisoformat(node.label) if node.level == "hour" else hour
             s, r = node.source, node.reader
-            yield (run_id, day, mine, parent, node.level, node.label, here, node.fetched,
-                   s.count, s.distinct_keys, digest_param(s.digest),
-                   r.count, r.distinct_keys, digest_param(r.digest), measures_json(s, r))
+            yield (
+                run_id,
+                day,
+                mine,
+                parent,
+                node.level,
+                node.label,
+                here,
+                node.fetched,
+                s.count,
+                s.distinct_keys,
+                digest_param(s.digest),
+                r.count,
+                r.distinct_keys,
+                digest_param(r.digest),
+                measures_json(s, r),
+            )
             yield from walk(node.children, mine, here)
 
     yield from walk(tree, None, None)
@@ -203,11 +286,14 @@ def nodes_from(records: list[Mapping[str, Any]]) -> list[Node]:
     for rec in sorted(records, key=lambda r: r["seq"]):
         s_tot, r_tot = measures_from(rec.get("measures"))
         node = Node(
-            level=rec["level"], label=rec["label"],
-            source=Aggregate(rec["source_count"], rec["source_distinct"],
-                             int(rec["source_digest"]), s_tot),
-            reader=Aggregate(rec["reader_count"], rec["reader_distinct"],
-                             int(rec["reader_digest"]), r_tot),
+            level=rec["level"],
+            label=rec["label"],
+            source=Aggregate(
+                rec["source_count"], rec["source_distinct"], int(rec["source_digest"]), s_tot
+            ),
+            reader=Aggregate(
+                rec["reader_count"], rec["reader_distinct"], int(rec["reader_digest"]), r_tot
+            ),
             fetched=rec["fetched"],
         )
         by_seq[rec["seq"]] = node
@@ -219,8 +305,13 @@ def nodes_from(records: list[Mapping[str, Any]]) -> list[Node]:
     return roots
 
 
-def sample_records(run_id: int, day: date, samples: list[KeyDiff], per_kind: int | None,
-                   key_hash: Callable[[str], str | None] | None) -> Iterator[tuple[Any, ...]]:
+def sample_records(
+    run_id: int,
+    day: date,
+    samples: list[KeyDiff],
+    per_kind: int | None,
+    key_hash: Callable[[str], str | None] | None,
+) -> Iterator[tuple[Any, ...]]:
     """Yield sample rows, at most `per_kind` keys of each kind."""
     taken: dict[DriftKind, int] = {}
     for diff in samples:
@@ -231,11 +322,23 @@ def sample_records(run_id: int, day: date, samples: list[KeyDiff], per_kind: int
         hashed = diff.key_hash
         if hashed is None and key_hash is not None and diff.key is not None:
             hashed = key_hash(diff.key)
-        yield (run_id, day, diff.kind, diff.key, hashed, diff.source_copies,
-               diff.reader_copies, diff.event_time)
+        yield (
+            run_id,
+            day,
+            diff.kind,
+            diff.key,
+            hashed,
+            diff.source_copies,
+            diff.reader_copies,
+            diff.event_time,
+        )
 
 
 def stored_key(rec: Mapping[str, Any]) -> StoredKey:
     """Return a StoredKey from a key_samples record."""
-    return StoredKey(KeyDiff(rec["key"], rec["kind"], rec["source_copies"],
-                             rec["reader_copies"], rec["event_time"]), rec["key_hash"])
+    return StoredKey(
+        KeyDiff(
+            rec["key"], rec["kind"], rec["source_copies"], rec["reader_copies"], rec["event_time"]
+        ),
+        rec["key_hash"],
+    )

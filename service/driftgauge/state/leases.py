@@ -11,9 +11,11 @@ from driftgauge.stores.postgres.io import PgCalls
 LEGACY_EXPIRY = timedelta(hours=6)
 INTERRUPTED = "interrupted"
 """The first word of the error of every run that stopped before it could finish."""
-_COUNT = ("INSERT INTO run_interruptions (check_name, n)"
-          " SELECT check_name, count(*) FROM gone GROUP BY check_name"
-          " ON CONFLICT (check_name) DO UPDATE SET n = run_interruptions.n + EXCLUDED.n")
+_COUNT = (
+    "INSERT INTO run_interruptions (check_name, n)"
+    " SELECT check_name, count(*) FROM gone GROUP BY check_name"
+    " ON CONFLICT (check_name) DO UPDATE SET n = run_interruptions.n + EXCLUDED.n"
+)
 
 
 class RunLeases:
@@ -30,7 +32,9 @@ class RunLeases:
         async with self._db.conn("renew run leases") as conn:
             recs = await conn.fetch(
                 "UPDATE runs SET heartbeat_at = now()"
-                " WHERE id = ANY($1::bigint[]) AND status = 'running' RETURNING id", ids)
+                " WHERE id = ANY($1::bigint[]) AND status = 'running' RETURNING id",
+                ids,
+            )
         return {r["id"] for r in recs}
 
     async def expire(self, lease: timedelta) -> list[tuple[int, str]]:
@@ -51,11 +55,15 @@ class RunLeases:
                 "     ELSE heartbeat_at < now() - $1::interval END"
                 "   RETURNING id, check_name),"
                 f" counted AS ({_COUNT})"
-                " SELECT id, check_name FROM gone ORDER BY id", lease, LEGACY_EXPIRY)
+                " SELECT id, check_name FROM gone ORDER BY id",
+                lease,
+                LEGACY_EXPIRY,
+            )
         return [(r["id"], r["check_name"]) for r in recs]
 
-    async def interrupt(self, run_id: int, reason: str, *, finished_at: datetime,
-                        duration: float | None) -> bool:
+    async def interrupt(
+        self, run_id: int, reason: str, *, finished_at: datetime, duration: float | None
+    ) -> bool:
         """Fail one running run as interrupted (`reason` follows the word); count it."""
         async with self._db.conn("record an interrupted run") as conn:
             rec = await conn.fetchval(
@@ -64,13 +72,16 @@ class RunLeases:
                 "   duration_seconds = coalesce($4, extract(epoch FROM $3 - started_at))"
                 "   WHERE id = $1 AND status = 'running' RETURNING id, check_name),"
                 f" counted AS ({_COUNT})"
-                " SELECT id FROM gone", run_id, f"{INTERRUPTED}: {reason}", finished_at,
-                duration)
+                " SELECT id FROM gone",
+                run_id,
+                f"{INTERRUPTED}: {reason}",
+                finished_at,
+                duration,
+            )
         return rec is not None
 
     async def interrupted(self, check: str) -> int:
         """Return how many runs of the check were ever interrupted."""
         async with self._db.conn("count interrupted runs") as conn:
-            n = await conn.fetchval("SELECT n FROM run_interruptions WHERE check_name = $1",
-                                    check)
+            n = await conn.fetchval("SELECT n FROM run_interruptions WHERE check_name = $1", check)
         return int(n or 0)

@@ -33,8 +33,9 @@ def migrations() -> list[Migration]:
         match = _NAME.match(entry.name)
         if match is None:
             continue
-        found.append(Migration(int(match.group(1)), match.group(2),
-                               entry.read_text(encoding="utf-8")))
+        found.append(
+            Migration(int(match.group(1)), match.group(2), entry.read_text(encoding="utf-8"))
+        )
     found.sort(key=lambda m: m.version)
     versions = [m.version for m in found]
     if len(set(versions)) != len(versions):
@@ -58,13 +59,15 @@ async def apply(conn: Any, schema: str) -> list[int]:
         await conn.execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations ("
             " version integer PRIMARY KEY, name text NOT NULL,"
-            " applied_at timestamptz NOT NULL DEFAULT now())")
+            " applied_at timestamptz NOT NULL DEFAULT now())"
+        )
         done = {r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")}
         for m in migrations():
             if m.version in done:
                 continue
             await conn.execute(m.sql)
-            await conn.execute("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
-                               m.version, m.name)
+            await conn.execute(
+                "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.version, m.name
+            )
             applied_now.append(m.version)
     return applied_now

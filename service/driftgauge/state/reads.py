@@ -11,11 +11,13 @@ from driftgauge.state import codec
 from driftgauge.state.codec import RunRow, StoredBucket, StoredKey
 from driftgauge.stores.postgres.io import PgCalls
 
-_BUCKET_SELECT = ("SELECT DISTINCT ON (b.day) b.*, r.finished_at FROM buckets b"
-                  " JOIN runs r ON r.id = b.run_id"
-                  # A bucket in error (an unexplained difference) is served as it is:
-                  # an older verdict in its place would be a wrong answer, not a cautious one.
-                  " WHERE r.check_name = $1 AND r.complete")
+_BUCKET_SELECT = (
+    "SELECT DISTINCT ON (b.day) b.*, r.finished_at FROM buckets b"
+    " JOIN runs r ON r.id = b.run_id"
+    # A bucket in error (an unexplained difference) is served as it is:
+    # an older verdict in its place would be a wrong answer, not a cautious one.
+    " WHERE r.check_name = $1 AND r.complete"
+)
 
 
 class Reads:
@@ -31,7 +33,8 @@ class Reads:
         async with self._call("read the latest runs") as conn:
             recs = await conn.fetch(
                 f"SELECT DISTINCT ON (check_name) {codec.RUN_COLUMNS} FROM runs"
-                " ORDER BY check_name, started_at DESC, id DESC")
+                " ORDER BY check_name, started_at DESC, id DESC"
+            )
         return {r["check_name"]: codec.run_row(r) for r in recs}
 
     async def latest_finished_run(self, check: str) -> RunRow | None:
@@ -39,33 +42,41 @@ class Reads:
         return await self._one_run(
             "read the latest finished run",
             "WHERE check_name = $1 AND finished_at IS NOT NULL"
-            " ORDER BY finished_at DESC, id DESC LIMIT 1", check)
+            " ORDER BY finished_at DESC, id DESC LIMIT 1",
+            check,
+        )
 
     async def latest_completed_run(self, check: str) -> RunRow | None:
         """Return the check's most recent run whose results were stored."""
         return await self._one_run(
             "read the latest completed run",
             "WHERE check_name = $1 AND complete ORDER BY finished_at DESC, id DESC LIMIT 1",
-            check)
+            check,
+        )
 
     async def latest_success(self, check: str) -> RunRow | None:
         """Return the check's most recent completed run with no bucket in error."""
         return await self._one_run(
             "read the latest successful run",
             "WHERE check_name = $1 AND complete AND status IN ('ok', 'drift')"
-            " ORDER BY finished_at DESC, id DESC LIMIT 1", check)
+            " ORDER BY finished_at DESC, id DESC LIMIT 1",
+            check,
+        )
 
     async def run(self, check: str, run_id: int) -> RunRow | None:
         """Return one run of a check by id."""
-        return await self._one_run("read a run", "WHERE check_name = $1 AND id = $2", check,
-                                   run_id)
+        return await self._one_run("read a run", "WHERE check_name = $1 AND id = $2", check, run_id)
 
     async def runs(self, check: str, *, limit: int = 50, offset: int = 0) -> list[RunRow]:
         """Return the check's runs, newest first, skipping the newest `offset`."""
         async with self._call("list runs") as conn:
             recs = await conn.fetch(
                 f"SELECT {codec.RUN_COLUMNS} FROM runs WHERE check_name = $1"
-                " ORDER BY id DESC LIMIT $2 OFFSET $3", check, limit, offset)
+                " ORDER BY id DESC LIMIT $2 OFFSET $3",
+                check,
+                limit,
+                offset,
+            )
         return [codec.run_row(r) for r in recs]
 
     async def run_counts(self, check: str) -> dict[str, int]:
@@ -82,9 +93,12 @@ class Reads:
                 " SELECT status, count(*) AS n FROM runs WHERE check_name = $1"
                 "   AND status <> 'running' GROUP BY status"
                 " UNION ALL SELECT label, n FROM pruned_counts"
-                "   WHERE series = 'check_runs' AND name = $1) c GROUP BY status", check)
+                "   WHERE series = 'check_runs' AND name = $1) c GROUP BY status",
+                check,
+            )
             interrupted = await conn.fetchval(
-                "SELECT n FROM run_interruptions WHERE check_name = $1", check)
+                "SELECT n FROM run_interruptions WHERE check_name = $1", check
+            )
         return {r["status"]: r["n"] for r in recs}, int(interrupted or 0)
 
     async def served_runs(self, check: str, since: date) -> set[int]:
@@ -96,7 +110,9 @@ class Reads:
         async with self._call("read the runs still served") as conn:
             days = await conn.fetch(
                 f"{_BUCKET_SELECT} AND b.day >= $2 ORDER BY b.day, r.finished_at DESC, r.id DESC",
-                check, since)
+                check,
+                since,
+            )
             latest = await conn.fetchrow(
                 "SELECT (SELECT id FROM runs WHERE check_name = $1"
                 "   ORDER BY started_at DESC, id DESC LIMIT 1) AS started,"
@@ -106,7 +122,9 @@ class Reads:
                 "   ORDER BY finished_at DESC, id DESC LIMIT 1) AS completed,"
                 " (SELECT id FROM runs WHERE check_name = $1 AND complete"
                 "   AND status IN ('ok', 'drift') ORDER BY finished_at DESC, id DESC LIMIT 1)"
-                "   AS success", check)
+                "   AS success",
+                check,
+            )
         return {r["run_id"] for r in days} | {v for v in latest.values() if v is not None}
 
     async def _one_run(self, what: str, where: str, *args: Any) -> RunRow | None:
@@ -114,17 +132,23 @@ class Reads:
             rec = await conn.fetchrow(f"SELECT {codec.RUN_COLUMNS} FROM runs {where}", *args)
         return codec.run_row(rec) if rec is not None else None
 
-    async def day_buckets(self, check: str, since: date, until: date,
-                          tz: ZoneInfo | None = None) -> list[StoredBucket]:
+    async def day_buckets(
+        self, check: str, since: date, until: date, tz: ZoneInfo | None = None
+    ) -> list[StoredBucket]:
         """Return each day in [since, until] from the latest completed run that judged it."""
         async with self._call("read day buckets") as conn:
             recs = await conn.fetch(
                 f"{_BUCKET_SELECT} AND b.day BETWEEN $2 AND $3"
-                " ORDER BY b.day, r.finished_at DESC, r.id DESC", check, since, until)
+                " ORDER BY b.day, r.finished_at DESC, r.id DESC",
+                check,
+                since,
+                until,
+            )
         return [codec.bucket_from(r, tz) for r in recs]
 
-    async def day_bucket(self, check: str, day: date,
-                         tz: ZoneInfo | None = None) -> StoredBucket | None:
+    async def day_bucket(
+        self, check: str, day: date, tz: ZoneInfo | None = None
+    ) -> StoredBucket | None:
         """Return one day from the latest completed run that judged it."""
         found = await self.day_buckets(check, day, day, tz)
         return found[0] if found else None
@@ -134,7 +158,10 @@ class Reads:
         async with self._call("read a day's drill-down") as conn:
             recs = await conn.fetch(
                 "SELECT * FROM nodes WHERE run_id = $1 AND day = $2"
-                " AND (level = 'hour' OR hour_start IS NULL) ORDER BY seq", run_id, day)
+                " AND (level = 'hour' OR hour_start IS NULL) ORDER BY seq",
+                run_id,
+                day,
+            )
         hours = codec.nodes_from([r for r in recs if r["level"] == "hour"])
         prefixes = codec.nodes_from([r for r in recs if r["level"] == "prefix"])
         return hours, prefixes
@@ -144,23 +171,40 @@ class Reads:
         async with self._call("read an hour's drill-down") as conn:
             recs = await conn.fetch(
                 "SELECT * FROM nodes WHERE run_id = $1 AND day = $2 AND hour_start = $3"
-                " ORDER BY seq", run_id, day, hour_start)
+                " ORDER BY seq",
+                run_id,
+                day,
+                hour_start,
+            )
         roots = [n for n in codec.nodes_from(recs) if n.level == "hour"]
         return roots[0] if roots else None
 
-    async def keys(self, run_id: int, day: date, *, kind: str | None = None,
-                   prefix: str | None = None, start: datetime | None = None,
-                   end: datetime | None = None, limit: int = 100,
-                   offset: int = 0) -> tuple[int, list[StoredKey]]:
+    async def keys(
+        self,
+        run_id: int,
+        day: date,
+        *,
+        kind: str | None = None,
+        prefix: str | None = None,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> tuple[int, list[StoredKey]]:
         """Return (total, one page) of a bucket's sampled differing keys, filtered."""
-        where = ("run_id = $1 AND day = $2 AND ($3::text IS NULL OR kind = $3)"
-                 " AND ($4::text IS NULL OR starts_with(key_hash, $4))"
-                 " AND ($5::timestamptz IS NULL OR event_time >= $5)"
-                 " AND ($6::timestamptz IS NULL OR event_time < $6)")
+        where = (
+            "run_id = $1 AND day = $2 AND ($3::text IS NULL OR kind = $3)"
+            " AND ($4::text IS NULL OR starts_with(key_hash, $4))"
+            " AND ($5::timestamptz IS NULL OR event_time >= $5)"
+            " AND ($6::timestamptz IS NULL OR event_time < $6)"
+        )
         args = (run_id, day, kind, prefix, start, end)
         async with self._call("read sampled keys") as conn:
             total = await conn.fetchval(f"SELECT count(*) FROM key_samples WHERE {where}", *args)
             recs = await conn.fetch(
-                f"SELECT * FROM key_samples WHERE {where} ORDER BY kind, key"
-                " LIMIT $7 OFFSET $8", *args, limit, offset)
+                f"SELECT * FROM key_samples WHERE {where} ORDER BY kind, key LIMIT $7 OFFSET $8",
+                *args,
+                limit,
+                offset,
+            )
         return int(total), [codec.stored_key(r) for r in recs]

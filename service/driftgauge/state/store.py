@@ -32,8 +32,7 @@ def default_replica() -> str:
 class StateStore(Reads):
     """Driftgauge's own results in a PostgreSQL schema; every call has a deadline."""
 
-    def __init__(self, pool: Any, dsn: str, schema: str, *, timeout: float,
-                 replica: str) -> None:
+    def __init__(self, pool: Any, dsn: str, schema: str, *, timeout: float, replica: str) -> None:
         super().__init__(pool, timeout)
         self._dsn = dsn
         self.schema = schema
@@ -46,17 +45,24 @@ class StateStore(Reads):
         """Runs this process began and has not finished: the ones its heartbeat renews."""
 
     @classmethod
-    async def open(cls, state: State, *, deadline: float = 10.0, pool_max: int = 4,
-                   replica: str | None = None) -> StateStore:
+    async def open(
+        cls, state: State, *, deadline: float = 10.0, pool_max: int = 4, replica: str | None = None
+    ) -> StateStore:
         """Connect, apply pending migrations and return the store; raise StateError if not.
 
         `deadline` bounds every call in seconds (migrations get a few times longer).
         """
         timeout = deadline
-        pool = await io.open_pool(state, deadline=timeout, pool_max=pool_max,
-                                  application="driftgauge")
-        store = cls(pool, state.dsn.reveal(), state.schema, timeout=timeout,
-                    replica=replica or default_replica())
+        pool = await io.open_pool(
+            state, deadline=timeout, pool_max=pool_max, application="driftgauge"
+        )
+        store = cls(
+            pool,
+            state.dsn.reveal(),
+            state.schema,
+            timeout=timeout,
+            replica=replica or default_replica(),
+        )
         try:
             await store.migrate()
         except BaseException:
@@ -81,21 +87,41 @@ class StateStore(Reads):
         async with self._call("ping") as conn:
             await conn.fetchval("SELECT 1")
 
-    async def begin_run(self, check: str, window_start: datetime, window_end: datetime, *,
-                        trigger: str, started_at: datetime | None = None) -> int:
+    async def begin_run(
+        self,
+        check: str,
+        window_start: datetime,
+        window_end: datetime,
+        *,
+        trigger: str,
+        started_at: datetime | None = None,
+    ) -> int:
         """Insert a run as `running` and return its id."""
         async with self._call("begin a run") as conn:
             run_id: int = await conn.fetchval(
                 "INSERT INTO runs (check_name, trigger, window_start, window_end, started_at,"
                 " replica, heartbeat_at) VALUES ($1, $2, $3, $4, $5, $6, now()) RETURNING id",
-                check, trigger, window_start, window_end, started_at or datetime.now(UTC),
-                self.replica)
+                check,
+                trigger,
+                window_start,
+                window_end,
+                started_at or datetime.now(UTC),
+                self.replica,
+            )
         self.owned.add(run_id)
         return run_id
 
-    async def claim_tick(self, check: str, window_start: datetime, window_end: datetime, *,
-                         trigger: str, scheduled_for: datetime, started_at: datetime,
-                         guard: timedelta) -> int | None:
+    async def claim_tick(
+        self,
+        check: str,
+        window_start: datetime,
+        window_end: datetime,
+        *,
+        trigger: str,
+        scheduled_for: datetime,
+        started_at: datetime,
+        guard: timedelta,
+    ) -> int | None:
         """Insert a run for one scheduled tick unless a replica already took it.
 
         Returns None when a run of this tick exists, or when a run of the same check and
@@ -110,16 +136,28 @@ class StateStore(Reads):
                 "   AND started_at > $6::timestamptz - $8::interval"
                 "   AND started_at <= $6::timestamptz + $8::interval)"
                 " ON CONFLICT DO NOTHING RETURNING id",
-                check, trigger, window_start, window_end, scheduled_for, started_at,
-                self.replica, guard)
+                check,
+                trigger,
+                window_start,
+                window_end,
+                scheduled_for,
+                started_at,
+                self.replica,
+                guard,
+            )
         if run_id is not None:
             self.owned.add(run_id)
         return run_id
 
-    async def complete_run(self, run_id: int, result: RunResult, *,
-                           duration: float | None = None,
-                           sample_keys: int | None = None,
-                           key_hash: KeyHasher | None = None) -> None:
+    async def complete_run(
+        self,
+        run_id: int,
+        result: RunResult,
+        *,
+        duration: float | None = None,
+        sample_keys: int | None = None,
+        key_hash: KeyHasher | None = None,
+    ) -> None:
         """Write buckets, tree and samples and mark the run finished, in one transaction.
 
         `sample_keys` caps the stored keys per bucket and kind; `key_hash` gives a key's hash
@@ -127,11 +165,18 @@ class StateStore(Reads):
         """
         finished = result.finished_at or datetime.now(UTC)
         buckets = [codec.bucket_args(run_id, b, None) for b in result.buckets]
-        nodes = [rec for b in result.buckets
-                 for rec in codec.node_records(run_id, b.start.date(), b.tree)]
-        samples = [rec for b in result.buckets
-                   for rec in codec.sample_records(run_id, b.start.date(), b.samples,
-                                                   sample_keys, key_hash)]
+        nodes = [
+            rec
+            for b in result.buckets
+            for rec in codec.node_records(run_id, b.start.date(), b.tree)
+        ]
+        samples = [
+            rec
+            for b in result.buckets
+            for rec in codec.sample_records(
+                run_id, b.start.date(), b.samples, sample_keys, key_hash
+            )
+        ]
         status = result.status
         async with self._call("complete a run", scale=3) as conn, conn.transaction():
             flipped = await conn.fetchval(
@@ -139,25 +184,43 @@ class StateStore(Reads):
                 " duration_seconds = coalesce($4, extract(epoch FROM $3 - started_at)),"
                 " queries = $5, rows_fetched = $6, error = NULL"
                 " WHERE id = $1 AND status = 'running' RETURNING id",
-                run_id, status, finished, duration, result.queries, result.rows_fetched)
+                run_id,
+                status,
+                finished,
+                duration,
+                result.queries,
+                result.rows_fetched,
+            )
             if flipped is None:
                 raise StateError(f"run {run_id} is not running (finished or abandoned)")
             await conn.executemany(
                 f"INSERT INTO buckets ({codec.BUCKET_COLUMNS}) VALUES ($1, $2, $3, $4, $5,"
                 " $6, $7::jsonb, $8::jsonb, $9, $10, $11, $12, $13, $14, $15, $16, $17,"
-                " $18, $19::jsonb, $20::jsonb)", buckets)
+                " $18, $19::jsonb, $20::jsonb)",
+                buckets,
+            )
             if nodes:
                 await conn.copy_records_to_table(
-                    "nodes", records=nodes, columns=codec.NODE_COLUMNS,
-                    schema_name=self.schema)
+                    "nodes", records=nodes, columns=codec.NODE_COLUMNS, schema_name=self.schema
+                )
             if samples:
                 await conn.copy_records_to_table(
-                    "key_samples", records=samples, columns=codec.SAMPLE_COLUMNS,
-                    schema_name=self.schema)
+                    "key_samples",
+                    records=samples,
+                    columns=codec.SAMPLE_COLUMNS,
+                    schema_name=self.schema,
+                )
 
-    async def fail_run(self, run_id: int, error: str, *, finished_at: datetime | None = None,
-                       duration: float | None = None, queries: int = 0,
-                       rows_fetched: int = 0) -> None:
+    async def fail_run(
+        self,
+        run_id: int,
+        error: str,
+        *,
+        finished_at: datetime | None = None,
+        duration: float | None = None,
+        queries: int = 0,
+        rows_fetched: int = 0,
+    ) -> None:
         """Mark a running run as failed with its error; its buckets are never written."""
         async with self._call("record a failed run") as conn:
             await conn.execute(
@@ -165,8 +228,13 @@ class StateStore(Reads):
                 " duration_seconds = coalesce($4, extract(epoch FROM $3 - started_at)),"
                 " error = $2, queries = $5, rows_fetched = $6"
                 " WHERE id = $1 AND status = 'running'",
-                run_id, error, finished_at or datetime.now(UTC), duration, queries,
-                rows_fetched)
+                run_id,
+                error,
+                finished_at or datetime.now(UTC),
+                duration,
+                queries,
+                rows_fetched,
+            )
 
     async def abandon_stale(self, started_before: datetime, reason: str) -> int:
         """Fail runs still `running` that started before a cutoff; return how many."""
@@ -174,23 +242,26 @@ class StateStore(Reads):
             done = await conn.fetch(
                 "UPDATE runs SET status = 'error', error = $2, finished_at = now()"
                 " WHERE status = 'running' AND started_at < $1 RETURNING id",
-                started_before, reason)
+                started_before,
+                reason,
+            )
         return len(done)
 
     def check_lock(self, check: str) -> AbstractAsyncContextManager[bool]:
         """Hold this check's advisory lock on a dedicated connection; yield False if taken."""
-        return self._session_lock(migrate.lock_key("check", self.schema, check),
-                                  f"the lock of check {check!r}")
+        return self._session_lock(
+            migrate.lock_key("check", self.schema, check), f"the lock of check {check!r}"
+        )
 
     def job_lock(self, job: str) -> AbstractAsyncContextManager[bool]:
         """Hold a recurring job's advisory lock on a dedicated connection; yield False if taken."""
-        return self._session_lock(migrate.lock_key("job", self.schema, job),
-                                  f"the lock of job {job!r}")
+        return self._session_lock(
+            migrate.lock_key("job", self.schema, job), f"the lock of job {job!r}"
+        )
 
     def prune_lock(self) -> AbstractAsyncContextManager[bool]:
         """Hold the schema's retention lock on a dedicated connection; yield False if taken."""
-        return self._session_lock(migrate.lock_key("prune", self.schema),
-                                  "the retention lock")
+        return self._session_lock(migrate.lock_key("prune", self.schema), "the retention lock")
 
     @asynccontextmanager
     async def _session_lock(self, key: int, what: str) -> AsyncIterator[bool]:
@@ -206,8 +277,7 @@ class StateStore(Reads):
             # Closing the session releases the lock even if the unlock cannot be sent.
             try:
                 if got:
-                    await conn.execute("SELECT pg_advisory_unlock($1)", key,
-                                       timeout=self._timeout)
+                    await conn.execute("SELECT pg_advisory_unlock($1)", key, timeout=self._timeout)
             except io.DRIVER_ERRORS:
                 pass
             finally:

@@ -63,8 +63,9 @@ class FirstPass:
 class StoreAdapter(Protocol):
     """What the engine may ask of one side of a check; computed inside the store."""
 
-    async def bucket_digests(self, start: datetime, end: datetime,
-                             granularity: Granularity) -> list[BucketDigest]:
+    async def bucket_digests(
+        self, start: datetime, end: datetime, granularity: Granularity
+    ) -> list[BucketDigest]:
         """Return per-bucket aggregates of expected rows with event time in [start, end).
 
         Buckets are days in the view's time zone, or hours as driftgauge.core.buckets defines
@@ -73,8 +74,9 @@ class StoreAdapter(Protocol):
         """
         ...
 
-    async def prefix_digests(self, start: datetime, end: datetime, depth: int,
-                             within: Sequence[str] | None = None) -> dict[str, Aggregate]:
+    async def prefix_digests(
+        self, start: datetime, end: datetime, depth: int, within: Sequence[str] | None = None
+    ) -> dict[str, Aggregate]:
         """Return aggregates grouped by the first `depth` hex digits of the key hash.
 
         Only rows in [start, end) whose key hash starts with one of `within` (when given)
@@ -82,8 +84,9 @@ class StoreAdapter(Protocol):
         """
         ...
 
-    async def slot_digests(self, start: datetime, end: datetime, seconds: int, *,
-                           distinct: bool = True) -> list[BucketDigest]:
+    async def slot_digests(
+        self, start: datetime, end: datetime, seconds: int, *, distinct: bool = True
+    ) -> list[BucketDigest]:
         """Return per-slot aggregates of expected rows in [start, end), slots aligned on start.
 
         With `distinct=False` the caller knows no key repeats in the range, so an adapter
@@ -96,9 +99,14 @@ class StoreAdapter(Protocol):
         """
         ...
 
-    def iter_rows(self, start: datetime, end: datetime,
-                  prefixes: Sequence[str] | None = None, *,
-                  ranges: TimeRanges | None = None) -> AsyncIterator[RowHash]:
+    def iter_rows(
+        self,
+        start: datetime,
+        end: datetime,
+        prefixes: Sequence[str] | None = None,
+        *,
+        ranges: TimeRanges | None = None,
+    ) -> AsyncIterator[RowHash]:
         """Yield the expected rows in [start, end), optionally only under key-hash prefixes.
 
         With `ranges`, only rows whose event time falls in one of those sub-ranges are
@@ -118,8 +126,9 @@ class LazySlots(Mapping[datetime, list[BucketDigest]]):
     them would cost more client time than the scan's transfer.
     """
 
-    def __init__(self, raw: Mapping[datetime, Any],
-                 build: Callable[[Any], list[BucketDigest]]) -> None:
+    def __init__(
+        self, raw: Mapping[datetime, Any], build: Callable[[Any], list[BucketDigest]]
+    ) -> None:
         self._raw = raw
         self._build = build
 
@@ -137,8 +146,7 @@ class LazySlots(Mapping[datetime, list[BucketDigest]]):
 class SlotFirstPass(Protocol):
     """An adapter that can return day buckets and their slots from one scan."""
 
-    async def day_and_slot_digests(self, start: datetime, end: datetime,
-                                   seconds: int) -> FirstPass:
+    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> FirstPass:
         """Return day buckets as bucket_digests(start, end, "day") does, and their slots.
 
         Slots are spans of `seconds` aligned on `start` (rules as in slot_digests), cut at
@@ -153,8 +161,9 @@ class SlotFirstPass(Protocol):
 class VocabularyCounter(Protocol):
     """An adapter that counts the expected rows per value of one of its columns."""
 
-    async def value_counts(self, column: str, start: datetime,
-                           end: datetime) -> dict[str | None, int]:
+    async def value_counts(
+        self, column: str, start: datetime, end: datetime
+    ) -> dict[str | None, int]:
         """Return rows per value of `column` in [start, end), excluded rows left out.
 
         Values are their text (booleans as true/false, as a reader filter writes them);
@@ -175,8 +184,9 @@ class KeyQuery(Protocol):
 SlotQuery = Callable[[datetime, datetime, int], Awaitable[list[BucketDigest]]]
 
 
-async def hour_digests(slots: SlotQuery, start: datetime, end: datetime,
-                       tz: ZoneInfo) -> list[BucketDigest]:
+async def hour_digests(
+    slots: SlotQuery, start: datetime, end: datetime, tz: ZoneInfo
+) -> list[BucketDigest]:
     """Return hour buckets of [start, end) from one-hour slots, one slot query per hour run.
 
     Every adapter answers `bucket_digests(..., "hour")` this way, so hours mean the same
@@ -190,16 +200,16 @@ async def hour_digests(slots: SlotQuery, start: datetime, end: datetime,
     return sorted(out, key=lambda b: b.start)
 
 
-def no_prefixes(start: datetime, end: datetime, depth: int,
-                within: Sequence[str] | None) -> bool:
+def no_prefixes(start: datetime, end: datetime, depth: int, within: Sequence[str] | None) -> bool:
     """Check `depth`; return True when no prefix can hold rows (empty window or `within`)."""
     if not 1 <= depth <= 32:
         raise ValueError(f"depth must be between 1 and 32, got {depth}")
     return start >= end or (within is not None and not within)
 
 
-def no_rows(start: datetime, end: datetime, prefixes: Sequence[str] | None,
-            spans: TimeRanges | None) -> bool:
+def no_rows(
+    start: datetime, end: datetime, prefixes: Sequence[str] | None, spans: TimeRanges | None
+) -> bool:
     """Return True when a row export yields nothing: empty window, prefixes or sub-ranges."""
     return start >= end or (prefixes is not None and not prefixes) or spans == []
 

@@ -59,8 +59,13 @@ class MemoryAdapter:
         if self.fail_with is not None:
             raise self.fail_with
 
-    def _in(self, start: datetime, end: datetime, prefixes: Sequence[str] | None = None,
-            ranges: Sequence[tuple[datetime, datetime]] | None = None) -> list[RowHash]:
+    def _in(
+        self,
+        start: datetime,
+        end: datetime,
+        prefixes: Sequence[str] | None = None,
+        ranges: Sequence[tuple[datetime, datetime]] | None = None,
+    ) -> list[RowHash]:
         out = [r for r in self.rows if start <= r.event_time < end]
         if prefixes is not None:
             out = [r for r in out if r.key_hash.startswith(tuple(prefixes))]
@@ -69,8 +74,9 @@ class MemoryAdapter:
             out = [r for r in out if any(s <= r.event_time < e for s, e in bounds)]
         return out
 
-    async def bucket_digests(self, start: datetime, end: datetime,
-                             granularity: Granularity) -> list[BucketDigest]:
+    async def bucket_digests(
+        self, start: datetime, end: datetime, granularity: Granularity
+    ) -> list[BucketDigest]:
         """Return per-bucket aggregates computed from the rows in memory."""
         self._check(f"buckets:{granularity}")
         if granularity == "hour":
@@ -83,11 +89,14 @@ class MemoryAdapter:
             if start <= when < end:
                 per = excl.setdefault(_day(when, self.timezone), {})
                 per[reason] = per.get(reason, 0) + 1
-        return [BucketDigest(k, aggregate(groups.get(k, []), self.measures), excl.get(k, {}))
-                for k in sorted(groups.keys() | excl.keys())]
+        return [
+            BucketDigest(k, aggregate(groups.get(k, []), self.measures), excl.get(k, {}))
+            for k in sorted(groups.keys() | excl.keys())
+        ]
 
-    async def slot_digests(self, start: datetime, end: datetime, seconds: int, *,
-                           distinct: bool = True) -> list[BucketDigest]:
+    async def slot_digests(
+        self, start: datetime, end: datetime, seconds: int, *, distinct: bool = True
+    ) -> list[BucketDigest]:
         """Return aggregates per slot of `seconds` aligned on `start`."""
         self._check(f"slots:{seconds}")
         return await self._slots(start, end, seconds)
@@ -107,11 +116,12 @@ class MemoryAdapter:
             if start <= when < end:
                 per = excl.setdefault(slot(when), {})
                 per[reason] = per.get(reason, 0) + 1
-        return [BucketDigest(k, aggregate(groups.get(k, []), self.measures), excl.get(k, {}))
-                for k in sorted(groups.keys() | excl.keys())]
+        return [
+            BucketDigest(k, aggregate(groups.get(k, []), self.measures), excl.get(k, {}))
+            for k in sorted(groups.keys() | excl.keys())
+        ]
 
-    async def day_and_slot_digests(self, start: datetime, end: datetime,
-                                   seconds: int) -> FirstPass:
+    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> FirstPass:
         """Return day buckets and each day's slots aligned on `start`."""
         days = await self.bucket_digests(start, end, "day")
         self.calls[-1] = f"days+slots:{seconds}"
@@ -122,13 +132,17 @@ class MemoryAdapter:
             day = _day(r.event_time, self.timezone)
             slot = origin + step * ((r.event_time - origin) // step)
             groups.setdefault(day, {}).setdefault(slot, []).append(r)
-        return FirstPass(days, {
-            day: [BucketDigest(k, aggregate(rs))
-                                            for k, rs in sorted(per.items())]
-            for day, per in groups.items()})
+        return FirstPass(
+            days,
+            {
+                day: [BucketDigest(k, aggregate(rs)) for k, rs in sorted(per.items())]
+                for day, per in groups.items()
+            },
+        )
 
-    async def prefix_digests(self, start: datetime, end: datetime, depth: int,
-                             within: Sequence[str] | None = None) -> dict[str, Aggregate]:
+    async def prefix_digests(
+        self, start: datetime, end: datetime, depth: int, within: Sequence[str] | None = None
+    ) -> dict[str, Aggregate]:
         """Return aggregates grouped by key-hash prefix."""
         self._check(f"prefixes:{depth}")
         groups: dict[str, list[RowHash]] = {}
@@ -136,10 +150,14 @@ class MemoryAdapter:
             groups.setdefault(r.key_hash[:depth], []).append(r)
         return {p: aggregate(rs) for p, rs in groups.items()}
 
-    async def iter_rows(self, start: datetime, end: datetime,
-                        prefixes: Sequence[str] | None = None, *,
-                        ranges: Sequence[tuple[datetime, datetime]] | None = None,
-                        ) -> AsyncIterator[RowHash]:
+    async def iter_rows(
+        self,
+        start: datetime,
+        end: datetime,
+        prefixes: Sequence[str] | None = None,
+        *,
+        ranges: Sequence[tuple[datetime, datetime]] | None = None,
+    ) -> AsyncIterator[RowHash]:
         """Yield the rows in the range (optionally only under prefixes or in sub-ranges)."""
         self._check("rows")
         for r in self._in(start, end, prefixes, ranges):

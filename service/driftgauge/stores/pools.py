@@ -46,5 +46,7 @@ class StorePools:
                 async with asyncio.timeout(10):
                     await registry.kind_of(store.kind).disconnect(handle)
             except Exception as exc:
-                log.warning("closing a store connection failed",
-                            extra={"store": name, "error": f"{type(exc).__name__}: {exc}"})
+                log.warning(
+                    "closing a store connection failed",
+                    extra={"store": name, "error": f"{type(exc).__name__}: {exc}"},
+                )

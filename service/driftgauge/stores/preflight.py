@@ -66,32 +66,33 @@ class Inspectable(Protocol):
 
 def wanted(view: View) -> list[Wanted]:
     """Return the key, the time and each content field a view reads."""
-    out = [Wanted("key", view.key_column, view.key_type),
-           Wanted("time", view.time_column, "time")]
+    out = [Wanted("key", view.key_column, view.key_type), Wanted("time", view.time_column, "time")]
     scale = -1 if view.measure_scale is None else view.measure_scale
-    out += [Wanted(f"fields.{f.name}", col, f.type,
-                   scale if f.name in view.measures else None)
-            for col, f in zip(view.columns, view.fields, strict=True)]
+    out += [
+        Wanted(f"fields.{f.name}", col, f.type, scale if f.name in view.measures else None)
+        for col, f in zip(view.columns, view.fields, strict=True)
+    ]
     return out
 
 
-def judge_columns(view: View, columns: Mapping[str, T], where: str,
-                  judge: Callable[[Wanted, T], FieldSchema]) -> list[FieldSchema]:
+def judge_columns(
+    view: View, columns: Mapping[str, T], where: str, judge: Callable[[Wanted, T], FieldSchema]
+) -> list[FieldSchema]:
     """Judge the column of each wanted field; a missing one is a problem naming those there."""
     out = []
     for w in wanted(view):
         column = columns.get(w.column)
         if column is None:
             has = ", ".join(columns) or "no columns"
-            out.append(FieldSchema(w, (f"column {w.column} does not exist in {where} "
-                                       f"(it has {has})",)))
+            out.append(
+                FieldSchema(w, (f"column {w.column} does not exist in {where} (it has {has})",))
+            )
         else:
             out.append(judge(w, column))
     return out
 
 
-async def preflight(check: Check, source: StoreAdapter,
-                    reader: StoreAdapter) -> TimestampPrecision:
+async def preflight(check: Check, source: StoreAdapter, reader: StoreAdapter) -> TimestampPrecision:
     """Check both sides' fields, then set and return the timestamp precision both use.
 
     Raises SchemaError listing every problem (each located as checks.NAME.SIDE.ROLE) and
@@ -118,16 +119,20 @@ async def preflight(check: Check, source: StoreAdapter,
     return precision
 
 
-def resolve_precision(check: Check, described: Sequence[tuple[str, FieldSchema]],
-                      problems: list[str]) -> TimestampPrecision:
+def resolve_precision(
+    check: Check, described: Sequence[tuple[str, FieldSchema]], problems: list[str]
+) -> TimestampPrecision:
     """Return the check's timestamp precision; `auto` is the coarsest a content field holds.
 
     A configured precision finer than some side holds would mismatch every row whose
     source time has more digits, so it is a problem naming that field.
     """
     setting = check.timestamp_precision
-    held = [(side, fs) for side, fs in described
-            if fs.wanted.expects == "timestamp" and fs.precision is not None]
+    held = [
+        (side, fs)
+        for side, fs in described
+        if fs.wanted.expects == "timestamp" and fs.precision is not None
+    ]
     coarse = [(side, fs) for side, fs in held if fs.precision == "ms"]
     if setting == "auto":
         return "ms" if coarse else "us"
@@ -136,7 +141,8 @@ def resolve_precision(check: Check, described: Sequence[tuple[str, FieldSchema]]
             problems.append(
                 f"checks.{check.name}.{side}.{fs.wanted.role}: field {fs.wanted.column} is "
                 f"{fs.holds}, which holds milliseconds; timestamp_precision us would "
-                "mismatch every row with finer source times (use ms or auto)")
+                "mismatch every row with finer source times (use ms or auto)"
+            )
     return setting
 
 

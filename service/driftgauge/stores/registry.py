@@ -36,7 +36,6 @@ MEASURE_TOTALS = "measure totals"
 """Day and hour buckets here carry each declared measure's exact total (Aggregate.measures)."""
 
 
-
 class StoreModel(Strict):
     """What every `stores.NAME` model has: its kind, narrowed to a Literal by each kind."""
 

@@ -67,10 +67,12 @@ class DuckDBAdapter(DialectAdapter):
         if self._owns_pool:
             await self._pool.close()
 
-    async def _day_digests(self, start: datetime, end: datetime,
-                           granularity: Granularity) -> list[BucketDigest]:
-        rows = await self._fetch("bucket digests", self._sql_bucket, start, end,
-                                 self._day_starts(start, end))
+    async def _day_digests(
+        self, start: datetime, end: datetime, granularity: Granularity
+    ) -> list[BucketDigest]:
+        rows = await self._fetch(
+            "bucket digests", self._sql_bucket, start, end, self._day_starts(start, end)
+        )
         return self._buckets(rows)
 
     def _day_starts(self, start: datetime, end: datetime) -> list[datetime]:
@@ -81,26 +83,33 @@ class DuckDBAdapter(DialectAdapter):
             out.append(nxt)
         return out
 
-    async def slot_digests(self, start: datetime, end: datetime, seconds: int, *,
-                           distinct: bool = True) -> list[BucketDigest]:
+    async def slot_digests(
+        self, start: datetime, end: datetime, seconds: int, *, distinct: bool = True
+    ) -> list[BucketDigest]:
         """Return per-slot aggregates (spans of absolute time from start), excluded by reason."""
         step = check_slot(start, seconds)
         if start >= end:
             return []
         sql = self._sql_slot if distinct else self._sql_slot_rows
-        rows = await self._fetch("slot digests", sql, start, end, step // _MICRO,
-                                 (start - EPOCH) // _MICRO)
+        rows = await self._fetch(
+            "slot digests", sql, start, end, step // _MICRO, (start - EPOCH) // _MICRO
+        )
         return self._buckets(rows)
 
-    async def day_and_slot_digests(self, start: datetime, end: datetime,
-                                   seconds: int) -> FirstPass:
+    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> FirstPass:
         """Return day buckets and their slots (spans of absolute time from start), one scan."""
         step = check_slot(start, seconds)
         if start >= end:
             return FirstPass([], {})
-        rows = await self._fetch("day and slot digests", self._sql_day_slot, start, end,
-                                 self._day_starts(start, end), step // _MICRO,
-                                 (start - EPOCH) // _MICRO)
+        rows = await self._fetch(
+            "day and slot digests",
+            self._sql_day_slot,
+            start,
+            end,
+            self._day_starts(start, end),
+            step // _MICRO,
+            (start - EPOCH) // _MICRO,
+        )
         by_day: dict[datetime, list[dict[str, Any]]] = {}
         for r in rows:
             if r["slot"] is not None:
@@ -108,9 +117,14 @@ class DuckDBAdapter(DialectAdapter):
         days = self._buckets([r for r in rows if r["slot"] is None])
         return FirstPass(days, LazySlots(by_day, _slots))
 
-    async def iter_rows(self, start: datetime, end: datetime,
-                        prefixes: Sequence[str] | None = None, *,
-                        ranges: TimeRanges | None = None) -> AsyncIterator[RowHash]:
+    async def iter_rows(
+        self,
+        start: datetime,
+        end: datetime,
+        prefixes: Sequence[str] | None = None,
+        *,
+        ranges: TimeRanges | None = None,
+    ) -> AsyncIterator[RowHash]:
         """Yield expected rows, fetched FETCH_ROWS at a time in the engine's thread."""
         spans = None if ranges is None else check_ranges(ranges)
         query = results.rows_query(DUCKDB, self.view, start, end, prefixes, spans)
@@ -126,8 +140,12 @@ class DuckDBAdapter(DialectAdapter):
                 with self._errors("export rows"):
                     batch = await self._pool.call(cursor, lambda: cursor.fetchmany(FETCH_ROWS))
                 for ktext, khash, rhash, t in batch:
-                    yield RowHash(key=ktext, key_hash=khash, row_hash=unsigned64(rhash),
-                                  event_time=t.astimezone(UTC))
+                    yield RowHash(
+                        key=ktext,
+                        key_hash=khash,
+                        row_hash=unsigned64(rhash),
+                        event_time=t.astimezone(UTC),
+                    )
                 if len(batch) < FETCH_ROWS:
                     break
         finally:
@@ -157,6 +175,15 @@ class DuckDBAdapter(DialectAdapter):
 
 
 def _slots(records: list[dict[str, Any]]) -> list[BucketDigest]:
-    return sorted((BucketDigest(start=r["slot"].astimezone(UTC), agg=Aggregate(
-        count=r["n"], distinct_keys=r["keys"], digest=unsigned64(int(r["digest"]))))
-        for r in records), key=lambda b: b.start)
+    return sorted(
+        (
+            BucketDigest(
+                start=r["slot"].astimezone(UTC),
+                agg=Aggregate(
+                    count=r["n"], distinct_keys=r["keys"], digest=unsigned64(int(r["digest"]))
+                ),
+            )
+            for r in records
+        ),
+        key=lambda b: b.start,
+    )

@@ -96,8 +96,9 @@ class DuckDBDialect(SqlDialect):
             raise ValueError("ranges_sql needs at least one sub-range")
         lo = self.param(first, "TIMESTAMPTZ[]")
         hi = self.param(first + 1, "TIMESTAMPTZ[]")
-        branches = " OR ".join(f"({t} >= {lo}[{i}] AND {t} < {hi}[{i}])"
-                               for i in range(1, count + 1))
+        branches = " OR ".join(
+            f"({t} >= {lo}[{i}] AND {t} < {hi}[{i}])" for i in range(1, count + 1)
+        )
         return f" AND ({branches})"
 
     def measure(self, expr: str) -> str:
@@ -133,7 +134,8 @@ class DuckDBDialect(SqlDialect):
         day_sums = "".join(
             f", CASE WHEN GROUPING(r.s) = 1 THEN "
             f"{self.filtered('sum', f'r.m{i}', 'r.x IS NULL')} END AS m{i}"
-            for i in range(len(view.measures)))
+            for i in range(len(view.measures))
+        )
         return (
             "SELECT r.d AS bucket, r.s AS slot, r.x AS rule, count(*) AS n, "
             f"{self.distinct_keys_sql('r.x IS NULL')} AS keys, "

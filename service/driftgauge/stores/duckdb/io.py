@@ -92,8 +92,9 @@ class Connection:
 
 def _connect(store: DuckDBStore) -> duckdb.DuckDBPyConnection:
     config: dict[str, Any] = {"threads": store.threads, "autoinstall_known_extensions": False}
-    conn = duckdb.connect(store.database or ":memory:", read_only=store.database is not None,
-                          config=config)
+    conn = duckdb.connect(
+        store.database or ":memory:", read_only=store.database is not None, config=config
+    )
     try:
         # A TIMESTAMP without zone is read as UTC (the default is the process's zone), and
         # cursors inherit it. The ICU extension this needs is built into the wheel.
@@ -120,8 +121,10 @@ def _open(store: DuckDBStore) -> duckdb.DuckDBPyConnection | None:
             try:
                 conn.execute(f"DESCRIBE SELECT * FROM {table.reader()}").fetchall()
             except duckdb.Error as exc:
-                problems.append(f"{where}.{table.field}: cannot read {table.path!r} as "
-                                f"{table.format} ({_message(exc)})")
+                problems.append(
+                    f"{where}.{table.field}: cannot read {table.path!r} as "
+                    f"{table.format} ({_message(exc)})"
+                )
     except BaseException:
         conn.close()
         raise

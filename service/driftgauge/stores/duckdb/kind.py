@@ -15,10 +15,15 @@ from driftgauge.stores.sql.views import sql_view_check
 
 def build(name: str, sm: DuckDBStoreModel, problems: list[str]) -> DuckDBStore:
     """Return the runtime store of a validated `stores.NAME` entry."""
-    files = tuple(FileTable(table, "parquet" if fm.parquet is not None else "csv",
-                            fm.parquet if fm.parquet is not None else str(fm.csv),
-                            fm.hive_partitioning)
-                  for table, fm in sm.files.items())
+    files = tuple(
+        FileTable(
+            table,
+            "parquet" if fm.parquet is not None else "csv",
+            fm.parquet if fm.parquet is not None else str(fm.csv),
+            fm.hive_partitioning,
+        )
+        for table, fm in sm.files.items()
+    )
     if sm.database is None and not files:
         problems.append(f"stores.{name}: a duckdb store needs a 'database' file or 'files'")
     return DuckDBStore(name, sm.database, files, sm.timeout_seconds, sm.threads)
@@ -60,8 +65,21 @@ def error_map(store: str, what: str, exc: BaseException) -> StoreError:
 
 
 KIND = registry.StoreKind(
-    name="duckdb", config_model=DuckDBStoreModel, build=build, check_view=check_view,
-    connect=connect, disconnect=disconnect, open=open_adapter, error_map=error_map,
+    name="duckdb",
+    config_model=DuckDBStoreModel,
+    build=build,
+    check_view=check_view,
+    connect=connect,
+    disconnect=disconnect,
+    open=open_adapter,
+    error_map=error_map,
     secrets=store_secrets,
-    capabilities=frozenset({registry.MEASURE_TOTALS, registry.SLOT_FIRST_PASS,
-                            registry.VOCABULARY_COUNTER, registry.KEY_PICKER}))
+    capabilities=frozenset(
+        {
+            registry.MEASURE_TOTALS,
+            registry.SLOT_FIRST_PASS,
+            registry.VOCABULARY_COUNTER,
+            registry.KEY_PICKER,
+        }
+    ),
+)

@@ -8,10 +8,22 @@ from driftgauge.stores.duckdb.dialect import DUCKDB
 from driftgauge.stores.duckdb.io import Connection
 from driftgauge.stores.preflight import Expects, FieldSchema, Wanted, judge_columns
 
-INTEGERS = frozenset({"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT",
-                      "UINTEGER", "UBIGINT", "HUGEINT"})
-TIMES = frozenset({"TIMESTAMP", "TIMESTAMP WITH TIME ZONE", "TIMESTAMP_MS", "TIMESTAMP_S",
-                   "TIMESTAMP_NS", "DATE"})
+INTEGERS = frozenset(
+    {
+        "TINYINT",
+        "SMALLINT",
+        "INTEGER",
+        "BIGINT",
+        "UTINYINT",
+        "USMALLINT",
+        "UINTEGER",
+        "UBIGINT",
+        "HUGEINT",
+    }
+)
+TIMES = frozenset(
+    {"TIMESTAMP", "TIMESTAMP WITH TIME ZONE", "TIMESTAMP_MS", "TIMESTAMP_S", "TIMESTAMP_NS", "DATE"}
+)
 MILLIS = frozenset({"TIMESTAMP_MS", "TIMESTAMP_S"})
 ACCEPTS: dict[Expects, frozenset[str] | None] = {
     "string": None,  # every scalar type has a text form
@@ -48,15 +60,22 @@ def judge(w: Wanted, type_name: str, where: str) -> FieldSchema:
     """Return whether a column of `type_name` can be read as the field `w` expects."""
     holds = f"{type_name} in {where}"
     if type_name.endswith("]") or base_type(type_name) in {"STRUCT", "MAP", "UNION"}:
-        return FieldSchema(w, (f"column {w.column} is {type_name}; a field holds one value "
-                               "per row",), holds=holds)
+        return FieldSchema(
+            w, (f"column {w.column} is {type_name}; a field holds one value per row",), holds=holds
+        )
     accepts = ACCEPTS[w.expects]
     base = base_type(type_name)
     if accepts is not None and base not in accepts:
         what = "the time field" if w.expects == "time" else f"a {w.expects} field"
         why = f" ({WHY[base]})" if w.expects == "decimal" and base in WHY else ""
-        return FieldSchema(w, (f"column {w.column} is {type_name}{why}; {what} reads one of "
-                               f"{', '.join(sorted(accepts))}",), holds=holds)
+        return FieldSchema(
+            w,
+            (
+                f"column {w.column} is {type_name}{why}; {what} reads one of "
+                f"{', '.join(sorted(accepts))}",
+            ),
+            holds=holds,
+        )
     precision: TimestampPrecision | None = None
     if w.expects == "timestamp":
         precision = "ms" if base in MILLIS else "us"

@@ -56,12 +56,13 @@ class DuckDBStore:
 class DuckDBFilesModel(Strict):
     """One table over files; exactly one of `parquet` or `csv`."""
 
-    parquet: NonEmpty | None = Field(None, description="Path or glob of Parquet files, "
-                                     "e.g. exports/orders/**/*.parquet.")
-    csv: NonEmpty | None = Field(None, description="Path or glob of CSV files (with a "
-                                 "header line).")
-    hive_partitioning: bool = Field(False, description="Read key=value folder names as "
-                                    "columns.")
+    parquet: NonEmpty | None = Field(
+        None, description="Path or glob of Parquet files, e.g. exports/orders/**/*.parquet."
+    )
+    csv: NonEmpty | None = Field(
+        None, description="Path or glob of CSV files (with a header line)."
+    )
+    hive_partitioning: bool = Field(False, description="Read key=value folder names as columns.")
 
     @model_validator(mode="after")
     def _one_format(self) -> DuckDBFilesModel:
@@ -72,10 +73,13 @@ class DuckDBFilesModel(Strict):
 
 class DuckDBStoreModel(StoreModel):
     kind: Literal["duckdb"]
-    database: NonEmpty | None = Field(None, description="A DuckDB database file, opened "
-                                      "read-only; omitted: only `files` tables.")
+    database: NonEmpty | None = Field(
+        None, description="A DuckDB database file, opened read-only; omitted: only `files` tables."
+    )
     files: dict[NonEmpty, DuckDBFilesModel] = Field(
-        default_factory=dict, description="Table name to the Parquet or CSV files it reads; "
-        "a view names it as its `table`.")
+        default_factory=dict,
+        description="Table name to the Parquet or CSV files it reads; "
+        "a view names it as its `table`.",
+    )
     timeout_seconds: Seconds = 30.0
     threads: int = Field(2, ge=1, le=64, description="Threads DuckDB may use per query.")

@@ -67,19 +67,31 @@ class MariaDBAdapter(SqlAdapter):
 
     async def _check_zone(self) -> None:
         zone = self.view.timezone.key
-        rows = await self._fetch("check the time zone tables",
-                                 "SELECT CONVERT_TZ('2000-06-01 00:00:00', '+00:00', %(tz)s) "
-                                 "IS NOT NULL AS known", {"tz": zone})
+        rows = await self._fetch(
+            "check the time zone tables",
+            "SELECT CONVERT_TZ('2000-06-01 00:00:00', '+00:00', %(tz)s) IS NOT NULL AS known",
+            {"tz": zone},
+        )
         if not rows or not rows[0]["known"]:
-            raise StoreQueryError(self.store.name, (
-                f"time zone {zone} is not in the server's zone tables; load them with "
-                "mariadb-tzinfo-to-sql /usr/share/zoneinfo | mariadb mysql"))
+            raise StoreQueryError(
+                self.store.name,
+                (
+                    f"time zone {zone} is not in the server's zone tables; load them with "
+                    "mariadb-tzinfo-to-sql /usr/share/zoneinfo | mariadb mysql"
+                ),
+            )
 
     async def inspect_fields(self) -> list[FieldSchema]:
         """Return the type of each configured column (the preflight's view of this side)."""
-        async with io.connection(self._pool, self.store.name,
-                                 _where(self.view, "check the columns"),
-                                 self.store.timeout) as conn, _deadline(self.store.timeout):
+        async with (
+            io.connection(
+                self._pool,
+                self.store.name,
+                _where(self.view, "check the columns"),
+                self.store.timeout,
+            ) as conn,
+            _deadline(self.store.timeout),
+        ):
             return await preflight.describe(conn, self.view)
 
     async def close(self) -> None:
@@ -87,31 +99,42 @@ class MariaDBAdapter(SqlAdapter):
         if self._owns_pool:
             await io.close_pool(self._pool, self.store.timeout)
 
-    async def _day_digests(self, start: datetime, end: datetime,
-                           granularity: Granularity) -> list[BucketDigest]:
+    async def _day_digests(
+        self, start: datetime, end: datetime, granularity: Granularity
+    ) -> list[BucketDigest]:
         if start < ZONE_RANGE[0] or end > ZONE_RANGE[1]:
-            raise StoreQueryError(self.store.name, (
-                f"day buckets of {_where(self.view)}: MariaDB converts time zones only "
-                f"between {ZONE_RANGE[0].date()} and {ZONE_RANGE[1].date()}, the window is "
-                f"{start.isoformat()} to {end.isoformat()}"))
+            raise StoreQueryError(
+                self.store.name,
+                (
+                    f"day buckets of {_where(self.view)}: MariaDB converts time zones only "
+                    f"between {ZONE_RANGE[0].date()} and {ZONE_RANGE[1].date()}, the window is "
+                    f"{start.isoformat()} to {end.isoformat()}"
+                ),
+            )
         tz = self.view.timezone
-        rows = await self._fetch("bucket digests", self._sql_day,
-                                 {**_window(start, end), "tz": tz.key})
+        rows = await self._fetch(
+            "bucket digests", self._sql_day, {**_window(start, end), "tz": tz.key}
+        )
         return self._buckets(rows, lambda d: buckets.midnight(_as_date(d), tz))
 
-    async def slot_digests(self, start: datetime, end: datetime, seconds: int, *,
-                           distinct: bool = True) -> list[BucketDigest]:
+    async def slot_digests(
+        self, start: datetime, end: datetime, seconds: int, *, distinct: bool = True
+    ) -> list[BucketDigest]:
         """Return per-slot aggregates (slots of `seconds` from start), excluded by reason."""
         step = check_slot(start, seconds)
         if start >= end:
             return []
         origin = start.astimezone(UTC)
-        rows = await self._fetch("slot digests", self._sql_slot, {
-            **_window(start, end), "origin": _param(start), "step": seconds * 1_000_000})
+        rows = await self._fetch(
+            "slot digests",
+            self._sql_slot,
+            {**_window(start, end), "origin": _param(start), "step": seconds * 1_000_000},
+        )
         return self._buckets(rows, lambda n: origin + step * int(n))
 
-    def _buckets(self, rows: list[dict[str, Any]],
-                 begin_of: Callable[[Any], datetime]) -> list[BucketDigest]:
+    def _buckets(
+        self, rows: list[dict[str, Any]], begin_of: Callable[[Any], datetime]
+    ) -> list[BucketDigest]:
         out: dict[datetime, tuple[Aggregate, dict[str, int]]] = {}
         for r in rows:
             begin = begin_of(r["bucket"]).astimezone(UTC)
@@ -124,8 +147,9 @@ class MariaDBAdapter(SqlAdapter):
             out[begin] = (agg, excluded)
         return [BucketDigest(start=b, agg=a, excluded=x) for b, (a, x) in sorted(out.items())]
 
-    async def prefix_digests(self, start: datetime, end: datetime, depth: int,
-                             within: Sequence[str] | None = None) -> dict[str, Aggregate]:
+    async def prefix_digests(
+        self, start: datetime, end: datetime, depth: int, within: Sequence[str] | None = None
+    ) -> dict[str, Aggregate]:
         """Return aggregates grouped by the first `depth` hex digits of the key hash."""
         if no_prefixes(start, end, depth, within):
             return {}
@@ -136,9 +160,14 @@ class MariaDBAdapter(SqlAdapter):
         rows = await self._fetch("prefix digests", sql, args)
         return {str(r["prefix"]): _aggregate(r) for r in rows}
 
-    async def iter_rows(self, start: datetime, end: datetime,
-                        prefixes: Sequence[str] | None = None, *,
-                        ranges: TimeRanges | None = None) -> AsyncIterator[RowHash]:
+    async def iter_rows(
+        self,
+        start: datetime,
+        end: datetime,
+        prefixes: Sequence[str] | None = None,
+        *,
+        ranges: TimeRanges | None = None,
+    ) -> AsyncIterator[RowHash]:
         """Yield expected rows through an unbuffered cursor, FETCH_ROWS at a time."""
         spans = None if ranges is None else check_ranges(ranges)
         if no_rows(start, end, prefixes, spans):
@@ -148,28 +177,40 @@ class MariaDBAdapter(SqlAdapter):
             args |= dialect.like_patterns(list(prefixes))
         for i, (lo, hi) in enumerate(spans or []):
             args |= {f"lo{i}": _param(lo), f"hi{i}": _param(hi)}
-        sql = dialect.rows_sql(self.view, within=None if prefixes is None else len(prefixes),
-                               ranges=None if spans is None else len(spans))
+        sql = dialect.rows_sql(
+            self.view,
+            within=None if prefixes is None else len(prefixes),
+            ranges=None if spans is None else len(spans),
+        )
         timeout = self.store.timeout
-        async with io.connection(self._pool, self.store.name, _where(self.view, "export rows"),
-                                 timeout) as conn, conn.cursor(aiomysql.SSDictCursor) as cur:
+        async with (
+            io.connection(
+                self._pool, self.store.name, _where(self.view, "export rows"), timeout
+            ) as conn,
+            conn.cursor(aiomysql.SSDictCursor) as cur,
+        ):
             async with _deadline(timeout):
                 await cur.execute(sql, args)
             while True:
                 async with _deadline(timeout):
                     batch = await cur.fetchmany(FETCH_ROWS)
                 for r in batch:
-                    yield RowHash(key=r["ktext"], key_hash=str(r["khash"]),
-                                  row_hash=unsigned64(int(r["rhash"])),
-                                  event_time=_utc(r["t"]))
+                    yield RowHash(
+                        key=r["ktext"],
+                        key_hash=str(r["khash"]),
+                        row_hash=unsigned64(int(r["rhash"])),
+                        event_time=_utc(r["t"]),
+                    )
                 if len(batch) < FETCH_ROWS:
                     break
 
     async def _fetch(self, what: str, sql: str, args: dict[str, Any]) -> list[dict[str, Any]]:
         timeout = self.store.timeout
-        async with io.connection(self._pool, self.store.name, _where(self.view, what),
-                                 timeout) as conn, _deadline(timeout), \
-                conn.cursor(aiomysql.DictCursor) as cur:
+        async with (
+            io.connection(self._pool, self.store.name, _where(self.view, what), timeout) as conn,
+            _deadline(timeout),
+            conn.cursor(aiomysql.DictCursor) as cur,
+        ):
             await cur.execute(sql, args)
             return list(await cur.fetchall())
 
@@ -209,6 +250,6 @@ def _as_date(value: Any) -> date:
 
 
 def _aggregate(r: dict[str, Any]) -> Aggregate:
-    return Aggregate(count=int(r["n"]), distinct_keys=int(r["keys"]),
-                     digest=unsigned64(int(r["digest"])))
-
+    return Aggregate(
+        count=int(r["n"]), distinct_keys=int(r["keys"]), digest=unsigned64(int(r["digest"]))
+    )

@@ -99,8 +99,10 @@ def key_distinct_sql(view: View) -> str:
 def row_encoding_sql(view: View) -> str:
     """Return a SQL expression of the row encoding: key token then each field's token."""
     parts = [token_sql(view.key_column, view.key_type)]
-    parts += [token_sql(col, f.type, view.timestamp_precision)
-              for col, f in zip(view.columns, view.fields, strict=True)]
+    parts += [
+        token_sql(col, f.type, view.timestamp_precision)
+        for col, f in zip(view.columns, view.fields, strict=True)
+    ]
     return f"CONVERT(CONCAT({', '.join(parts)}) USING utf8mb4)"
 
 
@@ -114,8 +116,11 @@ def exclusion_sql(view: View) -> str:
     rules = [ex for ex in view.exclusions if ex.where is not None]
     if not rules:
         return "CAST(NULL AS SIGNED)"
-    whens = " ".join(f"WHEN ({verbatim(ex.where)}) IS TRUE THEN {i}"
-                     for i, ex in enumerate(rules, 1) if ex.where is not None)
+    whens = " ".join(
+        f"WHEN ({verbatim(ex.where)}) IS TRUE THEN {i}"
+        for i, ex in enumerate(rules, 1)
+        if ex.where is not None
+    )
     return f"CASE {whens} END"
 
 
@@ -149,8 +154,10 @@ def ranges_sql(t: str, count: int) -> str:
 
 def _aggregates(where: str) -> str:
     """Return count, distinct keys (a NULL key counts once) and digest mod 2^64."""
-    keys = (f"COUNT(DISTINCT IF({where}, r.kd, NULL)) + "
-            f"COALESCE(MAX(IF({where} AND r.knull, 1, NULL)), 0)")
+    keys = (
+        f"COUNT(DISTINCT IF({where}, r.kd, NULL)) + "
+        f"COALESCE(MAX(IF({where} AND r.knull, 1, NULL)), 0)"
+    )
     # SUM of BIGINT UNSIGNED is an exact DECIMAL(65); MOD keeps it exact too.
     digest = f"MOD(SUM(IF({where}, {row_hash_sql('r.renc')}, NULL)), {TWO_64})"
     return f"{keys} AS `keys`, {digest} AS digest"
@@ -158,8 +165,9 @@ def _aggregates(where: str) -> str:
 
 def _measure_sums(view: View) -> str:
     """Return `, SUM(m0) AS m0, ...` over the rows no rule excludes."""
-    return "".join(f", SUM(IF(r.x IS NULL, r.m{i}, NULL)) AS m{i}"
-                   for i in range(len(view.measures)))
+    return "".join(
+        f", SUM(IF(r.x IS NULL, r.m{i}, NULL)) AS m{i}" for i in range(len(view.measures))
+    )
 
 
 def day_sql(view: View) -> str:
@@ -216,4 +224,3 @@ def like_patterns(prefixes: list[str]) -> dict[str, str]:
             raise ValueError(f"key-hash prefix must be lowercase hex, got {p!r}")
         out[f"p{i}"] = p + "%"
     return out
-

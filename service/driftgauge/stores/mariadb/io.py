@@ -37,9 +37,13 @@ def connect_args(dsn: str) -> dict[str, Any]:
     if problem:
         raise ValueError(problem)
     parts = urlsplit(dsn.strip())
-    return {"host": parts.hostname, "port": parts.port or 3306,
-            "user": unquote(parts.username or "root"), "password": unquote(parts.password or ""),
-            "db": unquote(parts.path.strip("/"))}
+    return {
+        "host": parts.hostname,
+        "port": parts.port or 3306,
+        "user": unquote(parts.username or "root"),
+        "password": unquote(parts.password or ""),
+        "db": unquote(parts.path.strip("/")),
+    }
 
 
 def session_setup(timeout: float) -> str:
@@ -47,8 +51,9 @@ def session_setup(timeout: float) -> str:
     # UTC sessions read DATETIME and TIMESTAMP as UTC. On MariaDB (the /*M! comment runs
     # there only) the server stops a statement that outlives the store timeout, so a
     # cancelled call leaves no query running behind it.
-    return (f"SET time_zone = '+00:00' "
-            f"/*M!100100 , max_statement_time = {max(timeout, 0.001):.3f} */")
+    return (
+        f"SET time_zone = '+00:00' /*M!100100 , max_statement_time = {max(timeout, 0.001):.3f} */"
+    )
 
 
 async def store_pool(store: MariaDBStore) -> Any:
@@ -60,9 +65,15 @@ async def store_pool(store: MariaDBStore) -> Any:
     try:
         async with asyncio.timeout(store.timeout):
             pool = await aiomysql.create_pool(
-                minsize=1, maxsize=store.pool_max, charset="utf8mb4", autocommit=True,
-                connect_timeout=store.timeout, init_command=session_setup(store.timeout),
-                pool_recycle=3600, **args)
+                minsize=1,
+                maxsize=store.pool_max,
+                charset="utf8mb4",
+                autocommit=True,
+                connect_timeout=store.timeout,
+                init_command=session_setup(store.timeout),
+                pool_recycle=3600,
+                **args,
+            )
     except DRIVER_ERRORS as exc:
         raise translate_error(store.name, "connect", exc) from exc
     return pool
@@ -101,8 +112,12 @@ async def connection(pool: Any, store: str, what: str, wait: float) -> AsyncIter
 
 def _is_sql_error(exc: BaseException) -> bool:
     code = _code(exc)
-    return isinstance(exc, pymysql.MySQLError) and code is not None \
-        and code < 2000 and code not in UNAVAILABLE_ERRORS | TIMEOUT_ERRORS
+    return (
+        isinstance(exc, pymysql.MySQLError)
+        and code is not None
+        and code < 2000
+        and code not in UNAVAILABLE_ERRORS | TIMEOUT_ERRORS
+    )
 
 
 def _code(exc: BaseException) -> int | None:

@@ -29,8 +29,9 @@ def store_secrets(store: Store) -> list[tuple[str, Secret, str]]:
     return [("dsn", store.dsn, "password")]
 
 
-connect, disconnect, open_adapter = pool_hooks("driftgauge.stores.mariadb", MariaDBStore,
-                                               "MariaDBAdapter")
+connect, disconnect, open_adapter = pool_hooks(
+    "driftgauge.stores.mariadb", MariaDBStore, "MariaDBAdapter"
+)
 
 
 def error_map(store: str, what: str, exc: BaseException) -> StoreError | None:
@@ -45,6 +46,14 @@ def error_map(store: str, what: str, exc: BaseException) -> StoreError | None:
 
 
 KIND = registry.StoreKind(
-    name="mariadb", config_model=MariaDBStoreModel, build=build, check_view=check_view,
-    connect=connect, disconnect=disconnect, open=open_adapter, error_map=error_map,
-    secrets=store_secrets, capabilities=frozenset({registry.MEASURE_TOTALS}))
+    name="mariadb",
+    config_model=MariaDBStoreModel,
+    build=build,
+    check_view=check_view,
+    connect=connect,
+    disconnect=disconnect,
+    open=open_adapter,
+    error_map=error_map,
+    secrets=store_secrets,
+    capabilities=frozenset({registry.MEASURE_TOTALS}),
+)

@@ -11,13 +11,35 @@ from driftgauge.core.fields import TimestampPrecision
 from driftgauge.stores.mariadb import dialect
 from driftgauge.stores.preflight import Expects, FieldSchema, Wanted, judge_columns
 
-NAMES = {T.DECIMAL: "decimal", T.NEWDECIMAL: "decimal", T.TINY: "tinyint",
-         T.SHORT: "smallint", T.INT24: "mediumint", T.LONG: "int", T.LONGLONG: "bigint",
-         T.YEAR: "year", T.BIT: "bit", T.FLOAT: "float", T.DOUBLE: "double",
-         T.TIMESTAMP: "timestamp", T.DATETIME: "datetime", T.DATE: "date", T.NEWDATE: "date",
-         T.TIME: "time", T.VARCHAR: "varchar", T.VAR_STRING: "varchar", T.STRING: "char",
-         T.TINY_BLOB: "text", T.BLOB: "text", T.MEDIUM_BLOB: "text", T.LONG_BLOB: "text",
-         T.JSON: "json", T.ENUM: "enum", T.SET: "set", T.GEOMETRY: "geometry"}
+NAMES = {
+    T.DECIMAL: "decimal",
+    T.NEWDECIMAL: "decimal",
+    T.TINY: "tinyint",
+    T.SHORT: "smallint",
+    T.INT24: "mediumint",
+    T.LONG: "int",
+    T.LONGLONG: "bigint",
+    T.YEAR: "year",
+    T.BIT: "bit",
+    T.FLOAT: "float",
+    T.DOUBLE: "double",
+    T.TIMESTAMP: "timestamp",
+    T.DATETIME: "datetime",
+    T.DATE: "date",
+    T.NEWDATE: "date",
+    T.TIME: "time",
+    T.VARCHAR: "varchar",
+    T.VAR_STRING: "varchar",
+    T.STRING: "char",
+    T.TINY_BLOB: "text",
+    T.BLOB: "text",
+    T.MEDIUM_BLOB: "text",
+    T.LONG_BLOB: "text",
+    T.JSON: "json",
+    T.ENUM: "enum",
+    T.SET: "set",
+    T.GEOMETRY: "geometry",
+}
 INTEGERS = frozenset({"tinyint", "smallint", "mediumint", "int", "bigint", "year"})
 TEXT = frozenset({"varchar", "char", "text", "enum"})
 TIMES = frozenset({"datetime", "timestamp", "date"})
@@ -45,8 +67,9 @@ async def describe(conn: Any, view: View) -> list[FieldSchema]:
         await cur.execute(f"SELECT * FROM {dialect.relation(view)} LIMIT 0")
         columns = {d[0]: d for d in cur.description or ()}
     where = f"table {view.table}" if view.table is not None else "the view's query"
-    return judge_columns(view, columns, where,
-                         lambda w, column: judge(w, column[1], column[5] or 0, where))
+    return judge_columns(
+        view, columns, where, lambda w, column: judge(w, column[1], column[5] or 0, where)
+    )
 
 
 def judge(w: Wanted, type_code: int, scale: int, where: str) -> FieldSchema:
@@ -57,9 +80,14 @@ def judge(w: Wanted, type_code: int, scale: int, where: str) -> FieldSchema:
     if accepts is not None and name not in accepts:
         what = "the time field" if w.expects == "time" else f"a {w.expects} field"
         why = WHY.get((w.expects, name))
-        return FieldSchema(w, (f"column {w.column} is {name}{f' ({why})' if why else ''}; "
-                               f"{what} reads one of {', '.join(sorted(accepts))}",),
-                           holds=holds)
+        return FieldSchema(
+            w,
+            (
+                f"column {w.column} is {name}{f' ({why})' if why else ''}; "
+                f"{what} reads one of {', '.join(sorted(accepts))}",
+            ),
+            holds=holds,
+        )
     precision: TimestampPrecision | None = None
     if w.expects == "timestamp":
         # DATETIME(6) keeps microseconds; fewer fractional digits compare at ms at best.

@@ -23,8 +23,10 @@ class MariaDBStore(PooledStore):
 
 class MariaDBStoreModel(PooledStoreModel):
     kind: Literal["mariadb"]
-    dsn: SecretRef = Field(description="mysql://user:password@host:port/database, usually a "
-                          "secret reference (env:NAME).")
+    dsn: SecretRef = Field(
+        description="mysql://user:password@host:port/database, usually a "
+        "secret reference (env:NAME)."
+    )
 
 
 def dsn_shape(value: str) -> str | None:

@@ -45,10 +45,16 @@ MAX_PAGE = 10_000
 class OpenSearchAdapter:
     """Read a reader view (index + the reader's filter) or an OpenSearch source."""
 
-    def __init__(self, view: View, client: Any, *, page_size: int = 1000,
-                 max_chunk_rows: int = 200_000,
-                 retry: os_retry.RetryPolicy = os_retry.DEFAULT_POLICY,
-                 owns_client: bool = True) -> None:
+    def __init__(
+        self,
+        view: View,
+        client: Any,
+        *,
+        page_size: int = 1000,
+        max_chunk_rows: int = 200_000,
+        retry: os_retry.RetryPolicy = os_retry.DEFAULT_POLICY,
+        owns_client: bool = True,
+    ) -> None:
         if not isinstance(view.store, OpenSearchStore) or not view.index:
             raise ValueError("an opensearch view needs an opensearch store and an index")
         self.view = view
@@ -81,28 +87,32 @@ class OpenSearchAdapter:
         if self._owns_client:
             await self._client.close()
 
-    async def bucket_digests(self, start: datetime, end: datetime,
-                             granularity: Granularity) -> list[BucketDigest]:
+    async def bucket_digests(
+        self, start: datetime, end: datetime, granularity: Granularity
+    ) -> list[BucketDigest]:
         """Return per-bucket aggregates, asking in chunks of whole days of bounded size."""
         if start >= end:
             return []
         if granularity == "hour":
             # Calendar hours round a half-hour shift into a 90-minute hour; slots do not.
             return await hour_digests(self.slot_digests, start, end, self.view.timezone)
-        counts = rq.parse_day_counts(await self._search(
-            "count rows per day", rq.day_counts_body(self.view, start, end)))
+        counts = rq.parse_day_counts(
+            await self._search("count rows per day", rq.day_counts_body(self.view, start, end))
+        )
         if not counts:
             return []
         max_days = rq.MAX_BUCKETS_PER_REQUEST
         out: list[BucketDigest] = []
         for chunk in rq.plan_chunks(start, end, counts, self.max_chunk_rows, max_days):
             resp = await self._search(
-                "bucket digests", rq.bucket_body(self.view, chunk.start, chunk.end, granularity))
+                "bucket digests", rq.bucket_body(self.view, chunk.start, chunk.end, granularity)
+            )
             out.extend(self._parsed(rq.parse_buckets, resp, self.view))
         return sorted(out, key=lambda b: b.start)
 
-    async def slot_digests(self, start: datetime, end: datetime, seconds: int, *,
-                           distinct: bool = True) -> list[BucketDigest]:
+    async def slot_digests(
+        self, start: datetime, end: datetime, seconds: int, *, distinct: bool = True
+    ) -> list[BucketDigest]:
         """Return per-slot aggregates aligned on start, in chunks cut on slot bounds.
 
         Keys are always counted here (`distinct` is a hint this adapter does not need).
@@ -110,62 +120,79 @@ class OpenSearchAdapter:
         check_slot(start, seconds)
         if start >= end:
             return []
-        counts = rq.parse_day_counts(await self._search(
-            "count rows per day", rq.day_counts_body(self.view, start, end)))
+        counts = rq.parse_day_counts(
+            await self._search("count rows per day", rq.day_counts_body(self.view, start, end))
+        )
         if not counts:
             return []
         out: list[BucketDigest] = []
         for chunk in rq.plan_slot_chunks(start, end, counts, self.max_chunk_rows, seconds):
-            resp = await self._search("slot digests", rq.slot_body(
-                self.view, chunk.start, chunk.end, seconds, start))
+            resp = await self._search(
+                "slot digests", rq.slot_body(self.view, chunk.start, chunk.end, seconds, start)
+            )
             out.extend(self._parsed(rq.parse_buckets, resp, self.view))
         return sorted(out, key=lambda b: b.start)
 
-    async def day_and_slot_digests(self, start: datetime, end: datetime,
-                                   seconds: int) -> FirstPass:
+    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> FirstPass:
         """Return day buckets and their slots from one pass of scripted metrics."""
         check_slot(start, seconds)
         if start >= end:
             return FirstPass([], {})
-        counts = rq.parse_day_counts(await self._search(
-            "count rows per day", rq.day_counts_body(self.view, start, end)))
+        counts = rq.parse_day_counts(
+            await self._search("count rows per day", rq.day_counts_body(self.view, start, end))
+        )
         if not counts:
             return FirstPass([], {})
         days: list[BucketDigest] = []
         raw: dict[datetime, Any] = {}
-        for chunk in rq.plan_chunks(start, end, counts, self.max_chunk_rows,
-                                    rq.MAX_BUCKETS_PER_REQUEST):
-            resp = await self._search("day and slot digests", rq.day_slot_body(
-                self.view, chunk.start, chunk.end, seconds, start))
+        for chunk in rq.plan_chunks(
+            start, end, counts, self.max_chunk_rows, rq.MAX_BUCKETS_PER_REQUEST
+        ):
+            resp = await self._search(
+                "day and slot digests",
+                rq.day_slot_body(self.view, chunk.start, chunk.end, seconds, start),
+            )
             got, slots = self._parsed(rq.parse_day_slots, resp, self.view)
             days.extend(got)
             raw.update(slots)
 
         def build(day_raw: Any) -> list[BucketDigest]:
             return self._parsed(rq.slots_from, day_raw, start, seconds)
+
         return FirstPass(sorted(days, key=lambda b: b.start), LazySlots(raw, build))
 
-    async def prefix_digests(self, start: datetime, end: datetime, depth: int,
-                             within: Sequence[str] | None = None) -> dict[str, Aggregate]:
+    async def prefix_digests(
+        self, start: datetime, end: datetime, depth: int, within: Sequence[str] | None = None
+    ) -> dict[str, Aggregate]:
         """Return aggregates by key-hash prefix in one request."""
         if no_prefixes(start, end, depth, within):
             return {}
         resp = await self._search(
-            "prefix digests", rq.prefix_body(self.view, start, end, depth, within))
+            "prefix digests", rq.prefix_body(self.view, start, end, depth, within)
+        )
         return self._parsed(rq.parse_prefixes, resp)
 
-    async def iter_rows(self, start: datetime, end: datetime,
-                        prefixes: Sequence[str] | None = None, *,
-                        ranges: TimeRanges | None = None) -> AsyncIterator[RowHash]:
+    async def iter_rows(
+        self,
+        start: datetime,
+        end: datetime,
+        prefixes: Sequence[str] | None = None,
+        *,
+        ranges: TimeRanges | None = None,
+    ) -> AsyncIterator[RowHash]:
         """Yield expected rows from a point in time, paging with search_after on the key."""
         spans = None if ranges is None else check_ranges(ranges)
         if no_rows(start, end, prefixes, spans):
             return
         # A partial PIT would silently lack the rows of its failed shards: refuse it, and
         # check the answer too (a cluster that ignores the flag still reports _shards).
-        pit = await self._call("open a point in time", lambda: self._client.create_pit(
-            index=self.view.index, params={"keep_alive": PIT_KEEP_ALIVE,
-                                           "allow_partial_pit_creation": "false"}))
+        pit = await self._call(
+            "open a point in time",
+            lambda: self._client.create_pit(
+                index=self.view.index,
+                params={"keep_alive": PIT_KEEP_ALIVE, "allow_partial_pit_creation": "false"},
+            ),
+        )
         pit_id = self._parsed(lambda r: str(r["pit_id"]), pit)
         try:
             self._complete("open a point in time", pit)
@@ -174,9 +201,14 @@ class OpenSearchAdapter:
         finally:
             await self._delete_pit(pit_id)
 
-    async def _pages(self, pit_id: str, start: datetime, end: datetime,
-                     prefixes: Sequence[str] | None,
-                     ranges: TimeRanges | None = None) -> AsyncIterator[RowHash]:
+    async def _pages(
+        self,
+        pit_id: str,
+        start: datetime,
+        end: datetime,
+        prefixes: Sequence[str] | None,
+        ranges: TimeRanges | None = None,
+    ) -> AsyncIterator[RowHash]:
         # Duplicated keys tie on the sort, and 2.x has no _shard_doc tiebreaker (sorting
         # on _id loads deprecated fielddata), so a page is only ever cut between two
         # keys: the trailing key is re-read whole on the next page.
@@ -201,9 +233,13 @@ class OpenSearchAdapter:
                 hits = [h for h in hits if h.get("sort") != tail]
                 if not hits:
                     if size >= MAX_PAGE:
-                        raise IncompleteExport(self.store.name, (
-                            f"index {self.view.index}: key sort value {tail!r} has more "
-                            f"than {MAX_PAGE} copies; cannot page past it"))
+                        raise IncompleteExport(
+                            self.store.name,
+                            (
+                                f"index {self.view.index}: key sort value {tail!r} has more "
+                                f"than {MAX_PAGE} copies; cannot page past it"
+                            ),
+                        )
                     size = min(size * 2, MAX_PAGE)
                     continue
             for hit in hits:
@@ -213,9 +249,13 @@ class OpenSearchAdapter:
                 break
             after = hits[-1]["sort"]
         if received != total:
-            raise IncompleteExport(self.store.name, (
-                f"index {self.view.index}: point in time holds {total} rows, "
-                f"export received {received}"))
+            raise IncompleteExport(
+                self.store.name,
+                (
+                    f"index {self.view.index}: point in time holds {total} rows, "
+                    f"export received {received}"
+                ),
+            )
 
     async def _delete_pit(self, pit_id: str) -> None:
         # The PIT expires by itself; a failed delete must not hide the real outcome.
@@ -225,12 +265,14 @@ class OpenSearchAdapter:
             if translate_error(self.store.name, "delete the point in time", exc) is None:
                 raise
 
-    async def _search(self, what: str, body: dict[str, Any], *,
-                      with_index: bool = True) -> dict[str, Any]:
+    async def _search(
+        self, what: str, body: dict[str, Any], *, with_index: bool = True
+    ) -> dict[str, Any]:
         params = {"allow_partial_search_results": "false"}
         index = {"index": self.view.index} if with_index else {}
-        resp: dict[str, Any] = await self._call(what, lambda: self._client.search(
-            body=body, params=params, **index))
+        resp: dict[str, Any] = await self._call(
+            what, lambda: self._client.search(body=body, params=params, **index)
+        )
         self._complete(what, resp)
         return resp
 
@@ -238,40 +280,56 @@ class OpenSearchAdapter:
         """Raise unless every shard answered: failures arrive as HTTP 200 with _shards."""
         # A partial answer would be a wrong digest, never a smaller one to accept.
         if resp.get("timed_out"):
-            raise StoreTimeout(self.store.name, f"{what} on index {self.view.index}: "
-                               "shards timed out (partial result refused)")
+            raise StoreTimeout(
+                self.store.name,
+                f"{what} on index {self.view.index}: shards timed out (partial result refused)",
+            )
         shards = resp.get("_shards")
         if not isinstance(shards, dict):
-            raise StoreQueryError(self.store.name, (
-                f"{what} on index {self.view.index}: the answer has no _shards "
-                "(cannot tell whether every shard answered)"))
+            raise StoreQueryError(
+                self.store.name,
+                (
+                    f"{what} on index {self.view.index}: the answer has no _shards "
+                    "(cannot tell whether every shard answered)"
+                ),
+            )
         failures = shards.get("failures") or []
         try:
             total = int(shards.get("total", 0))
             answered = int(shards.get("successful", 0)) + int(shards.get("skipped", 0))
             failed = max(int(shards.get("failed", 0)), len(failures), total - answered)
         except (TypeError, ValueError) as exc:
-            raise StoreQueryError(self.store.name, (
-                f"{what} on index {self.view.index}: unreadable _shards ({exc})")) from exc
+            raise StoreQueryError(
+                self.store.name, (f"{what} on index {self.view.index}: unreadable _shards ({exc})")
+            ) from exc
         if failed > 0:
             first = failures[0] if failures and isinstance(failures[0], dict) else {}
             kind, reason = cause({"error": first.get("reason")})
-            raise StoreQueryError(self.store.name, (
-                f"{what} on index {self.view.index}: {failed} of {total} shards failed "
-                f"({kind}: {reason}); partial answer refused"))
+            raise StoreQueryError(
+                self.store.name,
+                (
+                    f"{what} on index {self.view.index}: {failed} of {total} shards failed "
+                    f"({kind}: {reason}); partial answer refused"
+                ),
+            )
 
     async def _call(self, what: str, make: Callable[[], Awaitable[Any]]) -> Any:
         """Make a read (`make` makes the request afresh) through the retry layer."""
-        return await os_retry.call(make, store=self.store.name,
-                                   what=f"{what} on index {self.view.index}",
-                                   translate=translate_error, policy=self.retry)
+        return await os_retry.call(
+            make,
+            store=self.store.name,
+            what=f"{what} on index {self.view.index}",
+            translate=translate_error,
+            policy=self.retry,
+        )
 
     def _parsed(self, parse: Callable[..., T], *args: Any) -> T:
         try:
             return parse(*args)
         except (rq.ResponseError, KeyError, TypeError, ValueError, IndexError) as exc:
-            raise StoreQueryError(self.store.name, (
-                f"index {self.view.index}: unexpected response ({exc})")) from exc
+            raise StoreQueryError(
+                self.store.name, (f"index {self.view.index}: unexpected response ({exc})")
+            ) from exc
 
 
 def _exact_total(resp: dict[str, Any]) -> int:
@@ -287,5 +345,9 @@ def _row(hit: dict[str, Any]) -> RowHash:
     if micros is None:
         raise rq.ResponseError(f"document {hit.get('_id')} has no event time")
     key = value.get("key")  # null for a NULL key, which is not the key ""
-    return RowHash(key=None if key is None else str(key), key_hash=str(value["key_hash"]),
-                   row_hash=int(value["row_hash"]), event_time=from_epoch_micros(int(micros)))
+    return RowHash(
+        key=None if key is None else str(key),
+        key_hash=str(value["key_hash"]),
+        row_hash=int(value["row_hash"]),
+        event_time=from_epoch_micros(int(micros)),
+    )

@@ -26,10 +26,15 @@ def open_client(store: OpenSearchStore) -> Any:
         auth = (store.username, password)
     # No retries in the client: retry.py is the one retry layer, with backoff.
     return AsyncOpenSearch(
-        hosts=[store.url], http_auth=auth, timeout=store.timeout,
-        verify_certs=store.verify_certs, ssl_show_warn=False,
+        hosts=[store.url],
+        http_auth=auth,
+        timeout=store.timeout,
+        verify_certs=store.verify_certs,
+        ssl_show_warn=False,
         connection_class=retry.HeaderKeepingConnection,
-        max_retries=0, retry_on_timeout=False)
+        max_retries=0,
+        retry_on_timeout=False,
+    )
 
 
 def translate_error(store: str, what: str, exc: BaseException) -> StoreError | None:
@@ -86,8 +91,11 @@ def refusal(exc: BaseException) -> tuple[int, str, str] | None:
     """Return (HTTP status, error type, reason) when the cluster answered `exc`, else None."""
     import opensearchpy as osp
 
-    if isinstance(exc, osp.TransportError) and not isinstance(exc, osp.ConnectionError) \
-            and isinstance(exc.status_code, int):
+    if (
+        isinstance(exc, osp.TransportError)
+        and not isinstance(exc, osp.ConnectionError)
+        and isinstance(exc.status_code, int)
+    ):
         kind, reason = cause(exc.info)
         return exc.status_code, kind, reason
     return None

@@ -16,8 +16,9 @@ from driftgauge.stores.opensearch.settings import OpenSearchStore, OpenSearchSto
 def build(name: str, sm: OpenSearchStoreModel, problems: list[str]) -> OpenSearchStore:
     """Return the runtime store of a validated `stores.NAME` entry."""
     pw = Secret(sm.password) if sm.password is not None else None
-    return OpenSearchStore(name, sm.url.rstrip("/"), sm.username, pw, sm.timeout_seconds,
-                           sm.verify_certs)
+    return OpenSearchStore(
+        name, sm.url.rstrip("/"), sm.username, pw, sm.timeout_seconds, sm.verify_certs
+    )
 
 
 def check_view(where: str, vm: Any, exclusions: Sequence[Any], problems: list[str]) -> None:
@@ -29,8 +30,10 @@ def check_view(where: str, vm: Any, exclusions: Sequence[Any], problems: list[st
             problems.append(f"{where}.{key}: only for postgres views")
     for i, ex in enumerate(exclusions):
         if ex.query is None or ex.where is not None:
-            problems.append(f"{where.rsplit('.', 1)[0]}.exclusions.{i}: an opensearch source "
-                            "excludes rows with 'query' (query DSL)")
+            problems.append(
+                f"{where.rsplit('.', 1)[0]}.exclusions.{i}: an opensearch source "
+                "excludes rows with 'query' (query DSL)"
+            )
 
 
 def store_secrets(store: Store) -> list[tuple[str, Secret, str]]:
@@ -67,8 +70,16 @@ def error_map(store: str, what: str, exc: BaseException) -> StoreError | None:
 
 
 KIND = registry.StoreKind(
-    name="opensearch", config_model=OpenSearchStoreModel, build=build, check_view=check_view,
-    connect=connect, disconnect=disconnect, open=open_adapter, error_map=error_map,
+    name="opensearch",
+    config_model=OpenSearchStoreModel,
+    build=build,
+    check_view=check_view,
+    connect=connect,
+    disconnect=disconnect,
+    open=open_adapter,
+    error_map=error_map,
     secrets=store_secrets,
-    capabilities=frozenset({registry.MEASURE_TOTALS, registry.SLOT_FIRST_PASS,
-                            registry.CANARY_WRITER}))
+    capabilities=frozenset(
+        {registry.MEASURE_TOTALS, registry.SLOT_FIRST_PASS, registry.CANARY_WRITER}
+    ),
+)

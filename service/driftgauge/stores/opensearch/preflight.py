@@ -30,9 +30,9 @@ ACCEPTS: dict[Expects, frozenset[str]] = {
 }
 WHY = {
     "float": "a 32-bit float widens to a double with made-up digits (1.1 reads as "
-             "1.100000023841858); map it as double or keyword",
+    "1.100000023841858); map it as double or keyword",
     "half_float": "a 16-bit float widens to a double with made-up digits; map it as double "
-                  "or keyword",
+    "or keyword",
     "unsigned_long": "values above 2^63-1 do not fit a 64-bit integer",
 }
 SHOWN = 3
@@ -44,17 +44,29 @@ async def describe(view: View, client: Any, call: Call) -> list[FieldSchema]:
     index = str(view.index)
     want = wanted(view)
     columns = sorted({w.column for w in want})
-    resp = await call("read the field mappings", lambda: client.indices.get_field_mapping(
-        fields=",".join(columns), index=index))
+    resp = await call(
+        "read the field mappings",
+        lambda: client.indices.get_field_mapping(fields=",".join(columns), index=index),
+    )
     if not resp:
-        return [FieldSchema(Wanted("index", index, "string"), (
-            f"{index} matches no index, so no field can be checked",))]
+        return [
+            FieldSchema(
+                Wanted("index", index, "string"),
+                (f"{index} matches no index, so no field can be checked",),
+            )
+        ]
     leaves = {idx: _leaves(body) for idx, body in resp.items()}
-    targets = {m["path"] for ms in leaves.values() for m in ms.values()
-               if m.get("type") == "alias" and isinstance(m.get("path"), str)}
+    targets = {
+        m["path"]
+        for ms in leaves.values()
+        for m in ms.values()
+        if m.get("type") == "alias" and isinstance(m.get("path"), str)
+    }
     if targets:
-        more = await call("read the field mappings", lambda: client.indices.get_field_mapping(
-            fields=",".join(sorted(targets)), index=index))
+        more = await call(
+            "read the field mappings",
+            lambda: client.indices.get_field_mapping(fields=",".join(sorted(targets)), index=index),
+        )
         for idx, ms in leaves.items():
             got = _leaves(more.get(idx, {}))
             for col, m in list(ms.items()):
@@ -75,12 +87,20 @@ class DocCounts:
     async def of(self, idx: str) -> int:
         """Return how many documents concrete index `idx` holds under the view's index."""
         if self._counts is None:
-            resp = await self._call("count documents per index", lambda: self._client.search(
-                index=self._index, params={"allow_partial_search_results": "false"},
-                body={"size": 0, "aggs": {"i": {"terms": {"field": "_index",
-                                                          "size": self._size}}}}))
-            self._counts = {str(b["key"]): int(b["doc_count"])
-                            for b in resp["aggregations"]["i"]["buckets"]}
+            resp = await self._call(
+                "count documents per index",
+                lambda: self._client.search(
+                    index=self._index,
+                    params={"allow_partial_search_results": "false"},
+                    body={
+                        "size": 0,
+                        "aggs": {"i": {"terms": {"field": "_index", "size": self._size}}},
+                    },
+                ),
+            )
+            self._counts = {
+                str(b["key"]): int(b["doc_count"]) for b in resp["aggregations"]["i"]["buckets"]
+            }
         return self._counts.get(idx, 0)
 
 
@@ -94,8 +114,13 @@ def _leaves(body: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
-async def _judge_all(w: Wanted, leaves: dict[str, dict[str, dict[str, Any]]],
-                     docs: DocCounts, client: Any, call: Call) -> FieldSchema:
+async def _judge_all(
+    w: Wanted,
+    leaves: dict[str, dict[str, dict[str, Any]]],
+    docs: DocCounts,
+    client: Any,
+    call: Call,
+) -> FieldSchema:
     by_reason: dict[str, list[str]] = {}
     precision: TimestampPrecision | None = None
     holds = ""
@@ -133,22 +158,27 @@ def _unmapped(w: Wanted, docs: int) -> str | None:
     # A fresh index (a rollover) may not have mapped a dynamic field yet: nothing to misread.
     if docs == 0:
         return None
-    return (f"field {w.column} is not mapped, so all {docs} documents read it as NULL and "
-            f"{_as_null(w)}")
+    return (
+        f"field {w.column} is not mapped, so all {docs} documents read it as NULL and {_as_null(w)}"
+    )
 
 
 def _measure_problem(w: Wanted, type_: str, m: dict[str, Any]) -> str | None:
     """Return why a measure field's values cannot be summed exactly at the declared scale."""
     scale = w.measure_scale if w.measure_scale is not None else -1
     if type_ == "double":
-        return (f"field {w.column} is double: a measure needs an exact total, which a double "
-                "cannot guarantee (map it as scaled_float, long or keyword)")
+        return (
+            f"field {w.column} is double: a measure needs an exact total, which a double "
+            "cannot guarantee (map it as scaled_float, long or keyword)"
+        )
     if type_ == "scaled_float":
         factor = m.get("scaling_factor")
         digits = _power_of_ten(factor)
         if digits is None or digits > scale:
-            return (f"field {w.column} is scaled_float with scaling_factor {factor}: a measure "
-                    f"at measure_scale {scale} needs a scaling_factor of 10^k with k <= {scale}")
+            return (
+                f"field {w.column} is scaled_float with scaling_factor {factor}: a measure "
+                f"at measure_scale {scale} needs a scaling_factor of 10^k with k <= {scale}"
+            )
     return None
 
 
@@ -159,19 +189,17 @@ def _power_of_ten(factor: Any) -> int | None:
     except (TypeError, ValueError):
         return None
     for k in range(19):
-        if n == 10.0 ** k:
+        if n == 10.0**k:
             return k
     return None
 
 
-async def _judge(w: Wanted, m: dict[str, Any], idx: str, client: Any,
-                 call: Call) -> str | None:
+async def _judge(w: Wanted, m: dict[str, Any], idx: str, client: Any, call: Call) -> str | None:
     """Return why one index's mapping of the field cannot be read safely, else None."""
     type_ = str(m.get("type", "object"))
     col = w.column
     if type_ in ("text", "match_only_text"):
-        subs = [n for n, sub in (m.get("fields") or {}).items()
-                if sub.get("type") == "keyword"]
+        subs = [n for n, sub in (m.get("fields") or {}).items() if sub.get("type") == "keyword"]
         hint = f"; use its keyword subfield {col}.{subs[0]}" if subs else ""
         return f"field {col} is {type_}, which has no doc values to read{hint}"
     accepts = ACCEPTS[w.expects]
@@ -187,18 +215,26 @@ async def _judge(w: Wanted, m: dict[str, Any], idx: str, client: Any,
         return f"field {col} is {type_} with doc_values: false, so its values cannot be read"
     if "ignore_above" in m:
         n = m["ignore_above"]
-        return (f"field {col} is {type_} with ignore_above {n}: values longer than {n} "
-                f"characters have no doc value and read as NULL, so those rows {_as_null(w)} "
-                "(remove ignore_above or raise it past the longest value)")
+        return (
+            f"field {col} is {type_} with ignore_above {n}: values longer than {n} "
+            f"characters have no doc value and read as NULL, so those rows {_as_null(w)} "
+            "(remove ignore_above or raise it past the longest value)"
+        )
     if w.role == "key" and m.get("normalizer"):
-        return (f"field {col} has normalizer {m['normalizer']}: keys that differ only in what "
-                "it folds would count as one key")
+        return (
+            f"field {col} has normalizer {m['normalizer']}: keys that differ only in what "
+            "it folds would count as one key"
+        )
     if m.get("ignore_malformed") is True:
         # Dropped values are listed in _ignored (ignore_above's are not, hence the above).
-        hits = await call("count dropped values", lambda: client.count(
-            index=idx, body={"query": {"term": {"_ignored": col}}}))
+        hits = await call(
+            "count dropped values",
+            lambda: client.count(index=idx, body={"query": {"term": {"_ignored": col}}}),
+        )
         dropped = int(hits.get("count", 0))
         if dropped:
-            return (f"field {col} has ignore_malformed and {dropped} documents' values were "
-                    f"dropped as malformed; they read as NULL and {_as_null(w)}")
+            return (
+                f"field {col} has ignore_malformed and {dropped} documents' values were "
+                f"dropped as malformed; they read as NULL and {_as_null(w)}"
+            )
     return None

@@ -88,8 +88,9 @@ def _constraint(node: Any, field: str) -> frozenset[str] | None:
             value = raw.get("value") if isinstance(raw, dict) else raw
             parts.append(frozenset({canonical_value(value)}))
         elif kind == "bool" and isinstance(body, dict):
-            required = [_constraint(c, field)
-                        for key in ("must", "filter") for c in _as_list(body.get(key))]
+            required = [
+                _constraint(c, field) for key in ("must", "filter") for c in _as_list(body.get(key))
+            ]
             should = [_constraint(c, field) for c in _as_list(body.get("should"))]
             # must_not is ignored: it narrows the set, and listing `accepted` covers that case.
             if should and not required:

@@ -19,8 +19,17 @@ from driftgauge.stores.base import BucketDigest, Granularity
 
 SCRIPT_FILE = "digest.painless"
 _SECTION = "// @section "
-_HASHING = ("bucket_map", "dayslot_map", "prefix_map", "row_fields", "prefix_filter",
-            "bucket_combine", "bucket_reduce", "dayslot_combine", "dayslot_reduce")
+_HASHING = (
+    "bucket_map",
+    "dayslot_map",
+    "prefix_map",
+    "row_fields",
+    "prefix_filter",
+    "bucket_combine",
+    "bucket_reduce",
+    "dayslot_combine",
+    "dayslot_reduce",
+)
 """The sections the shared functions are prepended to (the totals' helpers too)."""
 TIME_FORMAT = "strict_date_optional_time_nanos"
 MAX_BUCKETS_PER_REQUEST = 1000
@@ -39,13 +48,12 @@ def scripts() -> dict[str, str]:
     current: list[str] | None = None
     for line in text.splitlines():
         if line.startswith(_SECTION):
-            current = sections.setdefault(line[len(_SECTION):].strip(), [])
+            current = sections.setdefault(line[len(_SECTION) :].strip(), [])
         elif current is not None:
             current.append(line)
     bodies = {name: "\n".join(lines).strip() + "\n" for name, lines in sections.items()}
     functions = bodies.pop("functions")
-    return {name: (functions + body if name in _HASHING else body)
-            for name, body in bodies.items()}
+    return {name: (functions + body if name in _HASHING else body) for name, body in bodies.items()}
 
 
 def script(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -60,11 +68,17 @@ def script_params(view: View) -> dict[str, Any]:
     absent `within` reads as null in Painless and means "no prefix restriction".
     """
     return {
-        "key_field": view.key_column, "key_type": view.key_type,
-        "fields": list(view.columns), "types": [f.type for f in view.fields],
-        "time_field": view.time_column, "within_lengths": [], "depth": 0, "encoding": False,
+        "key_field": view.key_column,
+        "key_type": view.key_type,
+        "fields": list(view.columns),
+        "types": [f.type for f in view.fields],
+        "time_field": view.time_column,
+        "within_lengths": [],
+        "depth": 0,
+        "encoding": False,
         "ts_step": STEP_MICROS[view.timestamp_precision],
-        "measures": list(view.measure_columns), "measure_scale": view.measure_scale or 0,
+        "measures": list(view.measure_columns),
+        "measure_scale": view.measure_scale or 0,
     }
 
 
@@ -84,8 +98,14 @@ def reader_filter(view: View) -> dict[str, Any] | None:
     return flt
 
 
-def window_query(view: View, start: datetime, end: datetime, *,
-                 expected_only: bool, extra: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+def window_query(
+    view: View,
+    start: datetime,
+    end: datetime,
+    *,
+    expected_only: bool,
+    extra: Sequence[dict[str, Any]] = (),
+) -> dict[str, Any]:
     """Return the view's rows in [start, end): reader filter AND time range (AND not excluded)."""
     filters: list[dict[str, Any]] = [_time_range(view, start, end)]
     flt = reader_filter(view)
@@ -103,25 +123,34 @@ def _exclusion_queries(view: View) -> list[dict[str, Any]]:
 
 
 def _histogram(view: View, granularity: Granularity) -> dict[str, Any]:
-    return {"field": view.time_column, "calendar_interval": granularity,
-            "time_zone": view.timezone.key, "min_doc_count": 1}
+    return {
+        "field": view.time_column,
+        "calendar_interval": granularity,
+        "time_zone": view.timezone.key,
+        "min_doc_count": 1,
+    }
 
 
 def day_counts_body(view: View, start: datetime, end: datetime) -> dict[str, Any]:
     """Return a request for doc counts per day, used to cut a window into bounded chunks."""
-    return {"size": 0, "track_total_hits": True,
-            "query": window_query(view, start, end, expected_only=False),
-            "aggs": {"b": {"date_histogram": _histogram(view, "day")}}}
+    return {
+        "size": 0,
+        "track_total_hits": True,
+        "query": window_query(view, start, end, expected_only=False),
+        "aggs": {"b": {"date_histogram": _histogram(view, "day")}},
+    }
 
 
-def bucket_body(view: View, start: datetime, end: datetime,
-                granularity: Granularity) -> dict[str, Any]:
+def bucket_body(
+    view: View, start: datetime, end: datetime, granularity: Granularity
+) -> dict[str, Any]:
     """Return a request for (count, distinct keys, digest) and exclusions per bucket."""
     return _digest_body(view, start, end, _histogram(view, granularity))
 
 
-def slot_body(view: View, start: datetime, end: datetime, seconds: int,
-              origin: datetime) -> dict[str, Any]:
+def slot_body(
+    view: View, start: datetime, end: datetime, seconds: int, origin: datetime
+) -> dict[str, Any]:
     """Return a request for bucket_body's aggregates per slot of `seconds` from `origin`.
 
     Fixed intervals in UTC with an offset, not in the view's time zone: slots are spans
@@ -129,20 +158,31 @@ def slot_body(view: View, start: datetime, end: datetime, seconds: int,
     """
     interval_ms = seconds * 1000
     offset_ms = _epoch_ms(origin) % interval_ms
-    histogram = {"field": view.time_column, "fixed_interval": f"{seconds}s",
-                 "offset": f"{offset_ms}ms", "min_doc_count": 1}
+    histogram = {
+        "field": view.time_column,
+        "fixed_interval": f"{seconds}s",
+        "offset": f"{offset_ms}ms",
+        "min_doc_count": 1,
+    }
     return _digest_body(view, start, end, histogram)
 
 
-def day_slot_body(view: View, start: datetime, end: datetime, seconds: int,
-                  origin: datetime) -> dict[str, Any]:
+def day_slot_body(
+    view: View, start: datetime, end: datetime, seconds: int, origin: datetime
+) -> dict[str, Any]:
     """Return bucket_body's day request whose metric also sums each slot of `seconds`.
 
     Slots are numbered from `origin` (slot i starts at origin + i * seconds); the row
     hash is computed once and added to both the day and its slot.
     """
-    return _digest_body(view, start, end, _histogram(view, "day"), scripts_of="dayslot",
-                        extra={"origin_ms": _epoch_ms(origin), "slot_ms": seconds * 1000})
+    return _digest_body(
+        view,
+        start,
+        end,
+        _histogram(view, "day"),
+        scripts_of="dayslot",
+        extra={"origin_ms": _epoch_ms(origin), "slot_ms": seconds * 1000},
+    )
 
 
 def _epoch_ms(moment: datetime) -> int:
@@ -150,76 +190,112 @@ def _epoch_ms(moment: datetime) -> int:
     return delta // timedelta(milliseconds=1)
 
 
-def _digest_body(view: View, start: datetime, end: datetime, histogram: dict[str, Any], *,
-                 scripts_of: str = "bucket",
-                 extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    metric = {"scripted_metric": {
-        "init_script": script(f"{scripts_of}_init", {}),
-        "map_script": script(f"{scripts_of}_map", script_params(view) | dict(extra or {})),
-        "combine_script": script(f"{scripts_of}_combine", {}),
-        "reduce_script": script(f"{scripts_of}_reduce", {}),
-    }}
+def _digest_body(
+    view: View,
+    start: datetime,
+    end: datetime,
+    histogram: dict[str, Any],
+    *,
+    scripts_of: str = "bucket",
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    metric = {
+        "scripted_metric": {
+            "init_script": script(f"{scripts_of}_init", {}),
+            "map_script": script(f"{scripts_of}_map", script_params(view) | dict(extra or {})),
+            "combine_script": script(f"{scripts_of}_combine", {}),
+            "reduce_script": script(f"{scripts_of}_reduce", {}),
+        }
+    }
     sub: dict[str, Any]
     excl = _exclusion_queries(view)
     if excl:
         # First matching rule wins, as on the PostgreSQL side: rule i excludes the rows it
         # matches that no earlier rule matched.
-        named = {str(i): {"bool": {"filter": [q], "must_not": excl[:i]}}
-                 for i, q in enumerate(excl)}
-        sub = {"e": {"filter": {"bool": {"must_not": excl}}, "aggs": {"d": metric}},
-               "x": {"filters": {"filters": named}}}
+        named = {
+            str(i): {"bool": {"filter": [q], "must_not": excl[:i]}} for i, q in enumerate(excl)
+        }
+        sub = {
+            "e": {"filter": {"bool": {"must_not": excl}}, "aggs": {"d": metric}},
+            "x": {"filters": {"filters": named}},
+        }
     else:
         sub = {"d": metric}
-    return {"size": 0, "query": window_query(view, start, end, expected_only=False),
-            "aggs": {"b": {"date_histogram": histogram, "aggs": sub}}}
+    return {
+        "size": 0,
+        "query": window_query(view, start, end, expected_only=False),
+        "aggs": {"b": {"date_histogram": histogram, "aggs": sub}},
+    }
 
 
-def prefix_body(view: View, start: datetime, end: datetime, depth: int,
-                within: Sequence[str] | None) -> dict[str, Any]:
+def prefix_body(
+    view: View, start: datetime, end: datetime, depth: int, within: Sequence[str] | None
+) -> dict[str, Any]:
     """Return a request for aggregates grouped by key-hash prefix of `depth` hex digits."""
     params = script_params(view) | {"depth": depth} | _within(within)
-    return {"size": 0, "query": window_query(view, start, end, expected_only=True),
-            "aggs": {"p": {"scripted_metric": {
-                "init_script": script("prefix_init", {}),
-                "map_script": script("prefix_map", params),
-                "combine_script": script("prefix_combine", {}),
-                "reduce_script": script("prefix_reduce", {}),
-            }}}}
+    return {
+        "size": 0,
+        "query": window_query(view, start, end, expected_only=True),
+        "aggs": {
+            "p": {
+                "scripted_metric": {
+                    "init_script": script("prefix_init", {}),
+                    "map_script": script("prefix_map", params),
+                    "combine_script": script("prefix_combine", {}),
+                    "reduce_script": script("prefix_reduce", {}),
+                }
+            }
+        },
+    }
 
 
-def rows_body(view: View, start: datetime, end: datetime, prefixes: Sequence[str] | None, *,
-              size: int, encoding: bool = False,
-              ranges: Sequence[tuple[datetime, datetime]] | None = None) -> dict[str, Any]:
+def rows_body(
+    view: View,
+    start: datetime,
+    end: datetime,
+    prefixes: Sequence[str] | None,
+    *,
+    size: int,
+    encoding: bool = False,
+    ranges: Sequence[tuple[datetime, datetime]] | None = None,
+) -> dict[str, Any]:
     """Return a page request for row hashes sorted by key (PIT and search_after added later).
 
     With `ranges`, only rows whose event time is in one of those sub-ranges match.
     """
     extra: list[dict[str, Any]] = []
     if prefixes is not None:
-        extra.append({"script": {"script": script(
-            "prefix_filter", script_params(view) | _within(prefixes))}})
+        extra.append(
+            {"script": {"script": script("prefix_filter", script_params(view) | _within(prefixes))}}
+        )
     if ranges is not None:
-        extra.append({"bool": {"should": [_time_range(view, lo, hi) for lo, hi in ranges],
-                               "minimum_should_match": 1}})
+        extra.append(
+            {
+                "bool": {
+                    "should": [_time_range(view, lo, hi) for lo, hi in ranges],
+                    "minimum_should_match": 1,
+                }
+            }
+        )
     return {
-        "size": size, "_source": False,
+        "size": size,
+        "_source": False,
         "query": window_query(view, start, end, expected_only=True, extra=extra),
         "sort": [{view.key_column: {"order": "asc", "missing": "_last"}}],
-        "script_fields": {"r": {"script": script(
-            "row_fields", script_params(view) | {"encoding": encoding})}},
+        "script_fields": {
+            "r": {"script": script("row_fields", script_params(view) | {"encoding": encoding})}
+        },
     }
 
 
 def _time_range(view: View, start: datetime, end: datetime) -> dict[str, Any]:
-    return {"range": {view.time_column: {"gte": iso(start), "lt": iso(end),
-                                         "format": TIME_FORMAT}}}
+    return {"range": {view.time_column: {"gte": iso(start), "lt": iso(end), "format": TIME_FORMAT}}}
 
 
 def _within(prefixes: Sequence[str] | None) -> dict[str, Any]:
     if prefixes is None:
         return {}
-    return {"within": sorted(set(prefixes)),
-            "within_lengths": sorted({len(p) for p in prefixes})}
+    return {"within": sorted(set(prefixes)), "within_lengths": sorted({len(p) for p in prefixes})}
 
 
 @dataclass(frozen=True)
@@ -230,8 +306,13 @@ class Chunk:
     end: datetime
 
 
-def plan_chunks(start: datetime, end: datetime, day_counts: Sequence[tuple[int, int]],
-                max_rows: int, max_days: int) -> list[Chunk]:
+def plan_chunks(
+    start: datetime,
+    end: datetime,
+    day_counts: Sequence[tuple[int, int]],
+    max_rows: int,
+    max_days: int,
+) -> list[Chunk]:
     """Return chunks of whole days, each with at most max_rows rows (or one day) and max_days."""
     cuts: list[datetime] = []
     rows = 0
@@ -246,8 +327,13 @@ def plan_chunks(start: datetime, end: datetime, day_counts: Sequence[tuple[int, 
     return [Chunk(a, b) for a, b in itertools.pairwise(bounds)]
 
 
-def plan_slot_chunks(start: datetime, end: datetime, day_counts: Sequence[tuple[int, int]],
-                     max_rows: int, seconds: int) -> list[Chunk]:
+def plan_slot_chunks(
+    start: datetime,
+    end: datetime,
+    day_counts: Sequence[tuple[int, int]],
+    max_rows: int,
+    seconds: int,
+) -> list[Chunk]:
     """Return plan_chunks' chunks cut on slot bounds, each of at most MAX_BUCKETS_PER_REQUEST.
 
     Slots are `seconds` long from `start`; a cut inside a slot would split its digest
@@ -272,8 +358,7 @@ def plan_slot_chunks(start: datetime, end: datetime, day_counts: Sequence[tuple[
 def parse_day_counts(resp: Mapping[str, Any]) -> list[tuple[int, int]]:
     """Return (day start in epoch ms, doc count) pairs from a day_counts response."""
     try:
-        return [(int(b["key"]), int(b["doc_count"]))
-                for b in resp["aggregations"]["b"]["buckets"]]
+        return [(int(b["key"]), int(b["doc_count"])) for b in resp["aggregations"]["b"]["buckets"]]
     except (KeyError, TypeError, ValueError) as exc:
         raise ResponseError(f"day counts: {exc!r}") from exc
 
@@ -301,8 +386,9 @@ def parse_buckets(resp: Mapping[str, Any], view: View) -> list[BucketDigest]:
     return out
 
 
-def parse_day_slots(resp: Mapping[str, Any], view: View
-                    ) -> tuple[list[BucketDigest], dict[datetime, Mapping[str, Any]]]:
+def parse_day_slots(
+    resp: Mapping[str, Any], view: View
+) -> tuple[list[BucketDigest], dict[datetime, Mapping[str, Any]]]:
     """Return the days of a day_slot_body response and, per day, its raw slot map."""
     days = parse_buckets(resp, view)
     has_rules = any(ex.query is not None for ex in view.exclusions)
@@ -329,8 +415,9 @@ def slots_from(raw: Mapping[str, Any], origin: datetime, seconds: int) -> list[B
     out = []
     for i, value in raw.items():
         count, digest = value
-        out.append(BucketDigest(base + step * int(i),
-                                Aggregate(int(count), int(count), int(digest))))
+        out.append(
+            BucketDigest(base + step * int(i), Aggregate(int(count), int(count), int(digest)))
+        )
     return sorted(out, key=lambda b: b.start)
 
 
@@ -345,8 +432,12 @@ def parse_prefixes(resp: Mapping[str, Any]) -> dict[str, Aggregate]:
 
 def _metric(value: Sequence[Any], view: View | None = None) -> Aggregate:
     count, digest, distinct = value[:3]
-    return Aggregate(count=int(count), distinct_keys=int(distinct), digest=int(digest),
-                     measures=None if view is None else totals(view, value[-1]))
+    return Aggregate(
+        count=int(count),
+        distinct_keys=int(distinct),
+        digest=int(digest),
+        measures=None if view is None else totals(view, value[-1]),
+    )
 
 
 def totals(view: View, scaled: Sequence[Any]) -> dict[str, Decimal] | None:

@@ -45,7 +45,7 @@ class RetryPolicy:
 
     def backoff(self, retry: int, rng: random.Random) -> float:
         """Return the wait before retry number `retry` (0-based): half fixed, half jitter."""
-        step = min(self.cap, self.base * 2.0 ** retry)
+        step = min(self.cap, self.base * 2.0**retry)
         return step / 2 + rng.uniform(0, step / 2)
 
 
@@ -56,15 +56,27 @@ _rng = random.Random()
 class HeaderKeepingConnection(AIOHttpConnection):
     """The aiohttp connection, keeping Retry-After on the errors that may carry it."""
 
-    async def perform_request(self, method: str, url: str, params: Any = None,
-                              body: Any = None, timeout: Any = None,  # noqa: ASYNC109
-                              ignore: Any = (),
-                              headers: Any = None) -> Any:
+    async def perform_request(
+        self,
+        method: str,
+        url: str,
+        params: Any = None,
+        body: Any = None,
+        timeout: Any = None,  # noqa: ASYNC109
+        ignore: Any = (),
+        headers: Any = None,
+    ) -> Any:
         """Perform the request; a retryable status raises with `retry_after` set."""
         wanted = tuple(ignore)
         status, got, data = await super().perform_request(
-            method, url, params, body, timeout=timeout,
-            ignore=(*wanted, *RETRY_STATUS), headers=headers)
+            method,
+            url,
+            params,
+            body,
+            timeout=timeout,
+            ignore=(*wanted, *RETRY_STATUS),
+            headers=headers,
+        )
         if status in RETRY_STATUS and status not in wanted:
             try:
                 self._raise_error(status, data, got.get("content-type"))
@@ -107,8 +119,11 @@ def error_body(exc: BaseException) -> tuple[str, str, str]:
         root: dict[str, Any] = roots[0]
     else:
         root = err
-    return (str(root.get("type", "")), str(root.get("reason", ""))[:300],
-            str(root.get("durability", err.get("durability", ""))))
+    return (
+        str(root.get("type", "")),
+        str(root.get("reason", ""))[:300],
+        str(root.get("durability", err.get("durability", ""))),
+    )
 
 
 def retry_after(exc: BaseException) -> float | None:
@@ -128,8 +143,14 @@ def retry_after(exc: BaseException) -> float | None:
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
-async def call(make: Callable[[], Awaitable[T]], *, store: str, what: str,
-               translate: Translate, policy: RetryPolicy = DEFAULT_POLICY) -> T:
+async def call(
+    make: Callable[[], Awaitable[T]],
+    *,
+    store: str,
+    what: str,
+    translate: Translate,
+    policy: RetryPolicy = DEFAULT_POLICY,
+) -> T:
     """Return the answer of `make()`, retrying transient failures; raise our StoreError."""
     for attempt in range(1, policy.attempts + 1):
         try:
@@ -142,17 +163,24 @@ async def call(make: Callable[[], Awaitable[T]], *, store: str, what: str,
                 raise  # not the store's doing: a bug, never a store error nor a retry
             reason = retry_reason(exc)
             kind, cause, _ = error_body(exc)
-            fields = {"store": store, "what": what, "attempt": attempt, "reason": reason,
-                      "status": getattr(exc, "status_code", None), "error_type": kind,
-                      "error_reason": cause}
+            fields = {
+                "store": store,
+                "what": what,
+                "attempt": attempt,
+                "reason": reason,
+                "status": getattr(exc, "status_code", None),
+                "error_type": kind,
+                "error_reason": cause,
+            }
             if reason is None:
                 raise error from exc
             wait = _wait(exc, attempt, policy)
             if isinstance(wait, str):
                 log.warning("store read failed; not retried", extra=fields | {"why": wait})
                 raise type(error)(store, f"{_strip(error, store)} ({wait})") from exc
-            log.warning("store read failed; retrying",
-                        extra=fields | {"delay_seconds": round(wait, 3)})
+            log.warning(
+                "store read failed; retrying", extra=fields | {"delay_seconds": round(wait, 3)}
+            )
             retries.count(store, reason)
             await asyncio.sleep(wait)
     raise AssertionError("unreachable: the last attempt returns or raises")
@@ -171,12 +199,14 @@ def _wait(exc: BaseException, attempt: int, policy: RetryPolicy) -> float | str:
         wait = asked + _rng.uniform(0, policy.base)
     left = budget.remaining()
     if left is not None and wait + policy.reserve > left:
-        return (f"attempt {attempt}; the run's deadline leaves {max(left, 0):.1f}s, "
-                f"the next try would start in {wait:.1f}s")
+        return (
+            f"attempt {attempt}; the run's deadline leaves {max(left, 0):.1f}s, "
+            f"the next try would start in {wait:.1f}s"
+        )
     return wait
 
 
 def _strip(error: StoreError, store: str) -> str:
     text = str(error)
     prefix = f"{store}: "
-    return text[len(prefix):] if text.startswith(prefix) else text
+    return text[len(prefix) :] if text.startswith(prefix) else text

@@ -29,7 +29,8 @@ class OpenSearchStoreModel(StoreModel):
     kind: Literal["opensearch"]
     url: Url = Field(description="Base URL of the cluster, e.g. http://127.0.0.1:9250.")
     username: NonEmpty | None = None
-    password: SecretRef | None = Field(None, description="Secret reference (env:NAME or "
-                                      "file:/path).")
+    password: SecretRef | None = Field(
+        None, description="Secret reference (env:NAME or file:/path)."
+    )
     timeout_seconds: Seconds = 30.0
     verify_certs: bool = True

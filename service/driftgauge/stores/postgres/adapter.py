@@ -66,14 +66,17 @@ class PostgresAdapter(DialectAdapter):
         if self._owns_pool:
             await io.close_pool(self._pool, self.store.timeout)
 
-    async def _day_digests(self, start: datetime, end: datetime,
-                           granularity: Granularity) -> list[BucketDigest]:
-        rows = await self._fetch("bucket digests", self._sql_bucket, start, end,
-                                 granularity, self.view.timezone.key)
+    async def _day_digests(
+        self, start: datetime, end: datetime, granularity: Granularity
+    ) -> list[BucketDigest]:
+        rows = await self._fetch(
+            "bucket digests", self._sql_bucket, start, end, granularity, self.view.timezone.key
+        )
         return self._buckets(rows)
 
-    async def slot_digests(self, start: datetime, end: datetime, seconds: int, *,
-                           distinct: bool = True) -> list[BucketDigest]:
+    async def slot_digests(
+        self, start: datetime, end: datetime, seconds: int, *, distinct: bool = True
+    ) -> list[BucketDigest]:
         """Return per-slot aggregates (date_bin from start) and excluded counts by reason."""
         step = check_slot(start, seconds)
         if start >= end:
@@ -81,25 +84,37 @@ class PostgresAdapter(DialectAdapter):
         sql = self._sql_slot if distinct else self._sql_slot_rows
         return self._buckets(await self._fetch("slot digests", sql, start, end, step, start))
 
-    async def day_and_slot_digests(self, start: datetime, end: datetime,
-                                   seconds: int) -> FirstPass:
+    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> FirstPass:
         """Return day buckets and their slots (date_bin from start) from one scan."""
         step = check_slot(start, seconds)
         if start >= end:
             return FirstPass([], {})
-        rows = await self._fetch("day and slot digests", self._sql_day_slot, start, end,
-                                 step, self.view.timezone.key, start)
+        rows = await self._fetch(
+            "day and slot digests",
+            self._sql_day_slot,
+            start,
+            end,
+            step,
+            self.view.timezone.key,
+            start,
+        )
         by_day: dict[datetime, list[Any]] = {}
         for r in rows:
             if r["slot"] is not None:
                 by_day.setdefault(r["bucket"], []).append(r)
         days = self._buckets([r for r in rows if r["slot"] is None])
-        return FirstPass(days, LazySlots({_utc(d): rs for d, rs in by_day.items()},
-                                         _slots_from_records))
+        return FirstPass(
+            days, LazySlots({_utc(d): rs for d, rs in by_day.items()}, _slots_from_records)
+        )
 
-    async def iter_rows(self, start: datetime, end: datetime,
-                        prefixes: Sequence[str] | None = None, *,
-                        ranges: TimeRanges | None = None) -> AsyncIterator[RowHash]:
+    async def iter_rows(
+        self,
+        start: datetime,
+        end: datetime,
+        prefixes: Sequence[str] | None = None,
+        *,
+        ranges: TimeRanges | None = None,
+    ) -> AsyncIterator[RowHash]:
         """Yield expected rows through a server-side cursor, FETCH_ROWS at a time."""
         spans = None if ranges is None else check_ranges(ranges)
         query = results.rows_query(dialect.POSTGRES, self.view, start, end, prefixes, spans)
@@ -108,19 +123,26 @@ class PostgresAdapter(DialectAdapter):
         sql, args = query
         timeout = self.store.timeout
         with io.store_errors(self.store.name, self._where("export rows")):
-            async with io.pooled(self._pool, timeout) as conn, conn.transaction(
-                    readonly=True, isolation="repeatable_read"):
+            async with (
+                io.pooled(self._pool, timeout) as conn,
+                conn.transaction(readonly=True, isolation="repeatable_read"),
+            ):
                 if spans is not None:
                     # A generic plan cannot see the sub-range bounds and reads the whole
                     # window; a custom plan turns each sub-range into an index range scan.
-                    await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan",
-                                       timeout=timeout)
+                    await conn.execute(
+                        "SET LOCAL plan_cache_mode = force_custom_plan", timeout=timeout
+                    )
                 cursor = await conn.cursor(sql, *args, timeout=timeout)
                 while True:
                     batch = await cursor.fetch(FETCH_ROWS, timeout=timeout)
                     for r in batch:
-                        yield RowHash(key=r["ktext"], key_hash=r["khash"],
-                                      row_hash=unsigned64(r["rhash"]), event_time=r["t"])
+                        yield RowHash(
+                            key=r["ktext"],
+                            key_hash=r["khash"],
+                            row_hash=unsigned64(r["rhash"]),
+                            event_time=r["t"],
+                        )
                     if len(batch) < FETCH_ROWS:
                         break
 
@@ -143,6 +165,15 @@ def _utc(moment: datetime) -> datetime:
 
 def _slots_from_records(records: list[Any]) -> list[BucketDigest]:
     # Slot starts stay in UTC as the driver returns them (a zone lookup each costs).
-    return sorted((BucketDigest(start=r["slot"], agg=Aggregate(
-        count=r["n"], distinct_keys=r["keys"], digest=unsigned64(r["digest"])))
-        for r in records), key=lambda b: b.start)
+    return sorted(
+        (
+            BucketDigest(
+                start=r["slot"],
+                agg=Aggregate(
+                    count=r["n"], distinct_keys=r["keys"], digest=unsigned64(r["digest"])
+                ),
+            )
+            for r in records
+        ),
+        key=lambda b: b.start,
+    )

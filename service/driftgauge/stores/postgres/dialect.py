@@ -13,8 +13,10 @@ from driftgauge.stores.sql.dialect import SqlDialect
 
 ROW_HASH = "('x' || left(md5({0}), 16))::bit(64)::bigint"
 """The first 8 bytes of md5(row encoding), big-endian, as a signed bigint (same bits)."""
-SIGNED64 = ("((({0}) % 18446744073709551616 + 27670116110564327424) % 18446744073709551616"
-            " - 9223372036854775808)::bigint")
+SIGNED64 = (
+    "((({0}) % 18446744073709551616 + 27670116110564327424) % 18446744073709551616"
+    " - 9223372036854775808)::bigint"
+)
 """A numeric sum of bigints mod 2^64, as the signed bigint with the same bits.
 
 A bigint decodes far cheaper than a numeric on the client, which matters once a query
@@ -80,7 +82,7 @@ class PostgresDialect(SqlDialect):
         col = self.quote_ident(view.key_column)
         if view.key_type == "integer":
             return f"({self.bigint(col)})"
-        return f"(({col})::text COLLATE \"C\")"
+        return f'(({col})::text COLLATE "C")'
 
     def prefix_in(self, khash: str, param: str) -> str:
         """Return `khash LIKE ANY(patterns)`."""
@@ -103,8 +105,9 @@ class PostgresDialect(SqlDialect):
         if count < 1:
             raise ValueError("ranges_sql needs at least one sub-range")
         lo, hi = self.param(first, "timestamptz[]"), self.param(first + 1, "timestamptz[]")
-        branches = " OR ".join(f"({t} >= ({lo})[{i}] AND {t} < ({hi})[{i}])"
-                               for i in range(1, count + 1))
+        branches = " OR ".join(
+            f"({t} >= ({lo})[{i}] AND {t} < ({hi})[{i}])" for i in range(1, count + 1)
+        )
         return f" AND ({branches})"
 
     def day_slot_sql(self, view: View) -> str:
@@ -136,7 +139,8 @@ class PostgresDialect(SqlDialect):
         return "".join(
             f", CASE WHEN GROUPING(r.s) = 1 THEN "
             f"{self.filtered('sum', f'r.m{i}', 'r.x IS NULL')} END AS m{i}"
-            for i in range(len(view.measures)))
+            for i in range(len(view.measures))
+        )
 
 
 POSTGRES = PostgresDialect()

@@ -24,10 +24,18 @@ from driftgauge.stores.postgres.settings import PostgresStore
 DRIVER_ERRORS = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError)
 """What a PostgreSQL call may raise that is the database's doing; anything else is a bug."""
 TIMEOUTS = (TimeoutError, asyncpg.QueryCanceledError)
-REFUSED = (asyncpg.InsufficientPrivilegeError, asyncpg.InvalidAuthorizationSpecificationError,
-           asyncpg.InvalidPasswordError)
-GONE = (asyncpg.InvalidCatalogNameError, asyncpg.CannotConnectNowError,
-        asyncpg.TooManyConnectionsError, asyncpg.ConnectionDoesNotExistError, OSError)
+REFUSED = (
+    asyncpg.InsufficientPrivilegeError,
+    asyncpg.InvalidAuthorizationSpecificationError,
+    asyncpg.InvalidPasswordError,
+)
+GONE = (
+    asyncpg.InvalidCatalogNameError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.TooManyConnectionsError,
+    asyncpg.ConnectionDoesNotExistError,
+    OSError,
+)
 
 
 def driver_error(exc: BaseException) -> bool:
@@ -83,8 +91,9 @@ async def pooled(pool: Any, seconds: float) -> AsyncIterator[Any]:
 
 async def session(dsn: str, seconds: float, application: str) -> Any:
     """Return a dedicated connection (not pooled), for a session-level lock."""
-    return await asyncpg.connect(dsn, timeout=seconds,
-                                 server_settings={"application_name": application})
+    return await asyncpg.connect(
+        dsn, timeout=seconds, server_settings={"application_name": application}
+    )
 
 
 async def close_session(conn: Any, deadline: float) -> None:
@@ -125,34 +134,53 @@ class PgCalls:
             yield conn
 
 
-async def open_pool(state: State, *, deadline: float = 10.0, pool_max: int = 2,
-                    application: str = "driftgauge-signals") -> Any:
+async def open_pool(
+    state: State,
+    *,
+    deadline: float = 10.0,
+    pool_max: int = 2,
+    application: str = "driftgauge-signals",
+) -> Any:
     """Open a pool on the state schema (migrations are applied by the StateStore)."""
     try:
         dsn = state.dsn.reveal()
     except SecretError as exc:
         raise StateError(f"state.dsn: {exc.problems[0]}") from None
-    settings = {"search_path": '"' + state.schema.replace('"', '""') + '"',
-                "application_name": application}
+    settings = {
+        "search_path": '"' + state.schema.replace('"', '""') + '"',
+        "application_name": application,
+    }
     try:
         async with asyncio.timeout(deadline * 2):
-            return await asyncpg.create_pool(dsn, min_size=1, max_size=pool_max,
-                                             timeout=deadline, command_timeout=deadline,
-                                             server_settings=settings)
+            return await asyncpg.create_pool(
+                dsn,
+                min_size=1,
+                max_size=pool_max,
+                timeout=deadline,
+                command_timeout=deadline,
+                server_settings=settings,
+            )
     except (*DRIVER_ERRORS, ValueError) as exc:  # ValueError: a DSN the driver cannot parse
-        raise StateError(f"state.dsn: cannot connect to the state database "
-                         f"({describe(exc)})") from None
+        raise StateError(
+            f"state.dsn: cannot connect to the state database ({describe(exc)})"
+        ) from None
 
 
 async def store_pool(store: PostgresStore) -> Any:
     """Open the pool of a data store after checking its encoding; failures are StoreErrors."""
     try:
-        pool = await asyncio.wait_for(asyncpg.create_pool(
-            store.dsn.reveal(), min_size=1, max_size=store.pool_max,
-            timeout=store.timeout, command_timeout=store.timeout,
-            # UTC sessions make a timestamp without time zone read as UTC everywhere.
-            server_settings={"TimeZone": "UTC", "application_name": "driftgauge"},
-        ), timeout=store.timeout)
+        pool = await asyncio.wait_for(
+            asyncpg.create_pool(
+                store.dsn.reveal(),
+                min_size=1,
+                max_size=store.pool_max,
+                timeout=store.timeout,
+                command_timeout=store.timeout,
+                # UTC sessions make a timestamp without time zone read as UTC everywhere.
+                server_settings={"TimeZone": "UTC", "application_name": "driftgauge"},
+            ),
+            timeout=store.timeout,
+        )
     except ValueError as exc:  # a DSN the driver cannot parse
         raise StoreQueryError(store.name, f"connect: ValueError: {exc}") from exc
     except DRIVER_ERRORS as exc:
@@ -167,9 +195,13 @@ async def store_pool(store: PostgresStore) -> Any:
     if encoding != "UTF8":
         await pool.close()
         # md5(text) hashes the database encoding's bytes, not UTF-8.
-        raise StoreQueryError(store.name, (
-            f"server_encoding is {encoding}; driftgauge needs a UTF8 database "
-            "so that md5() sees UTF-8 bytes"))
+        raise StoreQueryError(
+            store.name,
+            (
+                f"server_encoding is {encoding}; driftgauge needs a UTF8 database "
+                "so that md5() sees UTF-8 bytes"
+            ),
+        )
     return pool
 
 

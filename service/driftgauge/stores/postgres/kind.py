@@ -27,8 +27,9 @@ def store_secrets(store: Store) -> list[tuple[str, Secret, str]]:
     return [("dsn", store.dsn, "dsn")]
 
 
-connect, disconnect, open_adapter = pool_hooks("driftgauge.stores.postgres", PostgresStore,
-                                               "PostgresAdapter")
+connect, disconnect, open_adapter = pool_hooks(
+    "driftgauge.stores.postgres", PostgresStore, "PostgresAdapter"
+)
 
 
 def error_map(store: str, what: str, exc: BaseException) -> StoreError | None:
@@ -39,8 +40,21 @@ def error_map(store: str, what: str, exc: BaseException) -> StoreError | None:
 
 
 KIND = registry.StoreKind(
-    name="postgres", config_model=PostgresStoreModel, build=build, check_view=check_view,
-    connect=connect, disconnect=disconnect, open=open_adapter, error_map=error_map,
+    name="postgres",
+    config_model=PostgresStoreModel,
+    build=build,
+    check_view=check_view,
+    connect=connect,
+    disconnect=disconnect,
+    open=open_adapter,
+    error_map=error_map,
     secrets=store_secrets,
-    capabilities=frozenset({registry.MEASURE_TOTALS, registry.SLOT_FIRST_PASS,
-                            registry.VOCABULARY_COUNTER, registry.KEY_PICKER}))
+    capabilities=frozenset(
+        {
+            registry.MEASURE_TOTALS,
+            registry.SLOT_FIRST_PASS,
+            registry.VOCABULARY_COUNTER,
+            registry.KEY_PICKER,
+        }
+    ),
+)

@@ -35,25 +35,40 @@ async def describe(conn: Any, view: View) -> list[FieldSchema]:
     for attr in stmt.get_attributes():
         types.setdefault(attr.name, attr.type)
     where = f"table {view.table}" if view.table is not None else "the view's query"
-    return judge_columns(view, types, where,
-                         lambda w, typ: judge(w, str(typ.name), str(typ.kind), where))
+    return judge_columns(
+        view, types, where, lambda w, typ: judge(w, str(typ.name), str(typ.kind), where)
+    )
 
 
 def judge(w: Wanted, type_name: str, kind: str, where: str) -> FieldSchema:
     """Return whether a column of `type_name` can be read as the field `w` expects."""
     holds = f"{type_name} in {where}"
     if kind == "array":
-        return FieldSchema(w, (f"column {w.column} is an array ({type_name}); a field holds "
-                               "one value per row",), holds=holds)
+        return FieldSchema(
+            w,
+            (f"column {w.column} is an array ({type_name}); a field holds one value per row",),
+            holds=holds,
+        )
     accepts = ACCEPTS[w.expects]
     if accepts is not None and type_name not in accepts:
         what = "the time field" if w.expects == "time" else f"a {w.expects} field"
         why = f" ({WHY[type_name]})" if w.expects == "integer" and type_name in WHY else ""
-        return FieldSchema(w, (f"column {w.column} is {type_name}{why}; {what} reads one of "
-                               f"{', '.join(sorted(accepts))}",), holds=holds)
+        return FieldSchema(
+            w,
+            (
+                f"column {w.column} is {type_name}{why}; {what} reads one of "
+                f"{', '.join(sorted(accepts))}",
+            ),
+            holds=holds,
+        )
     if w.measure_scale is not None and type_name in ("float4", "float8"):
-        return FieldSchema(w, (f"column {w.column} is {type_name}, whose values are not exact "
-                               "decimals; a measure's total must be exact (use numeric)",),
-                           holds=holds)
+        return FieldSchema(
+            w,
+            (
+                f"column {w.column} is {type_name}, whose values are not exact "
+                "decimals; a measure's total must be exact (use numeric)",
+            ),
+            holds=holds,
+        )
     precision: TimestampPrecision | None = "us" if w.expects == "timestamp" else None
     return FieldSchema(w, precision=precision, holds=holds)

@@ -20,5 +20,4 @@ class PostgresStore(PooledStore):
 
 class PostgresStoreModel(PooledStoreModel):
     kind: Literal["postgres"]
-    dsn: SecretRef = Field(description="Connection string, usually a secret reference "
-                          "(env:NAME).")
+    dsn: SecretRef = Field(description="Connection string, usually a secret reference (env:NAME).")

@@ -74,10 +74,14 @@ class ReaderApiAdapter:
         # An hour more: a window of local days grows by one where the zone falls back.
         limit = timedelta(days=self.store.max_window_days, hours=1)
         if end - start > limit:
-            raise StoreQueryError(self.store.name, (
-                f"the window {io.iso(start)} to {io.iso(end)} is longer than "
-                f"max_window_days={self.store.max_window_days}: a reader API is checked on a "
-                "bounded recent window (shorten the schedule's days or raise the setting)"))
+            raise StoreQueryError(
+                self.store.name,
+                (
+                    f"the window {io.iso(start)} to {io.iso(end)} is longer than "
+                    f"max_window_days={self.store.max_window_days}: a reader API is checked on a "
+                    "bounded recent window (shorten the schedule's days or raise the setting)"
+                ),
+            )
         got: list[RowHash] = []
         first = True
         async for _body, page in io.pages(self._client, self.store, start, end, self._pace):
@@ -87,10 +91,14 @@ class ReaderApiAdapter:
                 first = False
             self._read += len(page)
             if self._read > self.store.max_rows:
-                raise StoreQueryError(self.store.name, (
-                    f"more than max_rows={self.store.max_rows} rows in this run (at "
-                    f"{self._read} after page {self.requests}); raise max_rows or shorten "
-                    "the window"))
+                raise StoreQueryError(
+                    self.store.name,
+                    (
+                        f"more than max_rows={self.store.max_rows} rows in this run (at "
+                        f"{self._read} after page {self.requests}); raise max_rows or shorten "
+                        "the window"
+                    ),
+                )
             got.extend(r for r in map(self._hash, page) if start <= r.event_time < end)
         rows = MemoryAdapter(got, self.view.timezone, measures=self.view.measures)
         self._windows.append((start, end, rows))
@@ -105,25 +113,29 @@ class ReaderApiAdapter:
             return
         for path in self._paths():
             if all(not isinstance(r, dict) or lookup(r, path) is MISSING for r in page):
-                raise StoreQueryError(self.store.name, (
-                    f"field path {path!r} is in none of the first page's {len(page)} rows "
-                    f"at rows_path {self.store.rows_path or '(the body)'!r}"))
+                raise StoreQueryError(
+                    self.store.name,
+                    (
+                        f"field path {path!r} is in none of the first page's {len(page)} rows "
+                        f"at rows_path {self.store.rows_path or '(the body)'!r}"
+                    ),
+                )
 
     def _hash(self, row: Any) -> RowHash:
         view = self.view
         if not isinstance(row, dict):
-            raise StoreQueryError(self.store.name, f"a row is {type(row).__name__}, not an "
-                                  "object")
+            raise StoreQueryError(self.store.name, f"a row is {type(row).__name__}, not an object")
         key = _value(row, view.key_column)
         try:
             when = _instant(_value(row, view.time_column))
             values = [_value(row, c) for c in view.columns]
             types = [f.type for f in view.fields]
-            khash, rhash = d.hash_row(key, view.key_type, values, types,
-                                      view.timestamp_precision)
+            khash, rhash = d.hash_row(key, view.key_type, values, types, view.timestamp_precision)
             text = None if key is None else d.key_text(key)
-            given = {name: _measure(_value(row, column)) for name, column
-                     in zip(view.measures, view.measure_columns, strict=True)}
+            given = {
+                name: _measure(_value(row, column))
+                for name, column in zip(view.measures, view.measure_columns, strict=True)
+            }
             totals = {name: v for name, v in given.items() if v is not None}  # NULL adds 0
         except (TypeError, ValueError) as exc:
             raise StoreQueryError(self.store.name, f"row with key {key!r}: {exc}") from None
@@ -135,35 +147,42 @@ class ReaderApiAdapter:
             self.view = replace(self.view, timestamp_precision=precision)
             self._windows = []
 
-    async def bucket_digests(self, start: datetime, end: datetime,
-                             granularity: Granularity) -> list[BucketDigest]:
+    async def bucket_digests(
+        self, start: datetime, end: datetime, granularity: Granularity
+    ) -> list[BucketDigest]:
         """Return per-bucket aggregates of the rows the API returned."""
         if start >= end:
             return []
         return await (await self._window(start, end)).bucket_digests(start, end, granularity)
 
-    async def slot_digests(self, start: datetime, end: datetime, seconds: int, *,
-                           distinct: bool = True) -> list[BucketDigest]:
+    async def slot_digests(
+        self, start: datetime, end: datetime, seconds: int, *, distinct: bool = True
+    ) -> list[BucketDigest]:
         """Return per-slot aggregates (slots of `seconds` from start)."""
         if start >= end:
             return []
         return await (await self._window(start, end)).slot_digests(start, end, seconds)
 
-    async def day_and_slot_digests(self, start: datetime, end: datetime,
-                                   seconds: int) -> FirstPass:
+    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> FirstPass:
         """Return day buckets and their slots from one fetch of the window."""
         return await (await self._window(start, end)).day_and_slot_digests(start, end, seconds)
 
-    async def prefix_digests(self, start: datetime, end: datetime, depth: int,
-                             within: Sequence[str] | None = None) -> dict[str, Aggregate]:
+    async def prefix_digests(
+        self, start: datetime, end: datetime, depth: int, within: Sequence[str] | None = None
+    ) -> dict[str, Aggregate]:
         """Return aggregates grouped by the first `depth` hex digits of the key hash."""
         if no_prefixes(start, end, depth, within):
             return {}
         return await (await self._window(start, end)).prefix_digests(start, end, depth, within)
 
-    async def iter_rows(self, start: datetime, end: datetime,
-                        prefixes: Sequence[str] | None = None, *,
-                        ranges: TimeRanges | None = None) -> AsyncIterator[RowHash]:
+    async def iter_rows(
+        self,
+        start: datetime,
+        end: datetime,
+        prefixes: Sequence[str] | None = None,
+        *,
+        ranges: TimeRanges | None = None,
+    ) -> AsyncIterator[RowHash]:
         """Yield the rows the API returned in [start, end) (optionally filtered)."""
         if start >= end:
             return

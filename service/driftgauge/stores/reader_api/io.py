@@ -36,8 +36,13 @@ def open_client(store: ReaderApiStore) -> httpx.AsyncClient:
             auth = httpx.BasicAuth(store.username, store.password.reveal())
     except SecretError as exc:
         raise StoreQueryError(store.name, f"auth: {exc}") from None
-    return httpx.AsyncClient(timeout=store.timeout, verify=store.verify_certs, auth=auth,
-                             headers=headers, follow_redirects=False)
+    return httpx.AsyncClient(
+        timeout=store.timeout,
+        verify=store.verify_certs,
+        auth=auth,
+        headers=headers,
+        follow_redirects=False,
+    )
 
 
 def iso(moment: datetime) -> str:
@@ -70,8 +75,9 @@ class Pace:
         self._next = max(now, self._next) + self._gap
 
 
-async def get_json(client: httpx.AsyncClient, store: ReaderApiStore, url: str,
-                   params: dict[str, str], what: str) -> Any:
+async def get_json(
+    client: httpx.AsyncClient, store: ReaderApiStore, url: str, params: dict[str, str], what: str
+) -> Any:
     """GET one page and return its JSON (decimals kept exact); failures are StoreErrors."""
     try:
         async with asyncio.timeout(store.timeout):
@@ -86,14 +92,17 @@ async def get_json(client: httpx.AsyncClient, store: ReaderApiStore, url: str,
     try:
         return json.loads(response.text, parse_float=Decimal)
     except ValueError:
-        raise StoreQueryError(store.name, f"{what}: the response is not JSON "
-                              f"(HTTP {response.status_code}, "
-                              f"{response.headers.get('content-type', 'no content type')})"
-                              ) from None
+        raise StoreQueryError(
+            store.name,
+            f"{what}: the response is not JSON "
+            f"(HTTP {response.status_code}, "
+            f"{response.headers.get('content-type', 'no content type')})",
+        ) from None
 
 
-async def pages(client: httpx.AsyncClient, store: ReaderApiStore, start: datetime,
-                end: datetime, pace: Pace) -> AsyncIterator[tuple[Any, list[Any]]]:
+async def pages(
+    client: httpx.AsyncClient, store: ReaderApiStore, start: datetime, end: datetime, pace: Pace
+) -> AsyncIterator[tuple[Any, list[Any]]]:
     """Yield (body, rows) of every page of [start, end), following the store's pagination."""
     # httpx's params replace a URL's own query, so the template's query joins them here.
     parts = urlsplit(store.url)
@@ -116,9 +125,12 @@ async def pages(client: httpx.AsyncClient, store: ReaderApiStore, start: datetim
         rows = lookup(body, store.rows_path)
         if not isinstance(rows, list):
             got = "nothing" if rows is MISSING else type(rows).__name__
-            raise StoreQueryError(store.name, f"page {n}: rows_path "
-                                  f"{store.rows_path or '(the body)'!r} holds {got}, "
-                                  "not a list of rows")
+            raise StoreQueryError(
+                store.name,
+                f"page {n}: rows_path "
+                f"{store.rows_path or '(the body)'!r} holds {got}, "
+                "not a list of rows",
+            )
         yield body, rows
         if store.paging == "none" or (store.paging in ("page", "offset") and not rows):
             return
@@ -129,8 +141,10 @@ async def pages(client: httpx.AsyncClient, store: ReaderApiStore, start: datetim
             if nxt is MISSING or nxt is None or nxt == "":
                 return
             if str(nxt) == cursor:
-                raise StoreQueryError(store.name, f"page {n}: the cursor at "
-                                      f"{store.cursor_path!r} did not move ({nxt!r})")
+                raise StoreQueryError(
+                    store.name,
+                    f"page {n}: the cursor at {store.cursor_path!r} did not move ({nxt!r})",
+                )
             cursor = str(nxt)
     raise StoreQueryError(store.name, "more than a million pages")
 
@@ -156,8 +170,9 @@ def translate_error(store: str, what: str, exc: BaseException) -> StoreError | N
     if isinstance(exc, TimeoutError | httpx.TimeoutException):
         return StoreTimeout(store, f"{what}: no answer within the timeout")
     if isinstance(exc, httpx.TransportError | OSError):
-        return StoreUnavailable(store, f"{what}: cannot reach the API "
-                                f"({type(exc).__name__}: {exc})")
+        return StoreUnavailable(
+            store, f"{what}: cannot reach the API ({type(exc).__name__}: {exc})"
+        )
     if isinstance(exc, httpx.HTTPError):
         return StoreQueryError(store, f"{what}: {type(exc).__name__}: {exc}")
     return None

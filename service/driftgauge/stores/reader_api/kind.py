@@ -20,31 +20,48 @@ def build(name: str, sm: ReaderApiStoreModel, problems: list[str]) -> ReaderApiS
     text = sm.url + "".join(sm.params.values())
     for bound in BOUNDS:
         if bound not in text:
-            problems.append(f"stores.{name}.url: {bound} appears neither in url nor in "
-                            "params; the API must be asked for one bucket's rows")
+            problems.append(
+                f"stores.{name}.url: {bound} appears neither in url nor in "
+                "params; the API must be asked for one bucket's rows"
+            )
     auth, pages = sm.auth, sm.pagination
     return ReaderApiStore(
-        name=name, url=sm.url, params=tuple(sm.params.items()),
+        name=name,
+        url=sm.url,
+        params=tuple(sm.params.items()),
         bearer=None if auth is None or auth.bearer is None else Secret(auth.bearer),
         username=None if auth is None else auth.username,
         password=None if auth is None or auth.password is None else Secret(auth.password),
-        rows_path=sm.rows_path, paging=pages.style, cursor_path=pages.cursor_path,
-        cursor_param=pages.cursor_param, page_param=pages.page_param,
-        first_page=pages.first_page, offset_param=pages.offset_param,
-        size_param=pages.size_param, page_size=sm.page_size, rate_limit=sm.rate_limit,
-        max_rows=sm.max_rows, max_window_days=sm.max_window_days,
-        timeout=sm.timeout_seconds, verify_certs=sm.verify_certs)
+        rows_path=sm.rows_path,
+        paging=pages.style,
+        cursor_path=pages.cursor_path,
+        cursor_param=pages.cursor_param,
+        page_param=pages.page_param,
+        first_page=pages.first_page,
+        offset_param=pages.offset_param,
+        size_param=pages.size_param,
+        page_size=sm.page_size,
+        rate_limit=sm.rate_limit,
+        max_rows=sm.max_rows,
+        max_window_days=sm.max_window_days,
+        timeout=sm.timeout_seconds,
+        verify_certs=sm.verify_certs,
+    )
 
 
 def check_view(where: str, vm: Any, exclusions: Sequence[Any], problems: list[str]) -> None:
     """Append what a reader_api view gets wrong: its rows come from the store's endpoint."""
     for key in ("query", "table", "index", "filter"):
         if getattr(vm, key) is not None:
-            problems.append(f"{where}.{key}: a reader_api view reads the store's url; key, "
-                            "time and fields are JSON paths inside a row")
+            problems.append(
+                f"{where}.{key}: a reader_api view reads the store's url; key, "
+                "time and fields are JSON paths inside a row"
+            )
     if exclusions:
-        problems.append(f"{where.rsplit('.', 1)[0]}.exclusions: a reader_api view cannot "
-                        "exclude rows (it is read as the reader sees it)")
+        problems.append(
+            f"{where.rsplit('.', 1)[0]}.exclusions: a reader_api view cannot "
+            "exclude rows (it is read as the reader sees it)"
+        )
 
 
 def store_secrets(store: Store) -> list[tuple[str, Secret, str]]:
@@ -92,7 +109,15 @@ def error_map(store: str, what: str, exc: BaseException) -> StoreError | None:
 
 
 KIND = registry.StoreKind(
-    name="reader_api", config_model=ReaderApiStoreModel, build=build,
-    check_view=check_view, connect=connect, disconnect=disconnect, open=open_adapter,
-    error_map=error_map, secrets=store_secrets, coverage=coverage,
-    capabilities=frozenset({registry.MEASURE_TOTALS, registry.SLOT_FIRST_PASS}))
+    name="reader_api",
+    config_model=ReaderApiStoreModel,
+    build=build,
+    check_view=check_view,
+    connect=connect,
+    disconnect=disconnect,
+    open=open_adapter,
+    error_map=error_map,
+    secrets=store_secrets,
+    coverage=coverage,
+    capabilities=frozenset({registry.MEASURE_TOTALS, registry.SLOT_FIRST_PASS}),
+)

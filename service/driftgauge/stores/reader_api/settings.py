@@ -19,8 +19,9 @@ BOUNDS = ("{start}", "{end}")
 class AuthModel(Strict):
     bearer: SecretRef | None = Field(None, description="Bearer token (env:NAME or file:/path).")
     username: NonEmpty | None = Field(None, description="Basic auth user name.")
-    password: SecretRef | None = Field(None, description="Basic auth password (env:NAME or "
-                                       "file:/path).")
+    password: SecretRef | None = Field(
+        None, description="Basic auth password (env:NAME or file:/path)."
+    )
 
     @model_validator(mode="after")
     def _one_scheme(self) -> Self:
@@ -33,18 +34,26 @@ class AuthModel(Strict):
 
 
 class PaginationModel(Strict):
-    style: Paging = Field("none", description="cursor: follow `cursor_path`; page: page "
-                          "numbers from `first_page`; offset: rows so far; none: one request. "
-                          "page and offset stop at the first empty page.")
-    cursor_path: NonEmpty | None = Field(None, description="cursor: JSON path (dotted) of the "
-                                         "next cursor in a response; absent or null ends.")
-    cursor_param: NonEmpty = Field("cursor", description="cursor: the query parameter "
-                                   "carrying the cursor.")
+    style: Paging = Field(
+        "none",
+        description="cursor: follow `cursor_path`; page: page "
+        "numbers from `first_page`; offset: rows so far; none: one request. "
+        "page and offset stop at the first empty page.",
+    )
+    cursor_path: NonEmpty | None = Field(
+        None,
+        description="cursor: JSON path (dotted) of the "
+        "next cursor in a response; absent or null ends.",
+    )
+    cursor_param: NonEmpty = Field(
+        "cursor", description="cursor: the query parameter carrying the cursor."
+    )
     page_param: NonEmpty = "page"
     first_page: int = Field(1, ge=0)
     offset_param: NonEmpty = "offset"
-    size_param: NonEmpty | None = Field("limit", description="Query parameter of the page "
-                                        "size; null: the API's own.")
+    size_param: NonEmpty | None = Field(
+        "limit", description="Query parameter of the page size; null: the API's own."
+    )
 
     @model_validator(mode="after")
     def _cursor_path(self) -> Self:
@@ -55,23 +64,39 @@ class PaginationModel(Strict):
 
 class ReaderApiStoreModel(StoreModel):
     kind: Literal["reader_api"]
-    url: NonEmpty = Field(description="URL template of the reader's endpoint; {start} and "
-                          "{end} (here or in params) become the bucket's bounds in UTC ISO "
-                          "8601.")
-    params: dict[NonEmpty, str] = Field(default_factory=dict, description="Extra query "
-                                        "parameters ({start}/{end} allowed).")
+    url: NonEmpty = Field(
+        description="URL template of the reader's endpoint; {start} and "
+        "{end} (here or in params) become the bucket's bounds in UTC ISO "
+        "8601."
+    )
+    params: dict[NonEmpty, str] = Field(
+        default_factory=dict, description="Extra query parameters ({start}/{end} allowed)."
+    )
     auth: AuthModel | None = None
-    rows_path: str = Field("", description="JSON path (dotted; '' the body itself) of the "
-                           "list of rows in a response. Views name each field by its JSON "
-                           "path inside a row.")
+    rows_path: str = Field(
+        "",
+        description="JSON path (dotted; '' the body itself) of the "
+        "list of rows in a response. Views name each field by its JSON "
+        "path inside a row.",
+    )
     pagination: PaginationModel = Field(default_factory=PaginationModel)
     page_size: int = Field(500, ge=1, le=100_000)
-    rate_limit: float | None = Field(None, gt=0, le=10_000, description="Requests per second "
-                                     "at most.")
-    max_rows: int = Field(100_000, ge=1, le=100_000_000, description="Rows one run may "
-                          "read; more is an error naming this cap, never a truncated count.")
-    max_window_days: int = Field(7, ge=1, le=366, description="The check runs on a bounded "
-                                 "recent window: a longer window is refused.")
+    rate_limit: float | None = Field(
+        None, gt=0, le=10_000, description="Requests per second at most."
+    )
+    max_rows: int = Field(
+        100_000,
+        ge=1,
+        le=100_000_000,
+        description="Rows one run may "
+        "read; more is an error naming this cap, never a truncated count.",
+    )
+    max_window_days: int = Field(
+        7,
+        ge=1,
+        le=366,
+        description="The check runs on a bounded recent window: a longer window is refused.",
+    )
     timeout_seconds: Seconds = 30.0
     verify_certs: bool = True
 

@@ -43,8 +43,9 @@ class SqlAdapter:
     def _compile(self) -> None:
         """Build the view's queries; again whenever the timestamp precision changes."""
 
-    async def bucket_digests(self, start: datetime, end: datetime,
-                             granularity: Granularity) -> list[BucketDigest]:
+    async def bucket_digests(
+        self, start: datetime, end: datetime, granularity: Granularity
+    ) -> list[BucketDigest]:
         """Return per-bucket aggregates of expected rows and excluded counts by reason."""
         if start >= end:
             return []
@@ -52,13 +53,15 @@ class SqlAdapter:
             return await hour_digests(self.slot_digests, start, end, self.view.timezone)
         return await self._day_digests(start, end, granularity)
 
-    async def _day_digests(self, start: datetime, end: datetime,
-                           granularity: Granularity) -> list[BucketDigest]:
+    async def _day_digests(
+        self, start: datetime, end: datetime, granularity: Granularity
+    ) -> list[BucketDigest]:
         """Return the day buckets of a non-empty window, excluded counts by reason."""
         raise NotImplementedError
 
-    async def slot_digests(self, start: datetime, end: datetime, seconds: int, *,
-                           distinct: bool = True) -> list[BucketDigest]:
+    async def slot_digests(
+        self, start: datetime, end: datetime, seconds: int, *, distinct: bool = True
+    ) -> list[BucketDigest]:
         """Return per-slot aggregates and excluded counts by reason."""
         raise NotImplementedError
 
@@ -91,17 +94,23 @@ class DialectAdapter(SqlAdapter):
     def _buckets(self, rows: list[Any]) -> list[BucketDigest]:
         return results.buckets(rows, self._reasons, self.view.measures)
 
-    async def prefix_digests(self, start: datetime, end: datetime, depth: int,
-                             within: Sequence[str] | None = None) -> dict[str, Aggregate]:
+    async def prefix_digests(
+        self, start: datetime, end: datetime, depth: int, within: Sequence[str] | None = None
+    ) -> dict[str, Aggregate]:
         """Return aggregates grouped by the first `depth` hex digits of the key hash."""
         query = results.prefix_query(self.dialect, self.view, start, end, depth, within)
         if query is None:
             return {}
         return results.prefixes(await self._fetch("prefix digests", query[0], *query[1]))
 
-    async def value_counts(self, column: str, start: datetime,
-                           end: datetime) -> dict[str | None, int]:
+    async def value_counts(
+        self, column: str, start: datetime, end: datetime
+    ) -> dict[str | None, int]:
         """Return expected rows per text value of `column` in [start, end) (None: NULL)."""
-        rows = await self._fetch(f"count values of {column}",
-                                 self.dialect.value_counts_sql(self.view, column), start, end)
+        rows = await self._fetch(
+            f"count values of {column}",
+            self.dialect.value_counts_sql(self.view, column),
+            start,
+            end,
+        )
         return {r["value"]: int(r["n"]) for r in rows}

@@ -116,8 +116,7 @@ class SqlDialect:
             raise ValueError(f"a {self.name} view needs a query or a table")
         return ".".join(self.quote_ident(part) for part in view.table.split(".")) + " AS src"
 
-    def token_sql(self, column: str, type_: FieldType,
-                  precision: TimestampPrecision = "us") -> str:
+    def token_sql(self, column: str, type_: FieldType, precision: TimestampPrecision = "us") -> str:
         """Return a SQL expression of a column's canonical token (see docs/digest.md)."""
         col = self.quote_ident(column)
         if type_ == "string":
@@ -148,8 +147,10 @@ class SqlDialect:
     def row_encoding_sql(self, view: View) -> str:
         """Return a SQL expression of the row encoding: key token then each field's token."""
         parts = [self.key_encoding_sql(view)]
-        parts += [self.token_sql(col, f.type, view.timestamp_precision)
-                  for col, f in zip(view.columns, view.fields, strict=True)]
+        parts += [
+            self.token_sql(col, f.type, view.timestamp_precision)
+            for col, f in zip(view.columns, view.fields, strict=True)
+        ]
         return self.concat(*parts)
 
     def exclusion_sql(self, view: View) -> str:
@@ -162,8 +163,7 @@ class SqlDialect:
 
     def window(self, t: str) -> str:
         """Return the condition keeping rows whose time `t` is in [$1, $2)."""
-        return (f"{t} >= {self.param(1, 'timestamptz')} "
-                f"AND {t} < {self.param(2, 'timestamptz')}")
+        return f"{t} >= {self.param(1, 'timestamptz')} AND {t} < {self.param(2, 'timestamptz')}"
 
     def base_sql(self, view: View, *, ranges: tuple[int, int] | None = None) -> str:
         """Return the rows in [$1, $2) with exclusion index, event time, key text and encodings.
@@ -184,14 +184,17 @@ class SqlDialect:
 
     def measure_columns_sql(self, view: View) -> str:
         """Return `, <column> AS m0, ...` for the view's measures (empty without any)."""
-        return "".join(f", {self.measure(self.quote_ident(col))} AS m{i}"
-                       for i, col in enumerate(view.measure_columns))
+        return "".join(
+            f", {self.measure(self.quote_ident(col))} AS m{i}"
+            for i, col in enumerate(view.measure_columns)
+        )
 
     def measure_sums_sql(self, view: View, alias: str = "r") -> str:
         """Return `, sum(m0) AS m0, ...` over the rows no rule excludes."""
         return "".join(
             f", {self.filtered('sum', f'{alias}.m{i}', f'{alias}.x IS NULL')} AS m{i}"
-            for i in range(len(view.measures)))
+            for i in range(len(view.measures))
+        )
 
     def distinct_keys_sql(self, where: str) -> str:
         """Return the distinct-key count of the rows matching `where` (a NULL key counts once)."""
@@ -221,8 +224,11 @@ class SqlDialect:
         Without `distinct` the key count is the row count (the caller knows keys are
         unique), which spares the sort a distinct count needs.
         """
-        keys = (self.distinct_keys_sql("r.x IS NULL") if distinct
-                else self.filtered("count", "*", "r.x IS NULL"))
+        keys = (
+            self.distinct_keys_sql("r.x IS NULL")
+            if distinct
+            else self.filtered("count", "*", "r.x IS NULL")
+        )
         return self._digests(view, self.slot("r.t"), keys)
 
     def prefix_sql(self, view: View, *, within: bool) -> str:
@@ -243,8 +249,7 @@ class SqlDialect:
         """
         khash = self.md5("r.kenc")
         restrict = f" AND {self.prefix_in(khash, self.param(3, 'text[]'))}" if within else ""
-        base = self.base_sql(view, ranges=None if ranges is None else (4 if within else 3,
-                                                                        ranges))
+        base = self.base_sql(view, ranges=None if ranges is None else (4 if within else 3, ranges))
         return (
             f"SELECT r.ktext, {khash} AS khash, {self.row_hash('renc')} AS rhash, r.t "
             f"FROM ({base}) AS r WHERE r.x IS NULL{restrict}"
@@ -254,9 +259,11 @@ class SqlDialect:
         """Return SQL counting rows per value of `column` in [$1, $2), skipping excluded rows."""
         t = self.quote_ident(view.time_column)
         # Booleans read as true/false, the same text the reader filter's values are compared by.
-        return (f"SELECT {self.text(self.quote_ident(column))} AS value, count(*) AS n "
-                f"FROM {self.relation(view)} WHERE {self.window(t)} "
-                f"AND ({self.exclusion_sql(view)}) IS NULL GROUP BY 1")
+        return (
+            f"SELECT {self.text(self.quote_ident(column))} AS value, count(*) AS n "
+            f"FROM {self.relation(view)} WHERE {self.window(t)} "
+            f"AND ({self.exclusion_sql(view)}) IS NULL GROUP BY 1"
+        )
 
     @staticmethod
     def like_patterns(prefixes: list[str]) -> list[str]:

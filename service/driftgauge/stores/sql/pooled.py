@@ -14,8 +14,9 @@ from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.registry import Connect, Disconnect, Open
 
 
-def pool_hooks(package: str, store_type: type[Any],
-               adapter: str) -> tuple[Connect, Disconnect, Open]:
+def pool_hooks(
+    package: str, store_type: type[Any], adapter: str
+) -> tuple[Connect, Disconnect, Open]:
     """Return connect, disconnect and open for the kind in `package` (`io` and `adapter`)."""
 
     async def connect(store: Store) -> Any:
@@ -29,8 +30,9 @@ def pool_hooks(package: str, store_type: type[Any],
 
     async def open_adapter(view: View, pool: Any) -> StoreAdapter:
         """Return an adapter on the shared pool, or on its own pool when None."""
-        opened: StoreAdapter = await getattr(importlib.import_module(f"{package}.adapter"),
-                                             adapter).open(view, pool)
+        opened: StoreAdapter = await getattr(
+            importlib.import_module(f"{package}.adapter"), adapter
+        ).open(view, pool)
         return opened
 
     return connect, disconnect, open_adapter

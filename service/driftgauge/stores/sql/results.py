@@ -16,8 +16,9 @@ from driftgauge.stores.sql.dialect import SqlDialect
 Row = Mapping[str, Any]
 
 
-def buckets(rows: Sequence[Row], reasons: Sequence[str],
-            measures: Sequence[str] = ()) -> list[BucketDigest]:
+def buckets(
+    rows: Sequence[Row], reasons: Sequence[str], measures: Sequence[str] = ()
+) -> list[BucketDigest]:
     """Return the digests of a bucket or slot query's rows (bucket, rule, n, keys, digest).
 
     A row with no rule is a bucket's expected aggregate; a row with rule i counts the rows
@@ -31,9 +32,12 @@ def buckets(rows: Sequence[Row], reasons: Sequence[str],
         begin = r["bucket"].astimezone(UTC)
         agg, excluded = out.get(begin, (Aggregate(), {}))
         if r["rule"] is None:
-            agg = Aggregate(count=r["n"], distinct_keys=r["keys"],
-                            digest=unsigned64(int(r["digest"] or 0)),
-                            measures=totals(r, measures))
+            agg = Aggregate(
+                count=r["n"],
+                distinct_keys=r["keys"],
+                digest=unsigned64(int(r["digest"] or 0)),
+                measures=totals(r, measures),
+            )
         else:
             reason = reasons[r["rule"] - 1]
             excluded = excluded | {reason: excluded.get(reason, 0) + r["n"]}
@@ -45,12 +49,20 @@ def totals(r: Row, measures: Sequence[str]) -> dict[str, Decimal] | None:
     """Return a row's measure totals from its m0, m1, ... columns; None without measures."""
     if not measures:
         return None
-    return {name: Decimal(0) if r[f"m{i}"] is None else Decimal(r[f"m{i}"])
-            for i, name in enumerate(measures)}
+    return {
+        name: Decimal(0) if r[f"m{i}"] is None else Decimal(r[f"m{i}"])
+        for i, name in enumerate(measures)
+    }
 
 
-def prefix_query(dialect: SqlDialect, view: View, start: datetime, end: datetime,
-                 depth: int, within: Sequence[str] | None) -> tuple[str, list[Any]] | None:
+def prefix_query(
+    dialect: SqlDialect,
+    view: View,
+    start: datetime,
+    end: datetime,
+    depth: int,
+    within: Sequence[str] | None,
+) -> tuple[str, list[Any]] | None:
     """Return the prefix query and its arguments; None when the answer is empty anyway."""
     if no_prefixes(start, end, depth, within):
         return None
@@ -62,14 +74,22 @@ def prefix_query(dialect: SqlDialect, view: View, start: datetime, end: datetime
 
 def prefixes(rows: Sequence[Row]) -> dict[str, Aggregate]:
     """Return prefix → aggregate from a prefix query's rows."""
-    return {r["prefix"]: Aggregate(count=r["n"], distinct_keys=r["keys"],
-                                   digest=unsigned64(int(r["digest"]))) for r in rows}
+    return {
+        r["prefix"]: Aggregate(
+            count=r["n"], distinct_keys=r["keys"], digest=unsigned64(int(r["digest"]))
+        )
+        for r in rows
+    }
 
 
-def rows_query(dialect: SqlDialect, view: View, start: datetime, end: datetime,
-               prefixes: Sequence[str] | None,
-               spans: Sequence[tuple[datetime, datetime]] | None,
-               ) -> tuple[str, list[Any]] | None:
+def rows_query(
+    dialect: SqlDialect,
+    view: View,
+    start: datetime,
+    end: datetime,
+    prefixes: Sequence[str] | None,
+    spans: Sequence[tuple[datetime, datetime]] | None,
+) -> tuple[str, list[Any]] | None:
     """Return the row export query and its arguments; None when it would yield nothing."""
     if no_rows(start, end, prefixes, spans):
         return None
@@ -78,5 +98,6 @@ def rows_query(dialect: SqlDialect, view: View, start: datetime, end: datetime,
         args.append(dialect.like_patterns(list(prefixes)))
     if spans is not None:
         args += [[lo for lo, _ in spans], [hi for _, hi in spans]]
-    return dialect.rows_sql(view, within=prefixes is not None,
-                            ranges=None if spans is None else len(spans)), args
+    return dialect.rows_sql(
+        view, within=prefixes is not None, ranges=None if spans is None else len(spans)
+    ), args

@@ -19,8 +19,10 @@ def sql_view_check(kind: str) -> CheckView:
                 problems.append(f"{where}.{key}: only for opensearch views")
         for i, ex in enumerate(exclusions):
             if ex.where is None or ex.query is not None:
-                problems.append(f"{where.rsplit('.', 1)[0]}.exclusions.{i}: a {kind} source "
-                                "excludes rows with 'where' (an SQL predicate)")
+                problems.append(
+                    f"{where.rsplit('.', 1)[0]}.exclusions.{i}: a {kind} source "
+                    "excludes rows with 'where' (an SQL predicate)"
+                )
 
     check_view.__doc__ = f"Append what a {kind} view (and its source's exclusions) gets wrong."
     return check_view
