@@ -116,6 +116,8 @@ def configure(level: str = "INFO", fmt: str = "json") -> None:
         lg = logging.getLogger(name)
         lg.handlers[:] = []
         lg.propagate = True
+        # uvicorn.Config(log_level=...) sets these loggers' own levels: follow the root's.
+        lg.setLevel(logging.NOTSET)
     # APScheduler logs every job execution and opensearch-py every request at INFO; our own
     # run and request lines say more.
     for name in ("apscheduler", "opensearch"):

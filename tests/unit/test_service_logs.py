@@ -115,6 +115,8 @@ def test_uvicorn_colour_codes_never_reach_the_json(capsys: pytest.CaptureFixture
             extra={"color_message": "Uvicorn running on \x1b[1m%s\x1b[0m"},
         )
 
+    # An in-process uvicorn.Config(log_level="warning") earlier must not hide uvicorn's lines.
+    logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
     [line] = _configured_lines(capsys, "json", "INFO", emit)
     assert "\\u001b" not in line and "\x1b" not in line
     parsed = json.loads(line)
