@@ -15,8 +15,8 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from driftgauge.config.model import ConfigModel
 from driftgauge.config.values import show
+from driftgauge.configfile.model import ConfigModel
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
 
@@ -27,7 +27,7 @@ HEADER = """\
 edit by hand: a unit test fails when this file and the models disagree. -->
 
 Every key driftgauge's YAML config accepts, section by section, as the models in
-`service/driftgauge/config/model.py` define them. A key not listed here is refused, and so
+`service/driftgauge/configfile/model.py` define them. A key not listed here is refused, and so
 is a value outside its range; `driftgauge config validate` names the key and the problem.
 Durations are written like `90s`, `15m`, `1h30m` or `2d` (units largest first, each once).
 Secrets (`dsn`, `password`, tokens) are an inline value, `env:NAME` or `file:/path`,

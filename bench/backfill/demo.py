@@ -30,7 +30,7 @@ import asyncpg
 import httpx
 
 from driftgauge.api.app import create_app
-from driftgauge.config.loader import load_text
+from driftgauge.configfile.loader import load_text
 from driftgauge.ledger.client import LedgerClient, RepairClient
 
 PG_DSN = os.environ.get("DRIFTGAUGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:55432/postgres")

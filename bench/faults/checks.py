@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-from driftgauge.config.loader import load_text
 from driftgauge.config.runtime import Config
+from driftgauge.configfile.loader import load_text
 from faults.syncjob import JOB
 from faults.world import OS_URL, TIERS, Stores
 

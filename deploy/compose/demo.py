@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from driftgauge.cli.render import ProgressBar, render_drill, render_run
-from driftgauge.config.loader import load_text
+from driftgauge.configfile.loader import load_text
 from driftgauge.engine.drill import drill_live
 from driftgauge.engine.reconcile import reconcile
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from deploy_support import ROOT, env_references, require_promtool, run
 
-from driftgauge.config.loader import load_file, load_text
+from driftgauge.configfile.loader import load_file, load_text
 
 DEPLOY = ROOT / "deploy"
 COMPOSE = DEPLOY / "compose.yml"

@@ -32,7 +32,7 @@ from deploy_support import (
     run,
 )
 
-from driftgauge.config.loader import load_text
+from driftgauge.configfile.loader import load_text
 
 HELM_SH = ROOT / "deploy" / "local" / "helm.sh"
 PROMTOOL_TESTS = Path(__file__).resolve().parent / "promtool"

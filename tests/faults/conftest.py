@@ -20,8 +20,8 @@ import pytest
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
-from driftgauge.config.loader import load_text
 from driftgauge.config.runtime import Config, View
+from driftgauge.configfile.loader import load_text
 from driftgauge.engine.result import RunResult
 from driftgauge.jobs.adapters import AdapterPool, Adapters
 from driftgauge.jobs.runner import run_check

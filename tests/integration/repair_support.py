@@ -19,8 +19,8 @@ import httpx
 from fastapi import FastAPI
 
 from driftgauge.api.app import create_app
-from driftgauge.config.loader import load_text
 from driftgauge.config.runtime import Config
+from driftgauge.configfile.loader import load_text
 
 TOKEN = "repair-token-for-tests"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -19,8 +19,8 @@ from opensearchpy import AsyncOpenSearch
 
 from driftgauge.canary.service import CanaryService
 from driftgauge.canary.store import CanaryStore
-from driftgauge.config.loader import load_text
 from driftgauge.config.runtime import Check
+from driftgauge.configfile.loader import load_text
 from driftgauge.jobs.recurring import canary_jobs
 from driftgauge.jobs.runtime import JobRuntime
 from driftgauge.state.store import StateStore

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from driftgauge.api.app import create_app
-from driftgauge.config.loader import load_text
+from driftgauge.configfile.loader import load_text
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import MemoryAdapter
 

@@ -14,8 +14,8 @@ import pytest
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
-from driftgauge.config.loader import load_text
 from driftgauge.config.runtime import Check
+from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import ConfigError
 from driftgauge.engine.drill import drill_live
 from driftgauge.engine.reconcile import reconcile

@@ -23,8 +23,8 @@ import asyncpg
 import duckdb
 import pytest
 
-from driftgauge.config.loader import load_text
 from driftgauge.config.runtime import Config
+from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import StoreTimeout
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import RunResult

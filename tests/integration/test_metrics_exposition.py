@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from driftgauge.api.app import create_app
 from driftgauge.canary.probe import CanaryResult
-from driftgauge.config.loader import load_text
+from driftgauge.configfile.loader import load_text
 from driftgauge.signals.vocabulary import VocabularyResult
 from driftgauge.signals.volume import VolumeDay
 from driftgauge.stores.memory import MemoryAdapter

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from driftgauge.config.loader import load_file
+from driftgauge.configfile.loader import load_file
 from driftgauge.metrics.collector import build_registry, reconciliation_part
 from driftgauge.metrics.snapshot import load_check
 from driftgauge.state.store import StateStore

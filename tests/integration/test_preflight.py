@@ -17,7 +17,7 @@ import pytest
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
-from driftgauge.config.loader import load_text
+from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import ConfigError
 from driftgauge.jobs.adapters import AdapterPool
 from driftgauge.jobs.runner import run_check

@@ -21,8 +21,8 @@ import pytest
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
-from driftgauge.config.loader import load_text
 from driftgauge.config.runtime import Config
+from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import (
     StorePermissionError,
     StoreQueryError,

@@ -13,8 +13,8 @@ import yaml
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
-from driftgauge.config.loader import load_text
 from driftgauge.config.runtime import Check
+from driftgauge.configfile.loader import load_text
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.signals.metrics import SignalsMetrics
 from driftgauge.signals.run import evaluate_signals

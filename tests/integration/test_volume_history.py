@@ -13,8 +13,8 @@ import yaml
 from fastapi import FastAPI
 
 from driftgauge.api.auth import TokenCheck
-from driftgauge.config.loader import load_text
 from driftgauge.config.runtime import Check
+from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import ConfigError
 from driftgauge.signals.metrics import SignalsMetrics
 from driftgauge.signals.router import signals_router

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 from datetime import UTC, datetime, timedelta
 
-from driftgauge.config.loader import load_text
 from driftgauge.config.runtime import Check
+from driftgauge.configfile.loader import load_text
 from driftgauge.stores.base import RowHash
 
 BASE = datetime(2026, 3, 1, tzinfo=UTC)

@@ -13,7 +13,7 @@ from prometheus_client.core import Metric
 from driftgauge import background
 from driftgauge.api.audit import Audit
 from driftgauge.canary.service import CanaryService
-from driftgauge.config.loader import load_text
+from driftgauge.configfile.loader import load_text
 from driftgauge.jobs.recurring import canary_jobs, refresh_job, signals_jobs
 from driftgauge.jobs.runtime import JobRuntime
 from driftgauge.ledger.hooks import ReconcileOnClose

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from driftgauge.cli import main
-from driftgauge.config.loader import load_file, load_text
+from driftgauge.configfile.loader import load_file, load_text
 from driftgauge.core.errors import ConfigError
 
 EXAMPLE = Path(__file__).parents[2] / "deploy" / "examples" / "driftgauge.yml"

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from driftgauge.config import model as m
+from driftgauge.configfile import model as m
 from driftgauge.core.errors import ConfigError
 from driftgauge.startup import load_service_config
 from tests.config_fuzz import CASES, DUPLICATE_PROBLEM, ENV, base, duplicated_key_text

@@ -11,7 +11,7 @@ import pytest
 from apscheduler.triggers.base import BaseTrigger
 
 from driftgauge import cron
-from driftgauge.config.loader import load_text
+from driftgauge.configfile.loader import load_text
 from driftgauge.jobs.recurring import canary_grid
 from driftgauge.jobs.schedule import JobSpec
 

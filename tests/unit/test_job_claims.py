@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 
-from driftgauge.config.loader import load_text
+from driftgauge.configfile.loader import load_text
 from driftgauge.jobs.recurring import audit_job, retention_job, signals_jobs
 from driftgauge.jobs.runtime import JobRuntime
 from driftgauge.retention.job import RetentionJob

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from driftgauge.config.loader import load_text
+from driftgauge.configfile.loader import load_text
 from driftgauge.ledger.client import LedgerClientError, SyncLedgerClient, _Outbox
 from driftgauge.ledger.hooks import ReconcileOnClose
 from driftgauge.ledger.models import Batch, Counts, RunOpen, RunOut

@@ -8,8 +8,8 @@ from decimal import Decimal
 
 import pytest
 
-from driftgauge.config.loader import load_text
 from driftgauge.config.runtime import Tolerance
+from driftgauge.configfile.loader import load_text
 from driftgauge.core.aggregate import Aggregate, measures_differ
 from driftgauge.core.errors import ConfigError
 from driftgauge.engine.result import BucketResult

@@ -12,7 +12,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from driftgauge import observe
-from driftgauge.config.loader import load_text
+from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import (
     IncompleteExport,
     StorePermissionError,

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from driftgauge.config.loader import load_text
 from driftgauge.config.runtime import Check, View
+from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import ConfigError, SchemaError
 from driftgauge.core.fields import TimestampPrecision
 from driftgauge.stores.opensearch import preflight as preflight_os

@@ -10,8 +10,8 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 
-from driftgauge.config.loader import load_text
 from driftgauge.config.secrets import Secret
+from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import ConfigError, StoreQueryError
 from driftgauge.stores import registry
 from driftgauge.stores.reader_api import io

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from driftgauge.config.loader import load_text
+from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import ConfigError
 
 BASE = """

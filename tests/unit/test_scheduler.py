@@ -6,7 +6,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from driftgauge.config.loader import load_text
+from driftgauge.configfile.loader import load_text
 from driftgauge.jobs.recurring import tick_jobs
 from driftgauge.jobs.runtime import JobRuntime
 from driftgauge.jobs.schedule import JobSpec, TickFn, job_specs

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from starlette.types import Receive, Scope, Send
 
-from driftgauge.config.loader import load_text
+from driftgauge.configfile.loader import load_text
 from driftgauge.jobs.windows import full_window, recent_window
 from driftgauge.logs import JsonFormatter, configure, log_context
 

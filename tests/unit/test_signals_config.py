@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from driftgauge.config.loader import load_text
+from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import ConfigError
 from driftgauge.stores.opensearch import querydsl
 from driftgauge.stores.opensearch.settings import OpenSearchStore

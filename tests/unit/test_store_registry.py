@@ -6,8 +6,8 @@ import typing
 
 import pytest
 
-from driftgauge.config import model as m
-from driftgauge.config.loader import load_text
+from driftgauge.configfile import model as m
+from driftgauge.configfile.loader import load_text
 from driftgauge.stores import registry
 from driftgauge.stores.base import KeyQuery, SlotFirstPass, VocabularyCounter
 from driftgauge.stores.mariadb.adapter import MariaDBAdapter

@@ -23,7 +23,7 @@ from driftgauge.cli.common import (
     log_options,
     with_config,
 )
-from driftgauge.config.loader import load_file
+from driftgauge.configfile.loader import load_file
 from driftgauge.core.errors import ConfigError, DriftgaugeError
 from driftgauge.repair import cli as repair_cli
 

@@ -1,1 +1,1 @@
-"""Configuration: YAML models, frozen runtime objects and the loader."""
+"""Configuration as every layer sees it: frozen runtime objects, value types and secrets."""

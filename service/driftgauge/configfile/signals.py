@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from driftgauge.config import model as m
 from driftgauge.config.runtime import (
     Canary,
     Check,
@@ -14,6 +13,7 @@ from driftgauge.config.runtime import (
     VocabularyField,
     Volume,
 )
+from driftgauge.configfile import model as m
 from driftgauge.stores import registry
 from driftgauge.stores.opensearch import querydsl
 

@@ -9,8 +9,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import ValidationError
 
-from driftgauge.config import model as m
-from driftgauge.config import resolve, secrets, signals, yaml_doc
+from driftgauge.config import secrets
 from driftgauge.config.runtime import (
     Api,
     Check,
@@ -28,6 +27,8 @@ from driftgauge.config.runtime import (
 )
 from driftgauge.config.secrets import Secret
 from driftgauge.config.values import parse_duration
+from driftgauge.configfile import model as m
+from driftgauge.configfile import resolve, signals, yaml_doc
 from driftgauge.core.errors import ConfigError
 from driftgauge.stores import registry
 
