@@ -41,31 +41,31 @@ class CanaryStore:
     async def record(self, result: CanaryResult) -> int:
         """Store one attempt and return its id."""
         finished = result.started_at + timedelta(seconds=result.duration)
-        async with self._db.conn("record a canary") as conn:
-            rid: int = await conn.fetchval(
-                "INSERT INTO canary_results (check_name, started_at, finished_at, result,"
-                " duration_seconds, key, detail) VALUES ($1, $2, $3, $4, $5, $6, $7)"
-                " RETURNING id",
-                result.check,
-                result.started_at,
-                finished,
-                result.result,
-                result.duration,
-                result.key,
-                result.detail,
-            )
+        rid: int = await self._db.fetchval(
+            "record a canary",
+            "INSERT INTO canary_results (check_name, started_at, finished_at, result,"
+            " duration_seconds, key, detail) VALUES ($1, $2, $3, $4, $5, $6, $7)"
+            " RETURNING id",
+            result.check,
+            result.started_at,
+            finished,
+            result.result,
+            result.duration,
+            result.key,
+            result.detail,
+        )
         return rid
 
     async def history(self, check: str, limit: int = 20, offset: int = 0) -> list[CanaryResult]:
         """Return the check's latest attempts, newest first."""
-        async with self._db.conn("read canary results") as conn:
-            recs = await conn.fetch(
-                "SELECT * FROM canary_results WHERE check_name = $1"
-                " ORDER BY finished_at DESC, id DESC LIMIT $2 OFFSET $3",
-                check,
-                limit,
-                offset,
-            )
+        recs = await self._db.fetch(
+            "read canary results",
+            "SELECT * FROM canary_results WHERE check_name = $1"
+            " ORDER BY finished_at DESC, id DESC LIMIT $2 OFFSET $3",
+            check,
+            limit,
+            offset,
+        )
         return [_result(r) for r in recs]
 
     async def snapshot(self, checks: Sequence[str]) -> CanarySnapshot:

@@ -234,17 +234,17 @@ class LedgerStore:
 
     async def window_facts(self, job: str, day: date, due: bool) -> WindowFacts:
         """Return what every run of the job's window reported."""
-        async with self._db.conn("read a ledger window") as conn:
-            recs = await conn.fetch(
-                "SELECT r.id, r.input_rows, r.status, r.summary,"
-                " coalesce(jsonb_object_agg(o.outcome, o.rows)"
-                "   FILTER (WHERE o.outcome IS NOT NULL), '{}') AS outcomes"
-                " FROM ledger_runs r LEFT JOIN (SELECT run_id, outcome, sum(rows)::bigint AS rows"
-                "   FROM ledger_outcomes GROUP BY run_id, outcome) o ON o.run_id = r.id"
-                " WHERE r.job = $1 AND r.window_day = $2 GROUP BY r.id ORDER BY r.id",
-                job,
-                day,
-            )
+        recs = await self._db.fetch(
+            "read a ledger window",
+            "SELECT r.id, r.input_rows, r.status, r.summary,"
+            " coalesce(jsonb_object_agg(o.outcome, o.rows)"
+            "   FILTER (WHERE o.outcome IS NOT NULL), '{}') AS outcomes"
+            " FROM ledger_runs r LEFT JOIN (SELECT run_id, outcome, sum(rows)::bigint AS rows"
+            "   FROM ledger_outcomes GROUP BY run_id, outcome) o ON o.run_id = r.id"
+            " WHERE r.job = $1 AND r.window_day = $2 GROUP BY r.id ORDER BY r.id",
+            job,
+            day,
+        )
         runs = []
         for r in recs:
             summary = _summary(r["summary"])
@@ -262,32 +262,31 @@ class LedgerStore:
 
     async def latest_closed_day(self, job: str) -> date | None:
         """Return the latest window day with a closed run of the job."""
-        async with self._db.conn("read the latest ledger window") as conn:
-            day: date | None = await conn.fetchval(
-                "SELECT max(window_day) FROM ledger_runs WHERE job = $1 AND closed_at IS NOT NULL",
-                job,
-            )
+        day: date | None = await self._db.fetchval(
+            "read the latest ledger window",
+            "SELECT max(window_day) FROM ledger_runs WHERE job = $1 AND closed_at IS NOT NULL",
+            job,
+        )
         return day
 
     async def days_with_runs(self, job: str, since: date) -> list[date]:
         """Return the window days since `since` that hold at least one run of the job."""
-        async with self._db.conn("list ledger windows") as conn:
-            recs = await conn.fetch(
-                "SELECT DISTINCT window_day FROM ledger_runs"
-                " WHERE job = $1 AND window_day >= $2 ORDER BY 1",
-                job,
-                since,
-            )
+        recs = await self._db.fetch(
+            "list ledger windows",
+            "SELECT DISTINCT window_day FROM ledger_runs"
+            " WHERE job = $1 AND window_day >= $2 ORDER BY 1",
+            job,
+            since,
+        )
         return [r["window_day"] for r in recs]
 
     async def open_breach_days(self, job: str) -> list[date]:
         """Return the window days of the job with a breach that still holds."""
-        async with self._db.conn("list open ledger breaches") as conn:
-            recs = await conn.fetch(
-                "SELECT DISTINCT window_day FROM ledger_breaches"
-                " WHERE job = $1 AND active ORDER BY 1",
-                job,
-            )
+        recs = await self._db.fetch(
+            "list open ledger breaches",
+            "SELECT DISTINCT window_day FROM ledger_breaches WHERE job = $1 AND active ORDER BY 1",
+            job,
+        )
         return [r["window_day"] for r in recs]
 
     async def record_evaluation(
@@ -333,35 +332,35 @@ class LedgerStore:
         self, job: str | None, *, active_only: bool = False, limit: int = 100, offset: int = 0
     ) -> list[BreachOut]:
         """Return recorded breaches, newest window first."""
-        async with self._db.conn("list ledger breaches") as conn:
-            recs = await conn.fetch(
-                "SELECT job, window_day, rule, detail, first_seen, last_seen, active"
-                " FROM ledger_breaches WHERE ($1::text IS NULL OR job = $1)"
-                " AND (active OR NOT $2) ORDER BY window_day DESC, job, rule"
-                " LIMIT $3 OFFSET $4",
-                job,
-                active_only,
-                limit,
-                offset,
-            )
+        recs = await self._db.fetch(
+            "list ledger breaches",
+            "SELECT job, window_day, rule, detail, first_seen, last_seen, active"
+            " FROM ledger_breaches WHERE ($1::text IS NULL OR job = $1)"
+            " AND (active OR NOT $2) ORDER BY window_day DESC, job, rule"
+            " LIMIT $3 OFFSET $4",
+            job,
+            active_only,
+            limit,
+            offset,
+        )
         return [BreachOut(**dict(r)) for r in recs]
 
     async def windows(self, job: str | None, limit: int = 30, offset: int = 0) -> list[WindowOut]:
         """Return evaluated windows, newest first, with the rules each breaches now."""
-        async with self._db.conn("list ledger windows") as conn:
-            recs = await conn.fetch(
-                "SELECT w.job, w.window_day, w.due, w.evaluated_at,"
-                " coalesce(array_agg(b.rule ORDER BY b.rule) FILTER (WHERE b.rule IS NOT NULL),"
-                "   '{}') AS breaches"
-                " FROM ledger_windows w LEFT JOIN ledger_breaches b ON b.job = w.job"
-                "   AND b.window_day = w.window_day AND b.active"
-                " WHERE $1::text IS NULL OR w.job = $1"
-                " GROUP BY w.job, w.window_day ORDER BY w.window_day DESC, w.job"
-                " LIMIT $2 OFFSET $3",
-                job,
-                limit,
-                offset,
-            )
+        recs = await self._db.fetch(
+            "list ledger windows",
+            "SELECT w.job, w.window_day, w.due, w.evaluated_at,"
+            " coalesce(array_agg(b.rule ORDER BY b.rule) FILTER (WHERE b.rule IS NOT NULL),"
+            "   '{}') AS breaches"
+            " FROM ledger_windows w LEFT JOIN ledger_breaches b ON b.job = w.job"
+            "   AND b.window_day = w.window_day AND b.active"
+            " WHERE $1::text IS NULL OR w.job = $1"
+            " GROUP BY w.job, w.window_day ORDER BY w.window_day DESC, w.job"
+            " LIMIT $2 OFFSET $3",
+            job,
+            limit,
+            offset,
+        )
         return [
             WindowOut(
                 job=r["job"],
@@ -377,15 +376,15 @@ class LedgerStore:
         self, run_id: int, *, outcome: str | None = None, limit: int = 1000, offset: int = 0
     ) -> list[LedgerKeyOut]:
         """Return keys a run reported as no_match, skipped or failed."""
-        async with self._db.conn("list ledger keys") as conn:
-            recs = await conn.fetch(
-                "SELECT key, outcome, reason, batch_id FROM ledger_keys WHERE run_id = $1"
-                " AND ($2::text IS NULL OR outcome = $2) ORDER BY id LIMIT $3 OFFSET $4",
-                run_id,
-                outcome,
-                limit,
-                offset,
-            )
+        recs = await self._db.fetch(
+            "list ledger keys",
+            "SELECT key, outcome, reason, batch_id FROM ledger_keys WHERE run_id = $1"
+            " AND ($2::text IS NULL OR outcome = $2) ORDER BY id LIMIT $3 OFFSET $4",
+            run_id,
+            outcome,
+            limit,
+            offset,
+        )
         return [LedgerKeyOut(**dict(r)) for r in recs]
 
     async def excused_keys(self, job: str, start: datetime, end: datetime) -> dict[str, str]:
@@ -394,17 +393,18 @@ class LedgerStore:
         The latest report of a key wins: a key first reported no_match and later failed is
         not excused.
         """
-        async with self._db.conn("read ledger exclusions", scale=3) as conn:
-            recs = await conn.fetch(
-                "SELECT key, reason FROM (SELECT DISTINCT ON (k.key) k.key, k.outcome, k.reason"
-                "   FROM ledger_keys k JOIN ledger_runs r ON r.id = k.run_id"
-                "   WHERE r.job = $1 AND r.window_start < $3 AND r.window_end > $2"
-                "   ORDER BY k.key, k.id DESC) latest"
-                " WHERE outcome IN ('no_match', 'skipped')",
-                job,
-                start,
-                end,
-            )
+        recs = await self._db.fetch(
+            "read ledger exclusions",
+            "SELECT key, reason FROM (SELECT DISTINCT ON (k.key) k.key, k.outcome, k.reason"
+            "   FROM ledger_keys k JOIN ledger_runs r ON r.id = k.run_id"
+            "   WHERE r.job = $1 AND r.window_start < $3 AND r.window_end > $2"
+            "   ORDER BY k.key, k.id DESC) latest"
+            " WHERE outcome IN ('no_match', 'skipped')",
+            job,
+            start,
+            end,
+            scale=3,
+        )
         return {r["key"]: r["reason"] for r in recs}
 
     async def snapshot(self, jobs: list[str]) -> LedgerSnapshot:

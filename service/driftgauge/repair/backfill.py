@@ -87,8 +87,7 @@ class Backfills(CheckParts):
         if conn is not None:
             await conn.execute(sql, *args)
             return
-        async with self.calls.conn("log a backfill event") as c:
-            await c.execute(sql, *args)
+        await self.calls.execute("log a backfill event", sql, *args)
 
     async def refuse(
         self,
@@ -553,14 +552,14 @@ class Backfills(CheckParts):
         wrong = self._expect(bf, "recompute", ("running",))
         if wrong:
             raise await self.refuse(bf, "recompute", "not_started", wrong, by)
-        async with self.calls.conn("attach a ledger run") as conn:
-            await conn.execute(
-                "INSERT INTO backfill_runs (backfill_id, ledger_run_id, attached_at)"
-                " VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-                bf_id,
-                ledger_run_id,
-                self.clock(),
-            )
+        await self.calls.execute(
+            "attach a ledger run",
+            "INSERT INTO backfill_runs (backfill_id, ledger_run_id, attached_at)"
+            " VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+            bf_id,
+            ledger_run_id,
+            self.clock(),
+        )
 
     # -- verify ----------------------------------------------------------------------------------
 

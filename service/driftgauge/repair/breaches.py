@@ -79,16 +79,16 @@ class Breaches:
         offset: int = 0,
     ) -> list[dict[str, Any]]:
         """Return recorded breaches, newest first."""
-        async with self.calls.conn("read repair breaches") as conn:
-            recs = await conn.fetch(
-                "SELECT * FROM repair_breaches WHERE ($1::text IS NULL OR kind = $1)"
-                " AND (active OR NOT $2) ORDER BY first_seen DESC, kind, subject"
-                " LIMIT $3 OFFSET $4",
-                kind,
-                active_only,
-                limit,
-                offset,
-            )
+        recs = await self.calls.fetch(
+            "read repair breaches",
+            "SELECT * FROM repair_breaches WHERE ($1::text IS NULL OR kind = $1)"
+            " AND (active OR NOT $2) ORDER BY first_seen DESC, kind, subject"
+            " LIMIT $3 OFFSET $4",
+            kind,
+            active_only,
+            limit,
+            offset,
+        )
         return [
             {
                 "kind": r["kind"],
@@ -104,9 +104,9 @@ class Breaches:
 
     async def counts(self) -> dict[str, tuple[int, int]]:
         """Return per kind: (active now, ever recorded)."""
-        async with self.calls.conn("count repair breaches") as conn:
-            recs = await conn.fetch(
-                "SELECT kind, count(*) FILTER (WHERE active) AS active, count(*) AS n"
-                " FROM repair_breaches GROUP BY kind"
-            )
+        recs = await self.calls.fetch(
+            "count repair breaches",
+            "SELECT kind, count(*) FILTER (WHERE active) AS active, count(*) AS n"
+            " FROM repair_breaches GROUP BY kind",
+        )
         return {r["kind"]: (int(r["active"]), int(r["n"])) for r in recs}

@@ -61,45 +61,48 @@ class Consumers:
                 "signed_by", "a consumer that signs its numbers names who signs them"
             )
         now = self.clock()
-        async with self.calls.conn("write a consumer") as conn:
-            rec = await conn.fetchrow(
-                "INSERT INTO consumers (name, kind, owner, rank, webhook_url, command, signs,"
-                " signed_by, created_at, updated_at)"
-                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)"
-                " ON CONFLICT (name) DO UPDATE SET kind = EXCLUDED.kind,"
-                " owner = EXCLUDED.owner, rank = EXCLUDED.rank,"
-                " webhook_url = EXCLUDED.webhook_url, command = EXCLUDED.command,"
-                " signs = EXCLUDED.signs, signed_by = EXCLUDED.signed_by,"
-                " updated_at = EXCLUDED.updated_at RETURNING *",
-                name,
-                kind,
-                owner,
-                rank,
-                webhook_url,
-                command,
-                signs,
-                signed_by,
-                now,
-            )
+        rec = await self.calls.fetchrow(
+            "write a consumer",
+            "INSERT INTO consumers (name, kind, owner, rank, webhook_url, command, signs,"
+            " signed_by, created_at, updated_at)"
+            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)"
+            " ON CONFLICT (name) DO UPDATE SET kind = EXCLUDED.kind,"
+            " owner = EXCLUDED.owner, rank = EXCLUDED.rank,"
+            " webhook_url = EXCLUDED.webhook_url, command = EXCLUDED.command,"
+            " signs = EXCLUDED.signs, signed_by = EXCLUDED.signed_by,"
+            " updated_at = EXCLUDED.updated_at RETURNING *",
+            name,
+            kind,
+            owner,
+            rank,
+            webhook_url,
+            command,
+            signs,
+            signed_by,
+            now,
+        )
         return consumer_row(rec)
 
     async def list(self) -> list[dict[str, Any]]:
         """Return every consumer in replay order (rank, then name)."""
-        async with self.calls.conn("read consumers") as conn:
-            recs = await conn.fetch("SELECT * FROM consumers ORDER BY rank, name")
+        recs = await self.calls.fetch(
+            "read consumers", "SELECT * FROM consumers ORDER BY rank, name"
+        )
         return [consumer_row(r) for r in recs]
 
     async def get(self, name: str) -> dict[str, Any]:
         """Return one consumer."""
-        async with self.calls.conn("read a consumer") as conn:
-            rec = await conn.fetchrow("SELECT * FROM consumers WHERE name = $1", name)
+        rec = await self.calls.fetchrow(
+            "read a consumer", "SELECT * FROM consumers WHERE name = $1", name
+        )
         if rec is None:
             raise NotFound(f"no consumer named {name!r}")
         return consumer_row(rec)
 
     async def delete(self, name: str) -> None:
         """Remove a consumer and its read log."""
-        async with self.calls.conn("delete a consumer") as conn:
-            done = await conn.execute("DELETE FROM consumers WHERE name = $1", name)
+        done = await self.calls.execute(
+            "delete a consumer", "DELETE FROM consumers WHERE name = $1", name
+        )
         if done.endswith(" 0"):
             raise NotFound(f"no consumer named {name!r}")

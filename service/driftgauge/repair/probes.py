@@ -263,14 +263,14 @@ class RerunProbe(CheckParts):
         for check in self.checks.values():
             if check.ledger is None:
                 continue
-            async with self.calls.conn("read rerun windows") as conn:
-                windows = await conn.fetch(
-                    "SELECT window_start, window_end FROM ledger_runs WHERE job = $1"
-                    " AND closed_at > $2 GROUP BY window_start, window_end"
-                    " HAVING count(closed_at) >= 2",
-                    check.ledger.job,
-                    since,
-                )
+            windows = await self.calls.fetch(
+                "read rerun windows",
+                "SELECT window_start, window_end FROM ledger_runs WHERE job = $1"
+                " AND closed_at > $2 GROUP BY window_start, window_end"
+                " HAVING count(closed_at) >= 2",
+                check.ledger.job,
+                since,
+            )
             for w in windows:
                 try:
                     await self.ledger(

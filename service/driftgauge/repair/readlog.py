@@ -87,18 +87,18 @@ class ReadLog:
         offset: int = 0,
     ) -> list[dict[str, Any]]:
         """Return logged reads, newest first."""
-        async with self.calls.conn("read the read log") as conn:
-            recs = await conn.fetch(
-                "SELECT * FROM consumer_reads WHERE ($1::text IS NULL OR consumer = $1)"
-                " AND ($2::text IS NULL OR check_name = $2)"
-                " AND ($3::timestamptz IS NULL OR partition_end > $3)"
-                " ORDER BY read_at DESC, id DESC LIMIT $4 OFFSET $5",
-                consumer,
-                check,
-                since,
-                limit,
-                offset,
-            )
+        recs = await self.calls.fetch(
+            "read the read log",
+            "SELECT * FROM consumer_reads WHERE ($1::text IS NULL OR consumer = $1)"
+            " AND ($2::text IS NULL OR check_name = $2)"
+            " AND ($3::timestamptz IS NULL OR partition_end > $3)"
+            " ORDER BY read_at DESC, id DESC LIMIT $4 OFFSET $5",
+            consumer,
+            check,
+            since,
+            limit,
+            offset,
+        )
         return [
             {
                 "consumer": r["consumer"],

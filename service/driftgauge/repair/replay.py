@@ -64,17 +64,17 @@ class Replays:
                 by,
             )
         calls, clock = self.backfills.calls, self.backfills.clock
-        async with calls.conn("start a replay") as conn:
-            await conn.execute(
-                "INSERT INTO backfill_replays (backfill_id, consumer, rank, started_at, outcome)"
-                " VALUES ($1, $2, $3, $4, 'running') ON CONFLICT (backfill_id, consumer)"
-                " DO UPDATE SET started_at = EXCLUDED.started_at, finished_at = NULL,"
-                " outcome = 'running', detail = ''",
-                bf["id"],
-                name,
-                entry["rank"],
-                clock(),
-            )
+        await calls.execute(
+            "start a replay",
+            "INSERT INTO backfill_replays (backfill_id, consumer, rank, started_at, outcome)"
+            " VALUES ($1, $2, $3, $4, 'running') ON CONFLICT (backfill_id, consumer)"
+            " DO UPDATE SET started_at = EXCLUDED.started_at, finished_at = NULL,"
+            " outcome = 'running', detail = ''",
+            bf["id"],
+            name,
+            entry["rank"],
+            clock(),
+        )
         if entry["webhook_url"]:
             got = await announce.post(
                 entry["webhook_url"],

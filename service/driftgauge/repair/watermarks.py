@@ -37,8 +37,9 @@ class Watermarks:
 
     async def all(self) -> list[dict[str, Any]]:
         """Return every watermark."""
-        async with self.calls.conn("read watermarks") as conn:
-            recs = await conn.fetch("SELECT * FROM watermarks ORDER BY pipeline")
+        recs = await self.calls.fetch(
+            "read watermarks", "SELECT * FROM watermarks ORDER BY pipeline"
+        )
         return [_row(r) for r in recs]
 
     async def get(self, pipeline: str) -> dict[str, Any]:

@@ -79,15 +79,15 @@ class Batches:
             )
             return out
         while True:
-            async with self._db.conn(f"list rows to prune in {fam.table}") as conn:
-                ids = [
-                    r["id"]
-                    for r in await conn.fetch(
-                        f"SELECT id FROM {fam.table} WHERE {fam.where} ORDER BY id LIMIT ${n + 1}",
-                        *fam.args,
-                        self.size,
-                    )
-                ]
+            ids = [
+                r["id"]
+                for r in await self._db.fetch(
+                    f"list rows to prune in {fam.table}",
+                    f"SELECT id FROM {fam.table} WHERE {fam.where} ORDER BY id LIMIT ${n + 1}",
+                    *fam.args,
+                    self.size,
+                )
+            ]
             if not ids:
                 return out
             for child, column in fam.children:

@@ -90,18 +90,20 @@ class SignalsStore:
 
     async def vocabulary(self, check: str) -> list[dict[str, Any]]:
         """Return the check's latest vocabulary verdicts with a sample of unmatched values."""
-        async with self._db.conn("read vocabulary results") as conn:
-            recs = await conn.fetch(
-                "SELECT * FROM vocabulary_results WHERE check_name = $1 ORDER BY field", check
-            )
+        recs = await self._db.fetch(
+            "read vocabulary results",
+            "SELECT * FROM vocabulary_results WHERE check_name = $1 ORDER BY field",
+            check,
+        )
         return [{**dict(r), "sample": json.loads(r["sample"])} for r in recs]
 
     async def volume(self, check: str) -> list[VolumeDay]:
         """Return the check's latest volume verdicts, oldest day first."""
-        async with self._db.conn("read volume results") as conn:
-            recs = await conn.fetch(
-                "SELECT * FROM volume_results WHERE check_name = $1 ORDER BY day", check
-            )
+        recs = await self._db.fetch(
+            "read volume results",
+            "SELECT * FROM volume_results WHERE check_name = $1 ORDER BY day",
+            check,
+        )
         return [
             VolumeDay(
                 r["day"],

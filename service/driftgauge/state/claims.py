@@ -44,10 +44,10 @@ class JobClaims:
 
     async def claimed_by(self, job: str, scheduled_for: datetime) -> str | None:
         """Return the replica that claimed the job's run at `scheduled_for`, if any."""
-        async with self._db.conn("read a job claim") as conn:
-            who: str | None = await conn.fetchval(
-                "SELECT replica FROM job_claims WHERE job = $1 AND scheduled_for = $2",
-                job,
-                scheduled_for,
-            )
+        who: str | None = await self._db.fetchval(
+            "read a job claim",
+            "SELECT replica FROM job_claims WHERE job = $1 AND scheduled_for = $2",
+            job,
+            scheduled_for,
+        )
         return who

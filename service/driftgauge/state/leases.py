@@ -29,12 +29,12 @@ class RunLeases:
         ids = sorted(run_ids)
         if not ids:
             return set()
-        async with self._db.conn("renew run leases") as conn:
-            recs = await conn.fetch(
-                "UPDATE runs SET heartbeat_at = now()"
-                " WHERE id = ANY($1::bigint[]) AND status = 'running' RETURNING id",
-                ids,
-            )
+        recs = await self._db.fetch(
+            "renew run leases",
+            "UPDATE runs SET heartbeat_at = now()"
+            " WHERE id = ANY($1::bigint[]) AND status = 'running' RETURNING id",
+            ids,
+        )
         return {r["id"] for r in recs}
 
     async def expire(self, lease: timedelta) -> list[tuple[int, str]]:
@@ -43,45 +43,46 @@ class RunLeases:
         Each interruption is counted once per check even when replicas expire at the same
         time: the second UPDATE re-reads the row and finds it no longer running.
         """
-        async with self._db.conn("expire run leases") as conn:
-            recs = await conn.fetch(
-                "WITH gone AS (UPDATE runs SET status = 'error', complete = false,"
-                "   finished_at = now(), duration_seconds = extract(epoch FROM now() - started_at),"
-                f"   error = '{INTERRUPTED}: replica ' || replica || ' stopped renewing its lease"
-                " (last heartbeat ' || coalesce(to_char(heartbeat_at AT TIME ZONE 'UTC',"
-                "     'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), 'never') || ')'"
-                "   WHERE status = 'running' AND CASE WHEN heartbeat_at IS NULL"
-                "     THEN started_at < now() - $2::interval"
-                "     ELSE heartbeat_at < now() - $1::interval END"
-                "   RETURNING id, check_name),"
-                f" counted AS ({_COUNT})"
-                " SELECT id, check_name FROM gone ORDER BY id",
-                lease,
-                LEGACY_EXPIRY,
-            )
+        recs = await self._db.fetch(
+            "expire run leases",
+            "WITH gone AS (UPDATE runs SET status = 'error', complete = false,"
+            "   finished_at = now(), duration_seconds = extract(epoch FROM now() - started_at),"
+            f"   error = '{INTERRUPTED}: replica ' || replica || ' stopped renewing its lease"
+            " (last heartbeat ' || coalesce(to_char(heartbeat_at AT TIME ZONE 'UTC',"
+            "     'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), 'never') || ')'"
+            "   WHERE status = 'running' AND CASE WHEN heartbeat_at IS NULL"
+            "     THEN started_at < now() - $2::interval"
+            "     ELSE heartbeat_at < now() - $1::interval END"
+            "   RETURNING id, check_name),"
+            f" counted AS ({_COUNT})"
+            " SELECT id, check_name FROM gone ORDER BY id",
+            lease,
+            LEGACY_EXPIRY,
+        )
         return [(r["id"], r["check_name"]) for r in recs]
 
     async def interrupt(
         self, run_id: int, reason: str, *, finished_at: datetime, duration: float | None
     ) -> bool:
         """Fail one running run as interrupted (`reason` follows the word); count it."""
-        async with self._db.conn("record an interrupted run") as conn:
-            rec = await conn.fetchval(
-                "WITH gone AS (UPDATE runs SET status = 'error', complete = false,"
-                "   finished_at = $3, error = $2,"
-                "   duration_seconds = coalesce($4, extract(epoch FROM $3 - started_at))"
-                "   WHERE id = $1 AND status = 'running' RETURNING id, check_name),"
-                f" counted AS ({_COUNT})"
-                " SELECT id FROM gone",
-                run_id,
-                f"{INTERRUPTED}: {reason}",
-                finished_at,
-                duration,
-            )
+        rec = await self._db.fetchval(
+            "record an interrupted run",
+            "WITH gone AS (UPDATE runs SET status = 'error', complete = false,"
+            "   finished_at = $3, error = $2,"
+            "   duration_seconds = coalesce($4, extract(epoch FROM $3 - started_at))"
+            "   WHERE id = $1 AND status = 'running' RETURNING id, check_name),"
+            f" counted AS ({_COUNT})"
+            " SELECT id FROM gone",
+            run_id,
+            f"{INTERRUPTED}: {reason}",
+            finished_at,
+            duration,
+        )
         return rec is not None
 
     async def interrupted(self, check: str) -> int:
         """Return how many runs of the check were ever interrupted."""
-        async with self._db.conn("count interrupted runs") as conn:
-            n = await conn.fetchval("SELECT n FROM run_interruptions WHERE check_name = $1", check)
+        n = await self._db.fetchval(
+            "count interrupted runs", "SELECT n FROM run_interruptions WHERE check_name = $1", check
+        )
         return int(n or 0)

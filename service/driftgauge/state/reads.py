@@ -26,15 +26,16 @@ class Reads:
     def __init__(self, pool: Any, timeout: float) -> None:
         self._pool = pool
         self._timeout = timeout
-        self._call = PgCalls(pool, timeout).conn
+        self.calls = PgCalls(pool, timeout)
+        """The pool under the store's deadline, for modules that own their SQL (retention)."""
 
     async def latest_runs(self) -> dict[str, RunRow]:
         """Return the most recently started run of every check (running or not)."""
-        async with self._call("read the latest runs") as conn:
-            recs = await conn.fetch(
-                f"SELECT DISTINCT ON (check_name) {codec.RUN_COLUMNS} FROM runs"
-                " ORDER BY check_name, started_at DESC, id DESC"
-            )
+        recs = await self.calls.fetch(
+            "read the latest runs",
+            f"SELECT DISTINCT ON (check_name) {codec.RUN_COLUMNS} FROM runs"
+            " ORDER BY check_name, started_at DESC, id DESC",
+        )
         return {r["check_name"]: codec.run_row(r) for r in recs}
 
     async def latest_finished_run(self, check: str) -> RunRow | None:
@@ -69,14 +70,14 @@ class Reads:
 
     async def runs(self, check: str, *, limit: int = 50, offset: int = 0) -> list[RunRow]:
         """Return the check's runs, newest first, skipping the newest `offset`."""
-        async with self._call("list runs") as conn:
-            recs = await conn.fetch(
-                f"SELECT {codec.RUN_COLUMNS} FROM runs WHERE check_name = $1"
-                " ORDER BY id DESC LIMIT $2 OFFSET $3",
-                check,
-                limit,
-                offset,
-            )
+        recs = await self.calls.fetch(
+            "list runs",
+            f"SELECT {codec.RUN_COLUMNS} FROM runs WHERE check_name = $1"
+            " ORDER BY id DESC LIMIT $2 OFFSET $3",
+            check,
+            limit,
+            offset,
+        )
         return [codec.run_row(r) for r in recs]
 
     async def run_counts(self, check: str) -> dict[str, int]:
@@ -86,7 +87,7 @@ class Reads:
 
     async def run_totals(self, check: str) -> tuple[dict[str, int], int]:
         """Return the check's runs per status and how many of them were interrupted."""
-        async with self._call("count runs") as conn:
+        async with self.calls.conn("count runs") as conn:
             # Runs deleted by retention still count: the runs counter must never go down.
             recs = await conn.fetch(
                 "SELECT status, sum(n)::bigint AS n FROM ("
@@ -107,7 +108,7 @@ class Reads:
         They are the latest run overall, finished, completed and successful, and for every
         day from `since` on the run `day_buckets` picks for it.
         """
-        async with self._call("read the runs still served") as conn:
+        async with self.calls.conn("read the runs still served") as conn:
             days = await conn.fetch(
                 f"{_BUCKET_SELECT} AND b.day >= $2 ORDER BY b.day, r.finished_at DESC, r.id DESC",
                 check,
@@ -128,22 +129,23 @@ class Reads:
         return {r["run_id"] for r in days} | {v for v in latest.values() if v is not None}
 
     async def _one_run(self, what: str, where: str, *args: Any) -> RunRow | None:
-        async with self._call(what) as conn:
-            rec = await conn.fetchrow(f"SELECT {codec.RUN_COLUMNS} FROM runs {where}", *args)
+        rec = await self.calls.fetchrow(
+            what, f"SELECT {codec.RUN_COLUMNS} FROM runs {where}", *args
+        )
         return codec.run_row(rec) if rec is not None else None
 
     async def day_buckets(
         self, check: str, since: date, until: date, tz: ZoneInfo | None = None
     ) -> list[StoredBucket]:
         """Return each day in [since, until] from the latest completed run that judged it."""
-        async with self._call("read day buckets") as conn:
-            recs = await conn.fetch(
-                f"{_BUCKET_SELECT} AND b.day BETWEEN $2 AND $3"
-                " ORDER BY b.day, r.finished_at DESC, r.id DESC",
-                check,
-                since,
-                until,
-            )
+        recs = await self.calls.fetch(
+            "read day buckets",
+            f"{_BUCKET_SELECT} AND b.day BETWEEN $2 AND $3"
+            " ORDER BY b.day, r.finished_at DESC, r.id DESC",
+            check,
+            since,
+            until,
+        )
         return [codec.bucket_from(r, tz) for r in recs]
 
     async def day_bucket(
@@ -155,27 +157,26 @@ class Reads:
 
     async def day_nodes(self, run_id: int, day: date) -> tuple[list[Node], list[Node]]:
         """Return a day's hour nodes (without children) and its day-wide prefix tree."""
-        async with self._call("read a day's drill-down") as conn:
-            recs = await conn.fetch(
-                "SELECT * FROM nodes WHERE run_id = $1 AND day = $2"
-                " AND (level = 'hour' OR hour_start IS NULL) ORDER BY seq",
-                run_id,
-                day,
-            )
+        recs = await self.calls.fetch(
+            "read a day's drill-down",
+            "SELECT * FROM nodes WHERE run_id = $1 AND day = $2"
+            " AND (level = 'hour' OR hour_start IS NULL) ORDER BY seq",
+            run_id,
+            day,
+        )
         hours = codec.nodes_from([r for r in recs if r["level"] == "hour"])
         prefixes = codec.nodes_from([r for r in recs if r["level"] == "prefix"])
         return hours, prefixes
 
     async def hour_tree(self, run_id: int, day: date, hour_start: datetime) -> Node | None:
         """Return one stored hour node with its prefix subtree, or None if not stored."""
-        async with self._call("read an hour's drill-down") as conn:
-            recs = await conn.fetch(
-                "SELECT * FROM nodes WHERE run_id = $1 AND day = $2 AND hour_start = $3"
-                " ORDER BY seq",
-                run_id,
-                day,
-                hour_start,
-            )
+        recs = await self.calls.fetch(
+            "read an hour's drill-down",
+            "SELECT * FROM nodes WHERE run_id = $1 AND day = $2 AND hour_start = $3 ORDER BY seq",
+            run_id,
+            day,
+            hour_start,
+        )
         roots = [n for n in codec.nodes_from(recs) if n.level == "hour"]
         return roots[0] if roots else None
 
@@ -199,7 +200,7 @@ class Reads:
             " AND ($6::timestamptz IS NULL OR event_time < $6)"
         )
         args = (run_id, day, kind, prefix, start, end)
-        async with self._call("read sampled keys") as conn:
+        async with self.calls.conn("read sampled keys") as conn:
             total = await conn.fetchval(f"SELECT count(*) FROM key_samples WHERE {where}", *args)
             recs = await conn.fetch(
                 f"SELECT * FROM key_samples WHERE {where} ORDER BY kind, key LIMIT $7 OFFSET $8",

@@ -19,7 +19,6 @@ from driftgauge.state.claims import JobClaims
 from driftgauge.state.leases import RunLeases
 from driftgauge.state.reads import Reads
 from driftgauge.stores.postgres import io
-from driftgauge.stores.postgres.io import PgCalls
 
 KeyHasher = Callable[[str], str | None]
 
@@ -37,8 +36,6 @@ class StateStore(Reads):
         self._dsn = dsn
         self.schema = schema
         self.replica = replica
-        self.calls = PgCalls(pool, timeout)
-        """The same pool and deadline, for modules that own their SQL (retention)."""
         self.leases = RunLeases(self.calls)
         self.claims = JobClaims(self.calls, replica, self.job_lock)
         self.owned: set[int] = set()
@@ -72,7 +69,7 @@ class StateStore(Reads):
 
     async def migrate(self) -> list[int]:
         """Apply pending migrations; return the versions applied by this call."""
-        async with self._call("apply migrations", scale=6) as conn:
+        async with self.calls.conn("apply migrations", scale=6) as conn:
             return await migrate.apply(conn, self.schema)
 
     async def close(self) -> None:
@@ -84,8 +81,7 @@ class StateStore(Reads):
 
     async def ping(self) -> None:
         """Raise StateError unless the state database answers."""
-        async with self._call("ping") as conn:
-            await conn.fetchval("SELECT 1")
+        await self.calls.fetchval("ping", "SELECT 1")
 
     async def begin_run(
         self,
@@ -97,17 +93,17 @@ class StateStore(Reads):
         started_at: datetime | None = None,
     ) -> int:
         """Insert a run as `running` and return its id."""
-        async with self._call("begin a run") as conn:
-            run_id: int = await conn.fetchval(
-                "INSERT INTO runs (check_name, trigger, window_start, window_end, started_at,"
-                " replica, heartbeat_at) VALUES ($1, $2, $3, $4, $5, $6, now()) RETURNING id",
-                check,
-                trigger,
-                window_start,
-                window_end,
-                started_at or datetime.now(UTC),
-                self.replica,
-            )
+        run_id: int = await self.calls.fetchval(
+            "begin a run",
+            "INSERT INTO runs (check_name, trigger, window_start, window_end, started_at,"
+            " replica, heartbeat_at) VALUES ($1, $2, $3, $4, $5, $6, now()) RETURNING id",
+            check,
+            trigger,
+            window_start,
+            window_end,
+            started_at or datetime.now(UTC),
+            self.replica,
+        )
         self.owned.add(run_id)
         return run_id
 
@@ -127,24 +123,24 @@ class StateStore(Reads):
         Returns None when a run of this tick exists, or when a run of the same check and
         trigger started within `guard` before `started_at` (replicas whose clocks disagree).
         """
-        async with self._call("claim a scheduled tick") as conn:
-            run_id: int | None = await conn.fetchval(
-                "INSERT INTO runs (check_name, trigger, window_start, window_end, scheduled_for,"
-                " started_at, replica, heartbeat_at)"
-                " SELECT $1, $2, $3, $4, $5, $6, $7, now()"
-                " WHERE NOT EXISTS (SELECT 1 FROM runs WHERE check_name = $1 AND trigger = $2"
-                "   AND started_at > $6::timestamptz - $8::interval"
-                "   AND started_at <= $6::timestamptz + $8::interval)"
-                " ON CONFLICT DO NOTHING RETURNING id",
-                check,
-                trigger,
-                window_start,
-                window_end,
-                scheduled_for,
-                started_at,
-                self.replica,
-                guard,
-            )
+        run_id: int | None = await self.calls.fetchval(
+            "claim a scheduled tick",
+            "INSERT INTO runs (check_name, trigger, window_start, window_end, scheduled_for,"
+            " started_at, replica, heartbeat_at)"
+            " SELECT $1, $2, $3, $4, $5, $6, $7, now()"
+            " WHERE NOT EXISTS (SELECT 1 FROM runs WHERE check_name = $1 AND trigger = $2"
+            "   AND started_at > $6::timestamptz - $8::interval"
+            "   AND started_at <= $6::timestamptz + $8::interval)"
+            " ON CONFLICT DO NOTHING RETURNING id",
+            check,
+            trigger,
+            window_start,
+            window_end,
+            scheduled_for,
+            started_at,
+            self.replica,
+            guard,
+        )
         if run_id is not None:
             self.owned.add(run_id)
         return run_id
@@ -178,7 +174,7 @@ class StateStore(Reads):
             )
         ]
         status = result.status
-        async with self._call("complete a run", scale=3) as conn, conn.transaction():
+        async with self.calls.conn("complete a run", scale=3) as conn, conn.transaction():
             flipped = await conn.fetchval(
                 "UPDATE runs SET status = $2, complete = true, finished_at = $3,"
                 " duration_seconds = coalesce($4, extract(epoch FROM $3 - started_at)),"
@@ -222,29 +218,29 @@ class StateStore(Reads):
         rows_fetched: int = 0,
     ) -> None:
         """Mark a running run as failed with its error; its buckets are never written."""
-        async with self._call("record a failed run") as conn:
-            await conn.execute(
-                "UPDATE runs SET status = 'error', complete = false, finished_at = $3,"
-                " duration_seconds = coalesce($4, extract(epoch FROM $3 - started_at)),"
-                " error = $2, queries = $5, rows_fetched = $6"
-                " WHERE id = $1 AND status = 'running'",
-                run_id,
-                error,
-                finished_at or datetime.now(UTC),
-                duration,
-                queries,
-                rows_fetched,
-            )
+        await self.calls.execute(
+            "record a failed run",
+            "UPDATE runs SET status = 'error', complete = false, finished_at = $3,"
+            " duration_seconds = coalesce($4, extract(epoch FROM $3 - started_at)),"
+            " error = $2, queries = $5, rows_fetched = $6"
+            " WHERE id = $1 AND status = 'running'",
+            run_id,
+            error,
+            finished_at or datetime.now(UTC),
+            duration,
+            queries,
+            rows_fetched,
+        )
 
     async def abandon_stale(self, started_before: datetime, reason: str) -> int:
         """Fail runs still `running` that started before a cutoff; return how many."""
-        async with self._call("abandon stale runs") as conn:
-            done = await conn.fetch(
-                "UPDATE runs SET status = 'error', error = $2, finished_at = now()"
-                " WHERE status = 'running' AND started_at < $1 RETURNING id",
-                started_before,
-                reason,
-            )
+        done = await self.calls.fetch(
+            "abandon stale runs",
+            "UPDATE runs SET status = 'error', error = $2, finished_at = now()"
+            " WHERE status = 'running' AND started_at < $1 RETURNING id",
+            started_before,
+            reason,
+        )
         return len(done)
 
     def check_lock(self, check: str) -> AbstractAsyncContextManager[bool]:

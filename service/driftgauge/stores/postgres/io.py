@@ -133,6 +133,27 @@ class PgCalls:
         async with self.conn(what, scale=scale) as conn, conn.transaction():
             yield conn
 
+    async def fetch(self, what: str, query: str, *args: Any, scale: float = 1.0) -> list[Any]:
+        """Run one query named `what` on a connection of its own; return its records."""
+        async with self.conn(what, scale=scale) as conn:
+            return list(await conn.fetch(query, *args))
+
+    async def fetchrow(self, what: str, query: str, *args: Any, scale: float = 1.0) -> Any:
+        """Run one query named `what`; return its first record, or None."""
+        async with self.conn(what, scale=scale) as conn:
+            return await conn.fetchrow(query, *args)
+
+    async def fetchval(self, what: str, query: str, *args: Any, scale: float = 1.0) -> Any:
+        """Run one query named `what`; return the first column of its first record, or None."""
+        async with self.conn(what, scale=scale) as conn:
+            return await conn.fetchval(query, *args)
+
+    async def execute(self, what: str, query: str, *args: Any, scale: float = 1.0) -> str:
+        """Run one statement named `what`; return its status (`UPDATE 3`)."""
+        async with self.conn(what, scale=scale) as conn:
+            done: str = await conn.execute(query, *args)
+        return done
+
 
 async def open_pool(
     state: State,
