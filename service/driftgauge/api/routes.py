@@ -28,6 +28,7 @@ from driftgauge.core import buckets
 from driftgauge.core.bounds import day_problem, iso_day
 from driftgauge.core.errors import StoreTimeout, UnknownCheck
 from driftgauge.engine.reconcile import compare_prefixes
+from driftgauge.routing import Offset
 from driftgauge.state.codec import StoredBucket
 from driftgauge.state.payloads import RunOut
 from driftgauge.stores import registry
@@ -48,14 +49,6 @@ QueryDay = Annotated[date | None, BeforeValidator(iso_day)]
 Hex = r"^[0-9a-f]{1,32}$"
 # Every list endpoint pages the same way: `limit` items after skipping `offset`.
 Limit = Annotated[int, Query(ge=1, le=500, description="At most this many items.")]
-Offset = Annotated[
-    int,
-    Query(
-        ge=0,
-        le=10_000_000,
-        description="Skip this many items first (the next page: offset + limit).",
-    ),
-]
 HOUR_HELP = (
     "One hour bucket of the day: a local hour 0-23 where only one hour starts then; "
     "where the clocks repeat it, the local time with its offset (02:00+01:00) or "

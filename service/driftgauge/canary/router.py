@@ -3,7 +3,7 @@
 # No `from __future__ import annotations`: FastAPI must see the dependency alias built
 # inside canary_router() as a real object.
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from pydantic import BaseModel
@@ -12,9 +12,7 @@ from driftgauge.canary.probe import CanaryResult, Result
 from driftgauge.canary.service import CanaryService
 from driftgauge.core.errors import UnknownCheck
 from driftgauge.core.instants import Instant
-from driftgauge.routing import app_service
-
-Dependency = Callable[..., Any]
+from driftgauge.routing import Dependency, app_service
 
 
 class CanaryOut(BaseModel):
@@ -38,9 +36,7 @@ class CanaryOut(BaseModel):
         )
 
 
-def _app_canary(request: Request) -> CanaryService:
-    service: CanaryService = app_service(request, "canary", "canaries are not running")
-    return service
+_app_canary = app_service("canary", "canaries are not running")
 
 
 def canary_router(

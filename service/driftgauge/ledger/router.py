@@ -4,10 +4,9 @@
 # inside ledger_router() as real objects, not as names to look up in module globals.
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response, status
-from fastapi.exceptions import RequestValidationError
 
 from driftgauge.ledger.errors import LedgerConflict, LedgerInputError, RunNotFound
 from driftgauge.ledger.models import (
@@ -22,31 +21,17 @@ from driftgauge.ledger.models import (
     WindowOut,
 )
 from driftgauge.ledger.service import LedgerService
-from driftgauge.routing import app_service
-
-Dependency = Callable[..., Any]
-
+from driftgauge.routing import Dependency, Offset, app_service, field_error
 
 # Bounds that PostgreSQL can hold, so a wild id or a NUL byte is a 422, not a 503.
 RunId = Annotated[int, Path(ge=1, le=2**63 - 1, description="ledger run id")]
 Limit = Annotated[int, Query(ge=1, le=1000, description="At most this many items.")]
-Offset = Annotated[
-    int,
-    Query(
-        ge=0,
-        le=10_000_000,
-        description="Skip this many items first (the next page: offset + limit).",
-    ),
-]
 JobName = Annotated[
     str | None,
     Query(min_length=1, max_length=200, pattern=r"^[^\x00]*$", description="sync job name"),
 ]
 
-
-def _app_ledger(request: Request) -> LedgerService:
-    service: LedgerService = app_service(request, "ledger", "the run ledger is not running")
-    return service
+_app_ledger = app_service("ledger", "the run ledger is not running")
 
 
 def ledger_router(
@@ -153,13 +138,4 @@ def _translated() -> Iterator[None]:
     except LedgerConflict as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
     except LedgerInputError as exc:
-        raise RequestValidationError(
-            [
-                {
-                    "type": "value_error",
-                    "loc": ("body", exc.field),
-                    "msg": str(exc).split(": ", 1)[-1],
-                    "input": None,
-                }
-            ]
-        ) from None
+        raise field_error(exc.field, str(exc).split(": ", 1)[-1]) from None

@@ -12,8 +12,7 @@ from contextlib import asynccontextmanager, contextmanager
 from datetime import timedelta
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query, Request, status
-from fastapi.exceptions import RequestValidationError
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query, status
 
 from driftgauge.core.errors import StateError
 from driftgauge.metrics.collector import PartsCollector
@@ -33,9 +32,9 @@ from driftgauge.repair.models import (
     WatermarkMove,
 )
 from driftgauge.repair.service import Repair, build_repair
+from driftgauge.routing import Dependency, app_service, field_error
 
 log = logging.getLogger("driftgauge.repair")
-Dependency = Callable[..., Any]
 JUDGE_EVERY = 60.0
 JUDGE_JOB = "repair-judge"
 GUARD_EVERY = 900.0
@@ -46,13 +45,6 @@ PathName = Annotated[str, Path(min_length=1, max_length=200, pattern=r"^[^\x00]*
 # Lists page like every other list of the API: `limit` items after skipping `offset`.
 Offset = Annotated[int, Query(ge=0, le=10_000_000, description="Skip this many items first.")]
 QueryName = Annotated[str | None, Query(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
-
-
-def _repair(request: Request) -> Repair:
-    repair: Repair | None = getattr(request.app.state, "repair", None)
-    if repair is None:
-        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "repair is not running")
-    return repair
 
 
 @asynccontextmanager
@@ -116,15 +108,13 @@ def _translated() -> Iterator[None]:
             exc.status, {"step": exc.step, "rule": exc.rule, "detail": exc.detail}
         ) from None
     except RepairInputError as exc:
-        raise RequestValidationError(
-            [{"type": "value_error", "loc": ("body", exc.field), "msg": exc.problem, "input": None}]
-        ) from None
+        raise field_error(exc.field, exc.problem) from None
 
 
 def repair_router(require_write: Dependency, require_read: Dependency) -> APIRouter:
     """Return the repair routes; writes need `require_write` to pass."""
     router = APIRouter(lifespan=_lifespan)
-    Service = Annotated[Repair, Depends(_repair)]
+    Service = Annotated[Repair, Depends(app_service("repair", "repair is not running"))]
     write = [Depends(require_write)]
     read = [Depends(require_read)]
     refused: dict[int | str, dict[str, Any]] = {

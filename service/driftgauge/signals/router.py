@@ -4,15 +4,14 @@
 # inside signals_router() as a real object.
 from collections.abc import Callable
 from datetime import date
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, status
 from pydantic import BaseModel, ConfigDict
 
+from driftgauge.routing import Dependency
 from driftgauge.signals.service import SignalsService
 from driftgauge.signals.volume import VolumeStatus
-
-Dependency = Callable[..., Any]
 
 
 class VolumeDayOut(BaseModel):
