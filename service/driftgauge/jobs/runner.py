@@ -53,182 +53,133 @@ async def run_check(
     exclusions: ExclusionSource | None = None,
     progress: Progress | None = None,
     slots_first: bool | None = None,
+    run_id: int | None = None,
 ) -> RunResult:
-    """Begin a run, reconcile the window, then complete or fail the run; return the result."""
-    run_id = await state.begin_run(
-        check.name, window_start, window_end, trigger=trigger, started_at=now
-    )
-    return await execute_run(
-        check,
-        adapters,
-        state,
-        run_id,
-        window_start,
-        window_end,
-        now=now,
-        trigger=trigger,
-        sample_keys=sample_keys,
-        deadline=deadline,
-        key_hash=key_hash,
-        exclusions=exclusions,
-        progress=progress,
-        slots_first=slots_first,
-    )
+    """Reconcile the window as a run and record how it ended; return the result.
 
-
-async def execute_run(
-    check: Check,
-    adapters: AdapterSource,
-    state: StateStore,
-    run_id: int,
-    window_start: datetime,
-    window_end: datetime,
-    *,
-    now: datetime,
-    trigger: str = "manual",
-    sample_keys: int = 100,
-    deadline: float | None = None,
-    key_hash: KeyHasher | None = None,
-    exclusions: ExclusionSource | None = None,
-    progress: Progress | None = None,
-    slots_first: bool | None = None,
-) -> RunResult:
-    """Reconcile an already-begun run and record how it ended.
-
-    `slots_first` None lets the stored results decide (see expects_drift).
+    `run_id` is a run the caller already began (a claimed tick, a manual run whose id it
+    handed out); None begins one. `slots_first` None lets the stored results decide (see
+    expects_drift).
 
     Store failures, a missed deadline and internal errors all end as a failed run; a
     cancellation (shutdown) fails the run too, then propagates. A run is only ever marked
     complete together with its buckets.
     """
-    try:
-        return await _execute(
-            check,
-            adapters,
-            state,
-            run_id,
-            window_start,
-            window_end,
-            now=now,
-            trigger=trigger,
-            sample_keys=sample_keys,
-            deadline=deadline,
-            key_hash=key_hash,
-            exclusions=exclusions,
-            progress=progress,
-            slots_first=slots_first,
+    if run_id is None:
+        run_id = await state.begin_run(
+            check.name, window_start, window_end, trigger=trigger, started_at=now
         )
+    clock = time.monotonic()
+    try:
+        with log_context(check=check.name, run_id=run_id):
+            log.info(
+                "run started",
+                extra={
+                    "window_start": window_start.isoformat(),
+                    "window_end": window_end.isoformat(),
+                },
+            )
+            try:
+                async with budget.run_timeout(deadline):  # retries in the stores see it too
+                    sides = adapters if isinstance(adapters, Adapters) else await adapters()
+                    excused = (
+                        await exclusions(check, window_start, window_end)
+                        if exclusions is not None
+                        else None
+                    )
+                    if slots_first is None:
+                        slots_first = await expects_drift(state, check, window_start, window_end)
+                    result = await reconcile(
+                        check,
+                        sides.source,
+                        sides.reader,
+                        window_start,
+                        window_end,
+                        now=now,
+                        sample_keys=sample_keys,
+                        ledger_excluded=excused,
+                        progress=progress,
+                        slots_first=slots_first,
+                    )
+            except asyncio.CancelledError:
+                observe.run_finished(check.name, trigger, time.monotonic() - clock)
+                await _shielded_fail(
+                    state, run_id, "the service shut down mid-run", time.monotonic() - clock
+                )
+                raise
+            except TimeoutError:
+                result = _failed(
+                    check,
+                    window_start,
+                    window_end,
+                    now,
+                    f"the run exceeded its deadline of {deadline:g}s",
+                )
+            except DriftgaugeError as exc:
+                result = _failed(
+                    check, window_start, window_end, now, f"{type(exc).__name__}: {exc}"
+                )
+                if isinstance(exc, StoreError):
+                    # Opening a side or its preflight failed: count it as any store call is.
+                    result.failed_store = exc.store
+            except Exception as exc:
+                # A bug must fail this run, not the scheduler that owns it.
+                log.exception("run crashed")
+                result = _failed(
+                    check,
+                    window_start,
+                    window_end,
+                    now,
+                    f"internal error: {type(exc).__name__}: {exc}",
+                )
+            result.finished_at = result.finished_at or utc_now()
+            result.run_id = run_id
+            duration = time.monotonic() - clock
+            observe.run_finished(check.name, trigger, duration)
+            hasher = key_hash or key_hasher(check)
+            await _record(state, run_id, result, duration, sample_keys, hasher)
+        return result
     finally:
         # Recorded or not, this process stops renewing the run's lease: a run it could
         # not record expires as interrupted instead of staying `running` for good.
         state.owned.discard(run_id)
 
 
-async def _execute(
-    check: Check,
-    adapters: AdapterSource,
+async def _record(
     state: StateStore,
     run_id: int,
-    window_start: datetime,
-    window_end: datetime,
-    *,
-    now: datetime,
-    trigger: str,
+    result: RunResult,
+    duration: float,
     sample_keys: int,
-    deadline: float | None,
-    key_hash: KeyHasher | None,
-    exclusions: ExclusionSource | None,
-    progress: Progress | None,
-    slots_first: bool | None,
-) -> RunResult:
-    clock = time.monotonic()
-    with log_context(check=check.name, run_id=run_id):
-        log.info(
-            "run started",
-            extra={"window_start": window_start.isoformat(), "window_end": window_end.isoformat()},
+    key_hash: KeyHasher,
+) -> None:
+    """Store the run as complete with its buckets, or as failed; log how it finished."""
+    if result.error is None:
+        await state.complete_run(
+            run_id, result, duration=duration, sample_keys=sample_keys, key_hash=key_hash
         )
-        try:
-            async with budget.run_timeout(deadline):  # retries in the stores see it too
-                sides = adapters if isinstance(adapters, Adapters) else await adapters()
-                excused = (
-                    await exclusions(check, window_start, window_end)
-                    if exclusions is not None
-                    else None
-                )
-                if slots_first is None:
-                    slots_first = await expects_drift(state, check, window_start, window_end)
-                result = await reconcile(
-                    check,
-                    sides.source,
-                    sides.reader,
-                    window_start,
-                    window_end,
-                    now=now,
-                    sample_keys=sample_keys,
-                    ledger_excluded=excused,
-                    progress=progress,
-                    slots_first=slots_first,
-                )
-        except asyncio.CancelledError:
-            observe.run_finished(check.name, trigger, time.monotonic() - clock)
-            await _shielded_fail(
-                state, run_id, "the service shut down mid-run", time.monotonic() - clock
-            )
-            raise
-        except TimeoutError:
-            result = _failed(
-                check,
-                window_start,
-                window_end,
-                now,
-                f"the run exceeded its deadline of {deadline:g}s",
-            )
-        except DriftgaugeError as exc:
-            result = _failed(check, window_start, window_end, now, f"{type(exc).__name__}: {exc}")
-            if isinstance(exc, StoreError):
-                # Opening a side or its preflight failed: count it as any store call is.
-                result.failed_store = exc.store
-        except Exception as exc:
-            # A bug must fail this run, not the scheduler that owns it.
-            log.exception("run crashed")
-            result = _failed(
-                check, window_start, window_end, now, f"internal error: {type(exc).__name__}: {exc}"
-            )
-        result.finished_at = result.finished_at or utc_now()
-        result.run_id = run_id
-        duration = time.monotonic() - clock
-        observe.run_finished(check.name, trigger, duration)
-        if result.error is None:
-            await state.complete_run(
-                run_id,
-                result,
-                duration=duration,
-                sample_keys=sample_keys,
-                key_hash=key_hash or key_hasher(check),
-            )
-        else:
-            await state.fail_run(
-                run_id,
-                result.error,
-                finished_at=result.finished_at,
-                duration=duration,
-                queries=result.queries,
-                rows_fetched=result.rows_fetched,
-            )
-        # A run that failed is the operator's business: a store down, a deadline missed.
-        log.log(
-            logging.INFO if result.error is None else logging.WARNING,
-            "run finished",
-            extra={
-                "status": result.status,
-                "error": result.error,
-                "store": result.failed_store,
-                "duration_seconds": round(duration, 3),
-                "queries": result.queries,
-                "drift": sum(b.drift for b in result.buckets),
-            },
+    else:
+        await state.fail_run(
+            run_id,
+            result.error,
+            finished_at=result.finished_at,
+            duration=duration,
+            queries=result.queries,
+            rows_fetched=result.rows_fetched,
         )
-    return result
+    # A run that failed is the operator's business: a store down, a deadline missed.
+    log.log(
+        logging.INFO if result.error is None else logging.WARNING,
+        "run finished",
+        extra={
+            "status": result.status,
+            "error": result.error,
+            "store": result.failed_store,
+            "duration_seconds": round(duration, 3),
+            "queries": result.queries,
+            "drift": sum(b.drift for b in result.buckets),
+        },
+    )
 
 
 def _failed(check: Check, start: datetime, end: datetime, now: datetime, error: str) -> RunResult:

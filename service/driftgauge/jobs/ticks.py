@@ -10,8 +10,9 @@ from datetime import datetime, timedelta
 from driftgauge.config.runtime import Check
 from driftgauge.core.clock import utc_now
 from driftgauge.core.errors import DriftgaugeError, StateError
+from driftgauge.engine.result import RunResult
 from driftgauge.jobs.adapters import AdapterPool
-from driftgauge.jobs.runner import ExclusionSource, execute_run
+from driftgauge.jobs.runner import ExclusionSource, run_check
 from driftgauge.jobs.schedule import JobSpec
 from driftgauge.jobs.windows import window_for
 from driftgauge.logs import log_context
@@ -110,27 +111,37 @@ class TickRunner:
                             extra={"scheduled_for": scheduled_for.isoformat()},
                         )
                         return "taken"
-                    result = await execute_run(
-                        check,
-                        self._adapters.getter(check.name),
-                        self._state,
-                        run_id,
-                        start,
-                        end,
-                        now=now,
-                        trigger=spec.kind,
-                        sample_keys=self._sample_keys,
-                        deadline=self._deadline_for(period),
-                        key_hash=self._hasher(check),
-                        exclusions=self.exclusions,
-                    )
+                    result = await self._run(check, run_id, start, end, now, spec.kind, period)
                     return f"ran:{result.status}"
             except StateError as exc:
                 log.error("tick failed: state database", extra={"error": str(exc)})
                 return "state-error"
 
-    def _hasher(self, check: Check) -> KeyHasher | None:
-        return self._key_hash(check) if self._key_hash is not None else None
+    async def _run(
+        self,
+        check: Check,
+        run_id: int,
+        start: datetime,
+        end: datetime,
+        now: datetime,
+        trigger: str,
+        period: timedelta,
+    ) -> RunResult:
+        """Run the begun run `run_id` with this runner's stores, deadline and exclusions."""
+        return await run_check(
+            check,
+            self._adapters.getter(check.name),
+            self._state,
+            start,
+            end,
+            trigger=trigger,
+            now=now,
+            sample_keys=self._sample_keys,
+            deadline=self._deadline_for(period),
+            key_hash=self._key_hash(check) if self._key_hash is not None else None,
+            exclusions=self.exclusions,
+            run_id=run_id,
+        )
 
     async def trigger(self, check_name: str, kind: str = "manual", window: str = "recent") -> int:
         """Start a run of the check now as an owned task; return its run id once begun.
@@ -183,20 +194,7 @@ class TickRunner:
             )
             begun.set_result(run_id)
             period = check.schedule.recent_every or timedelta(hours=1)
-            await execute_run(
-                check,
-                self._adapters.getter(check.name),
-                self._state,
-                run_id,
-                start,
-                end,
-                now=now,
-                trigger=kind,
-                sample_keys=self._sample_keys,
-                deadline=self._deadline_for(period),
-                key_hash=self._hasher(check),
-                exclusions=self.exclusions,
-            )
+            await self._run(check, run_id, start, end, now, kind, period)
 
     def _own(self, task: asyncio.Task[object]) -> None:
         self._tasks.add(task)
