@@ -7,9 +7,8 @@ from datetime import datetime
 from typing import Any
 
 from driftgauge.repair.errors import NotFound, RepairInputError
+from driftgauge.repair.models import ConsumerIn
 from driftgauge.stores.postgres.io import PgCalls
-
-KINDS = ("report", "export", "model", "other")
 
 
 def consumer_row(r: Any) -> dict[str, Any]:
@@ -35,28 +34,14 @@ class Consumers:
         self.calls = calls
         self.clock = clock
 
-    async def put(
-        self,
-        name: str,
-        *,
-        kind: str,
-        owner: str,
-        rank: int,
-        webhook_url: str | None = None,
-        command: str | None = None,
-        signs: bool = False,
-        signed_by: str | None = None,
-    ) -> dict[str, Any]:
+    async def put(self, name: str, consumer: ConsumerIn) -> dict[str, Any]:
         """Create or replace one consumer."""
-        if kind not in KINDS:
-            raise RepairInputError("kind", f"{kind!r} is not one of {', '.join(KINDS)}")
-        if rank < 1:
-            raise RepairInputError("rank", f"{rank} is below 1 (rank 1 replays first)")
-        if not (webhook_url or command):
+        # Kind and rank are checked by ConsumerIn; these rules span two fields.
+        if not (consumer.webhook_url or consumer.command):
             raise RepairInputError(
                 "webhook_url", "a consumer needs a webhook_url or a command to be re-triggered"
             )
-        if signs and not signed_by:
+        if consumer.signs and not consumer.signed_by:
             raise RepairInputError(
                 "signed_by", "a consumer that signs its numbers names who signs them"
             )
@@ -72,13 +57,13 @@ class Consumers:
             " signs = EXCLUDED.signs, signed_by = EXCLUDED.signed_by,"
             " updated_at = EXCLUDED.updated_at RETURNING *",
             name,
-            kind,
-            owner,
-            rank,
-            webhook_url,
-            command,
-            signs,
-            signed_by,
+            consumer.kind,
+            consumer.owner,
+            consumer.rank,
+            consumer.webhook_url,
+            consumer.command,
+            consumer.signs,
+            consumer.signed_by,
             now,
         )
         return consumer_row(rec)

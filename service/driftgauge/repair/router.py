@@ -206,7 +206,7 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
     async def put_consumer(name: PathName, body: ConsumerIn, service: Service) -> dict[str, Any]:
         """Create or replace a consumer."""
         with _translated():
-            return await service.consumers.put(name, **body.model_dump())
+            return await service.consumers.put(name, body)
 
     @router.get("/consumers/{name}", tags=["repair"], dependencies=read)
     async def get_consumer(name: PathName, service: Service) -> dict[str, Any]:
