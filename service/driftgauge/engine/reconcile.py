@@ -16,7 +16,8 @@ from driftgauge.config.runtime import Check
 from driftgauge.core import buckets
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.errors import DriftgaugeError, StoreError
-from driftgauge.engine import explain, plan
+from driftgauge.encoding import iblt
+from driftgauge.engine import explain, peel, plan
 from driftgauge.engine.join import Delta, LeafDiff, deltas, join_rows
 from driftgauge.engine.result import (
     BucketResult,
@@ -30,6 +31,8 @@ from driftgauge.engine.tasks import all_or_none
 from driftgauge.engine.verdict import judge
 from driftgauge.stores.base import (
     BucketDigest,
+    DigestFirstPass,
+    DigestPass,
     FirstPass,
     Granularity,
     RowHash,
@@ -83,6 +86,12 @@ class _Counted:
             if with_slots and isinstance(self.inner, SlotFirstPass):
                 return await self.inner.day_and_slot_digests(start, end, FIRST_PASS_SLOT), True
             return FirstPass(await self.inner.bucket_digests(start, end, "day"), {}), False
+
+    async def digest_pass(self, start: datetime, end: datetime, width: int) -> DigestPass:
+        """Return the day buckets and their difference digests."""
+        assert isinstance(self.inner, DigestFirstPass)
+        with self._timed("digests"):
+            return await self.inner.day_and_cell_digests(start, end, width)
 
     async def prefixes(
         self, start: datetime, end: datetime, depth: int, within: Sequence[str] | None
@@ -138,6 +147,12 @@ class _Sides:
         s, r = await all_or_none(fn(self.source), fn(self.reader))
         return s, r
 
+    def digests(self) -> bool:
+        """Return True when both sides return difference digests in their first pass."""
+        return isinstance(self.source.inner, DigestFirstPass) and isinstance(
+            self.reader.inner, DigestFirstPass
+        )
+
 
 def _utc(moment: datetime) -> datetime:
     return moment.astimezone(UTC)
@@ -155,12 +170,17 @@ async def reconcile(
     ledger_excluded: Mapping[str, str] | None = None,
     progress: Progress | None = None,
     slots_first: bool = False,
+    digest_width: int | None = None,
 ) -> RunResult:
     """Return the per-day verdict for [window_start, window_end); store errors set `error`.
 
     `slots_first` asks stores that can for each day's slots in the first scan: about 20%
     more for that scan, and no second hashing pass over a day that differs. Worth it when
     drift is likely (see runner.expects_drift), not on a healthy check.
+
+    `digest_width` asks, when both sides can, for each day's difference digest of that
+    many cells per sub-table instead (see encoding.iblt): a day that differs is then
+    peeled and only its differing rows fetched; a day that does not peel is drilled down.
     """
     result = RunResult(check.name, window_start, window_end, started_at=now)
     sides = _Sides(
@@ -174,13 +194,27 @@ async def reconcile(
         with_slots = (
             slots_first and on_minute and len(starts) <= check.drilldown.slot_first_pass_days
         )
-        (src_fp, src_has), (rdr_fp, rdr_has) = await sides.both(
-            lambda s: s.first_pass(window_start, window_end, with_slots)
-        )
-        src_by = {_utc(b.start): b for b in src_fp.days}
-        rdr_by = {_utc(b.start): b for b in rdr_fp.days}
-        day_slots = _differing_slots(src_fp, src_has, rdr_fp, rdr_has, src_by, rdr_by, window_start)
-        del src_fp, rdr_fp  # the slots of days that agree go now, not after the last day
+        day_slots: dict[datetime, _DaySlots] = {}
+        day_tables: dict[datetime, _DayTables] = {}
+        if digest_width is not None and sides.digests():
+            width = digest_width
+            src_dp, rdr_dp = await sides.both(
+                lambda s: s.digest_pass(window_start, window_end, width)
+            )
+            src_by = {_utc(b.start): b for b in src_dp.days}
+            rdr_by = {_utc(b.start): b for b in rdr_dp.days}
+            day_tables = _differing_tables(src_dp, rdr_dp, src_by, rdr_by, width)
+            del src_dp, rdr_dp  # the tables of days that agree go now
+        else:
+            (src_fp, src_has), (rdr_fp, rdr_has) = await sides.both(
+                lambda s: s.first_pass(window_start, window_end, with_slots)
+            )
+            src_by = {_utc(b.start): b for b in src_fp.days}
+            rdr_by = {_utc(b.start): b for b in rdr_fp.days}
+            day_slots = _differing_slots(
+                src_fp, src_has, rdr_fp, rdr_has, src_by, rdr_by, window_start
+            )
+            del src_fp, rdr_fp  # the slots of days that agree go now, not after the last day
         done = 0
         sem = asyncio.Semaphore(DAY_CONCURRENCY)
 
@@ -197,6 +231,7 @@ async def reconcile(
                     sample_keys,
                     ledger_excluded or {},
                     day_slots.get(_utc(start)),
+                    day_tables.get(_utc(start)),
                 )
             done += 1
             if progress is not None:
@@ -213,6 +248,33 @@ async def reconcile(
     result.source_seconds = sides.source.seconds
     result.reader_seconds = sides.reader.seconds
     return result
+
+
+@dataclass(frozen=True)
+class _DayTables:
+    """A differing day's difference digests, per side, and their sub-table width."""
+
+    source: iblt.Table
+    reader: iblt.Table
+    width: int
+
+
+def _differing_tables(
+    src: DigestPass,
+    rdr: DigestPass,
+    src_by: Mapping[datetime, BucketDigest],
+    rdr_by: Mapping[datetime, BucketDigest],
+    width: int,
+) -> dict[datetime, _DayTables]:
+    """Keep difference digests only for days that differ (a side without one holds no rows)."""
+    s_days = {_utc(k): v for k, v in src.tables.items()}
+    r_days = {_utc(k): v for k, v in rdr.tables.items()}
+    out = {}
+    for day in src_by.keys() | rdr_by.keys():
+        s, r = src_by.get(day), rdr_by.get(day)
+        if needs_drill(s.agg if s else Aggregate(), r.agg if r else Aggregate()):
+            out[day] = _DayTables(s_days.get(day, {}), r_days.get(day, {}), width)
+    return out
 
 
 def _differing_slots(
@@ -252,6 +314,7 @@ async def _judge_day(
     sample_keys: int,
     ledger_excluded: Mapping[str, str],
     slots: _DaySlots | None = None,
+    tables: _DayTables | None = None,
 ) -> BucketResult:
     s_agg = src.agg if src else Aggregate()
     r_agg = rdr.agg if rdr else Aggregate()
@@ -270,9 +333,14 @@ async def _judge_day(
         bucket.status = "settling"
         return bucket
     if needs_drill(s_agg, r_agg):
-        tree, diff = await _drill_day(
-            check, sides, start, end, s_agg, r_agg, ledger_excluded, slots
-        )
+        peeled = await _peel_day(sides, start, end, s_agg, r_agg, ledger_excluded, tables)
+        tree: list[Node] = []
+        if peeled is not None:
+            diff = peeled
+        else:
+            tree, diff = await _drill_day(
+                check, sides, start, end, s_agg, r_agg, ledger_excluded, slots
+            )
         bucket.tree = tree
         bucket.missing, bucket.extra = diff.missing, diff.extra
         bucket.mismatched, bucket.duplicates = diff.mismatched, diff.duplicates
@@ -293,6 +361,38 @@ async def _judge_day(
         bucket.status = "error"
         bucket.reasons = explain.reasons(unexplained) + bucket.reasons
     return bucket
+
+
+async def _peel_day(
+    sides: _Sides,
+    start: datetime,
+    end: datetime,
+    s_agg: Aggregate,
+    r_agg: Aggregate,
+    ledger_excluded: Mapping[str, str],
+    tables: _DayTables | None,
+) -> LeafDiff | None:
+    """Return the day's differences from its difference digests; None: drill down instead.
+
+    Only a day where no key repeats: the copies check needs every key held twice, and a
+    key held twice alike on both sides cancels out of the digests.
+    """
+    if tables is None or s_agg.has_duplicates or r_agg.has_duplicates:
+        return None
+
+    async def fetch(
+        s_spans: peel.Ranges, r_spans: peel.Ranges
+    ) -> tuple[list[RowHash], list[RowHash]]:
+        async def one(side: _Counted, spans: peel.Ranges) -> list[RowHash]:
+            return await side.rows_of(start, end, None, spans) if spans else []
+
+        s_rows, r_rows = await all_or_none(one(sides.source, s_spans), one(sides.reader, r_spans))
+        return s_rows, r_rows
+
+    rows = await peel.differing_rows(tables.source, tables.reader, tables.width, fetch)
+    if rows is None:
+        return None
+    return _join_day(s_agg, r_agg, _Fetched(rows[0], rows[1]), ledger_excluded)
 
 
 def _sample(diff: LeafDiff, per_kind: int) -> list[KeyDiff]:

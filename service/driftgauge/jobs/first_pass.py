@@ -7,7 +7,9 @@ from datetime import datetime, timedelta
 
 from driftgauge.config.runtime import Check
 from driftgauge.core.errors import DriftgaugeError
+from driftgauge.encoding import iblt
 from driftgauge.state.store import StateStore
+from driftgauge.stores.base import DigestFirstPass, StoreAdapter
 
 log = logging.getLogger("driftgauge.runner")
 
@@ -35,3 +37,51 @@ async def expects_drift(
         return False
     judged = [b for b in stored if b.bucket.status in ("ok", "drift")]
     return not judged or any(b.bucket.status == "drift" for b in judged)
+
+
+async def digest_width(
+    state: StateStore, check: Check, window_start: datetime, window_end: datetime
+) -> int:
+    """Return the difference digests' sub-table width: from the most a stored day differed by.
+
+    A mismatched key is two differing rows (one a side). Without history, or unreadable
+    history, the default width; a day that then differs by more is drilled down as before.
+    """
+    tz = check.timezone
+    first = window_start.astimezone(tz).date()
+    last = (window_end - timedelta(microseconds=1)).astimezone(tz).date()
+    try:
+        stored = await state.day_buckets(check.name, first, last, tz)
+    except DriftgaugeError as exc:
+        log.warning(
+            "could not read earlier results; default digest width", extra={"error": str(exc)}
+        )
+        return iblt.DEFAULT_WIDTH
+    most = max(
+        (
+            b.bucket.missing + b.bucket.extra + 2 * (b.bucket.mismatched + b.bucket.duplicates)
+            for b in stored
+        ),
+        default=0,
+    )
+    return max(iblt.DEFAULT_WIDTH, iblt.width_for(most))
+
+
+async def first_pass_plan(
+    state: StateStore,
+    check: Check,
+    sides: tuple[StoreAdapter, StoreAdapter],
+    window_start: datetime,
+    window_end: datetime,
+    slots_first: bool | None,
+) -> tuple[bool, int | None]:
+    """Return (slots first, digest width) for a run whose `slots_first` None means decide.
+
+    Sides that both return difference digests take them in every first pass and never
+    need a second hashing pass; others take slots when drift is likely.
+    """
+    if slots_first is not None:
+        return slots_first, None
+    if all(isinstance(side, DigestFirstPass) for side in sides):
+        return False, await digest_width(state, check, window_start, window_end)
+    return await expects_drift(state, check, window_start, window_end), None

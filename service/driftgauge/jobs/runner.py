@@ -16,7 +16,7 @@ from driftgauge.encoding import digest
 from driftgauge.engine.reconcile import Progress, reconcile
 from driftgauge.engine.result import RunResult
 from driftgauge.jobs.adapters import Adapters, AdapterSource
-from driftgauge.jobs.first_pass import expects_drift
+from driftgauge.jobs.first_pass import first_pass_plan
 from driftgauge.logs import log_context
 from driftgauge.state.store import KeyHasher, StateStore
 
@@ -59,7 +59,7 @@ async def run_check(
 
     `run_id` is a run the caller already began (a claimed tick, a manual run whose id it
     handed out); None begins one. `slots_first` None lets the stored results decide (see
-    expects_drift).
+    expects_drift and first_pass_plan).
 
     Store failures, a missed deadline and internal errors all end as a failed run; a
     cancellation (shutdown) fails the run too, then propagates. A run is only ever marked
@@ -87,8 +87,14 @@ async def run_check(
                         if exclusions is not None
                         else None
                     )
-                    if slots_first is None:
-                        slots_first = await expects_drift(state, check, window_start, window_end)
+                    slots, width = await first_pass_plan(
+                        state,
+                        check,
+                        (sides.source, sides.reader),
+                        window_start,
+                        window_end,
+                        slots_first,
+                    )
                     result = await reconcile(
                         check,
                         sides.source,
@@ -99,7 +105,8 @@ async def run_check(
                         sample_keys=sample_keys,
                         ledger_excluded=excused,
                         progress=progress,
-                        slots_first=slots_first,
+                        slots_first=slots,
+                        digest_width=width,
                     )
             except asyncio.CancelledError:
                 observe.run_finished(check.name, trigger, time.monotonic() - clock)

@@ -157,6 +157,28 @@ class SlotFirstPass(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class DigestPass:
+    """Day buckets and, from the same scan, each day's difference digest (see encoding.iblt)."""
+
+    days: list[BucketDigest]
+    tables: Mapping[datetime, Mapping[int, tuple[int, int, int, int]]]
+    """Per day start (aware, as in `days`): its non-zero cells over the expected rows."""
+
+
+@runtime_checkable
+class DigestFirstPass(Protocol):
+    """An adapter that can return day buckets and their difference digests from one scan."""
+
+    async def day_and_cell_digests(self, start: datetime, end: datetime, width: int) -> DigestPass:
+        """Return day buckets as bucket_digests(start, end, "day") does, and their tables.
+
+        Each day's table has encoding.iblt.K sub-tables of `width` cells over the rows no
+        rule excludes, computed exactly as encoding.iblt.build does.
+        """
+        ...
+
+
 @runtime_checkable
 class VocabularyCounter(Protocol):
     """An adapter that counts the expected rows per value of one of its columns."""

@@ -10,8 +10,11 @@ from zoneinfo import ZoneInfo
 
 from driftgauge.core import buckets
 from driftgauge.core.aggregate import Aggregate
+from driftgauge.encoding import iblt
+from driftgauge.encoding.digest import epoch_micros
 from driftgauge.stores.base import (
     BucketDigest,
+    DigestPass,
     FirstPass,
     Granularity,
     RowHash,
@@ -165,3 +168,18 @@ class MemoryAdapter:
 
     async def close(self) -> None:
         """Nothing to release."""
+
+
+@dataclass
+class DigestMemoryAdapter(MemoryAdapter):
+    """The in-memory adapter with difference digests in its first pass."""
+
+    async def day_and_cell_digests(self, start: datetime, end: datetime, width: int) -> DigestPass:
+        """Return day buckets and each day's difference digest of `width`-cell sub-tables."""
+        days = await self.bucket_digests(start, end, "day")
+        self.calls[-1] = f"days+cells:{width}"
+        groups: dict[datetime, list[tuple[int, int]]] = {}
+        for r in self._in(start, end):
+            day = _day(r.event_time, self.timezone)
+            groups.setdefault(day, []).append((r.row_hash, epoch_micros(r.event_time)))
+        return DigestPass(days, {day: iblt.build(rs, width) for day, rs in groups.items()})

@@ -1,0 +1,60 @@
+"""Find a day's differing rows from both sides' difference digests, then fetch only them."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime, timedelta
+
+from driftgauge.encoding import iblt
+from driftgauge.encoding.digest import epoch_micros, from_epoch_micros
+from driftgauge.engine.plan import merge_ranges
+from driftgauge.stores.base import RowHash
+
+Ranges = list[tuple[datetime, datetime]]
+Fetch = Callable[[Ranges, Ranges], Awaitable[tuple[list[RowHash], list[RowHash]]]]
+"""Fetch the source's rows in the first sub-ranges and the reader's in the second."""
+_MICRO = timedelta(microseconds=1)
+
+
+def spans(entries: Sequence[iblt.Entry], sign: int) -> Ranges:
+    """Return the one-microsecond sub-ranges holding one side's differing rows."""
+    return merge_ranges(
+        [(t, t + _MICRO) for t in {from_epoch_micros(e.micros) for e in entries if e.sign == sign}]
+    )
+
+
+def select(
+    rows: Sequence[RowHash], entries: Sequence[iblt.Entry], sign: int
+) -> list[RowHash] | None:
+    """Return the fetched rows the digests named on one side; None unless each was found once.
+
+    Other rows in the same microsecond are dropped: they are equal on both sides, or the
+    digests would have named them.
+    """
+    want = Counter((e.row_hash, e.micros) for e in entries if e.sign == sign)
+    out = []
+    for r in rows:
+        at = (r.row_hash, epoch_micros(r.event_time))
+        if want[at] > 0:
+            want[at] -= 1
+            out.append(r)
+    return out if not +want else None
+
+
+async def differing_rows(
+    source: iblt.Table, reader: iblt.Table, width: int, fetch: Fetch
+) -> tuple[list[RowHash], list[RowHash]] | None:
+    """Return each side's rows that differ, or None when the digests cannot say (fall back).
+
+    None when the subtracted table does not peel to zero or to nothing, or when the rows
+    at the named event times are not exactly the rows the digests named.
+    """
+    entries = iblt.peel(iblt.subtract(source, reader), width)
+    if not entries:
+        return None  # no peel, or digests alike while the day's aggregates differ
+    s_rows, r_rows = await fetch(spans(entries, 1), spans(entries, -1))
+    s_sel, r_sel = select(s_rows, entries, 1), select(r_rows, entries, -1)
+    if s_sel is None or r_sel is None:
+        return None
+    return s_sel, r_sel
