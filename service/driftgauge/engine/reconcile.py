@@ -203,7 +203,7 @@ async def reconcile(
             )
             src_by = {_utc(b.start): b for b in src_dp.days}
             rdr_by = {_utc(b.start): b for b in rdr_dp.days}
-            day_tables = _differing_tables(src_dp, rdr_dp, src_by, rdr_by, width)
+            day_tables = _tables_of(_differing_days(src_by, rdr_by), src_dp, rdr_dp, width)
             del src_dp, rdr_dp  # the tables of days that agree go now
         else:
             (src_fp, src_has), (rdr_fp, rdr_has) = await sides.both(
@@ -259,21 +259,24 @@ class _DayTables:
     width: int
 
 
-def _differing_tables(
-    src: DigestPass,
-    rdr: DigestPass,
-    src_by: Mapping[datetime, BucketDigest],
-    rdr_by: Mapping[datetime, BucketDigest],
-    width: int,
+def _tables_of(
+    days: list[datetime], src: DigestPass, rdr: DigestPass, width: int
 ) -> dict[datetime, _DayTables]:
-    """Keep difference digests only for days that differ (a side without one holds no rows)."""
+    """Keep difference digests of `days` only (a side without one there holds no rows)."""
     s_days = {_utc(k): v for k, v in src.tables.items()}
     r_days = {_utc(k): v for k, v in rdr.tables.items()}
-    out = {}
+    return {day: _DayTables(s_days.get(day, {}), r_days.get(day, {}), width) for day in days}
+
+
+def _differing_days(
+    src_by: Mapping[datetime, BucketDigest], rdr_by: Mapping[datetime, BucketDigest]
+) -> list[datetime]:
+    """Return the days whose first-pass buckets need a drill-down."""
+    out = []
     for day in src_by.keys() | rdr_by.keys():
         s, r = src_by.get(day), rdr_by.get(day)
         if needs_drill(s.agg if s else Aggregate(), r.agg if r else Aggregate()):
-            out[day] = _DayTables(s_days.get(day, {}), r_days.get(day, {}), width)
+            out.append(day)
     return out
 
 
@@ -291,17 +294,15 @@ def _differing_slots(
         return {}
     s_days = {_utc(k): k for k in src.slots}
     r_days = {_utc(k): k for k in rdr.slots}
-    out = {}
-    for day in src_by.keys() | rdr_by.keys():
-        s, r = src_by.get(day), rdr_by.get(day)
-        if needs_drill(s.agg if s else Aggregate(), r.agg if r else Aggregate()):
-            # A side that scanned with slots but has none for the day holds no rows there.
-            out[day] = _DaySlots(
-                (src.slots[s_days[day]] if day in s_days else []) if src_has else None,
-                (rdr.slots[r_days[day]] if day in r_days else []) if rdr_has else None,
-                origin,
-            )
-    return out
+    # A side that scanned with slots but has none for the day holds no rows there.
+    return {
+        day: _DaySlots(
+            (src.slots[s_days[day]] if day in s_days else []) if src_has else None,
+            (rdr.slots[r_days[day]] if day in r_days else []) if rdr_has else None,
+            origin,
+        )
+        for day in _differing_days(src_by, rdr_by)
+    }
 
 
 async def _judge_day(

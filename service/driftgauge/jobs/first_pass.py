@@ -8,10 +8,25 @@ from datetime import datetime, timedelta
 from driftgauge.config.runtime import Check
 from driftgauge.core.errors import DriftgaugeError
 from driftgauge.encoding import iblt
+from driftgauge.state.codec import StoredBucket
 from driftgauge.state.store import StateStore
 from driftgauge.stores.base import DigestFirstPass, StoreAdapter
 
 log = logging.getLogger("driftgauge.runner")
+
+
+async def _stored(
+    state: StateStore, check: Check, window_start: datetime, window_end: datetime, instead: str
+) -> list[StoredBucket] | None:
+    """Return the window's stored day verdicts; None (logged) when they cannot be read."""
+    tz = check.timezone
+    first = window_start.astimezone(tz).date()
+    last = (window_end - timedelta(microseconds=1)).astimezone(tz).date()
+    try:
+        return await state.day_buckets(check.name, first, last, tz)
+    except DriftgaugeError as exc:
+        log.warning(f"could not read earlier results; {instead}", extra={"error": str(exc)})
+        return None
 
 
 async def expects_drift(
@@ -25,15 +40,8 @@ async def expects_drift(
     a healthy check's hourly runs never pay for slots. An unreadable history only costs
     speed, never the run.
     """
-    tz = check.timezone
-    first = window_start.astimezone(tz).date()
-    last = (window_end - timedelta(microseconds=1)).astimezone(tz).date()
-    try:
-        stored = await state.day_buckets(check.name, first, last, tz)
-    except DriftgaugeError as exc:
-        log.warning(
-            "could not read earlier results; first pass without slots", extra={"error": str(exc)}
-        )
+    stored = await _stored(state, check, window_start, window_end, "first pass without slots")
+    if stored is None:
         return False
     judged = [b for b in stored if b.bucket.status in ("ok", "drift")]
     return not judged or any(b.bucket.status == "drift" for b in judged)
@@ -47,15 +55,8 @@ async def digest_width(
     A mismatched key is two differing rows (one a side). Without history, or unreadable
     history, the default width; a day that then differs by more is drilled down as before.
     """
-    tz = check.timezone
-    first = window_start.astimezone(tz).date()
-    last = (window_end - timedelta(microseconds=1)).astimezone(tz).date()
-    try:
-        stored = await state.day_buckets(check.name, first, last, tz)
-    except DriftgaugeError as exc:
-        log.warning(
-            "could not read earlier results; default digest width", extra={"error": str(exc)}
-        )
+    stored = await _stored(state, check, window_start, window_end, "default digest width")
+    if stored is None:
         return iblt.DEFAULT_WIDTH
     most = max(
         (
