@@ -5,10 +5,13 @@ from __future__ import annotations
 import random
 from datetime import timedelta
 
+from driftgauge.core.errors import StateError
 from driftgauge.encoding import iblt
 from driftgauge.encoding.digest import epoch_micros
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import BucketResult, RunResult
+from driftgauge.jobs.first_pass import first_pass_plan
+from driftgauge.state.codec import StoredBucket
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import DigestMemoryAdapter, MemoryAdapter
 
@@ -231,3 +234,33 @@ def test_tables_of_memory_rows_use_epoch_microseconds() -> None:
         ][3]
         == epoch_micros(BASE) + 7
     )
+
+
+class _History:
+    """A state store's stored day verdicts, as first_pass_plan reads them."""
+
+    def __init__(self, buckets: list[BucketResult], fail: bool = False) -> None:
+        self.buckets = buckets
+        self.fail = fail
+
+    async def day_buckets(self, *_: object) -> list[StoredBucket]:
+        if self.fail:
+            raise StateError("state database down")
+        return [StoredBucket(1, NOW, b) for b in self.buckets]
+
+
+async def test_digest_sides_skip_the_slot_heuristic_and_size_from_history() -> None:
+    check = make_check()
+    drifted = BucketResult(start=BASE, status="drift", missing=300, extra=10, mismatched=100)
+    sides = (DigestMemoryAdapter([]), DigestMemoryAdapter([]))
+    end = BASE + timedelta(days=1)
+
+    async def plan(history: _History, pair: tuple[MemoryAdapter, MemoryAdapter]) -> object:
+        return await first_pass_plan(history, check, pair, BASE, end, None)  # type: ignore[arg-type]
+
+    assert await plan(_History([drifted]), sides) == (False, iblt.width_for(510))
+    assert await plan(_History([]), sides) == (False, iblt.DEFAULT_WIDTH)
+    assert await plan(_History([], fail=True), sides) == (False, iblt.DEFAULT_WIDTH)
+    # A side without digests keeps today's choice: slots when drift is likely.
+    plain = (MemoryAdapter([]), DigestMemoryAdapter([]))
+    assert await plan(_History([drifted]), plain) == (True, None)

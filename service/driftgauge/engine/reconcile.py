@@ -47,6 +47,7 @@ DAY_CONCURRENCY = 4
 # day start, so the slots of a day agree whichever side computed them.
 FIRST_PASS_SLOT = 60
 T = TypeVar("T")
+_Rows = tuple[list[RowHash], list[RowHash]] | None
 
 
 class _Counted:
@@ -334,10 +335,13 @@ async def _judge_day(
         bucket.status = "settling"
         return bucket
     if needs_drill(s_agg, r_agg):
-        peeled = await _peel_day(sides, start, end, s_agg, r_agg, ledger_excluded, tables)
+        # Only a day where no key repeats is peeled: the copies check needs every key held
+        # twice, and a key held twice alike on both sides cancels out of the digests.
+        alone = not (s_agg.has_duplicates or r_agg.has_duplicates)
+        peeled = await _peel_day(sides, start, end, tables) if tables and alone else None
         tree: list[Node] = []
         if peeled is not None:
-            diff = peeled
+            diff = _join_day(s_agg, r_agg, _Fetched(*peeled), ledger_excluded)
         else:
             tree, diff = await _drill_day(
                 check, sides, start, end, s_agg, r_agg, ledger_excluded, slots
@@ -364,22 +368,8 @@ async def _judge_day(
     return bucket
 
 
-async def _peel_day(
-    sides: _Sides,
-    start: datetime,
-    end: datetime,
-    s_agg: Aggregate,
-    r_agg: Aggregate,
-    ledger_excluded: Mapping[str, str],
-    tables: _DayTables | None,
-) -> LeafDiff | None:
-    """Return the day's differences from its difference digests; None: drill down instead.
-
-    Only a day where no key repeats: the copies check needs every key held twice, and a
-    key held twice alike on both sides cancels out of the digests.
-    """
-    if tables is None or s_agg.has_duplicates or r_agg.has_duplicates:
-        return None
+async def _peel_day(sides: _Sides, start: datetime, end: datetime, tables: _DayTables) -> _Rows:
+    """Return each side's differing rows from the day's digests; None: drill down instead."""
 
     async def fetch(
         s_spans: peel.Ranges, r_spans: peel.Ranges
@@ -390,10 +380,7 @@ async def _peel_day(
         s_rows, r_rows = await all_or_none(one(sides.source, s_spans), one(sides.reader, r_spans))
         return s_rows, r_rows
 
-    rows = await peel.differing_rows(tables.source, tables.reader, tables.width, fetch)
-    if rows is None:
-        return None
-    return _join_day(s_agg, r_agg, _Fetched(rows[0], rows[1]), ledger_excluded)
+    return await peel.differing_rows(tables.source, tables.reader, tables.width, fetch)
 
 
 def _sample(diff: LeafDiff, per_kind: int) -> list[KeyDiff]:
