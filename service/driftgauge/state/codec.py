@@ -157,7 +157,6 @@ def run_row(rec: Mapping[str, Any]) -> RunRow:
 
 def bucket_args(run_id: int, bucket: BucketResult, tz: ZoneInfo | None) -> tuple[Any, ...]:
     """Return the parameters of one bucket row (day is the bucket's local date)."""
-    s, r = bucket.source, bucket.reader
     return (
         run_id,
         local_day(bucket.start, tz),
@@ -171,14 +170,30 @@ def bucket_args(run_id: int, bucket: BucketResult, tz: ZoneInfo | None) -> tuple
         bucket.extra,
         bucket.mismatched,
         bucket.duplicates,
-        s.count,
-        s.distinct_keys,
-        digest_param(s.digest),
-        r.count,
-        r.distinct_keys,
-        digest_param(r.digest),
+        *_side_args(bucket.source, bucket.reader),
         json.dumps(bucket.reasons),
-        measures_json(s, r),
+        measures_json(bucket.source, bucket.reader),
+    )
+
+
+def _side_args(source: Aggregate, reader: Aggregate) -> tuple[Any, ...]:
+    """Return the count, distinct and digest columns of both sides, source first."""
+    return (
+        source.count,
+        source.distinct_keys,
+        digest_param(source.digest),
+        reader.count,
+        reader.distinct_keys,
+        digest_param(reader.digest),
+    )
+
+
+def _sides(rec: Mapping[str, Any]) -> tuple[Aggregate, Aggregate]:
+    """Return both sides' aggregates from a record of bucket or node columns."""
+    s_tot, r_tot = measures_from(rec.get("measures"))
+    return (
+        Aggregate(rec["source_count"], rec["source_distinct"], int(rec["source_digest"]), s_tot),
+        Aggregate(rec["reader_count"], rec["reader_distinct"], int(rec["reader_digest"]), r_tot),
     )
 
 
@@ -214,7 +229,7 @@ def local_day(start: datetime, tz: ZoneInfo | None) -> date:
 def bucket_from(rec: Mapping[str, Any], tz: ZoneInfo | None = None) -> StoredBucket:
     """Return a StoredBucket from a bucket record joined with its run's finished_at."""
     start: datetime = rec["start_at"]
-    s_tot, r_tot = measures_from(rec.get("measures"))
+    source, reader = _sides(rec)
     bucket = BucketResult(
         start=start.astimezone(tz) if tz is not None else start,
         status=rec["status"],
@@ -225,12 +240,8 @@ def bucket_from(rec: Mapping[str, Any], tz: ZoneInfo | None = None) -> StoredBuc
         extra=rec["extra"],
         mismatched=rec["mismatched"],
         duplicates=rec["duplicates"],
-        source=Aggregate(
-            rec["source_count"], rec["source_distinct"], int(rec["source_digest"]), s_tot
-        ),
-        reader=Aggregate(
-            rec["reader_count"], rec["reader_distinct"], int(rec["reader_digest"]), r_tot
-        ),
+        source=source,
+        reader=reader,
         reasons=[str(x) for x in json.loads(rec["reasons"])],
         ledger_excluded=_json_map(rec["ledger_excluded"]),
     )
@@ -256,7 +267,6 @@ def node_records(run_id: int, day: date, tree: list[Node]) -> Iterator[tuple[Any
             seq += 1
             mine = seq
             here = datetime.fromisoformat(node.label) if node.level == "hour" else hour
-            s, r = node.source, node.reader
             yield (
                 run_id,
                 day,
@@ -266,13 +276,8 @@ def node_records(run_id: int, day: date, tree: list[Node]) -> Iterator[tuple[Any
                 node.label,
                 here,
                 node.fetched,
-                s.count,
-                s.distinct_keys,
-                digest_param(s.digest),
-                r.count,
-                r.distinct_keys,
-                digest_param(r.digest),
-                measures_json(s, r),
+                *_side_args(node.source, node.reader),
+                measures_json(node.source, node.reader),
             )
             yield from walk(node.children, mine, here)
 
@@ -284,16 +289,12 @@ def nodes_from(records: list[Mapping[str, Any]]) -> list[Node]:
     by_seq: dict[int, Node] = {}
     roots: list[Node] = []
     for rec in sorted(records, key=lambda r: r["seq"]):
-        s_tot, r_tot = measures_from(rec.get("measures"))
+        source, reader = _sides(rec)
         node = Node(
             level=rec["level"],
             label=rec["label"],
-            source=Aggregate(
-                rec["source_count"], rec["source_distinct"], int(rec["source_digest"]), s_tot
-            ),
-            reader=Aggregate(
-                rec["reader_count"], rec["reader_distinct"], int(rec["reader_digest"]), r_tot
-            ),
+            source=source,
+            reader=reader,
             fetched=rec["fetched"],
         )
         by_seq[rec["seq"]] = node
