@@ -620,10 +620,7 @@ async def _drill_range(
     rows = max(s_agg.count, r_agg.count)
     new_depth = depth + plan.prefix_step(rows, est_diffs, dd, depth)
     s_pre, r_pre = await sides.both(lambda s: s.prefixes(start, end, new_depth, within))
-    nodes = [
-        Node("prefix", p, s_pre.get(p, Aggregate()), r_pre.get(p, Aggregate()))
-        for p in sorted(s_pre.keys() | r_pre.keys())
-    ]
+    nodes = _prefix_nodes(s_pre, r_pre)
     bad = [n for n in nodes if n.differs]
     small = [n for n in bad if plan.fits_leaf(n.source, n.reader, dd) or new_depth >= dd.max_depth]
     big = [n for n in bad if n not in small]
@@ -651,20 +648,40 @@ async def _drill_range(
     return bad, fetched
 
 
-def _pair_hours(
-    check: Check, s_hours: list[BucketDigest], r_hours: list[BucketDigest]
+def _prefix_nodes(s_pre: Mapping[str, Aggregate], r_pre: Mapping[str, Aggregate]) -> list[Node]:
+    """Pair both sides' prefix aggregates into nodes, a side without the prefix as empty."""
+    return [
+        Node("prefix", p, s_pre.get(p, Aggregate()), r_pre.get(p, Aggregate()))
+        for p in sorted(s_pre.keys() | r_pre.keys())
+    ]
+
+
+def _hour_nodes(
+    check: Check,
+    s_by: Mapping[datetime, Aggregate],
+    r_by: Mapping[datetime, Aggregate],
+    *,
+    fetched: bool = False,
 ) -> list[Node]:
-    s_by = {_utc(b.start): b.agg for b in s_hours}
-    r_by = {_utc(b.start): b.agg for b in r_hours}
+    """Pair both sides' hour aggregates into nodes, a side without the hour as empty."""
     return [
         Node(
             "hour",
             buckets.label(k, check.timezone),
             s_by.get(k, Aggregate()),
             r_by.get(k, Aggregate()),
+            fetched=fetched,
         )
         for k in sorted(s_by.keys() | r_by.keys())
     ]
+
+
+def _pair_hours(
+    check: Check, s_hours: list[BucketDigest], r_hours: list[BucketDigest]
+) -> list[Node]:
+    s_by = {_utc(b.start): b.agg for b in s_hours}
+    r_by = {_utc(b.start): b.agg for b in r_hours}
+    return _hour_nodes(check, s_by, r_by)
 
 
 def _hours_from_rows(check: Check, s_rows: list[RowHash], r_rows: list[RowHash]) -> list[Node]:
@@ -679,17 +696,7 @@ def _hours_from_rows(check: Check, s_rows: list[RowHash], r_rows: list[RowHash])
             acc[h] = (c + 1, keys, (d + r.row_hash) % (1 << 64))
         return {h: Aggregate(c, len(k), d) for h, (c, k, d) in acc.items()}
 
-    s_by, r_by = by_hour(s_rows), by_hour(r_rows)
-    return [
-        Node(
-            "hour",
-            buckets.label(k, check.timezone),
-            s_by.get(k, Aggregate()),
-            r_by.get(k, Aggregate()),
-            fetched=True,
-        )
-        for k in sorted(s_by.keys() | r_by.keys())
-    ]
+    return _hour_nodes(check, by_hour(s_rows), by_hour(r_rows), fetched=True)
 
 
 async def compare_hours(
@@ -717,7 +724,4 @@ async def compare_prefixes(
         _Counted(source, check.source.store.name), _Counted(reader, check.reader.store.name)
     )
     s_pre, r_pre = await sides.both(lambda s: s.prefixes(start, end, depth, within))
-    return [
-        Node("prefix", p, s_pre.get(p, Aggregate()), r_pre.get(p, Aggregate()))
-        for p in sorted(s_pre.keys() | r_pre.keys())
-    ]
+    return _prefix_nodes(s_pre, r_pre)

@@ -57,15 +57,8 @@ def canary_grid(check: Check) -> Grid:
 def canary_jobs(checks: Mapping[str, Check], canary: CanaryService) -> list[Job]:
     """Return one job per canary, exclusive: two writers would read back each other's token."""
     return [
-        Job(
-            f"{name}:canary",
-            "canary",
-            _ignore_time(partial(canary.scheduled, name)),
-            canary_grid(check),
-            claim=f"canary:{name}",
-            exclusive=True,
-            grace=CANARY_GRACE,
-            fields={"check": name},
+        _check_job(
+            "canary", name, canary.scheduled, canary_grid(check), exclusive=True, grace=CANARY_GRACE
         )
         for name, check in sorted(checks.items())
         if check.canary is not None
@@ -80,16 +73,31 @@ def signals_grid(check: Check) -> Grid:
 def signals_jobs(checks: Mapping[str, Check], signals: SignalsService) -> list[Job]:
     """Return one measurement job per check with vocabulary or volume settings."""
     return [
-        Job(
-            f"{name}:signals",
-            "signals",
-            _ignore_time(partial(signals.scheduled, name)),
-            signals_grid(checks[name]),
-            claim=f"signals:{name}",
-            fields={"check": name},
-        )
+        _check_job("signals", name, signals.scheduled, signals_grid(checks[name]))
         for name in signals.checks
     ]
+
+
+def _check_job(
+    loop: str,
+    check: str,
+    scheduled: Callable[[str], Awaitable[object]],
+    times: Grid,
+    *,
+    exclusive: bool = False,
+    grace: timedelta | None = None,
+) -> Job:
+    """Return a check's `loop` job, claimed per check so one replica runs each time."""
+    return Job(
+        f"{check}:{loop}",
+        loop,
+        _ignore_time(partial(scheduled, check)),
+        times,
+        claim=f"{loop}:{check}",
+        exclusive=exclusive,
+        grace=grace,
+        fields={"check": check},
+    )
 
 
 def audit_job(judge_and_reload: Thunk, reload: Thunk, period: float) -> Job:
