@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from driftgauge.config.runtime import Canary, Check, Store
 from driftgauge.core.errors import DriftgaugeError, StorePermissionError, StoreTimeout
@@ -17,7 +17,7 @@ from driftgauge.stores.opensearch import client, querydsl
 from driftgauge.stores.opensearch.settings import OpenSearchStore
 
 Result = Literal["ok", "permission", "not_visible", "timeout", "error"]
-RESULTS: tuple[Result, ...] = ("ok", "permission", "not_visible", "timeout", "error")
+RESULTS: tuple[Result, ...] = get_args(Result)
 KeyPicker = Callable[[datetime, datetime], Awaitable[str | None]]
 """Return one real key of the source rows in [start, end), or None if there is none."""
 CLEANUP_SECONDS = 5.0

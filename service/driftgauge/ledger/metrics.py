@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import date, datetime
+from typing import get_args
 from zoneinfo import ZoneInfo
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from driftgauge.ledger.models import RULES
+from driftgauge.ledger.models import RULES, RunStatus
 from driftgauge.ledger.store import LedgerSnapshot
 from driftgauge.metrics.stored import SnapshotStore, StoredPart
 
-RUN_STATUSES = ("success", "partial_failure", "failed")
+RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
 UTC = ZoneInfo("UTC")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import date, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     AwareDatetime,
@@ -21,7 +21,7 @@ from driftgauge.core.bounds import no_lone_surrogates, sane_instant
 from driftgauge.core.instants import Instant
 
 Outcome = Literal["written", "no_match", "skipped", "failed"]
-OUTCOMES: tuple[Outcome, ...] = ("written", "no_match", "skipped", "failed")
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 RunStatus = Literal["success", "partial_failure", "failed"]
 Rule = Literal[
     "missing_summary",
@@ -33,16 +33,7 @@ Rule = Literal[
     "status_mismatch",
     "written_exceeds_handed",
 ]
-RULES: tuple[Rule, ...] = (
-    "missing_summary",
-    "duplicate_summary",
-    "failed_writes",
-    "nothing_written",
-    "no_match_rate",
-    "outcomes_mismatch",
-    "status_mismatch",
-    "written_exceeds_handed",
-)
+RULES: tuple[Rule, ...] = get_args(Rule)
 MAX_KEYS_PER_BATCH = 10_000
 
 Label = Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z][A-Za-z0-9_.:-]*$")]

@@ -5,17 +5,12 @@ from __future__ import annotations
 import json
 from collections.abc import Collection
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from driftgauge.stores.postgres.io import PgCalls
 
 BreachKind = Literal["watermark_moved_back", "watermark_stalled", "silent_change", "rerun_appended"]
-KINDS: tuple[BreachKind, ...] = (
-    "watermark_moved_back",
-    "watermark_stalled",
-    "silent_change",
-    "rerun_appended",
-)
+KINDS: tuple[BreachKind, ...] = get_args(BreachKind)
 
 
 async def record(

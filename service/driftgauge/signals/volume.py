@@ -13,14 +13,14 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from typing import Literal
+from typing import Literal, get_args
 
 from driftgauge.config.runtime import Check, Volume
 from driftgauge.engine import plan
 from driftgauge.stores.base import StoreAdapter
 
 VolumeStatus = Literal["ok", "anomaly", "insufficient_history"]
-VOLUME_STATUSES: tuple[VolumeStatus, ...] = ("ok", "anomaly", "insufficient_history")
+VOLUME_STATUSES: tuple[VolumeStatus, ...] = get_args(VolumeStatus)
 
 
 @dataclass(frozen=True)
