@@ -29,7 +29,7 @@ _LOOKBACKS = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Grid:
     """The times a recurring job fires: every `every` from the epoch, or a cron expression."""
 
@@ -94,42 +94,23 @@ def every(delta: timedelta) -> Grid:
 
 
 @dataclass(frozen=True)
-class JobSpec:
-    """One scheduled reconcile job: a check, which window it covers and when it fires."""
+class JobSpec(Grid):
+    """One scheduled reconcile job: a check, which window it covers, and its grid."""
 
     check: str
     kind: JobKind
-    every: timedelta | None = None
-    cron: str | None = None
-    timezone: Any = UTC
 
     @property
     def id(self) -> str:
         """Return the job's id: `check:kind`."""
         return f"{self.check}:{self.kind}"
 
-    @property
-    def grid(self) -> Grid:
-        """Return when the job fires."""
-        return Grid(self.every, self.cron, self.timezone)
-
     def trigger(self) -> IntervalTrigger | CronTrigger:
-        """Return the trigger for this job."""
-        if self.every is None and self.cron is None:
-            raise ValueError(f"job {self.id}: neither an interval nor a cron expression")
-        return self.grid.trigger()
-
-    def latest_fire(self, now: datetime) -> datetime | None:
-        """Return the last fire time at or before `now`."""
-        return self.grid.latest_fire(now)
-
-    def next_fire(self, now: datetime) -> datetime | None:
-        """Return the first fire time after `now`."""
-        return self.grid.next_fire(now)
-
-    def period(self, now: datetime) -> timedelta:
-        """Return the time between this job's ticks around `now`."""
-        return self.grid.period(now)
+        """Return the trigger for this job, naming the job when it has no times."""
+        try:
+            return super().trigger()
+        except ValueError as exc:
+            raise ValueError(f"job {self.id}: {exc}") from None
 
 
 def _micros(delta: timedelta) -> int:
