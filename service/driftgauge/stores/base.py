@@ -10,6 +10,7 @@ from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
 from zoneinfo import ZoneInfo
 
+from driftgauge.config.runtime import View
 from driftgauge.core import buckets
 from driftgauge.core.aggregate import Aggregate
 
@@ -18,6 +19,8 @@ NONE_EXCLUDED: Mapping[str, int] = MappingProxyType({})
 """One shared read-only empty mapping, so slot digests (1,440 a day) carry no dict each."""
 TimeRanges = Sequence[tuple[datetime, datetime]]
 """Half-open [start, end) sub-ranges of event time, each bound timezone-aware."""
+Spans = list[tuple[datetime, datetime]]
+"""Sub-ranges after check_ranges: a list, every bound timezone-aware."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,10 +252,64 @@ def check_slot(start: datetime, seconds: int) -> timedelta:
     return timedelta(seconds=seconds)
 
 
-def check_ranges(ranges: TimeRanges) -> list[tuple[datetime, datetime]]:
+def check_ranges(ranges: TimeRanges) -> Spans:
     """Return the sub-ranges as a list after checking every bound is timezone-aware."""
     out = list(ranges)
     for i, (lo, hi) in enumerate(out):
         if lo.tzinfo is None or hi.tzinfo is None:
             raise ValueError(f"ranges[{i}] bounds must be timezone-aware")
     return out
+
+
+class ReadAdapter:
+    """The base of the store adapters: what they all do alike around their own queries.
+
+    An empty window answers nothing, hours come from one-hour slots (hour_digests), and a
+    row export checks its sub-ranges and asks the store nothing when no row can match. A
+    kind answers `_day_digests`, `slot_digests` and `_rows`.
+    """
+
+    view: View
+
+    async def bucket_digests(
+        self, start: datetime, end: datetime, granularity: Granularity
+    ) -> list[BucketDigest]:
+        """Return per-bucket aggregates of expected rows and excluded counts by reason."""
+        if start >= end:
+            return []
+        if granularity == "hour":
+            return await hour_digests(self.slot_digests, start, end, self.view.timezone)
+        return await self._day_digests(start, end, granularity)
+
+    async def _day_digests(
+        self, start: datetime, end: datetime, granularity: Granularity
+    ) -> list[BucketDigest]:
+        """Return the day buckets of a non-empty window, excluded counts by reason."""
+        raise NotImplementedError
+
+    async def slot_digests(
+        self, start: datetime, end: datetime, seconds: int, *, distinct: bool = True
+    ) -> list[BucketDigest]:
+        """Return per-slot aggregates and excluded counts by reason."""
+        raise NotImplementedError
+
+    async def iter_rows(
+        self,
+        start: datetime,
+        end: datetime,
+        prefixes: Sequence[str] | None = None,
+        *,
+        ranges: TimeRanges | None = None,
+    ) -> AsyncIterator[RowHash]:
+        """Yield the expected rows the kind exports, asking nothing when none can match."""
+        spans = None if ranges is None else check_ranges(ranges)
+        if no_rows(start, end, prefixes, spans):
+            return
+        async for row in self._rows(start, end, prefixes, spans):
+            yield row
+
+    def _rows(
+        self, start: datetime, end: datetime, prefixes: Sequence[str] | None, spans: Spans | None
+    ) -> AsyncIterator[RowHash]:
+        """Yield the rows of a non-empty export (prefixes and spans, if given, non-empty)."""
+        raise NotImplementedError

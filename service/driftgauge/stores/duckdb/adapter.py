@@ -19,8 +19,7 @@ from driftgauge.stores.base import (
     Granularity,
     LazySlots,
     RowHash,
-    TimeRanges,
-    check_ranges,
+    Spans,
     check_slot,
 )
 from driftgauge.stores.duckdb import io, preflight
@@ -117,20 +116,11 @@ class DuckDBAdapter(DialectAdapter):
         days = self._buckets([r for r in rows if r["slot"] is None])
         return FirstPass(days, LazySlots(by_day, _slots))
 
-    async def iter_rows(
-        self,
-        start: datetime,
-        end: datetime,
-        prefixes: Sequence[str] | None = None,
-        *,
-        ranges: TimeRanges | None = None,
+    async def _rows(
+        self, start: datetime, end: datetime, prefixes: Sequence[str] | None, spans: Spans | None
     ) -> AsyncIterator[RowHash]:
         """Yield expected rows, fetched FETCH_ROWS at a time in the engine's thread."""
-        spans = None if ranges is None else check_ranges(ranges)
-        query = results.rows_query(DUCKDB, self.view, start, end, prefixes, spans)
-        if query is None:
-            return
-        sql, args = query
+        sql, args = results.rows_query(DUCKDB, self.view, start, end, prefixes, spans)
         with self._errors("export rows"):
             cursor = await self._pool.cursor()
         try:

@@ -19,11 +19,9 @@ from driftgauge.stores.base import (
     BucketDigest,
     Granularity,
     RowHash,
-    TimeRanges,
-    check_ranges,
+    Spans,
     check_slot,
     no_prefixes,
-    no_rows,
 )
 from driftgauge.stores.mariadb import dialect, io, preflight
 from driftgauge.stores.mariadb.settings import MariaDBStore
@@ -160,18 +158,10 @@ class MariaDBAdapter(SqlAdapter):
         rows = await self._fetch("prefix digests", sql, args)
         return {str(r["prefix"]): _aggregate(r) for r in rows}
 
-    async def iter_rows(
-        self,
-        start: datetime,
-        end: datetime,
-        prefixes: Sequence[str] | None = None,
-        *,
-        ranges: TimeRanges | None = None,
+    async def _rows(
+        self, start: datetime, end: datetime, prefixes: Sequence[str] | None, spans: Spans | None
     ) -> AsyncIterator[RowHash]:
         """Yield expected rows through an unbuffered cursor, FETCH_ROWS at a time."""
-        spans = None if ranges is None else check_ranges(ranges)
-        if no_rows(start, end, prefixes, spans):
-            return
         args: dict[str, Any] = _window(start, end)
         if prefixes is not None:
             args |= dialect.like_patterns(list(prefixes))

@@ -21,13 +21,12 @@ from driftgauge.stores.base import (
     FirstPass,
     Granularity,
     LazySlots,
+    ReadAdapter,
     RowHash,
+    Spans,
     TimeRanges,
-    check_ranges,
     check_slot,
-    hour_digests,
     no_prefixes,
-    no_rows,
 )
 from driftgauge.stores.opensearch import preflight as preflight_os
 from driftgauge.stores.opensearch import requests as rq
@@ -42,7 +41,7 @@ MAX_PAGE = 10_000
 """index.max_result_window: no page, and so no single key's copies, may exceed it."""
 
 
-class OpenSearchAdapter:
+class OpenSearchAdapter(ReadAdapter):
     """Read a reader view (index + the reader's filter) or an OpenSearch source."""
 
     def __init__(
@@ -87,15 +86,12 @@ class OpenSearchAdapter:
         if self._owns_client:
             await self._client.close()
 
-    async def bucket_digests(
+    async def _day_digests(
         self, start: datetime, end: datetime, granularity: Granularity
     ) -> list[BucketDigest]:
-        """Return per-bucket aggregates, asking in chunks of whole days of bounded size."""
-        if start >= end:
-            return []
-        if granularity == "hour":
-            # Calendar hours round a half-hour shift into a 90-minute hour; slots do not.
-            return await hour_digests(self.slot_digests, start, end, self.view.timezone)
+        """Return day buckets, asking in chunks of whole days of bounded size."""
+        # Hours come from slots (ReadAdapter): calendar hours round a half-hour shift into a
+        # 90-minute hour.
         counts = rq.parse_day_counts(
             await self._search("count rows per day", rq.day_counts_body(self.view, start, end))
         )
@@ -172,18 +168,10 @@ class OpenSearchAdapter:
         )
         return self._parsed(rq.parse_prefixes, resp)
 
-    async def iter_rows(
-        self,
-        start: datetime,
-        end: datetime,
-        prefixes: Sequence[str] | None = None,
-        *,
-        ranges: TimeRanges | None = None,
+    async def _rows(
+        self, start: datetime, end: datetime, prefixes: Sequence[str] | None, spans: Spans | None
     ) -> AsyncIterator[RowHash]:
         """Yield expected rows from a point in time, paging with search_after on the key."""
-        spans = None if ranges is None else check_ranges(ranges)
-        if no_rows(start, end, prefixes, spans):
-            return
         # A partial PIT would silently lack the rows of its failed shards: refuse it, and
         # check the answer too (a cluster that ignores the flag still reports _shards).
         pit = await self._call(

@@ -15,8 +15,7 @@ from driftgauge.stores.base import (
     Granularity,
     LazySlots,
     RowHash,
-    TimeRanges,
-    check_ranges,
+    Spans,
     check_slot,
 )
 from driftgauge.stores.postgres import dialect, io, preflight
@@ -107,20 +106,11 @@ class PostgresAdapter(DialectAdapter):
             days, LazySlots({_utc(d): rs for d, rs in by_day.items()}, _slots_from_records)
         )
 
-    async def iter_rows(
-        self,
-        start: datetime,
-        end: datetime,
-        prefixes: Sequence[str] | None = None,
-        *,
-        ranges: TimeRanges | None = None,
+    async def _rows(
+        self, start: datetime, end: datetime, prefixes: Sequence[str] | None, spans: Spans | None
     ) -> AsyncIterator[RowHash]:
         """Yield expected rows through a server-side cursor, FETCH_ROWS at a time."""
-        spans = None if ranges is None else check_ranges(ranges)
-        query = results.rows_query(dialect.POSTGRES, self.view, start, end, prefixes, spans)
-        if query is None:
-            return
-        sql, args = query
+        sql, args = results.rows_query(POSTGRES, self.view, start, end, prefixes, spans)
         timeout = self.store.timeout
         with io.store_errors(self.store.name, self._where("export rows")):
             async with (

@@ -25,8 +25,9 @@ from driftgauge.stores.base import (
     BucketDigest,
     FirstPass,
     Granularity,
+    ReadAdapter,
     RowHash,
-    TimeRanges,
+    Spans,
     no_prefixes,
 )
 from driftgauge.stores.memory import MemoryAdapter
@@ -35,7 +36,7 @@ from driftgauge.stores.reader_api.paths import MISSING, lookup
 from driftgauge.stores.reader_api.settings import ReaderApiStore
 
 
-class ReaderApiAdapter:
+class ReaderApiAdapter(ReadAdapter):
     """Read a reader view through the application's own HTTP API (reader side only)."""
 
     def __init__(self, view: View, client: httpx.AsyncClient, *, owns_client: bool) -> None:
@@ -151,6 +152,7 @@ class ReaderApiAdapter:
         self, start: datetime, end: datetime, granularity: Granularity
     ) -> list[BucketDigest]:
         """Return per-bucket aggregates of the rows the API returned."""
+        # Hours too from the window's rows: one fetch, not one per run of hours.
         if start >= end:
             return []
         return await (await self._window(start, end)).bucket_digests(start, end, granularity)
@@ -175,19 +177,12 @@ class ReaderApiAdapter:
             return {}
         return await (await self._window(start, end)).prefix_digests(start, end, depth, within)
 
-    async def iter_rows(
-        self,
-        start: datetime,
-        end: datetime,
-        prefixes: Sequence[str] | None = None,
-        *,
-        ranges: TimeRanges | None = None,
+    async def _rows(
+        self, start: datetime, end: datetime, prefixes: Sequence[str] | None, spans: Spans | None
     ) -> AsyncIterator[RowHash]:
         """Yield the rows the API returned in [start, end) (optionally filtered)."""
-        if start >= end:
-            return
         rows = await self._window(start, end)
-        async for r in rows.iter_rows(start, end, prefixes, ranges=ranges):
+        async for r in rows.iter_rows(start, end, prefixes, ranges=spans):
             yield r
 
 

@@ -10,12 +10,12 @@ from typing import Any, ClassVar
 from driftgauge.config.runtime import Store, View
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.fields import TimestampPrecision
-from driftgauge.stores.base import BucketDigest, Granularity, hour_digests
+from driftgauge.stores.base import BucketDigest, ReadAdapter
 from driftgauge.stores.sql import results
 from driftgauge.stores.sql.dialect import SqlDialect
 
 
-class SqlAdapter:
+class SqlAdapter(ReadAdapter):
     """The base of the SQL adapters; a kind names itself, its store type and its queries."""
 
     kind: ClassVar[str] = "sql"
@@ -42,28 +42,6 @@ class SqlAdapter:
 
     def _compile(self) -> None:
         """Build the view's queries; again whenever the timestamp precision changes."""
-
-    async def bucket_digests(
-        self, start: datetime, end: datetime, granularity: Granularity
-    ) -> list[BucketDigest]:
-        """Return per-bucket aggregates of expected rows and excluded counts by reason."""
-        if start >= end:
-            return []
-        if granularity == "hour":
-            return await hour_digests(self.slot_digests, start, end, self.view.timezone)
-        return await self._day_digests(start, end, granularity)
-
-    async def _day_digests(
-        self, start: datetime, end: datetime, granularity: Granularity
-    ) -> list[BucketDigest]:
-        """Return the day buckets of a non-empty window, excluded counts by reason."""
-        raise NotImplementedError
-
-    async def slot_digests(
-        self, start: datetime, end: datetime, seconds: int, *, distinct: bool = True
-    ) -> list[BucketDigest]:
-        """Return per-slot aggregates and excluded counts by reason."""
-        raise NotImplementedError
 
     def use_timestamp_precision(self, precision: TimestampPrecision) -> None:
         """Hash timestamp fields at `precision` from the next query on."""

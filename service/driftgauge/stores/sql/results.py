@@ -10,7 +10,7 @@ from typing import Any
 from driftgauge.config.runtime import View
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.encoding.digest import unsigned64
-from driftgauge.stores.base import BucketDigest, no_prefixes, no_rows
+from driftgauge.stores.base import BucketDigest, no_prefixes
 from driftgauge.stores.sql.dialect import SqlDialect
 
 Row = Mapping[str, Any]
@@ -89,10 +89,8 @@ def rows_query(
     end: datetime,
     prefixes: Sequence[str] | None,
     spans: Sequence[tuple[datetime, datetime]] | None,
-) -> tuple[str, list[Any]] | None:
-    """Return the row export query and its arguments; None when it would yield nothing."""
-    if no_rows(start, end, prefixes, spans):
-        return None
+) -> tuple[str, list[Any]]:
+    """Return the row export query and its arguments (see ReadAdapter.iter_rows)."""
     args: list[Any] = [start, end]
     if prefixes is not None:
         args.append(dialect.like_patterns(list(prefixes)))
