@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import Metric
 
 from driftgauge.canary.probe import RESULTS
 from driftgauge.canary.store import CanarySnapshot
+from driftgauge.metrics.families import Families
 from driftgauge.metrics.stored import StoredPart
 
 
@@ -19,21 +20,20 @@ class CanaryMetrics(StoredPart[CanarySnapshot]):
 
     def families(self, snap: CanarySnapshot) -> Iterable[Metric]:
         """Return the canary families for one scrape."""
-        up = GaugeMetricFamily(
-            "driftgauge_canary_up",
-            "1 if the latest canary write/read-back succeeded.",
-            labels=["check"],
+        fam = Families()
+        up = fam.gauge(
+            "driftgauge_canary_up", "1 if the latest canary write/read-back succeeded.", "check"
         )
-        duration = GaugeMetricFamily(
-            "driftgauge_canary_duration_seconds", "Duration of the latest canary.", labels=["check"]
+        duration = fam.gauge(
+            "driftgauge_canary_duration_seconds", "Duration of the latest canary.", "check"
         )
-        last = GaugeMetricFamily(
+        last = fam.gauge(
             "driftgauge_canary_last_success_timestamp_seconds",
             "When a canary last succeeded.",
-            labels=["check"],
+            "check",
         )
-        runs = CounterMetricFamily(
-            "driftgauge_canary_runs", "Canary attempts by result.", labels=["check", "result"]
+        runs = fam.counter(
+            "driftgauge_canary_runs", "Canary attempts by result.", "check", "result"
         )
         for check in self._names:
             latest = snap.latest.get(check)
@@ -44,4 +44,4 @@ class CanaryMetrics(StoredPart[CanarySnapshot]):
                 last.add_metric([check], snap.last_success[check].timestamp())
             for result in RESULTS:
                 runs.add_metric([check, result], snap.runs.get((check, result), 0))
-        return [up, duration, last, runs]
+        return fam.all()

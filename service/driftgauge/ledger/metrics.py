@@ -7,10 +7,11 @@ from datetime import date, datetime
 from typing import get_args
 from zoneinfo import ZoneInfo
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import Metric
 
 from driftgauge.ledger.models import RULES, RunStatus
 from driftgauge.ledger.store import LedgerSnapshot
+from driftgauge.metrics.families import Families
 from driftgauge.metrics.stored import SnapshotStore, StoredPart
 
 RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
@@ -39,33 +40,36 @@ class LedgerMetrics(StoredPart[LedgerSnapshot]):
 
     def families(self, snap: LedgerSnapshot) -> Iterable[Metric]:
         """Return the ledger families for one scrape."""
-        breach = GaugeMetricFamily(
+        fam = Families()
+        breach = fam.gauge(
             "driftgauge_ledger_breach",
             "1 while any judged window of the job still breaches the rule.",
-            labels=["sync_job", "rule"],
+            "sync_job",
+            "rule",
         )
-        windows = GaugeMetricFamily(
+        windows = fam.gauge(
             "driftgauge_ledger_breach_windows",
             "Judged windows of the job that still breach the rule.",
-            labels=["sync_job", "rule"],
+            "sync_job",
+            "rule",
         )
-        oldest = GaugeMetricFamily(
+        oldest = fam.gauge(
             "driftgauge_ledger_oldest_breach_window_timestamp_seconds",
             "Start of the oldest window of the job that still breaches the rule.",
-            labels=["sync_job", "rule"],
+            "sync_job",
+            "rule",
         )
-        total = CounterMetricFamily(
-            "driftgauge_ledger_breaches", "Breaches recorded.", labels=["sync_job", "rule"]
-        )
-        last = GaugeMetricFamily(
+        total = fam.counter("driftgauge_ledger_breaches", "Breaches recorded.", "sync_job", "rule")
+        last = fam.gauge(
             "driftgauge_ledger_last_closed_run_timestamp_seconds",
             "When the job last closed a run with its summary.",
-            labels=["sync_job"],
+            "sync_job",
         )
-        runs = CounterMetricFamily(
+        runs = fam.counter(
             "driftgauge_ledger_runs",
             "Ledger runs by the job's reported status.",
-            labels=["sync_job", "status"],
+            "sync_job",
+            "status",
         )
         for job in self._names:
             if job in snap.latest_window:
@@ -84,4 +88,4 @@ class LedgerMetrics(StoredPart[LedgerSnapshot]):
                 last.add_metric([job], snap.last_summary[job].timestamp())
             for status in RUN_STATUSES:
                 runs.add_metric([job, status], snap.runs.get((job, status), 0))
-        return [breach, windows, oldest, total, last, runs]
+        return fam.all()

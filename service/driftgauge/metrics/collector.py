@@ -5,11 +5,12 @@ from __future__ import annotations
 import platform
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from driftgauge.engine.explain import REASON as UNEXPLAINED
 from driftgauge.engine.result import DRIFT_KINDS, BucketResult
+from driftgauge.metrics.families import Families
 from driftgauge.metrics.snapshot import CheckSnapshot
 
 CollectorPart = Callable[[], Iterable[Metric]]
@@ -82,87 +83,94 @@ class _Families:
     """The reconciliation families of one scrape, filled check by check."""
 
     def __init__(self) -> None:
-        g, c = GaugeMetricFamily, CounterMetricFamily
-        self.up = g(
-            "driftgauge_check_up",
-            "1 if the latest run completed, 0 if it failed.",
-            labels=["check"],
+        self._fam = Families()
+        self.up = self._fam.gauge(
+            "driftgauge_check_up", "1 if the latest run completed, 0 if it failed.", "check"
         )
-        self.last_run = g(
+        self.last_run = self._fam.gauge(
             "driftgauge_check_last_run_timestamp_seconds",
             "When the latest run finished (or failed).",
-            labels=["check"],
+            "check",
         )
-        self.last_success = g(
+        self.last_success = self._fam.gauge(
             "driftgauge_check_last_success_timestamp_seconds",
             "When the latest completed run finished.",
-            labels=["check"],
+            "check",
         )
-        self.duration = g(
-            "driftgauge_check_run_duration_seconds",
-            "Wall time of the latest run.",
-            labels=["check"],
+        self.duration = self._fam.gauge(
+            "driftgauge_check_run_duration_seconds", "Wall time of the latest run.", "check"
         )
-        self.runs = c(
-            "driftgauge_check_runs",
-            "Runs recorded in the state database.",
-            labels=["check", "status"],
+        self.runs = self._fam.counter(
+            "driftgauge_check_runs", "Runs recorded in the state database.", "check", "status"
         )
-        self.run_status = g(
+        self.run_status = self._fam.gauge(
             "driftgauge_check_run_status",
             "1 for the latest finished run's status, 0 otherwise.",
-            labels=["check", "status"],
+            "check",
+            "status",
         )
-        self.schedule = g(
-            "driftgauge_check_schedule_seconds",
-            "Interval of the recent-window schedule.",
-            labels=["check"],
+        self.schedule = self._fam.gauge(
+            "driftgauge_check_schedule_seconds", "Interval of the recent-window schedule.", "check"
         )
-        self.bucket_rows = g(
+        self.bucket_rows = self._fam.gauge(
             "driftgauge_bucket_rows",
             "Per-bucket row counts of the latest completed run.",
-            labels=["check", "day", "kind"],
+            "check",
+            "day",
+            "kind",
         )
-        self.bucket_excluded = g(
+        self.bucket_excluded = self._fam.gauge(
             "driftgauge_bucket_excluded_rows",
             "Excluded rows per bucket and reason.",
-            labels=["check", "day", "reason"],
+            "check",
+            "day",
+            "reason",
         )
-        self.bucket_status = g(
+        self.bucket_status = self._fam.gauge(
             "driftgauge_bucket_status",
             "1 for the bucket's current status, 0 otherwise.",
-            labels=["check", "day", "status"],
+            "check",
+            "day",
+            "status",
         )
-        self.unexplained = g(
+        self.unexplained = self._fam.gauge(
             "driftgauge_bucket_unexplained",
             "1 if the bucket's found differences do not account for its digests' difference.",
-            labels=["check", "day"],
+            "check",
+            "day",
         )
-        self.measure_total = g(
+        self.measure_total = self._fam.gauge(
             "driftgauge_bucket_measure",
             "Each side's total of a measure per bucket (a float: the exact "
             "total is the API's decimal text).",
-            labels=["check", "day", "side", "measure"],
+            "check",
+            "day",
+            "side",
+            "measure",
         )
-        self.rows = g(
+        self.rows = self._fam.gauge(
             "driftgauge_rows",
             "Row counts summed over the recent window (settling buckets excluded).",
-            labels=["check", "kind"],
+            "check",
+            "kind",
         )
-        self.excluded = g(
+        self.excluded = self._fam.gauge(
             "driftgauge_excluded_rows",
             "Excluded rows per reason over the recent window.",
-            labels=["check", "reason"],
+            "check",
+            "reason",
         )
-        self.limits = g(
+        self.limits = self._fam.gauge(
             "driftgauge_exclusion_rate_limit",
             "The configured exclusion-rate tolerance per reason.",
-            labels=["check", "reason"],
+            "check",
+            "reason",
         )
-        self.in_drift = g(
+        self.in_drift = self._fam.gauge(
             "driftgauge_buckets_in_drift",
             "Buckets of the window in drift with rows in that direction.",
-            labels=["check", "direction"],
+            "check",
+            "direction",
         )
 
     def add_check(self, name: str, snap: CheckSnapshot) -> None:
@@ -229,21 +237,4 @@ class _Families:
 
     def all(self) -> list[Metric]:
         """Return every family, including empty ones (they print only HELP and TYPE)."""
-        return [
-            self.up,
-            self.last_run,
-            self.last_success,
-            self.duration,
-            self.runs,
-            self.run_status,
-            self.schedule,
-            self.bucket_rows,
-            self.bucket_excluded,
-            self.bucket_status,
-            self.unexplained,
-            self.measure_total,
-            self.rows,
-            self.excluded,
-            self.limits,
-            self.in_drift,
-        ]
+        return self._fam.all()

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import Metric
 
 from driftgauge.engine.result import DRIFT_KINDS
 from driftgauge.metrics.collector import ROW_KINDS, CollectorPart, bucket_rows
+from driftgauge.metrics.families import Families
 from driftgauge.metrics.snapshot import CheckSnapshot
 
 
@@ -20,21 +21,25 @@ def history_part(snapshots: Callable[[], Mapping[str, CheckSnapshot]]) -> Collec
     """Return the part that yields the driftgauge_history_* families."""
 
     def collect() -> Iterable[Metric]:
-        rows = GaugeMetricFamily(
+        fam = Families()
+        rows = fam.gauge(
             "driftgauge_history_rows",
             "Row counts summed over the full-history days before the recent window "
             "(settling buckets excluded).",
-            labels=["check", "kind"],
+            "check",
+            "kind",
         )
-        in_drift = GaugeMetricFamily(
+        in_drift = fam.gauge(
             "driftgauge_history_buckets_in_drift",
             "Days before the recent window in drift with rows in that direction.",
-            labels=["check", "direction"],
+            "check",
+            "direction",
         )
-        oldest = GaugeMetricFamily(
+        oldest = fam.gauge(
             "driftgauge_history_oldest_drift_day_timestamp_seconds",
             "Start of the oldest day before the recent window in drift in that direction.",
-            labels=["check", "direction"],
+            "check",
+            "direction",
         )
         for name, snap in sorted(snapshots().items()):
             judged = [b for b in snap.history if b.status != "settling"]
@@ -54,6 +59,6 @@ def history_part(snapshots: Callable[[], Mapping[str, CheckSnapshot]]) -> Collec
                 if days:
                     first = min(b.start for b in days)
                     oldest.add_metric([name, direction], first.timestamp())
-        return [rows, in_drift, oldest]
+        return fam.all()
 
     return collect

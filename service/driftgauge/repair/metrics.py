@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import Metric
 
+from driftgauge.metrics.families import Families
 from driftgauge.repair.backfill import ORDER
 from driftgauge.repair.breaches import KINDS
 from driftgauge.stores.postgres.io import PgCalls
@@ -70,54 +71,53 @@ class RepairMetrics:
         if self.snap is None:
             return []
         snap, now = self.snap, self.clock().timestamp()
-        through = GaugeMetricFamily(
+        fam = Families()
+        through = fam.gauge(
             "driftgauge_watermark_processed_through_timestamp_seconds",
             "The pipeline's processed_through: every partition at or before it is trusted.",
-            labels=["pipeline"],
+            "pipeline",
         )
-        age = GaugeMetricFamily(
-            "driftgauge_watermark_age_seconds",
-            "Seconds from processed_through to now.",
-            labels=["pipeline"],
+        age = fam.gauge(
+            "driftgauge_watermark_age_seconds", "Seconds from processed_through to now.", "pipeline"
         )
-        advanced = GaugeMetricFamily(
+        advanced = fam.gauge(
             "driftgauge_watermark_last_advance_timestamp_seconds",
             "When the watermark last moved forward.",
-            labels=["pipeline"],
+            "pipeline",
         )
         for w in snap.watermarks:
             through.add_metric([w["pipeline"]], w["processed_through"].timestamp())
             age.add_metric([w["pipeline"]], now - w["processed_through"].timestamp())
             advanced.add_metric([w["pipeline"]], w["advanced_at"].timestamp())
-        backfills = GaugeMetricFamily(
-            "driftgauge_backfills", "Backfills by lifecycle status.", labels=["status"]
-        )
+        backfills = fam.gauge("driftgauge_backfills", "Backfills by lifecycle status.", "status")
         for status in ORDER:
             backfills.add_metric([status], snap.backfills.get(status, 0))
-        open_for = GaugeMetricFamily(
+        open_for = fam.gauge(
             "driftgauge_backfill_open_seconds",
             "Seconds since the oldest backfill of the check that is not closed was planned.",
-            labels=["check"],
+            "check",
         )
         for check, at in sorted(snap.oldest_open.items()):
             open_for.add_metric([check], now - at.timestamp())
-        refused = CounterMetricFamily(
+        refused = fam.counter(
             "driftgauge_backfill_refusals",
             "Backfill steps refused, by step and rule.",
-            labels=["step", "rule"],
+            "step",
+            "rule",
         )
         for (step, rule), n in sorted(snap.refusals.items()):
             refused.add_metric([step, rule], n)
-        breach = GaugeMetricFamily(
-            "driftgauge_repair_breach",
-            "1 per repair breach that holds now.",
-            labels=["kind", "subject"],
+        breach = fam.gauge(
+            "driftgauge_repair_breach", "1 per repair breach that holds now.", "kind", "subject"
         )
-        silent = GaugeMetricFamily(
+        silent = fam.gauge(
             "driftgauge_silent_change_rows",
             "Rows of a signed partition that changed outside an announced backfill: what the"
             " consumer read (before) and what it holds now (after).",
-            labels=["check", "consumer", "partition", "side"],
+            "check",
+            "consumer",
+            "partition",
+            "side",
         )
         for b in snap.active:
             breach.add_metric([b["kind"], b["subject"]], 1)
@@ -128,9 +128,9 @@ class RepairMetrics:
                         [facts["check"], facts["consumer"], facts["start"], side],
                         int(facts[side]["count"]),
                     )
-        recorded = CounterMetricFamily(
-            "driftgauge_repair_breaches", "Repair breaches recorded, by kind.", labels=["kind"]
+        recorded = fam.counter(
+            "driftgauge_repair_breaches", "Repair breaches recorded, by kind.", "kind"
         )
         for kind in KINDS:
             recorded.add_metric([kind], snap.recorded.get(kind, 0))
-        return [through, age, advanced, backfills, open_for, refused, breach, silent, recorded]
+        return fam.all()

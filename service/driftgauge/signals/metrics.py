@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import Metric
 
+from driftgauge.metrics.families import Families
 from driftgauge.metrics.stored import StoredPart
 from driftgauge.signals.store import SignalsSnapshot
 from driftgauge.signals.volume import VOLUME_STATUSES
@@ -16,31 +17,38 @@ class SignalsMetrics(StoredPart[SignalsSnapshot]):
 
     def families(self, snap: SignalsSnapshot) -> Iterable[Metric]:
         """Return the vocabulary and volume families for one scrape."""
-        values = GaugeMetricFamily(
+        fam = Families()
+        values = fam.gauge(
             "driftgauge_vocabulary_unmatched_values",
             "Distinct source values the reader's filter cannot match.",
-            labels=["check", "field"],
+            "check",
+            "field",
         )
-        rows = GaugeMetricFamily(
+        rows = fam.gauge(
             "driftgauge_vocabulary_unmatched_rows",
             "Source rows carrying such values.",
-            labels=["check", "field"],
+            "check",
+            "field",
         )
-        anomaly = GaugeMetricFamily(
+        anomaly = fam.gauge(
             "driftgauge_volume_anomaly",
             "1 if the bucket's distinct-key count is outside the trailing mean ± k sd "
             "(absent while the bucket has too little history to judge).",
-            labels=["check", "day"],
+            "check",
+            "day",
         )
-        status = GaugeMetricFamily(
+        status = fam.gauge(
             "driftgauge_volume_status",
             "1 for the bucket's volume verdict, 0 otherwise.",
-            labels=["check", "day", "status"],
+            "check",
+            "day",
+            "status",
         )
-        history = GaugeMetricFamily(
+        history = fam.gauge(
             "driftgauge_volume_history_buckets",
             "Trailing day buckets of source history the band was built from.",
-            labels=["check", "day"],
+            "check",
+            "day",
         )
         for (check, field), (n_values, n_rows) in sorted(snap.vocabulary.items()):
             values.add_metric([check, field], n_values)
@@ -54,4 +62,4 @@ class SignalsMetrics(StoredPart[SignalsSnapshot]):
                 status.add_metric([*labels, name], 1.0 if verdict == name else 0.0)
             if days is not None:
                 history.add_metric(labels, days)
-        return [values, rows, anomaly, status, history]
+        return fam.all()
