@@ -14,7 +14,7 @@ $(BIN)/driftgauge: pyproject.toml
 
 install: $(BIN)/driftgauge ## Create .venv with driftgauge and its dev tools
 
-services: ## Start the local PostgreSQL, MariaDB and OpenSearch (idempotent)
+services: ## Start the local PostgreSQL, MariaDB, OpenSearch and Elasticsearch (idempotent)
 	deploy/local/stack.sh start
 
 services-stop: ## Stop the local stack

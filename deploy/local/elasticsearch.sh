@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Start, stop or report a real single-node Elasticsearch 7.10.2 (elasticsearch-cluster-runner
-# from Maven Central), for opt-in runs only: it is not part of the stack nor of `make test`.
+# from Maven Central), the engine of the elasticsearch kind; part of the local stack (stack.sh).
 # Usage: deploy/local/elasticsearch.sh start|stop|status|url   (see docs/elasticsearch.md)
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -31,8 +31,12 @@ fetch() {
 is_up() { curl -fsS -m 2 "$URL/_cluster/health" >/dev/null 2>&1; }
 
 check_port() {
-  if [ "$ES_HTTP_PORT" -lt 9201 ] || [ "$ES_HTTP_PORT" -gt 9299 ] || [ "$ES_HTTP_PORT" -eq "$OS_HTTP_PORT" ]; then
-    die "DRIFTGAUGE_ES_PORT=$ES_HTTP_PORT: pick a port in 9201-9299 other than OpenSearch's $OS_HTTP_PORT"
+  # The runner exits without a word when its HTTP port is above 9299.
+  if [ "$ES_HTTP_PORT" -lt 9201 ] || [ "$ES_HTTP_PORT" -gt 9299 ]; then
+    die "DRIFTGAUGE_ES_PORT=$ES_HTTP_PORT: the Elasticsearch runner only serves HTTP on 9201-9299 (above 9299 it exits silently)"
+  fi
+  if [ "$ES_HTTP_PORT" -eq "$OS_HTTP_PORT" ]; then
+    die "DRIFTGAUGE_ES_PORT=$ES_HTTP_PORT is OpenSearch's port (DRIFTGAUGE_OS_PORT): pick another in 9201-9299"
   fi
 }
 
@@ -60,8 +64,15 @@ start() {
     -pluginTypes org.elasticsearch.xpack.core.XPackPlugin \
     >"$ES_DIR/elasticsearch.log" 2>&1 &
   echo $! >"$PIDFILE"
+  # About 15 s on an idle 2-core machine, a minute when it is busy.
   for _ in $(seq 1 180); do
-    if is_up; then log "elasticsearch up at $URL"; return 0; fi
+    if is_up; then
+      # A red index left by a killed test must not stop the stack: say so and go on.
+      if ! curl -fsS -m 40 "$URL/_cluster/health?wait_for_status=yellow&timeout=30s" >/dev/null; then
+        log "warning: cluster not yellow after 30 s; red indices: $(curl -fsS -m 5 "$URL/_cat/indices?health=red&h=index" | tr '\n' ' ')"
+      fi
+      log "elasticsearch up at $URL"; return 0
+    fi
     kill -0 "$(cat "$PIDFILE")" 2>/dev/null || { tail -30 "$ES_DIR/elasticsearch.log"; die "elasticsearch exited during start"; }
     sleep 1
   done

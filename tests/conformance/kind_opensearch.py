@@ -1,4 +1,7 @@
-"""The opensearch kind's fixtures: a fresh index per table on the real OpenSearch."""
+"""The opensearch kind's fixtures: a fresh index per table on the real OpenSearch.
+
+The elasticsearch kind uses them too, on another cluster URL (kind_elasticsearch.py).
+"""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from driftgauge.config.runtime import Exclusion, View
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.opensearch import requests as rq
+from driftgauge.stores.opensearch.settings import OpenSearchStore
 from tests.conformance.spec import (
     DESCRIBES_FIELDS,
     DOUBLE_DECIMALS,
@@ -75,9 +79,15 @@ def _doc(table: Table, row: tuple[Any, ...]) -> dict[str, Any]:
     }
 
 
-def view(index: str, spec: Spec, url: str = OS_URL, timeout: float | None = None) -> View:
-    """Return the View a check would have on the index as `spec` says."""
-    store = os_store(url)
+def view(
+    index: str,
+    spec: Spec,
+    url: str = OS_URL,
+    timeout: float | None = None,
+    kind: str = "opensearch",
+) -> View:
+    """Return the View a check of store kind `kind` would have on the index as `spec` says."""
+    store = replace(os_store(url), kind=kind)
     if timeout is not None:
         store = replace(store, timeout=timeout)
     where: dict[str, Any] = {"index": spec.relation or index}
@@ -99,14 +109,18 @@ def view(index: str, spec: Spec, url: str = OS_URL, timeout: float | None = None
 class OpenSearchSource:
     """A table as an index of its own."""
 
-    def __init__(self, table: Table, index: str, client: AsyncOpenSearch) -> None:
+    def __init__(
+        self, table: Table, index: str, client: AsyncOpenSearch, url: str, kind: str
+    ) -> None:
         self.table = table
         self.index = index
         self.client = client
+        self.url = url
+        self.kind = kind
 
     async def open(self, spec: Spec) -> StoreAdapter:
         """Return an OpenSearch adapter on the index."""
-        return await open_adapter(view(self.index, spec))
+        return await open_adapter(view(self.index, spec, self.url, kind=self.kind))
 
     async def replace_rows(self, row_id: str, rows: Sequence[tuple[Any, ...]]) -> None:
         """Delete the documents with that id and index `rows`, refreshing at once."""
@@ -125,13 +139,12 @@ class OpenSearchSource:
 
     async def open_hung(self, spec: Spec, store_timeout: float) -> OpenSearchHung:
         """Return an adapter reaching the cluster through an HTTP fault proxy."""
-        parts = urlsplit(OS_URL)
+        parts = urlsplit(self.url)
         proxy = HttpFaultProxy((parts.hostname or "127.0.0.1", parts.port or 9200))
         await proxy.start()
         try:
-            return OpenSearchHung(
-                await open_adapter(view(self.index, spec, proxy.url, store_timeout)), proxy
-            )
+            hung = view(self.index, spec, proxy.url, store_timeout, self.kind)
+            return OpenSearchHung(await open_adapter(hung), proxy)
         except BaseException:
             await proxy.stop()
             raise
@@ -188,18 +201,24 @@ class OpenSearchGolden:
     """An index with one document per golden vector, typed by dynamic templates."""
 
     def __init__(
-        self, index: str, client: AsyncOpenSearch, vectors: Sequence[dict[str, Any]], at: datetime
+        self,
+        index: str,
+        client: AsyncOpenSearch,
+        vectors: Sequence[dict[str, Any]],
+        at: datetime,
+        store: OpenSearchStore,
     ) -> None:
         self.index = index
         self.client = client
         self.vectors = vectors
         self.at = at
+        self.store = store
 
     def view(self, n: int, *, double: bool) -> View:
         """Return a view on vector n's document."""
         vector = self.vectors[n]
         return make_view(
-            os_store(),
+            self.store,
             key=f"key_{vector['key_type']}",
             time="t",
             key_type=vector["key_type"],
@@ -233,7 +252,11 @@ class OpenSearchGolden:
 
 
 class OpenSearchFixtures:
-    """Fixtures of the opensearch kind."""
+    """Fixtures of the opensearch kind, or of a kind read by its adapter on another cluster."""
+
+    def __init__(self, url: str = OS_URL, kind: str = "opensearch") -> None:
+        self.url = url
+        self.kind = kind
 
     capabilities = frozenset(
         {
@@ -255,7 +278,7 @@ class OpenSearchFixtures:
 
     async def load(self, table: Table) -> OpenSearchSource:
         """Create an index with the table's mapping holding its rows and return it."""
-        client = AsyncOpenSearch(hosts=[OS_URL], timeout=TIMEOUT)
+        client = AsyncOpenSearch(hosts=[self.url], timeout=TIMEOUT)
         index = unique_name(f"dg_conf_{table.name}")
         await _create(
             client,
@@ -281,11 +304,11 @@ class OpenSearchFixtures:
             refresh=True,
             chunk_size=2000,
         )
-        return OpenSearchSource(table, index, client)
+        return OpenSearchSource(table, index, client, self.url, self.kind)
 
     async def golden(self, vectors: Sequence[dict[str, Any]], at: datetime) -> OpenSearchGolden:
         """Index one document per vector, each typed column twice where a double holds it."""
-        client = AsyncOpenSearch(hosts=[OS_URL], timeout=TIMEOUT)
+        client = AsyncOpenSearch(hosts=[self.url], timeout=TIMEOUT)
         index = unique_name("dg_golden")
         templates = [
             ("*_string", "keyword"),
@@ -327,8 +350,9 @@ class OpenSearchFixtures:
                     doc[_golden_column(i, f, double=True)] = float(f["value"])
             docs.append({"_index": index, "_source": doc})
         await async_bulk(client, docs, refresh=True)
-        return OpenSearchGolden(index, client, vectors, at)
+        store = replace(os_store(self.url), kind=self.kind)
+        return OpenSearchGolden(index, client, vectors, at, store)
 
     async def open_unreachable(self, spec: Spec) -> StoreAdapter:
         """Open an adapter on a port nothing listens at (OpenSearch fails at the first query)."""
-        return await open_adapter(view("x", spec, "http://127.0.0.1:1"))
+        return await open_adapter(view("x", spec, "http://127.0.0.1:1", kind=self.kind))

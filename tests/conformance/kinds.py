@@ -8,6 +8,7 @@ fails while a registered kind has no line.
 from __future__ import annotations
 
 from tests.conformance.kind_duckdb import DuckDBFixtures
+from tests.conformance.kind_elasticsearch import elasticsearch_fixtures
 from tests.conformance.kind_mariadb import MariaDBFixtures
 from tests.conformance.kind_memory import MemoryFixtures
 from tests.conformance.kind_opensearch import OpenSearchFixtures
@@ -22,4 +23,5 @@ KINDS = (
     Kind("mariadb", MariaDBFixtures()),
     Kind("duckdb", DuckDBFixtures()),
     Kind("reader_api", ReaderApiFixtures()),
+    Kind("elasticsearch", elasticsearch_fixtures()),
 )

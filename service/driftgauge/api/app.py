@@ -54,6 +54,7 @@ from driftgauge.metrics.stores import store_retries_part
 from driftgauge.repair.router import repair_router
 from driftgauge.retention.job import RetentionJob
 from driftgauge.state.store import StateStore
+from driftgauge.stores import registry
 from driftgauge.stores.base import StoreAdapter
 
 log = logging.getLogger("driftgauge.api")
@@ -138,13 +139,13 @@ def _refresh_period(config: Config, refresh_every: float | None) -> float:
 
 
 def _retrying_stores(config: Config) -> list[str]:
-    """Return the stores whose reads go through the retry layer (the OpenSearch ones)."""
+    """Return the stores whose reads go through the retry layer (OpenSearch, Elasticsearch)."""
     return sorted(
         {
             view.store.name
             for c in config.checks.values()
             for view in (c.source, c.reader)
-            if view.kind == "opensearch"
+            if registry.kind_of(view.kind).has(registry.RETRIED_READS)
         }
     )
 

@@ -350,11 +350,12 @@ def _build_view(
             f"measures exactly ({where}); kinds that can: "
             f"{', '.join(registry.with_capability(registry.MEASURE_TOTALS))}"
         )
-    if cm.measures and cm.measure_scale is None and store.kind == "opensearch":
+    scaled = registry.kind_of(store.kind).has(registry.SCALED_MEASURES)
+    if cm.measures and cm.measure_scale is None and scaled:
         # OpenSearch sums exactly only as scaled 64-bit integers: the scale must be known.
         problems.append(
             f"{where.rsplit('.', 1)[0]}.measure_scale: required with measures "
-            f"on an opensearch side ({where})"
+            f"on an {store.kind} side ({where})"
         )
     reasons = [e.reason for e in exclusions]
     if len(set(reasons)) != len(reasons):

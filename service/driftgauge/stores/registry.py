@@ -34,6 +34,10 @@ KEY_PICKER = "key picker"
 """A source here runs an operator's key query for the canary (stores.base.KeyQuery)."""
 MEASURE_TOTALS = "measure totals"
 """Day and hour buckets here carry each declared measure's exact total (Aggregate.measures)."""
+SCALED_MEASURES = "scaled measures"
+"""Measures sum here only as scaled 64-bit integers, so a check must say measure_scale."""
+RETRIED_READS = "retried reads"
+"""Reads go through the retry layer (driftgauge_store_retries_total counts them)."""
 
 
 class StoreModel(Strict):

@@ -31,7 +31,13 @@ from driftgauge.stores.base import (
 from driftgauge.stores.opensearch import preflight as preflight_os
 from driftgauge.stores.opensearch import requests as rq
 from driftgauge.stores.opensearch import retry as os_retry
-from driftgauge.stores.opensearch.client import cause, open_client, translate_error
+from driftgauge.stores.opensearch.client import (
+    OPENSEARCH,
+    Engine,
+    cause,
+    open_client,
+    translate_error,
+)
 from driftgauge.stores.opensearch.settings import OpenSearchStore
 from driftgauge.stores.preflight import FieldSchema
 
@@ -53,6 +59,7 @@ class OpenSearchAdapter(ReadAdapter):
         max_chunk_rows: int = 200_000,
         retry: os_retry.RetryPolicy = os_retry.DEFAULT_POLICY,
         owns_client: bool = True,
+        engine: Engine = OPENSEARCH,
     ) -> None:
         if not isinstance(view.store, OpenSearchStore) or not view.index:
             raise ValueError("an opensearch view needs an opensearch store and an index")
@@ -63,15 +70,16 @@ class OpenSearchAdapter(ReadAdapter):
         self.max_chunk_rows = max_chunk_rows
         self.retry = retry
         self._owns_client = owns_client
+        self.engine = engine
 
     @classmethod
-    async def open(cls, view: View, client: Any = None) -> Self:
+    async def open(cls, view: View, client: Any = None, engine: Engine = OPENSEARCH) -> Self:
         """Return an adapter on the store's shared client, or on a client of its own."""
         if not isinstance(view.store, OpenSearchStore):
             raise ValueError("an opensearch view needs an opensearch store")
         if client is not None:
-            return cls(view, client, owns_client=False)
-        return cls(view, open_client(view.store))
+            return cls(view, client, owns_client=False, engine=engine)
+        return cls(view, open_client(view.store), engine=engine)
 
     async def inspect_fields(self) -> list[FieldSchema]:
         """Return each configured field as every concrete index maps it (the preflight's view)."""
@@ -173,17 +181,16 @@ class OpenSearchAdapter(ReadAdapter):
     ) -> AsyncIterator[RowHash]:
         """Yield expected rows from a point in time, paging with search_after on the key."""
         # A partial PIT would silently lack the rows of its failed shards: refuse it, and
-        # check the answer too (a cluster that ignores the flag still reports _shards).
+        # check the answer too where it reports _shards; every page's _shards is checked.
+        index = str(self.view.index)
         pit = await self._call(
             "open a point in time",
-            lambda: self._client.create_pit(
-                index=self.view.index,
-                params={"keep_alive": PIT_KEEP_ALIVE, "allow_partial_pit_creation": "false"},
-            ),
+            lambda: self.engine.open_pit(self._client, index, PIT_KEEP_ALIVE),
         )
-        pit_id = self._parsed(lambda r: str(r["pit_id"]), pit)
+        pit_id = self._parsed(self.engine.pit_id, pit)
         try:
-            self._complete("open a point in time", pit)
+            if self.engine.pit_open_reports_shards:
+                self._complete("open a point in time", pit)
             async for row in self._pages(pit_id, start, end, prefixes, spans):
                 yield row
         finally:
@@ -248,7 +255,7 @@ class OpenSearchAdapter(ReadAdapter):
     async def _delete_pit(self, pit_id: str) -> None:
         # The PIT expires by itself; a failed delete must not hide the real outcome.
         try:
-            await self._client.delete_pit(body={"pit_id": [pit_id]})
+            await self.engine.close_pit(self._client, pit_id)
         except Exception as exc:
             if translate_error(self.store.name, "delete the point in time", exc) is None:
                 raise

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from driftgauge.core.errors import (
     StoreError,
@@ -12,6 +15,56 @@ from driftgauge.core.errors import (
     StoreUnavailable,
 )
 from driftgauge.stores.opensearch.settings import OpenSearchStore
+
+
+@dataclass(frozen=True)
+class Engine:
+    """The calls that differ between the engines the opensearch adapter reads.
+
+    Everything else (search with allow_partial_search_results=false and _shards, search_after
+    in a point in time, Painless, histograms, mappings) is the same request on each engine.
+    """
+
+    name: str
+    pit_open: str
+    """The path after the index that opens a point in time."""
+    pit_open_params: Mapping[str, str]
+    """Query parameters besides keep_alive (OpenSearch: refuse a partial PIT)."""
+    pit_id_field: str
+    pit_close: str
+    pit_close_body: Callable[[str], dict[str, Any]]
+    pit_open_reports_shards: bool
+    """True when the open answer carries _shards (then it is checked like a search's)."""
+
+    async def open_pit(self, client: Any, index: str, keep_alive: str) -> dict[str, Any]:
+        """Open a point in time on `index` and return the engine's answer."""
+        answer: dict[str, Any] = await client.transport.perform_request(
+            "POST",
+            f"/{quote(index, safe=',*')}/{self.pit_open}",
+            params={"keep_alive": keep_alive, **self.pit_open_params},
+        )
+        return answer
+
+    def pit_id(self, answer: dict[str, Any]) -> str:
+        """Return the id in the answer of open_pit."""
+        return str(answer[self.pit_id_field])
+
+    async def close_pit(self, client: Any, pit_id: str) -> None:
+        """Free a point in time."""
+        await client.transport.perform_request(
+            "DELETE", self.pit_close, body=self.pit_close_body(pit_id)
+        )
+
+
+OPENSEARCH = Engine(
+    name="OpenSearch",
+    pit_open="_search/point_in_time",
+    pit_open_params={"allow_partial_pit_creation": "false"},
+    pit_id_field="pit_id",
+    pit_close="/_search/point_in_time",
+    pit_close_body=lambda pit_id: {"pit_id": [pit_id]},
+    pit_open_reports_shards=True,
+)
 
 
 def open_client(store: OpenSearchStore) -> Any:

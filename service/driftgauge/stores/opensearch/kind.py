@@ -10,30 +10,42 @@ from driftgauge.config.secrets import Secret
 from driftgauge.core.errors import StoreError
 from driftgauge.stores import registry
 from driftgauge.stores.base import StoreAdapter
-from driftgauge.stores.opensearch.settings import OpenSearchStore, OpenSearchStoreModel
+from driftgauge.stores.opensearch.settings import (
+    ClusterModel,
+    OpenSearchStore,
+    OpenSearchStoreModel,
+)
 
 
-def build(name: str, sm: OpenSearchStoreModel, problems: list[str]) -> OpenSearchStore:
-    """Return the runtime store of a validated `stores.NAME` entry."""
+def build(name: str, sm: ClusterModel, problems: list[str]) -> OpenSearchStore:
+    """Return the runtime store of a validated `stores.NAME` entry (of this kind or a variant)."""
     pw = Secret(sm.password) if sm.password is not None else None
     return OpenSearchStore(
-        name, sm.url.rstrip("/"), sm.username, pw, sm.timeout_seconds, sm.verify_certs
+        name, sm.url.rstrip("/"), sm.username, pw, sm.timeout_seconds, sm.verify_certs, sm.kind
     )
 
 
-def check_view(where: str, vm: Any, exclusions: Sequence[Any], problems: list[str]) -> None:
-    """Append what an opensearch view (and its source's exclusions) gets wrong."""
-    if vm.index is None:
-        problems.append(f"{where}.index: field required for an opensearch view")
-    for key in ("query", "table"):
-        if getattr(vm, key) is not None:
-            problems.append(f"{where}.{key}: only for postgres views")
-    for i, ex in enumerate(exclusions):
-        if ex.query is None or ex.where is not None:
-            problems.append(
-                f"{where.rsplit('.', 1)[0]}.exclusions.{i}: an opensearch source "
-                "excludes rows with 'query' (query DSL)"
-            )
+def view_checker(kind: str) -> registry.CheckView:
+    """Return the view rules of `kind`, a kind that reads through the opensearch adapter."""
+
+    def check_view(where: str, vm: Any, exclusions: Sequence[Any], problems: list[str]) -> None:
+        """Append what such a view (and its source's exclusions) gets wrong."""
+        if vm.index is None:
+            problems.append(f"{where}.index: field required for an {kind} view")
+        for key in ("query", "table"):
+            if getattr(vm, key) is not None:
+                problems.append(f"{where}.{key}: only for postgres views")
+        for i, ex in enumerate(exclusions):
+            if ex.query is None or ex.where is not None:
+                problems.append(
+                    f"{where.rsplit('.', 1)[0]}.exclusions.{i}: an {kind} source "
+                    "excludes rows with 'query' (query DSL)"
+                )
+
+    return check_view
+
+
+check_view = view_checker("opensearch")
 
 
 def store_secrets(store: Store) -> list[tuple[str, Secret, str]]:
@@ -80,6 +92,12 @@ KIND = registry.StoreKind(
     error_map=error_map,
     secrets=store_secrets,
     capabilities=frozenset(
-        {registry.MEASURE_TOTALS, registry.SLOT_FIRST_PASS, registry.CANARY_WRITER}
+        {
+            registry.MEASURE_TOTALS,
+            registry.SCALED_MEASURES,
+            registry.RETRIED_READS,
+            registry.SLOT_FIRST_PASS,
+            registry.CANARY_WRITER,
+        }
     ),
 )

@@ -25,8 +25,9 @@ class OpenSearchStore:
     kind: str = "opensearch"
 
 
-class OpenSearchStoreModel(StoreModel):
-    kind: Literal["opensearch"]
+class ClusterModel(StoreModel):
+    """What a cluster the opensearch adapter reads is reached with (OpenSearch, Elasticsearch)."""
+
     url: Url = Field(description="Base URL of the cluster, e.g. http://127.0.0.1:9250.")
     username: NonEmpty | None = None
     password: SecretRef | None = Field(
@@ -34,3 +35,7 @@ class OpenSearchStoreModel(StoreModel):
     )
     timeout_seconds: Seconds = 30.0
     verify_certs: bool = True
+
+
+class OpenSearchStoreModel(ClusterModel):
+    kind: Literal["opensearch"]
