@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from typing import Any
 
@@ -24,7 +25,7 @@ KIND = replace(
     opensearch.KIND,
     name="elasticsearch",
     config_model=ElasticsearchStoreModel,
-    check_view=opensearch.view_checker("elasticsearch"),
+    check_view=functools.partial(opensearch.check_cluster_view, "elasticsearch"),
     open=open_adapter,
     # No canary writer: the canary's write path is tested on OpenSearch only.
     capabilities=opensearch.KIND.capabilities - {registry.CANARY_WRITER},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,27 +26,25 @@ def build(name: str, sm: ClusterModel, problems: list[str]) -> OpenSearchStore:
     )
 
 
-def view_checker(kind: str) -> registry.CheckView:
-    """Return the view rules of `kind`, a kind that reads through the opensearch adapter."""
-
-    def check_view(where: str, vm: Any, exclusions: Sequence[Any], problems: list[str]) -> None:
-        """Append what such a view (and its source's exclusions) gets wrong."""
-        if vm.index is None:
-            problems.append(f"{where}.index: field required for an {kind} view")
-        for key in ("query", "table"):
-            if getattr(vm, key) is not None:
-                problems.append(f"{where}.{key}: only for postgres views")
-        for i, ex in enumerate(exclusions):
-            if ex.query is None or ex.where is not None:
-                problems.append(
-                    f"{where.rsplit('.', 1)[0]}.exclusions.{i}: an {kind} source "
-                    "excludes rows with 'query' (query DSL)"
-                )
-
-    return check_view
+def check_cluster_view(
+    kind: str, where: str, vm: Any, exclusions: Sequence[Any], problems: list[str]
+) -> None:
+    """Append what a view of `kind`, read by the opensearch adapter, gets wrong."""
+    if vm.index is None:
+        problems.append(f"{where}.index: field required for an {kind} view")
+    for key in ("query", "table"):
+        if getattr(vm, key) is not None:
+            problems.append(f"{where}.{key}: only for postgres views")
+    for i, ex in enumerate(exclusions):
+        if ex.query is None or ex.where is not None:
+            problems.append(
+                f"{where.rsplit('.', 1)[0]}.exclusions.{i}: an {kind} source "
+                "excludes rows with 'query' (query DSL)"
+            )
 
 
-check_view = view_checker("opensearch")
+check_view = functools.partial(check_cluster_view, "opensearch")
+"""Append what an opensearch view (and its source's exclusions) gets wrong."""
 
 
 def store_secrets(store: Store) -> list[tuple[str, Secret, str]]:
