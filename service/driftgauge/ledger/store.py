@@ -23,10 +23,20 @@ from driftgauge.ledger.models import (
 from driftgauge.ledger.rules import RunFacts, Tally, WindowFacts
 from driftgauge.stores.postgres.io import PgCalls
 
-_RUN_COLUMNS = (
-    "id, job, client_run_id, window_start, window_end, window_day, input_rows,"
-    " opened_at, closed_at, status, summary"
+# The run columns a RunOut shows as they are stored; the summary and tallies are decoded.
+_RUN_FIELDS = (
+    "id",
+    "job",
+    "client_run_id",
+    "window_start",
+    "window_end",
+    "window_day",
+    "input_rows",
+    "opened_at",
+    "closed_at",
+    "status",
 )
+_RUN_COLUMNS = ", ".join((*_RUN_FIELDS, "summary"))
 
 
 @dataclass(frozen=True)
@@ -463,16 +473,7 @@ def _run_out(rec: Any, outcomes: list[Any], batches: int) -> RunOut:
             reasons.setdefault(o["outcome"], {})[o["reason"]] = o["rows"]
     t = _tally(per)
     return RunOut(
-        id=rec["id"],
-        job=rec["job"],
-        client_run_id=rec["client_run_id"],
-        window_start=rec["window_start"],
-        window_end=rec["window_end"],
-        window_day=rec["window_day"],
-        input_rows=rec["input_rows"],
-        opened_at=rec["opened_at"],
-        closed_at=rec["closed_at"],
-        status=rec["status"],
+        **{name: rec[name] for name in _RUN_FIELDS},
         outcomes=Counts(written=t.written, no_match=t.no_match, skipped=t.skipped, failed=t.failed),
         reasons=reasons,
         summary=_summary(rec["summary"]),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
@@ -17,11 +17,6 @@ from driftgauge.engine.result import BucketResult, KeyDiff, Node, measures_text
 from driftgauge.state.payloads import BucketOut, KeyOut, RunOut
 
 MAX_DIGEST = (1 << 64) - 1
-RUN_COLUMNS = (
-    "id, check_name, trigger, window_start, window_end, scheduled_for, started_at, "
-    "finished_at, status, complete, error, duration_seconds, queries, rows_fetched, "
-    "replica"
-)
 BUCKET_COLUMNS = (
     "run_id, day, start_at, status, expected, visible, excluded, ledger_excluded, "
     "missing, extra, mismatched, duplicates, source_count, source_distinct, "
@@ -86,6 +81,11 @@ class RunRow:
         )
 
 
+# The runs table calls the check `check_name`; every other column is the field's name.
+_RUN_COLUMN_NAMES = tuple("check_name" if f.name == "check" else f.name for f in fields(RunRow))
+RUN_COLUMNS = ", ".join(_RUN_COLUMN_NAMES)
+
+
 @dataclass(frozen=True)
 class StoredBucket:
     """A day bucket as stored, with the run it came from."""
@@ -136,23 +136,7 @@ def digest_param(value: int) -> Decimal:
 
 def run_row(rec: Mapping[str, Any]) -> RunRow:
     """Return a RunRow from a record of RUN_COLUMNS."""
-    return RunRow(
-        id=rec["id"],
-        check=rec["check_name"],
-        trigger=rec["trigger"],
-        window_start=rec["window_start"],
-        window_end=rec["window_end"],
-        scheduled_for=rec["scheduled_for"],
-        started_at=rec["started_at"],
-        finished_at=rec["finished_at"],
-        status=rec["status"],
-        complete=rec["complete"],
-        error=rec["error"],
-        duration_seconds=rec["duration_seconds"],
-        queries=rec["queries"],
-        rows_fetched=rec["rows_fetched"],
-        replica=rec["replica"],
-    )
+    return RunRow(*(rec[column] for column in _RUN_COLUMN_NAMES))
 
 
 def bucket_args(run_id: int, bucket: BucketResult, tz: ZoneInfo | None) -> tuple[Any, ...]:
