@@ -14,7 +14,8 @@ from decimal import Decimal, InvalidOperation
 
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.clock import EPOCH
-from driftgauge.core.fields import FieldType, KeyType, TimestampPrecision
+from driftgauge.core.fields import FieldType, KeyType, RowHashName, TimestampPrecision
+from driftgauge.encoding.lookup3 import hash_bytes_extended
 
 MASK64 = (1 << 64) - 1
 INT64_MIN = -(1 << 63)
@@ -71,10 +72,17 @@ def key_hash(encoding: str) -> str:
     return hashlib.md5(encoding.encode("utf-8"), usedforsecurity=False).hexdigest()
 
 
-def row_hash(encoding: str) -> int:
-    """Return the first 8 bytes of md5 over a row encoding, as an unsigned big-endian int."""
-    digest = hashlib.md5(encoding.encode("utf-8"), usedforsecurity=False).digest()
-    return int.from_bytes(digest[:8], "big")
+def row_hash(encoding: str, algorithm: RowHashName = "md5") -> int:
+    """Return the unsigned 64-bit hash of a row encoding's UTF-8 bytes under `algorithm`.
+
+    md5: its first 8 bytes, big-endian. lookup3: PostgreSQL's hashtextextended(encoding, 0).
+    """
+    data = encoding.encode("utf-8")
+    if algorithm == "lookup3":
+        return hash_bytes_extended(data)
+    if algorithm != "md5":
+        raise ValueError(f"unknown row hash {algorithm!r}")
+    return int.from_bytes(hashlib.md5(data, usedforsecurity=False).digest()[:8], "big")
 
 
 def key_text(key: str | int | None) -> str:
@@ -90,11 +98,12 @@ def hash_row(
     values: Sequence[Value],
     types: Sequence[FieldType],
     precision: TimestampPrecision = "us",
+    algorithm: RowHashName = "md5",
 ) -> tuple[str, int]:
-    """Return (key_hash, row_hash) of one row."""
+    """Return (key_hash, row_hash) of one row; the key hash is always md5's (prefixes)."""
     return (
         key_hash(key_encoding(key, key_type)),
-        row_hash(row_encoding(key, key_type, values, types, precision)),
+        row_hash(row_encoding(key, key_type, values, types, precision), algorithm),
     )
 
 
