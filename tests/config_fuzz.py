@@ -496,6 +496,7 @@ CASES = [
         "ns",
         f"{C}.timestamp_precision: Input should be 'auto', 'ms' or 'us'",
     ),
+    Case(f"{C}.row_hash", "crc", f"{C}.row_hash: Input should be 'auto', 'md5' or 'lookup3'"),
     Case(f"{C}.timezone", "Mars/Olympus", f"{C}.timezone: unknown time zone 'Mars/Olympus'"),
     Case(f"{C}.timezone", "", f"{C}.timezone: must not be empty"),
     Case(f"{C}.timezone", "x" * 300, f"{C}.timezone: unknown time zone 'xxx"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,9 @@ from typing import Any
 import pytest
 
 from driftgauge.core.aggregate import Aggregate
+from driftgauge.stores import open_adapter
 from driftgauge.stores.base import RowHash, StoreAdapter
+from driftgauge.stores.registry import LOOKUP3_ROW_HASH
 from tests.conformance.spec import DOUBLE_DECIMALS, ENGINE_ENCODING, Golden, Kind, double_safe
 
 pytestmark = pytest.mark.integration
@@ -19,6 +22,9 @@ pytestmark = pytest.mark.integration
 VECTORS: list[dict[str, Any]] = json.loads(
     (Path(__file__).parents[1] / "golden" / "digest_vectors.json").read_text(encoding="utf-8")
 )["vectors"]
+LOOKUP3: dict[str, str] = json.loads(
+    (Path(__file__).parents[1] / "golden" / "row_hash_vectors.json").read_text(encoding="utf-8")
+)["lookup3"]
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 WINDOW = (T0 - timedelta(days=1), T0 + timedelta(days=1))
 IDS = [v["name"] for v in VECTORS]
@@ -58,6 +64,18 @@ async def test_row_matches_golden(golden: Golden, n: int) -> None:
     assert (row.key_hash, row.row_hash) == (vector["key_hash"], int(vector["row_hash"]))
     assert row.key == (vector["key"] if vector["key_type"] == "string" else str(vector["key"]))
     assert row.event_time == T0
+
+
+@pytest.mark.parametrize("n", range(len(VECTORS)), ids=IDS)
+async def test_lookup3_row_matches_golden(kind: Kind, golden: Golden, n: int) -> None:
+    kind.require(LOOKUP3_ROW_HASH)
+    vector = VECTORS[n]
+    md5 = await golden.open(n, double=False)
+    view = md5.view  # type: ignore[attr-defined]
+    await md5.close()
+    row = await _one_row(await open_adapter(replace(view, row_hash="lookup3")))
+    # The key hash stays md5's: drill-down prefixes do not depend on the row hash.
+    assert (row.key_hash, row.row_hash) == (vector["key_hash"], int(LOOKUP3[vector["name"]]))
 
 
 DOUBLE_SAFE = [

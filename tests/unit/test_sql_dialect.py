@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 from zoneinfo import ZoneInfo
 
 from driftgauge.config.runtime import Exclusion, Field, View
 from driftgauge.config.secrets import Secret
-from driftgauge.core.fields import FieldType, TimestampPrecision
+from driftgauge.core.fields import FieldType, RowHashName, TimestampPrecision
 from driftgauge.stores.postgres import dialect as pg
 from driftgauge.stores.postgres.settings import PostgresStore
 from driftgauge.stores.sql.dialect import SqlDialect
@@ -79,6 +80,7 @@ class Spelled(SqlDialect):
     """An engine without FILTER, :: casts or LIKE ANY: only its spellings are written."""
 
     name = "spelled"
+    row_hashes: ClassVar[Mapping[RowHashName, str]] = {"md5": "hash64({0})"}
 
     def param(self, n: int, type_: str | None = None) -> str:
         return f"%(p{n})s"
@@ -91,9 +93,6 @@ class Spelled(SqlDialect):
 
     def epoch_micros(self, col: str, precision: TimestampPrecision) -> str:
         return f"micros({col}, '{precision}')"
-
-    def row_hash(self, renc: str) -> str:
-        return f"hash64({renc})"
 
     def key_distinct(self, view: View) -> str:
         return self.quote_ident(view.key_column)

@@ -8,7 +8,7 @@ from typing import Any, Literal, Protocol
 from zoneinfo import ZoneInfo
 
 from driftgauge.config.secrets import Secret
-from driftgauge.core.fields import FieldType, KeyType, TimestampPrecision
+from driftgauge.core.fields import FieldType, KeyType, RowHashName, TimestampPrecision
 
 
 class Store(Protocol):
@@ -73,6 +73,8 @@ class View:
     """The check's measures by canonical name; each is one of `fields`."""
     measure_scale: int | None = None
     """Digits after the point of every measure value (stores summing scaled integers)."""
+    row_hash: RowHashName = "md5"
+    """The hash of each row encoding, the check's (negotiated from both sides' kinds)."""
 
     @property
     def measure_columns(self) -> tuple[str, ...]:
@@ -206,6 +208,11 @@ class Check:
     timestamp_precision: TimestampPrecision | Literal["auto"] = "auto"
     measures: tuple[str, ...] = ()
     """Fields whose exact totals every bucket carries per side (see View.measures)."""
+
+    @property
+    def row_hash(self) -> RowHashName:
+        """Return the row hash both sides compute (the loader sets the same on both views)."""
+        return self.source.row_hash
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -30,6 +31,7 @@ from driftgauge.config.values import parse_duration
 from driftgauge.configfile import model as m
 from driftgauge.configfile import resolve, signals, yaml_doc
 from driftgauge.core.errors import ConfigError
+from driftgauge.core.fields import RowHashName
 from driftgauge.stores import registry
 
 __all__ = ["build", "load_file", "load_text", "parse_duration"]
@@ -265,6 +267,8 @@ def _build_check(
     schedule = _build_schedule(f"{where}.schedule", cm.schedule, problems)
     if source is None or reader is None:
         return None
+    row_hash = _row_hash(where, cm.row_hash, source, reader, problems)
+    source, reader = replace(source, row_hash=row_hash), replace(reader, row_hash=row_hash)
     ledger = signals.build_ledger(f"{where}.ledger", cm.ledger, problems)
     canary = signals.build_canary(
         f"{where}.canary", cm.canary, source, reader, stores, broken, problems
@@ -301,6 +305,23 @@ def _build_check(
         timestamp_precision=cm.timestamp_precision,
         measures=tuple(cm.measures),
     )
+
+
+def _row_hash(
+    where: str, setting: str, source: View, reader: View, problems: list[str]
+) -> RowHashName:
+    """Return the row hash both sides compute: lookup3 where both kinds can, else md5."""
+    able = [registry.kind_of(v.kind).has(registry.LOOKUP3_ROW_HASH) for v in (source, reader)]
+    if setting == "md5" or (setting == "auto" and not all(able)):
+        return "md5"
+    for side, view, ok in (("source", source, able[0]), ("reader", reader, able[1])):
+        if not ok:
+            kinds = ", ".join(registry.with_capability(registry.LOOKUP3_ROW_HASH))
+            problems.append(
+                f"{where}.row_hash: a {view.kind} store ({where}.{side}) cannot compute "
+                f"lookup3; use md5 or auto (kinds that can: {kinds})"
+            )
+    return "lookup3"
 
 
 def _check_measures(

@@ -253,6 +253,11 @@ class CheckModel(Strict):
         description="Digits after the point every measure value holds; "
         "required when a side is opensearch, which sums them as scaled 64-bit integers.",
     )
+    row_hash: Literal["auto", "md5", "lookup3"] = Field(
+        "auto",
+        description="The hash of each row's canonical encoding; auto: lookup3 "
+        "(PostgreSQL's hashtextextended, cheaper) when both sides' kinds compute it, else md5.",
+    )
     timezone: NonEmpty = "UTC"
     exclusions: list[ExclusionModel] = Field(default_factory=list)
     settle: Settle = timedelta(hours=2)

@@ -38,6 +38,8 @@ SCALED_MEASURES = "scaled measures"
 """Measures sum here only as scaled 64-bit integers, so a check must say measure_scale."""
 RETRIED_READS = "retried reads"
 """Reads go through the retry layer (driftgauge_store_retries_total counts them)."""
+LOOKUP3_ROW_HASH = "lookup3 row hash"
+"""The store computes the lookup3 row hash in the store, cheaper than md5 (docs/digest.md)."""
 
 
 class StoreModel(Strict):

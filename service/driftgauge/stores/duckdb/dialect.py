@@ -9,8 +9,11 @@ whatever tz database the engine carries.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar
+
 from driftgauge.config.runtime import View
-from driftgauge.core.fields import TimestampPrecision
+from driftgauge.core.fields import RowHashName, TimestampPrecision
 from driftgauge.stores.duckdb.settings import DuckDBStore
 from driftgauge.stores.sql.dialect import SqlDialect
 
@@ -27,6 +30,11 @@ class DuckDBDialect(SqlDialect):
 
     name = "duckdb"
     no_rule = "CAST(NULL AS INTEGER)"
+    # md5's first 8 bytes, big-endian, as a UBIGINT (sums: HUGEINT). DuckDB's own hash()
+    # is not lookup3 and may change between releases, so md5 is its only row hash.
+    row_hashes: ClassVar[Mapping[RowHashName, str]] = {
+        "md5": "CAST('0x' || left(md5({0}), 16) AS UBIGINT)"
+    }
 
     def param(self, n: int, type_: str | None = None) -> str:
         """Return `$n`, cast to `type_` when given."""
@@ -58,10 +66,6 @@ class DuckDBDialect(SqlDialect):
             return micros
         # % takes the dividend's sign; this floors before 1970 as well.
         return f"({micros} - (({micros} % 1000) + 1000) % 1000)"
-
-    def row_hash(self, renc: str) -> str:
-        """Return the first 8 bytes of md5(renc), big-endian, as a UBIGINT (sums: HUGEINT)."""
-        return f"CAST('0x' || left(md5({renc}), 16) AS UBIGINT)"
 
     def filtered(self, func: str, arg: str, where: str, *, distinct: bool = False) -> str:
         """Return the aggregate with a FILTER clause.
@@ -112,7 +116,7 @@ class DuckDBDialect(SqlDialect):
         Each row joins the last day start at or before its time (ASOF): exactly the day
         bucket of core.buckets, since the starts come from it.
         """
-        sum_ = self.filtered("sum", self.row_hash("r.renc"), "r.x IS NULL")
+        sum_ = self.filtered("sum", self.row_hash(view, "r.renc"), "r.x IS NULL")
         return (
             f"SELECT d.lo AS bucket, r.x AS rule, count(*) AS n, "
             f"{self.distinct_keys_sql('r.x IS NULL')} AS keys, {sum_} AS digest"
@@ -141,7 +145,7 @@ class DuckDBDialect(SqlDialect):
             f"{self.distinct_keys_sql('r.x IS NULL')} AS keys, "
             f"{self.filtered('sum', 'r.h', 'r.x IS NULL')} AS digest{day_sums} "
             "FROM (SELECT d.lo AS d, make_timestamptz($5 + (epoch_us(b.t) - $5) // $4 * $4) "
-            f"AS s, b.x, b.kd, {self.row_hash('b.renc')} AS h{measures} "
+            f"AS s, b.x, b.kd, {self.row_hash(view, 'b.renc')} AS h{measures} "
             f"FROM ({self.base_sql(view)}) AS b "
             f"ASOF JOIN (SELECT unnest({self.param(3, 'TIMESTAMPTZ[]')}) AS lo) AS d "
             "ON b.t >= d.lo) AS r "

@@ -8,11 +8,16 @@ first pass only PostgreSQL's grouping sets can answer in one scan.
 from __future__ import annotations
 
 from driftgauge.config.runtime import View
-from driftgauge.core.fields import TimestampPrecision
+from driftgauge.core.fields import RowHashName, TimestampPrecision
 from driftgauge.stores.sql.dialect import SqlDialect
 
-ROW_HASH = "('x' || left(md5({0}), 16))::bit(64)::bigint"
-"""The first 8 bytes of md5(row encoding), big-endian, as a signed bigint (same bits)."""
+ROW_HASHES: dict[RowHashName, str] = {
+    "md5": "('x' || left(md5({0}), 16))::bit(64)::bigint",
+    "lookup3": 'hashtextextended(({0}) COLLATE "C", 0)',
+}
+"""md5: its first 8 bytes, big-endian, as a signed bigint (same bits). lookup3: the hash
+of the text's bytes (hash partitioning's, so stable across releases); the "C" collation
+keeps a nondeterministic default collation from hashing a sort key instead."""
 SIGNED64 = (
     "((({0}) % 18446744073709551616 + 27670116110564327424) % 18446744073709551616"
     " - 9223372036854775808)::bigint"
@@ -29,6 +34,7 @@ class PostgresDialect(SqlDialect):
 
     name = "postgres"
     no_rule = "NULL::int"
+    row_hashes = ROW_HASHES
 
     def param(self, n: int, type_: str | None = None) -> str:
         """Return `$n`, cast with `::type_` when given."""
@@ -64,10 +70,6 @@ class PostgresDialect(SqlDialect):
         if precision == "us":
             return f"({seconds} * 1000000)::bigint"
         return f"(floor({seconds} * 1000) * 1000)::bigint"
-
-    def row_hash(self, renc: str) -> str:
-        """Return the first 8 bytes of md5(renc) through bit(64)."""
-        return ROW_HASH.format(renc)
 
     def filtered(self, func: str, arg: str, where: str, *, distinct: bool = False) -> str:
         """Return the aggregate with a FILTER clause."""
@@ -127,7 +129,7 @@ class PostgresDialect(SqlDialect):
             f"{self._day_measure_sums(view)} "
             "FROM (SELECT date_trunc('day', b.t, $4) AS d, "
             "date_bin($3::interval, b.t, $5::timestamptz) AS s, b.x, b.kd, "
-            f"{self.row_hash('b.renc')} AS h"
+            f"{self.row_hash(view, 'b.renc')} AS h"
             f"{''.join(f', b.m{i}' for i in range(len(view.measures)))} "
             f"FROM ({self.base_sql(view)}) AS b OFFSET 0) AS r "
             "GROUP BY GROUPING SETS ((1, 3), (1, 3, 2)) "

@@ -55,6 +55,7 @@ KIND = registry.StoreKind(
             registry.SLOT_FIRST_PASS,
             registry.VOCABULARY_COUNTER,
             registry.KEY_PICKER,
+            registry.LOOKUP3_ROW_HASH,
         }
     ),
 )

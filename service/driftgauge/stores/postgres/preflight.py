@@ -6,6 +6,7 @@ from typing import Any
 
 from driftgauge.config.runtime import View
 from driftgauge.core.fields import TimestampPrecision
+from driftgauge.encoding.digest import row_hash
 from driftgauge.stores.postgres import dialect
 from driftgauge.stores.preflight import Expects, FieldSchema, Wanted, judge_columns
 
@@ -35,9 +36,33 @@ async def describe(conn: Any, view: View) -> list[FieldSchema]:
     for attr in stmt.get_attributes():
         types.setdefault(attr.name, attr.type)
     where = f"table {view.table}" if view.table is not None else "the view's query"
-    return judge_columns(
+    out = judge_columns(
         view, types, where, lambda w, typ: judge(w, str(typ.name), str(typ.kind), where)
     )
+    if view.row_hash == "lookup3":
+        out.append(await judge_row_hash(conn, view))
+    return out
+
+
+ROW_HASH_PROBE = "S2:k1S5:héllo😀 and twelve+ bytes"
+"""A row encoding whose hash exercises whole words, a tail and multi-byte characters."""
+
+
+async def judge_row_hash(conn: Any, view: View) -> FieldSchema:
+    """Return whether this server's lookup3 row hash is the one Python computes.
+
+    hashtextextended reads its input as native-endian words: a big-endian server (or a
+    future change) would hash every row differently, so it is probed, not assumed.
+    """
+    template = dialect.POSTGRES.row_hashes["lookup3"]
+    got = await conn.fetchval(f"SELECT {template.format('$1::text')}", ROW_HASH_PROBE)
+    problems: tuple[str, ...] = ()
+    if got is None or int(got) % 2**64 != row_hash(ROW_HASH_PROBE, "lookup3"):
+        problems = (
+            "this server's hashtextextended() differs from lookup3 as driftgauge computes "
+            "it (a big-endian server?); set the check's row_hash: md5",
+        )
+    return FieldSchema(Wanted("row_hash", "", "string"), problems)
 
 
 def judge(w: Wanted, type_name: str, kind: str, where: str) -> FieldSchema:

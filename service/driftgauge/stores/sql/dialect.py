@@ -10,8 +10,11 @@ and go in verbatim. No I/O.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar
+
 from driftgauge.config.runtime import View
-from driftgauge.core.fields import FieldType, TimestampPrecision
+from driftgauge.core.fields import FieldType, RowHashName, TimestampPrecision
 
 
 class SqlDialect:
@@ -21,6 +24,10 @@ class SqlDialect:
     """The store kind's name, in messages."""
     no_rule = "NULL"
     """The exclusion index of a view without rules."""
+    row_hashes: ClassVar[Mapping[RowHashName, str]] = {}
+    """Each row hash the engine computes, as SQL over `{0}` (the row encoding) giving the
+    hash's 64 bits as an integer (signed or unsigned; sums are reduced mod 2^64). The one
+    place a dialect spells its row hashes."""
 
     # ---- spellings ---------------------------------------------------------------------
 
@@ -74,9 +81,12 @@ class SqlDialect:
         """Return the 32 lowercase hex digits of md5 over the UTF-8 bytes of `expr`."""
         return f"md5({expr})"
 
-    def row_hash(self, renc: str) -> str:
-        """Return the first 8 bytes of md5(row encoding), big-endian, as a signed bigint."""
-        raise NotImplementedError
+    def row_hash(self, view: View, renc: str) -> str:
+        """Return the view's row hash of row encoding `renc`; ValueError if the engine lacks it."""
+        template = self.row_hashes.get(view.row_hash)
+        if template is None:
+            raise ValueError(f"a {self.name} store cannot compute the {view.row_hash} row hash")
+        return template.format(renc)
 
     def filtered(self, func: str, arg: str, where: str, *, distinct: bool = False) -> str:
         """Return aggregate `func` over `arg` of the rows matching `where`."""
@@ -204,7 +214,7 @@ class SqlDialect:
     def _digests(self, view: View, bucket: str, keys: str) -> str:
         return (
             f"SELECT {bucket} AS bucket, r.x AS rule, count(*) AS n, {keys} AS keys, "
-            f"{self.filtered('sum', self.row_hash('renc'), 'r.x IS NULL')} AS digest"
+            f"{self.filtered('sum', self.row_hash(view, 'renc'), 'r.x IS NULL')} AS digest"
             f"{self.measure_sums_sql(view)} "
             f"FROM ({self.base_sql(view)}) AS r GROUP BY 1, 2 ORDER BY 1, 2"
         )
@@ -237,7 +247,8 @@ class SqlDialect:
         restrict = f" AND {self.prefix_in(khash, self.param(4, 'text[]'))}" if within else ""
         return (
             f"SELECT left({khash}, {self.param(3)}) AS prefix, count(*) AS n, "
-            f"{self.distinct_keys_sql('true')} AS keys, sum({self.row_hash('renc')}) AS digest "
+            f"{self.distinct_keys_sql('true')} AS keys, "
+            f"sum({self.row_hash(view, 'renc')}) AS digest "
             f"FROM ({self.base_sql(view)}) AS r WHERE r.x IS NULL{restrict} GROUP BY 1 ORDER BY 1"
         )
 
@@ -251,7 +262,7 @@ class SqlDialect:
         restrict = f" AND {self.prefix_in(khash, self.param(3, 'text[]'))}" if within else ""
         base = self.base_sql(view, ranges=None if ranges is None else (4 if within else 3, ranges))
         return (
-            f"SELECT r.ktext, {khash} AS khash, {self.row_hash('renc')} AS rhash, r.t "
+            f"SELECT r.ktext, {khash} AS khash, {self.row_hash(view, 'renc')} AS rhash, r.t "
             f"FROM ({base}) AS r WHERE r.x IS NULL{restrict}"
         )
 

@@ -1,0 +1,106 @@
+"""The lookup3 row hash on the real PostgreSQL: probed by the preflight, exact end to end."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+
+import asyncpg
+import pytest
+
+from driftgauge.config.runtime import Check
+from driftgauge.configfile.loader import load_text
+from driftgauge.engine.reconcile import reconcile
+from driftgauge.stores import open_adapter
+from driftgauge.stores.postgres import preflight as pg_preflight
+from driftgauge.stores.preflight import preflight
+
+pytestmark = pytest.mark.integration
+
+T0 = datetime(2026, 2, 1, tzinfo=UTC)
+DAYS = 3
+ROWS = 3000
+CONFIG = """
+stores:
+  pg: {{kind: postgres, dsn: "{dsn}"}}
+state: {{dsn: "{dsn}"}}
+checks:
+  c:
+    source: {{store: pg, table: src, key: id, time: at, fields: {{label: label, amount: amount}}}}
+    reader: {{store: pg, table: dst, key: id, time: at, fields: {{label: label, amount: amount}}}}
+    fields: {{label: string, amount: decimal}}
+    settle: 0s
+    drilldown: {{leaf_rows: 40}}
+    {extra}
+"""
+
+
+@pytest.fixture(scope="module")
+async def tables(pg_database: str) -> AsyncIterator[str]:
+    """Yield a DSN whose src and dst tables differ by 3 missing, 2 extra, 4 mismatched rows."""
+    conn = await asyncpg.connect(pg_database)
+    try:
+        for name in ("src", "dst"):
+            await conn.execute(
+                f"CREATE TABLE {name} (id text, label text, amount numeric, at timestamptz)"
+            )
+            await conn.execute(
+                f"INSERT INTO {name} SELECT 'k' || i, 'label é😀 ' || (i % 13), i / 100.0,"
+                f" $1::timestamptz + (i * interval '{DAYS * 86400 // ROWS} seconds')"
+                f" FROM generate_series(1, {ROWS}) AS i",
+                T0,
+            )
+        await conn.execute(
+            "DELETE FROM dst WHERE id IN ('k10', 'k1500', 'k2999');"
+            "UPDATE dst SET label = label || '!' WHERE id IN ('k7', 'k700', 'k1700', 'k2700')"
+        )
+        await conn.execute(
+            "INSERT INTO dst VALUES ('x1', 'ghost', 1, $1),"
+            " ('x2', 'ghost', 2, $1 + interval '1 day')",
+            T0 + timedelta(hours=5),
+        )
+        yield pg_database
+    finally:
+        await conn.close()
+
+
+def _check(dsn: str, extra: str = "") -> Check:
+    return load_text(CONFIG.format(dsn=dsn, extra=extra)).checks["c"]
+
+
+@pytest.mark.parametrize("slots_first", [False, True], ids=["days", "days+slots"])
+@pytest.mark.parametrize("extra", ["", "row_hash: md5"], ids=["auto", "md5"])
+async def test_a_run_finds_the_planted_drift_exactly_with_either_hash(
+    tables: str, extra: str, slots_first: bool
+) -> None:
+    check = _check(tables, extra)
+    assert check.row_hash == ("md5" if extra else "lookup3")
+    source, reader = await open_adapter(check.source), await open_adapter(check.reader)
+    try:
+        await preflight(check, source, reader)
+        end = T0 + timedelta(days=DAYS + 1)
+        result = await reconcile(
+            check, source, reader, T0, end, now=end + timedelta(days=1), slots_first=slots_first
+        )
+    finally:
+        await source.close()
+        await reader.close()
+    assert result.error is None
+    assert result.to_dict()["row_hash"] == check.row_hash
+    found = [sum(getattr(b, k) for b in result.buckets) for k in ("missing", "extra", "mismatched")]
+    assert found == [3, 2, 4]
+
+
+async def test_the_preflight_probes_the_servers_lookup3(
+    tables: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conn = await asyncpg.connect(tables)
+    try:
+        view = _check(tables).source
+        assert (await pg_preflight.judge_row_hash(conn, view)).problems == ()
+        # A server hashing otherwise (a big-endian one) is refused with what to set.
+        monkeypatch.setattr(pg_preflight, "row_hash", lambda text, algorithm: 0)
+        (problem,) = (await pg_preflight.judge_row_hash(conn, view)).problems
+    finally:
+        await conn.close()
+    assert "differs from lookup3" in problem and "row_hash: md5" in problem
