@@ -183,7 +183,16 @@ async def reconcile(
     many cells per sub-table instead (see encoding.iblt): a day that differs is then
     peeled and only its differing rows fetched; a day that does not peel is drilled down.
     """
-    result = RunResult(check.name, window_start, window_end, started_at=now)
+    result = RunResult(
+        check.name, window_start, window_end, started_at=now, row_hash=check.row_hash
+    )
+    if check.reader.row_hash != check.row_hash:
+        # Digests of two different hashes differ on every row: refuse, never report drift.
+        result.error = (
+            f"the source hashes rows with {check.row_hash}, the reader with "
+            f"{check.reader.row_hash}; a check's sides must use one row hash"
+        )
+        return result
     sides = _Sides(
         _Counted(source, check.source.store.name), _Counted(reader, check.reader.store.name)
     )

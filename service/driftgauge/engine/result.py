@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from driftgauge.core.aggregate import Aggregate
+from driftgauge.core.fields import RowHashName
 from driftgauge.engine.payloads import (
     AggregateOut,
     BucketResultOut,
@@ -151,6 +152,8 @@ class RunResult:
     source_seconds: float = 0.0
     """Time spent waiting on the source (calls overlap, so this can exceed the wall time)."""
     reader_seconds: float = 0.0
+    row_hash: RowHashName = "md5"
+    """The hash every row digest of this run was computed with (digests of another differ)."""
 
     @property
     def status(self) -> RunStatus:
@@ -179,6 +182,7 @@ class RunResult:
             "rows_fetched": self.rows_fetched,
             "source_seconds": round(self.source_seconds, 3),
             "reader_seconds": round(self.reader_seconds, 3),
+            "row_hash": self.row_hash,
             "buckets": [b.to_dict(with_tree=with_tree) for b in self.buckets],
         }
 

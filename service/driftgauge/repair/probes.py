@@ -306,7 +306,8 @@ async def _reconciled(
     """Return the reader's day of `window_start` from the first reconciliation in between."""
     day = window_start.astimezone(check.timezone).date()
     rec = await conn.fetchrow(
-        "SELECT b.* FROM buckets b JOIN runs r ON r.id = b.run_id WHERE r.check_name = $1"
+        "SELECT b.*, r.row_hash FROM buckets b JOIN runs r ON r.id = b.run_id"
+        " WHERE r.check_name = $1"
         " AND r.complete AND b.day = $2 AND r.started_at >= $3"
         " AND ($4::timestamptz IS NULL OR r.finished_at <= $4)"
         " ORDER BY r.started_at, r.id LIMIT 1",
@@ -324,6 +325,8 @@ async def _reconciled(
         "distinct_keys": int(rec["reader_distinct"]),
         "digest": str(rec["reader_digest"]),
     }
+    if rec["row_hash"] != "md5":
+        snap["row_hash"] = rec["row_hash"]
     # Measure totals, once buckets carry them: {"reader": {name: total}, ...}.
     measures = rec.get("measures")
     if isinstance(measures, str):

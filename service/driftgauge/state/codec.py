@@ -70,6 +70,8 @@ class RunRow:
     queries: int
     rows_fetched: int
     replica: str
+    row_hash: str = "md5"
+    """The hash the run's digests were computed with."""
 
     def payload(self) -> RunOut:
         """Return the run as the payload the API shows (instants in ISO 8601)."""

@@ -50,3 +50,8 @@ class RunOut(BaseModel):
     queries: int
     rows_fetched: int
     replica: str
+    row_hash: str = Field(
+        "md5",
+        description="The hash of each row encoding the run's digests were computed with "
+        "(md5 or lookup3); digests of runs with different hashes are not comparable.",
+    )

@@ -178,7 +178,7 @@ class StateStore(Reads):
             flipped = await conn.fetchval(
                 "UPDATE runs SET status = $2, complete = true, finished_at = $3,"
                 " duration_seconds = coalesce($4, extract(epoch FROM $3 - started_at)),"
-                " queries = $5, rows_fetched = $6, error = NULL"
+                " queries = $5, rows_fetched = $6, error = NULL, row_hash = $7"
                 " WHERE id = $1 AND status = 'running' RETURNING id",
                 run_id,
                 status,
@@ -186,6 +186,7 @@ class StateStore(Reads):
                 duration,
                 result.queries,
                 result.rows_fetched,
+                result.row_hash,
             )
             if flipped is None:
                 raise StateError(f"run {run_id} is not running (finished or abandoned)")
