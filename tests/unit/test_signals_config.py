@@ -150,3 +150,19 @@ def test_without_marker_clause_keeps_every_other_clause() -> None:
     assert only == {"bool": {}}
     with pytest.raises(ValueError, match=r"no bool\.must_not clause"):
         querydsl.without_marker_clause(TIERS, "driftgauge_canary")
+
+
+def test_an_elasticsearch_reader_gives_its_filter_terms_but_takes_no_canary() -> None:
+    text = config(vocabulary={"label": {}}, canary={"store": "os_sync"})
+    text = text.replace("kind: opensearch", "kind: elasticsearch")
+    got = problems(text)
+    # The vocabulary's accepted values come from the query DSL filter, as on OpenSearch.
+    assert not any(p.startswith("checks.reviews.vocabulary") for p in got), got
+    assert (
+        "checks.reviews.canary.store: the canary writes to OpenSearch; store 'os_sync' is "
+        "elasticsearch" in got
+    )
+    vocabulary = load_text(
+        config(vocabulary={"label": {}}).replace("kind: opensearch", "kind: elasticsearch")
+    )
+    assert vocabulary.checks["reviews"].vocabulary[0].accepted == ("first_tier", "second_tier")

@@ -112,7 +112,7 @@ def build_vocabulary(
         filter_field = fm.filter_field or reader.columns[i]
         if fm.accepted is not None:
             accepted = tuple(sorted({querydsl.canonical_value(v) for v in fm.accepted}))
-        elif reader.kind == "opensearch":
+        elif reader.index is not None:  # a query DSL reader: opensearch, elasticsearch
             found = querydsl.accepted_terms(reader.filter, filter_field)
             if found is None:
                 problems.append(
@@ -122,7 +122,7 @@ def build_vocabulary(
                 continue
             accepted = found
         else:
-            problems.append(f"{where}.{name}.accepted: field required for a postgres reader")
+            problems.append(f"{where}.{name}.accepted: field required for a {reader.kind} reader")
             continue
         out.append(VocabularyField(name, source.columns[i], reader.columns[i], accepted))
     return tuple(out)
