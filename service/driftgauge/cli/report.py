@@ -4,25 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from driftgauge.engine.result import BucketResult, KeyDiff, RunResult
+from driftgauge.engine.result import BucketResult, RunResult
 
 TOTALLED = ("expected", "visible", "missing", "extra", "mismatched", "duplicates")
-
-
-def _sample(k: KeyDiff) -> dict[str, Any]:
-    return {
-        "key": k.key,
-        "kind": k.kind,
-        "source_copies": k.source_copies,
-        "reader_copies": k.reader_copies,
-        "event_time": k.event_time.isoformat() if k.event_time else None,
-    }
 
 
 def _bucket(b: BucketResult) -> dict[str, Any]:
     return {
         **b.to_dict(),
-        "samples": [_sample(k) for k in b.samples],
+        "samples": [k.payload().model_dump() for k in b.samples],
         "ledger_excluded": dict(b.ledger_excluded),
     }
 

@@ -10,7 +10,7 @@ from driftgauge.core import buckets
 from driftgauge.core.errors import ConfigError
 from driftgauge.engine import explain
 from driftgauge.engine.join import Delta, join_rows
-from driftgauge.engine.payloads import DrillKeyOut, DrillOut
+from driftgauge.engine.payloads import DrillOut
 from driftgauge.engine.reconcile import compare_hours, compare_prefixes
 from driftgauge.engine.result import sort_key
 from driftgauge.stores.base import StoreAdapter
@@ -79,16 +79,7 @@ async def drill_live(
                 f"{want.digest:016x}; the keys found by {diff.found.count:+d} rows, digest "
                 f"{diff.found.digest:016x}"
             )
-        report.keys = [
-            DrillKeyOut(
-                key=k.key,
-                kind=k.kind,
-                source_copies=k.source_copies,
-                reader_copies=k.reader_copies,
-                event_time=k.event_time.isoformat() if k.event_time else None,
-            )
-            for k in sorted(diff.keys, key=lambda k: (k.kind, sort_key(k)))
-        ]
+        report.keys = [k.payload() for k in sorted(diff.keys, key=lambda k: (k.kind, sort_key(k)))]
     return report
 
 

@@ -13,6 +13,7 @@ from driftgauge.engine.payloads import (
     BucketResultOut,
     BucketStatus,
     DriftKind,
+    DrillKeyOut,
     NodeOut,
 )
 
@@ -35,6 +36,12 @@ class KeyDiff:
     event_time: datetime | None = None
     key_hash: str | None = None
     """The key hash the stores computed, when the key came from a join."""
+
+    def payload(self) -> DrillKeyOut:
+        """Return the key as the payload the CLI and a live drill-down show (no key hash)."""
+        when = self.event_time.isoformat() if self.event_time else None
+        # The payload's fields are this key's, by name; the key hash is not among them.
+        return DrillKeyOut.model_validate({**vars(self), "event_time": when})
 
 
 @dataclass

@@ -114,15 +114,7 @@ class StoredKey:
 
     def payload(self) -> KeyOut:
         """Return the key as the payload the API shows."""
-        d = self.diff
-        return KeyOut(
-            key=d.key,
-            kind=d.kind,
-            source_copies=d.source_copies,
-            reader_copies=d.reader_copies,
-            key_hash=self.key_hash,
-            event_time=d.event_time.isoformat() if d.event_time else None,
-        )
+        return KeyOut(**self.diff.payload().model_dump(), key_hash=self.key_hash)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the key as a JSON-ready dict."""
