@@ -26,6 +26,7 @@ from driftgauge.core.errors import ConfigError
 if TYPE_CHECKING:
     from driftgauge.engine.result import RunResult
     from driftgauge.jobs.adapters import Adapters
+    from driftgauge.stores.base import StoreAdapter
 
 
 def add_commands(sub: Any) -> None:
@@ -50,9 +51,10 @@ def add_commands(sub: Any) -> None:
         choices=("auto", "days", "slots"),
         default="auto",
         help="days: day aggregates only; slots: also each day's slots, so a "
-        "differing day is not hashed twice; auto (default): slots "
+        "differing day is not hashed twice; auto (default): difference digests when "
+        "both sides can (sized from the stored verdicts), else slots "
         "when the last stored verdict of a day in the window is drift or no day "
-        "of it was judged yet (with --no-store nothing is known: slots)",
+        "of it was judged yet (with --no-store nothing is known: default digests, or slots)",
     )
     log_options(chk, "WARNING", "text")
 
@@ -112,6 +114,7 @@ async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> 
                     sample_keys=config.api.sample_keys,
                     progress=bar.update,
                     slots_first=slots_first is not False,
+                    digest_width=_default_width(args.first_pass, source, reader),
                 )
                 result.finished_at = datetime.now(UTC)
             else:
@@ -138,6 +141,15 @@ async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> 
     return {"ok": EXIT_OK, "drift": EXIT_DRIFT, "nothing_judged": EXIT_NOTHING_JUDGED}.get(
         result.status, EXIT_ERROR
     )
+
+
+def _default_width(first_pass: str, source: StoreAdapter, reader: StoreAdapter) -> int | None:
+    """Return the digest width of an auto first pass with no history, when both sides can."""
+    from driftgauge.encoding.iblt import DEFAULT_WIDTH
+    from driftgauge.stores.base import DigestFirstPass
+
+    capable = isinstance(source, DigestFirstPass) and isinstance(reader, DigestFirstPass)
+    return DEFAULT_WIDTH if first_pass == "auto" and capable else None
 
 
 async def _stored_run(

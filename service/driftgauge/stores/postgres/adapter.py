@@ -8,9 +8,11 @@ from typing import Any, Self
 
 from driftgauge.config.runtime import View
 from driftgauge.core.aggregate import Aggregate
+from driftgauge.encoding import iblt
 from driftgauge.encoding.digest import unsigned64
 from driftgauge.stores.base import (
     BucketDigest,
+    DigestPass,
     FirstPass,
     Granularity,
     LazySlots,
@@ -40,6 +42,7 @@ class PostgresAdapter(DialectAdapter):
     def _compile(self) -> None:
         super()._compile()
         self._sql_day_slot = dialect.day_slot_sql(self.view)
+        self._sql_day_cell = dialect.day_cell_sql(self.view)
 
     @classmethod
     async def open(cls, view: View, pool: Any = None) -> Self:
@@ -105,6 +108,26 @@ class PostgresAdapter(DialectAdapter):
         return FirstPass(
             days, LazySlots({_utc(d): rs for d, rs in by_day.items()}, _slots_from_records)
         )
+
+    async def day_and_cell_digests(self, start: datetime, end: datetime, width: int) -> DigestPass:
+        """Return day buckets and each day's difference digest from one scan."""
+        if not 1 <= width <= iblt.MAX_WIDTH:
+            raise ValueError(f"width must be between 1 and {iblt.MAX_WIDTH}, got {width}")
+        if start >= end:
+            return DigestPass([], {})
+        rows = await self._fetch(
+            "day and cell digests", self._sql_day_cell, start, end, width, self.view.timezone.key
+        )
+        tables: dict[datetime, dict[int, iblt.Cell]] = {}
+        for r in rows:
+            if r["cell"] is not None:
+                tables.setdefault(_utc(r["bucket"]), {})[r["cell"]] = (
+                    r["n"],
+                    unsigned64(r["digest"]),
+                    unsigned64(r["checks"]),
+                    unsigned64(r["times"]),
+                )
+        return DigestPass(self._buckets([r for r in rows if r["cell"] is None]), tables)
 
     async def _rows(
         self, start: datetime, end: datetime, prefixes: Sequence[str] | None, spans: Spans | None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from driftgauge.config.runtime import View
 from driftgauge.core.fields import RowHashName, TimestampPrecision
+from driftgauge.encoding import iblt
 from driftgauge.stores.sql.dialect import SqlDialect
 
 ROW_HASHES: dict[RowHashName, str] = {
@@ -136,6 +137,48 @@ class PostgresDialect(SqlDialect):
             "HAVING r.x IS NULL OR GROUPING(r.s) = 1"
         )
 
+    def day_cell_sql(self, view: View) -> str:
+        """Return day buckets by rule plus each day's difference-digest cells from one scan.
+
+        $3 is the cells per sub-table, $4 the time zone name. Rows with a NULL cell are
+        the day set (as bucket_sql gives it); the others are the (day, cell) sums over the
+        rows no rule excludes, as encoding.iblt.build computes them. The scanned rows are
+        kept once (a materialized CTE, so each row is hashed once) for K + 1 groupings:
+        the day's (its distinct-key count needs a sort), and one hash aggregate per
+        sub-table, each row to its cell there.
+        """
+        m = iblt.MASK32
+        p = f"(((b.h & {m}) * {iblt.C1}) # (((b.h >> 32) & {m}) * {iblt.C2}))"
+        q = f"({p} # ({p} >> 29))"
+        check = f"((({q} & {m}) * {iblt.C3}) # (({q} >> 32) * {iblt.C4}))"
+        cells = "".join(
+            f", {j} * $3::bigint + ((b.h >> {iblt.POSITION_BITS * j}) & {iblt.POSITION_MASK})"
+            f" % $3::bigint AS c{j}"
+            for j in range(iblt.K)
+        )
+        n_measures = len(view.measures)
+        nulls = "".join(f", NULL::numeric AS m{i}" for i in range(n_measures))
+        sums = f"{SIGNED64.format('sum(s.h)')}, {SIGNED64.format('sum(s.c)')}, "
+        sums += SIGNED64.format("sum(s.us)")
+        per_table = " ".join(
+            f"UNION ALL SELECT s.d, NULL::int, s.c{j}, count(*), NULL::bigint, {sums}{nulls} "
+            f"FROM s WHERE s.x IS NULL GROUP BY 1, 3"
+            for j in range(iblt.K)
+        )
+        return (
+            f"WITH s AS MATERIALIZED (SELECT b.d, b.x, b.kd, b.h, b.us, {check} AS c{cells}"
+            f"{''.join(f', b.m{i}' for i in range(n_measures))} "
+            "FROM (SELECT date_trunc('day', r.t, $4) AS d, r.x, r.kd, "
+            f"{self.row_hash(view, 'r.renc')} AS h, {self.epoch_micros('r.t', 'us')} AS us"
+            f"{''.join(f', r.m{i}' for i in range(n_measures))} "
+            f"FROM ({self.base_sql(view)}) AS r OFFSET 0) AS b) "
+            "SELECT r.d AS bucket, r.x AS rule, NULL::bigint AS cell, count(*) AS n, "
+            f"{self.distinct_keys_sql('r.x IS NULL')} AS keys, "
+            f"{SIGNED64.format(self.filtered('sum', 'r.h', 'r.x IS NULL'))} AS digest, "
+            f"NULL::bigint AS checks, NULL::bigint AS times{self.measure_sums_sql(view)} "
+            f"FROM s AS r GROUP BY 1, 2 {per_table}"
+        )
+
     def _day_measure_sums(self, view: View) -> str:
         # Totals for the day rows only: first-pass slots are compared by count and digest.
         return "".join(
@@ -154,6 +197,7 @@ exclusion_sql = POSTGRES.exclusion_sql
 bucket_sql = POSTGRES.bucket_sql
 slot_sql = POSTGRES.slot_sql
 day_slot_sql = POSTGRES.day_slot_sql
+day_cell_sql = POSTGRES.day_cell_sql
 prefix_sql = POSTGRES.prefix_sql
 rows_sql = POSTGRES.rows_sql
 value_counts_sql = POSTGRES.value_counts_sql
