@@ -15,6 +15,7 @@ import pytest
 
 from driftgauge.configfile.loader import load_text
 from driftgauge.core import buckets
+from driftgauge.core.fields import RowHashName
 from driftgauge.encoding import iblt
 from driftgauge.encoding.digest import epoch_micros
 from driftgauge.engine.reconcile import reconcile
@@ -41,9 +42,12 @@ async def stores() -> AsyncIterator[PostgresSource]:
         await source.drop()
 
 
-@pytest.mark.parametrize("width", [16, 101])
-async def test_the_sql_builds_the_tables_python_builds(stores: PostgresSource, width: int) -> None:
+@pytest.mark.parametrize(("width", "row_hash"), [(16, "md5"), (101, "lookup3")])
+async def test_the_sql_builds_the_tables_python_builds(
+    stores: PostgresSource, width: int, row_hash: RowHashName
+) -> None:
     view = kind_postgres.view(stores.dsn, replace(SPEC, exclusions=RULES), "items")
+    view = replace(view, row_hash=row_hash)
     adapter = await open_adapter(view)
     try:
         assert isinstance(adapter, DigestFirstPass)
