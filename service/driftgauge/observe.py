@@ -25,6 +25,8 @@ from driftgauge.core.errors import (
 OPERATIONS = ("open", "preflight", "digests", "slots", "prefixes", "rows")
 """What a store call did: connect, read the field schema, bucket digests, slot digests,
 key-hash prefix digests, rows."""
+SCANS = ("digests", "slots", "prefixes", "rows")
+"""The OPERATIONS that read rows."""
 ERROR_KINDS = ("timeout", "unavailable", "permission", "query")
 QUERY_BUCKETS = (
     0.005,
@@ -105,8 +107,31 @@ STORE_QUERIES = Histogram(QUERY_BUCKETS)
 """Store call durations by (store, operation)."""
 RUNS = Histogram(RUN_BUCKETS)
 """Run durations by (check, trigger)."""
-_lock = threading.Lock()
-_errors: dict[tuple[str, str], int] = {}
+
+
+@dataclass
+class Counts:
+    """Counters by label values, added to from any thread."""
+
+    values: dict[tuple[str, ...], int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, labels: tuple[str, ...], n: int = 1) -> None:
+        """Add `n` to the counter of these label values."""
+        with self._lock:
+            self.values[labels] = self.values.get(labels, 0) + n
+
+    def snapshot(self) -> dict[tuple[str, ...], int]:
+        """Return every counter so far."""
+        with self._lock:
+            return dict(self.values)
+
+
+STORE_ERRORS = Counts()
+"""Failed store calls by (store, kind)."""
+ROWS_SCANNED = Counts()
+"""Rows that store calls digested or returned, by (store, operation): the load a run puts
+on a store, so a check that grows into a load incident shows before it becomes one."""
 
 
 def error_kind(exc: StoreError) -> str:
@@ -122,14 +147,12 @@ def error_kind(exc: StoreError) -> str:
 
 def count_error(store: str, kind: str) -> None:
     """Count one failed call on `store`."""
-    with _lock:
-        _errors[(store, kind)] = _errors.get((store, kind), 0) + 1
+    STORE_ERRORS.add((store, kind))
 
 
-def error_counts() -> dict[tuple[str, str], int]:
+def error_counts() -> dict[tuple[str, ...], int]:
     """Return failed store calls so far, by (store, kind)."""
-    with _lock:
-        return dict(_errors)
+    return STORE_ERRORS.snapshot()
 
 
 @contextmanager

@@ -145,6 +145,7 @@ def test_exposition_matches_the_documented_stores_and_run_durations_sections() -
     assert seen == {n: (t, labels) for n, (t, labels, _) in docs.items()}
     assert docs["driftgauge_store_errors_total"][2] == set(observe.ERROR_KINDS)
     assert docs["driftgauge_store_query_duration_seconds"][2] == set(observe.OPERATIONS)
+    assert docs["driftgauge_store_rows_scanned_total"][2] == set(observe.SCANS)
     errors = [
         s
         for f in text_string_to_metric_families(text)

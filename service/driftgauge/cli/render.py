@@ -64,7 +64,8 @@ def render_run(result: RunResult) -> str:
     lines.extend(render_totals(result))
     lines.append(
         f"{len(result.buckets)} day buckets, {result.queries} store queries, "
-        f"{result.rows_fetched} rows fetched, row hash {result.row_hash}"
+        f"{result.rows_fetched} rows fetched, {result.rows_scanned} rows scanned, "
+        f"row hash {result.row_hash}"
     )
     return "\n".join(lines)
 

@@ -59,6 +59,8 @@ class _Counted:
         """The configured store's name, for the process's store-call metrics."""
         self.queries = 0
         self.rows = 0
+        self.scanned = 0
+        """Rows the store digested or returned for this run (see _scan)."""
         self.seconds = 0.0
         """Time spent waiting on this store, summed over concurrent calls."""
 
@@ -73,11 +75,18 @@ class _Counted:
         finally:
             self.seconds += time.perf_counter() - t0
 
+    def _scan(self, operation: str, rows: int) -> None:
+        """Count rows a call digested (excluded ones too: the store read them) or returned."""
+        self.scanned += rows
+        observe.ROWS_SCANNED.add((self.store, operation), rows)
+
     async def buckets(
         self, start: datetime, end: datetime, granularity: Granularity
     ) -> list[BucketDigest]:
         with self._timed("digests"):
-            return await self.inner.bucket_digests(start, end, granularity)
+            out = await self.inner.bucket_digests(start, end, granularity)
+        self._scan("digests", _rows_in(out))
+        return out
 
     async def first_pass(
         self, start: datetime, end: datetime, with_slots: bool
@@ -85,8 +94,12 @@ class _Counted:
         """Return the day buckets, with their slots when asked and the store can."""
         with self._timed("digests"):
             if with_slots and isinstance(self.inner, SlotFirstPass):
-                return await self.inner.day_and_slot_digests(start, end, FIRST_PASS_SLOT), True
-            return FirstPass(await self.inner.bucket_digests(start, end, "day"), {}), False
+                got = await self.inner.day_and_slot_digests(start, end, FIRST_PASS_SLOT), True
+            else:
+                got = FirstPass(await self.inner.bucket_digests(start, end, "day"), {}), False
+        # The slots come from the same scan as the days: their rows are not read again.
+        self._scan("digests", _rows_in(got[0].days))
+        return got
 
     async def digest_pass(self, start: datetime, end: datetime, width: int) -> DigestPass:
         """Return the day buckets and their difference digests."""
@@ -98,12 +111,16 @@ class _Counted:
         self, start: datetime, end: datetime, depth: int, within: Sequence[str] | None
     ) -> dict[str, Aggregate]:
         with self._timed("prefixes"):
-            return await self.inner.prefix_digests(start, end, depth, within)
+            out = await self.inner.prefix_digests(start, end, depth, within)
+        self._scan("prefixes", sum(a.count for a in out.values()))
+        return out
 
     async def slots(self, start: datetime, end: datetime, seconds: int) -> list[BucketDigest]:
         with self._timed("slots"):
             # Only asked of days where no key repeats: keys need not be counted again.
-            return await self.inner.slot_digests(start, end, seconds, distinct=False)
+            out = await self.inner.slot_digests(start, end, seconds, distinct=False)
+        self._scan("slots", _rows_in(out))
+        return out
 
     async def rows_of(
         self,
@@ -120,7 +137,13 @@ class _Counted:
             )
             out = [row async for row in rows]
         self.rows += len(out)
+        self._scan("rows", len(out))
         return out
+
+
+def _rows_in(buckets: Sequence[BucketDigest]) -> int:
+    """Return the rows a list of bucket digests covers, excluded rows included."""
+    return sum(b.agg.count + sum(b.excluded.values()) for b in buckets)
 
 
 @dataclass(frozen=True)
@@ -255,6 +278,7 @@ async def reconcile(
         result.buckets = []
     result.queries = sides.source.queries + sides.reader.queries
     result.rows_fetched = sides.source.rows + sides.reader.rows
+    result.rows_scanned = sides.source.scanned + sides.reader.scanned
     result.source_seconds = sides.source.seconds
     result.reader_seconds = sides.reader.seconds
     return result

@@ -156,6 +156,8 @@ class RunResult:
     queries: int = 0
     """Store round trips made, both sides together."""
     rows_fetched: int = 0
+    rows_scanned: int = 0
+    """Rows the stores digested or returned for this run, both sides together."""
     source_seconds: float = 0.0
     """Time spent waiting on the source (calls overlap, so this can exceed the wall time)."""
     reader_seconds: float = 0.0
@@ -187,6 +189,7 @@ class RunResult:
             "error": self.error,
             "queries": self.queries,
             "rows_fetched": self.rows_fetched,
+            "rows_scanned": self.rows_scanned,
             "source_seconds": round(self.source_seconds, 3),
             "reader_seconds": round(self.reader_seconds, 3),
             "row_hash": self.row_hash,

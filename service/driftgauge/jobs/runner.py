@@ -184,6 +184,7 @@ async def _record(
             "store": result.failed_store,
             "duration_seconds": round(duration, 3),
             "queries": result.queries,
+            "rows_scanned": result.rows_scanned,
             "drift": sum(b.drift for b in result.buckets),
         },
     )

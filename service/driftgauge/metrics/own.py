@@ -21,11 +21,27 @@ def _histogram(
     return fam
 
 
+def _counter(
+    name: str,
+    doc: str,
+    labels: list[str],
+    always: set[tuple[str, ...]],
+    counts: observe.Counts,
+) -> CounterMetricFamily:
+    """Return a counter family with a series for each of `always` from the start."""
+    fam = CounterMetricFamily(name, doc, labels=labels)
+    got = counts.snapshot()
+    for values in sorted(always | set(got)):
+        fam.add_metric(list(values), got.get(values, 0))
+    return fam
+
+
 def own_part(stores: Sequence[str]) -> CollectorPart:
     """Return the part that yields the store-call and run-duration families.
 
-    Every (store, kind) of `stores` has an error series from the start, so rate() sees the
-    first error; durations appear once a call or run has finished.
+    Every (store, kind) of `stores` has an error series, and every (store, operation) a
+    rows-scanned series, from the start, so rate() sees the first one; durations appear
+    once a call or run has finished.
     """
 
     def collect() -> Iterable[Metric]:
@@ -35,16 +51,20 @@ def own_part(stores: Sequence[str]) -> CollectorPart:
             ["store", "operation"],
             observe.STORE_QUERIES,
         )
-        errors = CounterMetricFamily(
+        yield _counter(
             "driftgauge_store_errors",
             "Store calls made by this process that failed.",
-            labels=["store", "kind"],
+            ["store", "kind"],
+            {(s, k) for s in stores for k in observe.ERROR_KINDS},
+            observe.STORE_ERRORS,
         )
-        got = observe.error_counts()
-        keys = {(s, k) for s in stores for k in observe.ERROR_KINDS} | set(got)
-        for store, kind in sorted(keys):
-            errors.add_metric([store, kind], got.get((store, kind), 0))
-        yield errors
+        yield _counter(
+            "driftgauge_store_rows_scanned",
+            "Rows that this process's store calls digested or returned.",
+            ["store", "operation"],
+            {(s, op) for s in stores for op in observe.SCANS},
+            observe.ROWS_SCANNED,
+        )
         yield _histogram(
             "driftgauge_run_duration_seconds",
             "Wall time of runs made by this process, whatever their outcome.",

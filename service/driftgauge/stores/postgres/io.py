@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -197,8 +198,14 @@ async def store_pool(store: PostgresStore) -> Any:
                 max_size=store.pool_max,
                 timeout=store.timeout,
                 command_timeout=store.timeout,
-                # UTC sessions make a timestamp without time zone read as UTC everywhere.
-                server_settings={"TimeZone": "UTC", "application_name": "driftgauge"},
+                server_settings={
+                    # UTC sessions make a timestamp without time zone read as UTC everywhere.
+                    "TimeZone": "UTC",
+                    "application_name": "driftgauge",
+                    # The server's own deadline: a replica killed mid-query leaves nobody
+                    # to cancel it, and the source would carry the scan on alone.
+                    "statement_timeout": f"{math.ceil(store.timeout * 1000)}ms",
+                },
             ),
             timeout=store.timeout,
         )
