@@ -21,6 +21,25 @@ def _histogram(
     return fam
 
 
+STORE_COUNTERS = (
+    (
+        "driftgauge_store_errors",
+        "Store calls made by this process that failed.",
+        ["store", "kind"],
+        observe.ERROR_KINDS,
+        observe.STORE_ERRORS,
+    ),
+    (
+        "driftgauge_store_rows_scanned",
+        "Rows that this process's store calls digested or returned.",
+        ["store", "operation"],
+        observe.SCANS,
+        observe.ROWS_SCANNED,
+    ),
+)
+"""Per-store counters: name, help, labels, the second label's values, the counts."""
+
+
 def _counter(
     name: str,
     doc: str,
@@ -51,20 +70,9 @@ def own_part(stores: Sequence[str]) -> CollectorPart:
             ["store", "operation"],
             observe.STORE_QUERIES,
         )
-        yield _counter(
-            "driftgauge_store_errors",
-            "Store calls made by this process that failed.",
-            ["store", "kind"],
-            {(s, k) for s in stores for k in observe.ERROR_KINDS},
-            observe.STORE_ERRORS,
-        )
-        yield _counter(
-            "driftgauge_store_rows_scanned",
-            "Rows that this process's store calls digested or returned.",
-            ["store", "operation"],
-            {(s, op) for s in stores for op in observe.SCANS},
-            observe.ROWS_SCANNED,
-        )
+        for name, doc, labels, values, counts in STORE_COUNTERS:
+            always: set[tuple[str, ...]] = {(store, v) for store in stores for v in values}
+            yield _counter(name, doc, labels, always, counts)
         yield _histogram(
             "driftgauge_run_duration_seconds",
             "Wall time of runs made by this process, whatever their outcome.",
