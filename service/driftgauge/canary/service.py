@@ -11,7 +11,8 @@ from driftgauge.canary.probe import CanaryResult, Connections, KeyPicker, run_ca
 from driftgauge.canary.store import CanaryStore
 from driftgauge.config.runtime import Check
 from driftgauge.core.clock import utc_now
-from driftgauge.core.errors import DriftgaugeError, UnknownCheck
+from driftgauge.core.errors import DriftgaugeError
+from driftgauge.served import ServedChecks
 from driftgauge.stores.base import KeyQuery, StoreAdapter
 
 log = logging.getLogger("driftgauge.canary")
@@ -45,7 +46,7 @@ class CanaryService:
         on_result: Callable[[CanaryResult], Awaitable[None]] | None = None,
         connections: Connections | None = None,
     ) -> None:
-        self._checks = {n: c for n, c in checks.items() if c.canary is not None}
+        self._checks = ServedChecks(checks, lambda c: c.canary is not None, "a canary")
         self._connections = connections
         self.store = store
         self._source = source
@@ -55,13 +56,11 @@ class CanaryService:
     @property
     def checks(self) -> list[str]:
         """Return the names of the checks that have a canary."""
-        return sorted(self._checks)
+        return self._checks.names
 
     async def run(self, name: str) -> CanaryResult:
         """Run one check's canary now, record it and return the result."""
         check = self._checks.get(name)
-        if check is None:
-            raise UnknownCheck(f"no check named {name!r} has a canary")
         result = await run_canary(
             check,
             key_picker_for(check, self._source),

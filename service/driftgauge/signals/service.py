@@ -8,7 +8,8 @@ from datetime import datetime, timedelta
 
 from driftgauge.config.runtime import Check, Volume
 from driftgauge.core.clock import utc_now
-from driftgauge.core.errors import DriftgaugeError, UnknownCheck
+from driftgauge.core.errors import DriftgaugeError
+from driftgauge.served import ServedChecks
 from driftgauge.signals.run import SignalsResult, evaluate_signals
 from driftgauge.signals.store import SignalsStore
 from driftgauge.stores.base import StoreAdapter
@@ -35,7 +36,11 @@ class SignalsService:
         *,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
-        self._checks = {n: c for n, c in checks.items() if c.vocabulary or c.volume is not None}
+        self._checks = ServedChecks(
+            checks,
+            lambda c: bool(c.vocabulary) or c.volume is not None,
+            "vocabulary or volume settings",
+        )
         self.store = store
         self._source = source
         self._clock = clock
@@ -43,18 +48,16 @@ class SignalsService:
     @property
     def checks(self) -> list[str]:
         """Return the names of the checks with vocabulary or volume settings."""
-        return sorted(self._checks)
+        return self._checks.names
 
     def volume_settings(self, name: str) -> Volume | None:
         """Return the check's volume settings, or None if it has none (or is unknown)."""
-        check = self._checks.get(name)
+        check = self._checks.find(name)
         return check.volume if check is not None else None
 
     async def run(self, name: str) -> SignalsResult:
         """Measure one check's recent window now and record it."""
         check = self._checks.get(name)
-        if check is None:
-            raise UnknownCheck(f"no check named {name!r} has vocabulary or volume settings")
         now = self._clock()
         return await evaluate_signals(
             check, await self._source(check), self.store, recent_start(check, now), now, now=now

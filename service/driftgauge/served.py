@@ -1,0 +1,33 @@
+"""The checks a feature serves (those with its settings), looked up by name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from driftgauge.config.runtime import Check
+from driftgauge.core.errors import UnknownCheck
+
+
+class ServedChecks:
+    """The configured checks that have a feature's settings, by name."""
+
+    def __init__(self, checks: Mapping[str, Check], serves: Callable[[Check], bool], what: str):
+        self._checks = {n: c for n, c in checks.items() if serves(c)}
+        self._what = what
+        """What every served check has, for the error naming an unserved one."""
+
+    @property
+    def names(self) -> list[str]:
+        """Return the names of the served checks, sorted."""
+        return sorted(self._checks)
+
+    def find(self, name: str) -> Check | None:
+        """Return the served check of that name, or None."""
+        return self._checks.get(name)
+
+    def get(self, name: str) -> Check:
+        """Return the served check of that name; raise UnknownCheck if there is none."""
+        check = self._checks.get(name)
+        if check is None:
+            raise UnknownCheck(f"no check named {name!r} has {self._what}")
+        return check
