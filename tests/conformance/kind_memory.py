@@ -10,10 +10,19 @@ from datetime import datetime
 from typing import Any, cast
 from zoneinfo import ZoneInfo
 
+from driftgauge.core.fields import NULL_KEY
 from driftgauge.encoding import digest as d
 from driftgauge.stores.base import RowHash, StoreAdapter
 from driftgauge.stores.memory import MemoryAdapter
-from tests.conformance.spec import ROW_CHANGES, SLOT_FIRST_PASS, Failures, Hung, Spec, Table
+from tests.conformance.spec import (
+    COMPOSITE_KEYS,
+    ROW_CHANGES,
+    SLOT_FIRST_PASS,
+    Failures,
+    Hung,
+    Spec,
+    Table,
+)
 
 _HASHED: dict[tuple[Any, ...], tuple[dict[str, Any], RowHash]] = {}
 """Rows hashed once per view shape: a kind's tests open many views on the same rows.
@@ -36,13 +45,25 @@ def _row_hash(row: dict[str, Any], spec: Spec) -> RowHash:
     return held[1]
 
 
+def _key(row: dict[str, Any], spec: Spec) -> d.Key:
+    if isinstance(spec.key, str):
+        return row[spec.key]  # type: ignore[no-any-return]
+    return tuple(row[c] for c in spec.key)
+
+
+def _key_types(spec: Spec) -> d.KeyTypes:
+    if isinstance(spec.key, str) or isinstance(spec.key_type, tuple):
+        return spec.key_type  # type: ignore[return-value]
+    return (spec.key_type,) * len(spec.key)  # type: ignore[return-value]
+
+
 def _hash(row: dict[str, Any], spec: Spec) -> RowHash:
-    key = row[spec.key]
+    key = _key(row, spec)
     values = [row[column] for column, _ in spec.fields.values()]
     types = [type_ for _, type_ in spec.fields.values()]
     key_hash, row_hash = d.hash_row(
         key,
-        spec.key_type,  # type: ignore[arg-type]
+        _key_types(spec),
         values,
         types,  # type: ignore[arg-type]
         spec.precision,  # type: ignore[arg-type]
@@ -57,7 +78,8 @@ def adapter(rows: Sequence[dict[str, Any]], spec: Spec) -> MemoryAdapter:
     for row in rows:
         if spec.keep is not None and not spec.keep.matches(row):
             continue
-        reason = next((r.name for r in spec.exclusions if r.matches(row)), None)
+        reason = NULL_KEY if d.has_null_part(_key(row, spec)) else None
+        reason = reason or next((r.name for r in spec.exclusions if r.matches(row)), None)
         if reason is None:
             kept.append(_row_hash(row, spec))
         else:
@@ -145,7 +167,7 @@ class MemoryGolden:
 class MemoryFixtures:
     """Fixtures of the in-memory fake."""
 
-    capabilities = frozenset({SLOT_FIRST_PASS, ROW_CHANGES})
+    capabilities = frozenset({SLOT_FIRST_PASS, ROW_CHANGES, COMPOSITE_KEYS})
     failures: Failures | None = None
 
     async def load(self, table: Table) -> MemorySource:

@@ -12,9 +12,9 @@ import pytest
 
 from driftgauge.stores import registry
 from driftgauge.stores.base import StoreAdapter
-from driftgauge.stores.registry import SLOT_FIRST_PASS, VOCABULARY_COUNTER
+from driftgauge.stores.registry import COMPOSITE_KEYS, SLOT_FIRST_PASS, VOCABULARY_COUNTER
 
-__all__ = ["SLOT_FIRST_PASS", "VOCABULARY_COUNTER"]
+__all__ = ["COMPOSITE_KEYS", "SLOT_FIRST_PASS", "VOCABULARY_COUNTER"]
 
 ColumnType = Literal[
     "key", "text", "instant", "instant_ms", "naive_ms", "decimal", "integer", "boolean", "analyzed"
@@ -89,11 +89,13 @@ class Table:
 class Spec:
     """Which rows of a source to read and how: a view in words no kind owns."""
 
-    key: str
+    key: str | tuple[str, ...]
+    """The key column, or a composite key's columns (a source's view: a NULL part excludes)."""
     time: str
     fields: Mapping[str, tuple[str, str]]
     """Canonical name → (this source's column, canonical type)."""
-    key_type: str = "string"
+    key_type: str | tuple[str, ...] = "string"
+    """The key's type; a composite key's: one for every part or one per part."""
     tz: str = "UTC"
     keep: Rule | None = None
     """Only rows matching this rule are in the view (a reader's filter or a source query)."""

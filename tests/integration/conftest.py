@@ -15,7 +15,7 @@ import asyncpg
 import pytest
 from opensearchpy import AsyncOpenSearch
 
-from driftgauge.config.runtime import Field, View
+from driftgauge.config.runtime import Field, KeyColumn, View, null_key_rule
 from driftgauge.config.secrets import Secret
 from driftgauge.stores.opensearch.settings import OpenSearchStore
 from driftgauge.stores.postgres.settings import PostgresStore
@@ -48,22 +48,34 @@ def os_store(url: str = OS_URL, name: str = "os") -> OpenSearchStore:
 def make_view(
     store: PostgresStore | OpenSearchStore,
     *,
-    key: str,
+    key: str | tuple[str, ...],
     time: str,
     fields: dict[str, tuple[str, str]],
-    key_type: str = "string",
+    key_type: str | tuple[str, ...] = "string",
     tz: str = "UTC",
     **where: object,
 ) -> View:
-    """Return a View; `fields` maps canonical name → (this side's column, type)."""
+    """Return a View; `fields` maps canonical name → (this side's column, type).
+
+    A tuple `key` is a composite key of those columns (`key_type` one type or one per
+    part); its view excludes rows with a NULL part as a source does, unless the store is
+    a reader-only kind.
+    """
+    parts: tuple[KeyColumn, ...] = ()
+    if isinstance(key, tuple):
+        types = key_type if isinstance(key_type, tuple) else (key_type,) * len(key)
+        parts = tuple(KeyColumn(c, c, t) for c, t in zip(key, types, strict=True))  # type: ignore[arg-type]
+        if store.kind != "reader_api":
+            where["exclusions"] = (null_key_rule(parts), *where.get("exclusions", ()))  # type: ignore[misc]
     return View(
         store=store,
-        key_column=key,
+        key_column=parts[0].column if parts else key,  # type: ignore[arg-type]
         time_column=time,
         columns=tuple(col for col, _ in fields.values()),
         fields=tuple(Field(name, typ) for name, (_, typ) in fields.items()),  # type: ignore[arg-type]
-        key_type=key_type,  # type: ignore[arg-type]
+        key_type=parts[0].type if parts else key_type,  # type: ignore[arg-type]
         timezone=ZoneInfo(tz),
+        key_parts=parts,
         **where,  # type: ignore[arg-type]
     )
 

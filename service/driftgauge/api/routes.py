@@ -330,7 +330,7 @@ async def get_keys(
         limit=limit,
         offset=offset,
         total=total,
-        keys=[k.payload() for k in keys],
+        keys=[k.payload(c.source.composite) for k in keys],
     )
 
 

@@ -130,7 +130,7 @@ async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> 
     if args.json:
         from driftgauge.cli.report import run_report
 
-        print(json.dumps(run_report(result), indent=2))
+        print(json.dumps(run_report(result, composite=check.source.composite), indent=2))
     else:
         print(render_run(result))
         if result.run_id is not None:

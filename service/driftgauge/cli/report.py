@@ -9,15 +9,15 @@ from driftgauge.engine.result import BucketResult, RunResult
 TOTALLED = ("expected", "visible", "missing", "extra", "mismatched", "duplicates")
 
 
-def _bucket(b: BucketResult) -> dict[str, Any]:
+def _bucket(b: BucketResult, composite: bool) -> dict[str, Any]:
     return {
         **b.to_dict(),
-        "samples": [k.payload().model_dump() for k in b.samples],
+        "samples": [k.payload(composite).model_dump() for k in b.samples],
         "ledger_excluded": dict(b.ledger_excluded),
     }
 
 
-def run_report(result: RunResult) -> dict[str, Any]:
+def run_report(result: RunResult, *, composite: bool = False) -> dict[str, Any]:
     """Return the run with its id, its buckets' sample keys, totals and why it ended so."""
     judged = [b for b in result.buckets if b.status != "settling"]
     totals: dict[str, Any] = {c: sum(getattr(b, c) for b in judged) for c in TOTALLED}
@@ -32,5 +32,5 @@ def run_report(result: RunResult) -> dict[str, Any]:
         # Settling buckets are left out of the totals, as the text table does.
         "totals": totals,
         "bucket_statuses": counts,
-        "buckets": [_bucket(b) for b in result.buckets],
+        "buckets": [_bucket(b, composite) for b in result.buckets],
     }

@@ -8,7 +8,7 @@ from typing import Any, Literal, Protocol
 from zoneinfo import ZoneInfo
 
 from driftgauge.config.secrets import Secret
-from driftgauge.core.fields import FieldType, KeyType, RowHashName, TimestampPrecision
+from driftgauge.core.fields import NULL_KEY, FieldType, KeyType, RowHashName, TimestampPrecision
 
 
 class Store(Protocol):
@@ -48,6 +48,33 @@ class Exclusion:
     reason: str
     where: str | None = None
     query: dict[str, Any] | None = None
+    null_columns: tuple[str, ...] = ()
+    """Rows where any of these columns is NULL match (the composite key's NULL_KEY rule)."""
+
+    @property
+    def in_sql(self) -> bool:
+        """Return True when a SQL store evaluates this rule (a `where` or NULL columns)."""
+        return self.where is not None or bool(self.null_columns)
+
+
+@dataclass(frozen=True)
+class KeyColumn:
+    """One part of a composite key: its canonical name, this side's column and its type."""
+
+    name: str
+    column: str
+    type: KeyType
+
+
+def null_key_rule(parts: tuple[KeyColumn, ...]) -> Exclusion:
+    """Return the rule excluding a source's rows with a NULL part in their composite key."""
+    columns = tuple(p.column for p in parts)
+    missing = [{"bool": {"must_not": [{"exists": {"field": c}}]}} for c in columns]
+    return Exclusion(
+        NULL_KEY,
+        query={"bool": {"should": missing, "minimum_should_match": 1}},
+        null_columns=columns,
+    )
 
 
 @dataclass(frozen=True)
@@ -75,6 +102,33 @@ class View:
     """Digits after the point of every measure value (stores summing scaled integers)."""
     row_hash: RowHashName = "md5"
     """The hash of each row encoding, the check's (negotiated from both sides' kinds)."""
+    key_parts: tuple[KeyColumn, ...] = ()
+    """A composite key's parts in key order (two or more); empty for a one-column key,
+    which is `key_column` of `key_type`. With parts, those two are the first part's."""
+
+    @property
+    def composite(self) -> bool:
+        """Return True when the key has two or more parts."""
+        return len(self.key_parts) > 1
+
+    @property
+    def key_columns(self) -> tuple[str, ...]:
+        """Return this side's column of each key part (one for a one-column key)."""
+        if self.composite:
+            return tuple(p.column for p in self.key_parts)
+        return (self.key_column,)
+
+    @property
+    def key_types(self) -> tuple[KeyType, ...]:
+        """Return the type of each key part (one for a one-column key)."""
+        if self.composite:
+            return tuple(p.type for p in self.key_parts)
+        return (self.key_type,)
+
+    @property
+    def sql_rules(self) -> tuple[Exclusion, ...]:
+        """Return the exclusions a SQL store evaluates, in rule order (first match wins)."""
+        return tuple(ex for ex in self.exclusions if ex.in_sql)
 
     @property
     def measure_columns(self) -> tuple[str, ...]:
@@ -208,6 +262,8 @@ class Check:
     timestamp_precision: TimestampPrecision | Literal["auto"] = "auto"
     measures: tuple[str, ...] = ()
     """Fields whose exact totals every bucket carries per side (see View.measures)."""
+    key_types: tuple[KeyType, ...] = ()
+    """A composite key's part types in key order; empty for a one-column key (`key_type`)."""
 
     @property
     def row_hash(self) -> RowHashName:

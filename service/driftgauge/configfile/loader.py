@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -25,13 +26,15 @@ from driftgauge.config.runtime import (
     Store,
     Tolerance,
     View,
+    null_key_rule,
 )
 from driftgauge.config.secrets import Secret
 from driftgauge.config.values import parse_duration
 from driftgauge.configfile import model as m
 from driftgauge.configfile import resolve, signals, yaml_doc
+from driftgauge.configfile.keys import KeyShape, parts_of, resolve_key
 from driftgauge.core.errors import ConfigError
-from driftgauge.core.fields import RowHashName
+from driftgauge.core.fields import NULL_KEY, RowHashName
 from driftgauge.stores import registry
 
 __all__ = ["build", "load_file", "load_text", "parse_duration"]
@@ -48,12 +51,34 @@ _RANGE_ERRORS = {
 Loc = tuple[str | int, ...]
 
 
+_MEMBER_TAG = re.compile(r"^(?:function-\w+|literal|list)\[")
+"""How pydantic names the member of a plain union (`str | list[str]`) an error is under."""
+
+
 def _loc(parts: tuple[Any, ...]) -> str:
     """Return a dotted location, dropping pydantic's union-member and key tags."""
-    shown = [p for p in parts if p != "[key]"]
+    shown = [p for p in parts if p != "[key]" and not _member_tag(p)]
     if len(shown) > 2 and shown[0] == "stores" and shown[2] in registry.kinds():
         del shown[2]
     return ".".join('""' if p == "" else str(p) for p in shown) or "(root)"
+
+
+def _member_tag(part: Any) -> bool:
+    return isinstance(part, str) and _MEMBER_TAG.match(part) is not None
+
+
+def _problems(errors: list[Any]) -> list[str]:
+    """Return one problem per error; a value no member of a union takes: its first's."""
+    out: list[str] = []
+    unions: set[str] = set()
+    for e in errors:
+        loc = _loc(tuple(e["loc"]))
+        if any(_member_tag(p) for p in e["loc"]):
+            if loc in unions:
+                continue
+            unions.add(loc)
+        out.append(f"{loc}: {_message(e)}")
+    return out
 
 
 def _message(err: Any) -> str:
@@ -117,7 +142,7 @@ def _validate(raw: dict[str, Any]) -> tuple[m.ConfigModel | None, list[str], lis
         except ValidationError as exc:
             errors = exc.errors()
         if not problems:
-            problems = [f"{_loc(tuple(e['loc']))}: {_message(e)}" for e in errors]
+            problems = _problems(errors)
         key = tuple(sorted(f"{e['loc']}{e['type']}" for e in errors))
         if key in seen:
             break
@@ -244,9 +269,11 @@ def _build_check(
         tz = ZoneInfo("UTC")
     fields = tuple(Field(n, t) for n, t in cm.fields.items())
     _check_measures(where, cm, fields, problems)
+    key = resolve_key(where, cm, problems)
+    reasons = {e.reason for e in cm.exclusions} | ({NULL_KEY} if key.composite else set())
     for reason in cm.tolerance.exclusion_rate:
         # With a ledger, reasons also come from the sync job's no_match/skipped reports.
-        if cm.ledger is None and reason not in {e.reason for e in cm.exclusions}:
+        if cm.ledger is None and reason not in reasons:
             problems.append(
                 f"{where}.tolerance.exclusion_rate.{reason}: no exclusion has this reason"
             )
@@ -254,21 +281,26 @@ def _build_check(
         f"{where}.source",
         cm.source,
         cm,
+        key,
         fields,
         tz,
         stores,
         broken,
         problems,
         exclusions=cm.exclusions,
+        source=True,
     )
     reader = _build_view(
-        f"{where}.reader", cm.reader, cm, fields, tz, stores, broken, problems, exclusions=[]
+        f"{where}.reader", cm.reader, cm, key, fields, tz, stores, broken, problems, exclusions=[]
     )
     schedule = _build_schedule(f"{where}.schedule", cm.schedule, problems)
     if source is None or reader is None:
         return None
     row_hash = _row_hash(where, cm.row_hash, source, reader, problems)
     source, reader = replace(source, row_hash=row_hash), replace(reader, row_hash=row_hash)
+    if key.composite and cm.canary is not None:
+        # The sentinel is written and found by one key column.
+        problems.append(f"{where}.canary: a check with a composite key cannot have a canary")
     ledger = signals.build_ledger(f"{where}.ledger", cm.ledger, problems)
     canary = signals.build_canary(
         f"{where}.canary", cm.canary, source, reader, stores, broken, problems
@@ -284,7 +316,8 @@ def _build_check(
         source=source,
         reader=reader,
         fields=fields,
-        key_type=cm.key_type,
+        key_type=key.types[0],
+        key_types=key.types if key.composite else (),
         timezone=tz,
         settle=cm.settle,
         tolerance=Tolerance(
@@ -347,12 +380,14 @@ def _build_view(
     where: str,
     vm: m.ViewModel,
     cm: m.CheckModel,
+    key: KeyShape,
     fields: tuple[Field, ...],
     tz: ZoneInfo,
     stores: dict[str, Store],
     broken: set[str],
     problems: list[str],
     exclusions: list[m.ExclusionModel],
+    source: bool = False,
 ) -> View | None:
     store = stores.get(vm.store)
     if store is None and vm.store in broken:
@@ -361,8 +396,13 @@ def _build_view(
         known = ", ".join(sorted(stores)) or "none"
         problems.append(f"{where}.store: unknown store {vm.store!r} (known: {known})")
         return None
-    for extra in set(vm.fields) - {f.name for f in fields}:
-        problems.append(f"{where}.fields.{extra}: not one of the check's fields")
+    for extra in set(vm.fields) - {f.name for f in fields} - set(key.names):
+        problems.append(f"{where}.fields.{extra}: not one of the check's fields or key parts")
+    if key.composite and not registry.kind_of(store.kind).has(registry.COMPOSITE_KEYS):
+        problems.append(
+            f"{where}.key: a {store.kind} store cannot compare a composite key; kinds "
+            f"that can: {', '.join(registry.with_capability(registry.COMPOSITE_KEYS))}"
+        )
     registry.kind_of(store.kind).check_view(where, vm, exclusions, problems)
     if cm.measures and not registry.kind_of(store.kind).has(registry.MEASURE_TOTALS):
         # A side that cannot sum would leave the totals uncompared: refuse, never pass.
@@ -381,23 +421,28 @@ def _build_view(
     reasons = [e.reason for e in exclusions]
     if len(set(reasons)) != len(reasons):
         problems.append(f"{where.rsplit('.', 1)[0]}.exclusions: reasons must be unique")
+    parts = key.columns(vm)
+    rules = tuple(Exclusion(e.reason, e.where, e.query) for e in exclusions)
+    if parts and source:
+        rules = (null_key_rule(parts), *rules)  # a source row with a NULL part is no key
     return View(
         store=store,
-        key_column=vm.key,
+        key_column=parts[0].column if parts else parts_of(vm)[0],
         time_column=vm.time,
         columns=tuple(vm.fields.get(f.name, f.name) for f in fields),
         fields=fields,
-        key_type=cm.key_type,
+        key_type=key.types[0],
         timezone=tz,
         query=vm.query,
         table=vm.table,
         index=vm.index,
         filter=vm.filter,
-        exclusions=tuple(Exclusion(e.reason, e.where, e.query) for e in exclusions),
+        exclusions=rules,
         # auto stays at microseconds until the preflight learns what both sides hold.
         timestamp_precision="us" if cm.timestamp_precision == "auto" else cm.timestamp_precision,
         measures=tuple(n for n in dict.fromkeys(cm.measures) if n in {f.name for f in fields}),
         measure_scale=cm.measure_scale,
+        key_parts=parts,
     )
 
 

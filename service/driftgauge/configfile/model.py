@@ -28,6 +28,7 @@ Heartbeat = Annotated[timedelta, between("1s", "10m")]
 LeaseExpiry = Annotated[timedelta, between("2s", "1d")]
 CheckName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,62}$")]
 FieldTypeName = Literal["string", "integer", "decimal", "boolean", "timestamp"]
+KeyTypeName = Literal["string", "integer"]
 
 
 def _store_union() -> Any:
@@ -119,10 +120,14 @@ class ViewModel(Strict):
     table: NonEmpty | None = Field(None, description="postgres: a table or view name.")
     index: NonEmpty | None = Field(None, description="opensearch: index, alias or pattern.")
     filter: NonEmptyMapping | None = Field(None, description="opensearch: the reader's query DSL.")
-    key: NonEmpty
+    key: NonEmpty | Annotated[list[NonEmpty], NonEmptyList] = Field(
+        description="This side's key column, or a composite key's parts in order: "
+        "canonical names, each this side's column through `fields`."
+    )
     time: NonEmpty
     fields: dict[NonEmpty, NonEmpty] = Field(
-        default_factory=dict, description="Canonical field name to this side's column."
+        default_factory=dict,
+        description="Canonical field (or composite key part) name to this side's column.",
     )
 
 
@@ -234,7 +239,11 @@ class CheckModel(Strict):
     description: str = ""
     source: ViewModel
     reader: ViewModel
-    key_type: Literal["string", "integer"] = "string"
+    key_type: KeyTypeName | Annotated[list[KeyTypeName], NonEmptyList] = Field(
+        "string",
+        description="The key's type; a composite key's: one type for every part, "
+        "or a list of one type per part, in key order.",
+    )
     fields: dict[NonEmpty, FieldTypeName] = Field(default_factory=dict)
     timestamp_precision: Literal["auto", "ms", "us"] = Field(
         "auto",

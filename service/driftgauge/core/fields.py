@@ -11,3 +11,5 @@ TimestampPrecision = Literal["ms", "us"]
 RowHashName = Literal["md5", "lookup3"]
 """The 64-bit hash of a row encoding: md5's first 8 bytes, or PostgreSQL's hash_bytes_extended."""
 ROW_HASHES: tuple[RowHashName, ...] = ("md5", "lookup3")
+NULL_KEY = "null_key"
+"""The exclusion reason of a source row with a NULL part in its composite key."""

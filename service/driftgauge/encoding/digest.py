@@ -8,6 +8,7 @@ store; this module is the pure-Python reference and the golden-vector oracle.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal, InvalidOperation
@@ -25,6 +26,11 @@ STEP_MICROS: dict[TimestampPrecision, int] = {"ms": 1000, "us": 1}
 """Microseconds per step of each timestamp precision."""
 
 Value = str | int | Decimal | float | bool | datetime | date | None
+KeyPart = str | int | None
+Key = KeyPart | tuple[KeyPart, ...]
+"""A key: one value, or a composite key's parts in the check's key order."""
+KeyTypes = KeyType | tuple[KeyType, ...]
+"""A key's type: one, or one per part of a composite key."""
 
 
 def encode_value(value: Value, type_: FieldType, precision: TimestampPrecision = "us") -> str:
@@ -47,14 +53,108 @@ def encode_value(value: Value, type_: FieldType, precision: TimestampPrecision =
     raise ValueError(f"unknown field type {type_!r}")
 
 
-def key_encoding(key: str | int | None, key_type: KeyType) -> str:
-    """Return the canonical encoding of a key."""
+def key_encoding(key: Key, key_type: KeyTypes) -> str:
+    """Return the canonical encoding of a key: its token, or a composite key's tuple token."""
+    if isinstance(key, tuple) or isinstance(key_type, tuple):
+        if not isinstance(key, tuple) or not isinstance(key_type, tuple):
+            raise TypeError("a composite key needs a tuple of parts and a tuple of types")
+        return tuple_encoding(key, key_type)
     return encode_value(key, key_type)
 
 
+def tuple_encoding(parts: Sequence[KeyPart], types: Sequence[KeyType]) -> str:
+    """Return `K<n>:` and the token of each of the n parts: a composite key's encoding.
+
+    The part count and each self-delimiting token make it unambiguous: ("a", "bc") is
+    `K2:S1:aS2:bc`, ("ab", "c") is `K2:S2:abS1:c`. A NULL part encodes as `N` here (a
+    reader's row may hold one); a source excludes such a row under core.fields.NULL_KEY instead.
+    """
+    if len(parts) != len(types):
+        raise ValueError(f"{len(parts)} key parts for {len(types)} key types")
+    if len(parts) < 2:
+        raise ValueError("a composite key has at least two parts")
+    tokens = (encode_value(v, t) for v, t in zip(parts, types, strict=True))
+    return f"K{len(parts)}:" + "".join(tokens)
+
+
+def has_null_part(key: Key) -> bool:
+    """Return True when a composite key has a NULL part (its source row is excluded)."""
+    return isinstance(key, tuple) and any(part is None for part in key)
+
+
+def tuple_text(parts: Sequence[KeyPart]) -> str:
+    """Return a composite key's canonical text: a compact JSON array of its parts."""
+    shown = [p if p is None or isinstance(p, str) else _as_int64(p) for p in parts]
+    return json.dumps(shown, ensure_ascii=False, separators=(",", ":"))
+
+
+def parse_tuple_encoding(encoding: str) -> tuple[KeyPart, ...]:
+    """Return the parts of a composite key encoding (the inverse of tuple_encoding)."""
+    head, sep, rest = encoding.partition(":")
+    if not sep or not head.startswith("K") or not head[1:].isdigit():
+        raise ValueError(f"{encoding[:40]!r} is not a composite key encoding")
+    parts: list[KeyPart] = []
+    pos = 0
+    for _ in range(int(head[1:])):
+        tag = rest[pos : pos + 1]
+        if tag == "N":
+            parts.append(None)
+            pos += 1
+        elif tag == "S":
+            colon = rest.index(":", pos)
+            size = int(rest[pos + 1 : colon])
+            parts.append(rest[colon + 1 : colon + 1 + size])
+            pos = colon + 1 + size
+        elif tag == "I":
+            semi = rest.index(";", pos)
+            parts.append(int(rest[pos + 1 : semi]))
+            pos = semi + 1
+        else:
+            raise ValueError(f"{encoding[:40]!r}: a key part must be S, I or N, got {tag!r}")
+    if pos != len(rest):
+        raise ValueError(f"{encoding[:40]!r}: text after the last key part")
+    return tuple(parts)
+
+
+def composite_key_text(encoding: str) -> str:
+    """Return the canonical text of the composite key a tuple encoding holds."""
+    return tuple_text(parse_tuple_encoding(encoding))
+
+
+def key_from_text(text: str, key_type: KeyTypes) -> Key:
+    """Return the key a key text names (a composite key's: its JSON array of parts)."""
+    if not isinstance(key_type, tuple):
+        return int(text) if key_type == "integer" else text
+    parts = json.loads(text)
+    if not isinstance(parts, list) or len(parts) != len(key_type):
+        raise ValueError(f"{text[:40]!r} is not a JSON array of {len(key_type)} key parts")
+    out: list[KeyPart] = []
+    for part, type_ in zip(parts, key_type, strict=True):
+        wrong = isinstance(part, bool) or not isinstance(part, int if type_ == "integer" else str)
+        if part is not None and wrong:
+            raise TypeError(f"{text[:40]!r}: part {part!r} is not of type {type_}")
+        out.append(part)
+    return tuple(out)
+
+
+def exported_key(text: str | None, composite: bool) -> str | None:
+    """Return a row's key text as a store exported it: a composite key's arrives encoded."""
+    return composite_key_text(text) if composite and text is not None else text
+
+
+def shown_key(text: str | None, composite: bool) -> str | list[KeyPart] | None:
+    """Return a key's text as the API and CLI show it: a composite key as a JSON array."""
+    if text is None or not composite:
+        return text
+    parts = json.loads(text)
+    if not isinstance(parts, list):
+        raise ValueError(f"{text[:40]!r} is not a composite key's text")
+    return parts
+
+
 def row_encoding(
-    key: str | int | None,
-    key_type: KeyType,
+    key: Key,
+    key_type: KeyTypes,
     values: Sequence[Value],
     types: Sequence[FieldType],
     precision: TimestampPrecision = "us",
@@ -85,16 +185,18 @@ def row_hash(encoding: str, algorithm: RowHashName = "md5") -> int:
     return int.from_bytes(hashlib.md5(data, usedforsecurity=False).digest()[:8], "big")
 
 
-def key_text(key: str | int | None) -> str:
-    """Return a key's canonical text: the string itself or the integer's decimal form."""
+def key_text(key: Key) -> str:
+    """Return a key's canonical text: the string, the integer's decimal form, or a tuple's."""
     if key is None:
         return ""
+    if isinstance(key, tuple):
+        return tuple_text(key)
     return key if isinstance(key, str) else str(_as_int64(key))
 
 
 def hash_row(
-    key: str | int | None,
-    key_type: KeyType,
+    key: Key,
+    key_type: KeyTypes,
     values: Sequence[Value],
     types: Sequence[FieldType],
     precision: TimestampPrecision = "us",

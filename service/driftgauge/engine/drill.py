@@ -79,7 +79,10 @@ async def drill_live(
                 f"{want.digest:016x}; the keys found by {diff.found.count:+d} rows, digest "
                 f"{diff.found.digest:016x}"
             )
-        report.keys = [k.payload() for k in sorted(diff.keys, key=lambda k: (k.kind, sort_key(k)))]
+        report.keys = [
+            k.payload(check.source.composite)
+            for k in sorted(diff.keys, key=lambda k: (k.kind, sort_key(k)))
+        ]
     return report
 
 

@@ -59,7 +59,9 @@ class BucketResultOut(BaseModel):
 class DrillKeyOut(BaseModel):
     """One differing key found live at a drill-down leaf."""
 
-    key: str | None
+    key: str | list[str | int | None] | None = Field(
+        description="The key's text, a composite key's parts as an array; null for a NULL key."
+    )
     kind: DriftKind
     source_copies: int
     reader_copies: int

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.fields import RowHashName
+from driftgauge.encoding.digest import shown_key
 from driftgauge.engine.payloads import (
     AggregateOut,
     BucketResultOut,
@@ -37,11 +38,15 @@ class KeyDiff:
     key_hash: str | None = None
     """The key hash the stores computed, when the key came from a join."""
 
-    def payload(self) -> DrillKeyOut:
-        """Return the key as the payload the CLI and a live drill-down show (no key hash)."""
+    def payload(self, composite: bool = False) -> DrillKeyOut:
+        """Return the key as the payload the CLI and a live drill-down show (no key hash).
+
+        A composite key's text (its JSON array) is shown as the array of its parts.
+        """
         when = self.event_time.isoformat() if self.event_time else None
+        key = shown_key(self.key, composite)
         # The payload's fields are this key's, by name; the key hash is not among them.
-        return DrillKeyOut.model_validate({**vars(self), "event_time": when})
+        return DrillKeyOut.model_validate({**vars(self), "key": key, "event_time": when})
 
 
 @dataclass

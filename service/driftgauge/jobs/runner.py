@@ -30,9 +30,9 @@ def key_hasher(check: Check) -> KeyHasher:
 
     def hashed(key: str) -> str | None:
         try:
-            value: str | int = int(key) if check.key_type == "integer" else key
-            return digest.key_hash(digest.key_encoding(value, check.key_type))
-        except (ValueError, TypeError):
+            types: digest.KeyTypes = check.key_types or check.key_type
+            return digest.key_hash(digest.key_encoding(digest.key_from_text(key, types), types))
+        except (ValueError, TypeError):  # JSONDecodeError is a ValueError
             return None
 
     return hashed

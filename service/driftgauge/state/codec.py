@@ -112,9 +112,9 @@ class StoredKey:
     diff: KeyDiff
     key_hash: str | None
 
-    def payload(self) -> KeyOut:
-        """Return the key as the payload the API shows."""
-        return KeyOut(**self.diff.payload().model_dump(), key_hash=self.key_hash)
+    def payload(self, composite: bool = False) -> KeyOut:
+        """Return the key as the payload the API shows (a composite key as its parts)."""
+        return KeyOut(**self.diff.payload(composite).model_dump(), key_hash=self.key_hash)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the key as a JSON-ready dict."""

@@ -24,7 +24,9 @@ class BucketOut(BucketResultOut):
 class KeyOut(BaseModel):
     """One sampled differing key."""
 
-    key: str | None = Field(description="The key's text; null for a NULL key.")
+    key: str | list[str | int | None] | None = Field(
+        description="The key's text, a composite key's parts as an array; null for a NULL key."
+    )
     kind: DriftKind
     source_copies: int
     reader_copies: int

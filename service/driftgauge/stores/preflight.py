@@ -31,11 +31,16 @@ class Wanted:
     """One field a view reads, where the config names it."""
 
     role: str
-    """`key`, `time` or `fields.<canonical name>`: the config key under the view."""
+    """`key` (`key.<part>` of a composite key), `time` or `fields.<canonical name>`."""
     column: str
     expects: Expects
     measure_scale: int | None = None
     """For a measure: its scale (-1 when none is declared); None: not a measure."""
+
+    @property
+    def is_key(self) -> bool:
+        """Return True for the key or one of a composite key's parts (`key.<part>`)."""
+        return self.role == "key" or self.role.startswith("key.")
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,11 @@ class Inspectable(Protocol):
 
 def wanted(view: View) -> list[Wanted]:
     """Return the key, the time and each content field a view reads."""
-    out = [Wanted("key", view.key_column, view.key_type), Wanted("time", view.time_column, "time")]
+    if view.composite:
+        out = [Wanted(f"key.{p.name}", p.column, p.type) for p in view.key_parts]
+    else:
+        out = [Wanted("key", view.key_column, view.key_type)]
+    out.append(Wanted("time", view.time_column, "time"))
     scale = -1 if view.measure_scale is None else view.measure_scale
     out += [
         Wanted(f"fields.{f.name}", col, f.type, scale if f.name in view.measures else None)

@@ -12,7 +12,7 @@ from driftgauge.core import buckets as days
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.clock import EPOCH
 from driftgauge.core.errors import StoreError
-from driftgauge.encoding.digest import unsigned64
+from driftgauge.encoding.digest import exported_key, unsigned64
 from driftgauge.stores.base import (
     BucketDigest,
     FirstPass,
@@ -121,6 +121,7 @@ class DuckDBAdapter(DialectAdapter):
     ) -> AsyncIterator[RowHash]:
         """Yield expected rows, fetched FETCH_ROWS at a time in the engine's thread."""
         sql, args = results.rows_query(DUCKDB, self.view, start, end, prefixes, spans)
+        composite = self.view.composite
         with self._errors("export rows"):
             cursor = await self._pool.cursor()
         try:
@@ -131,7 +132,7 @@ class DuckDBAdapter(DialectAdapter):
                     batch = await self._pool.call(cursor, lambda: cursor.fetchmany(FETCH_ROWS))
                 for ktext, khash, rhash, t in batch:
                     yield RowHash(
-                        key=ktext,
+                        key=exported_key(ktext, composite),
                         key_hash=khash,
                         row_hash=unsigned64(rhash),
                         event_time=t.astimezone(UTC),

@@ -76,6 +76,7 @@ KIND = registry.StoreKind(
     secrets=store_secrets,
     capabilities=frozenset(
         {
+            registry.COMPOSITE_KEYS,
             registry.MEASURE_TOTALS,
             registry.SLOT_FIRST_PASS,
             registry.VOCABULARY_COUNTER,

@@ -147,7 +147,7 @@ def _indexes(names: list[str]) -> str:
 
 def _as_null(w: Wanted) -> str:
     """Return what reading the field as NULL would do to those rows' verdict."""
-    if w.role == "key":
+    if w.is_key:
         return "would all count under one empty key"
     if w.role == "time":
         return "would fall in no window"
@@ -220,7 +220,7 @@ async def _judge(w: Wanted, m: dict[str, Any], idx: str, client: Any, call: Call
             f"characters have no doc value and read as NULL, so those rows {_as_null(w)} "
             "(remove ignore_above or raise it past the longest value)"
         )
-    if w.role == "key" and m.get("normalizer"):
+    if w.is_key and m.get("normalizer"):
         return (
             f"field {col} has normalizer {m['normalizer']}: keys that differ only in what "
             "it folds would count as one key"

@@ -9,7 +9,7 @@ from typing import Any, Self
 from driftgauge.config.runtime import View
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.encoding import iblt
-from driftgauge.encoding.digest import unsigned64
+from driftgauge.encoding.digest import exported_key, unsigned64
 from driftgauge.stores.base import (
     BucketDigest,
     DigestPass,
@@ -134,6 +134,7 @@ class PostgresAdapter(DialectAdapter):
     ) -> AsyncIterator[RowHash]:
         """Yield expected rows through a server-side cursor, FETCH_ROWS at a time."""
         sql, args = results.rows_query(POSTGRES, self.view, start, end, prefixes, spans)
+        composite = self.view.composite
         timeout = self.store.timeout
         with io.store_errors(self.store.name, self._where("export rows")):
             async with (
@@ -151,7 +152,7 @@ class PostgresAdapter(DialectAdapter):
                     batch = await cursor.fetch(FETCH_ROWS, timeout=timeout)
                     for r in batch:
                         yield RowHash(
-                            key=r["ktext"],
+                            key=exported_key(r["ktext"], composite),
                             key_hash=r["khash"],
                             row_hash=unsigned64(r["rhash"]),
                             event_time=r["t"],

@@ -87,6 +87,10 @@ class PostgresDialect(SqlDialect):
             return f"({self.bigint(col)})"
         return f'(({col})::text COLLATE "C")'
 
+    def bytewise(self, expr: str) -> str:
+        """Return the text under the "C" collation: compared as bytes, cheap to sort."""
+        return f'(({expr}) COLLATE "C")'
+
     def prefix_in(self, khash: str, param: str) -> str:
         """Return `khash LIKE ANY(patterns)`."""
         return f"{khash} LIKE ANY({param})"

@@ -51,6 +51,7 @@ KIND = registry.StoreKind(
     secrets=store_secrets,
     capabilities=frozenset(
         {
+            registry.COMPOSITE_KEYS,
             registry.MEASURE_TOTALS,
             registry.SLOT_FIRST_PASS,
             registry.VOCABULARY_COUNTER,

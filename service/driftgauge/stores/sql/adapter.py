@@ -30,7 +30,7 @@ class SqlAdapter(ReadAdapter):
         self._owns_pool = owns_pool
         self.view = view
         self.store = self.store_of(view)
-        self._reasons = [ex.reason for ex in view.exclusions if ex.where is not None]
+        self._reasons = [ex.reason for ex in view.sql_rules]
         self._compile()
 
     @classmethod

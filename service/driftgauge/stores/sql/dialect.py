@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from driftgauge.config.runtime import View
+from driftgauge.config.runtime import Exclusion, View
 from driftgauge.core.fields import FieldType, RowHashName, TimestampPrecision
 
 
@@ -97,6 +97,10 @@ class SqlDialect:
         """Return the key as a value whose equality is the key encoding's, cheap to sort."""
         raise NotImplementedError
 
+    def bytewise(self, expr: str) -> str:
+        """Return a text expression compared byte by byte (no collation folds two apart)."""
+        return expr
+
     def prefix_in(self, khash: str, param: str) -> str:
         """Return whether a key hash starts with one of the LIKE patterns in `param`."""
         raise NotImplementedError
@@ -144,15 +148,29 @@ class SqlDialect:
         return f"(CASE WHEN ({col}) IS NULL THEN 'N' ELSE {enc} END)"
 
     def key_text_sql(self, view: View) -> str:
-        """Return a SQL expression of the key's canonical text."""
+        """Return a SQL expression of the key's canonical text.
+
+        A composite key's is its encoding, which the adapter turns into the JSON array.
+        """
+        if view.composite:
+            return self.key_encoding_sql(view)
         col = self.quote_ident(view.key_column)
         if view.key_type == "integer":
             return self.text(self.bigint(col))
         return self.text(col)
 
     def key_encoding_sql(self, view: View) -> str:
-        """Return a SQL expression of the key encoding."""
+        """Return a SQL expression of the key encoding (a composite key's: `K<n>:` + tokens)."""
+        if view.composite:
+            tokens = [self.token_sql(p.column, p.type) for p in view.key_parts]
+            return self.concat(f"'K{len(tokens)}:'", *tokens)
         return self.token_sql(view.key_column, view.key_type)
+
+    def key_distinct_sql(self, view: View) -> str:
+        """Return the value distinct keys are counted by: a composite key's encoding."""
+        if view.composite:
+            return self.bytewise(self.key_encoding_sql(view))
+        return self.key_distinct(view)
 
     def row_encoding_sql(self, view: View) -> str:
         """Return a SQL expression of the row encoding: key token then each field's token."""
@@ -165,11 +183,17 @@ class SqlDialect:
 
     def exclusion_sql(self, view: View) -> str:
         """Return the 1-based index of the first exclusion rule a row matches, else NULL."""
-        rules = [ex for ex in view.exclusions if ex.where is not None]
+        rules = view.sql_rules
         if not rules:
             return self.no_rule
-        whens = " ".join(f"WHEN ({ex.where}) IS TRUE THEN {i}" for i, ex in enumerate(rules, 1))
+        whens = " ".join(f"WHEN {self.rule_sql(ex)} THEN {i}" for i, ex in enumerate(rules, 1))
         return f"CASE {whens} END"
+
+    def rule_sql(self, ex: Exclusion) -> str:
+        """Return an exclusion's condition: the operator's predicate, or NULL key parts."""
+        if ex.where is not None:
+            return f"({ex.where}) IS TRUE"
+        return "(" + " OR ".join(f"{self.quote_ident(c)} IS NULL" for c in ex.null_columns) + ")"
 
     def window(self, t: str) -> str:
         """Return the condition keeping rows whose time `t` is in [$1, $2)."""
@@ -185,7 +209,7 @@ class SqlDialect:
         return (
             f"SELECT {self.exclusion_sql(view)} AS x, {self.instant(t)} AS t, "
             f"{self.key_text_sql(view)} AS ktext, {self.key_encoding_sql(view)} AS kenc, "
-            f"{self.key_distinct(view)} AS kd, {self.row_encoding_sql(view)} AS renc"
+            f"{self.key_distinct_sql(view)} AS kd, {self.row_encoding_sql(view)} AS renc"
             f"{self.measure_columns_sql(view)} "
             f"FROM {self.relation(view)} "
             f"WHERE {self.window(t)}"
