@@ -15,7 +15,7 @@ from driftgauge.core.errors import (
     StoreTimeout,
 )
 from driftgauge.core.fields import TimestampPrecision
-from driftgauge.encoding.digest import from_epoch_micros
+from driftgauge.encoding.digest import exported_key, from_epoch_micros
 from driftgauge.stores.base import (
     BucketDigest,
     FirstPass,
@@ -239,7 +239,7 @@ class OpenSearchAdapter(ReadAdapter):
                     continue
             for hit in hits:
                 received += 1
-                yield self._parsed(_row, hit)
+                yield self._parsed(_row, hit, self.view.composite)
             if last_page:
                 break
             after = hits[-1]["sort"]
@@ -334,14 +334,14 @@ def _exact_total(resp: dict[str, Any]) -> int:
     return int(total["value"])
 
 
-def _row(hit: dict[str, Any]) -> RowHash:
+def _row(hit: dict[str, Any], composite: bool) -> RowHash:
     value = hit["fields"]["r"][0]
     micros = value.get("time")
     if micros is None:
         raise rq.ResponseError(f"document {hit.get('_id')} has no event time")
     key = value.get("key")  # null for a NULL key, which is not the key ""
     return RowHash(
-        key=None if key is None else str(key),
+        key=exported_key(None if key is None else str(key), composite),
         key_hash=str(value["key_hash"]),
         row_hash=int(value["row_hash"]),
         event_time=from_epoch_micros(int(micros)),

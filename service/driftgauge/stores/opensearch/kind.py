@@ -92,6 +92,7 @@ KIND = registry.StoreKind(
     secrets=store_secrets,
     capabilities=frozenset(
         {
+            registry.COMPOSITE_KEYS,
             registry.MEASURE_TOTALS,
             registry.SCALED_MEASURES,
             registry.RETRIED_READS,

@@ -70,6 +70,8 @@ def script_params(view: View) -> dict[str, Any]:
     return {
         "key_field": view.key_column,
         "key_type": view.key_type,
+        "key_fields": list(view.key_columns) if view.composite else [],
+        "key_types": list(view.key_types) if view.composite else [],
         "fields": list(view.columns),
         "types": [f.type for f in view.fields],
         "time_field": view.time_column,
@@ -281,7 +283,7 @@ def rows_body(
         "size": size,
         "_source": False,
         "query": window_query(view, start, end, expected_only=True, extra=extra),
-        "sort": [{view.key_column: {"order": "asc", "missing": "_last"}}],
+        "sort": [{col: {"order": "asc", "missing": "_last"}} for col in view.key_columns],
         "script_fields": {
             "r": {"script": script("row_fields", script_params(view) | {"encoding": encoding})}
         },
