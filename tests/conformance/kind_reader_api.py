@@ -21,7 +21,16 @@ from driftgauge.config.runtime import View
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.reader_api.settings import ReaderApiStore
-from tests.conformance.spec import FIELD_ERRORS, STORE_ERRORS, Failures, Hung, Rule, Spec, Table
+from tests.conformance.spec import (
+    FIELD_ERRORS,
+    READER_ONLY,
+    STORE_ERRORS,
+    Failures,
+    Hung,
+    Rule,
+    Spec,
+    Table,
+)
 from tests.integration.conftest import TIMEOUT, make_view, unique_name
 from tests.integration.reader_service import ReaderService
 
@@ -176,7 +185,7 @@ class ReaderApiGolden:
 class ReaderApiFixtures:
     """Fixtures of the reader_api kind."""
 
-    capabilities = frozenset({STORE_ERRORS, FIELD_ERRORS})
+    capabilities = frozenset({STORE_ERRORS, FIELD_ERRORS, READER_ONLY})
     failures: Failures | None = Failures(
         unreachable_match="cannot reach the API",
         missing_relation="no_such_table",

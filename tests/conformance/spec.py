@@ -34,6 +34,7 @@ FIELD_ERRORS = "query errors naming an unusable field"
 ROW_CHANGES = "changing stored rows"
 DESCRIBES_FIELDS = "describing its fields (preflight)"
 TIMEOUTS = "a store that stops answering (through a fault proxy of our own)"
+READER_ONLY = "read only as a reader: nothing excluded, a NULL key part encodes as N"
 
 
 def double_safe(value: str | None) -> bool:

@@ -257,22 +257,27 @@ async def test_planted_differences_under_a_composite_key_are_found_exactly() -> 
         (("c11", 2, 3), "ok"),
         (("c", 11, 1), "dup"),
         (("c", 11, 1), "dup"),
+        (("c5", None, 1), "ok"),  # a reader row with a NULL part is no expected key: extra
     ]
     src = MemoryAdapter([_row(k, v, i) for i, (k, v) in enumerate(source)])
     rdr = MemoryAdapter([_row(k, v, i) for i, (k, v) in enumerate(reader)])
     result = await reconcile(check, src, rdr, BASE, BASE + timedelta(days=1), now=NOW)
     (day,) = result.buckets
-    assert (day.missing, day.extra, day.mismatched, day.duplicates) == (2, 1, 2, 1)
+    assert (day.missing, day.extra, day.mismatched, day.duplicates) == (2, 2, 2, 1)
     found = {(k.kind, k.key) for k in day.samples}
     assert found == {
         ("missing", '["c1",1,23]'),
         ("missing", '["c1",9,9]'),
         ("extra", '["c11",2,3]'),
+        ("extra", '["c5",null,1]'),
         ("mismatched", '["c1",2,2]'),
         ("mismatched", '["c",11,1]'),
     }
     samples = run_report(result, composite=True)["buckets"][0]["samples"]
-    assert sorted(s["key"] for s in samples if s["kind"] == "extra") == [["c11", 2, 3]]
+    assert sorted(s["key"] for s in samples if s["kind"] == "extra") == [
+        ["c11", 2, 3],
+        ["c5", None, 1],
+    ]
     hashed = key_hasher(check)
     assert {hashed(k.key) for k in day.samples if k.key} == {k.key_hash for k in day.samples}
     assert hashed('["c1", "x", 1]') is None

@@ -106,7 +106,7 @@ class ReaderApiAdapter(ReadAdapter):
         return rows
 
     def _paths(self) -> list[str]:
-        return [self.view.key_column, self.view.time_column, *self.view.columns]
+        return [*self.view.key_columns, self.view.time_column, *self.view.columns]
 
     def _preflight(self, page: list[Any]) -> None:
         """Refuse a first page whose rows lack a mapped field (its path named)."""
@@ -126,12 +126,18 @@ class ReaderApiAdapter(ReadAdapter):
         view = self.view
         if not isinstance(row, dict):
             raise StoreQueryError(self.store.name, f"a row is {type(row).__name__}, not an object")
-        key = _value(row, view.key_column)
+        # A reader's row with a NULL key part is kept: its part encodes as N, and it is extra.
+        key: d.Key = (
+            tuple(_value(row, c) for c in view.key_columns)
+            if view.composite
+            else _value(row, view.key_column)
+        )
+        key_type: d.KeyTypes = view.key_types if view.composite else view.key_type
         try:
             when = _instant(_value(row, view.time_column))
             values = [_value(row, c) for c in view.columns]
             types = [f.type for f in view.fields]
-            khash, rhash = d.hash_row(key, view.key_type, values, types, view.timestamp_precision)
+            khash, rhash = d.hash_row(key, key_type, values, types, view.timestamp_precision)
             text = None if key is None else d.key_text(key)
             given = {
                 name: _measure(_value(row, column))

@@ -119,5 +119,7 @@ KIND = registry.StoreKind(
     error_map=error_map,
     secrets=store_secrets,
     coverage=coverage,
-    capabilities=frozenset({registry.MEASURE_TOTALS, registry.SLOT_FIRST_PASS}),
+    capabilities=frozenset(
+        {registry.COMPOSITE_KEYS, registry.MEASURE_TOTALS, registry.SLOT_FIRST_PASS}
+    ),
 )
