@@ -44,6 +44,14 @@ def base() -> dict[str, Any]:
                     "username": "review-sync",
                     "password": "env:DG_FUZZ_PASSWORD",
                 },
+                "es": {
+                    "kind": "elasticsearch",
+                    "url": "http://127.0.0.1:9260",
+                    "username": "reader",
+                    "password": "env:DG_FUZZ_PASSWORD",
+                    "timeout_seconds": 30,
+                    "verify_certs": True,
+                },
                 "my": {
                     "kind": "mariadb",
                     "dsn": "env:DG_FUZZ_MY_DSN",
@@ -308,6 +316,14 @@ CASES = [
         "stores.my.timeout_seconds", 0, "stores.my.timeout_seconds: Input should be greater than 0"
     ),
     Case("stores.my.pool_max", 0, "stores.my.pool_max: Input should be greater than or equal"),
+    Case("stores.es.kind", "elastic", "stores.es: Input tag 'elastic' found using 'kind'"),
+    Case("stores.es.url", "ftp://127.0.0.1:9260", "stores.es.url: must be an http:// or"),
+    Case("stores.es.username", "", "stores.es.username: must not be empty"),
+    Case("stores.es.password", "", "stores.es.password: must not be empty"),
+    Case(
+        "stores.es.timeout_seconds", 0, "stores.es.timeout_seconds: Input should be greater than 0"
+    ),
+    Case("stores.es.verify_certs", "maybe", "stores.es.verify_certs: Input should be a valid"),
     Case("stores.duck.kind", "sqlite", "stores.duck: Input tag 'sqlite' found using 'kind'"),
     Case("stores.duck.database", "", "stores.duck.database: must not be empty"),
     Case(
