@@ -56,7 +56,7 @@ def test_forcing_lookup3_on_a_side_that_cannot_is_refused_naming_it() -> None:
         load("my", "row_hash: lookup3")
     assert (
         "checks.c.row_hash: a mariadb store (checks.c.reader) cannot compute lookup3; use md5 "
-        "or auto (kinds that can: postgres)"
+        "or auto (kinds that can: elasticsearch, opensearch, postgres)"
     ) in err.value.problems
 
 

@@ -98,6 +98,7 @@ KIND = registry.StoreKind(
             registry.RETRIED_READS,
             registry.SLOT_FIRST_PASS,
             registry.CANARY_WRITER,
+            registry.LOOKUP3_ROW_HASH,
         }
     ),
 )

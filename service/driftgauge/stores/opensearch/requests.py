@@ -81,6 +81,7 @@ def script_params(view: View) -> dict[str, Any]:
         "ts_step": STEP_MICROS[view.timestamp_precision],
         "measures": list(view.measure_columns),
         "measure_scale": view.measure_scale or 0,
+        "lookup3": view.row_hash == "lookup3",
     }
 
 
