@@ -56,9 +56,6 @@ CheckView = Callable[[str, Any, Sequence[Any], list[str]], None]
 """(location, view model, exclusion models, problems): append what this kind refuses."""
 Open = Callable[[View, Any], Awaitable[StoreAdapter]]
 """(view, the store's shared connection or None) → an adapter; None: it opens its own."""
-Connect = Callable[[Store], Awaitable[Any]]
-"""Open the connection pool or client every view of one store shares."""
-Disconnect = Callable[[Any], Awaitable[None]]
 ErrorMap = Callable[[str, str, BaseException], StoreError | None]
 """(store name, what was being done, exception) → our StoreError; for an exception that is
 not the store's doing but a bug: None (the caller lets it propagate) or the bug re-raised."""
@@ -76,24 +73,66 @@ def every_row(store: Store) -> str:
 
 @dataclass(frozen=True)
 class StoreKind:
-    """Everything driftgauge knows about one kind of store, in one object."""
+    """Everything driftgauge knows about one kind of store, in one object.
 
-    name: str
+    The kind's code lives in subpackage `package`. Its I/O module (`io`) opens the handle
+    every view of a store shares (`store_pool`), closes it (`close_pool`) and maps its
+    driver's errors (`translate_error`); class `adapter` of its `adapter` module opens a
+    view on that handle. They are named, not imported, so a configuration that does not
+    use the kind never loads its driver.
+    """
+
+    package: str
+    adapter: str
     config_model: type[StoreModel]
     """The `stores.NAME` model; its `kind` field is Literal[name]."""
     build: Build
     check_view: CheckView
-    connect: Connect
-    disconnect: Disconnect
-    open: Open
-    error_map: ErrorMap
     secrets: Secrets
     capabilities: frozenset[str] = frozenset()
     coverage: Coverage = every_row
+    io: str = "io"
+    name: str = ""
+    """The kind's name; by default its subpackage's."""
+    errors: ErrorMap | None = None
+    """The kind's own error map, for an I/O module whose translate_error maps bugs too."""
+    opener: Open | None = None
+    """The kind's own opener, for a kind that opens another kind's adapter its own way."""
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            object.__setattr__(self, "name", self.package.rsplit(".", 1)[-1])
 
     def has(self, capability: str) -> bool:
         """Return True when this kind offers `capability`."""
         return capability in self.capabilities
+
+    def _module(self, name: str) -> Any:
+        return importlib.import_module(f"{self.package}.{name}")
+
+    async def connect(self, store: Store) -> Any:
+        """Return the handle every view of the store shares."""
+        return await self._module(self.io).store_pool(store)
+
+    async def disconnect(self, handle: Any) -> None:
+        """Close a handle opened by connect."""
+        await self._module(self.io).close_pool(handle)
+
+    async def open(self, view: View, handle: Any) -> StoreAdapter:
+        """Return an adapter on the shared handle, or on a handle of its own when None."""
+        if self.opener is not None:
+            return await self.opener(view, handle)
+        opened: StoreAdapter = await getattr(self._module("adapter"), self.adapter).open(
+            view, handle
+        )
+        return opened
+
+    def error_map(self, store: str, what: str, exc: BaseException) -> StoreError | None:
+        """Return our exception for a driver error; a bug is not mapped (see ErrorMap)."""
+        if self.errors is not None:
+            return self.errors(store, what, exc)
+        mapped: StoreError | None = self._module(self.io).translate_error(store, what, exc)
+        return mapped
 
 
 @functools.cache

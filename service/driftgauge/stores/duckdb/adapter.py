@@ -54,7 +54,7 @@ class DuckDBAdapter(DialectAdapter):
         DUCKDB.bucket_sql(view)  # refuse a malformed view before opening anything
         if conn is not None:
             return cls(view, conn, owns_pool=False)
-        return cls(view, await io.connect(store))
+        return cls(view, await io.store_pool(store))
 
     async def inspect_fields(self) -> list[FieldSchema]:
         """Return the type of each configured column (the preflight's view of this side)."""

@@ -135,7 +135,7 @@ def _open(store: DuckDBStore) -> duckdb.DuckDBPyConnection | None:
     return None if store.database is not None else conn
 
 
-async def connect(store: DuckDBStore) -> Connection:
+async def store_pool(store: DuckDBStore) -> Connection:
     """Open the store's database and check its file tables (ConfigError naming the field)."""
     try:
         conn = await asyncio.wait_for(asyncio.to_thread(_open, store), store.timeout)
@@ -144,6 +144,11 @@ async def connect(store: DuckDBStore) -> Connection:
     except DRIVER_ERRORS as exc:
         raise store_error(store.name, "open the database", exc) from exc
     return Connection(store, conn)
+
+
+async def close_pool(conn: Connection) -> None:
+    """Close a connection opened by store_pool."""
+    await conn.close()
 
 
 def driver_error(exc: BaseException) -> bool:

@@ -26,7 +26,7 @@ KIND = replace(
     name="elasticsearch",
     config_model=ElasticsearchStoreModel,
     check_view=functools.partial(opensearch.check_cluster_view, "elasticsearch"),
-    open=open_adapter,
+    opener=open_adapter,
     # No canary writer: the canary's write path is tested on OpenSearch only.
     capabilities=opensearch.KIND.capabilities - {registry.CANARY_WRITER},
 )

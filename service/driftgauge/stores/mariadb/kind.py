@@ -8,7 +8,6 @@ from driftgauge.config.secrets import Secret
 from driftgauge.core.errors import StoreError
 from driftgauge.stores import registry
 from driftgauge.stores.mariadb.settings import MariaDBStore, MariaDBStoreModel, dsn_shape
-from driftgauge.stores.sql.pooled import pool_hooks
 from driftgauge.stores.sql.views import sql_view_check
 
 
@@ -19,19 +18,11 @@ def build(name: str, sm: MariaDBStoreModel, problems: list[str]) -> MariaDBStore
     return MariaDBStore(name, Secret(sm.dsn), sm.timeout_seconds, sm.pool_max)
 
 
-check_view = sql_view_check("mariadb")
-
-
 def store_secrets(store: Store) -> list[tuple[str, Secret, str]]:
     """Return the store's DSN reference (its shape is checked when the pool opens)."""
     assert isinstance(store, MariaDBStore)
     # "password", not "dsn": the resolver's DSN check knows only postgresql:// URLs.
     return [("dsn", store.dsn, "password")]
-
-
-connect, disconnect, open_adapter = pool_hooks(
-    "driftgauge.stores.mariadb", MariaDBStore, "MariaDBAdapter"
-)
 
 
 def error_map(store: str, what: str, exc: BaseException) -> StoreError | None:
@@ -46,14 +37,12 @@ def error_map(store: str, what: str, exc: BaseException) -> StoreError | None:
 
 
 KIND = registry.StoreKind(
-    name="mariadb",
-    config_model=MariaDBStoreModel,
+    __package__,
+    "MariaDBAdapter",
+    MariaDBStoreModel,
     build=build,
-    check_view=check_view,
-    connect=connect,
-    disconnect=disconnect,
-    open=open_adapter,
-    error_map=error_map,
+    check_view=sql_view_check("mariadb"),
     secrets=store_secrets,
     capabilities=frozenset({registry.MEASURE_TOTALS}),
+    errors=error_map,
 )

@@ -90,6 +90,16 @@ def open_client(store: OpenSearchStore) -> Any:
     )
 
 
+async def store_pool(store: OpenSearchStore) -> Any:
+    """Return the client every view of the store shares (no request is made yet)."""
+    return open_client(store)
+
+
+async def close_pool(client: Any) -> None:
+    """Close a client opened by store_pool."""
+    await client.close()
+
+
 def translate_error(store: str, what: str, exc: BaseException) -> StoreError | None:
     """Return our exception for a client or socket error; None for anything else (a bug)."""
     import opensearchpy as osp

@@ -6,11 +6,9 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from driftgauge.config.runtime import Store, View
+from driftgauge.config.runtime import Store
 from driftgauge.config.secrets import Secret
-from driftgauge.core.errors import StoreError
 from driftgauge.stores import registry
-from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.opensearch.settings import (
     ClusterModel,
     OpenSearchStore,
@@ -53,42 +51,12 @@ def store_secrets(store: Store) -> list[tuple[str, Secret, str]]:
     return [] if store.password is None else [("password", store.password, "password")]
 
 
-async def connect(store: Store) -> Any:
-    """Return the client every view of the store shares (no request is made yet)."""
-    from driftgauge.stores.opensearch import client
-
-    assert isinstance(store, OpenSearchStore)
-    return client.open_client(store)
-
-
-async def disconnect(handle: Any) -> None:
-    """Close a client opened by connect."""
-    await handle.close()
-
-
-async def open_adapter(view: View, handle: Any) -> StoreAdapter:
-    """Return an OpenSearch adapter on the shared client, or on its own client when None."""
-    from driftgauge.stores.opensearch.adapter import OpenSearchAdapter
-
-    return await OpenSearchAdapter.open(view, handle)
-
-
-def error_map(store: str, what: str, exc: BaseException) -> StoreError | None:
-    """Return our exception for a client or socket error; None for anything else (a bug)."""
-    from driftgauge.stores.opensearch import client
-
-    return client.translate_error(store, what, exc)
-
-
 KIND = registry.StoreKind(
-    name="opensearch",
-    config_model=OpenSearchStoreModel,
+    __package__,
+    "OpenSearchAdapter",
+    OpenSearchStoreModel,
     build=build,
     check_view=check_view,
-    connect=connect,
-    disconnect=disconnect,
-    open=open_adapter,
-    error_map=error_map,
     secrets=store_secrets,
     capabilities=frozenset(
         {
@@ -101,4 +69,5 @@ KIND = registry.StoreKind(
             registry.LOOKUP3_ROW_HASH,
         }
     ),
+    io="client",
 )

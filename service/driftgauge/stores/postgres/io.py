@@ -58,6 +58,11 @@ def store_error(store: str, what: str, exc: BaseException) -> StoreError:
     return StoreQueryError(store, f"{what}: {type(exc).__name__}: {exc}")
 
 
+def translate_error(store: str, what: str, exc: BaseException) -> StoreError | None:
+    """Return our exception for an asyncpg or socket error; None for anything else (a bug)."""
+    return store_error(store, what, exc) if driver_error(exc) else None
+
+
 def state_error(what: str, exc: BaseException, limit: float) -> StateError:
     """Return our exception for a driver error (see driver_error) on the state database."""
     if isinstance(exc, TimeoutError):

@@ -45,6 +45,16 @@ def open_client(store: ReaderApiStore) -> httpx.AsyncClient:
     )
 
 
+async def store_pool(store: ReaderApiStore) -> httpx.AsyncClient:
+    """Return the client every view of the store shares (no request is made yet)."""
+    return open_client(store)
+
+
+async def close_pool(client: httpx.AsyncClient) -> None:
+    """Close a client opened by store_pool."""
+    await client.aclose()
+
+
 def iso(moment: datetime) -> str:
     """Return an aware instant as the UTC ISO 8601 text the placeholders take."""
     if moment.tzinfo is None:

@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from driftgauge.config.runtime import Store, View
+from driftgauge.config.runtime import Store
 from driftgauge.config.secrets import Secret
-from driftgauge.core.errors import StoreError
 from driftgauge.stores import registry
-from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.reader_api.settings import BOUNDS, ReaderApiStore, ReaderApiStoreModel
 
 
@@ -81,45 +79,15 @@ def coverage(store: Store) -> str:
     return store.mode
 
 
-async def connect(store: Store) -> Any:
-    """Return the client every view of the store shares (no request is made yet)."""
-    from driftgauge.stores.reader_api import io
-
-    assert isinstance(store, ReaderApiStore)
-    return io.open_client(store)
-
-
-async def disconnect(client: Any) -> None:
-    """Close a client opened by connect."""
-    await client.aclose()
-
-
-async def open_adapter(view: View, client: Any) -> StoreAdapter:
-    """Return a reader API adapter on the shared client, or on its own client when None."""
-    from driftgauge.stores.reader_api.adapter import ReaderApiAdapter
-
-    return await ReaderApiAdapter.open(view, client)
-
-
-def error_map(store: str, what: str, exc: BaseException) -> StoreError | None:
-    """Return our exception for an httpx or socket error; None for anything else (a bug)."""
-    from driftgauge.stores.reader_api import io
-
-    return io.translate_error(store, what, exc)
-
-
 KIND = registry.StoreKind(
-    name="reader_api",
-    config_model=ReaderApiStoreModel,
+    __package__,
+    "ReaderApiAdapter",
+    ReaderApiStoreModel,
     build=build,
     check_view=check_view,
-    connect=connect,
-    disconnect=disconnect,
-    open=open_adapter,
-    error_map=error_map,
     secrets=store_secrets,
-    coverage=coverage,
     capabilities=frozenset(
         {registry.COMPOSITE_KEYS, registry.MEASURE_TOTALS, registry.SLOT_FIRST_PASS}
     ),
+    coverage=coverage,
 )

@@ -5,7 +5,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from driftgauge.stores import registry
 from driftgauge.stores.registry import CheckView
+
+DIALECT_CAPABILITIES = frozenset(
+    {
+        registry.COMPOSITE_KEYS,
+        registry.MEASURE_TOTALS,
+        registry.SLOT_FIRST_PASS,
+        registry.VOCABULARY_COUNTER,
+        registry.KEY_PICKER,
+    }
+)
+"""What the dialect-base kinds offer: composite keys, measures, first pass, counts, key query."""
 
 
 def sql_view_check(kind: str) -> CheckView:
