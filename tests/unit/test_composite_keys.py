@@ -16,7 +16,9 @@ from driftgauge.core.errors import ConfigError
 from driftgauge.core.fields import NULL_KEY, KeyType
 from driftgauge.encoding import digest as d
 from driftgauge.engine.reconcile import reconcile
-from driftgauge.jobs.runner import key_hasher
+from driftgauge.engine.result import KeyDiff
+from driftgauge.jobs.runner import canonical_keys, key_hasher
+from driftgauge.state.codec import StoredKey
 from driftgauge.stores import registry
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import MemoryAdapter
@@ -289,3 +291,22 @@ def test_the_composite_example_config_is_valid() -> None:
     assert check.reader.key_columns == ("conversation", "run_id", "task_id")
     assert check.reader.columns == ("outcome", "score")
     assert check.source.exclusions[0].reason == NULL_KEY
+    search = load_file(example).checks["task_search"]
+    assert search.reader.kind == "opensearch" and search.reader.composite
+
+
+def test_ledger_keys_of_a_composite_key_are_read_in_canonical_form() -> None:
+    check = load_text(_config()).checks["runs"]
+    excused = {'["c1", 7, 12]': "no_match", '["c1","x",1]': "skipped", "c1": "no_match"}
+    assert canonical_keys(check, excused) == {'["c1",7,12]': "no_match"}
+    text = _one_column(_config(source="id", reader="id", key_type="string"))
+    single = load_text(text).checks["runs"]
+    assert canonical_keys(single, excused) is excused
+
+
+def test_stored_and_live_keys_show_a_composite_key_as_its_parts() -> None:
+    diff = KeyDiff('["c1",null,3]', "extra", 0, 1, BASE, "ab")
+    assert diff.payload(composite=True).key == ["c1", None, 3]
+    assert diff.payload().key == '["c1",null,3]'
+    stored = StoredKey(diff, "ab").payload(composite=True)
+    assert (stored.key, stored.key_hash) == (["c1", None, 3], "ab")

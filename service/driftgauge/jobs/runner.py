@@ -38,6 +38,23 @@ def key_hasher(check: Check) -> KeyHasher:
     return hashed
 
 
+def canonical_keys(check: Check, excused: Mapping[str, str]) -> Mapping[str, str]:
+    """Return the ledger's excused keys with a composite key's text in canonical form.
+
+    A sync job may report `["c1", 7]` where the stores' key text is `["c1",7]`; a key
+    that is no array of the check's parts can match no row and is dropped.
+    """
+    if not check.key_types:
+        return excused
+    out: dict[str, str] = {}
+    for key, reason in excused.items():
+        try:
+            out[digest.key_text(digest.key_from_text(key, check.key_types))] = reason
+        except (ValueError, TypeError):
+            continue
+    return out
+
+
 async def run_check(
     check: Check,
     adapters: AdapterSource,
@@ -83,7 +100,7 @@ async def run_check(
                 async with budget.run_timeout(deadline):  # retries in the stores see it too
                     sides = adapters if isinstance(adapters, Adapters) else await adapters()
                     excused = (
-                        await exclusions(check, window_start, window_end)
+                        canonical_keys(check, await exclusions(check, window_start, window_end))
                         if exclusions is not None
                         else None
                     )
