@@ -179,14 +179,26 @@ checks:
 POSTGRES = next(k for k in KINDS if k.name == "postgres")
 
 
-async def test_planted_drift_under_a_composite_key_from_postgres(kind: Kind, stored: Store) -> None:
-    """PostgreSQL as the source, this kind as the reader: every planted key found exactly."""
+@pytest.mark.parametrize(
+    "first_pass",
+    [{}, {"slots_first": True}, {"digest_width": 16}],
+    ids=["drill-down", "slots-first", "difference-digests"],
+)
+async def test_planted_drift_under_a_composite_key_from_postgres(
+    kind: Kind, stored: Store, first_pass: dict[str, Any]
+) -> None:
+    """PostgreSQL as the source, this kind as the reader: every planted key found exactly.
+
+    Whichever first pass the engine takes (a kind without one falls back to drilling down).
+    """
     kind.require(COMPOSITE_KEYS)
     check = load_text(CHECK).checks["runs"]
     source = await (await stored(POSTGRES, PLANTED_SOURCE)).open(RUNS_SPEC)
     reader = await (await stored(kind, PLANTED_READER)).open(RUNS_SPEC)
     try:
-        result = await reconcile(check, source, reader, *WINDOW, now=BASE + timedelta(days=9))
+        result = await reconcile(
+            check, source, reader, *WINDOW, now=BASE + timedelta(days=9), **first_pass
+        )
     finally:
         await source.close()
         await reader.close()
