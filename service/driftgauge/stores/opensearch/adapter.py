@@ -15,9 +15,11 @@ from driftgauge.core.errors import (
     StoreTimeout,
 )
 from driftgauge.core.fields import TimestampPrecision
+from driftgauge.encoding import iblt
 from driftgauge.encoding.digest import exported_key, from_epoch_micros
 from driftgauge.stores.base import (
     BucketDigest,
+    DigestPass,
     FirstPass,
     Granularity,
     LazySlots,
@@ -164,6 +166,29 @@ class OpenSearchAdapter(ReadAdapter):
             return self._parsed(rq.slots_from, day_raw, start, seconds)
 
         return FirstPass(sorted(days, key=lambda b: b.start), LazySlots(raw, build))
+
+    async def day_and_cell_digests(self, start: datetime, end: datetime, width: int) -> DigestPass:
+        """Return day buckets and each day's difference digest from one pass of scripts."""
+        if not 1 <= width <= iblt.MAX_WIDTH:
+            raise ValueError(f"width must be between 1 and {iblt.MAX_WIDTH}, got {width}")
+        if start >= end:
+            return DigestPass([], {})
+        counts = rq.parse_day_counts(
+            await self._search("count rows per day", rq.day_counts_body(self.view, start, end))
+        )
+        days: list[BucketDigest] = []
+        tables: dict[datetime, dict[int, iblt.Cell]] = {}
+        for chunk in rq.plan_chunks(
+            start, end, counts, self.max_chunk_rows, rq.MAX_BUCKETS_PER_REQUEST
+        ):
+            resp = await self._search(
+                "day and cell digests", rq.day_cell_body(self.view, chunk.start, chunk.end, width)
+            )
+            got, raw = self._parsed(rq.parse_day_slots, resp, self.view)
+            days.extend(got)
+            for day, cells in raw.items():
+                tables[day] = self._parsed(rq.cells_from, cells)
+        return DigestPass(sorted(days, key=lambda b: b.start), tables)
 
     async def prefix_digests(
         self, start: datetime, end: datetime, depth: int, within: Sequence[str] | None = None

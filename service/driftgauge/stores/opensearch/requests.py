@@ -14,6 +14,7 @@ from typing import Any
 from driftgauge.config.runtime import View
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.clock import EPOCH
+from driftgauge.encoding import iblt
 from driftgauge.encoding.digest import STEP_MICROS
 from driftgauge.stores.base import BucketDigest, Granularity
 
@@ -22,6 +23,7 @@ _SECTION = "// @section "
 _HASHING = (
     "bucket_map",
     "dayslot_map",
+    "daycell_map",
     "prefix_map",
     "row_fields",
     "prefix_filter",
@@ -188,6 +190,41 @@ def day_slot_body(
     )
 
 
+def day_cell_body(view: View, start: datetime, end: datetime, width: int) -> dict[str, Any]:
+    """Return bucket_body's day request whose metric also builds each day's cells.
+
+    The cells of `width` per sub-table are summed as encoding.iblt.build sums them; the
+    row hash is computed once for the day and its cells.
+    """
+    params = {
+        "width": width,
+        "k": iblt.K,
+        "position_bits": iblt.POSITION_BITS,
+        "c1": iblt.C1,
+        "c2": iblt.C2,
+        "c3": iblt.C3,
+        "c4": iblt.C4,
+    }
+    return _digest_body(
+        view,
+        start,
+        end,
+        _histogram(view, "day"),
+        scripts_of="dayslot",
+        map_of="daycell",
+        extra=params,
+    )
+
+
+def cells_from(raw: Mapping[str, Any]) -> dict[int, iblt.Cell]:
+    """Return one day's cells from its raw map of cell index → [count, three sums]."""
+    out = {}
+    for i, value in raw.items():
+        count, rows, checks, times = value
+        out[int(i)] = (int(count), int(rows), int(checks), int(times))
+    return out
+
+
 def _epoch_ms(moment: datetime) -> int:
     delta = moment - EPOCH
     return delta // timedelta(milliseconds=1)
@@ -200,12 +237,14 @@ def _digest_body(
     histogram: dict[str, Any],
     *,
     scripts_of: str = "bucket",
+    map_of: str | None = None,
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
+    mapper = f"{map_of or scripts_of}_map"
     metric = {
         "scripted_metric": {
             "init_script": script(f"{scripts_of}_init", {}),
-            "map_script": script(f"{scripts_of}_map", script_params(view) | dict(extra or {})),
+            "map_script": script(mapper, script_params(view) | dict(extra or {})),
             "combine_script": script(f"{scripts_of}_combine", {}),
             "reduce_script": script(f"{scripts_of}_reduce", {}),
         }
