@@ -205,15 +205,8 @@ def day_cell_body(view: View, start: datetime, end: datetime, width: int) -> dic
         "c3": iblt.C3,
         "c4": iblt.C4,
     }
-    return _digest_body(
-        view,
-        start,
-        end,
-        _histogram(view, "day"),
-        scripts_of="dayslot",
-        map_of="daycell",
-        extra=params,
-    )
+    day = _histogram(view, "day")
+    return _digest_body(view, start, end, day, scripts_of="dayslot", map_of="daycell", extra=params)
 
 
 def cells_from(raw: Mapping[str, Any]) -> dict[int, iblt.Cell]:
