@@ -18,7 +18,7 @@ from driftgauge.config.runtime import Exclusion, View
 from driftgauge.config.secrets import Secret
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
-from driftgauge.stores.mariadb import dialect as my_sql
+from driftgauge.stores.mariadb.dialect import MARIADB
 from driftgauge.stores.mariadb.settings import MariaDBStore
 from tests.conformance.spec import (
     DESCRIBES_FIELDS,
@@ -263,7 +263,7 @@ class MariaDBGolden:
         try:
             async with conn.cursor() as cur:
                 await cur.execute(
-                    f"SELECT {my_sql.row_encoding_sql(view_)} FROM {my_sql.relation(view_)}"
+                    f"SELECT {MARIADB.row_encoding_sql(view_)} FROM {MARIADB.relation(view_)}"
                 )
                 (value,) = await cur.fetchone()
         finally:

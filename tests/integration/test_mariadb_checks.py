@@ -23,6 +23,7 @@ from driftgauge.configfile.loader import load_text
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import RunResult
 from driftgauge.stores import open_adapter
+from driftgauge.stores.base import KeyQuery
 from tests.conformance import kind_mariadb as my
 from tests.integration.conftest import OS_URL, PG_DSN, TIMEOUT, dsn_for, unique_name
 
@@ -206,3 +207,26 @@ async def test_mariadb_to_opensearch_finds_the_planted_rows(stores: Stores) -> N
     }
     assert _totals(result) == (1, 2, 3, 2)
     assert sum(b.expected for b in result.buckets) == 120 - 2 + 1 + 1
+
+
+async def test_a_mariadb_source_picks_the_canary_key_with_its_query(stores: Stores) -> None:
+    # %(start)s and %(end)s are the day's bounds; a literal % is doubled, as the driver needs.
+    adapter = await open_adapter(stores.config.checks["orders_search"].source)
+    try:
+        assert isinstance(adapter, KeyQuery)
+        query = (
+            "SELECT order_id FROM orders WHERE updated_at >= %(start)s AND updated_at < %(end)s "
+            "AND order_id LIKE 'o%%' ORDER BY updated_at DESC LIMIT 1"
+        )
+        day = datetime(2026, 3, 29, tzinfo=BERLIN)
+        picked = await adapter.query_key(query, day, day + timedelta(days=1))
+        assert (
+            picked
+            == max(
+                (o for o in _replica(_orders()) if day <= o[3] < day + timedelta(days=1)),
+                key=lambda o: o[3],
+            )[0]
+        )
+        assert await adapter.query_key(query, END, END + timedelta(days=1)) is None
+    finally:
+        await adapter.close()

@@ -71,7 +71,8 @@ def build_canary(
                 "real key); remove it"
             )
     if cm.key_query is not None and not registry.kind_of(source.kind).has(registry.KEY_PICKER):
-        problems.append(f"{where}.key_query: only for a postgres source")
+        kinds = " or ".join(registry.with_capability(registry.KEY_PICKER))
+        problems.append(f"{where}.key_query: only for a {kinds} source")
     if (
         store is None
         or not registry.kind_of(store.kind).has(registry.CANARY_WRITER)
@@ -100,7 +101,8 @@ def build_vocabulary(
 ) -> tuple[VocabularyField, ...]:
     """Return the vocabulary fields of a check, each with the reader's accepted values."""
     if vm and not registry.kind_of(source.kind).has(registry.VOCABULARY_COUNTER):
-        problems.append(f"{where}: the vocabulary check needs a postgres source")
+        kinds = " or ".join(registry.with_capability(registry.VOCABULARY_COUNTER))
+        problems.append(f"{where}: the vocabulary check needs a {kinds} source")
         return ()
     out = []
     names = [f.name for f in source.fields]

@@ -84,6 +84,21 @@ def wanted(view: View) -> list[Wanted]:
     return out
 
 
+def wrong_type(
+    w: Wanted, type_name: str, accepts: frozenset[str], why: str | None, holds: str
+) -> FieldSchema:
+    """Return the refusal of a column of `type_name` that `w` cannot read (`why`: a reason)."""
+    what = "the time field" if w.expects == "time" else f"a {w.expects} field"
+    return FieldSchema(
+        w,
+        (
+            f"column {w.column} is {type_name}{f' ({why})' if why else ''}; "
+            f"{what} reads one of {', '.join(sorted(accepts))}",
+        ),
+        holds=holds,
+    )
+
+
 def judge_columns(
     view: View, columns: Mapping[str, T], where: str, judge: Callable[[Wanted, T], FieldSchema]
 ) -> list[FieldSchema]:

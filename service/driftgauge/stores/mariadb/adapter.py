@@ -1,11 +1,10 @@
-"""The MariaDB adapter: digests computed by SQL inside the database (aiomysql pool)."""
+"""The MariaDB adapter: the shared dialect queries run inside the database (aiomysql pool)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import replace
-from datetime import UTC, date, datetime
+from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, date, datetime, timedelta
 from typing import Any, Self
 
 import aiomysql
@@ -14,37 +13,41 @@ from driftgauge.config.runtime import View
 from driftgauge.core import buckets
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.errors import StoreQueryError
-from driftgauge.encoding.digest import unsigned64
+from driftgauge.encoding.digest import exported_key, unsigned64
 from driftgauge.stores.base import (
     BucketDigest,
+    FirstPass,
     Granularity,
+    LazySlots,
     RowHash,
     Spans,
     check_slot,
-    no_prefixes,
 )
-from driftgauge.stores.mariadb import dialect, io, preflight
+from driftgauge.stores.mariadb import io, preflight
+from driftgauge.stores.mariadb.dialect import MARIADB, naive_utc
 from driftgauge.stores.mariadb.settings import MariaDBStore
 from driftgauge.stores.preflight import FieldSchema
 from driftgauge.stores.sql import results
-from driftgauge.stores.sql.adapter import SqlAdapter
+from driftgauge.stores.sql.adapter import DialectAdapter
 
 FETCH_ROWS = 2000
 """Rows per round trip of the unbuffered cursor in iter_rows."""
 ZONE_RANGE = (datetime(1970, 1, 2, tzinfo=UTC), datetime(2038, 1, 18, tzinfo=UTC))
 """CONVERT_TZ leaves a time outside TIMESTAMP's range unconverted: days there are refused."""
+_MICRO = timedelta(microseconds=1)
 
 
-class MariaDBAdapter(SqlAdapter):
+class MariaDBAdapter(DialectAdapter):
     """Read a MariaDB source (with exclusions) or a MariaDB reader view."""
 
     kind = "mariadb"
+    dialect = MARIADB
     store_type = MariaDBStore
     store: MariaDBStore
 
     def _compile(self) -> None:
-        self._sql_day = dialect.day_sql(self.view)
-        self._sql_slot = dialect.slot_sql(self.view)
+        super()._compile()
+        self._sql_day_slot = MARIADB.day_slot_sql(self.view)
 
     @classmethod
     async def open(cls, view: View, pool: Any = None) -> Self:
@@ -54,7 +57,7 @@ class MariaDBAdapter(SqlAdapter):
         returns NULL and every day would be lost.
         """
         store = cls.store_of(view)
-        dialect.day_sql(view)  # refuse a malformed view before opening connections
+        MARIADB.bucket_sql(view)  # refuse a malformed view before opening connections
         adapter = cls(view, pool or await io.store_pool(store), owns_pool=pool is None)
         try:
             await adapter._check_zone()
@@ -67,8 +70,8 @@ class MariaDBAdapter(SqlAdapter):
         zone = self.view.timezone.key
         rows = await self._fetch(
             "check the time zone tables",
-            "SELECT CONVERT_TZ('2000-06-01 00:00:00', '+00:00', %(tz)s) IS NOT NULL AS known",
-            {"tz": zone},
+            "SELECT CONVERT_TZ('2000-06-01 00:00:00', '+00:00', %(a1)s) IS NOT NULL AS known",
+            zone,
         )
         if not rows or not rows[0]["known"]:
             raise StoreQueryError(
@@ -81,39 +84,41 @@ class MariaDBAdapter(SqlAdapter):
 
     async def inspect_fields(self) -> list[FieldSchema]:
         """Return the type of each configured column (the preflight's view of this side)."""
-        async with (
-            io.connection(
-                self._pool,
-                self.store.name,
-                _where(self.view, "check the columns"),
-                self.store.timeout,
-            ) as conn,
-            _deadline(self.store.timeout),
-        ):
-            return await preflight.describe(conn, self.view)
+        timeout = self.store.timeout
+        where = self._where("check the columns")
+        async with io.connection(self._pool, self.store.name, where, timeout) as conn:
+            async with asyncio.timeout(timeout):
+                return await preflight.describe(conn, self.view)
 
     async def close(self) -> None:
         """Close the pool, unless the store's other views share it."""
         if self._owns_pool:
             await io.close_pool(self._pool, self.store.timeout)
 
-    async def _day_digests(
-        self, start: datetime, end: datetime, granularity: Granularity
-    ) -> list[BucketDigest]:
+    def _check_days(self, start: datetime, end: datetime) -> None:
         if start < ZONE_RANGE[0] or end > ZONE_RANGE[1]:
             raise StoreQueryError(
                 self.store.name,
                 (
-                    f"day buckets of {_where(self.view)}: MariaDB converts time zones only "
+                    f"{self._where('day buckets')}: MariaDB converts time zones only "
                     f"between {ZONE_RANGE[0].date()} and {ZONE_RANGE[1].date()}, the window is "
                     f"{start.isoformat()} to {end.isoformat()}"
                 ),
             )
-        tz = self.view.timezone
+
+    def _midnight(self, day: Any) -> datetime:
+        """Return the UTC start of a local date the server computed (23- or 25-hour days too)."""
+        local = day if isinstance(day, date) else date.fromisoformat(str(day))
+        return buckets.midnight(local, self.view.timezone)
+
+    async def _day_digests(
+        self, start: datetime, end: datetime, granularity: Granularity
+    ) -> list[BucketDigest]:
+        self._check_days(start, end)
         rows = await self._fetch(
-            "bucket digests", self._sql_day, {**_window(start, end), "tz": tz.key}
+            "bucket digests", self._sql_bucket, start, end, granularity, self.view.timezone.key
         )
-        return self._buckets(rows, lambda d: buckets.midnight(_as_date(d), tz))
+        return self._buckets([r | {"bucket": self._midnight(r["bucket"])} for r in rows])
 
     async def slot_digests(
         self, start: datetime, end: datetime, seconds: int, *, distinct: bool = True
@@ -122,71 +127,59 @@ class MariaDBAdapter(SqlAdapter):
         step = check_slot(start, seconds)
         if start >= end:
             return []
+        sql = self._sql_slot if distinct else self._sql_slot_rows
+        rows = await self._fetch("slot digests", sql, start, end, step // _MICRO, start)
         origin = start.astimezone(UTC)
+        return self._buckets([r | {"bucket": origin + step * int(r["bucket"])} for r in rows])
+
+    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> FirstPass:
+        """Return day buckets and their slots (spans of `seconds` from start) from one scan."""
+        step = check_slot(start, seconds)
+        if start >= end:
+            return FirstPass([], {})
+        self._check_days(start, end)
         rows = await self._fetch(
-            "slot digests",
-            self._sql_slot,
-            {**_window(start, end), "origin": _param(start), "step": seconds * 1_000_000},
+            "day and slot digests",
+            self._sql_day_slot,
+            start,
+            end,
+            step // _MICRO,
+            self.view.timezone.key,
+            start,
         )
-        return self._buckets(rows, lambda n: origin + step * int(n))
-
-    def _buckets(
-        self, rows: list[dict[str, Any]], begin_of: Callable[[Any], datetime]
-    ) -> list[BucketDigest]:
-        out: dict[datetime, tuple[Aggregate, dict[str, int]]] = {}
+        origin = start.astimezone(UTC)
+        by_day: dict[datetime, list[dict[str, Any]]] = {}
+        day_rows = []
         for r in rows:
-            begin = begin_of(r["bucket"]).astimezone(UTC)
-            agg, excluded = out.get(begin, (Aggregate(), {}))
-            if r["rule"] is None:
-                agg = replace(_aggregate(r), measures=results.totals(r, self.view.measures))
+            midnight = self._midnight(r["bucket"])
+            if r["slot"] is None:
+                day_rows.append(r | {"bucket": midnight})
             else:
-                reason = self._reasons[int(r["rule"]) - 1]
-                excluded = excluded | {reason: excluded.get(reason, 0) + int(r["n"])}
-            out[begin] = (agg, excluded)
-        return [BucketDigest(start=b, agg=a, excluded=x) for b, (a, x) in sorted(out.items())]
-
-    async def prefix_digests(
-        self, start: datetime, end: datetime, depth: int, within: Sequence[str] | None = None
-    ) -> dict[str, Aggregate]:
-        """Return aggregates grouped by the first `depth` hex digits of the key hash."""
-        if no_prefixes(start, end, depth, within):
-            return {}
-        args: dict[str, Any] = {**_window(start, end), "depth": depth}
-        if within is not None:
-            args |= dialect.like_patterns(list(within))
-        sql = dialect.prefix_sql(self.view, within=None if within is None else len(within))
-        rows = await self._fetch("prefix digests", sql, args)
-        return {str(r["prefix"]): _aggregate(r) for r in rows}
+                by_day.setdefault(midnight, []).append(r)
+        return FirstPass(
+            self._buckets(day_rows), LazySlots(by_day, lambda rs: _slots(rs, origin, step))
+        )
 
     async def _rows(
         self, start: datetime, end: datetime, prefixes: Sequence[str] | None, spans: Spans | None
     ) -> AsyncIterator[RowHash]:
         """Yield expected rows through an unbuffered cursor, FETCH_ROWS at a time."""
-        args: dict[str, Any] = _window(start, end)
-        if prefixes is not None:
-            args |= dialect.like_patterns(list(prefixes))
-        for i, (lo, hi) in enumerate(spans or []):
-            args |= {f"lo{i}": _param(lo), f"hi{i}": _param(hi)}
-        sql = dialect.rows_sql(
-            self.view,
-            within=None if prefixes is None else len(prefixes),
-            ranges=None if spans is None else len(spans),
-        )
+        sql, args = results.rows_query(MARIADB, self.view, start, end, prefixes, spans)
+        composite = self.view.composite
         timeout = self.store.timeout
+        where = self._where("export rows")
         async with (
-            io.connection(
-                self._pool, self.store.name, _where(self.view, "export rows"), timeout
-            ) as conn,
+            io.connection(self._pool, self.store.name, where, timeout) as conn,
             conn.cursor(aiomysql.SSDictCursor) as cur,
         ):
-            async with _deadline(timeout):
-                await cur.execute(sql, args)
+            async with asyncio.timeout(timeout):
+                await cur.execute(sql, MARIADB.bind(args))
             while True:
-                async with _deadline(timeout):
+                async with asyncio.timeout(timeout):
                     batch = await cur.fetchmany(FETCH_ROWS)
                 for r in batch:
                     yield RowHash(
-                        key=r["ktext"],
+                        key=exported_key(r["ktext"], composite),
                         key_hash=str(r["khash"]),
                         row_hash=unsigned64(int(r["rhash"])),
                         event_time=_utc(r["t"]),
@@ -194,35 +187,28 @@ class MariaDBAdapter(SqlAdapter):
                 if len(batch) < FETCH_ROWS:
                     break
 
-    async def _fetch(self, what: str, sql: str, args: dict[str, Any]) -> list[dict[str, Any]]:
+    async def query_key(self, query: str, start: datetime, end: datetime) -> str | None:
+        """Return the first value of the operator's key query (%(start)s, %(end)s its bounds)."""
+        args = {"start": naive_utc(start), "end": naive_utc(end)}
         timeout = self.store.timeout
         async with (
-            io.connection(self._pool, self.store.name, _where(self.view, what), timeout) as conn,
-            _deadline(timeout),
+            io.connection(self._pool, self.store.name, "pick a canary key", timeout) as conn,
+            asyncio.timeout(timeout),
+            conn.cursor() as cur,
+        ):
+            await cur.execute(query, args)
+            row = await cur.fetchone()
+        return None if row is None or row[0] is None else str(row[0])
+
+    async def _fetch(self, what: str, sql: str, *args: Any) -> list[Any]:
+        timeout = self.store.timeout
+        async with (
+            io.connection(self._pool, self.store.name, self._where(what), timeout) as conn,
+            asyncio.timeout(timeout),
             conn.cursor(aiomysql.DictCursor) as cur,
         ):
-            await cur.execute(sql, args)
+            await cur.execute(sql, MARIADB.bind(args))
             return list(await cur.fetchall())
-
-
-def _deadline(seconds: float) -> asyncio.Timeout:
-    return asyncio.timeout(seconds)
-
-
-def _where(view: View, what: str = "") -> str:
-    target = view.table if view.table is not None else "view query"
-    return f"{what} on {target}" if what else target
-
-
-def _param(moment: datetime) -> datetime:
-    """Return an aware instant as the naive UTC datetime a UTC session compares with."""
-    if moment.tzinfo is None:
-        raise ValueError("time bounds must be timezone-aware")
-    return moment.astimezone(UTC).replace(tzinfo=None)
-
-
-def _window(start: datetime, end: datetime) -> dict[str, Any]:
-    return {"start": _param(start), "end": _param(end)}
 
 
 def _utc(value: Any) -> datetime:
@@ -233,13 +219,14 @@ def _utc(value: Any) -> datetime:
     raise TypeError(f"the time column holds {type(value).__name__}, not a date or time")
 
 
-def _as_date(value: Any) -> date:
-    if isinstance(value, date):
-        return value
-    return date.fromisoformat(str(value))
-
-
 def _aggregate(r: dict[str, Any]) -> Aggregate:
     return Aggregate(
-        count=int(r["n"]), distinct_keys=int(r["keys"]), digest=unsigned64(int(r["digest"]))
+        count=int(r["n"]), distinct_keys=int(r["keys"]), digest=unsigned64(int(r["digest"] or 0))
+    )
+
+
+def _slots(rows: list[dict[str, Any]], origin: datetime, step: timedelta) -> list[BucketDigest]:
+    return sorted(
+        (BucketDigest(start=origin + step * int(r["slot"]), agg=_aggregate(r)) for r in rows),
+        key=lambda b: b.start,
     )

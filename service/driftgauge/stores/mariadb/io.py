@@ -11,14 +11,7 @@ from urllib.parse import unquote, urlsplit
 import aiomysql
 import pymysql
 
-from driftgauge.core.errors import (
-    SecretError,
-    StoreError,
-    StorePermissionError,
-    StoreQueryError,
-    StoreTimeout,
-    StoreUnavailable,
-)
+from driftgauge.core import errors
 from driftgauge.stores.mariadb.settings import MariaDBStore, dsn_shape
 
 PERMISSION_ERRORS = frozenset({1044, 1045, 1142, 1143, 1227, 1370})
@@ -60,8 +53,8 @@ async def store_pool(store: MariaDBStore) -> Any:
     """Open the pool of a store and check the session; failures are StoreErrors."""
     try:
         args = connect_args(store.dsn.reveal())
-    except (SecretError, ValueError) as exc:
-        raise StoreQueryError(store.name, f"dsn: {exc}") from None
+    except (errors.SecretError, ValueError) as exc:
+        raise errors.StoreQueryError(store.name, f"dsn: {exc}") from None
     try:
         async with asyncio.timeout(store.timeout):
             pool = await aiomysql.create_pool(
@@ -125,22 +118,26 @@ def _code(exc: BaseException) -> int | None:
     return args[0] if args and isinstance(args[0], int) else None
 
 
-def translate_error(store: str, what: str, exc: BaseException) -> StoreError:
+def translate_error(store: str, what: str, exc: BaseException) -> errors.StoreError:
     """Return our exception for an aiomysql/PyMySQL or socket error."""
-    if isinstance(exc, StoreError):
+    if isinstance(exc, errors.StoreError):
         return exc
     if isinstance(exc, TimeoutError):
-        return StoreTimeout(store, f"{what}: no answer within the timeout")
+        return errors.StoreTimeout(store, f"{what}: no answer within the timeout")
     code = _code(exc)
     message = _message(exc)
     if code in TIMEOUT_ERRORS:
-        return StoreTimeout(store, f"{what}: no answer within the timeout ({code} {message})")
+        return errors.StoreTimeout(
+            store, f"{what}: no answer within the timeout ({code} {message})"
+        )
     if code in PERMISSION_ERRORS:
-        return StorePermissionError(store, f"{what}: {code} {message}")
+        return errors.StorePermissionError(store, f"{what}: {code} {message}")
     if code in UNAVAILABLE_ERRORS or isinstance(exc, OSError | pymysql.err.InterfaceError):
-        return StoreUnavailable(store, f"{what}: cannot use the connection ({message})")
+        return errors.StoreUnavailable(store, f"{what}: cannot use the connection ({message})")
     # Any other driver error: the server refused the statement, or the driver the call.
-    return StoreQueryError(store, f"{what}: {code} {message}" if code else f"{what}: {message}")
+    return errors.StoreQueryError(
+        store, f"{what}: {code} {message}" if code else f"{what}: {message}"
+    )
 
 
 def _message(exc: BaseException) -> str:

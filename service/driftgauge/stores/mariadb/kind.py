@@ -8,7 +8,7 @@ from driftgauge.config.secrets import Secret
 from driftgauge.core.errors import StoreError
 from driftgauge.stores import registry
 from driftgauge.stores.mariadb.settings import MariaDBStore, MariaDBStoreModel, dsn_shape
-from driftgauge.stores.sql.views import sql_view_check
+from driftgauge.stores.sql.views import DIALECT_CAPABILITIES, sql_view_check
 
 
 def build(name: str, sm: MariaDBStoreModel, problems: list[str]) -> MariaDBStore:
@@ -43,6 +43,6 @@ KIND = registry.StoreKind(
     build=build,
     check_view=sql_view_check("mariadb"),
     secrets=store_secrets,
-    capabilities=frozenset({registry.MEASURE_TOTALS}),
+    capabilities=DIALECT_CAPABILITIES,
     errors=error_map,
 )

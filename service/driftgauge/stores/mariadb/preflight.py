@@ -8,8 +8,8 @@ from pymysql.constants import FIELD_TYPE as T
 
 from driftgauge.config.runtime import View
 from driftgauge.core.fields import TimestampPrecision
-from driftgauge.stores.mariadb import dialect
-from driftgauge.stores.preflight import Expects, FieldSchema, Wanted, judge_columns
+from driftgauge.stores.mariadb.dialect import MARIADB
+from driftgauge.stores.preflight import Expects, FieldSchema, Wanted, judge_columns, wrong_type
 
 NAMES = {
     T.DECIMAL: "decimal",
@@ -64,7 +64,7 @@ WHY: dict[tuple[Expects, str], str] = {
 async def describe(conn: Any, view: View) -> list[FieldSchema]:
     """Return each wanted field's column type, from a `LIMIT 0` of the view."""
     async with conn.cursor() as cur:
-        await cur.execute(f"SELECT * FROM {dialect.relation(view)} LIMIT 0")
+        await cur.execute(f"SELECT * FROM {MARIADB.relation(view)} LIMIT 0")
         columns = {d[0]: d for d in cur.description or ()}
     where = f"table {view.table}" if view.table is not None else "the view's query"
     return judge_columns(
@@ -78,16 +78,7 @@ def judge(w: Wanted, type_code: int, scale: int, where: str) -> FieldSchema:
     holds = f"{name}({scale}) in {where}" if name in TIMES - {"date"} else f"{name} in {where}"
     accepts = ACCEPTS[w.expects]
     if accepts is not None and name not in accepts:
-        what = "the time field" if w.expects == "time" else f"a {w.expects} field"
-        why = WHY.get((w.expects, name))
-        return FieldSchema(
-            w,
-            (
-                f"column {w.column} is {name}{f' ({why})' if why else ''}; "
-                f"{what} reads one of {', '.join(sorted(accepts))}",
-            ),
-            holds=holds,
-        )
+        return wrong_type(w, name, accepts, WHY.get((w.expects, name)), holds)
     precision: TimestampPrecision | None = None
     if w.expects == "timestamp":
         # DATETIME(6) keeps microseconds; fewer fractional digits compare at ms at best.

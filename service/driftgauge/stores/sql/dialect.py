@@ -11,10 +11,23 @@ and go in verbatim. No I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from driftgauge.config.runtime import Exclusion, View
 from driftgauge.core.fields import FieldType, RowHashName, TimestampPrecision
+
+
+def spelling(template: str, doc: str) -> Any:
+    """Return a dialect hook that writes its one SQL expression into `template` at {0}.
+
+    Typed Any: the class binds it as a method, whatever the hook's parameter is called.
+    """
+
+    def hook(self: Any, expr: str) -> str:
+        return template.format(expr)
+
+    hook.__doc__ = doc
+    return hook
 
 
 class SqlDialect:
@@ -28,6 +41,10 @@ class SqlDialect:
     """Each row hash the engine computes, as SQL over `{0}` (the row encoding) giving the
     hash's 64 bits as an integer (signed or unsigned; sums are reduced mod 2^64). The one
     place a dialect spells its row hashes."""
+    reserved: frozenset[str] = frozenset()
+    """Column aliases of the queries that are reserved words in this engine (quoted)."""
+    escapes: tuple[tuple[str, str], ...] = ()
+    """Replacements that operator SQL needs to reach the engine unchanged through the driver."""
 
     # ---- spellings ---------------------------------------------------------------------
 
@@ -36,6 +53,16 @@ class SqlDialect:
         if not name or "\x00" in name:
             raise ValueError(f"invalid identifier {name!r}")
         return '"' + name.replace('"', '""') + '"'
+
+    def alias(self, name: str) -> str:
+        """Return a column alias as the engine takes it (quoted where the name is reserved)."""
+        return self.quote_ident(name) if name in self.reserved else name
+
+    def verbatim(self, sql: str) -> str:
+        """Return operator SQL (a view's query, an exclusion) as the driver must receive it."""
+        for old, new in self.escapes:
+            sql = sql.replace(old, new)
+        return sql
 
     def param(self, n: int, type_: str | None = None) -> str:
         """Return bind parameter number `n` (1-based), cast to `type_` when given."""
@@ -125,7 +152,7 @@ class SqlDialect:
     def relation(self, view: View) -> str:
         """Return the FROM item of a view: its query as a subquery, or its quoted table."""
         if view.query is not None:
-            return f"({view.query.strip().rstrip(';')}) AS src"
+            return f"({self.verbatim(view.query.strip().rstrip(';'))}) AS src"
         if view.table is None:
             raise ValueError(f"a {self.name} view needs a query or a table")
         return ".".join(self.quote_ident(part) for part in view.table.split(".")) + " AS src"
@@ -192,7 +219,7 @@ class SqlDialect:
     def rule_sql(self, ex: Exclusion) -> str:
         """Return an exclusion's condition: the operator's predicate, or NULL key parts."""
         if ex.where is not None:
-            return f"({ex.where}) IS TRUE"
+            return f"({self.verbatim(ex.where)}) IS TRUE"
         return "(" + " OR ".join(f"{self.quote_ident(c)} IS NULL" for c in ex.null_columns) + ")"
 
     def window(self, t: str) -> str:
@@ -237,7 +264,8 @@ class SqlDialect:
 
     def _digests(self, view: View, bucket: str, keys: str) -> str:
         return (
-            f"SELECT {bucket} AS bucket, r.x AS rule, count(*) AS n, {keys} AS keys, "
+            f"SELECT {bucket} AS bucket, r.x AS rule, count(*) AS n, "
+            f"{keys} AS {self.alias('keys')}, "
             f"{self.filtered('sum', self.row_hash(view, 'renc'), 'r.x IS NULL')} AS digest"
             f"{self.measure_sums_sql(view)} "
             f"FROM ({self.base_sql(view)}) AS r GROUP BY 1, 2 ORDER BY 1, 2"
@@ -271,7 +299,7 @@ class SqlDialect:
         restrict = f" AND {self.prefix_in(khash, self.param(4, 'text[]'))}" if within else ""
         return (
             f"SELECT left({khash}, {self.param(3)}) AS prefix, count(*) AS n, "
-            f"{self.distinct_keys_sql('true')} AS keys, "
+            f"{self.distinct_keys_sql('true')} AS {self.alias('keys')}, "
             f"sum({self.row_hash(view, 'renc')}) AS digest "
             f"FROM ({self.base_sql(view)}) AS r WHERE r.x IS NULL{restrict} GROUP BY 1 ORDER BY 1"
         )
