@@ -12,19 +12,8 @@ from driftgauge.stores.postgres.io import PgCalls
 
 
 def consumer_row(r: Any) -> dict[str, Any]:
-    """Return a consumers row as the API shows it."""
-    return {
-        "name": r["name"],
-        "kind": r["kind"],
-        "owner": r["owner"],
-        "rank": r["rank"],
-        "webhook_url": r["webhook_url"],
-        "command": r["command"],
-        "signs": r["signs"],
-        "signed_by": r["signed_by"],
-        "created_at": r["created_at"],
-        "updated_at": r["updated_at"],
-    }
+    """Return a consumers row as the API shows it: every column, in the table's order."""
+    return dict(r)
 
 
 class Consumers:
