@@ -12,7 +12,7 @@ import pytest
 
 from driftgauge.stores.preflight import FieldSchema, Inspectable
 from tests.conformance.items import ITEMS, SPEC
-from tests.conformance.spec import DESCRIBES_FIELDS, Kind, Spec, Store
+from tests.conformance.spec import COMPOSITE_KEYS, DESCRIBES_FIELDS, Kind, Spec, Store
 
 pytestmark = pytest.mark.integration
 
@@ -45,4 +45,14 @@ async def test_a_missing_field_is_named(kind: Kind, stored: Store, role: str) ->
     described = {fs.wanted.role: fs for fs in await _inspect(kind, stored, spec)}
     missing = described.pop(role)
     assert missing.problems and missing.wanted.column in missing.problems[0], missing
+    assert all(not fs.problems for fs in described.values())
+
+
+async def test_a_missing_key_part_is_named(kind: Kind, stored: Store) -> None:
+    kind.require(COMPOSITE_KEYS)
+    spec = replace(SPEC, key=("id", "tierx"), key_type=("string", "string"))
+    described = {fs.wanted.role: fs for fs in await _inspect(kind, stored, spec)}
+    assert list(described)[:3] == ["key.id", "key.tierx", "time"]
+    missing = described.pop("key.tierx")
+    assert missing.problems and "tierx" in missing.problems[0], missing
     assert all(not fs.problems for fs in described.values())

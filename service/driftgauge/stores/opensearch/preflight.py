@@ -147,6 +147,8 @@ def _indexes(names: list[str]) -> str:
 
 def _as_null(w: Wanted) -> str:
     """Return what reading the field as NULL would do to those rows' verdict."""
+    if w.role.startswith("key."):
+        return "would have a NULL key part (excluded on a source, extra on a reader)"
     if w.is_key:
         return "would all count under one empty key"
     if w.role == "time":
