@@ -9,19 +9,10 @@ from typing import Any, Self
 
 from driftgauge.config.runtime import View
 from driftgauge.core import buckets as days
-from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.clock import EPOCH
 from driftgauge.core.errors import StoreError
 from driftgauge.encoding.digest import exported_key, unsigned64
-from driftgauge.stores.base import (
-    BucketDigest,
-    FirstPass,
-    Granularity,
-    LazySlots,
-    RowHash,
-    Spans,
-    check_slot,
-)
+from driftgauge.stores.base import RowHash, Spans
 from driftgauge.stores.duckdb import io, preflight
 from driftgauge.stores.duckdb.dialect import DUCKDB
 from driftgauge.stores.duckdb.settings import DuckDBStore
@@ -43,10 +34,6 @@ class DuckDBAdapter(DialectAdapter):
     store: DuckDBStore
     _pool: io.Connection
 
-    def _compile(self) -> None:
-        super()._compile()
-        self._sql_day_slot = DUCKDB.day_slot_sql(self.view)
-
     @classmethod
     async def open(cls, view: View, conn: Any = None) -> Self:
         """Return an adapter on the store's shared connection, or on one of its own."""
@@ -66,14 +53,6 @@ class DuckDBAdapter(DialectAdapter):
         if self._owns_pool:
             await self._pool.close()
 
-    async def _day_digests(
-        self, start: datetime, end: datetime, granularity: Granularity
-    ) -> list[BucketDigest]:
-        rows = await self._fetch(
-            "bucket digests", self._sql_bucket, start, end, self._day_starts(start, end)
-        )
-        return self._buckets(rows)
-
     def _day_starts(self, start: datetime, end: datetime) -> list[datetime]:
         # From zoneinfo, as core.buckets defines a day: the engine's own tz data may differ.
         tz = self.view.timezone
@@ -82,39 +61,14 @@ class DuckDBAdapter(DialectAdapter):
             out.append(nxt)
         return out
 
-    async def slot_digests(
-        self, start: datetime, end: datetime, seconds: int, *, distinct: bool = True
-    ) -> list[BucketDigest]:
-        """Return per-slot aggregates (spans of absolute time from start), excluded by reason."""
-        step = check_slot(start, seconds)
-        if start >= end:
-            return []
-        sql = self._sql_slot if distinct else self._sql_slot_rows
-        rows = await self._fetch(
-            "slot digests", sql, start, end, step // _MICRO, (start - EPOCH) // _MICRO
-        )
-        return self._buckets(rows)
+    def _day_args(self, start: datetime, end: datetime) -> tuple[Any, ...]:
+        return (self._day_starts(start, end),)
 
-    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> FirstPass:
-        """Return day buckets and their slots (spans of absolute time from start), one scan."""
-        step = check_slot(start, seconds)
-        if start >= end:
-            return FirstPass([], {})
-        rows = await self._fetch(
-            "day and slot digests",
-            self._sql_day_slot,
-            start,
-            end,
-            self._day_starts(start, end),
-            step // _MICRO,
-            (start - EPOCH) // _MICRO,
-        )
-        by_day: dict[datetime, list[dict[str, Any]]] = {}
-        for r in rows:
-            if r["slot"] is not None:
-                by_day.setdefault(r["bucket"].astimezone(UTC), []).append(r)
-        days = self._buckets([r for r in rows if r["slot"] is None])
-        return FirstPass(days, LazySlots(by_day, _slots))
+    def _slot_args(self, start: datetime, step: timedelta) -> tuple[Any, ...]:
+        return step // _MICRO, (start - EPOCH) // _MICRO  # step and origin in microseconds
+
+    def _day_slot_args(self, start: datetime, end: datetime, step: timedelta) -> tuple[Any, ...]:
+        return self._day_starts(start, end), *self._slot_args(start, step)
 
     async def _rows(
         self, start: datetime, end: datetime, prefixes: Sequence[str] | None, spans: Spans | None
@@ -163,18 +117,3 @@ class DuckDBAdapter(DialectAdapter):
             if not io.driver_error(exc):
                 raise
             raise io.store_error(self.store.name, what, exc) from exc
-
-
-def _slots(records: list[dict[str, Any]]) -> list[BucketDigest]:
-    return sorted(
-        (
-            BucketDigest(
-                start=r["slot"].astimezone(UTC),
-                agg=Aggregate(
-                    count=r["n"], distinct_keys=r["keys"], digest=unsigned64(int(r["digest"]))
-                ),
-            )
-            for r in records
-        ),
-        key=lambda b: b.start,
-    )

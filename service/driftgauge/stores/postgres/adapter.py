@@ -3,23 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Self
 
 from driftgauge.config.runtime import View
-from driftgauge.core.aggregate import Aggregate
 from driftgauge.encoding import iblt
 from driftgauge.encoding.digest import exported_key, unsigned64
-from driftgauge.stores.base import (
-    BucketDigest,
-    DigestPass,
-    FirstPass,
-    Granularity,
-    LazySlots,
-    RowHash,
-    Spans,
-    check_slot,
-)
+from driftgauge.stores.base import DigestPass, RowHash, Spans
 from driftgauge.stores.postgres import dialect, io, preflight
 from driftgauge.stores.postgres.dialect import POSTGRES
 from driftgauge.stores.postgres.settings import PostgresStore
@@ -41,7 +31,6 @@ class PostgresAdapter(DialectAdapter):
 
     def _compile(self) -> None:
         super()._compile()
-        self._sql_day_slot = dialect.day_slot_sql(self.view)
         self._sql_day_cell = dialect.day_cell_sql(self.view)
 
     @classmethod
@@ -68,46 +57,14 @@ class PostgresAdapter(DialectAdapter):
         if self._owns_pool:
             await io.close_pool(self._pool, self.store.timeout)
 
-    async def _day_digests(
-        self, start: datetime, end: datetime, granularity: Granularity
-    ) -> list[BucketDigest]:
-        rows = await self._fetch(
-            "bucket digests", self._sql_bucket, start, end, granularity, self.view.timezone.key
-        )
-        return self._buckets(rows)
+    def _day_args(self, start: datetime, end: datetime) -> tuple[Any, ...]:
+        return "day", self.view.timezone.key
 
-    async def slot_digests(
-        self, start: datetime, end: datetime, seconds: int, *, distinct: bool = True
-    ) -> list[BucketDigest]:
-        """Return per-slot aggregates (date_bin from start) and excluded counts by reason."""
-        step = check_slot(start, seconds)
-        if start >= end:
-            return []
-        sql = self._sql_slot if distinct else self._sql_slot_rows
-        return self._buckets(await self._fetch("slot digests", sql, start, end, step, start))
+    def _slot_args(self, start: datetime, step: timedelta) -> tuple[Any, ...]:
+        return step, start  # date_bin(step, t, start)
 
-    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> FirstPass:
-        """Return day buckets and their slots (date_bin from start) from one scan."""
-        step = check_slot(start, seconds)
-        if start >= end:
-            return FirstPass([], {})
-        rows = await self._fetch(
-            "day and slot digests",
-            self._sql_day_slot,
-            start,
-            end,
-            step,
-            self.view.timezone.key,
-            start,
-        )
-        by_day: dict[datetime, list[Any]] = {}
-        for r in rows:
-            if r["slot"] is not None:
-                by_day.setdefault(r["bucket"], []).append(r)
-        days = self._buckets([r for r in rows if r["slot"] is None])
-        return FirstPass(
-            days, LazySlots({_utc(d): rs for d, rs in by_day.items()}, _slots_from_records)
-        )
+    def _day_slot_args(self, start: datetime, end: datetime, step: timedelta) -> tuple[Any, ...]:
+        return step, self.view.timezone.key, start
 
     async def day_and_cell_digests(self, start: datetime, end: datetime, width: int) -> DigestPass:
         """Return day buckets and each day's difference digest from one scan."""
@@ -175,19 +132,3 @@ class PostgresAdapter(DialectAdapter):
 
 def _utc(moment: datetime) -> datetime:
     return moment.astimezone(UTC)
-
-
-def _slots_from_records(records: list[Any]) -> list[BucketDigest]:
-    # Slot starts stay in UTC as the driver returns them (a zone lookup each costs).
-    return sorted(
-        (
-            BucketDigest(
-                start=r["slot"],
-                agg=Aggregate(
-                    count=r["n"], distinct_keys=r["keys"], digest=unsigned64(r["digest"])
-                ),
-            )
-            for r in records
-        ),
-        key=lambda b: b.start,
-    )

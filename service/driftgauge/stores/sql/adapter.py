@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 from driftgauge.config.runtime import Store, View
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.fields import TimestampPrecision
-from driftgauge.stores.base import BucketDigest, ReadAdapter
+from driftgauge.stores.base import BucketDigest, FirstPass, Granularity, ReadAdapter, check_slot
 from driftgauge.stores.sql import results
 from driftgauge.stores.sql.dialect import SqlDialect
 
@@ -64,13 +64,54 @@ class DialectAdapter(SqlAdapter):
         self._sql_bucket = self.dialect.bucket_sql(view)
         self._sql_slot = self.dialect.slot_sql(view)
         self._sql_slot_rows = self.dialect.slot_sql(view, distinct=False)
+        self._sql_day_slot = self.dialect.day_slot_sql(view)
 
     async def _fetch(self, what: str, sql: str, *args: Any) -> list[Any]:
         """Return the rows of `sql`, its driver's errors mapped to ours."""
         raise NotImplementedError
 
+    def _day_args(self, start: datetime, end: datetime) -> tuple[Any, ...]:
+        """Return the day query's arguments after the window's bounds."""
+        raise NotImplementedError
+
+    def _slot_args(self, start: datetime, step: timedelta) -> tuple[Any, ...]:
+        """Return the slot query's arguments after the window's bounds (slots from start)."""
+        raise NotImplementedError
+
+    def _day_slot_args(self, start: datetime, end: datetime, step: timedelta) -> tuple[Any, ...]:
+        """Return the one-scan day and slot query's arguments after the window's bounds."""
+        raise NotImplementedError
+
     def _buckets(self, rows: list[Any]) -> list[BucketDigest]:
         return results.buckets(rows, self._reasons, self.view.measures)
+
+    async def _day_digests(
+        self, start: datetime, end: datetime, granularity: Granularity
+    ) -> list[BucketDigest]:
+        args = self._day_args(start, end)
+        return self._buckets(
+            await self._fetch("bucket digests", self._sql_bucket, start, end, *args)
+        )
+
+    async def slot_digests(
+        self, start: datetime, end: datetime, seconds: int, *, distinct: bool = True
+    ) -> list[BucketDigest]:
+        """Return per-slot aggregates (spans of absolute time from start), excluded by reason."""
+        step = check_slot(start, seconds)
+        if start >= end:
+            return []
+        sql = self._sql_slot if distinct else self._sql_slot_rows
+        args = self._slot_args(start, step)
+        return self._buckets(await self._fetch("slot digests", sql, start, end, *args))
+
+    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> FirstPass:
+        """Return day buckets and their slots (spans of absolute time from start), one scan."""
+        step = check_slot(start, seconds)
+        if start >= end:
+            return FirstPass([], {})
+        args = self._day_slot_args(start, end, step)
+        rows = await self._fetch("day and slot digests", self._sql_day_slot, start, end, *args)
+        return FirstPass(self._buckets([r for r in rows if r["slot"] is None]), results.slots(rows))
 
     async def prefix_digests(
         self, start: datetime, end: datetime, depth: int, within: Sequence[str] | None = None

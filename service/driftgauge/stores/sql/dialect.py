@@ -293,6 +293,14 @@ class SqlDialect:
         )
         return self._digests(view, self.slot("r.t"), keys)
 
+    def day_slot_sql(self, view: View) -> str:
+        """Return day buckets by rule plus per-slot expected aggregates from one scan.
+
+        Rows with a NULL slot are the day set (one per day and rule); the others are the
+        (day, slot) aggregates of rows no rule excludes.
+        """
+        raise NotImplementedError
+
     def prefix_sql(self, view: View, *, within: bool) -> str:
         """Return the per-prefix query; $3 is the depth, $4 LIKE patterns when `within`."""
         khash = self.md5("r.kenc")

@@ -10,7 +10,7 @@ from typing import Any
 from driftgauge.config.runtime import View
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.encoding.digest import unsigned64
-from driftgauge.stores.base import BucketDigest, no_prefixes
+from driftgauge.stores.base import BucketDigest, LazySlots, no_prefixes
 from driftgauge.stores.sql.dialect import SqlDialect
 
 Row = Mapping[str, Any]
@@ -43,6 +43,30 @@ def buckets(
             excluded = excluded | {reason: excluded.get(reason, 0) + r["n"]}
         out[begin] = (agg, excluded)
     return [BucketDigest(start=b, agg=a, excluded=x) for b, (a, x) in sorted(out.items())]
+
+
+def slots(rows: Sequence[Row]) -> LazySlots:
+    """Return the slots of a one-scan day and slot query's rows, per day, built when looked up."""
+    by_day: dict[datetime, list[Row]] = {}
+    for r in rows:
+        if r["slot"] is not None:
+            by_day.setdefault(r["bucket"], []).append(r)
+    return LazySlots({d.astimezone(UTC): rs for d, rs in by_day.items()}, _slots)
+
+
+def _slots(rows: list[Row]) -> list[BucketDigest]:
+    return sorted(
+        (
+            BucketDigest(
+                start=r["slot"].astimezone(UTC),
+                agg=Aggregate(
+                    count=r["n"], distinct_keys=r["keys"], digest=unsigned64(int(r["digest"]))
+                ),
+            )
+            for r in rows
+        ),
+        key=lambda b: b.start,
+    )
 
 
 def totals(r: Row, measures: Sequence[str]) -> dict[str, Decimal] | None:
