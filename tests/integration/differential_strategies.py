@@ -132,6 +132,7 @@ def settings(draw: st.DrawFn, pair: Pair) -> Settings:
         shards=draw(st.sampled_from((1, 2))) if pair == "pg-os" else 1,
         reader_filter=draw(st.booleans()),
         settle_hours=draw(st.sampled_from((0, 0, 0, 0, 0, 3, 30, 80))),
+        digest_width=draw(st.sampled_from((None, 16, 64))),
     )
 
 

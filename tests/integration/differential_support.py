@@ -106,6 +106,8 @@ class Settings:
     settle_hours: int = 0
     """With a settle, the run happens right at the window's end, so its last days settle."""
     """Read the reader through a filter that hides rows labelled HIDDEN (the reader's view)."""
+    digest_width: int | None = None
+    """Peel days from difference digests of this width (None: the drill-down only)."""
 
 
 @dataclass(repr=False)

@@ -115,6 +115,10 @@ class Traced:
         self.paths.add("first-pass slots")
         return await self.inner.day_and_slot_digests(start, end, seconds)  # type: ignore[attr-defined]
 
+    async def day_and_cell_digests(self, start: datetime, end: datetime, width: int) -> Any:
+        self.paths.add("first-pass digests")
+        return await self.inner.day_and_cell_digests(start, end, width)  # type: ignore[attr-defined]
+
     async def slot_digests(
         self, start: datetime, end: datetime, seconds: int, *, distinct: bool = True
     ) -> Any:
@@ -229,7 +233,14 @@ async def run_driftgauge(
             # As the runner does: refuse unreadable fields, settle the timestamp precision.
             await preflight(check, src.inner, rdr.inner)
             result = await reconcile(
-                check, src, rdr, start, end, now=case.now(), slots_first=case.settings.slots_first
+                check,
+                src,
+                rdr,
+                start,
+                end,
+                now=case.now(),
+                slots_first=case.settings.slots_first,
+                digest_width=case.settings.digest_width,
             )
         finally:
             await src.close()
