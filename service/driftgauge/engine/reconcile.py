@@ -163,8 +163,20 @@ class _DaySlots:
 
 @dataclass
 class _Sides:
+    """Both sides of one check, each counting its calls."""
+
+    check: Check
     source: _Counted
     reader: _Counted
+
+    @classmethod
+    def of(cls, check: Check, source: StoreAdapter, reader: StoreAdapter) -> _Sides:
+        """Return the check's two adapters, counted under their configured stores' names."""
+        return cls(
+            check,
+            _Counted(source, check.source.store.name),
+            _Counted(reader, check.reader.store.name),
+        )
 
     async def both(self, fn: Callable[[_Counted], Awaitable[T]]) -> tuple[T, T]:
         """Run the same request on both sides concurrently."""
@@ -216,9 +228,7 @@ async def reconcile(
             f"{check.reader.row_hash}; a check's sides must use one row hash"
         )
         return result
-    sides = _Sides(
-        _Counted(source, check.source.store.name), _Counted(reader, check.reader.store.name)
-    )
+    sides = _Sides.of(check, source, reader)
     try:
         starts = plan.day_starts(window_start, window_end, check.timezone)
         # Bounded: slots of up to slot_first_pass_days days are held until judged. Slots
@@ -376,9 +386,7 @@ async def _judge_day(
         if peeled is not None:
             diff = _join_day(s_agg, r_agg, _Fetched(*peeled), ledger_excluded)
         else:
-            tree, diff = await _drill_day(
-                check, sides, start, end, s_agg, r_agg, ledger_excluded, slots
-            )
+            tree, diff = await _drill_day(sides, start, end, s_agg, r_agg, ledger_excluded, slots)
         bucket.tree = tree
         bucket.missing, bucket.extra = diff.missing, diff.extra
         bucket.mismatched, bucket.duplicates = diff.mismatched, diff.duplicates
@@ -457,7 +465,6 @@ class _Fetched:
 
 
 async def _drill_day(
-    check: Check,
     sides: _Sides,
     start: datetime,
     end: datetime,
@@ -467,6 +474,7 @@ async def _drill_day(
     slots: _DaySlots | None = None,
 ) -> tuple[list[Node], LeafDiff]:
     """Return the day's drill-down tree and the classified differences."""
+    check = sides.check
     dd = check.drilldown
     if plan.fits_leaf(s_agg, r_agg, dd) or plan.is_dense(s_agg, r_agg, dd):
         # Dense drift or a small day: its rows cost less than walking the levels.
@@ -480,14 +488,14 @@ async def _drill_day(
                 h.fetched = True
         return hours, _join_day(s_agg, r_agg, _Fetched(s_rows, r_rows), ledger_excluded)
     if not (s_agg.has_duplicates or r_agg.has_duplicates):
-        tree, fetched = await _drill_slots(check, sides, start, end, s_agg, r_agg, slots)
+        tree, fetched = await _drill_slots(sides, start, end, s_agg, r_agg, slots)
         return tree, _join_day(s_agg, r_agg, fetched, ledger_excluded)
     # A key held twice may sit in two hours or slots; only key-hash prefixes of the whole
     # day keep all its copies together. The hours are asked for the tree only.
     s_hours, r_hours = await sides.both(lambda s: s.buckets(start, end, "hour"))
     hours = _pair_hours(check, s_hours, r_hours)
     est = plan.estimate_diffs(sum(h.differs for h in hours), max(len(hours), 1))
-    nodes, fetched = await _drill_range(check, sides, start, end, s_agg, r_agg, 0, None, est)
+    nodes, fetched = await _drill_range(sides, start, end, s_agg, r_agg, 0, None, est)
     return hours + nodes, _join_day(s_agg, r_agg, fetched, ledger_excluded)
 
 
@@ -512,7 +520,6 @@ def _join_day(
 
 
 async def _drill_slots(
-    check: Check,
     sides: _Sides,
     start: datetime,
     end: datetime,
@@ -528,6 +535,7 @@ async def _drill_slots(
     that share a timestamp) is split by key-hash prefix. Slots the first pass already
     returned are used as they are; only a side without them is asked.
     """
+    check = sides.check
     dd = check.drilldown
     if cached is not None and cached.usable(start):
         seconds = FIRST_PASS_SLOT
@@ -568,7 +576,7 @@ async def _drill_slots(
     hours = _hours_from_slots(check, day, slots)
     by_start = {_utc(datetime.fromisoformat(h.label)): h for h in hours}
     for k, s_a, r_a in big:
-        nodes, below = await _drill_range(check, sides, k, k + step, s_a, r_a, 0, None, 1.0)
+        nodes, below = await _drill_range(sides, k, k + step, s_a, r_a, 0, None, 1.0)
         fetched.add(below)
         by_start[hour_of(k)].children.extend(nodes)
         found_in.setdefault(hour_of(k), Delta()).add(below.delta())
@@ -630,7 +638,6 @@ def _hour_totals(
 
 
 async def _drill_range(
-    check: Check,
     sides: _Sides,
     start: datetime,
     end: datetime,
@@ -641,6 +648,7 @@ async def _drill_range(
     est_diffs: float,
 ) -> tuple[list[Node], _Fetched]:
     """Split [start, end) by key-hash prefix until leaves are small, then fetch their rows."""
+    check = sides.check
     dd = check.drilldown
     where = f"[{buckets.label(start, check.timezone)}, {buckets.label(end, check.timezone)})"
     if within:
@@ -671,7 +679,7 @@ async def _drill_range(
             )
     for n in big:
         n.children, below = await _drill_range(
-            check, sides, start, end, n.source, n.reader, new_depth, [n.label], 1.0
+            sides, start, end, n.source, n.reader, new_depth, [n.label], 1.0
         )
         fetched.add(below)
     # The prefixes split the range: what they fetched must be what the range differs by.
@@ -736,9 +744,7 @@ async def compare_hours(
     check: Check, source: StoreAdapter, reader: StoreAdapter, day_start: datetime, day_end: datetime
 ) -> list[Node]:
     """Return both sides' hour aggregates for one day, live."""
-    sides = _Sides(
-        _Counted(source, check.source.store.name), _Counted(reader, check.reader.store.name)
-    )
+    sides = _Sides.of(check, source, reader)
     s_hours, r_hours = await sides.both(lambda s: s.buckets(day_start, day_end, "hour"))
     return _pair_hours(check, s_hours, r_hours)
 
@@ -753,8 +759,6 @@ async def compare_prefixes(
     within: Sequence[str] | None = None,
 ) -> list[Node]:
     """Return both sides' aggregates per key-hash prefix of [start, end), live."""
-    sides = _Sides(
-        _Counted(source, check.source.store.name), _Counted(reader, check.reader.store.name)
-    )
+    sides = _Sides.of(check, source, reader)
     s_pre, r_pre = await sides.both(lambda s: s.prefixes(start, end, depth, within))
     return _prefix_nodes(s_pre, r_pre)
