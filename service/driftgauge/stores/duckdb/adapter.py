@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any, Self
+from typing import Any
 
-from driftgauge.config.runtime import View
 from driftgauge.core import buckets as days
 from driftgauge.core.clock import EPOCH
 from driftgauge.core.errors import StoreError
@@ -20,8 +19,6 @@ from driftgauge.stores.preflight import FieldSchema
 from driftgauge.stores.sql import results
 from driftgauge.stores.sql.adapter import DialectAdapter
 
-FETCH_ROWS = 2000
-"""Rows per hop to the engine's thread in iter_rows."""
 _MICRO = timedelta(microseconds=1)
 
 
@@ -33,15 +30,6 @@ class DuckDBAdapter(DialectAdapter):
     store_type = DuckDBStore
     store: DuckDBStore
     _pool: io.Connection
-
-    @classmethod
-    async def open(cls, view: View, conn: Any = None) -> Self:
-        """Return an adapter on the store's shared connection, or on one of its own."""
-        store = cls.store_of(view)
-        DUCKDB.bucket_sql(view)  # refuse a malformed view before opening anything
-        if conn is not None:
-            return cls(view, conn, owns_pool=False)
-        return cls(view, await io.store_pool(store))
 
     async def inspect_fields(self) -> list[FieldSchema]:
         """Return the type of each configured column (the preflight's view of this side)."""
@@ -73,7 +61,7 @@ class DuckDBAdapter(DialectAdapter):
     async def _rows(
         self, start: datetime, end: datetime, prefixes: Sequence[str] | None, spans: Spans | None
     ) -> AsyncIterator[RowHash]:
-        """Yield expected rows, fetched FETCH_ROWS at a time in the engine's thread."""
+        """Yield expected rows, fetched fetch_rows at a time in the engine's thread."""
         sql, args = results.rows_query(DUCKDB, self.view, start, end, prefixes, spans)
         composite = self.view.composite
         with self._errors("export rows"):
@@ -83,7 +71,7 @@ class DuckDBAdapter(DialectAdapter):
                 await self._pool.call(cursor, lambda: cursor.execute(sql, args))
             while True:
                 with self._errors("export rows"):
-                    batch = await self._pool.call(cursor, lambda: cursor.fetchmany(FETCH_ROWS))
+                    batch = await self._pool.call(cursor, lambda: cursor.fetchmany(self.fetch_rows))
                 for ktext, khash, rhash, t in batch:
                     yield RowHash(
                         key=exported_key(ktext, composite),
@@ -91,7 +79,7 @@ class DuckDBAdapter(DialectAdapter):
                         row_hash=unsigned64(rhash),
                         event_time=t.astimezone(UTC),
                     )
-                if len(batch) < FETCH_ROWS:
+                if len(batch) < self.fetch_rows:
                     break
         finally:
             cursor.close()

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Self
+from typing import Any
 
-from driftgauge.config.runtime import View
 from driftgauge.encoding import iblt
 from driftgauge.encoding.digest import exported_key, unsigned64
 from driftgauge.stores.base import DigestPass, RowHash, Spans
@@ -16,9 +15,6 @@ from driftgauge.stores.postgres.settings import PostgresStore
 from driftgauge.stores.preflight import FieldSchema
 from driftgauge.stores.sql import results
 from driftgauge.stores.sql.adapter import DialectAdapter
-
-FETCH_ROWS = 2000
-"""Rows per round trip of the server-side cursor in iter_rows."""
 
 
 class PostgresAdapter(DialectAdapter):
@@ -32,19 +28,6 @@ class PostgresAdapter(DialectAdapter):
     def _compile(self) -> None:
         super()._compile()
         self._sql_day_cell = dialect.day_cell_sql(self.view)
-
-    @classmethod
-    async def open(cls, view: View, pool: Any = None) -> Self:
-        """Return an adapter on the store's shared pool, or on a pool of its own.
-
-        A pool of its own is checked for the database encoding first; a shared pool was
-        checked when the store was connected.
-        """
-        store = cls.store_of(view)
-        dialect.bucket_sql(view)  # refuse a malformed view before opening connections
-        if pool is not None:
-            return cls(view, pool, owns_pool=False)
-        return cls(view, await io.store_pool(store))
 
     async def inspect_fields(self) -> list[FieldSchema]:
         """Return the type of each configured column (the preflight's view of this side)."""
@@ -89,7 +72,7 @@ class PostgresAdapter(DialectAdapter):
     async def _rows(
         self, start: datetime, end: datetime, prefixes: Sequence[str] | None, spans: Spans | None
     ) -> AsyncIterator[RowHash]:
-        """Yield expected rows through a server-side cursor, FETCH_ROWS at a time."""
+        """Yield expected rows through a server-side cursor, fetch_rows at a time."""
         sql, args = results.rows_query(POSTGRES, self.view, start, end, prefixes, spans)
         composite = self.view.composite
         timeout = self.store.timeout
@@ -106,7 +89,7 @@ class PostgresAdapter(DialectAdapter):
                     )
                 cursor = await conn.cursor(sql, *args, timeout=timeout)
                 while True:
-                    batch = await cursor.fetch(FETCH_ROWS, timeout=timeout)
+                    batch = await cursor.fetch(self.fetch_rows, timeout=timeout)
                     for r in batch:
                         yield RowHash(
                             key=exported_key(r["ktext"], composite),
@@ -114,7 +97,7 @@ class PostgresAdapter(DialectAdapter):
                             row_hash=unsigned64(r["rhash"]),
                             event_time=r["t"],
                         )
-                    if len(batch) < FETCH_ROWS:
+                    if len(batch) < self.fetch_rows:
                         break
 
     async def query_key(self, query: str, start: datetime, end: datetime) -> str | None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from driftgauge.config.runtime import Store, View
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.fields import TimestampPrecision
+from driftgauge.stores import registry
 from driftgauge.stores.base import BucketDigest, FirstPass, Granularity, ReadAdapter, check_slot
 from driftgauge.stores.sql import results
 from driftgauge.stores.sql.dialect import SqlDialect
@@ -58,6 +59,20 @@ class DialectAdapter(SqlAdapter):
     """An SQL adapter that runs the shared dialect queries with positional arguments."""
 
     dialect: ClassVar[SqlDialect] = SqlDialect()
+    fetch_rows: ClassVar[int] = 2000
+    """Rows per round trip of a row export's cursor."""
+
+    @classmethod
+    async def open(cls, view: View, pool: Any = None) -> Self:
+        """Return an adapter on the store's shared pool, or on a pool of its own.
+
+        A pool of its own is opened, and checked, as the kind connects a store.
+        """
+        store = cls.store_of(view)
+        cls.dialect.bucket_sql(view)  # refuse a malformed view before opening connections
+        if pool is not None:
+            return cls(view, pool, owns_pool=False)
+        return cls(view, await registry.kind_of(cls.kind).connect(store))
 
     def _compile(self) -> None:
         view = self.view
