@@ -1,10 +1,13 @@
-"""What the feature routers share: their running service, paging and the 422 naming a field."""
+"""What the feature routers share: their running service, paging, their errors as answers."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 from fastapi import HTTPException, Query, Request, status
 from fastapi.exceptions import RequestValidationError
+
+from driftgauge.core.errors import FieldError
 
 Dependency = Callable[..., Any]
 """A FastAPI dependency, such as the app's read or write token check."""
@@ -31,8 +34,18 @@ def app_service(name: str, missing: str) -> Callable[[Request], Any]:
     return running
 
 
-def field_error(field: str, problem: str) -> RequestValidationError:
-    """Return the 422 of bad input, naming the body field and its problem."""
-    return RequestValidationError(
-        [{"type": "value_error", "loc": ("body", field), "msg": problem, "input": None}]
-    )
+@contextmanager
+def answered(
+    not_found: type[Exception], conflicts: tuple[type[Exception], ...] = ()
+) -> Iterator[None]:
+    """Answer a feature's errors: `not_found` 404, `conflicts` 409, a FieldError 422 naming it."""
+    try:
+        yield
+    except FieldError as exc:
+        raise RequestValidationError(
+            [{"type": "value_error", "loc": ("body", exc.field), "msg": exc.problem, "input": None}]
+        ) from None
+    except not_found as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
+    except conflicts as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None

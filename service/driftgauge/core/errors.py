@@ -49,6 +49,15 @@ class StateError(DriftgaugeError):
     """The state database failed or holds something we cannot read."""
 
 
+class FieldError(DriftgaugeError):
+    """A request field valid on its own but not here; `field` names it, `problem` says why."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem
+
+
 class UnknownCheck(DriftgaugeError):
     """No check of that name is configured."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from driftgauge.core.errors import DriftgaugeError
+from driftgauge.core.errors import DriftgaugeError, FieldError
 
 
 class RunNotFound(DriftgaugeError):
@@ -13,9 +13,5 @@ class LedgerConflict(DriftgaugeError):
     """The request contradicts what the ledger already recorded (nothing was changed)."""
 
 
-class LedgerInputError(DriftgaugeError):
+class LedgerInputError(FieldError):
     """A payload field is valid on its own but not for this ledger; `field` names it."""
-
-    def __init__(self, field: str, message: str) -> None:
-        self.field = field
-        super().__init__(f"{field}: {message}")

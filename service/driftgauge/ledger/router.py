@@ -2,13 +2,13 @@
 
 # No `from __future__ import annotations`: FastAPI must see the dependency aliases built
 # inside ledger_router() as real objects, not as names to look up in module globals.
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response, status
+from fastapi import APIRouter, Depends, Path, Query, Request, Response, status
 
-from driftgauge.ledger.errors import LedgerConflict, LedgerInputError, RunNotFound
+from driftgauge.ledger.errors import LedgerConflict, RunNotFound
 from driftgauge.ledger.models import (
     Batch,
     BatchOut,
@@ -21,7 +21,7 @@ from driftgauge.ledger.models import (
     WindowOut,
 )
 from driftgauge.ledger.service import LedgerService
-from driftgauge.routing import Dependency, Offset, app_service, field_error
+from driftgauge.routing import Dependency, Offset, answered, app_service
 
 # Bounds that PostgreSQL can hold, so a wild id or a NUL byte is a 422, not a 503.
 RunId = Annotated[int, Path(ge=1, le=2**63 - 1, description="ledger run id")]
@@ -128,14 +128,6 @@ def ledger_router(
     return router
 
 
-@contextmanager
-def _translated() -> Iterator[None]:
+def _translated() -> AbstractContextManager[None]:
     """Map ledger errors to 404 / 409 / 422 responses that name the field."""
-    try:
-        yield
-    except RunNotFound as exc:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
-    except LedgerConflict as exc:
-        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
-    except LedgerInputError as exc:
-        raise field_error(exc.field, str(exc).split(": ", 1)[-1]) from None
+    return answered(RunNotFound, (LedgerConflict,))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from driftgauge.core.errors import DriftgaugeError
+from driftgauge.core.errors import DriftgaugeError, FieldError
 
 
 class RepairError(DriftgaugeError):
@@ -13,13 +13,8 @@ class NotFound(RepairError):
     """A watermark, consumer or backfill that does not exist."""
 
 
-class RepairInputError(RepairError):
+class RepairInputError(RepairError, FieldError):
     """Input that names something impossible; `field` says which input."""
-
-    def __init__(self, field: str, problem: str) -> None:
-        super().__init__(f"{field}: {problem}")
-        self.field = field
-        self.problem = problem
 
 
 class Refused(RepairError):

@@ -12,12 +12,12 @@ from contextlib import asynccontextmanager, contextmanager
 from datetime import timedelta
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query, status
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query
 
 from driftgauge.core.errors import StateError
 from driftgauge.metrics.collector import PartsCollector
 from driftgauge.repair.backfill import Backfills
-from driftgauge.repair.errors import NotFound, Refused, RepairInputError
+from driftgauge.repair.errors import NotFound, Refused
 from driftgauge.repair.models import (
     AnnounceIn,
     ConsumerIn,
@@ -32,7 +32,7 @@ from driftgauge.repair.models import (
     WatermarkMove,
 )
 from driftgauge.repair.service import Repair, build_repair
-from driftgauge.routing import Dependency, app_service, field_error
+from driftgauge.routing import Dependency, answered, app_service
 
 log = logging.getLogger("driftgauge.repair")
 JUDGE_EVERY = 60.0
@@ -99,16 +99,13 @@ async def _judge(repair: Repair, *, signed: bool = True, rest: bool = True) -> N
 @contextmanager
 def _translated() -> Iterator[None]:
     """Map repair errors to 404, 409 / 422 (naming the rule) and 422 (naming the field)."""
-    try:
-        yield
-    except NotFound as exc:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
-    except Refused as exc:
-        raise HTTPException(
-            exc.status, {"step": exc.step, "rule": exc.rule, "detail": exc.detail}
-        ) from None
-    except RepairInputError as exc:
-        raise field_error(exc.field, exc.problem) from None
+    with answered(NotFound):
+        try:
+            yield
+        except Refused as exc:
+            raise HTTPException(
+                exc.status, {"step": exc.step, "rule": exc.rule, "detail": exc.detail}
+            ) from None
 
 
 def repair_router(require_write: Dependency, require_read: Dependency) -> APIRouter:
