@@ -19,6 +19,17 @@ _BUCKET_SELECT = (
     " WHERE r.check_name = $1 AND r.complete"
 )
 
+# The check's latest run of each kind, as WHERE ... ORDER BY ... LIMIT 1 over its runs ($1).
+# The API and /metrics read these, and retention keeps them: both read them from here.
+_LATEST = {
+    "started": "WHERE check_name = $1 ORDER BY started_at DESC, id DESC LIMIT 1",
+    "finished": "WHERE check_name = $1 AND finished_at IS NOT NULL"
+    " ORDER BY finished_at DESC, id DESC LIMIT 1",
+    "completed": "WHERE check_name = $1 AND complete ORDER BY finished_at DESC, id DESC LIMIT 1",
+    "success": "WHERE check_name = $1 AND complete AND status IN ('ok', 'drift')"
+    " ORDER BY finished_at DESC, id DESC LIMIT 1",
+}
+
 
 class Reads:
     """Read queries of the state store; each runs under the store's deadline."""
@@ -40,29 +51,15 @@ class Reads:
 
     async def latest_finished_run(self, check: str) -> RunRow | None:
         """Return the check's most recently finished run, failed or not."""
-        return await self._one_run(
-            "read the latest finished run",
-            "WHERE check_name = $1 AND finished_at IS NOT NULL"
-            " ORDER BY finished_at DESC, id DESC LIMIT 1",
-            check,
-        )
+        return await self._one_run("read the latest finished run", _LATEST["finished"], check)
 
     async def latest_completed_run(self, check: str) -> RunRow | None:
         """Return the check's most recent run whose results were stored."""
-        return await self._one_run(
-            "read the latest completed run",
-            "WHERE check_name = $1 AND complete ORDER BY finished_at DESC, id DESC LIMIT 1",
-            check,
-        )
+        return await self._one_run("read the latest completed run", _LATEST["completed"], check)
 
     async def latest_success(self, check: str) -> RunRow | None:
         """Return the check's most recent completed run with no bucket in error."""
-        return await self._one_run(
-            "read the latest successful run",
-            "WHERE check_name = $1 AND complete AND status IN ('ok', 'drift')"
-            " ORDER BY finished_at DESC, id DESC LIMIT 1",
-            check,
-        )
+        return await self._one_run("read the latest successful run", _LATEST["success"], check)
 
     async def run(self, check: str, run_id: int) -> RunRow | None:
         """Return one run of a check by id."""
@@ -115,15 +112,8 @@ class Reads:
                 since,
             )
             latest = await conn.fetchrow(
-                "SELECT (SELECT id FROM runs WHERE check_name = $1"
-                "   ORDER BY started_at DESC, id DESC LIMIT 1) AS started,"
-                " (SELECT id FROM runs WHERE check_name = $1 AND finished_at IS NOT NULL"
-                "   ORDER BY finished_at DESC, id DESC LIMIT 1) AS finished,"
-                " (SELECT id FROM runs WHERE check_name = $1 AND complete"
-                "   ORDER BY finished_at DESC, id DESC LIMIT 1) AS completed,"
-                " (SELECT id FROM runs WHERE check_name = $1 AND complete"
-                "   AND status IN ('ok', 'drift') ORDER BY finished_at DESC, id DESC LIMIT 1)"
-                "   AS success",
+                "SELECT "
+                + ", ".join(f"(SELECT id FROM runs {q}) AS {k}" for k, q in _LATEST.items()),
                 check,
             )
         return {r["run_id"] for r in days} | {v for v in latest.values() if v is not None}
