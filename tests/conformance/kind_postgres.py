@@ -13,7 +13,7 @@ import asyncpg
 from driftgauge.config.runtime import Exclusion, View
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
-from driftgauge.stores.postgres import dialect as pg_sql
+from driftgauge.stores.postgres.dialect import POSTGRES as pg_sql
 from tests.conformance.spec import (
     DESCRIBES_FIELDS,
     ENGINE_ENCODING,

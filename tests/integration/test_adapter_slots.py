@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
-from driftgauge.stores.postgres import dialect as pg_sql
+from driftgauge.stores.postgres.dialect import POSTGRES as pg_sql
 from tests.conformance import kind_postgres
 from tests.conformance.items import ITEMS, SPEC
 from tests.conformance.kind_postgres import PostgresSource

@@ -12,8 +12,8 @@ from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import ConfigError, SchemaError
 from driftgauge.core.fields import TimestampPrecision
 from driftgauge.stores.opensearch import preflight as preflight_os
-from driftgauge.stores.postgres import dialect as pg_sql
 from driftgauge.stores.postgres import preflight as preflight_pg
+from driftgauge.stores.postgres.dialect import POSTGRES as pg_sql
 from driftgauge.stores.preflight import FieldSchema, Wanted, preflight, wanted
 
 CONFIG = """

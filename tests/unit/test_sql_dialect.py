@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 from driftgauge.config.runtime import Exclusion, Field, View
 from driftgauge.config.secrets import Secret
 from driftgauge.core.fields import FieldType, RowHashName, TimestampPrecision
-from driftgauge.stores.postgres import dialect as pg
+from driftgauge.stores.postgres.dialect import POSTGRES as pg
 from driftgauge.stores.postgres.settings import PostgresStore
 from driftgauge.stores.sql.dialect import SqlDialect
 

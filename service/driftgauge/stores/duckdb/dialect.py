@@ -15,7 +15,7 @@ from typing import ClassVar
 from driftgauge.config.runtime import View
 from driftgauge.core.fields import RowHashName, TimestampPrecision
 from driftgauge.stores.duckdb.settings import DuckDBStore
-from driftgauge.stores.sql.dialect import SqlDialect
+from driftgauge.stores.sql.dialect import SqlDialect, spelling
 
 
 def sql_string(value: str) -> str:
@@ -42,22 +42,22 @@ class DuckDBDialect(SqlDialect):
             return f"${n}"
         return f"CAST(${n} AS {type_.replace('text[]', 'VARCHAR[]')})"
 
-    def text(self, expr: str) -> str:
-        """Return `expr` as VARCHAR."""
-        return f"CAST(({expr}) AS VARCHAR)"
+    text = spelling("CAST(({0}) AS VARCHAR)", "Return `expr` as VARCHAR.")
 
     def decimal_text(self, expr: str) -> str:
         """Return a DECIMAL's or integer's text with trailing zeros after the point trimmed."""
         s = self.text(expr)
         return f"(CASE WHEN contains({s}, '.') THEN rtrim(rtrim({s}, '0'), '.') ELSE {s} END)"
 
-    def char_length(self, expr: str) -> str:
-        """Return the length in code points (DuckDB's length() counts them)."""
-        return f"length({expr})"
+    char_length = spelling(
+        "length({0})",
+        "Return the length in code points (DuckDB's length() counts them).",
+    )
 
-    def instant(self, expr: str) -> str:
-        """Return `expr` as TIMESTAMPTZ (the connection runs in UTC)."""
-        return f"CAST(({expr}) AS TIMESTAMPTZ)"
+    instant = spelling(
+        "CAST(({0}) AS TIMESTAMPTZ)",
+        "Return `expr` as TIMESTAMPTZ (the connection runs in UTC).",
+    )
 
     def epoch_micros(self, col: str, precision: TimestampPrecision) -> str:
         """Return epoch microseconds of the raw column: epoch_us floors nanoseconds too."""

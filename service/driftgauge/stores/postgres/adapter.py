@@ -9,7 +9,7 @@ from typing import Any
 from driftgauge.encoding import iblt
 from driftgauge.encoding.digest import exported_key, unsigned64
 from driftgauge.stores.base import DigestPass, RowHash, Spans
-from driftgauge.stores.postgres import dialect, io, preflight
+from driftgauge.stores.postgres import io, preflight
 from driftgauge.stores.postgres.dialect import POSTGRES
 from driftgauge.stores.postgres.settings import PostgresStore
 from driftgauge.stores.preflight import FieldSchema
@@ -27,7 +27,7 @@ class PostgresAdapter(DialectAdapter):
 
     def _compile(self) -> None:
         super()._compile()
-        self._sql_day_cell = dialect.day_cell_sql(self.view)
+        self._sql_day_cell = POSTGRES.day_cell_sql(self.view)
 
     async def inspect_fields(self) -> list[FieldSchema]:
         """Return the type of each configured column (the preflight's view of this side)."""

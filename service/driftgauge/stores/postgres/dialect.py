@@ -10,7 +10,7 @@ from __future__ import annotations
 from driftgauge.config.runtime import View
 from driftgauge.core.fields import RowHashName, TimestampPrecision
 from driftgauge.encoding import iblt
-from driftgauge.stores.sql.dialect import SqlDialect
+from driftgauge.stores.sql.dialect import SqlDialect, spelling
 
 ROW_HASHES: dict[RowHashName, str] = {
     "md5": "('x' || left(md5({0}), 16))::bit(64)::bigint",
@@ -41,29 +41,26 @@ class PostgresDialect(SqlDialect):
         """Return `$n`, cast with `::type_` when given."""
         return f"${n}" if type_ is None else f"${n}::{type_}"
 
-    def text(self, expr: str) -> str:
-        """Return `expr` as text."""
-        return f"({expr})::text"
+    text = spelling("({0})::text", "Return `expr` as text.")
 
-    def bigint(self, expr: str) -> str:
-        """Return `expr` as a bigint."""
-        return f"({expr})::bigint"
+    bigint = spelling("({0})::bigint", "Return `expr` as a bigint.")
 
-    def decimal_text(self, expr: str) -> str:
-        """Return a numeric's text without trailing zeros (trim_scale)."""
-        return f"trim_scale(({expr})::numeric)::text"
+    decimal_text = spelling(
+        "trim_scale(({0})::numeric)::text",
+        "Return a numeric's text without trailing zeros (trim_scale).",
+    )
 
-    def measure(self, expr: str) -> str:
-        """Return a measure column as numeric (exact; its sum never overflows)."""
-        return f"({expr})::numeric"
+    measure = spelling(
+        "({0})::numeric",
+        "Return a measure column as numeric (exact; its sum never overflows).",
+    )
 
-    def boolean(self, expr: str) -> str:
-        """Return `expr` as a boolean."""
-        return f"({expr})::boolean"
+    boolean = spelling("({0})::boolean", "Return `expr` as a boolean.")
 
-    def instant(self, expr: str) -> str:
-        """Return `expr` as timestamptz (the session runs in UTC)."""
-        return f"({expr})::timestamptz"
+    instant = spelling(
+        "({0})::timestamptz",
+        "Return `expr` as timestamptz (the session runs in UTC).",
+    )
 
     def epoch_micros(self, col: str, precision: TimestampPrecision) -> str:
         """Return epoch microseconds; extract(epoch) is exact, floor() rounds down before 1970."""
@@ -193,16 +190,3 @@ class PostgresDialect(SqlDialect):
 
 
 POSTGRES = PostgresDialect()
-quote_ident = POSTGRES.quote_ident
-relation = POSTGRES.relation
-token_sql = POSTGRES.token_sql
-row_encoding_sql = POSTGRES.row_encoding_sql
-exclusion_sql = POSTGRES.exclusion_sql
-bucket_sql = POSTGRES.bucket_sql
-slot_sql = POSTGRES.slot_sql
-day_slot_sql = POSTGRES.day_slot_sql
-day_cell_sql = POSTGRES.day_cell_sql
-prefix_sql = POSTGRES.prefix_sql
-rows_sql = POSTGRES.rows_sql
-value_counts_sql = POSTGRES.value_counts_sql
-like_patterns = POSTGRES.like_patterns

@@ -7,7 +7,7 @@ from typing import Any
 from driftgauge.config.runtime import View
 from driftgauge.core.fields import TimestampPrecision
 from driftgauge.encoding.digest import row_hash
-from driftgauge.stores.postgres import dialect
+from driftgauge.stores.postgres.dialect import POSTGRES
 from driftgauge.stores.preflight import Expects, FieldSchema, Wanted, judge_columns
 
 TEXT = frozenset({"text", "varchar", "bpchar", "name", "citext"})
@@ -31,7 +31,7 @@ WHY: dict[str, str] = {
 
 async def describe(conn: Any, view: View) -> list[FieldSchema]:
     """Return each wanted field's column type, from a prepared `LIMIT 0` of the view."""
-    stmt = await conn.prepare(f"SELECT * FROM {dialect.relation(view)} LIMIT 0")
+    stmt = await conn.prepare(f"SELECT * FROM {POSTGRES.relation(view)} LIMIT 0")
     types: dict[str, Any] = {}
     for attr in stmt.get_attributes():
         types.setdefault(attr.name, attr.type)
@@ -54,7 +54,7 @@ async def judge_row_hash(conn: Any, view: View) -> FieldSchema:
     hashtextextended reads its input as native-endian words: a big-endian server (or a
     future change) would hash every row differently, so it is probed, not assumed.
     """
-    template = dialect.POSTGRES.row_hashes["lookup3"]
+    template = POSTGRES.row_hashes["lookup3"]
     got = await conn.fetchval(f"SELECT {template.format('$1::text')}", ROW_HASH_PROBE)
     problems: tuple[str, ...] = ()
     if got is None or int(got) % 2**64 != row_hash(ROW_HASH_PROBE, "lookup3"):
