@@ -38,6 +38,8 @@ RUNS_ROWS: list[tuple[Any, ...]] = [
     ("c-1", 7, 1, "done"),
     ("c-1", 71, 2, "done"),  # ("c-1", 7, 12) and ("c-1", 71, 2) share a separator-free text
     ("c-1", -3, 0, None),
+    ("C-1", 7, 1, "done"),  # case and a trailing space make other keys (no collation folds)
+    ("c-1 ", 7, 1, "done"),
     ("c-2", 1, 1, "dup"),
     ("c-2", 1, 1, "dup"),  # one key twice
     ("c-3", None, 1, "no run"),  # NULL parts: excluded, never a key
@@ -111,7 +113,7 @@ async def test_composite_keys_aggregate_as_python_and_null_parts_are_excluded(
     assert (golden["key_hash"], int(golden["row_hash"]), golden["key_text"]) in expected
     want = d.aggregate((h, r) for h, r, _ in expected)
     nulls = 3 if source_like else 0
-    assert want.distinct_keys == want.count - 1 == 8 - nulls
+    assert want.distinct_keys == want.count - 1 == 10 - nulls
     assert day.agg == want
     assert day.excluded == ({NULL_KEY: nulls} if nulls else {})
     assert sum(h.agg.count for h in hours) == want.count
@@ -214,3 +216,34 @@ async def test_planted_drift_under_a_composite_key_from_postgres(
         ("mismatched", '["c7",7,7]'),
     }
     assert [d.shown_key(k.key, True) for k in day.samples if k.kind == "extra"] == [["c11", 2, 3]]
+
+
+CASES = Table(
+    name="casekeys",
+    columns=(("k", "key"), ("n", "integer"), ("ts", "instant")),
+    rows=[
+        (k, 1, BASE + timedelta(minutes=i)) for i, k in enumerate(["c-1", "C-1", "c-1 ", "é", "e"])
+    ],
+    shards=1,
+)
+
+
+@pytest.mark.parametrize("key", ["k", ("k", "n")], ids=["one-column", "composite"])
+async def test_a_prefix_export_never_mixes_keys_a_collation_folds(
+    kind: Kind, stored: Store, key: str | tuple[str, ...]
+) -> None:
+    """Each key's rows come under its own hash prefix, not under a folded twin's."""
+    if isinstance(key, tuple):
+        kind.require(COMPOSITE_KEYS)
+    types = ("string", "integer") if isinstance(key, tuple) else "string"
+    adapter = await (await stored(kind, CASES)).open(
+        Spec(key=key, key_type=types, time="ts", fields={})
+    )
+    try:
+        rows = await _rows(adapter)
+        by_prefix = {r.key_hash[:2]: r.key for r in rows}
+        assert len(by_prefix) == len(rows) == 5
+        for prefix, shown in by_prefix.items():
+            assert [r.key for r in await _rows(adapter, [prefix])] == [shown]
+    finally:
+        await adapter.close()
