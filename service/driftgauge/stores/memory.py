@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -84,18 +84,7 @@ class MemoryAdapter:
         self._check(f"buckets:{granularity}")
         if granularity == "hour":
             return await hour_digests(self._slots, start, end, self.timezone)
-        groups: dict[datetime, list[RowHash]] = {}
-        for r in self._in(start, end):
-            groups.setdefault(_day(r.event_time, self.timezone), []).append(r)
-        excl: dict[datetime, dict[str, int]] = {}
-        for when, reason in self.excluded:
-            if start <= when < end:
-                per = excl.setdefault(_day(when, self.timezone), {})
-                per[reason] = per.get(reason, 0) + 1
-        return [
-            BucketDigest(k, aggregate(groups.get(k, []), self.measures), excl.get(k, {}))
-            for k in sorted(groups.keys() | excl.keys())
-        ]
+        return self._grouped(start, end, lambda when: _day(when, self.timezone))
 
     async def slot_digests(
         self, start: datetime, end: datetime, seconds: int, *, distinct: bool = True
@@ -108,16 +97,19 @@ class MemoryAdapter:
         step = check_slot(start, seconds)
         origin = start.astimezone(UTC)  # slots are elapsed time: add in UTC, not wall clock
 
-        def slot(when: datetime) -> datetime:
-            return origin + step * ((when - origin) // step)
+        return self._grouped(start, end, lambda when: origin + step * ((when - origin) // step))
 
+    def _grouped(
+        self, start: datetime, end: datetime, bucket_of: Callable[[datetime], datetime]
+    ) -> list[BucketDigest]:
+        """Return the digests of the rows and excluded counts in [start, end) per bucket."""
         groups: dict[datetime, list[RowHash]] = {}
         for r in self._in(start, end):
-            groups.setdefault(slot(r.event_time), []).append(r)
+            groups.setdefault(bucket_of(r.event_time), []).append(r)
         excl: dict[datetime, dict[str, int]] = {}
         for when, reason in self.excluded:
             if start <= when < end:
-                per = excl.setdefault(slot(when), {})
+                per = excl.setdefault(bucket_of(when), {})
                 per[reason] = per.get(reason, 0) + 1
         return [
             BucketDigest(k, aggregate(groups.get(k, []), self.measures), excl.get(k, {}))
