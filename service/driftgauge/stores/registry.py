@@ -71,6 +71,25 @@ def every_row(store: Store) -> str:
     return EVERY_ROW
 
 
+def refuse_keys(where: str, vm: Any, keys: Sequence[str], why: str, problems: list[str]) -> None:
+    """Append a problem for each of the view's `keys` that is set: this kind has no use for it."""
+    problems.extend(f"{where}.{key}: {why}" for key in keys if getattr(vm, key) is not None)
+
+
+def check_exclusions(
+    where: str, exclusions: Sequence[Any], kind: str, field: str, language: str, problems: list[str]
+) -> None:
+    """Append a problem for each exclusion not written in `field` alone, the kind's `language`."""
+    article = "an" if kind[0] in "aeiou" else "a"
+    other = "query" if field == "where" else "where"
+    for i, ex in enumerate(exclusions):
+        if getattr(ex, field) is None or getattr(ex, other) is not None:
+            problems.append(
+                f"{where.rsplit('.', 1)[0]}.exclusions.{i}: {article} {kind} source "
+                f"excludes rows with '{field}' ({language})"
+            )
+
+
 @dataclass(frozen=True)
 class StoreKind:
     """Everything driftgauge knows about one kind of store, in one object.

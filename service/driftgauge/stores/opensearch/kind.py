@@ -30,15 +30,8 @@ def check_cluster_view(
     """Append what a view of `kind`, read by the opensearch adapter, gets wrong."""
     if vm.index is None:
         problems.append(f"{where}.index: field required for an {kind} view")
-    for key in ("query", "table"):
-        if getattr(vm, key) is not None:
-            problems.append(f"{where}.{key}: only for postgres views")
-    for i, ex in enumerate(exclusions):
-        if ex.query is None or ex.where is not None:
-            problems.append(
-                f"{where.rsplit('.', 1)[0]}.exclusions.{i}: an {kind} source "
-                "excludes rows with 'query' (query DSL)"
-            )
+    registry.refuse_keys(where, vm, ("query", "table"), "only for postgres views", problems)
+    registry.check_exclusions(where, exclusions, kind, "query", "query DSL", problems)
 
 
 check_view = functools.partial(check_cluster_view, "opensearch")

@@ -49,12 +49,10 @@ def build(name: str, sm: ReaderApiStoreModel, problems: list[str]) -> ReaderApiS
 
 def check_view(where: str, vm: Any, exclusions: Sequence[Any], problems: list[str]) -> None:
     """Append what a reader_api view gets wrong: its rows come from the store's endpoint."""
-    for key in ("query", "table", "index", "filter"):
-        if getattr(vm, key) is not None:
-            problems.append(
-                f"{where}.{key}: a reader_api view reads the store's url; key, "
-                "time and fields are JSON paths inside a row"
-            )
+    why = (
+        "a reader_api view reads the store's url; key, time and fields are JSON paths inside a row"
+    )
+    registry.refuse_keys(where, vm, ("query", "table", "index", "filter"), why, problems)
     if exclusions:
         problems.append(
             f"{where.rsplit('.', 1)[0]}.exclusions: a reader_api view cannot "

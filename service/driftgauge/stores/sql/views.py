@@ -26,15 +26,8 @@ def sql_view_check(kind: str) -> CheckView:
     def check_view(where: str, vm: Any, exclusions: Sequence[Any], problems: list[str]) -> None:
         if (vm.query is None) == (vm.table is None):
             problems.append(f"{where}: a {kind} view needs exactly one of 'query' or 'table'")
-        for key in ("index", "filter"):
-            if getattr(vm, key) is not None:
-                problems.append(f"{where}.{key}: only for opensearch views")
-        for i, ex in enumerate(exclusions):
-            if ex.where is None or ex.query is not None:
-                problems.append(
-                    f"{where.rsplit('.', 1)[0]}.exclusions.{i}: a {kind} source "
-                    "excludes rows with 'where' (an SQL predicate)"
-                )
+        registry.refuse_keys(where, vm, ("index", "filter"), "only for opensearch views", problems)
+        registry.check_exclusions(where, exclusions, kind, "where", "an SQL predicate", problems)
 
     check_view.__doc__ = f"Append what a {kind} view (and its source's exclusions) gets wrong."
     return check_view
