@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import suppress
 from datetime import datetime
 from types import TracebackType
@@ -154,8 +154,11 @@ class _Run(Generic[HttpT, TransportT]):
         transport: TransportT | None = None,
     ) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http: HttpT = self._connect(
-            base_url.rstrip("/") + "/api/v1/ledger", headers, timeout, transport
+        self._http: HttpT = self._client_type(
+            base_url=base_url.rstrip("/") + "/api/v1/ledger",
+            headers=headers,
+            timeout=timeout,
+            transport=transport,
         )
         self._backfill = (
             None
@@ -170,11 +173,8 @@ class _Run(Generic[HttpT, TransportT]):
         self.run_id: int | None = None
         self.closed = False
 
-    def _connect(
-        self, url: str, headers: dict[str, str], timeout: float, transport: TransportT | None
-    ) -> HttpT:
-        """Return the HTTP client the run's requests go through."""
-        raise NotImplementedError
+    _client_type: Callable[..., HttpT]
+    """The HTTP client class the run's requests go through (async or not)."""
 
     @property
     def tally(self) -> Tally:
@@ -185,16 +185,7 @@ class _Run(Generic[HttpT, TransportT]):
 class LedgerClient(_Run[httpx.AsyncClient, httpx.AsyncBaseTransport]):
     """One sync-job run reported to the ledger (async context manager)."""
 
-    def _connect(
-        self,
-        url: str,
-        headers: dict[str, str],
-        timeout: float,
-        transport: httpx.AsyncBaseTransport | None,
-    ) -> httpx.AsyncClient:
-        return httpx.AsyncClient(
-            base_url=url, headers=headers, timeout=timeout, transport=transport
-        )
+    _client_type = httpx.AsyncClient
 
     async def __aenter__(self) -> LedgerClient:
         try:
@@ -288,14 +279,7 @@ class LedgerClient(_Run[httpx.AsyncClient, httpx.AsyncBaseTransport]):
 class SyncLedgerClient(_Run[httpx.Client, httpx.BaseTransport]):
     """One sync-job run reported to the ledger (context manager, no event loop needed)."""
 
-    def _connect(
-        self,
-        url: str,
-        headers: dict[str, str],
-        timeout: float,
-        transport: httpx.BaseTransport | None,
-    ) -> httpx.Client:
-        return httpx.Client(base_url=url, headers=headers, timeout=timeout, transport=transport)
+    _client_type = httpx.Client
 
     def __enter__(self) -> SyncLedgerClient:
         try:
