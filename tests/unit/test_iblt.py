@@ -249,9 +249,10 @@ class _History:
         return [StoredBucket(1, NOW, b) for b in self.buckets]
 
 
-async def test_digest_sides_skip_the_slot_heuristic_and_size_from_history() -> None:
+async def test_digest_sides_take_digests_for_slots_and_size_them_from_history() -> None:
     check = make_check()
     drifted = BucketResult(start=BASE, status="drift", missing=300, extra=10, mismatched=100)
+    healthy = BucketResult(start=BASE, status="ok")
     sides = (DigestMemoryAdapter([]), DigestMemoryAdapter([]))
     end = BASE + timedelta(days=1)
 
@@ -260,7 +261,9 @@ async def test_digest_sides_skip_the_slot_heuristic_and_size_from_history() -> N
 
     assert await plan(_History([drifted]), sides) == (False, iblt.width_for(510))
     assert await plan(_History([]), sides) == (False, iblt.DEFAULT_WIDTH)
-    assert await plan(_History([], fail=True), sides) == (False, iblt.DEFAULT_WIDTH)
+    # Judged healthy, or history unreadable: days only, as for sides without digests.
+    assert await plan(_History([healthy]), sides) == (False, None)
+    assert await plan(_History([], fail=True), sides) == (False, None)
     # A side without digests keeps today's choice: slots when drift is likely.
     plain = (MemoryAdapter([]), DigestMemoryAdapter([]))
     assert await plan(_History([drifted]), plain) == (True, None)

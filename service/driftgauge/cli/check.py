@@ -51,10 +51,10 @@ def add_commands(sub: Any) -> None:
         choices=("auto", "days", "slots"),
         default="auto",
         help="days: day aggregates only; slots: also each day's slots, so a "
-        "differing day is not hashed twice; auto (default): difference digests when "
-        "both sides can (sized from the stored verdicts), else slots "
-        "when the last stored verdict of a day in the window is drift or no day "
-        "of it was judged yet (with --no-store nothing is known: default digests, or slots)",
+        "differing day is not hashed twice; auto (default): slots, or difference "
+        "digests where both sides can, when the last stored verdict of a day in the "
+        "window is drift or no day of it was judged yet (with --no-store nothing is "
+        "known: digests of the default size, or slots)",
     )
     log_options(chk, "WARNING", "text")
 

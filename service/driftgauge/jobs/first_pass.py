@@ -78,11 +78,14 @@ async def first_pass_plan(
 ) -> tuple[bool, int | None]:
     """Return (slots first, digest width) for a run whose `slots_first` None means decide.
 
-    Sides that both return difference digests take them in every first pass and never
-    need a second hashing pass; others take slots when drift is likely.
+    When drift is likely (see expects_drift), sides that both return difference digests
+    take them instead of slots; others take slots. A window judged healthy takes days
+    only: the digests' scan costs about twice the day query (bench/RESULTS.md), which a
+    healthy check's hourly runs would pay for nothing.
     """
     if slots_first is not None:
         return slots_first, None
-    if all(isinstance(side, DigestFirstPass) for side in sides):
+    likely = await expects_drift(state, check, window_start, window_end)
+    if likely and all(isinstance(side, DigestFirstPass) for side in sides):
         return False, await digest_width(state, check, window_start, window_end)
-    return await expects_drift(state, check, window_start, window_end), None
+    return likely, None
