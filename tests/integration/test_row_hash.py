@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
 import asyncpg
 import pytest
+from opensearchpy import AsyncOpenSearch
+from opensearchpy.helpers import async_bulk
 
 from driftgauge.config.runtime import Check
 from driftgauge.configfile.loader import load_text
@@ -14,6 +17,8 @@ from driftgauge.engine.reconcile import reconcile
 from driftgauge.stores import open_adapter
 from driftgauge.stores.postgres import preflight as pg_preflight
 from driftgauge.stores.preflight import preflight
+
+from .conftest import OS_URL
 
 pytestmark = pytest.mark.integration
 
@@ -68,10 +73,14 @@ def _check(dsn: str, extra: str = "") -> Check:
     return load_text(CONFIG.format(dsn=dsn, extra=extra)).checks["c"]
 
 
-@pytest.mark.parametrize("slots_first", [False, True], ids=["days", "days+slots"])
+@pytest.mark.parametrize(
+    ("slots_first", "width"),
+    [(False, None), (True, None), (False, 64)],
+    ids=["days", "days+slots", "difference-digests"],
+)
 @pytest.mark.parametrize("extra", ["", "row_hash: md5"], ids=["auto", "md5"])
 async def test_a_run_finds_the_planted_drift_exactly_with_either_hash(
-    tables: str, extra: str, slots_first: bool
+    tables: str, extra: str, slots_first: bool, width: int | None
 ) -> None:
     check = _check(tables, extra)
     assert check.row_hash == ("md5" if extra else "lookup3")
@@ -80,7 +89,14 @@ async def test_a_run_finds_the_planted_drift_exactly_with_either_hash(
         await preflight(check, source, reader)
         end = T0 + timedelta(days=DAYS + 1)
         result = await reconcile(
-            check, source, reader, T0, end, now=end + timedelta(days=1), slots_first=slots_first
+            check,
+            source,
+            reader,
+            T0,
+            end,
+            now=end + timedelta(days=1),
+            slots_first=slots_first,
+            digest_width=width,
         )
     finally:
         await source.close()
@@ -104,3 +120,80 @@ async def test_the_preflight_probes_the_servers_lookup3(
     finally:
         await conn.close()
     assert "differs from lookup3" in problem and "row_hash: md5" in problem
+
+
+OS_CONFIG = """
+stores:
+  pg: {{kind: postgres, dsn: "{dsn}"}}
+  os: {{kind: opensearch, url: "{os}"}}
+state: {{dsn: "{dsn}"}}
+checks:
+  c:
+    source: {{store: pg, table: src, key: id, time: at, fields: {{label: label, amount: amount}}}}
+    reader: {{store: os, index: {index}, key: id, time: at}}
+    fields: {{label: string, amount: decimal}}
+    settle: 0s
+    {extra}
+"""
+
+
+@pytest.mark.parametrize("width", [None, 64], ids=["days", "difference-digests"])
+@pytest.mark.parametrize("extra", ["", "row_hash: md5"], ids=["auto", "md5"])
+async def test_postgres_to_opensearch_finds_the_planted_drift_exactly_with_either_hash(
+    tables: str,
+    os_client: AsyncOpenSearch,
+    os_index: Callable[[str], str],
+    extra: str,
+    width: int | None,
+) -> None:
+    conn = await asyncpg.connect(tables)
+    try:
+        rows = await conn.fetch("SELECT id, label, amount, at FROM dst")
+    finally:
+        await conn.close()
+    index = os_index("dg_rowhash")
+    await os_client.indices.create(
+        index=index,
+        body={
+            "settings": {"number_of_shards": 2},
+            "mappings": {
+                "properties": {
+                    "id": {"type": "keyword"},
+                    "label": {"type": "keyword"},
+                    "amount": {"type": "keyword"},
+                    "at": {"type": "date_nanos"},
+                }
+            },
+        },
+    )
+    docs = [
+        {
+            "_index": index,
+            "_id": r["id"],
+            "_source": {
+                "id": r["id"],
+                "label": r["label"],
+                "amount": str(Decimal(r["amount"]).normalize()),
+                "at": r["at"].isoformat(),
+            },
+        }
+        for r in rows
+    ]
+    await async_bulk(os_client, docs, refresh=True)
+    text = OS_CONFIG.format(dsn=tables, os=OS_URL, index=index, extra=extra)
+    check = load_text(text).checks["c"]
+    assert check.row_hash == ("md5" if extra else "lookup3")
+    source, reader = await open_adapter(check.source), await open_adapter(check.reader)
+    try:
+        await preflight(check, source, reader)
+        end = T0 + timedelta(days=DAYS + 1)
+        result = await reconcile(
+            check, source, reader, T0, end, now=end + timedelta(days=1), digest_width=width
+        )
+    finally:
+        await source.close()
+        await reader.close()
+    assert result.error is None
+    assert [b.status for b in result.buckets if b.status == "error"] == []
+    found = [sum(getattr(b, k) for b in result.buckets) for k in ("missing", "extra", "mismatched")]
+    assert found == [3, 2, 4]
