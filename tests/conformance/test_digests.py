@@ -8,9 +8,12 @@ from datetime import UTC, datetime
 import pytest
 
 from driftgauge.core import buckets
+from driftgauge.core.fields import RowHashName
 from driftgauge.encoding import iblt
 from driftgauge.encoding.digest import epoch_micros
+from driftgauge.stores import open_adapter
 from driftgauge.stores.base import DigestFirstPass
+from driftgauge.stores.registry import LOOKUP3_ROW_HASH
 from tests.conformance.items import ITEMS, RULES, SPEC
 from tests.conformance.spec import Kind, Store
 from tests.integration import dataset as ds
@@ -20,11 +23,18 @@ pytestmark = pytest.mark.integration
 
 @pytest.mark.parametrize("rules", [(), RULES], ids=["all_rows", "excluding"])
 @pytest.mark.parametrize("width", [16, 101])
+@pytest.mark.parametrize("row_hash", ["md5", "lookup3"])
 async def test_day_tables_agree_with_python(
-    kind: Kind, stored: Store, rules: tuple[object, ...], width: int
+    kind: Kind, stored: Store, rules: tuple[object, ...], width: int, row_hash: RowHashName
 ) -> None:
+    if row_hash == "lookup3":
+        kind.require(LOOKUP3_ROW_HASH)
     source = await stored(kind, ITEMS)
     adapter = await source.open(replace(SPEC, exclusions=rules))  # type: ignore[arg-type]
+    if row_hash != "md5":
+        view = adapter.view  # type: ignore[attr-defined]
+        await adapter.close()
+        adapter = await open_adapter(replace(view, row_hash=row_hash))
     try:
         if not isinstance(adapter, DigestFirstPass):
             pytest.skip(f"{kind.name} has no difference digests")
