@@ -99,6 +99,12 @@ async def test_checks_say_which_rows_of_a_window_they_read(api: Api) -> None:
     assert {c["coverage"] for c in body["checks"]} == {"every row of the window"}
 
 
+async def test_checks_name_the_row_hash_both_sides_compute(api: Api) -> None:
+    body = (await api.client.get("/api/v1/checks")).json()
+    # PostgreSQL → OpenSearch: both compute lookup3, so `row_hash: auto` picks it.
+    assert {c["row_hash"] for c in body["checks"]} == {"lookup3"}
+
+
 async def test_walk_day_hour_prefix_keys_reaches_every_planted_key(api: Api) -> None:
     c = api.client
     days = (await c.get("/api/v1/checks/reviews/days")).json()["days"]

@@ -94,6 +94,11 @@ class CheckOut(BaseModel):
         description="Which rows of a window the check reads on the reader "
         "side: every row, or a bounded recent window (a reader API)."
     )
+    row_hash: str = Field(
+        "md5",
+        description="The hash of each row's canonical encoding both sides compute: lookup3 "
+        "where both kinds can (row_hash: auto), else md5.",
+    )
 
 
 class ChecksOut(BaseModel):

@@ -136,6 +136,7 @@ async def list_checks(rt: Reader) -> ChecksOut:
                     full_days=sched.full_days,
                 ),
                 coverage=registry.kind_of(check.reader.kind).coverage(check.reader.store),
+                row_hash=check.row_hash,
             )
         )
     return ChecksOut(checks=out)
