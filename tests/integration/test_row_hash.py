@@ -13,6 +13,7 @@ from opensearchpy.helpers import async_bulk
 
 from driftgauge.config.runtime import Check
 from driftgauge.configfile.loader import load_text
+from driftgauge.encoding.digest import row_hash
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.stores import open_adapter
 from driftgauge.stores.postgres import preflight as pg_preflight
@@ -197,3 +198,41 @@ async def test_postgres_to_opensearch_finds_the_planted_drift_exactly_with_eithe
     assert [b.status for b in result.buckets if b.status == "error"] == []
     found = [sum(getattr(b, k) for b in result.buckets) for k in ("missing", "extra", "mismatched")]
     assert found == [3, 2, 4]
+
+
+async def test_a_nondeterministic_collation_does_not_fold_the_lookup3_hash(tables: str) -> None:
+    # Under such a collation hashtextextended hashes a sort key ('A' and 'a' alike); the
+    # dialect's COLLATE "C" makes it hash the bytes, as Python does.
+    conn = await asyncpg.connect(tables)
+    try:
+        await conn.execute(
+            "CREATE COLLATION IF NOT EXISTS dg_fold"
+            " (provider = icu, locale = 'und-u-ks-level2', deterministic = false)"
+        )
+        for name, label in (("ci_src", "Label"), ("ci_dst", "label")):
+            await conn.execute(
+                f"CREATE TABLE {name} (id text COLLATE dg_fold, label text COLLATE dg_fold,"
+                " at timestamptz)"
+            )
+            await conn.execute(f"INSERT INTO {name} VALUES ('k1', $1, $2)", label, T0)
+        folded = await conn.fetchval(
+            "SELECT hashtextextended('S5:Label' COLLATE dg_fold, 0)"
+            " = hashtextextended('S5:label' COLLATE dg_fold, 0)"
+        )
+    finally:
+        await conn.close()
+    assert folded  # the trap is real on this server
+    text = CONFIG.format(dsn=tables, extra="").replace("table: src", "table: ci_src")
+    text = text.replace("table: dst", "table: ci_dst").replace(", amount: amount", "")
+    check = load_text(text.replace("amount: decimal", "")).checks["c"]
+    source, reader = await open_adapter(check.source), await open_adapter(check.reader)
+    try:
+        end = T0 + timedelta(days=1)
+        rows = [r async for r in source.iter_rows(T0, end)]
+        result = await reconcile(check, source, reader, T0, end, now=end + timedelta(days=1))
+    finally:
+        await source.close()
+        await reader.close()
+    assert check.row_hash == "lookup3"
+    assert [r.row_hash for r in rows] == [row_hash("S2:k1S5:Label", "lookup3")]
+    assert [b.mismatched for b in result.buckets] == [1]
