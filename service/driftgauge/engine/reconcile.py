@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import TypeVar
+from zoneinfo import ZoneInfo
 
 from driftgauge import observe
 from driftgauge.config.runtime import Check
@@ -385,6 +386,7 @@ async def _judge_day(
         tree: list[Node] = []
         if peeled is not None:
             diff = _join_day(s_agg, r_agg, _Fetched(*peeled), ledger_excluded)
+            bucket.drift_hours = _hours_of([*peeled[0], *peeled[1]], check.timezone)
         else:
             tree, diff = await _drill_day(sides, start, end, s_agg, r_agg, ledger_excluded, slots)
         bucket.tree = tree
@@ -422,6 +424,16 @@ async def _peel_day(sides: _Sides, start: datetime, end: datetime, tables: _DayT
         return s_rows, r_rows
 
     return await peel.differing_rows(tables.source, tables.reader, tables.width, fetch)
+
+
+def _hours_of(rows: Sequence[RowHash], tz: ZoneInfo) -> list[datetime]:
+    """Return the UTC start of each local hour of `tz` that holds one of `rows`."""
+    starts = set()
+    for r in rows:
+        local = r.event_time.astimezone(tz)
+        # replace() keeps `fold`, so the second 01:00 hour of a day that falls back stays it.
+        starts.add(local.replace(minute=0, second=0, microsecond=0).astimezone(UTC))
+    return sorted(starts)
 
 
 def _sample(diff: LeafDiff, per_kind: int) -> list[KeyDiff]:

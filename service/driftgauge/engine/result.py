@@ -106,6 +106,9 @@ class BucketResult:
     samples: list[KeyDiff] = field(default_factory=list)
     """A bounded sample of differing keys."""
     ledger_excluded: dict[str, int] = field(default_factory=dict)
+    drift_hours: list[datetime] = field(default_factory=list)
+    """A day judged from its difference digests (no tree): the start of each local hour
+    holding a differing row, in UTC, so a repair can name exactly the hours to redo."""
 
     @property
     def drift(self) -> int:

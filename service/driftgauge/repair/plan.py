@@ -11,7 +11,8 @@ from driftgauge.repair.partitions import HOUR, Partition
 
 # The latest completed run that judged each day, as the API serves it.
 _LATEST_DAYS = (
-    "SELECT DISTINCT ON (b.day) b.run_id, b.day, b.start_at, b.status FROM buckets b"
+    "SELECT DISTINCT ON (b.day) b.run_id, b.day, b.start_at, b.status, b.drift_hours"
+    " FROM buckets b"
     " JOIN runs r ON r.id = b.run_id WHERE r.check_name = $1 AND r.complete"
     " AND b.day BETWEEN $2 AND $3 ORDER BY b.day, r.finished_at DESC, r.id DESC"
 )
@@ -73,6 +74,10 @@ async def drifting_targets(
             day["run_id"],
             day["day"],
         )
+        if not hours and day["drift_hours"]:
+            # Judged from its difference digests: the differing rows' hours, exactly.
+            targets += [Target(h, h + HOUR, day["run_id"]) for h in day["drift_hours"]]
+            continue
         if not hours:
             targets += [
                 Target(lo, hi, day["run_id"], whole_day=True)

@@ -20,7 +20,7 @@ MAX_DIGEST = (1 << 64) - 1
 BUCKET_COLUMNS = (
     "run_id, day, start_at, status, expected, visible, excluded, ledger_excluded, "
     "missing, extra, mismatched, duplicates, source_count, source_distinct, "
-    "source_digest, reader_count, reader_distinct, reader_digest, reasons, measures"
+    "source_digest, reader_count, reader_distinct, reader_digest, reasons, measures, drift_hours"
 )
 NODE_COLUMNS = (
     "run_id",
@@ -151,6 +151,7 @@ def bucket_args(run_id: int, bucket: BucketResult, tz: ZoneInfo | None) -> tuple
         *_side_args(bucket.source, bucket.reader),
         json.dumps(bucket.reasons),
         measures_json(bucket.source, bucket.reader),
+        bucket.drift_hours,
     )
 
 

@@ -193,7 +193,7 @@ class StateStore(Reads):
             await conn.executemany(
                 f"INSERT INTO buckets ({codec.BUCKET_COLUMNS}) VALUES ($1, $2, $3, $4, $5,"
                 " $6, $7::jsonb, $8::jsonb, $9, $10, $11, $12, $13, $14, $15, $16, $17,"
-                " $18, $19::jsonb, $20::jsonb)",
+                " $18, $19::jsonb, $20::jsonb, $21::timestamptz[])",
                 buckets,
             )
             if nodes:
