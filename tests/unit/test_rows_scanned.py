@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from driftgauge import observe
 from driftgauge.engine.reconcile import reconcile
-from driftgauge.stores.memory import MemoryAdapter
+from driftgauge.stores.memory import DigestMemoryAdapter, MemoryAdapter
 
 from .engine_helpers import BASE, NOW, day_rows, key_of, make_check, row
 
@@ -64,3 +64,20 @@ async def test_excluded_source_rows_count_as_scanned() -> None:
         make_check(), src, MemoryAdapter(list(rows)), BASE, BASE + timedelta(days=1), now=NOW
     )
     assert result.rows_scanned == 100 + 7 + 100
+
+
+async def test_a_difference_digest_first_pass_counts_its_rows() -> None:
+    rows = day_rows(0, 300) + day_rows(1, 200)
+    before = scanned("dst")
+    result = await reconcile(
+        make_check(),
+        DigestMemoryAdapter(list(rows)),
+        DigestMemoryAdapter(list(rows)),
+        BASE,
+        BASE + timedelta(days=2),
+        now=NOW,
+        digest_width=32,
+    )
+    assert result.status == "ok" and result.queries == 2
+    assert result.rows_scanned == 2 * 500
+    assert scanned("dst")["digests"] - before.get("digests", 0) == 500

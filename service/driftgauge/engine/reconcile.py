@@ -106,7 +106,10 @@ class _Counted:
         """Return the day buckets and their difference digests."""
         assert isinstance(self.inner, DigestFirstPass)
         with self._timed("digests"):
-            return await self.inner.day_and_cell_digests(start, end, width)
+            got = await self.inner.day_and_cell_digests(start, end, width)
+        # The digests come from the same scan as the days: their rows count once.
+        self._scan("digests", _rows_in(got.days))
+        return got
 
     async def prefixes(
         self, start: datetime, end: datetime, depth: int, within: Sequence[str] | None
