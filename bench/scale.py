@@ -42,6 +42,9 @@ import asyncpg
 import urllib3
 
 sys.path.insert(0, str(Path(__file__).parent))
+from driftgauge.core.fields import RowHashName
+from driftgauge.stores.postgres.dialect import ROW_HASHES
+from pg_row_hash import ENCODINGS
 from pg_vs_reladiff import PG, PY, Planted, dsn, reladiff_run, run_measured
 from run import section
 
@@ -430,12 +433,51 @@ def measure(
     return out
 
 
+async def floor_once(n: int, row_hash: RowHashName) -> float:
+    """Return the wall time of the bare per-day count + digest query on both sides at once."""
+    _, t, enc = ENCODINGS["narrow"]
+    sql = (
+        f"SELECT date_trunc('day', {t}, 'UTC') AS day, count(*),"
+        f" sum({ROW_HASHES[row_hash].format(enc)}) FROM tasks GROUP BY 1"
+    )
+    nm = names(n)
+    a, b = await asyncpg.connect(dsn(nm["src"])), await asyncpg.connect(dsn(nm["dst_clean"]))
+    try:
+        t0 = time.perf_counter()
+        await asyncio.gather(a.fetch(sql, timeout=3600), b.fetch(sql, timeout=3600))
+        return time.perf_counter() - t0
+    finally:
+        await a.close()
+        await b.close()
+
+
+def floor(n: int, repeat: int) -> None:
+    """Add the lookup3 and md5 floors, run in turn, to the recorded PG->PG clean result."""
+    got: dict[str, list[dict[str, float]]] = {"lookup3": [], "md5": []}
+    for _ in range(repeat):
+        for h in ("lookup3", "md5"):
+            load = os.getloadavg()[0]
+            wall = asyncio.run(floor_once(n, h))  # type: ignore[arg-type]
+            got[h].append({"wall_s": round(wall, 2), "load": round(load, 1)})
+            print(f"# floor {h} {got[h][-1]}", file=sys.stderr, flush=True)
+    data = json.loads(RECORD.read_text())
+    entry = data[f"{n}/pg/clean"]
+    entry["floor"] = {h: {"wall": spread(r), "load": spread(r, "load")} for h, r in got.items()}
+    record(entry)
+
+
 def record(entry: dict[str, Any]) -> None:
     """Keep one result in bench/scale.json (keyed by rows, target, shape) and re-render."""
     data = json.loads(RECORD.read_text()) if RECORD.exists() else {}
     data[f"{entry['rows']}/{entry['target']}/{entry['shape']}"] = entry
     RECORD.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     section("scale", render(data))
+
+
+def order(key: str) -> tuple[int, str, int]:
+    """Sort recorded results by rows, pair, then shape."""
+    rows, target, name = key.split("/")
+    return int(rows), target, SHAPES.index(name)
 
 
 def render(data: dict[str, Any]) -> str:
@@ -454,9 +496,7 @@ def render(data: dict[str, Any]) -> str:
         " | reladiff median s (min-max, load) | dg / reladiff |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for key in sorted(
-        data, key=lambda k: (int(k.split("/")[0]), k.split("/")[1], SHAPES.index(k.split("/")[2]))
-    ):
+    for key in sorted(data, key=order):
         e = data[key]
         m, w = e["median"], e["wall"]
         clean = data.get(f"{e['rows']}/{e['target']}/clean")
@@ -483,6 +523,20 @@ def render(data: dict[str, Any]) -> str:
             f" | {m['rows_fetched']:,} | {m['rows_scanned']:,} | {m['row_hash']} | {vs}"
             f" | {rdtxt} | {ratio} |"
         )
+    for key in sorted(data, key=order):
+        fl = data[key].get("floor")
+        if not fl:
+            continue
+        dg = data[key]["wall"]["median"]
+        lk, md = fl["lookup3"]["wall"], fl["md5"]["wall"]
+        lines += [
+            "",
+            f"Floor at {data[key]['rows']:,} rows (the bare per-day count + digest query on both"
+            f" sides at once, run in turn): lookup3 {lk['median']} s ({lk['min']}-{lk['max']},"
+            f" load {fl['lookup3']['load']['median']}), md5 {md['median']} s ({md['min']}-"
+            f"{md['max']}, load {fl['md5']['load']['median']}). No-drift check / lookup3 floor:"
+            f" **{dg / lk['median']:.2f}**; / md5 floor: **{dg / md['median']:.2f}**.",
+        ]
     lines += [
         "",
         "drift: missing/extra/mismatched planted (and found). clean: none; even: 0.15% of the"
@@ -515,8 +569,12 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--reladiff", type=int, default=3, help="reladiff runs per PG pair")
     ap.add_argument("--drop", action="store_true", help="drop what the bench made, then stop")
+    ap.add_argument("--floor", action="store_true", help="measure the PG->PG floors, then stop")
     args = ap.parse_args()
     n = args.rows
+    if args.floor:
+        floor(n, args.repeat)
+        return
     if args.drop:
         asyncio.run(drop(n))
         return
