@@ -6,7 +6,7 @@ from driftgauge.config.runtime import View
 from driftgauge.core.fields import TimestampPrecision
 from driftgauge.stores.duckdb.dialect import DUCKDB
 from driftgauge.stores.duckdb.io import Connection
-from driftgauge.stores.preflight import Expects, FieldSchema, Wanted, judge_columns
+from driftgauge.stores.preflight import Expects, FieldSchema, Wanted, judge_columns, wrong_type
 
 INTEGERS = frozenset(
     {
@@ -66,16 +66,8 @@ def judge(w: Wanted, type_name: str, where: str) -> FieldSchema:
     accepts = ACCEPTS[w.expects]
     base = base_type(type_name)
     if accepts is not None and base not in accepts:
-        what = "the time field" if w.expects == "time" else f"a {w.expects} field"
-        why = f" ({WHY[base]})" if w.expects == "decimal" and base in WHY else ""
-        return FieldSchema(
-            w,
-            (
-                f"column {w.column} is {type_name}{why}; {what} reads one of "
-                f"{', '.join(sorted(accepts))}",
-            ),
-            holds=holds,
-        )
+        why = WHY.get(base) if w.expects == "decimal" else None
+        return wrong_type(w, type_name, accepts, why, holds)
     precision: TimestampPrecision | None = None
     if w.expects == "timestamp":
         precision = "ms" if base in MILLIS else "us"

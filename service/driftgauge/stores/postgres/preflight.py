@@ -8,7 +8,7 @@ from driftgauge.config.runtime import View
 from driftgauge.core.fields import TimestampPrecision
 from driftgauge.encoding.digest import row_hash
 from driftgauge.stores.postgres.dialect import POSTGRES
-from driftgauge.stores.preflight import Expects, FieldSchema, Wanted, judge_columns
+from driftgauge.stores.preflight import Expects, FieldSchema, Wanted, judge_columns, wrong_type
 
 TEXT = frozenset({"text", "varchar", "bpchar", "name", "citext"})
 INTEGERS = frozenset({"int2", "int4", "int8"})
@@ -76,16 +76,8 @@ def judge(w: Wanted, type_name: str, kind: str, where: str) -> FieldSchema:
         )
     accepts = ACCEPTS[w.expects]
     if accepts is not None and type_name not in accepts:
-        what = "the time field" if w.expects == "time" else f"a {w.expects} field"
-        why = f" ({WHY[type_name]})" if w.expects == "integer" and type_name in WHY else ""
-        return FieldSchema(
-            w,
-            (
-                f"column {w.column} is {type_name}{why}; {what} reads one of "
-                f"{', '.join(sorted(accepts))}",
-            ),
-            holds=holds,
-        )
+        why = WHY.get(type_name) if w.expects == "integer" else None
+        return wrong_type(w, type_name, accepts, why, holds)
     if w.measure_scale is not None and type_name in ("float4", "float8"):
         return FieldSchema(
             w,
