@@ -105,6 +105,18 @@ async def test_iter_rows_only_in_ranges(adapter: StoreAdapter, prefixes: list[st
     assert await _rows(adapter, []) == []
 
 
+async def test_a_long_list_of_ranges_reads_each_row_in_them_once(adapter: StoreAdapter) -> None:
+    # 1,800 spans: one a millisecond long at every fifth row's time, each also given
+    # twice, and empty ones between; past the 1,024 clauses OpenSearch takes in a query.
+    picked = sorted({r.ts for r in ROWS if ds.START <= r.ts < ds.END})[::5][:600]
+    ms = timedelta(milliseconds=1)
+    ranges = [(t, t + ms) for t in picked] + [(t, t + ms) for t in picked]
+    ranges += [(t + 2 * ms, t + 2 * ms) for t in picked]
+    want = python_rows_in(ROWS, ranges)
+    assert len(want) >= 600 and len(ranges) == 1800
+    assert await _rows(adapter, ranges) == want
+
+
 async def test_exclusions_stay_out_of_ranged_rows(source: Source) -> None:
     kept = [r for r in ROWS if ds.pg_reason(r) is None]
     want = python_rows_in(kept, RANGES)

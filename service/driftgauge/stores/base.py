@@ -253,11 +253,22 @@ def check_slot(start: datetime, seconds: int) -> timedelta:
 
 
 def check_ranges(ranges: TimeRanges) -> Spans:
-    """Return the sub-ranges as a list after checking every bound is timezone-aware."""
-    out = list(ranges)
-    for i, (lo, hi) in enumerate(out):
+    """Return the sub-ranges, every bound checked timezone-aware, as disjoint sorted spans.
+
+    Overlapping and touching ranges are merged and empty ones dropped: the union is the
+    same, and a kind that must split a long list over several queries (OpenSearch caps
+    the clauses of one) then reads each row once.
+    """
+    given = list(ranges)
+    for i, (lo, hi) in enumerate(given):
         if lo.tzinfo is None or hi.tzinfo is None:
             raise ValueError(f"ranges[{i}] bounds must be timezone-aware")
+    out: list[tuple[datetime, datetime]] = []
+    for lo, hi in sorted((lo, hi) for lo, hi in given if lo < hi):
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
     return out
 
 

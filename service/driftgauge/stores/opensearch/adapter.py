@@ -49,6 +49,15 @@ MAX_PAGE = 10_000
 """index.max_result_window: no page, and so no single key's copies, may exceed it."""
 
 
+SPANS_PER_QUERY = 500
+"""Time spans of a row export per query, well under the default limit of 1,024 clauses."""
+
+
+def _slices(spans: Spans, size: int) -> list[Spans]:
+    """Return `spans` cut into consecutive lists of at most `size`."""
+    return [spans[i : i + size] for i in range(0, len(spans), size)]
+
+
 class OpenSearchAdapter(ReadAdapter):
     """Read a reader view (index + the reader's filter) or an OpenSearch source."""
 
@@ -216,8 +225,12 @@ class OpenSearchAdapter(ReadAdapter):
         try:
             if self.engine.pit_open_reports_shards:
                 self._complete("open a point in time", pit)
-            async for row in self._pages(pit_id, start, end, prefixes, spans):
-                yield row
+            # One query may hold at most 1,024 clauses (indices.query.bool.max_clause_count):
+            # a long list of spans is read a slice at a time; the spans are disjoint.
+            slices = [None] if spans is None else _slices(spans, SPANS_PER_QUERY)
+            for part in slices:
+                async for row in self._pages(pit_id, start, end, prefixes, part):
+                    yield row
         finally:
             await self._delete_pit(pit_id)
 
