@@ -6,7 +6,14 @@ planted drift shape:
 
 - clean: no drift (the floor the other shapes are compared with);
 - even: 0.15% of N spread evenly over ids (0.05% missing, 0.05% mismatched, 0.05% extra);
-- dense: 5% of the rows of 3 days (days 11-13) differ, a third each missing, mismatched, extra.
+- dense: 5% of the rows of 3 days (days 11-13) differ, a third each missing, mismatched, extra;
+- sparse: 0.01% of N spread evenly over ids (one missing, one mismatched and one extra task
+  every 30,000 ids: 10,000 differing tasks at 100M rows).
+
+The source is an unlogged table filled in chunks on two connections, indexed after the load
+(both indexes at once), then frozen and analysed; it is built under a temporary name and
+renamed when complete, so a database of the final name is a finished data set that later
+invocations reuse (a crash loses only the step it was in). Long steps print a progress line.
 
 PostgreSQL readers are template copies of the source with the drift applied in SQL; the
 OpenSearch reader is one index loaded with the bulk API in parallel batches, the drift
@@ -18,7 +25,9 @@ spread are reported. Every run's counts must equal the planted set exactly, or t
 fails. The load average is recorded next to every figure: the machine is shared.
 
     .venv/bin/python bench/scale.py --rows 10000000 --targets pg os --shapes clean even dense
-    .venv/bin/python bench/scale.py --drop      # drop the databases and index it made
+    .venv/bin/python bench/scale.py --rows 1000000 10000000 100000000 --targets pg \
+        --shapes clean sparse --repeat 1 --reladiff 0
+    .venv/bin/python bench/scale.py --rows 100000000 --drop   # drop what it made for N rows
 """
 
 from __future__ import annotations
@@ -28,11 +37,17 @@ import asyncio
 import json
 import math
 import os
+import shutil
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Awaitable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -45,7 +60,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from driftgauge.core.fields import RowHashName
 from driftgauge.stores.postgres.dialect import ROW_HASHES
 from pg_row_hash import ENCODINGS
-from pg_vs_reladiff import PG, PY, Planted, dsn, reladiff_run, run_measured
+from pg_vs_reladiff import PG, PY, RELADIFF, WRAP, Planted, dsn, run_measured
 from run import section
 
 HERE = Path(__file__).resolve().parent
@@ -54,7 +69,7 @@ OS_URL = os.environ.get("DRIFTGAUGE_TEST_OS_URL", "http://127.0.0.1:9250")
 DAYS = 40
 DAY_MS = 86_400_000
 BASE = datetime(2026, 1, 1, tzinfo=UTC)
-SHAPES = ("clean", "even", "dense")
+SHAPES = ("clean", "even", "dense", "sparse")
 
 
 def spacing_ms(n: int) -> int:
@@ -105,6 +120,10 @@ def shape(name: str, n: int) -> Shape | None:
     sp = spacing_ms(n)
     if name == "even":
         return Shape(name, 2000, 17, 1017, 1, n)
+    if name == "sparse":
+        # 3 of every 30,000 ids; the mismatched residue is past 10,000 so that 100M rows
+        # hold 3,334 missing, 3,333 mismatched and 3,333 extra: exactly 10,000.
+        return Shape(name, 30_000, 17, 15_017, 1, n)
     if name == "dense":
         lo = math.ceil(10 * DAY_MS / sp) + 1  # first id of day 11
         hi = math.ceil(13 * DAY_MS / sp)  # last id of day 13
@@ -112,23 +131,193 @@ def shape(name: str, n: int) -> Shape | None:
     return None
 
 
-GEN = """
-CREATE TABLE tasks (task_id bigint NOT NULL, label text, completed_at timestamptz NOT NULL);
+CHUNK = 5_000_000
+TABLE = (
+    "CREATE UNLOGGED TABLE tasks"
+    " (task_id bigint NOT NULL, label text, completed_at timestamptz NOT NULL)"
+    " WITH (autovacuum_enabled = off)"  # the bench vacuums once; none under a measured run
+)
+FILL = """
 INSERT INTO tasks SELECT i, 'label_' || (i % 7),
        timestamptz '2026-01-01 00:00:00+00' + (i - 1) * interval '{sp} milliseconds'
-FROM generate_series(1, {n}) AS i;
-ALTER TABLE tasks ADD PRIMARY KEY (task_id);
-CREATE INDEX ON tasks (completed_at);
+FROM generate_series({lo}, {hi}) AS i
 """
+INDEXES = (
+    "CREATE UNIQUE INDEX tasks_pkey ON tasks (task_id)",
+    "CREATE INDEX tasks_completed_at_idx ON tasks (completed_at)",
+)
+INDEX_PROGRESS = """
+SELECT coalesce(c.relname, '?') AS name, p.phase, p.blocks_done, p.blocks_total,
+       p.tuples_done, p.tuples_total
+FROM pg_stat_progress_create_index p LEFT JOIN pg_class c ON c.oid = p.index_relid
+WHERE p.datid = (SELECT oid FROM pg_database WHERE datname = $1)
+"""
+VACUUM_PROGRESS = """
+SELECT phase, heap_blks_scanned, heap_blks_total FROM pg_stat_progress_vacuum
+WHERE datid = (SELECT oid FROM pg_database WHERE datname = $1)
+"""
+FULL = 0.85  # never fill the disk past this
+
+
+def say(msg: str) -> None:
+    """Print one progress line."""
+    print(f"# {msg}", file=sys.stderr, flush=True)
+
+
+def since(t0: float) -> str:
+    """Return the seconds since t0 and the load average, for a progress line."""
+    return f"{time.perf_counter() - t0:.0f} s, load {os.getloadavg()[0]:.1f}"
+
+
+@contextmanager
+def ticking(label: str, every: float = 60.0) -> Iterator[None]:
+    """Print a progress line every `every` seconds until the block ends."""
+    done = threading.Event()
+    t0 = time.perf_counter()
+
+    def tick() -> None:
+        while not done.wait(every):
+            say(f"{label}: running, {since(t0)}")
+
+    thread = threading.Thread(target=tick, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
+async def watched(label: str, step: Awaitable[Any], probe: str | None, db: str) -> Any:
+    """Await a long step, printing its progress (a pg_stat_progress_* query) every 30 s."""
+    mon = await asyncpg.connect(PG)
+    t0 = time.perf_counter()
+    task = asyncio.ensure_future(step)
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=30)
+            if done:
+                return task.result()
+            rows = await mon.fetch(probe, db) if probe else []
+            state = "; ".join(" ".join(str(v) for v in r.values()) for r in rows)
+            say(f"{label}: {state or 'running'}, {since(t0)}")
+    finally:
+        await mon.close()
+
+
+def room(data_dir: str, need: int) -> None:
+    """Refuse a step whose `need` bytes would fill the disk past FULL."""
+    du = shutil.disk_usage(data_dir)
+    after = (du.used + need) / (du.used + du.free)
+    if after > FULL:
+        raise SystemExit(
+            f"disk would reach {after:.0%} (limit {FULL:.0%}): free space or drop data sets"
+        )
+
+
+async def usable(db: str, top: int) -> bool:
+    """Return whether a finished data set still holds its rows (a crash empties unlogged ones)."""
+    conn = await asyncpg.connect(dsn(db))
+    try:
+        return bool(await conn.fetchval("SELECT max(task_id) FROM tasks") == top)
+    except asyncpg.UndefinedTableError:
+        return False
+    finally:
+        await conn.close()
+
+
+async def build_src(admin: asyncpg.Connection, n: int, db: str, data_dir: str) -> None:
+    """Generate the source under a temporary name, then rename it (complete or absent)."""
+    tmp = f"{db}_tmp"
+    await admin.execute(f'DROP DATABASE IF EXISTS "{tmp}"')
+    room(data_dir, n * 110)  # heap ~52 B a row, two indexes ~22 B each, slack
+    await admin.execute(f'CREATE DATABASE "{tmp}"')
+    t0 = time.perf_counter()
+    conns = [await asyncpg.connect(dsn(tmp)) for _ in range(2)]
+    try:
+        await conns[0].execute(TABLE)
+        chunks = [(lo, min(lo + CHUNK - 1, n)) for lo in range(1, n + 1, CHUNK)]
+        filled = 0
+
+        async def fill(conn: asyncpg.Connection) -> None:
+            nonlocal filled
+            while chunks:
+                lo, hi = chunks.pop(0)
+                await conn.execute(FILL.format(sp=spacing_ms(n), lo=lo, hi=hi))
+                filled += hi - lo + 1
+                say(f"{db}: {filled:,}/{n:,} rows, {since(t0)}")
+
+        await asyncio.gather(*(fill(c) for c in conns))
+        for c in conns:
+            await c.execute("SET maintenance_work_mem = '1GB'")
+            await c.execute("SET max_parallel_maintenance_workers = 0")
+        # Both indexes at once, one a connection: each is one sort, the machine has 2 cores.
+        await watched(
+            f"{db}: indexing",
+            asyncio.gather(*(c.execute(sql) for c, sql in zip(conns, INDEXES, strict=True))),
+            INDEX_PROGRESS,
+            tmp,
+        )
+        await conns[0].execute(
+            "ALTER TABLE tasks ADD CONSTRAINT tasks_pkey PRIMARY KEY USING INDEX tasks_pkey"
+        )
+        # Frozen and all-visible once, so no autovacuum rewrites it under a measured run.
+        await watched(
+            f"{db}: vacuum",
+            conns[0].execute("VACUUM (FREEZE, ANALYZE) tasks"),
+            VACUUM_PROGRESS,
+            tmp,
+        )
+    finally:
+        for c in conns:
+            await c.close()
+    await admin.execute(f'ALTER DATABASE "{tmp}" RENAME TO "{db}"')
+    say(f"{db}: ready, {since(t0)}")
+
+
+async def build_dst(
+    admin: asyncpg.Connection, n: int, name: str, src: str, db: str, data_dir: str
+) -> None:
+    """Copy the source under a temporary name, plant a shape's drift, then rename it."""
+    tmp = f"{db}_tmp"
+    await admin.execute(f'DROP DATABASE IF EXISTS "{tmp}"')
+    room(data_dir, int(await admin.fetchval("SELECT pg_database_size($1)", src)))
+    t0 = time.perf_counter()
+    # A file copy of the source: far cheaper than generating N rows again, and unlike
+    # the WAL_LOG strategy it does not push every page through the shared buffers.
+    await watched(
+        f"{db}: copying",
+        admin.execute(f'CREATE DATABASE "{tmp}" TEMPLATE "{src}" STRATEGY = FILE_COPY'),
+        None,
+        tmp,
+    )
+    s = shape(name, n)
+    if s is not None:
+        conn = await asyncpg.connect(dsn(tmp))
+        try:
+            for sql, rows in drift_sql(s, n):
+                tag = await conn.execute(sql)
+                if int(tag.split()[-1]) != rows:
+                    raise SystemExit(f"{db}: {sql!r} touched {tag}, planted {rows}")
+            await conn.execute("VACUUM ANALYZE tasks")
+        finally:
+            await conn.close()
+    await admin.execute(f'ALTER DATABASE "{tmp}" RENAME TO "{db}"')
+    say(f"{db}: ready, {since(t0)}")
 
 
 def drift_sql(s: Shape, n: int) -> list[tuple[str, int]]:
     """Return the statements planting a shape in a copy of the source, each with its row count."""
-    where = f"task_id BETWEEN {s.lo} AND {s.hi} AND task_id % {s.mod} ="
+
+    def where(residue: int) -> str:
+        # An index lookup of each planted id: a scan of the whole table costs minutes at 100M.
+        r = s.ids(residue)
+        return f"task_id = ANY(ARRAY(SELECT generate_series({r.start}, {s.hi}, {s.mod})))"
+
     p = s.planted()
     return [
-        (f"DELETE FROM tasks WHERE {where} {s.gone}", p.missing),
-        (f"UPDATE tasks SET label = 'changed' WHERE {where} {s.changed}", p.mismatched),
+        (f"DELETE FROM tasks WHERE {where(s.gone)}", p.missing),
+        (f"UPDATE tasks SET label = 'changed' WHERE {where(s.changed)}", p.mismatched),
         (
             f"INSERT INTO tasks SELECT {n} + j, 'ghost', timestamptz '2026-01-01 00:00:00+00'"
             f" + ({s.lo} + (j - 1) * {s.mod} + {s.mod // 2} - 1)"
@@ -148,40 +337,35 @@ def names(n: int) -> dict[str, str]:
     }
 
 
-async def prepare_pg(n: int, shapes: list[str]) -> None:
-    """Create the source (once), the state database and a drifted copy per shape."""
+async def prepare_pg(n: int, shapes: list[str], keep_state: bool) -> None:
+    """Create (or reuse) the source, a drifted copy per shape, and a fresh state database."""
     nm = names(n)
     admin = await asyncpg.connect(PG)
     try:
+        data_dir = str(await admin.fetchval("SHOW data_directory"))
         have = {r["datname"] for r in await admin.fetch("SELECT datname FROM pg_database")}
-        if nm["src"] not in have:
-            await admin.execute(f'CREATE DATABASE "{nm["src"]}"')
-            conn = await asyncpg.connect(dsn(nm["src"]))
-            try:
-                await conn.execute(GEN.format(n=n, sp=spacing_ms(n)))
-                await conn.execute("VACUUM ANALYZE tasks")
-            finally:
-                await conn.close()
-        if nm["state"] not in have:
-            await admin.execute(f'CREATE DATABASE "{nm["state"]}"')
-        for name in shapes:
-            db = nm[f"dst_{name}"]
+        for name in ("src", *shapes):
+            db = nm["src" if name == "src" else f"dst_{name}"]
+            s = None if name == "src" else shape(name, n)
+            if db in have and await usable(db, n + (s.extras if s else 0)):
+                say(f"{db}: reusing the loaded data set")
+                continue
             if db in have:
-                continue
-            # A file copy of the source: far cheaper than generating N rows again.
-            await admin.execute(f'CREATE DATABASE "{db}" TEMPLATE "{nm["src"]}"')
-            s = shape(name, n)
-            if s is None:
-                continue
-            conn = await asyncpg.connect(dsn(db))
-            try:
-                for sql, rows in drift_sql(s, n):
-                    tag = await conn.execute(sql)
-                    if int(tag.split()[-1]) != rows:
-                        raise SystemExit(f"{db}: {sql!r} touched {tag}, planted {rows}")
-                await conn.execute("VACUUM ANALYZE tasks")
-            finally:
-                await conn.close()
+                say(f"{db}: lost its rows (unlogged, after a crash?): building it again")
+                await admin.execute(f'DROP DATABASE "{db}"')
+                if name == "src":  # every copy of the source is suspect too
+                    for other in SHAPES:
+                        await admin.execute(f'DROP DATABASE IF EXISTS "{nm["dst_" + other]}"')
+            if name == "src":
+                await build_src(admin, n, db, data_dir)
+            else:
+                await build_dst(admin, n, name, nm["src"], db, data_dir)
+        # A fresh state unless asked: a drifted check's first run then really has no
+        # stored verdict to size its digests from.
+        if not keep_state:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{nm["state"]}"')
+        if not (keep_state and nm["state"] in have):
+            await admin.execute(f'CREATE DATABASE "{nm["state"]}"')
     finally:
         await admin.close()
 
@@ -307,9 +491,9 @@ def os_drift(n: int, s: Shape, revert: bool) -> None:
 
 CONFIG = """
 stores:
-  src: {{kind: postgres, dsn: "{src}", timeout_seconds: 1800}}
+  src: {{kind: postgres, dsn: "{src}", timeout_seconds: 3600}}
 {dsts}
-  os: {{kind: opensearch, url: "{os}", timeout_seconds: 1800}}
+  os: {{kind: opensearch, url: "{os}", timeout_seconds: 3600}}
 state: {{dsn: "{state}"}}
 checks:
 {checks}
@@ -327,7 +511,7 @@ def write_config(n: int) -> str:
     """Write the config holding one check per target and shape; return its path."""
     nm = names(n)
     dsts = "\n".join(
-        f'  dst_{s}: {{kind: postgres, dsn: "{dsn(nm["dst_" + s])}", timeout_seconds: 1800}}'
+        f'  dst_{s}: {{kind: postgres, dsn: "{dsn(nm["dst_" + s])}", timeout_seconds: 3600}}'
         for s in SHAPES
     )
     checks = "".join(
@@ -348,7 +532,8 @@ def driftgauge(config: str, check: str, n: int) -> dict[str, Any]:
     load = os.getloadavg()[0]
     cmd = [PY, "-m", "driftgauge.cli", "check", check, "--config", config, "--json"]
     cmd += ["--since", "2026-01-01", "--until", last_day(n)]
-    wall, rss, out = run_measured(cmd)
+    with ticking(f"{check} at {n:,}"):
+        wall, rss, out = run_measured(cmd)
     res = json.loads(out)
     if res["error"]:
         raise SystemExit(f"{check}: {res['error']}")
@@ -382,44 +567,63 @@ def spread(runs: list[dict[str, Any]], key: str = "wall_s") -> dict[str, float]:
     return {"median": round(statistics.median(xs), 2), "min": min(xs), "max": max(xs)}
 
 
-def measure(
-    config: str, target: str, name: str, n: int, repeat: int, reladiff: int
+def reladiff_timed(n: int, name: str, limit: float) -> dict[str, Any]:
+    """Run reladiff's hashdiff on one pair; stop it after `limit` seconds (a lower bound)."""
+    nm = names(n)
+    load = os.getloadavg()[0]
+    if limit <= 0:
+        return {"skipped": "past the deadline", "load": round(load, 1)}
+    argv = [PY, "-c", WRAP, PY, "-c", RELADIFF, dsn(nm["src"]), dsn(nm[f"dst_{name}"])]
+    t0 = time.perf_counter()
+    # Its own process group, so a stop takes the wrapped reladiff process with it.
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        with ticking(f"reladiff {name} at {n:,}"):
+            out, err = proc.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        asyncio.run(stop_backends([nm["src"], nm[f"dst_{name}"]]))
+        return {"unfinished_after_s": round(time.perf_counter() - t0, 1), "load": round(load, 1)}
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"reladiff failed ({proc.returncode}): {err[-2000:]}")
+    rss_kb = next(int(x.split()[1]) for x in err.splitlines() if x.startswith("maxrss_kb"))
+    got = json.loads(out.strip().splitlines()[-1])
+    return {
+        "wall_s": round(wall, 2),
+        "load": round(load, 1),
+        "rss_mb": round(rss_kb / 1024, 1),
+        "found": {k: got[k] for k in ("missing", "extra", "mismatched")},
+    }
+
+
+async def stop_backends(dbs: list[str]) -> None:
+    """End the server sessions a stopped reladiff left running on the bench's databases."""
+    admin = await asyncpg.connect(PG)
+    try:
+        await admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = ANY($1::text[]) AND pid <> pg_backend_pid()",
+            dbs,
+        )
+    finally:
+        await admin.close()
+
+
+def entry(
+    target: str, name: str, n: int, first: dict[str, Any] | None, dg: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    """Run one target and shape: a warm-up run, then driftgauge and reladiff in turn."""
+    """Return the recorded result of one target and shape from its runs so far."""
     s = shape(name, n)
-    want = s.planted() if s else Planted(0, 0, 0)
-    check = f"{target}_{name}"
-    # A drifted check's first run has no stored verdict to size its digests from; a clean
-    # one is sized the same with or without one, so it needs no warm-up.
-    first = None
-    if s is not None:
-        print(f"# {check}: warm-up (sizes the next digests)", file=sys.stderr, flush=True)
-        first = driftgauge(config, check, n)
-    dg: list[dict[str, Any]] = []
-    rd: list[dict[str, Any]] = []
-    for i in range(max(repeat, reladiff)):
-        if i < repeat:
-            dg.append(driftgauge(config, check, n))
-            print(f"# {check} driftgauge {dg[-1]}", file=sys.stderr, flush=True)
-        if i < reladiff:
-            load = os.getloadavg()[0]
-            nm = names(n)
-            wall, rss, got = reladiff_run(nm["src"], nm[f"dst_{name}"])
-            rd.append({"wall_s": round(wall, 2), "load": round(load, 1), "rss_mb": round(rss, 1)})
-            rd[-1]["found"] = asdict(got)
-            print(f"# {check} reladiff {rd[-1]}", file=sys.stderr, flush=True)
-    for r in [*([first] if first else []), *dg]:
-        if r["found"] != asdict(want) or r["duplicates"] != 0 or r["expected"] != n:
-            raise SystemExit(f"{check}: found {r['found']} of {r['expected']}, planted {want}")
-    for r in rd:
-        if r["found"] != asdict(want):
-            raise SystemExit(f"{check}: reladiff found {r['found']}, planted {want}")
     mid = sorted(dg, key=lambda r: r["wall_s"])[len(dg) // 2]
-    out: dict[str, Any] = {
+    return {
         "rows": n,
         "target": target,
         "shape": name,
-        "planted": asdict(want),
+        "planted": asdict(s.planted() if s else Planted(0, 0, 0)),
         "first_run": first,
         "runs": dg,
         "median": mid,
@@ -428,9 +632,67 @@ def measure(
         "rss_max_mb": max(r["rss_mb"] for r in dg),
         "at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    if rd:
-        out["reladiff"] = {"runs": rd, "wall": spread(rd), "load": spread(rd, "load")}
-    return out
+
+
+def exact(check: str, n: int, want: Planted, r: dict[str, Any]) -> None:
+    """Fail the bench unless a run found exactly the planted counts."""
+    if r["found"] != asdict(want) or r.get("duplicates", 0) != 0 or r.get("expected", n) != n:
+        raise SystemExit(f"{check}: found {r['found']} of {r.get('expected')}, planted {want}")
+
+
+def measure(
+    config: str,
+    target: str,
+    group: list[str],
+    n: int,
+    repeat: int,
+    reladiff: int,
+    reladiff_shapes: list[str],
+    deadline: datetime | None,
+) -> None:
+    """Run shapes side by side: a warm-up per drifted one, then rounds of each in turn.
+
+    Each round runs driftgauge on every shape, then reladiff where asked; the results
+    are recorded after every round, so a stopped bench keeps what it measured.
+    """
+    want = {name: (s.planted() if (s := shape(name, n)) else Planted(0, 0, 0)) for name in group}
+    # A drifted check's first run has no stored verdict to size its digests from; a clean
+    # one is sized the same with or without one, so it needs no warm-up.
+    first: dict[str, dict[str, Any] | None] = dict.fromkeys(group)
+    for name in group:
+        if shape(name, n) is not None:
+            check = f"{target}_{name}"
+            say(f"{check} at {n:,}: first run (sizes the next digests)")
+            first[name] = driftgauge(config, check, n)
+            exact(check, n, want[name], first[name])  # type: ignore[arg-type]
+            say(f"{check} at {n:,} first run {first[name]}")
+    dg: dict[str, list[dict[str, Any]]] = {name: [] for name in group}
+    rd: dict[str, list[dict[str, Any]]] = {name: [] for name in group}
+    for i in range(max(repeat, reladiff)):
+        for name in group:
+            check = f"{target}_{name}"
+            if i < repeat:
+                dg[name].append(driftgauge(config, check, n))
+                exact(check, n, want[name], dg[name][-1])
+                say(f"{check} at {n:,} driftgauge {dg[name][-1]}")
+        for name in group:
+            if i < reladiff and name in reladiff_shapes:
+                left = (deadline - datetime.now(UTC)).total_seconds() if deadline else 86_400.0
+                r = reladiff_timed(n, name, left)
+                if "found" in r:
+                    exact(f"{target}_{name} reladiff", n, want[name], r)
+                rd[name].append(r)
+                say(f"{target}_{name} at {n:,} reladiff {r}")
+        for name in group:
+            if not dg[name]:
+                continue
+            e = entry(target, name, n, first[name], dg[name])
+            done = [r for r in rd[name] if "wall_s" in r]
+            if rd[name]:
+                e["reladiff"] = {"runs": rd[name]}
+            if done:
+                e["reladiff"] |= {"wall": spread(done), "load": spread(done, "load")}
+            record(e)
 
 
 async def floor_once(n: int, row_hash: RowHashName) -> float:
@@ -506,13 +768,18 @@ def render(data: dict[str, Any]) -> str:
             else ""
         )
         rd = e.get("reladiff")
-        rdtxt = (
-            f"{rd['wall']['median']} ({rd['wall']['min']}-{rd['wall']['max']}, load"
-            f" {rd['load']['median']})"
-            if rd
-            else ""
-        )
-        ratio = f"{w['median'] / rd['wall']['median']:.3f}" if rd else ""
+        rdtxt = ratio = ""
+        if rd and "wall" in rd:
+            rdtxt = (
+                f"{rd['wall']['median']} ({rd['wall']['min']}-{rd['wall']['max']}, load"
+                f" {rd['load']['median']})"
+            )
+            ratio = f"{w['median'] / rd['wall']['median']:.3f}"
+        elif rd and (stopped := [r for r in rd["runs"] if "unfinished_after_s" in r]):
+            # Stopped at the deadline: its time is a lower bound, the ratio an upper one.
+            t = stopped[0]["unfinished_after_s"]
+            rdtxt = f"> {t} (stopped unfinished, load {stopped[0]['load']})"
+            ratio = f"< {w['median'] / t:.3f}"
         p = e["planted"]
         lines.append(
             f"| {e['rows']:,} | {'PG->PG' if e['target'] == 'pg' else 'PG->OpenSearch'}"
@@ -522,6 +789,17 @@ def render(data: dict[str, Any]) -> str:
             f" | {m['reader_seconds']} | {e['rss_max_mb']} | {m['queries']}"
             f" | {m['rows_fetched']:,} | {m['rows_scanned']:,} | {m['row_hash']} | {vs}"
             f" | {rdtxt} | {ratio} |"
+        )
+    firsts = [k for k in sorted(data, key=order) if data[k].get("first_run")]
+    if firsts:
+        lines += ["", "First runs of the drifted checks (no stored verdict):"]
+    for key in firsts:
+        e, f = data[key], data[key]["first_run"]
+        lines.append(
+            f"- {e['rows']:,} {'PG->PG' if e['target'] == 'pg' else 'PG->OpenSearch'}"
+            f" {e['shape']}: {f['wall_s']} s at load {f['load']}"
+            f" ({f['wall_s'] / e['wall']['median']:.2f}x the sized median), {f['queries']}"
+            f" queries, {f['rows_fetched']:,} rows fetched, peak RSS {f['rss_mb']} MB"
         )
     for key in sorted(data, key=order):
         fl = data[key].get("floor")
@@ -540,7 +818,8 @@ def render(data: dict[str, Any]) -> str:
     lines += [
         "",
         "drift: missing/extra/mismatched planted (and found). clean: none; even: 0.15% of the"
-        " rows spread evenly over ids; dense: 5% of the rows of 3 days. The first (warm-up)"
+        " rows spread evenly over ids; dense: 5% of the rows of 3 days; sparse: 0.01% of the"
+        " rows spread evenly over ids (10,000 at 100M). The first (warm-up)"
         " run of a drifted check has no stored verdict to size its digests from, so it"
         " drills its differing days down; its wall time is in bench/scale.json (`first_run`).",
     ]
@@ -563,42 +842,64 @@ async def drop(n: int) -> None:
 def main() -> None:
     """Prepare, measure and record the requested runs."""
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--rows", type=int, nargs="+", default=[10_000_000], help="one or more N")
     ap.add_argument("--targets", nargs="+", choices=("pg", "os"), default=["pg", "os"])
-    ap.add_argument("--shapes", nargs="+", choices=SHAPES, default=list(SHAPES))
+    ap.add_argument("--shapes", nargs="+", choices=SHAPES, default=list(SHAPES[:3]))
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--reladiff", type=int, default=3, help="reladiff runs per PG pair")
     ap.add_argument("--drop", action="store_true", help="drop what the bench made, then stop")
     ap.add_argument("--floor", action="store_true", help="measure the PG->PG floors, then stop")
+    ap.add_argument("--prepare", action="store_true", help="load the data sets, then stop")
+    ap.add_argument(
+        "--keep-state", action="store_true", help="keep the stored verdicts of an earlier run"
+    )
+    ap.add_argument("--reladiff-shapes", nargs="+", choices=SHAPES, help="default: --shapes")
+    ap.add_argument(
+        "--reladiff-until", help="HH:MM UTC: stop a reladiff run then, keep the lower bound"
+    )
     args = ap.parse_args()
-    n = args.rows
-    if args.floor:
-        floor(n, args.repeat)
-        return
-    if args.drop:
-        asyncio.run(drop(n))
-        return
-    asyncio.run(prepare_pg(n, args.shapes if "pg" in args.targets else []))
-    config = write_config(n)
-    try:
-        for target in args.targets:
-            if target == "os":
-                print(f"# index loaded in {load_index(n):.0f} s", file=sys.stderr, flush=True)
-            for name in args.shapes:
-                s = shape(name, n)
-                if target == "os" and s is not None:
-                    os_drift(n, s, revert=False)
-                try:
-                    record(
+    until = None
+    if args.reladiff_until:
+        hh, mm = map(int, args.reladiff_until.split(":"))
+        until = datetime.now(UTC).replace(hour=hh, minute=mm, second=0, microsecond=0)
+    for n in args.rows:
+        if args.floor:
+            floor(n, args.repeat)
+            continue
+        if args.drop:
+            asyncio.run(drop(n))
+            continue
+        asyncio.run(prepare_pg(n, args.shapes if "pg" in args.targets else [], args.keep_state))
+        if args.prepare:
+            continue
+        config = write_config(n)
+        try:
+            for target in args.targets:
+                if target == "os":
+                    say(f"index loaded in {load_index(n):.0f} s")
+                # PostgreSQL readers are databases of their own, so their shapes run side by
+                # side; the OpenSearch reader is one index that holds one shape at a time.
+                groups = [args.shapes] if target == "pg" else [[name] for name in args.shapes]
+                for group in groups:
+                    s = shape(group[0], n) if target == "os" else None
+                    if s is not None:
+                        os_drift(n, s, revert=False)
+                    try:
                         measure(
-                            config, target, name, n, args.repeat, args.reladiff * (target == "pg")
+                            config,
+                            target,
+                            group,
+                            n,
+                            args.repeat,
+                            args.reladiff * (target == "pg"),
+                            args.reladiff_shapes or args.shapes,
+                            until,
                         )
-                    )
-                finally:
-                    if target == "os" and s is not None:
-                        os_drift(n, s, revert=True)
-    finally:
-        os.unlink(config)
+                    finally:
+                        if s is not None:
+                            os_drift(n, s, revert=True)
+        finally:
+            os.unlink(config)
 
 
 if __name__ == "__main__":
