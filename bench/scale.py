@@ -147,18 +147,22 @@ def drift_sql(s: Shape, n: int) -> list[tuple[str, int]]:
     ]
 
 
+PREFIX = ["dg_scale"]  # --prefix: data sets of one's own on a shared server
+
+
 def names(n: int) -> dict[str, str]:
     """Return the databases and index the bench makes for n rows."""
+    p = PREFIX[0]
     return {
-        "src": f"dg_scale_src_{n}",
-        **{f"dst_{s}": f"dg_scale_dst_{n}_{s}" for s in SHAPES},
-        "state": f"dg_scale_state_{n}",
+        "src": f"{p}_src_{n}",
+        **{f"dst_{s}": f"{p}_dst_{n}_{s}" for s in SHAPES},
+        "state": f"{p}_state_{n}",
         "index": f"dg-scale-{n}",
     }
 
 
-async def prepare_pg(n: int, shapes: list[str], keep_state: bool) -> None:
-    """Create (or reuse) the source, a drifted copy per shape, and a fresh state database."""
+async def prepare_pg(n: int, shapes: list[str], fresh_state: bool) -> None:
+    """Create (or reuse) the source and a drifted copy per shape, and the state database."""
     nm = names(n)
     admin = await asyncpg.connect(PG)
     try:
@@ -181,11 +185,11 @@ async def prepare_pg(n: int, shapes: list[str], keep_state: bool) -> None:
             else:
                 plant = drift_sql(s, n) if s is not None else []
                 await build_dst(admin, nm["src"], db, plant, data_dir)
-        # A fresh state unless asked: a drifted check's first run then really has no
-        # stored verdict to size its digests from.
-        if not keep_state:
+        # A fresh state when asked: a drifted check's first run then really has no stored
+        # verdict to size its digests from.
+        if fresh_state:
             await admin.execute(f'DROP DATABASE IF EXISTS "{nm["state"]}"')
-        if not (keep_state and nm["state"] in have):
+        if fresh_state or nm["state"] not in have:
             await admin.execute(f'CREATE DATABASE "{nm["state"]}"')
     finally:
         await admin.close()
@@ -626,13 +630,15 @@ def main() -> None:
     ap.add_argument("--floor", action="store_true", help="measure the PG->PG floors, then stop")
     ap.add_argument("--prepare", action="store_true", help="load the data sets, then stop")
     ap.add_argument(
-        "--keep-state", action="store_true", help="keep the stored verdicts of an earlier run"
+        "--fresh-state", action="store_true", help="forget the verdicts stored by earlier runs"
     )
+    ap.add_argument("--prefix", default=PREFIX[0], help="database names start with this")
     ap.add_argument("--reladiff-shapes", nargs="+", choices=SHAPES, help="default: --shapes")
     ap.add_argument(
         "--reladiff-until", help="HH:MM UTC: stop a reladiff run then, keep the lower bound"
     )
     args = ap.parse_args()
+    PREFIX[0] = args.prefix
     until = None
     if args.reladiff_until:
         hh, mm = map(int, args.reladiff_until.split(":"))
@@ -644,7 +650,7 @@ def main() -> None:
         if args.drop:
             asyncio.run(drop(n))
             continue
-        asyncio.run(prepare_pg(n, args.shapes if "pg" in args.targets else [], args.keep_state))
+        asyncio.run(prepare_pg(n, args.shapes if "pg" in args.targets else [], args.fresh_state))
         if args.prepare:
             continue
         config = write_config(n)
