@@ -6,7 +6,7 @@ import random
 from datetime import timedelta
 
 from driftgauge.core.errors import StateError
-from driftgauge.encoding import iblt
+from driftgauge.encoding import iblt, sizing
 from driftgauge.encoding.digest import epoch_micros
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import BucketResult, RunResult
@@ -260,7 +260,7 @@ async def test_digest_sides_take_digests_for_slots_and_size_them_from_history() 
         return await first_pass_plan(history, check, pair, BASE, end, None)  # type: ignore[arg-type]
 
     assert await plan(_History([drifted]), sides) == (False, iblt.width_for(510))
-    assert await plan(_History([]), sides) == (False, iblt.DEFAULT_WIDTH)
+    assert await plan(_History([]), sides) == (False, sizing.first_width(1))
     # Judged healthy, or history unreadable: days only, as for sides without digests.
     assert await plan(_History([healthy]), sides) == (False, None)
     assert await plan(_History([], fail=True), sides) == (False, None)

@@ -54,7 +54,7 @@ def add_commands(sub: Any) -> None:
         "differing day is not hashed twice; auto (default): slots, or difference "
         "digests where both sides can, when the last stored verdict of a day in the "
         "window is drift or no day of it was judged yet (with --no-store nothing is "
-        "known: digests of the default size, or slots)",
+        "known: digests of a first run's size, or slots)",
     )
     log_options(chk, "WARNING", "text")
 
@@ -114,7 +114,7 @@ async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> 
                     sample_keys=config.api.sample_keys,
                     progress=bar.update,
                     slots_first=slots_first is not False,
-                    digest_width=_default_width(args.first_pass, source, reader),
+                    digest_width=_default_width(args.first_pass, source, reader, check, start, end),
                 )
                 result.finished_at = datetime.now(UTC)
             else:
@@ -143,13 +143,23 @@ async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> 
     )
 
 
-def _default_width(first_pass: str, source: StoreAdapter, reader: StoreAdapter) -> int | None:
+def _default_width(
+    first_pass: str,
+    source: StoreAdapter,
+    reader: StoreAdapter,
+    check: Check,
+    start: datetime,
+    end: datetime,
+) -> int | None:
     """Return the digest width of an auto first pass with no history, when both sides can."""
-    from driftgauge.encoding.iblt import DEFAULT_WIDTH
+    from driftgauge.encoding.sizing import first_width
+    from driftgauge.engine.plan import day_starts
     from driftgauge.stores.base import DigestFirstPass
 
     capable = isinstance(source, DigestFirstPass) and isinstance(reader, DigestFirstPass)
-    return DEFAULT_WIDTH if first_pass == "auto" and capable else None
+    if first_pass != "auto" or not capable:
+        return None
+    return first_width(len(day_starts(start, end, check.timezone)))
 
 
 async def _stored_run(

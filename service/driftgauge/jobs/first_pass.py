@@ -7,7 +7,8 @@ from datetime import datetime, timedelta
 
 from driftgauge.config.runtime import Check
 from driftgauge.core.errors import DriftgaugeError
-from driftgauge.encoding import iblt
+from driftgauge.encoding import iblt, sizing
+from driftgauge.engine import plan
 from driftgauge.state.codec import StoredBucket
 from driftgauge.state.store import StateStore
 from driftgauge.stores.base import DigestFirstPass, StoreAdapter
@@ -52,20 +53,20 @@ async def digest_width(
 ) -> int:
     """Return the difference digests' sub-table width: from the most a stored day differed by.
 
-    A mismatched key is two differing rows (one a side). Without history, or unreadable
-    history, the default width; a day that then differs by more is drilled down as before.
+    A mismatched key is two differing rows (one a side). Without a judged day to size
+    from, or with unreadable history, a first run's width (see encoding.sizing); a day
+    that then differs by more is scanned again at a width its table estimates.
     """
-    stored = await _stored(state, check, window_start, window_end, "default digest width")
-    if stored is None:
-        return iblt.DEFAULT_WIDTH
+    stored = await _stored(state, check, window_start, window_end, "first-run digest width")
+    buckets = [b.bucket for b in stored or []]
     most = max(
-        (
-            b.bucket.missing + b.bucket.extra + 2 * (b.bucket.mismatched + b.bucket.duplicates)
-            for b in stored
-        ),
-        default=0,
+        (b.missing + b.extra + 2 * (b.mismatched + b.duplicates) for b in buckets), default=0
     )
-    return max(iblt.DEFAULT_WIDTH, iblt.width_for(most))
+    width = max(iblt.DEFAULT_WIDTH, iblt.width_for(most))
+    if not any(b.status in ("ok", "drift") for b in buckets):
+        days = len(plan.day_starts(window_start, window_end, check.timezone))
+        width = max(width, sizing.first_width(days))
+    return width
 
 
 async def first_pass_plan(

@@ -1,0 +1,79 @@
+"""A drifted run with no stored verdict: its digests are sized without history, and peel."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from driftgauge.encoding import iblt, sizing
+from driftgauge.engine.reconcile import reconcile
+from driftgauge.engine.result import BucketResult, RunResult
+from driftgauge.jobs.first_pass import first_pass_plan
+from driftgauge.state.codec import StoredBucket
+from driftgauge.stores.base import RowHash
+from driftgauge.stores.memory import DigestMemoryAdapter, MemoryAdapter
+
+from .engine_helpers import BASE, NOW, day_rows, key_of, make_check, row
+
+DAYS = 3
+PER_DAY = 60
+"""Missing, extra and changed rows a day: 240 differing rows, far over 32 cells a sub-table."""
+
+
+def _drifted() -> tuple[list[RowHash], list[RowHash]]:
+    src: list[RowHash] = []
+    rdr: list[RowHash] = []
+    for d in range(DAYS):
+        rows = day_rows(d, 1500, prefix=f"d{d}-")
+        src += rows
+        for i, r in enumerate(rows):
+            if i % 25 == 0 and i // 25 < PER_DAY:
+                continue  # missing
+            if i % 25 == 1 and i // 25 < PER_DAY:
+                rdr.append(row(key_of(r), r.event_time, "changed"))
+            else:
+                rdr.append(r)
+        day = BASE + timedelta(days=d)
+        rdr += [row(f"x{d}-{j}", day + timedelta(seconds=7 * j + 3)) for j in range(PER_DAY)]
+    return src, rdr
+
+
+async def _run(source: MemoryAdapter, reader: MemoryAdapter, width: int) -> RunResult:
+    check = make_check(drilldown="{leaf_rows: 20}")
+    end = BASE + timedelta(days=DAYS)
+    return await reconcile(check, source, reader, BASE, end, now=NOW, digest_width=width)
+
+
+def _counts(b: BucketResult) -> tuple[object, ...]:
+    return (b.status, b.missing, b.extra, b.mismatched, b.duplicates)
+
+
+async def test_a_first_runs_width_peels_the_same_drift_in_one_scan() -> None:
+    src, rdr = _drifted()
+    s_ad, r_ad = DigestMemoryAdapter(src), DigestMemoryAdapter(rdr)
+    result = await _run(s_ad, r_ad, sizing.first_width(DAYS))
+    assert [_counts(b) for b in result.buckets] == [("drift", PER_DAY, PER_DAY, PER_DAY, 0)] * DAYS
+    assert s_ad.calls == [f"days+cells:{sizing.first_width(DAYS)}"] + ["rows"] * DAYS
+    assert result.queries == 2 * (1 + DAYS)
+
+
+class _History:
+    """A state store's stored day verdicts, as first_pass_plan reads them."""
+
+    def __init__(self, buckets: list[BucketResult]) -> None:
+        self.buckets = buckets
+
+    async def day_buckets(self, *_: object) -> list[StoredBucket]:
+        return [StoredBucket(1, NOW, b) for b in self.buckets]
+
+
+async def test_a_window_no_day_of_which_was_judged_takes_a_first_runs_width() -> None:
+    check = make_check()
+    sides = (DigestMemoryAdapter([]), DigestMemoryAdapter([]))
+    end = BASE + timedelta(days=40)
+    settling = BucketResult(start=BASE, status="settling")
+    for history in ([], [settling]):
+        got = await first_pass_plan(_History(history), check, sides, BASE, end, None)  # type: ignore[arg-type]
+        assert got == (False, sizing.first_width(40))
+    drifted = BucketResult(start=BASE, status="drift", missing=3, extra=1)
+    got = await first_pass_plan(_History([drifted]), check, sides, BASE, end, None)  # type: ignore[arg-type]
+    assert got == (False, iblt.DEFAULT_WIDTH)  # a stored verdict sizes it, however small
