@@ -148,6 +148,7 @@ def drift_sql(s: Shape, n: int) -> list[tuple[str, int]]:
 
 
 PREFIX = ["dg_scale"]  # --prefix: data sets of one's own on a shared server
+TAG = [""]  # --tag: a series of one's own in the record, next to others' rows
 
 
 def names(n: int) -> dict[str, str]:
@@ -402,6 +403,7 @@ def entry(
         "rows": n,
         "target": target,
         "shape": name,
+        "tag": TAG[0],
         "planted": asdict(s.planted() if s else Planted(0, 0, 0)),
         "first_run": first,
         "runs": dg,
@@ -510,15 +512,27 @@ def floor(n: int, repeat: int) -> None:
 def record(entry: dict[str, Any]) -> None:
     """Keep one result in bench/scale.json (keyed by rows, target, shape) and re-render."""
     data = json.loads(RECORD.read_text()) if RECORD.exists() else {}
-    data[f"{entry['rows']}/{entry['target']}/{entry['shape']}"] = entry
+    data[record_key(entry, entry["shape"])] = entry
     RECORD.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     section("scale", render(data))
 
 
-def order(key: str) -> tuple[int, str, int]:
-    """Sort recorded results by rows, pair, then shape."""
-    rows, target, name = key.split("/")
-    return int(rows), target, SHAPES.index(name)
+def record_key(e: dict[str, Any], name: str) -> str:
+    """Return the record key of a result's shape `name`: rows/target/shape[/tag]."""
+    tag = e.get("tag")
+    return f"{e['rows']}/{e['target']}/{name}" + (f"/{tag}" if tag else "")
+
+
+def order(k: str) -> tuple[int, str, str, int]:
+    """Sort recorded results by rows, pair, series, then shape."""
+    rows, target, name, *tag = k.split("/")
+    return int(rows), target, "".join(tag), SHAPES.index(name)
+
+
+def pair(e: dict[str, Any]) -> str:
+    """Return the pair a result ran on, with its series tag."""
+    name = "PG->PG" if e["target"] == "pg" else "PG->OpenSearch"
+    return name + (f" ({e['tag']})" if e.get("tag") else "")
 
 
 def render(data: dict[str, Any]) -> str:
@@ -540,7 +554,7 @@ def render(data: dict[str, Any]) -> str:
     for key in sorted(data, key=order):
         e = data[key]
         m, w = e["median"], e["wall"]
-        clean = data.get(f"{e['rows']}/{e['target']}/clean")
+        clean = data.get(record_key(e, "clean"))
         vs = (
             f"{w['median'] / clean['wall']['median']:.2f}x"
             if clean and e["shape"] != "clean"
@@ -561,7 +575,7 @@ def render(data: dict[str, Any]) -> str:
             ratio = f"< {w['median'] / t:.3f}"
         p = e["planted"]
         lines.append(
-            f"| {e['rows']:,} | {'PG->PG' if e['target'] == 'pg' else 'PG->OpenSearch'}"
+            f"| {e['rows']:,} | {pair(e)}"
             f" | {e['shape']} ({p['missing']}/{p['extra']}/{p['mismatched']})"
             f" | {w['median']} ({w['min']}-{w['max']}, {len(e['runs'])} runs)"
             f" | {e['load']['median']} | {m['rows_per_s']:,} | {m['source_seconds']}"
@@ -575,7 +589,7 @@ def render(data: dict[str, Any]) -> str:
     for key in firsts:
         e, f = data[key], data[key]["first_run"]
         lines.append(
-            f"- {e['rows']:,} {'PG->PG' if e['target'] == 'pg' else 'PG->OpenSearch'}"
+            f"- {e['rows']:,} {pair(e)}"
             f" {e['shape']}: {f['wall_s']} s at load {f['load']}"
             f" ({f['wall_s'] / e['wall']['median']:.2f}x the sized median), {f['queries']}"
             f" queries, {f['rows_fetched']:,} rows fetched, peak RSS {f['rss_mb']} MB"
@@ -633,12 +647,13 @@ def main() -> None:
         "--fresh-state", action="store_true", help="forget the verdicts stored by earlier runs"
     )
     ap.add_argument("--prefix", default=PREFIX[0], help="database names start with this")
+    ap.add_argument("--tag", default="", help="record the runs as a series of their own")
     ap.add_argument("--reladiff-shapes", nargs="+", choices=SHAPES, help="default: --shapes")
     ap.add_argument(
         "--reladiff-until", help="HH:MM UTC: stop a reladiff run then, keep the lower bound"
     )
     args = ap.parse_args()
-    PREFIX[0] = args.prefix
+    PREFIX[0], TAG[0] = args.prefix, args.tag
     until = None
     if args.reladiff_until:
         hh, mm = map(int, args.reladiff_until.split(":"))
