@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Self, TypeVar
 
 from driftgauge.config.runtime import View
@@ -56,6 +57,25 @@ SPANS_PER_QUERY = 500
 def _slices(spans: Spans, size: int) -> list[Spans]:
     """Return `spans` cut into consecutive lists of at most `size`."""
     return [spans[i : i + size] for i in range(0, len(spans), size)]
+
+
+def to_millis(spans: Spans) -> Spans:
+    """Return the spans widened to whole milliseconds (each start floored, each end ceiled)."""
+    out: Spans = []
+    for lo, hi in spans:
+        lo -= timedelta(microseconds=lo.microsecond % 1000)
+        if hi.microsecond % 1000:
+            hi += timedelta(microseconds=1000 - hi.microsecond % 1000)
+        if out and lo <= out[-1][1]:
+            lo = out.pop()[0]  # spans in one millisecond: ask for it once
+        out.append((lo, hi))
+    return out
+
+
+def _within(moment: datetime, spans: Spans) -> bool:
+    """Return whether a moment lies in one of the sorted, disjoint spans."""
+    i = bisect.bisect_right(spans, moment, key=lambda s: s[0]) - 1
+    return i >= 0 and moment < spans[i][1]
 
 
 class OpenSearchAdapter(ReadAdapter):
@@ -227,10 +247,17 @@ class OpenSearchAdapter(ReadAdapter):
                 self._complete("open a point in time", pit)
             # One query may hold at most 1,024 clauses (indices.query.bool.max_clause_count):
             # a long list of spans is read a slice at a time; the spans are disjoint.
-            slices = [None] if spans is None else _slices(spans, SPANS_PER_QUERY)
-            for part in slices:
-                async for row in self._pages(pit_id, start, end, prefixes, part):
+            if spans is None:
+                async for row in self._pages(pit_id, start, end, prefixes, None):
                     yield row
+                return
+            for part in _slices(spans, SPANS_PER_QUERY):
+                # Asked in whole milliseconds: a `date` field keeps milliseconds and rounds
+                # a sub-millisecond bound to one, so a one-microsecond span would match
+                # nothing. The rows are then held to the spans asked for.
+                async for row in self._pages(pit_id, start, end, prefixes, to_millis(part)):
+                    if _within(row.event_time, part):
+                        yield row
         finally:
             await self._delete_pit(pit_id)
 

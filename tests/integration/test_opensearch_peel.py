@@ -1,0 +1,137 @@
+"""PostgreSQL -> OpenSearch difference digests peel, fetch only the differing rows, or fall back.
+
+A `date` field keeps milliseconds: the rows a peel names must still be found there by
+their event time (a one-microsecond span is no millisecond range), and rows sharing a
+millisecond or a microsecond with a differing one must not be taken for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
+
+import asyncpg
+import pytest
+from opensearchpy import AsyncOpenSearch
+from opensearchpy.helpers import async_bulk
+
+from driftgauge.configfile.loader import load_text
+from driftgauge.engine.reconcile import reconcile
+from driftgauge.engine.result import RunResult
+from driftgauge.stores import open_adapter
+
+from .conftest import OS_URL
+
+pytestmark = pytest.mark.integration
+
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
+DAYS = 3
+ROWS = 1800
+CONFIG = """
+stores:
+  pg: {{kind: postgres, dsn: "{dsn}"}}
+  os: {{kind: opensearch, url: "{os}"}}
+state: {{dsn: "{dsn}"}}
+checks:
+  c:
+    source: {{store: pg, table: {table}, key: id, time: at}}
+    reader: {{store: os, index: {index}, key: id, time: at}}
+    key_type: integer
+    fields: {{label: string}}
+    settle: 0s
+    drilldown: {{leaf_rows: 40}}
+"""
+MISSING = [7, 300, 610, 650, 1210, 1500, 1790]
+CHANGED = [8, 9, 611, 1211, 1212]
+EXTRA = [(5001, 100), (5002, 700), (5003, 1300)]
+"""Extra rows: (id, the id whose time they take): a millisecond shared with an equal row."""
+
+
+def at(i: int, micros: bool) -> datetime:
+    """Return row i's event time: every 288 s, in pairs a millisecond (or microsecond) apart."""
+    step = timedelta(microseconds=1 if micros else 1000)
+    return T0 + timedelta(seconds=288 * (i // 2)) + (i % 2) * step
+
+
+@pytest.fixture(scope="module", params=["date", "date_nanos"])
+async def pair(
+    request: pytest.FixtureRequest,
+    pg_database: str,
+    os_client: AsyncOpenSearch,
+    os_index: Callable[[str], str],
+) -> AsyncIterator[str]:
+    """Yield a config: PG rows and an index of them with the planted drift."""
+    kind = request.param
+    micros = kind == "date_nanos"
+    table = f"src_{kind}"
+    rows = [(i, f"l{i % 5}", at(i, micros)) for i in range(1, ROWS + 1)]
+    conn = await asyncpg.connect(pg_database)
+    try:
+        await conn.execute(f"CREATE TABLE {table} (id bigint, label text, at timestamptz)")
+        await conn.copy_records_to_table(table, records=rows)
+    finally:
+        await conn.close()
+    index = os_index("dg_ospeel")
+    await os_client.indices.create(
+        index=index,
+        body={
+            "settings": {"number_of_shards": 2},
+            "mappings": {
+                "properties": {
+                    "id": {"type": "long"},
+                    "label": {"type": "keyword"},
+                    "at": {"type": kind},
+                }
+            },
+        },
+    )
+    docs = [
+        (i, "changed" if i in CHANGED else label, t) for i, label, t in rows if i not in MISSING
+    ]
+    docs += [(i, "ghost", at(j, micros)) for i, j in EXTRA]
+    actions = [
+        {"_index": index, "_source": {"id": i, "label": lab, "at": t.isoformat()}}
+        for i, lab, t in docs
+    ]
+    await async_bulk(os_client, actions, refresh=True)
+    yield CONFIG.format(dsn=pg_database, os=OS_URL, index=index, table=table)
+
+
+async def _run(config: str, width: int) -> RunResult:
+    check = load_text(config).checks["c"]
+    source, reader = await open_adapter(check.source), await open_adapter(check.reader)
+    try:
+        end = T0 + timedelta(days=DAYS + 1)
+        return await reconcile(
+            check, source, reader, T0, end, now=end + timedelta(days=1), digest_width=width
+        )
+    finally:
+        await source.close()
+        await reader.close()
+
+
+def _found(result: RunResult) -> list[int]:
+    return [sum(getattr(b, k) for b in result.buckets) for k in ("missing", "extra", "mismatched")]
+
+
+async def test_every_drifted_day_peels_and_fetches_only_its_differing_rows(pair: str) -> None:
+    result = await _run(pair, 64)
+    assert result.error is None
+    assert _found(result) == [len(MISSING), len(EXTRA), len(CHANGED)]
+    drifted = [b for b in result.buckets if b.missing or b.extra or b.mismatched]
+    assert len(drifted) == DAYS
+    # Peeled, not drilled down: no tree, and the hours of the rows the digests named.
+    assert [b.tree for b in drifted] == [[]] * DAYS
+    assert all(b.drift_hours for b in drifted)
+    # The missing and changed rows from the source, the extra and changed from the index,
+    # and the equal row at each extra row's very time; not the rows a millisecond or a
+    # microsecond away.
+    assert result.rows_fetched == len(MISSING) + 2 * len(EXTRA) + 2 * len(CHANGED)
+
+
+async def test_a_day_that_does_not_peel_is_drilled_down_to_the_same_counts(pair: str) -> None:
+    result = await _run(pair, 1)  # one cell a sub-table holds every differing row
+    assert result.error is None
+    assert _found(result) == [len(MISSING), len(EXTRA), len(CHANGED)]
+    drifted = [b for b in result.buckets if b.missing or b.extra or b.mismatched]
+    assert drifted and all(b.tree for b in drifted)
