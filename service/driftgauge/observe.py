@@ -28,41 +28,11 @@ key-hash prefix digests, rows."""
 SCANS = ("digests", "slots", "prefixes", "rows")
 """The OPERATIONS that read rows."""
 ERROR_KINDS = ("timeout", "unavailable", "permission", "query")
-QUERY_BUCKETS = (
-    0.005,
-    0.01,
-    0.025,
-    0.05,
-    0.1,
-    0.25,
-    0.5,
-    1.0,
-    2.5,
-    5.0,
-    10.0,
-    30.0,
-    60.0,
-    120.0,
-    300.0,
-)
+_SHARED_BUCKETS = (0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+"""The bounds both histograms have: half a second to five minutes."""
+QUERY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, *_SHARED_BUCKETS)
 # Runs last from well under a second (a small recent window) to an hour (full history).
-RUN_BUCKETS = (
-    0.1,
-    0.5,
-    1.0,
-    2.5,
-    5.0,
-    10.0,
-    30.0,
-    60.0,
-    120.0,
-    300.0,
-    600.0,
-    1200.0,
-    1800.0,
-    3600.0,
-    7200.0,
-)
+RUN_BUCKETS = (0.1, *_SHARED_BUCKETS, 600.0, 1200.0, 1800.0, 3600.0, 7200.0)
 
 
 @dataclass

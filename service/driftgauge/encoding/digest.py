@@ -254,15 +254,26 @@ def plain_decimal(value: Value) -> str:
     return text
 
 
+def assume_utc(moment: datetime) -> datetime:
+    """Return an aware datetime as it is and a zoneless one read as UTC."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def iso_instant(text: str, what: str = "") -> datetime:
+    """Return ISO 8601 text as an instant (UTC when zoneless); `what` starts the error."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"{what}{text!r} is not an ISO 8601 timestamp") from None
+    return assume_utc(moment)
+
+
 def epoch_micros(value: Value) -> int:
     """Return a timestamp's instant as integer microseconds since 1970-01-01T00:00:00Z."""
     if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value)
-        except ValueError:
-            raise ValueError(f"{value!r} is not an ISO 8601 timestamp") from None
-    if isinstance(value, datetime):
-        instant = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+        instant = iso_instant(value)
+    elif isinstance(value, datetime):
+        instant = assume_utc(value)
     elif isinstance(value, date):
         instant = datetime.combine(value, time(), tzinfo=UTC)
     else:

@@ -45,10 +45,6 @@ class MariaDBAdapter(DialectAdapter):
     store_type = MariaDBStore
     store: MariaDBStore
 
-    def _compile(self) -> None:
-        super()._compile()
-        self._sql_day_slot = MARIADB.day_slot_sql(self.view)
-
     @classmethod
     async def open(cls, view: View, pool: Any = None) -> Self:
         """Return an adapter on the store's shared pool, or on a pool of its own.
@@ -120,17 +116,13 @@ class MariaDBAdapter(DialectAdapter):
         )
         return self._buckets([r | {"bucket": self._midnight(r["bucket"])} for r in rows])
 
-    async def slot_digests(
-        self, start: datetime, end: datetime, seconds: int, *, distinct: bool = True
-    ) -> list[BucketDigest]:
-        """Return per-slot aggregates (slots of `seconds` from start), excluded by reason."""
-        step = check_slot(start, seconds)
-        if start >= end:
-            return []
-        sql = self._sql_slot if distinct else self._sql_slot_rows
-        rows = await self._fetch("slot digests", sql, start, end, step // _MICRO, start)
+    def _slot_args(self, start: datetime, step: timedelta) -> tuple[Any, ...]:
+        return step // _MICRO, start
+
+    def _slot_rows(self, rows: list[Any], start: datetime, step: timedelta) -> list[Any]:
+        # The server numbers each slot from start: turn the number back into its instant.
         origin = start.astimezone(UTC)
-        return self._buckets([r | {"bucket": origin + step * int(r["bucket"])} for r in rows])
+        return [r | {"bucket": origin + step * int(r["bucket"])} for r in rows]
 
     async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> FirstPass:
         """Return day buckets and their slots (spans of `seconds` from start) from one scan."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any, Self
 
@@ -212,12 +212,7 @@ def _measure(value: Any) -> Decimal | None:
 def _instant(value: Any) -> datetime:
     """Return the event time of a row: ISO 8601 text (UTC when zoneless) or epoch millis."""
     if isinstance(value, str):
-        try:
-            moment = datetime.fromisoformat(value)
-        except ValueError:
-            raise ValueError(f"time {value!r} is not an ISO 8601 timestamp") from None
-    elif isinstance(value, int) and not isinstance(value, bool):
-        moment = EPOCH + timedelta(milliseconds=value)
-    else:
-        raise ValueError(f"time {value!r} is no ISO 8601 text or epoch milliseconds")
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+        return d.iso_instant(value, "time ")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return EPOCH + timedelta(milliseconds=value)
+    raise ValueError(f"time {value!r} is no ISO 8601 text or epoch milliseconds")

@@ -93,6 +93,10 @@ class DialectAdapter(SqlAdapter):
         """Return the slot query's arguments after the window's bounds (slots from start)."""
         raise NotImplementedError
 
+    def _slot_rows(self, rows: list[Any], start: datetime, step: timedelta) -> list[Any]:
+        """Return the slot query's rows with each `bucket` as its slot's start instant."""
+        return rows
+
     def _day_slot_args(self, start: datetime, end: datetime, step: timedelta) -> tuple[Any, ...]:
         """Return the one-scan day and slot query's arguments after the window's bounds."""
         raise NotImplementedError
@@ -116,8 +120,8 @@ class DialectAdapter(SqlAdapter):
         if start >= end:
             return []
         sql = self._sql_slot if distinct else self._sql_slot_rows
-        args = self._slot_args(start, step)
-        return self._buckets(await self._fetch("slot digests", sql, start, end, *args))
+        rows = await self._fetch("slot digests", sql, start, end, *self._slot_args(start, step))
+        return self._buckets(self._slot_rows(rows, start, step))
 
     async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> FirstPass:
         """Return day buckets and their slots (spans of absolute time from start), one scan."""
