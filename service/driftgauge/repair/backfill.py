@@ -26,6 +26,27 @@ NEXT_STEP = {
     "replayed": "close",
     "closed": "nothing: the backfill is closed",
 }
+# A backfill shows its row's columns under their own names, in this order (JSON ones parsed).
+_SHOWN_COLUMNS = (
+    "pipeline",
+    "status",
+    "reason",
+    "first_bad",
+    "reset_to",
+    "planned_at",
+    "planned_by",
+    "announced_at",
+    "announced_by",
+    "announcement",
+    "started_at",
+    "started_by",
+    "verified_at",
+    "replayed_at",
+    "closed_at",
+    "closed_by",
+)
+_SHOWN_JSON = ("totals_before", "totals_after", "diff")
+_TARGET_JSON = ("before", "after", "verified")
 
 
 def _json(value: Any) -> str:
@@ -245,25 +266,8 @@ class Backfills(CheckParts):
         return {
             "id": rec["id"],
             "check": rec["check_name"],
-            "pipeline": rec["pipeline"],
-            "status": rec["status"],
-            "reason": rec["reason"],
-            "first_bad": rec["first_bad"],
-            "reset_to": rec["reset_to"],
-            "planned_at": rec["planned_at"],
-            "planned_by": rec["planned_by"],
-            "announced_at": rec["announced_at"],
-            "announced_by": rec["announced_by"],
-            "announcement": rec["announcement"],
-            "started_at": rec["started_at"],
-            "started_by": rec["started_by"],
-            "verified_at": rec["verified_at"],
-            "replayed_at": rec["replayed_at"],
-            "closed_at": rec["closed_at"],
-            "closed_by": rec["closed_by"],
-            "totals_before": _loads(rec["totals_before"]),
-            "totals_after": _loads(rec["totals_after"]),
-            "diff": _loads(rec["diff"]),
+            **{column: rec[column] for column in _SHOWN_COLUMNS},
+            **{column: _loads(rec[column]) for column in _SHOWN_JSON},
             "next_step": NEXT_STEP[rec["status"]],
             "partitions": [(t["partition_start"], t["partition_end"]) for t in targets],
             "targets": [
@@ -271,9 +275,7 @@ class Backfills(CheckParts):
                     "start": t["partition_start"],
                     "end": t["partition_end"],
                     "run_id": t["run_id"],
-                    "before": _loads(t["before"]),
-                    "after": _loads(t["after"]),
-                    "verified": _loads(t["verified"]),
+                    **{column: _loads(t[column]) for column in _TARGET_JSON},
                 }
                 for t in targets
             ],

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -10,14 +10,12 @@ from typing import Any
 from driftgauge.core import buckets as days
 from driftgauge.core.clock import EPOCH
 from driftgauge.core.errors import StoreError
-from driftgauge.encoding.digest import exported_key, unsigned64
-from driftgauge.stores.base import RowHash, Spans
 from driftgauge.stores.duckdb import io, preflight
 from driftgauge.stores.duckdb.dialect import DUCKDB
 from driftgauge.stores.duckdb.settings import DuckDBStore
 from driftgauge.stores.preflight import FieldSchema
-from driftgauge.stores.sql import results
 from driftgauge.stores.sql.adapter import DialectAdapter
+from driftgauge.stores.sql.results import ExportedRow
 
 _MICRO = timedelta(microseconds=1)
 
@@ -58,12 +56,10 @@ class DuckDBAdapter(DialectAdapter):
     def _day_slot_args(self, start: datetime, end: datetime, step: timedelta) -> tuple[Any, ...]:
         return self._day_starts(start, end), *self._slot_args(start, step)
 
-    async def _rows(
-        self, start: datetime, end: datetime, prefixes: Sequence[str] | None, spans: Spans | None
-    ) -> AsyncIterator[RowHash]:
-        """Yield expected rows, fetched fetch_rows at a time in the engine's thread."""
-        sql, args = results.rows_query(DUCKDB, self.view, start, end, prefixes, spans)
-        composite = self.view.composite
+    async def _export(
+        self, sql: str, args: list[Any], *, ranged: bool
+    ) -> AsyncIterator[ExportedRow]:
+        """Yield the export's rows, fetched fetch_rows at a time in the engine's thread."""
         with self._errors("export rows"):
             cursor = await self._pool.cursor()
         try:
@@ -73,12 +69,7 @@ class DuckDBAdapter(DialectAdapter):
                 with self._errors("export rows"):
                     batch = await self._pool.call(cursor, lambda: cursor.fetchmany(self.fetch_rows))
                 for ktext, khash, rhash, t in batch:
-                    yield RowHash(
-                        key=exported_key(ktext, composite),
-                        key_hash=khash,
-                        row_hash=unsigned64(rhash),
-                        event_time=t.astimezone(UTC),
-                    )
+                    yield ktext, khash, rhash, t.astimezone(UTC)
                 if len(batch) < self.fetch_rows:
                     break
         finally:

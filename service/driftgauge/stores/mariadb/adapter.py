@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Self
 
@@ -13,25 +13,21 @@ from driftgauge.config.runtime import View
 from driftgauge.core import buckets
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.errors import StoreQueryError
-from driftgauge.encoding.digest import exported_key, unsigned64
+from driftgauge.encoding.digest import unsigned64
 from driftgauge.stores.base import (
     BucketDigest,
     FirstPass,
     Granularity,
     LazySlots,
-    RowHash,
-    Spans,
     check_slot,
 )
 from driftgauge.stores.mariadb import io, preflight
 from driftgauge.stores.mariadb.dialect import MARIADB, naive_utc
 from driftgauge.stores.mariadb.settings import MariaDBStore
 from driftgauge.stores.preflight import FieldSchema
-from driftgauge.stores.sql import results
 from driftgauge.stores.sql.adapter import DialectAdapter
+from driftgauge.stores.sql.results import ExportedRow
 
-FETCH_ROWS = 2000
-"""Rows per round trip of the unbuffered cursor in iter_rows."""
 ZONE_RANGE = (datetime(1970, 1, 2, tzinfo=UTC), datetime(2038, 1, 18, tzinfo=UTC))
 """CONVERT_TZ leaves a time outside TIMESTAMP's range unconverted: days there are refused."""
 _MICRO = timedelta(microseconds=1)
@@ -152,12 +148,10 @@ class MariaDBAdapter(DialectAdapter):
             self._buckets(day_rows), LazySlots(by_day, lambda rs: _slots(rs, origin, step))
         )
 
-    async def _rows(
-        self, start: datetime, end: datetime, prefixes: Sequence[str] | None, spans: Spans | None
-    ) -> AsyncIterator[RowHash]:
-        """Yield expected rows through an unbuffered cursor, FETCH_ROWS at a time."""
-        sql, args = results.rows_query(MARIADB, self.view, start, end, prefixes, spans)
-        composite = self.view.composite
+    async def _export(
+        self, sql: str, args: list[Any], *, ranged: bool
+    ) -> AsyncIterator[ExportedRow]:
+        """Yield the export's rows through an unbuffered cursor, fetch_rows at a time."""
         timeout = self.store.timeout
         where = self._where("export rows")
         async with (
@@ -168,15 +162,10 @@ class MariaDBAdapter(DialectAdapter):
                 await cur.execute(sql, MARIADB.bind(args))
             while True:
                 async with asyncio.timeout(timeout):
-                    batch = await cur.fetchmany(FETCH_ROWS)
+                    batch = await cur.fetchmany(self.fetch_rows)
                 for r in batch:
-                    yield RowHash(
-                        key=exported_key(r["ktext"], composite),
-                        key_hash=str(r["khash"]),
-                        row_hash=unsigned64(int(r["rhash"])),
-                        event_time=_utc(r["t"]),
-                    )
-                if len(batch) < FETCH_ROWS:
+                    yield r["ktext"], r["khash"], r["rhash"], _utc(r["t"])
+                if len(batch) < self.fetch_rows:
                     break
 
     async def query_key(self, query: str, start: datetime, end: datetime) -> str | None:

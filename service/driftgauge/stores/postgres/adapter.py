@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from driftgauge.encoding import iblt
-from driftgauge.encoding.digest import exported_key, unsigned64
-from driftgauge.stores.base import DigestPass, RowHash, Spans
+from driftgauge.encoding.digest import unsigned64
+from driftgauge.stores.base import DigestPass
 from driftgauge.stores.postgres import io, preflight
 from driftgauge.stores.postgres.dialect import POSTGRES
 from driftgauge.stores.postgres.settings import PostgresStore
 from driftgauge.stores.preflight import FieldSchema
-from driftgauge.stores.sql import results
 from driftgauge.stores.sql.adapter import DialectAdapter
+from driftgauge.stores.sql.results import ExportedRow
 
 
 class PostgresAdapter(DialectAdapter):
@@ -69,19 +69,17 @@ class PostgresAdapter(DialectAdapter):
                 )
         return DigestPass(self._buckets([r for r in rows if r["cell"] is None]), tables)
 
-    async def _rows(
-        self, start: datetime, end: datetime, prefixes: Sequence[str] | None, spans: Spans | None
-    ) -> AsyncIterator[RowHash]:
-        """Yield expected rows through a server-side cursor, fetch_rows at a time."""
-        sql, args = results.rows_query(POSTGRES, self.view, start, end, prefixes, spans)
-        composite = self.view.composite
+    async def _export(
+        self, sql: str, args: list[Any], *, ranged: bool
+    ) -> AsyncIterator[ExportedRow]:
+        """Yield the export's rows through a server-side cursor, fetch_rows at a time."""
         timeout = self.store.timeout
         with io.store_errors(self.store.name, self._where("export rows")):
             async with (
                 io.pooled(self._pool, timeout) as conn,
                 conn.transaction(readonly=True, isolation="repeatable_read"),
             ):
-                if spans is not None:
+                if ranged:
                     # A generic plan cannot see the sub-range bounds and reads the whole
                     # window; a custom plan turns each sub-range into an index range scan.
                     await conn.execute(
@@ -91,12 +89,7 @@ class PostgresAdapter(DialectAdapter):
                 while True:
                     batch = await cursor.fetch(self.fetch_rows, timeout=timeout)
                     for r in batch:
-                        yield RowHash(
-                            key=exported_key(r["ktext"], composite),
-                            key_hash=r["khash"],
-                            row_hash=unsigned64(r["rhash"]),
-                            event_time=r["t"],
-                        )
+                        yield r["ktext"], r["khash"], r["rhash"], r["t"]
                     if len(batch) < self.fetch_rows:
                         break
 

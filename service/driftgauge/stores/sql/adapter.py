@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, Self
@@ -11,9 +11,18 @@ from driftgauge.config.runtime import Store, View
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.fields import TimestampPrecision
 from driftgauge.stores import registry
-from driftgauge.stores.base import BucketDigest, FirstPass, Granularity, ReadAdapter, check_slot
+from driftgauge.stores.base import (
+    BucketDigest,
+    FirstPass,
+    Granularity,
+    ReadAdapter,
+    RowHash,
+    Spans,
+    check_slot,
+)
 from driftgauge.stores.sql import results
 from driftgauge.stores.sql.dialect import SqlDialect
+from driftgauge.stores.sql.results import ExportedRow
 
 
 class SqlAdapter(ReadAdapter):
@@ -100,6 +109,19 @@ class DialectAdapter(SqlAdapter):
     def _day_slot_args(self, start: datetime, end: datetime, step: timedelta) -> tuple[Any, ...]:
         """Return the one-scan day and slot query's arguments after the window's bounds."""
         raise NotImplementedError
+
+    def _export(self, sql: str, args: list[Any], *, ranged: bool) -> AsyncIterator[ExportedRow]:
+        """Yield the rows of the export query (`ranged`: it reads sub-ranges), in batches."""
+        raise NotImplementedError
+
+    async def _rows(
+        self, start: datetime, end: datetime, prefixes: Sequence[str] | None, spans: Spans | None
+    ) -> AsyncIterator[RowHash]:
+        """Yield the expected rows of the dialect's export query, as the kind streams them."""
+        sql, args = results.rows_query(self.dialect, self.view, start, end, prefixes, spans)
+        composite = self.view.composite
+        async for row in self._export(sql, args, ranged=spans is not None):
+            yield results.exported_row(row, composite)
 
     def _buckets(self, rows: list[Any]) -> list[BucketDigest]:
         return results.buckets(rows, self._reasons, self.view.measures)

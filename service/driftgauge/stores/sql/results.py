@@ -9,11 +9,13 @@ from typing import Any
 
 from driftgauge.config.runtime import View
 from driftgauge.core.aggregate import Aggregate
-from driftgauge.encoding.digest import unsigned64
-from driftgauge.stores.base import BucketDigest, LazySlots, no_prefixes
+from driftgauge.encoding.digest import exported_key, unsigned64
+from driftgauge.stores.base import BucketDigest, LazySlots, RowHash, no_prefixes
 from driftgauge.stores.sql.dialect import SqlDialect
 
 Row = Mapping[str, Any]
+ExportedRow = tuple[Any, Any, Any, datetime]
+"""One row of the export query as a kind streams it: key text, key hash, row hash, UTC time."""
 
 
 def buckets(
@@ -123,3 +125,14 @@ def rows_query(
     return dialect.rows_sql(
         view, within=prefixes is not None, ranges=None if spans is None else len(spans)
     ), args
+
+
+def exported_row(row: ExportedRow, composite: bool) -> RowHash:
+    """Return one row of the export query as the expected row it stands for."""
+    ktext, khash, rhash, t = row
+    return RowHash(
+        key=exported_key(ktext, composite),
+        key_hash=str(khash),
+        row_hash=unsigned64(int(rhash)),
+        event_time=t,
+    )
