@@ -22,7 +22,7 @@ from typing import Any
 
 from driftgauge.cli.render import ProgressBar, render_drill, render_run
 from driftgauge.configfile.loader import load_text
-from driftgauge.engine.drill import drill_live
+from driftgauge.engine.live import drill_live
 from driftgauge.engine.reconcile import reconcile
 
 PG = os.environ.get("DRIFTGAUGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:55432/postgres")

@@ -17,7 +17,7 @@ from opensearchpy.helpers import async_bulk
 from driftgauge.config.runtime import Check
 from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import ConfigError
-from driftgauge.engine.drill import drill_live
+from driftgauge.engine.live import drill_live
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.stores import open_adapter
 from tests.integration.conftest import OS_URL, TIMEOUT

@@ -9,7 +9,7 @@ import pytest
 
 from driftgauge.config.runtime import State
 from driftgauge.config.secrets import Secret
-from driftgauge.engine.drill import drill_live
+from driftgauge.engine.live import drill_live
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.metrics.collector import build_registry, reconciliation_part
 from driftgauge.metrics.snapshot import CheckSnapshot

@@ -27,7 +27,7 @@ from driftgauge.config.runtime import Check
 from driftgauge.core import buckets
 from driftgauge.core.bounds import day_problem, iso_day
 from driftgauge.core.errors import StoreTimeout, UnknownCheck
-from driftgauge.engine.reconcile import compare_prefixes
+from driftgauge.engine.live import compare_prefixes
 from driftgauge.routing import Offset
 from driftgauge.state.codec import StoredBucket
 from driftgauge.state.payloads import RunOut

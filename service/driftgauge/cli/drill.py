@@ -47,7 +47,7 @@ def run(config: Config, args: argparse.Namespace) -> int:
 
 
 async def _drill(config: Config, args: argparse.Namespace) -> int:
-    from driftgauge.engine.drill import drill_live
+    from driftgauge.engine.live import drill_live
     from driftgauge.stores import open_adapter
     from driftgauge.stores.preflight import preflight
 

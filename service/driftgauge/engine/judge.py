@@ -1,0 +1,119 @@
+"""Judge one day bucket: settling, else peel or drill its differences, then the verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+from driftgauge.config.runtime import Check
+from driftgauge.core.aggregate import Aggregate
+from driftgauge.engine import explain, peel, plan
+from driftgauge.engine.drill import Fetched, drill_day, join_day
+from driftgauge.engine.first_pass import DaySlots, DayTables
+from driftgauge.engine.join import LeafDiff
+from driftgauge.engine.result import BucketResult, KeyDiff, Node, needs_drill, sort_key
+from driftgauge.engine.sides import Counted, Sides
+from driftgauge.engine.tasks import all_or_none
+from driftgauge.engine.verdict import judge
+from driftgauge.stores.base import BucketDigest, RowHash
+
+_Rows = tuple[list[RowHash], list[RowHash]] | None
+
+
+async def judge_day(
+    check: Check,
+    sides: Sides,
+    start: datetime,
+    src: BucketDigest | None,
+    rdr: BucketDigest | None,
+    now: datetime,
+    sample_keys: int,
+    ledger_excluded: Mapping[str, str],
+    slots: DaySlots | None = None,
+    tables: DayTables | None = None,
+) -> BucketResult:
+    """Return the day's bucket, its differences found and classified, and its status."""
+    s_agg = src.agg if src else Aggregate()
+    r_agg = rdr.agg if rdr else Aggregate()
+    rule_excluded = dict(src.excluded) if src else {}
+    end = plan.next_day(start, check.timezone)
+    bucket = BucketResult(
+        start=start,
+        status="ok",
+        expected=s_agg.count + sum(rule_excluded.values()),
+        visible=r_agg.distinct_keys,
+        excluded=rule_excluded,
+        source=s_agg,
+        reader=r_agg,
+    )
+    if end > now - check.settle:
+        bucket.status = "settling"
+        return bucket
+    if needs_drill(s_agg, r_agg):
+        # Only a day where no key repeats is peeled: the copies check needs every key held
+        # twice, and a key held twice alike on both sides cancels out of the digests.
+        alone = not (s_agg.has_duplicates or r_agg.has_duplicates)
+        peeled = await _peel_day(sides, start, end, tables) if tables and alone else None
+        tree: list[Node] = []
+        if peeled is not None:
+            diff = join_day(s_agg, r_agg, Fetched(*peeled), ledger_excluded)
+            bucket.drift_hours = _hours_of([*peeled[0], *peeled[1]], check.timezone)
+        else:
+            tree, diff = await drill_day(sides, start, end, s_agg, r_agg, ledger_excluded, slots)
+        bucket.tree = tree
+        bucket.missing, bucket.extra = diff.missing, diff.extra
+        bucket.mismatched, bucket.duplicates = diff.mismatched, diff.duplicates
+        bucket.ledger_excluded = dict(diff.excluded)
+        for reason, n in diff.excluded.items():
+            bucket.excluded[reason] = bucket.excluded.get(reason, 0) + n
+        bucket.samples = _sample(diff, sample_keys)
+        problem = explain.mismatch("day", s_agg, r_agg, diff.found)
+        unexplained = ([problem] if problem else []) + diff.unexplained
+        totals = explain.totals_mismatch("day", s_agg, r_agg, diff.found)
+        if totals:
+            unexplained.append(totals)
+    else:
+        unexplained = []
+    judge(bucket, check.tolerance)
+    if unexplained:
+        # Counts the found rows do not add up to are not a verdict, whichever way they lean.
+        bucket.status = "error"
+        bucket.reasons = explain.reasons(unexplained) + bucket.reasons
+    return bucket
+
+
+async def _peel_day(sides: Sides, start: datetime, end: datetime, tables: DayTables) -> _Rows:
+    """Return each side's differing rows from the day's digests; None: drill down instead."""
+
+    async def fetch(
+        s_spans: peel.Ranges, r_spans: peel.Ranges
+    ) -> tuple[list[RowHash], list[RowHash]]:
+        async def one(side: Counted, spans: peel.Ranges) -> list[RowHash]:
+            return await side.rows_of(start, end, None, spans) if spans else []
+
+        s_rows, r_rows = await all_or_none(one(sides.source, s_spans), one(sides.reader, r_spans))
+        return s_rows, r_rows
+
+    return await peel.differing_rows(tables.source, tables.reader, tables.width, fetch)
+
+
+def _hours_of(rows: Sequence[RowHash], tz: ZoneInfo) -> list[datetime]:
+    """Return the UTC start of each local hour of `tz` that holds one of `rows`."""
+    starts = set()
+    for r in rows:
+        local = r.event_time.astimezone(tz)
+        # replace() keeps `fold`, so the second 01:00 hour of a day that falls back stays it.
+        starts.add(local.replace(minute=0, second=0, microsecond=0).astimezone(UTC))
+    return sorted(starts)
+
+
+def _sample(diff: LeafDiff, per_kind: int) -> list[KeyDiff]:
+    """Return up to `per_kind` differing keys of each kind, in key order."""
+    taken: dict[str, int] = {}
+    out = []
+    for k in sorted(diff.keys, key=sort_key):
+        if taken.get(k.kind, 0) < per_kind:
+            taken[k.kind] = taken.get(k.kind, 0) + 1
+            out.append(k)
+    return out

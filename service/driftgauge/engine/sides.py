@@ -1,0 +1,163 @@
+"""Both sides of one check, each counting its round trips, fetched and scanned rows."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TypeVar
+
+from driftgauge import observe
+from driftgauge.config.runtime import Check
+from driftgauge.core.aggregate import Aggregate
+from driftgauge.engine.tasks import all_or_none
+from driftgauge.stores.base import (
+    BucketDigest,
+    DigestFirstPass,
+    DigestPass,
+    FirstPass,
+    Granularity,
+    RowHash,
+    SlotFirstPass,
+    StoreAdapter,
+)
+
+# Slot length of the first pass: divides every hour and lines up with any whole-minute
+# day start, so the slots of a day agree whichever side computed them.
+FIRST_PASS_SLOT = 60
+T = TypeVar("T")
+
+
+class Counted:
+    """Wrap an adapter to count round trips and fetched rows for the run's report and /metrics."""
+
+    def __init__(self, inner: StoreAdapter, store: str) -> None:
+        self.inner = inner
+        self.store = store
+        """The configured store's name, for the process's store-call metrics."""
+        self.queries = 0
+        self.rows = 0
+        self.scanned = 0
+        """Rows the store digested or returned for this run (see _scan)."""
+        self.seconds = 0.0
+        """Time spent waiting on this store, summed over concurrent calls."""
+
+    @contextmanager
+    def _timed(self, operation: str) -> Iterator[None]:
+        """Count one call, add its wait to `seconds` and record it for /metrics."""
+        self.queries += 1
+        t0 = time.perf_counter()
+        try:
+            with observe.store_call(self.store, operation):
+                yield
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    def _scan(self, operation: str, rows: int) -> None:
+        """Count rows a call digested (excluded ones too: the store read them) or returned."""
+        self.scanned += rows
+        observe.ROWS_SCANNED.add((self.store, operation), rows)
+
+    async def buckets(
+        self, start: datetime, end: datetime, granularity: Granularity
+    ) -> list[BucketDigest]:
+        with self._timed("digests"):
+            out = await self.inner.bucket_digests(start, end, granularity)
+        self._scan("digests", _rows_in(out))
+        return out
+
+    async def first_pass(
+        self, start: datetime, end: datetime, with_slots: bool
+    ) -> tuple[FirstPass, bool]:
+        """Return the day buckets, with their slots when asked and the store can."""
+        with self._timed("digests"):
+            if with_slots and isinstance(self.inner, SlotFirstPass):
+                got = await self.inner.day_and_slot_digests(start, end, FIRST_PASS_SLOT), True
+            else:
+                got = FirstPass(await self.inner.bucket_digests(start, end, "day"), {}), False
+        # The slots come from the same scan as the days: their rows are not read again.
+        self._scan("digests", _rows_in(got[0].days))
+        return got
+
+    async def digest_pass(self, start: datetime, end: datetime, width: int) -> DigestPass:
+        """Return the day buckets and their difference digests."""
+        assert isinstance(self.inner, DigestFirstPass)
+        with self._timed("digests"):
+            got = await self.inner.day_and_cell_digests(start, end, width)
+        # The digests come from the same scan as the days: their rows count once.
+        self._scan("digests", _rows_in(got.days))
+        return got
+
+    async def prefixes(
+        self, start: datetime, end: datetime, depth: int, within: Sequence[str] | None
+    ) -> dict[str, Aggregate]:
+        with self._timed("prefixes"):
+            out = await self.inner.prefix_digests(start, end, depth, within)
+        self._scan("prefixes", sum(a.count for a in out.values()))
+        return out
+
+    async def slots(self, start: datetime, end: datetime, seconds: int) -> list[BucketDigest]:
+        with self._timed("slots"):
+            # Only asked of days where no key repeats: keys need not be counted again.
+            out = await self.inner.slot_digests(start, end, seconds, distinct=False)
+        self._scan("slots", _rows_in(out))
+        return out
+
+    async def rows_of(
+        self,
+        start: datetime,
+        end: datetime,
+        prefixes: Sequence[str] | None,
+        ranges: Sequence[tuple[datetime, datetime]] | None = None,
+    ) -> list[RowHash]:
+        with self._timed("rows"):
+            rows = (
+                self.inner.iter_rows(start, end, prefixes)
+                if ranges is None
+                else self.inner.iter_rows(start, end, prefixes, ranges=ranges)
+            )
+            out = [row async for row in rows]
+        self.rows += len(out)
+        self._scan("rows", len(out))
+        return out
+
+
+def _rows_in(buckets: Sequence[BucketDigest]) -> int:
+    """Return the rows a list of bucket digests covers, excluded rows included."""
+    return sum(b.agg.count + sum(b.excluded.values()) for b in buckets)
+
+
+@dataclass
+class Sides:
+    """Both sides of one check, each counting its calls."""
+
+    check: Check
+    source: Counted
+    reader: Counted
+
+    @classmethod
+    def of(cls, check: Check, source: StoreAdapter, reader: StoreAdapter) -> Sides:
+        """Return the check's two adapters, counted under their configured stores' names."""
+        return cls(
+            check,
+            Counted(source, check.source.store.name),
+            Counted(reader, check.reader.store.name),
+        )
+
+    async def both(self, fn: Callable[[Counted], Awaitable[T]]) -> tuple[T, T]:
+        """Run the same request on both sides concurrently."""
+        s, r = await all_or_none(fn(self.source), fn(self.reader))
+        return s, r
+
+    def digests(self) -> bool:
+        """Return True when both sides return difference digests in their first pass."""
+        return isinstance(self.source.inner, DigestFirstPass) and isinstance(
+            self.reader.inner, DigestFirstPass
+        )
+
+
+def utc(moment: datetime) -> datetime:
+    """Return `moment` in UTC, the key every per-day and per-slot map is held under."""
+    return moment.astimezone(UTC)
