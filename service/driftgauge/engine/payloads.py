@@ -5,12 +5,17 @@ Field order is the JSON's key order; the docstrings and descriptions are the Ope
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
 BucketStatus = Literal["ok", "drift", "settling", "error"]
 DriftKind = Literal["missing", "extra", "mismatched"]
+ShownKey = Annotated[
+    str | list[str | int | None] | None,
+    Field(description="The key's text, a composite key's parts as an array; null for a NULL key."),
+]
+"""A differing key as every payload shows it (see encoding.digest.shown_key)."""
 
 
 class AggregateOut(BaseModel):
@@ -59,9 +64,7 @@ class BucketResultOut(BaseModel):
 class DrillKeyOut(BaseModel):
     """One differing key found live at a drill-down leaf."""
 
-    key: str | list[str | int | None] | None = Field(
-        description="The key's text, a composite key's parts as an array; null for a NULL key."
-    )
+    key: ShownKey
     kind: DriftKind
     source_copies: int
     reader_copies: int

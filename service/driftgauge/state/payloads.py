@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from driftgauge.engine.payloads import BucketResultOut, DriftKind
+from driftgauge.engine.payloads import BucketResultOut, DriftKind, ShownKey
 
 RunStatus = Literal["running", "ok", "drift", "error", "nothing_judged"]
 
@@ -24,9 +24,7 @@ class BucketOut(BucketResultOut):
 class KeyOut(BaseModel):
     """One sampled differing key."""
 
-    key: str | list[str | int | None] | None = Field(
-        description="The key's text, a composite key's parts as an array; null for a NULL key."
-    )
+    key: ShownKey
     kind: DriftKind
     source_copies: int
     reader_copies: int
