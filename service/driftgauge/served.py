@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Generic, TypeVar
 
 from driftgauge.config.runtime import Check
 from driftgauge.core.errors import UnknownCheck
+
+StoreT = TypeVar("StoreT")
+SourceT = TypeVar("SourceT")
 
 
 class ServedChecks:
@@ -31,3 +37,18 @@ class ServedChecks:
         if check is None:
             raise UnknownCheck(f"no check named {name!r} has {self._what}")
         return check
+
+
+@dataclass(eq=False)
+class FeatureService(Generic[StoreT, SourceT]):
+    """A feature run on the checks it serves: it reads their source, records in its store."""
+
+    _checks: ServedChecks
+    store: StoreT
+    _source: Callable[[Check], Awaitable[SourceT]]
+    _clock: Callable[[], datetime]
+
+    @property
+    def checks(self) -> list[str]:
+        """Return the names of the checks the feature serves, sorted."""
+        return self._checks.names

@@ -12,7 +12,7 @@ from driftgauge.canary.store import CanaryStore
 from driftgauge.config.runtime import Check
 from driftgauge.core.clock import utc_now
 from driftgauge.core.errors import DriftgaugeError
-from driftgauge.served import ServedChecks
+from driftgauge.served import FeatureService, ServedChecks
 from driftgauge.stores.base import KeyQuery, StoreAdapter
 
 log = logging.getLogger("driftgauge.canary")
@@ -33,7 +33,7 @@ def key_picker_for(check: Check, source: SourceGetter) -> KeyPicker:
     return pick
 
 
-class CanaryService:
+class CanaryService(FeatureService[CanaryStore, StoreAdapter]):
     """Run and record canaries: on the job runtime's schedule, a deploy hook or by hand."""
 
     def __init__(
@@ -46,17 +46,10 @@ class CanaryService:
         on_result: Callable[[CanaryResult], Awaitable[None]] | None = None,
         connections: Connections | None = None,
     ) -> None:
-        self._checks = ServedChecks(checks, lambda c: c.canary is not None, "a canary")
+        served = ServedChecks(checks, lambda c: c.canary is not None, "a canary")
+        super().__init__(served, store, source, clock)
         self._connections = connections
-        self.store = store
-        self._source = source
-        self._clock = clock
         self._on_result = on_result
-
-    @property
-    def checks(self) -> list[str]:
-        """Return the names of the checks that have a canary."""
-        return self._checks.names
 
     async def run(self, name: str) -> CanaryResult:
         """Run one check's canary now, record it and return the result."""

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from driftgauge.config.runtime import Check, Volume
 from driftgauge.core.clock import utc_now
 from driftgauge.core.errors import DriftgaugeError
-from driftgauge.served import ServedChecks
+from driftgauge.served import FeatureService, ServedChecks
 from driftgauge.signals.run import SignalsResult, evaluate_signals
 from driftgauge.signals.store import SignalsStore
 from driftgauge.stores.base import StoreAdapter
@@ -25,7 +25,7 @@ def recent_start(check: Check, now: datetime) -> datetime:
     return datetime(first.year, first.month, first.day, tzinfo=check.timezone)
 
 
-class SignalsService:
+class SignalsService(FeatureService[SignalsStore, StoreAdapter]):
     """Measure vocabulary and volume; the job runtime schedules it, `run(check)` measures now."""
 
     def __init__(
@@ -36,19 +36,12 @@ class SignalsService:
         *,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
-        self._checks = ServedChecks(
+        served = ServedChecks(
             checks,
             lambda c: bool(c.vocabulary) or c.volume is not None,
             "vocabulary or volume settings",
         )
-        self.store = store
-        self._source = source
-        self._clock = clock
-
-    @property
-    def checks(self) -> list[str]:
-        """Return the names of the checks with vocabulary or volume settings."""
-        return self._checks.names
+        super().__init__(served, store, source, clock)
 
     def volume_settings(self, name: str) -> Volume | None:
         """Return the check's volume settings, or None if it has none (or is unknown)."""
