@@ -42,6 +42,17 @@ check_cluster_name() {
   done
 }
 
+# The default disk watermarks are shares of the whole disk (85/90/95%): on a shared
+# or nearly full machine the node would refuse new indices and turn the test indices
+# read-only with gigabytes still free. Ask for free space in absolute terms instead.
+relax_disk_watermarks() {
+  curl -fsS -m 10 -X PUT "$URL/_cluster/settings" -H 'Content-Type: application/json' -d '{"persistent": {
+    "cluster.routing.allocation.disk.watermark.low": "2gb",
+    "cluster.routing.allocation.disk.watermark.high": "1gb",
+    "cluster.routing.allocation.disk.watermark.flood_stage": "512mb"}}' >/dev/null \
+    || log "warning: could not set the disk watermarks; a disk over 85% full may block new indices"
+}
+
 start() {
   check_port
   fetch
@@ -56,6 +67,7 @@ start() {
   echo $! >"$PIDFILE"
   for _ in $(seq 1 120); do
     if is_up; then
+      relax_disk_watermarks
       # A red index left by a killed test must not stop the stack: say so and go on.
       if ! curl -fsS -m 40 "$URL/_cluster/health?wait_for_status=yellow&timeout=30s" >/dev/null; then
         log "warning: cluster not yellow after 30 s; red indices: $(curl -fsS -m 5 "$URL/_cat/indices?health=red&h=index" | tr '\n' ' ')"
