@@ -149,6 +149,7 @@ def drift_sql(s: Shape, n: int) -> list[tuple[str, int]]:
 
 PREFIX = ["dg_scale"]  # --prefix: data sets of one's own on a shared server
 TAG = [""]  # --tag: a series of one's own in the record, next to others' rows
+ONE_READER = [False]  # --one-reader: keep one PostgreSQL reader on disk at a time
 
 
 def names(n: int) -> dict[str, str]:
@@ -194,6 +195,23 @@ async def prepare_pg(n: int, shapes: list[str], fresh_state: bool) -> None:
             await admin.execute(f'CREATE DATABASE "{nm["state"]}"')
     finally:
         await admin.close()
+
+
+async def reader_only(n: int, name: str) -> None:
+    """Drop the other shapes' PostgreSQL readers and make sure this one is loaded.
+
+    At 100M rows a reader is ~9 GB and a first pass spills ~10 GB of temporary files a
+    side, so only one reader fits next to the source on this disk.
+    """
+    nm = names(n)
+    admin = await asyncpg.connect(PG)
+    try:
+        for other in SHAPES:
+            if other != name:
+                await admin.execute(f'DROP DATABASE IF EXISTS "{nm["dst_" + other]}"')
+    finally:
+        await admin.close()
+    await prepare_pg(n, [name], fresh_state=False)
 
 
 def iso(n: int, i: int) -> str:
@@ -444,6 +462,8 @@ def measure(
         if shape(name, n) is not None:
             check = f"{target}_{name}"
             say(f"{check} at {n:,}: first run (sizes the next digests)")
+            if ONE_READER[0] and target == "pg":
+                asyncio.run(reader_only(n, name))
             first[name] = driftgauge(config, check, n)
             exact(check, n, want[name], first[name])  # type: ignore[arg-type]
             say(f"{check} at {n:,} first run {first[name]}")
@@ -453,6 +473,8 @@ def measure(
         for name in group:
             check = f"{target}_{name}"
             if i < repeat:
+                if ONE_READER[0] and target == "pg":
+                    asyncio.run(reader_only(n, name))
                 dg[name].append(driftgauge(config, check, n))
                 exact(check, n, want[name], dg[name][-1])
                 say(f"{check} at {n:,} driftgauge {dg[name][-1]}")
@@ -648,12 +670,17 @@ def main() -> None:
     )
     ap.add_argument("--prefix", default=PREFIX[0], help="database names start with this")
     ap.add_argument("--tag", default="", help="record the runs as a series of their own")
+    ap.add_argument(
+        "--one-reader",
+        action="store_true",
+        help="keep one PostgreSQL reader on disk, copying it from the source before its runs",
+    )
     ap.add_argument("--reladiff-shapes", nargs="+", choices=SHAPES, help="default: --shapes")
     ap.add_argument(
         "--reladiff-until", help="HH:MM UTC: stop a reladiff run then, keep the lower bound"
     )
     args = ap.parse_args()
-    PREFIX[0], TAG[0] = args.prefix, args.tag
+    PREFIX[0], TAG[0], ONE_READER[0] = args.prefix, args.tag, args.one_reader
     until = None
     if args.reladiff_until:
         hh, mm = map(int, args.reladiff_until.split(":"))
@@ -665,7 +692,8 @@ def main() -> None:
         if args.drop:
             asyncio.run(drop(n))
             continue
-        asyncio.run(prepare_pg(n, args.shapes if "pg" in args.targets else [], args.fresh_state))
+        readers = args.shapes if "pg" in args.targets and not args.one_reader else []
+        asyncio.run(prepare_pg(n, readers, args.fresh_state))
         if args.prepare:
             continue
         config = write_config(n)
