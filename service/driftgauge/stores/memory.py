@@ -63,18 +63,11 @@ class MemoryAdapter:
             raise self.fail_with
 
     def _in(
-        self,
-        start: datetime,
-        end: datetime,
-        prefixes: Sequence[str] | None = None,
-        ranges: Sequence[tuple[datetime, datetime]] | None = None,
+        self, start: datetime, end: datetime, prefixes: Sequence[str] | None = None
     ) -> list[RowHash]:
         out = [r for r in self.rows if start <= r.event_time < end]
         if prefixes is not None:
             out = [r for r in out if r.key_hash.startswith(tuple(prefixes))]
-        if ranges is not None:
-            bounds = check_ranges(ranges)
-            out = [r for r in out if any(s <= r.event_time < e for s, e in bounds)]
         return out
 
     async def bucket_digests(
@@ -155,8 +148,10 @@ class MemoryAdapter:
     ) -> AsyncIterator[RowHash]:
         """Yield the rows in the range (optionally only under prefixes or in sub-ranges)."""
         self._check("rows")
-        for r in self._in(start, end, prefixes, ranges):
-            yield r
+        bounds = None if ranges is None else check_ranges(ranges)
+        for r in self._in(start, end, prefixes):
+            if bounds is None or any(s <= r.event_time < e for s, e in bounds):
+                yield r
 
     async def close(self) -> None:
         """Nothing to release."""
