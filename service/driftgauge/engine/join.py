@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping
+import pickle
+import tempfile
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import IO
 
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.engine.payloads import DriftKind
@@ -147,4 +152,108 @@ def join_rows(
         setattr(diff, kind, getattr(diff, kind) + 1)
         when = (s_rows or r_rows)[0].event_time
         diff.keys.append(KeyDiff(key, kind, len(s_rows), len(r_rows), when, key_hash))
+    return diff
+
+
+PART_ROWS = 16_384
+"""Rows of a side one partition aims at: about what a partitioned join holds at once."""
+HOLD_ROWS = 8_192
+"""Rows buffered across partitions before they are written to the spill file."""
+
+
+def partitions_for(rows: int) -> int:
+    """Return how many partitions (a power of two) keep each near PART_ROWS rows a side."""
+    parts = 1
+    while parts * PART_ROWS < rows and parts < 1 << 16:
+        parts *= 2
+    return parts
+
+
+_Spilled = tuple[str | None, str, int, datetime, Mapping[str, Decimal] | None]
+
+
+class Partitioned:
+    """Both sides' rows split by key hash into partitions, spilled to a temporary file.
+
+    Every copy of a key lands in one partition (its key hash picks it), so a join
+    partition by partition finds what one join of all the rows finds, while holding
+    one partition's rows at a time instead of the whole day's.
+    """
+
+    def __init__(self, parts: int) -> None:
+        self.parts = parts
+        self.rows = [0, 0]
+        """Rows added, source then reader."""
+        self._buf: dict[tuple[int, int], list[_Spilled]] = {}
+        self._held = 0
+        self._file: IO[bytes] | None = None
+        self._chunks: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        """(side, partition) -> (offset, length) of each batch written to the file."""
+
+    def part_of(self, key_hash: str) -> int:
+        """Return the partition of a key hash (its leading 32 bits, scaled)."""
+        return int(key_hash[:8], 16) * self.parts >> 32
+
+    def add(self, row: RowHash, sign: int) -> None:
+        """Add one row of the source (sign 1) or of the reader (sign -1)."""
+        side = 0 if sign == 1 else 1
+        self.rows[side] += 1
+        at = (side, self.part_of(row.key_hash))
+        self._buf.setdefault(at, []).append(
+            (row.key, row.key_hash, row.row_hash, row.event_time, row.measures)
+        )
+        self._held += 1
+        if self._held >= HOLD_ROWS and self.parts > 1:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._file is None:
+            # Lives until close() (the join is a context manager), not one block.
+            self._file = tempfile.TemporaryFile(prefix="driftgauge-join-")  # noqa: SIM115
+        f = self._file
+        f.seek(0, 2)
+        for at, batch in self._buf.items():
+            data = pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL)
+            self._chunks.setdefault(at, []).append((f.tell(), len(data)))
+            f.write(data)
+        self._buf.clear()
+        self._held = 0
+
+    def _side(self, side: int, part: int) -> list[RowHash]:
+        out: list[RowHash] = []
+        f = self._file
+        for offset, length in self._chunks.get((side, part), []):
+            assert f is not None
+            f.seek(offset)
+            out.extend(RowHash(*r) for r in pickle.loads(f.read(length)))
+        out.extend(RowHash(*r) for r in self._buf.get((side, part), []))
+        return out
+
+    def each(self) -> Iterator[tuple[list[RowHash], list[RowHash]]]:
+        """Yield each partition's (source rows, reader rows), one partition at a time."""
+        for part in range(self.parts):
+            yield self._side(0, part), self._side(1, part)
+
+    def __enter__(self) -> Partitioned:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Drop the spilled rows."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        self._buf.clear()
+        self._chunks.clear()
+
+
+def join_partitioned(
+    rows: Partitioned, ledger_excluded: Mapping[str, str] | None = None
+) -> LeafDiff:
+    """Join the rows partition by partition (see join_rows): only the differences stay."""
+    diff = LeafDiff()
+    for s_rows, r_rows in rows.each():
+        diff.add(join_rows(s_rows, r_rows, ledger_excluded))
     return diff
