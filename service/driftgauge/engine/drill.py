@@ -2,44 +2,89 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 
 from driftgauge.core import buckets
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.engine import explain, plan
 from driftgauge.engine.first_pass import DaySlots
-from driftgauge.engine.join import Delta, LeafDiff, deltas, join_rows
+from driftgauge.engine.join import Delta, LeafDiff, Partitioned, join_partitioned, partitions_for
 from driftgauge.engine.nodes import hours_from_rows, hours_from_slots, pair_hours, prefix_nodes
 from driftgauge.engine.result import Node, needs_drill
 from driftgauge.engine.sides import FIRST_PASS_SLOT, Counted, Sides, utc
 from driftgauge.engine.tasks import all_or_none
 from driftgauge.stores.base import BucketDigest, RowHash
 
+Group = Callable[[RowHash], Hashable]
 
-@dataclass
+
 class Fetched:
     """Rows fetched below a day, per side, joined once for the whole day.
 
     Joining each leaf on its own would miss a key whose rows sit in two leaves (a row
     moved between a fetched slot and a slot split by prefix): the day join sees them meet.
+    The rows stream into partitions by key hash (engine.join.Partitioned, spilled to disk
+    past a bound), shared by every node below the day: memory does not follow the day's
+    size. Each node keeps what its own rows add up to, to check against its aggregates.
     """
 
-    source: list[RowHash] = field(default_factory=list)
-    reader: list[RowHash] = field(default_factory=list)
-    unexplained: list[str] = field(default_factory=list)
-    """Nodes whose fetched rows do not add up to how their aggregates differ."""
+    def __init__(self, rows: Partitioned) -> None:
+        self.rows = rows
+        self.total = Delta()
+        """Source minus reader over the rows this node (and the nodes it took) fetched."""
+        self.unexplained: list[str] = []
+        """Nodes whose fetched rows do not add up to how their aggregates differ."""
+
+    @classmethod
+    def of(cls, source: Iterable[RowHash], reader: Iterable[RowHash]) -> Fetched:
+        """Return rows already fetched (a few: the rows a peel named), in one partition."""
+        out = cls(Partitioned(1))
+        for sign, rows in ((1, source), (-1, reader)):
+            for r in rows:
+                out.rows.add(r, sign)
+                out.total.row(r, sign)
+        return out
+
+    def below(self) -> Fetched:
+        """Return a node of this day: its rows go to the same partitions."""
+        return Fetched(self.rows)
 
     def add(self, other: Fetched) -> None:
-        """Take another node's rows and problems."""
-        self.source.extend(other.source)
-        self.reader.extend(other.reader)
+        """Take what a node below fetched and its problems (its rows are already here)."""
+        self.total.add(other.total)
         self.unexplained.extend(other.unexplained)
 
     def delta(self) -> Delta:
-        """Return source minus reader over every fetched row."""
-        return deltas(self.source, self.reader, lambda _: None).get(None, Delta())
+        """Return source minus reader over every row this node fetched."""
+        return Delta(self.total.count, self.total.digest)
+
+    async def fetch(
+        self,
+        sides: Sides,
+        start: datetime,
+        end: datetime,
+        prefixes: Sequence[str] | None,
+        ranges: Sequence[tuple[datetime, datetime]] | None = None,
+        group: Group | None = None,
+    ) -> dict[Hashable, Delta]:
+        """Stream both sides' rows in here; return source minus reader by `group` of a row."""
+        by: dict[Hashable, Delta] = {}
+
+        def sink(sign: int) -> Callable[[RowHash], None]:
+            def take(r: RowHash) -> None:
+                self.rows.add(r, sign)
+                self.total.row(r, sign)
+                if group is not None:
+                    by.setdefault(group(r), Delta()).row(r, sign)
+
+            return take
+
+        await all_or_none(
+            sides.source.rows_into(start, end, prefixes, ranges, sink(1)),
+            sides.reader.rows_into(start, end, prefixes, ranges, sink(-1)),
+        )
+        return by
 
     def check(self, where: str, s_agg: Aggregate, r_agg: Aggregate, got: Delta) -> None:
         """Note `where` when its fetched rows differ otherwise than its aggregates do."""
@@ -60,34 +105,36 @@ async def drill_day(
     """Return the day's drill-down tree and the classified differences."""
     check = sides.check
     dd = check.drilldown
-    if plan.fits_leaf(s_agg, r_agg, dd) or plan.is_dense(s_agg, r_agg, dd):
-        # Dense drift or a small day: its rows cost less than walking the levels.
-        s_rows, r_rows = await sides.both(lambda s: s.rows_of(start, end, None))
-        hours = hours_from_rows(check, s_rows, r_rows)
-        if check.measures:
-            # Rows carry no measure values: the stores' hour buckets give each hour's totals.
-            s_hours, r_hours = await sides.both(lambda s: s.buckets(start, end, "hour"))
-            hours = pair_hours(check, s_hours, r_hours)
-            for h in hours:
-                h.fetched = True
-        return hours, join_day(s_agg, r_agg, Fetched(s_rows, r_rows), ledger_excluded)
-    if not (s_agg.has_duplicates or r_agg.has_duplicates):
-        tree, fetched = await _drill_slots(sides, start, end, s_agg, r_agg, slots)
-        return tree, join_day(s_agg, r_agg, fetched, ledger_excluded)
-    # A key held twice may sit in two hours or slots; only key-hash prefixes of the whole
-    # day keep all its copies together. The hours are asked for the tree only.
-    s_hours, r_hours = await sides.both(lambda s: s.buckets(start, end, "hour"))
-    hours = pair_hours(check, s_hours, r_hours)
-    est = plan.estimate_diffs(sum(h.differs for h in hours), max(len(hours), 1))
-    nodes, fetched = await _drill_range(sides, start, end, s_agg, r_agg, 0, None, est)
-    return hours + nodes, join_day(s_agg, r_agg, fetched, ledger_excluded)
+    with Partitioned(partitions_for(max(s_agg.count, r_agg.count))) as rows:
+        fetched = Fetched(rows)
+        if plan.fits_leaf(s_agg, r_agg, dd) or plan.is_dense(s_agg, r_agg, dd):
+            # Dense drift or a small day: its rows cost less than walking the levels.
+            await fetched.fetch(sides, start, end, None)
+            hours = hours_from_rows(check, rows.each())
+            if check.measures:
+                # Rows carry no measure values: the stores' hour buckets give each hour's totals.
+                s_hours, r_hours = await sides.both(lambda s: s.buckets(start, end, "hour"))
+                hours = pair_hours(check, s_hours, r_hours)
+                for h in hours:
+                    h.fetched = True
+            return hours, join_day(s_agg, r_agg, fetched, ledger_excluded)
+        if not (s_agg.has_duplicates or r_agg.has_duplicates):
+            tree = await _drill_slots(sides, start, end, s_agg, r_agg, fetched, slots)
+            return tree, join_day(s_agg, r_agg, fetched, ledger_excluded)
+        # A key held twice may sit in two hours or slots; only key-hash prefixes of the
+        # whole day keep all its copies together. The hours are asked for the tree only.
+        s_hours, r_hours = await sides.both(lambda s: s.buckets(start, end, "hour"))
+        hours = pair_hours(check, s_hours, r_hours)
+        est = plan.estimate_diffs(sum(h.differs for h in hours), max(len(hours), 1))
+        nodes = await _drill_range(sides, start, end, s_agg, r_agg, 0, None, est, fetched)
+        return hours + nodes, join_day(s_agg, r_agg, fetched, ledger_excluded)
 
 
 def join_day(
     s_agg: Aggregate, r_agg: Aggregate, fetched: Fetched, ledger_excluded: Mapping[str, str]
 ) -> LeafDiff:
-    """Join every row fetched for the day at once; check the copies found add up."""
-    diff = join_rows(fetched.source, fetched.reader, ledger_excluded)
+    """Join every row fetched for the day (a partition at a time); check the copies add up."""
+    diff = join_partitioned(fetched.rows, ledger_excluded)
     diff.unexplained.extend(fetched.unexplained)
     # Each drill path fetches every key held twice, so the copies found must be all the
     # day's copies: if not, a key's copies were split or a store answered inconsistently.
@@ -109,8 +156,9 @@ async def _drill_slots(
     end: datetime,
     s_agg: Aggregate,
     r_agg: Aggregate,
+    fetched: Fetched,
     cached: DaySlots | None = None,
-) -> tuple[list[Node], Fetched]:
+) -> list[Node]:
     """Localise drift by short time slots, then fetch only the differing slots' rows.
 
     One slot query per side finds every differing slot of the day, however the drift is
@@ -143,7 +191,6 @@ async def _drill_slots(
     small = [sl for sl in bad if plan.fits_leaf(sl[1], sl[2], dd)]
     big = [sl for sl in bad if not plan.fits_leaf(sl[1], sl[2], dd)]
     step = timedelta(seconds=seconds)
-    fetched = Fetched()
     day = utc(start)
 
     def hour_of(k: datetime) -> datetime:
@@ -152,15 +199,17 @@ async def _drill_slots(
     found_in: dict[datetime, Delta] = {}
     if small:
         ranges = plan.merge_ranges([(k, k + step) for k, _, _ in small])
-        s_rows, r_rows = await sides.both(lambda s: s.rows_of(start, end, None, ranges))
-        fetched.add(Fetched(s_rows, r_rows))
-        for h, d in deltas(s_rows, r_rows, lambda r: hour_of(utc(r.event_time))).items():
+        by_hour = await fetched.fetch(
+            sides, start, end, None, ranges, lambda r: hour_of(utc(r.event_time))
+        )
+        for h, d in by_hour.items():
             if isinstance(h, datetime):
                 found_in[h] = d
     hours = hours_from_slots(check, day, slots)
     by_start = {utc(datetime.fromisoformat(h.label)): h for h in hours}
     for k, s_a, r_a in big:
-        nodes, below = await _drill_range(sides, k, k + step, s_a, r_a, 0, None, 1.0)
+        below = fetched.below()
+        nodes = await _drill_range(sides, k, k + step, s_a, r_a, 0, None, 1.0, below)
         fetched.add(below)
         by_start[hour_of(k)].children.extend(nodes)
         found_in.setdefault(hour_of(k), Delta()).add(below.delta())
@@ -170,7 +219,7 @@ async def _drill_slots(
     big_hours = {hour_of(k) for k, _, _ in big}
     for h_start, h in by_start.items():
         h.fetched = h_start in fetched_hours and h_start not in big_hours
-    return hours, fetched
+    return hours
 
 
 async def _drill_range(
@@ -182,18 +231,21 @@ async def _drill_range(
     depth: int,
     within: Sequence[str] | None,
     est_diffs: float,
-) -> tuple[list[Node], Fetched]:
-    """Split [start, end) by key-hash prefix until leaves are small, then fetch their rows."""
+    fetched: Fetched,
+) -> list[Node]:
+    """Split [start, end) by key-hash prefix until leaves are small, then fetch their rows.
+
+    The rows go to `fetched` (a node of the day), which also sums what they add up to.
+    """
     check = sides.check
     dd = check.drilldown
     where = f"[{buckets.label(start, check.timezone)}, {buckets.label(end, check.timezone)})"
     if within:
         where = f"prefix {','.join(within)} of {where}"
     if plan.fits_leaf(s_agg, r_agg, dd) or depth >= dd.max_depth:
-        s_rows, r_rows = await sides.both(lambda s: s.rows_of(start, end, within))
-        leaf = Fetched(s_rows, r_rows)
-        leaf.check(where, s_agg, r_agg, leaf.delta())
-        return [], leaf
+        await fetched.fetch(sides, start, end, within)
+        fetched.check(where, s_agg, r_agg, fetched.delta())
+        return []
     rows = max(s_agg.count, r_agg.count)
     new_depth = depth + plan.prefix_step(rows, est_diffs, dd, depth)
     s_pre, r_pre = await sides.both(lambda s: s.prefixes(start, end, new_depth, within))
@@ -201,25 +253,25 @@ async def _drill_range(
     bad = [n for n in nodes if n.differs]
     small = [n for n in bad if plan.fits_leaf(n.source, n.reader, dd) or new_depth >= dd.max_depth]
     big = [n for n in bad if n not in small]
-    fetched = Fetched()
     if small:
         # Every small differing prefix of this range in one round trip per side.
         labels = [n.label for n in small]
-        s_rows, r_rows = await sides.both(lambda s: s.rows_of(start, end, labels))
-        fetched.add(Fetched(s_rows, r_rows))
-        by_prefix = deltas(s_rows, r_rows, lambda r: r.key_hash[:new_depth])
+        by_prefix = await fetched.fetch(
+            sides, start, end, labels, None, lambda r: r.key_hash[:new_depth]
+        )
         for n in small:
             n.fetched = True
             fetched.check(
                 f"prefix {n.label} of {where}", n.source, n.reader, by_prefix.get(n.label, Delta())
             )
     for n in big:
-        n.children, below = await _drill_range(
-            sides, start, end, n.source, n.reader, new_depth, [n.label], 1.0
+        below = fetched.below()
+        n.children = await _drill_range(
+            sides, start, end, n.source, n.reader, new_depth, [n.label], 1.0, below
         )
         fetched.add(below)
     # The prefixes split the range: what they fetched must be what the range differs by.
     if not fetched.unexplained:
         fetched.check(where, s_agg, r_agg, fetched.delta())
     # Only the differing prefixes are worth keeping in the stored tree.
-    return bad, fetched
+    return bad

@@ -57,7 +57,7 @@ async def judge_day(
         peeled = await _peel_day(sides, start, end, tables) if tables and alone else None
         tree: list[Node] = []
         if peeled is not None:
-            diff = join_day(s_agg, r_agg, Fetched(*peeled), ledger_excluded)
+            diff = join_day(s_agg, r_agg, Fetched.of(*peeled), ledger_excluded)
             bucket.drift_hours = _hours_of([*peeled[0], *peeled[1]], check.timezone)
         else:
             tree, diff = await drill_day(sides, start, end, s_agg, r_agg, ledger_excluded, slots)
@@ -90,7 +90,10 @@ async def _peel_day(sides: Sides, start: datetime, end: datetime, tables: DayTab
         s_spans: peel.Ranges, r_spans: peel.Ranges
     ) -> tuple[list[RowHash], list[RowHash]]:
         async def one(side: Counted, spans: peel.Ranges) -> list[RowHash]:
-            return await side.rows_of(start, end, None, spans) if spans else []
+            out: list[RowHash] = []
+            if spans:
+                await side.rows_into(start, end, None, spans, out.append)
+            return out
 
         s_rows, r_rows = await all_or_none(one(sides.source, s_spans), one(sides.reader, r_spans))
         return s_rows, r_rows

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
 
@@ -100,16 +100,28 @@ def pair_hours(
     return _hour_nodes(check, s_by, r_by)
 
 
-def hours_from_rows(check: Check, s_rows: list[RowHash], r_rows: list[RowHash]) -> list[Node]:
-    """Build hour nodes from fetched rows, so a dense day still has a drill-down tree."""
+def hours_from_rows(
+    check: Check, parts: Iterable[tuple[Sequence[RowHash], Sequence[RowHash]]]
+) -> list[Node]:
+    """Build hour nodes from fetched rows, so a dense day still has a drill-down tree.
 
-    def by_hour(rows: list[RowHash]) -> dict[datetime, Aggregate]:
-        acc: dict[datetime, tuple[int, set[str], int]] = {}
-        for r in rows:
-            h = buckets.hour_start(r.event_time, check.timezone)
-            c, keys, d = acc.get(h, (0, set(), 0))
-            keys.add(r.key_hash)
-            acc[h] = (c + 1, keys, (d + r.row_hash) % (1 << 64))
-        return {h: Aggregate(c, len(k), d) for h, (c, k, d) in acc.items()}
+    The rows come a partition at a time, each holding every row of its keys: an hour's
+    distinct keys are the sum of its distinct keys in each partition.
+    """
+    acc: tuple[dict[datetime, list[int]], dict[datetime, list[int]]] = ({}, {})
+    for rows_of_part in parts:
+        for side, rows in zip(acc, rows_of_part, strict=True):
+            keys: dict[datetime, set[str]] = {}
+            for r in rows:
+                h = buckets.hour_start(r.event_time, check.timezone)
+                t = side.setdefault(h, [0, 0, 0])
+                t[0] += 1
+                t[2] = (t[2] + r.row_hash) % (1 << 64)
+                keys.setdefault(h, set()).add(r.key_hash)
+            for h, ks in keys.items():
+                side[h][1] += len(ks)
 
-    return _hour_nodes(check, by_hour(s_rows), by_hour(r_rows), fetched=True)
+    def aggs(side: dict[datetime, list[int]]) -> dict[datetime, Aggregate]:
+        return {h: Aggregate(c, k, d) for h, (c, k, d) in side.items()}
+
+    return _hour_nodes(check, aggs(acc[0]), aggs(acc[1]), fetched=True)

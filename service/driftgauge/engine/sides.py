@@ -105,23 +105,27 @@ class Counted:
         self._scan("slots", _rows_in(out))
         return out
 
-    async def rows_of(
+    async def rows_into(
         self,
         start: datetime,
         end: datetime,
         prefixes: Sequence[str] | None,
-        ranges: Sequence[tuple[datetime, datetime]] | None = None,
-    ) -> list[RowHash]:
+        ranges: Sequence[tuple[datetime, datetime]] | None,
+        sink: Callable[[RowHash], None],
+    ) -> None:
+        """Hand each row of [start, end) (within key-hash prefixes or time sub-ranges) to `sink`."""
+        got = 0
         with self._timed("rows"):
             rows = (
                 self.inner.iter_rows(start, end, prefixes)
                 if ranges is None
                 else self.inner.iter_rows(start, end, prefixes, ranges=ranges)
             )
-            out = [row async for row in rows]
-        self.rows += len(out)
-        self._scan("rows", len(out))
-        return out
+            async for row in rows:
+                sink(row)
+                got += 1
+        self.rows += got
+        self._scan("rows", got)
 
 
 def _rows_in(buckets: Sequence[BucketDigest]) -> int:
