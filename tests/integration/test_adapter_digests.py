@@ -42,7 +42,7 @@ async def stores() -> AsyncIterator[PostgresSource]:
         await source.drop()
 
 
-@pytest.mark.parametrize(("width", "row_hash"), [(16, "md5"), (101, "lookup3")])
+@pytest.mark.parametrize(("width", "row_hash"), [(16, "md5"), (101, "lookup3"), (16384, "lookup3")])
 async def test_the_sql_builds_the_tables_python_builds(
     stores: PostgresSource, width: int, row_hash: RowHashName
 ) -> None:

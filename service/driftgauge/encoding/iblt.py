@@ -32,7 +32,13 @@ POSITION_BITS = 21
 POSITION_MASK = (1 << POSITION_BITS) - 1
 MIN_WIDTH = 16
 MAX_WIDTH = 4096
-"""Cells per sub-table are capped: a day with more drift falls back to the drill-down."""
+"""Cells per sub-table of a whole window's pass, and of any table a store does not widen.
+
+Every day of the window pays for the width chosen (16,384 cells cost 1.6x the 4,096 at
+10M rows over 40 days on PostgreSQL), so one dense day must not widen them all."""
+DAY_WIDTH = 1 << 16
+"""Cells per sub-table a store that sums cells inside its database builds for one day
+scanned again (encoding.sizing.retry_width): 5 s both sides for 250k rows at 16,384."""
 DEFAULT_WIDTH = 32
 """Cells per sub-table when no earlier run says how much a day drifts."""
 PER_ROW = 0.7
@@ -66,10 +72,16 @@ def positions(row_hash: int, width: int) -> tuple[int, ...]:
     return tuple(j * width + ((u >> (POSITION_BITS * j)) & POSITION_MASK) % width for j in range(K))
 
 
-def width_for(rows: int) -> int:
+def width_for(rows: int, widest: int = MAX_WIDTH) -> int:
     """Return the sub-table width for a day expected to differ by `rows` rows (capped)."""
     want = math.ceil(rows * PER_ROW) + SLACK
-    return max(MIN_WIDTH, min(MAX_WIDTH, want))
+    return max(MIN_WIDTH, min(widest, want))
+
+
+def widest(adapter: object) -> int:
+    """Return the widest sub-table an adapter builds for one day (see DAY_WIDTH)."""
+    width = getattr(adapter, "widest_digest", MAX_WIDTH)
+    return width if isinstance(width, int) else MAX_WIDTH
 
 
 def build(rows: Iterable[tuple[int, int]], width: int) -> dict[int, Cell]:

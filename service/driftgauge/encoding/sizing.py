@@ -54,14 +54,15 @@ def estimate(diff: iblt.Table, width: int) -> float:
     return max(sum(moments) / iblt.K, float(max(filled)))
 
 
-def retry_width(diff: iblt.Table, width: int) -> int | None:
+def retry_width(diff: iblt.Table, width: int, widest: int = iblt.MAX_WIDTH) -> int | None:
     """Return the width to scan a day again at, after its table of `width` did not peel.
 
-    None when no table the stores may build would peel either: the estimate is beyond
-    what the widest table holds, or the table was already the widest.
+    `widest` is the widest table both stores build for a day (iblt.widest). None when no
+    such table would peel either: the estimate is beyond what the widest holds, or the
+    table was already the widest.
     """
     rows = estimate(diff, width)
-    if width >= iblt.MAX_WIDTH or rows * PEEL_LIMIT > iblt.K * iblt.MAX_WIDTH:
+    if width >= widest or rows * PEEL_LIMIT > iblt.K * widest:
         return None
     # At least double: a table that failed though sized for its rows held a cycle.
-    return min(iblt.MAX_WIDTH, max(2 * width, iblt.width_for(math.ceil(rows * MARGIN))))
+    return min(widest, max(2 * width, iblt.width_for(math.ceil(rows * MARGIN), widest)))

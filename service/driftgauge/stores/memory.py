@@ -161,6 +161,8 @@ class MemoryAdapter:
 class DigestMemoryAdapter(MemoryAdapter):
     """The in-memory adapter with difference digests in its first pass."""
 
+    widest_digest = iblt.DAY_WIDTH
+
     async def day_and_cell_digests(self, start: datetime, end: datetime, width: int) -> DigestPass:
         """Return day buckets and each day's difference digest of `width`-cell sub-tables."""
         days = await self.bucket_digests(start, end, "day")

@@ -24,6 +24,8 @@ class PostgresAdapter(DialectAdapter):
     dialect = POSTGRES
     store_type = PostgresStore
     store: PostgresStore
+    widest_digest = iblt.DAY_WIDTH
+    """The cells are summed by hash aggregates in the database: a wide day costs a scan."""
 
     def _compile(self) -> None:
         super()._compile()
@@ -51,8 +53,8 @@ class PostgresAdapter(DialectAdapter):
 
     async def day_and_cell_digests(self, start: datetime, end: datetime, width: int) -> DigestPass:
         """Return day buckets and each day's difference digest from one scan."""
-        if not 1 <= width <= iblt.MAX_WIDTH:
-            raise ValueError(f"width must be between 1 and {iblt.MAX_WIDTH}, got {width}")
+        if not 1 <= width <= self.widest_digest:
+            raise ValueError(f"width must be between 1 and {self.widest_digest}, got {width}")
         if start >= end:
             return DigestPass([], {})
         rows = await self._fetch(
