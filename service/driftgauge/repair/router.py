@@ -9,7 +9,8 @@ adapters, so the app includes it with one line.
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query
@@ -40,6 +41,8 @@ JUDGE_JOB = "repair-judge"
 GUARD_EVERY = 900.0
 """Silent changes: every signed partition is digested in its store this often."""
 GUARD_JOB = "repair-guard"
+_JUDGE_JOBS = ((JUDGE_JOB, JUDGE_EVERY, False, True), (GUARD_JOB, GUARD_EVERY, True, False))
+"""Each judge job: its id (its claim too), its period in seconds, `signed` and `rest`."""
 BackfillId = Annotated[int, Path(ge=1, le=2**63 - 1, description="backfill id")]
 PathName = Annotated[str, Path(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
 # Lists page like every other list of the API: `limit` items after skipping `offset`.
@@ -66,30 +69,19 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     rt.registry.register(collector)
     if rt.scheduler_enabled:
         # Judged once across replicas per scheduled time: the job runtime claims it.
-        rt.jobs.add_every(
-            JUDGE_JOB,
-            "repair",
-            timedelta(seconds=JUDGE_EVERY),
-            lambda _: _judge(repair, signed=False),
-            claim=JUDGE_JOB,
-        )
-        rt.jobs.add_every(
-            GUARD_JOB,
-            "repair",
-            timedelta(seconds=GUARD_EVERY),
-            lambda _: _judge(repair, rest=False),
-            claim=GUARD_JOB,
-        )
+        for job, every, signed, rest in _JUDGE_JOBS:
+            run = partial(_judge, repair, signed=signed, rest=rest)
+            rt.jobs.add_every(job, "repair", timedelta(seconds=every), run, claim=job)
     try:
         yield
     finally:
-        rt.jobs.remove(JUDGE_JOB)
-        rt.jobs.remove(GUARD_JOB)
+        for job, *_ in _JUDGE_JOBS:
+            rt.jobs.remove(job)
         rt.registry.unregister(collector)
 
 
-async def _judge(repair: Repair, *, signed: bool = True, rest: bool = True) -> None:
-    """Judge the repair rules asked for; a state-database outage is logged."""
+async def _judge(repair: Repair, _at: datetime, *, signed: bool = True, rest: bool = True) -> None:
+    """Judge the repair rules asked for at a scheduled time; a state-database outage is logged."""
     try:
         await repair.judge(signed=signed, rest=rest)
     except StateError as exc:
