@@ -371,11 +371,12 @@ def write_config(n: int) -> str:
     return f.name
 
 
-def driftgauge(config: str, check: str, n: int) -> dict[str, Any]:
-    """Run one stored `driftgauge check` and return its figures."""
+def driftgauge(config: str, check: str, n: int, store: bool = True) -> dict[str, Any]:
+    """Run one `driftgauge check` (stored, or no history with --no-store); return its figures."""
     load = os.getloadavg()[0]
     cmd = [PY, "-m", "driftgauge.cli", "check", check, "--config", config, "--json"]
     cmd += ["--since", "2026-01-01", "--until", last_day(n)]
+    cmd += [] if store else ["--no-store"]
     with ticking(f"{check} at {n:,}"):
         wall, rss, out = run_measured(cmd)
     res = json.loads(out)
@@ -448,11 +449,14 @@ def measure(
     reladiff: int,
     reladiff_shapes: list[str],
     deadline: datetime | None,
+    first_runs: bool = False,
 ) -> None:
     """Run shapes side by side: a warm-up per drifted one, then rounds of each in turn.
 
     Each round runs driftgauge on every shape, then reladiff where asked; the results
-    are recorded after every round, so a stopped bench keeps what it measured.
+    are recorded after every round, so a stopped bench keeps what it measured. With
+    `first_runs`, each round also runs every drifted check with --no-store: a first run,
+    with no stored verdict to size its digests from.
     """
     want = {name: (s.planted() if (s := shape(name, n)) else Planted(0, 0, 0)) for name in group}
     # A drifted check's first run has no stored verdict to size its digests from; a clean
@@ -469,6 +473,7 @@ def measure(
             say(f"{check} at {n:,} first run {first[name]}")
     dg: dict[str, list[dict[str, Any]]] = {name: [] for name in group}
     rd: dict[str, list[dict[str, Any]]] = {name: [] for name in group}
+    fr: dict[str, list[dict[str, Any]]] = {name: [] for name in group}
     for i in range(max(repeat, reladiff)):
         for name in group:
             check = f"{target}_{name}"
@@ -478,6 +483,10 @@ def measure(
                 dg[name].append(driftgauge(config, check, n))
                 exact(check, n, want[name], dg[name][-1])
                 say(f"{check} at {n:,} driftgauge {dg[name][-1]}")
+            if i < repeat and first_runs and shape(name, n) is not None:
+                fr[name].append(driftgauge(config, check, n, store=False))
+                exact(check, n, want[name], fr[name][-1])
+                say(f"{check} at {n:,} first run (--no-store) {fr[name][-1]}")
         for name in group:
             if i < reladiff and name in reladiff_shapes:
                 left = (deadline - datetime.now(UTC)).total_seconds() if deadline else 86_400.0
@@ -490,6 +499,12 @@ def measure(
             if not dg[name]:
                 continue
             e = entry(target, name, n, first[name], dg[name])
+            if fr[name]:
+                e["first_runs"] = {
+                    "runs": fr[name],
+                    "wall": spread(fr[name]),
+                    "load": spread(fr[name], "load"),
+                }
             done = [r for r in rd[name] if "wall_s" in r]
             if rd[name]:
                 e["reladiff"] = {"runs": rd[name]}
@@ -630,15 +645,41 @@ def render(data: dict[str, Any]) -> str:
             f"{md['max']}, load {fl['md5']['load']['median']}). No-drift check / lookup3 floor:"
             f" **{dg / lk['median']:.2f}**; / md5 floor: **{dg / md['median']:.2f}**.",
         ]
+    lines += first_run_lines(data)
     lines += [
         "",
         "drift: missing/extra/mismatched planted (and found). clean: none; even: 0.15% of the"
         " rows spread evenly over ids; dense: 5% of the rows of 3 days; sparse: 0.01% of the"
         " rows spread evenly over ids (10,000 at 100M). The first (warm-up)"
-        " run of a drifted check has no stored verdict to size its digests from, so it"
-        " drills its differing days down; its wall time is in bench/scale.json (`first_run`).",
+        " run of a drifted check has no stored verdict to size its digests from: it spreads"
+        " a budget of cells over the window's days and scans a day that does not peel once"
+        " more, wider (encoding/sizing.py); its wall time is in bench/scale.json"
+        " (`first_run`).",
     ]
     return "\n".join(lines)
+
+
+def first_run_lines(data: dict[str, Any]) -> list[str]:
+    """Return a line per result with first runs (--first-runs), against its rounds' others."""
+    lines = []
+    for key in sorted(data, key=order):
+        e = data[key]
+        fr = e.get("first_runs")
+        if not fr:
+            continue
+        w, mid = fr["wall"], sorted(fr["runs"], key=lambda r: r["wall_s"])[len(fr["runs"]) // 2]
+        clean = data.get(f"{e['rows']}/{e['target']}/clean")
+        vs_clean = f", **{w['median'] / clean['wall']['median']:.2f}x** clean" if clean else ""
+        lines += [
+            "",
+            f"First runs at {e['rows']:,} rows, {e['target']} {e['shape']} (`--no-store`: no"
+            f" stored verdict, run in the same rounds): {w['median']} s ({w['min']}-{w['max']},"
+            f" {len(fr['runs'])} runs, load {fr['load']['median']}), {mid['queries']} queries,"
+            f" {mid['rows_fetched']:,} rows fetched, peak RSS"
+            f" {max(r['rss_mb'] for r in fr['runs'])} MB;"
+            f" {w['median'] / e['wall']['median']:.2f}x the sized runs{vs_clean}.",
+        ]
+    return lines
 
 
 async def drop(n: int) -> None:
@@ -676,6 +717,9 @@ def main() -> None:
         help="keep one PostgreSQL reader on disk, copying it from the source before its runs",
     )
     ap.add_argument("--reladiff-shapes", nargs="+", choices=SHAPES, help="default: --shapes")
+    ap.add_argument(
+        "--first-runs", action="store_true", help="also run drifted checks with no history"
+    )
     ap.add_argument(
         "--reladiff-until", help="HH:MM UTC: stop a reladiff run then, keep the lower bound"
     )
@@ -718,6 +762,7 @@ def main() -> None:
                             args.reladiff * (target == "pg"),
                             args.reladiff_shapes or args.shapes,
                             until,
+                            args.first_runs,
                         )
                     finally:
                         if s is not None:
