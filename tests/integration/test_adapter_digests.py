@@ -153,3 +153,50 @@ async def test_peeled_days_say_what_the_drill_down_says(stores: PostgresSource) 
     # tree); the others were peeled and fetched only their differing rows.
     assert [not b.tree for b in peeled.buckets] == [True, True, False, False, True]
     assert peeled.rows_fetched < plain.rows_fetched and peeled.queries < plain.queries
+
+
+async def test_a_day_too_crowded_for_its_digests_peels_after_one_more_scan(
+    stores: PostgresSource,
+) -> None:
+    conn = await asyncpg.connect(stores.dsn, timeout=TIMEOUT)
+    day1 = "completed_at >= $1::timestamptz + interval '1 day'"
+    day1 += " AND completed_at < $1::timestamptz + interval '2 days'"
+    try:
+        await conn.execute(
+            "CREATE TABLE crowd AS SELECT i::bigint AS task_id, 'l' || (i % 7) AS label,"
+            " $1::timestamptz + i * interval '43 seconds' AS completed_at"
+            " FROM generate_series(1, 6000) AS i",
+            T0,
+        )
+        await conn.execute("CREATE INDEX ON crowd (completed_at)")
+        await conn.execute("CREATE TABLE crowd_copy AS SELECT * FROM crowd")
+        await conn.execute("CREATE INDEX ON crowd_copy (completed_at)")
+        # Day 0 differs by 3 rows; day 1 by 400 (200 missing, 100 changed): far over 32 cells.
+        await conn.execute("DELETE FROM crowd_copy WHERE task_id IN (5, 50, 500)")
+        await conn.execute(f"DELETE FROM crowd_copy WHERE task_id % 10 = 0 AND {day1}", T0)
+        await conn.execute(
+            f"UPDATE crowd_copy SET label = 'x' WHERE task_id % 20 = 5 AND {day1}", T0
+        )
+    finally:
+        await conn.close()
+    text = CONFIG.format(dsn=stores.dsn).replace("table: tasks", "table: crowd")
+    check = load_text(text.replace("table: copy", "table: crowd_copy")).checks["tasks"]
+    source, reader = await open_adapter(check.source), await open_adapter(check.reader)
+    try:
+        end = T0 + timedelta(days=3)
+        now = end + timedelta(days=1)
+        plain = await reconcile(check, source, reader, T0, end, now=now, sample_keys=10**6)
+        peeled = await reconcile(
+            check, source, reader, T0, end, now=now, sample_keys=10**6, digest_width=32
+        )
+    finally:
+        await source.close()
+        await reader.close()
+    assert plain.error is None and peeled.error is None
+    assert [_verdict(b) for b in peeled.buckets] == [_verdict(b) for b in plain.buckets]
+    assert [(b.missing, b.mismatched) for b in peeled.buckets] == [(3, 0), (201, 100), (0, 0)]
+    assert not any(b.tree for b in peeled.buckets)  # no day drilled down
+    # Each side's first pass, the source's fetch of day 0 (the reader holds none of its
+    # differing rows), then each side's second scan of day 1 and its fetch.
+    assert peeled.queries == 2 + 1 + 2 + 2
+    assert peeled.rows_fetched == 3 + 201 + 2 * 100  # the differing rows themselves

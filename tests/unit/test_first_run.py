@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from driftgauge.encoding import iblt, sizing
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import BucketResult, RunResult
 from driftgauge.jobs.first_pass import first_pass_plan
 from driftgauge.state.codec import StoredBucket
-from driftgauge.stores.base import RowHash
+from driftgauge.stores.base import DigestPass, RowHash
 from driftgauge.stores.memory import DigestMemoryAdapter, MemoryAdapter
 
 from .engine_helpers import BASE, NOW, day_rows, key_of, make_check, row
@@ -33,7 +33,7 @@ def _drifted() -> tuple[list[RowHash], list[RowHash]]:
             else:
                 rdr.append(r)
         day = BASE + timedelta(days=d)
-        rdr += [row(f"x{d}-{j}", day + timedelta(seconds=7 * j + 3)) for j in range(PER_DAY)]
+        rdr += [row(f"x{d}-{j}", day + timedelta(seconds=7 * j + 3.5)) for j in range(PER_DAY)]
     return src, rdr
 
 
@@ -47,6 +47,21 @@ def _counts(b: BucketResult) -> tuple[object, ...]:
     return (b.status, b.missing, b.extra, b.mismatched, b.duplicates)
 
 
+async def test_a_day_too_big_for_its_digests_is_scanned_again_wider_not_drilled() -> None:
+    src, rdr = _drifted()
+    s_ad, r_ad = DigestMemoryAdapter(src), DigestMemoryAdapter(rdr)
+    result = await _run(s_ad, r_ad, iblt.DEFAULT_WIDTH)
+    assert result.error is None
+    assert [_counts(b) for b in result.buckets] == [("drift", PER_DAY, PER_DAY, PER_DAY, 0)] * DAYS
+    # Per side: the first pass, then per day one wider scan and one ranged fetch.
+    assert s_ad.calls[0] == f"days+cells:{iblt.DEFAULT_WIDTH}"
+    again = [c for c in s_ad.calls[1:] if c.startswith("days+cells:")]
+    assert len(again) == DAYS and all(int(c.split(":")[1]) > iblt.DEFAULT_WIDTH for c in again)
+    assert sorted(s_ad.calls[1:]) == sorted(again + ["rows"] * DAYS)
+    assert result.queries == 2 * (1 + 2 * DAYS)
+    assert result.rows_fetched == DAYS * 4 * PER_DAY  # the differing rows themselves
+
+
 async def test_a_first_runs_width_peels_the_same_drift_in_one_scan() -> None:
     src, rdr = _drifted()
     s_ad, r_ad = DigestMemoryAdapter(src), DigestMemoryAdapter(rdr)
@@ -54,6 +69,49 @@ async def test_a_first_runs_width_peels_the_same_drift_in_one_scan() -> None:
     assert [_counts(b) for b in result.buckets] == [("drift", PER_DAY, PER_DAY, PER_DAY, 0)] * DAYS
     assert s_ad.calls == [f"days+cells:{sizing.first_width(DAYS)}"] + ["rows"] * DAYS
     assert result.queries == 2 * (1 + DAYS)
+
+
+class _Changing(DigestMemoryAdapter):
+    """A reader that takes in one more row between the first scan and the next."""
+
+    async def day_and_cell_digests(self, start: datetime, end: datetime, width: int) -> DigestPass:
+        got = await super().day_and_cell_digests(start, end, width)
+        self.rows.append(row(f"late{len(self.calls)}", start + timedelta(hours=1)))
+        return got
+
+
+async def test_a_day_that_changed_before_its_second_scan_is_drilled_down_never_ok() -> None:
+    src, rdr = _drifted()
+    r_ad = _Changing(rdr)
+    result = await _run(DigestMemoryAdapter(src), r_ad, iblt.DEFAULT_WIDTH)
+    assert result.error is None
+    # The second scans saw other aggregates: each day fell back to the drill-down.
+    assert any(c.startswith(("slots", "prefixes")) for c in r_ad.calls)
+    assert all(b.status != "ok" for b in result.buckets)
+
+
+class _Capped(DigestMemoryAdapter):
+    """A store that builds no day's table wider than a window's pass (as OpenSearch)."""
+
+    widest_digest = iblt.MAX_WIDTH
+
+
+async def test_a_day_beyond_the_widest_digest_is_not_scanned_again() -> None:
+    src = day_rows(0, 30000)
+    rdr = src[:10000]  # 20,000 missing: no table of at most 4,096 cells a sub-table peels
+    s_ad = _Capped(src)
+    check = make_check(drilldown="{leaf_rows: 20}")
+    result = await reconcile(
+        check,
+        s_ad,
+        DigestMemoryAdapter(rdr),
+        BASE,
+        BASE + timedelta(days=1),
+        now=NOW,
+        digest_width=iblt.DEFAULT_WIDTH,
+    )
+    assert result.buckets[0].missing == 20000
+    assert [c for c in s_ad.calls if c.startswith("days+cells")] == ["days+cells:32"]
 
 
 class _History:

@@ -8,7 +8,8 @@ from zoneinfo import ZoneInfo
 
 from driftgauge.config.runtime import Check
 from driftgauge.core.aggregate import Aggregate
-from driftgauge.engine import explain, peel, plan
+from driftgauge.encoding import iblt
+from driftgauge.engine import explain, peel, plan, resize
 from driftgauge.engine.drill import Fetched, drill_day, join_day
 from driftgauge.engine.first_pass import DaySlots, DayTables
 from driftgauge.engine.join import LeafDiff
@@ -16,7 +17,7 @@ from driftgauge.engine.result import BucketResult, KeyDiff, Node, needs_drill, s
 from driftgauge.engine.sides import Counted, Sides
 from driftgauge.engine.tasks import all_or_none
 from driftgauge.engine.verdict import judge
-from driftgauge.stores.base import BucketDigest, RowHash
+from driftgauge.stores.base import BucketDigest, DigestPass, RowHash
 
 _Rows = tuple[list[RowHash], list[RowHash]] | None
 
@@ -54,7 +55,9 @@ async def judge_day(
         # Only a day where no key repeats is peeled: the copies check needs every key held
         # twice, and a key held twice alike on both sides cancels out of the digests.
         alone = not (s_agg.has_duplicates or r_agg.has_duplicates)
-        peeled = await _peel_day(sides, start, end, tables) if tables and alone else None
+        peeled = (
+            await _peel_day(sides, start, end, tables, s_agg, r_agg) if tables and alone else None
+        )
         tree: list[Node] = []
         if peeled is not None:
             diff = join_day(s_agg, r_agg, Fetched.of(*peeled), ledger_excluded)
@@ -83,8 +86,18 @@ async def judge_day(
     return bucket
 
 
-async def _peel_day(sides: Sides, start: datetime, end: datetime, tables: DayTables) -> _Rows:
-    """Return each side's differing rows from the day's digests; None: drill down instead."""
+async def _peel_day(
+    sides: Sides,
+    start: datetime,
+    end: datetime,
+    tables: DayTables,
+    s_agg: Aggregate,
+    r_agg: Aggregate,
+) -> _Rows:
+    """Return each side's differing rows from the day's digests; None: drill down instead.
+
+    A table too small to peel has the day scanned once more, wider (see engine.resize).
+    """
 
     async def fetch(
         s_spans: peel.Ranges, r_spans: peel.Ranges
@@ -98,7 +111,12 @@ async def _peel_day(sides: Sides, start: datetime, end: datetime, tables: DayTab
         s_rows, r_rows = await all_or_none(one(sides.source, s_spans), one(sides.reader, r_spans))
         return s_rows, r_rows
 
-    return await peel.differing_rows(tables.source, tables.reader, tables.width, fetch)
+    async def requery(width: int) -> tuple[DigestPass, DigestPass]:
+        return await sides.both(lambda s: s.digest_pass(start, end, width))
+
+    widest = min(iblt.widest(sides.source.inner), iblt.widest(sides.reader.inner))
+    again = resize.again(start, s_agg, r_agg, requery, widest)
+    return await peel.differing_rows(tables.source, tables.reader, tables.width, fetch, again)
 
 
 def _hours_of(rows: Sequence[RowHash], tz: ZoneInfo) -> list[datetime]:

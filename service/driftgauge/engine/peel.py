@@ -14,6 +14,8 @@ from driftgauge.stores.base import RowHash
 Ranges = list[tuple[datetime, datetime]]
 Fetch = Callable[[Ranges, Ranges], Awaitable[tuple[list[RowHash], list[RowHash]]]]
 """Fetch the source's rows in the first sub-ranges and the reader's in the second."""
+Again = Callable[[iblt.Table, int], Awaitable[tuple[iblt.Table, iblt.Table, int] | None]]
+"""Given a subtracted table that did not peel and its width: both sides' wider tables, or None."""
 _MICRO = timedelta(microseconds=1)
 
 
@@ -43,14 +45,20 @@ def select(
 
 
 async def differing_rows(
-    source: iblt.Table, reader: iblt.Table, width: int, fetch: Fetch
+    source: iblt.Table, reader: iblt.Table, width: int, fetch: Fetch, again: Again | None = None
 ) -> tuple[list[RowHash], list[RowHash]] | None:
     """Return each side's rows that differ, or None when the digests cannot say (fall back).
 
-    None when the subtracted table does not peel to zero or to nothing, or when the rows
-    at the named event times are not exactly the rows the digests named.
+    None when the subtracted table does not peel to zero or to nothing (nor do the tables
+    `again` returns for it, when given), or when the rows at the named event times are
+    not exactly the rows the digests named.
     """
-    entries = iblt.peel(iblt.subtract(source, reader), width)
+    diff = iblt.subtract(source, reader)
+    entries = iblt.peel(diff, width)
+    if entries is None and again is not None:
+        wider = await again(diff, width)
+        if wider is not None:
+            entries = iblt.peel(iblt.subtract(wider[0], wider[1]), wider[2])
     if not entries:
         return None  # no peel, or digests alike while the day's aggregates differ
     s_rows, r_rows = await fetch(spans(entries, 1), spans(entries, -1))

@@ -1,0 +1,53 @@
+"""Scan a day once more when its difference digests did not peel, at a width they estimate.
+
+A run without a stored verdict cannot know how much a day drifts before its first scan;
+the table that came back too small says (encoding.sizing.estimate). One more indexed
+scan of that day per side, at a width sized from it, costs far less than drilling the
+day down. The wider tables are used only when the day's aggregates in that scan are the
+ones the day is judged on: a day that changed in between falls back to the drill-down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+
+from driftgauge.core.aggregate import Aggregate
+from driftgauge.encoding import iblt, sizing
+from driftgauge.engine import peel
+from driftgauge.stores.base import DigestPass
+
+Requery = Callable[[int], Awaitable[tuple[DigestPass, DigestPass]]]
+"""Scan the day again on both sides: day buckets and difference digests of a width."""
+
+
+def again(
+    day: datetime, source: Aggregate, reader: Aggregate, requery: Requery, widest: int
+) -> peel.Again:
+    """Return the second try of a day whose first scan gave these aggregates.
+
+    `widest` is the widest table both sides build for one day (see iblt.widest).
+    """
+
+    async def wider(diff: iblt.Table, width: int) -> tuple[iblt.Table, iblt.Table, int] | None:
+        to = sizing.retry_width(diff, width, widest)
+        if to is None:
+            return None  # no table the stores build would peel: drill down
+        s_dp, r_dp = await requery(to)
+        if _agg(s_dp, day) != source or _agg(r_dp, day) != reader:
+            return None  # the day changed since the scan its verdict rests on
+        return _table(s_dp, day), _table(r_dp, day), to
+
+    return wider
+
+
+def _agg(dp: DigestPass, day: datetime) -> Aggregate:
+    """Return the day's aggregate in a digest pass; empty when the side has no rows there."""
+    at = day.astimezone(UTC)
+    return next((b.agg for b in dp.days if b.start.astimezone(UTC) == at), Aggregate())
+
+
+def _table(dp: DigestPass, day: datetime) -> iblt.Table:
+    """Return the day's difference digest in a digest pass; empty without rows there."""
+    at = day.astimezone(UTC)
+    return next((t for k, t in dp.tables.items() if k.astimezone(UTC) == at), {})
