@@ -147,6 +147,12 @@ class SqlDialect:
         """
         raise NotImplementedError
 
+    def points_sql(self, t: str, first: int) -> str | None:
+        """Return an AND clause keeping rows whose time `t` is one of the instants in
+        parameter `first` (an array); None where the dialect does not offer it (ranges then).
+        """
+        return None
+
     # ---- the queries -------------------------------------------------------------------
 
     def relation(self, view: View) -> str:
@@ -226,21 +232,31 @@ class SqlDialect:
         """Return the condition keeping rows whose time `t` is in [$1, $2)."""
         return f"{t} >= {self.param(1, 'timestamptz')} AND {t} < {self.param(2, 'timestamptz')}"
 
-    def base_sql(self, view: View, *, ranges: tuple[int, int] | None = None) -> str:
+    def base_sql(
+        self, view: View, *, ranges: tuple[int, int] | None = None, points: int | None = None
+    ) -> str:
         """Return the rows in [$1, $2) with exclusion index, event time, key text and encodings.
 
         With `ranges` = (n, count), only rows inside one of `count` sub-ranges are kept,
-        their bounds given from parameter n on (see ranges_sql).
+        their bounds given from parameter n on (see ranges_sql); with `points` = n, only
+        rows at one of the instants of parameter n (see points_sql).
         """
         t = self.quote_ident(view.time_column)
+        if points is not None:
+            only = self.points_sql(t, points)
+            if only is None:
+                raise ValueError(f"{self.name} offers no export at a list of instants")
+            return self._base(view, t, only)
+        return self._base(view, t, "" if ranges is None else self.ranges_sql(t, *ranges))
+
+    def _base(self, view: View, t: str, only: str) -> str:
         return (
             f"SELECT {self.exclusion_sql(view)} AS x, {self.instant(t)} AS t, "
             f"{self.key_text_sql(view)} AS ktext, {self.key_encoding_sql(view)} AS kenc, "
             f"{self.key_distinct_sql(view)} AS kd, {self.row_encoding_sql(view)} AS renc"
             f"{self.measure_columns_sql(view)} "
             f"FROM {self.relation(view)} "
-            f"WHERE {self.window(t)}"
-            f"{'' if ranges is None else self.ranges_sql(t, *ranges)}"
+            f"WHERE {self.window(t)}{only}"
         )
 
     def measure_columns_sql(self, view: View) -> str:
@@ -312,15 +328,22 @@ class SqlDialect:
             f"FROM ({self.base_sql(view)}) AS r WHERE r.x IS NULL{restrict} GROUP BY 1 ORDER BY 1"
         )
 
-    def rows_sql(self, view: View, *, within: bool, ranges: int | None = None) -> str:
+    def rows_sql(
+        self, view: View, *, within: bool, ranges: int | None = None, points: bool = False
+    ) -> str:
         """Return the expected rows' key text, key hash, row hash and event time.
 
         Parameters after $1, $2: LIKE patterns when `within`, then the starts and ends of
-        `ranges` sub-ranges when given.
+        `ranges` sub-ranges when given, or with `points` the array of instants.
         """
         khash = self.md5("r.kenc")
         restrict = f" AND {self.prefix_in(khash, self.param(3, 'text[]'))}" if within else ""
-        base = self.base_sql(view, ranges=None if ranges is None else (4 if within else 3, ranges))
+        first = 4 if within else 3
+        base = (
+            self.base_sql(view, points=first)
+            if points
+            else self.base_sql(view, ranges=None if ranges is None else (first, ranges))
+        )
         return (
             f"SELECT r.ktext, {khash} AS khash, {self.row_hash(view, 'renc')} AS rhash, r.t "
             f"FROM ({base}) AS r WHERE r.x IS NULL{restrict}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -120,11 +120,36 @@ def rows_query(
     args: list[Any] = [start, end]
     if prefixes is not None:
         args.append(dialect.like_patterns(list(prefixes)))
+    at = instants(spans) if spans is not None and dialect.points_sql("t", 1) else None
+    if at is not None:
+        args.append(at)
+        return dialect.rows_sql(view, within=prefixes is not None, points=True), args
     if spans is not None:
         args += [[lo for lo, _ in spans], [hi for _, hi in spans]]
     return dialect.rows_sql(
         view, within=prefixes is not None, ranges=None if spans is None else len(spans)
     ), args
+
+
+_MICRO = timedelta(microseconds=1)
+POINTS_PER_SPAN = 16
+"""A span at most this many microseconds long is asked as its instants."""
+
+
+def instants(spans: Sequence[tuple[datetime, datetime]]) -> list[datetime] | None:
+    """Return every instant of spans a few microseconds long (a peel's); None otherwise.
+
+    Event times are whole microseconds, so [t, t + 1 us) holds exactly the rows at t.
+    """
+    out: list[datetime] = []
+    for lo, hi in spans:
+        if hi - lo > POINTS_PER_SPAN * _MICRO:
+            return None
+        t = lo
+        while t < hi:
+            out.append(t)
+            t += _MICRO
+    return out
 
 
 def exported_row(row: ExportedRow, composite: bool) -> RowHash:
