@@ -159,7 +159,7 @@ def names(n: int) -> dict[str, str]:
         "src": f"{p}_src_{n}",
         **{f"dst_{s}": f"{p}_dst_{n}_{s}" for s in SHAPES},
         "state": f"{p}_state_{n}",
-        "index": f"dg-scale-{n}",
+        "index": f"{p.replace('_', '-')}-{n}",  # dg-scale-N by default
     }
 
 
