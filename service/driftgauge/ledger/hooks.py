@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
 
 from driftgauge.background import survive
@@ -60,6 +60,7 @@ class PendingReconcile:
     ledger_run: int
 
 
+@dataclass(eq=False)
 class ReconcileOnClose:
     """The run-closed hook: schedule a one-off reconciliation of each fed check's window.
 
@@ -67,19 +68,13 @@ class ReconcileOnClose:
     Several runs closing for the same window coalesce into one job.
     """
 
-    def __init__(
-        self,
-        checks: Mapping[str, Check],
-        reconcile: ReconcileFn,
-        *,
-        clock: Callable[[], datetime] = utc_now,
-    ) -> None:
-        self._checks = checks
-        self._reconcile = reconcile
-        self._clock = clock
-        self._pending: dict[str, PendingReconcile] = {}
-        self.on_pending: Callable[[PendingReconcile], None] | None = None
-        """Set by the job runtime: it then runs each reconciliation at its time (`fire`)."""
+    checks: Mapping[str, Check]
+    reconcile: ReconcileFn
+    _: KW_ONLY
+    clock: Callable[[], datetime] = utc_now
+    _pending: dict[str, PendingReconcile] = field(default_factory=dict, init=False)
+    on_pending: Callable[[PendingReconcile], None] | None = field(default=None, init=False)
+    """Set by the job runtime: it then runs each reconciliation at its time (`fire`)."""
 
     @property
     def pending(self) -> list[PendingReconcile]:
@@ -88,8 +83,8 @@ class ReconcileOnClose:
 
     async def __call__(self, run: RunOut) -> None:
         """Schedule a reconciliation of the run's window for every check its job feeds."""
-        now = self._clock()
-        for name, check in sorted(self._checks.items()):
+        now = self.clock()
+        for name, check in sorted(self.checks.items()):
             if check.ledger is None or check.ledger.job != run.job:
                 continue
             starts = plan.day_starts(run.window_start, run.window_end, check.timezone)
@@ -122,7 +117,7 @@ class ReconcileOnClose:
             return
         with survive("ledger_reconcile", p.job_id, check=p.check, ledger_run=p.ledger_run):
             try:
-                await self._reconcile(p.check, p.window_start, p.window_end)
+                await self.reconcile(p.check, p.window_start, p.window_end)
             except DriftgaugeError as exc:
                 log.warning(
                     "reconcile after a ledger run failed",

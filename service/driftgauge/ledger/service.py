@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, InitVar, dataclass, field
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -44,21 +44,19 @@ def job_settings(checks: Mapping[str, Check]) -> dict[str, JobSettings]:
     return out
 
 
+@dataclass(eq=False)
 class LedgerService:
     """Record what sync-job runs report and keep each job window's breaches up to date."""
 
-    def __init__(
-        self,
-        store: LedgerStore,
-        checks: Mapping[str, Check],
-        *,
-        clock: Callable[[], datetime] = utc_now,
-        on_close: RunClosed | None = None,
-    ) -> None:
-        self.store = store
+    store: LedgerStore
+    checks: InitVar[Mapping[str, Check]]
+    _: KW_ONLY
+    clock: Callable[[], datetime] = utc_now
+    on_close: RunClosed | None = None
+    jobs: dict[str, JobSettings] = field(init=False)
+
+    def __post_init__(self, checks: Mapping[str, Check]) -> None:
         self.jobs = job_settings(checks)
-        self._clock = clock
-        self._on_close = on_close
 
     def _job(self, name: str) -> JobSettings:
         job = self.jobs.get(name)
@@ -71,19 +69,19 @@ class LedgerService:
         """Open a run (or return the one with the same client run id); True when new."""
         job = self._job(req.job)
         return await self.store.open_run(
-            req, rules.window_day(req.window_start, job.timezone), self._clock()
+            req, rules.window_day(req.window_start, job.timezone), self.clock()
         )
 
     async def add_batch(self, run_id: int, batch: Batch) -> BatchOut:
         """Record a batch of outcomes once, however often it is sent."""
-        duplicate, run = await self.store.add_batch(run_id, batch, self._clock())
+        duplicate, run = await self.store.add_batch(run_id, batch, self.clock())
         return BatchOut(
             run_id=run_id, batch_id=batch.batch_id, duplicate=duplicate, outcomes=run.outcomes
         )
 
     async def close_run(self, run_id: int, summary: Summary) -> RunOut:
         """Store the job's summary, judge the run's window and fire the run-closed hook."""
-        run, changed = await self.store.close_run(run_id, summary, self._clock())
+        run, changed = await self.store.close_run(run_id, summary, self.clock())
         if not changed:
             return run
         job = self.jobs.get(run.job)
@@ -95,11 +93,11 @@ class LedgerService:
                 job=run.job,
                 window_day=str(run.window_day),
             ):
-                await self.evaluate_window(job, run.window_day, self._clock())
-        if self._on_close is not None:
+                await self.evaluate_window(job, run.window_day, self.clock())
+        if self.on_close is not None:
             with survive("ledger_reconcile", "schedule a closed run's reconcile", run_id=run.id):
                 try:
-                    await self._on_close(run)
+                    await self.on_close(run)
                 except DriftgaugeError as exc:
                     # The summary is recorded; a failed follow-up must not make the job retry.
                     log.warning(
@@ -141,7 +139,7 @@ class LedgerService:
         The latest window is the newest one that is past its summary deadline or already
         has a closed run, so a job that stops reporting breaches missing_summary.
         """
-        now = now or self._clock()
+        now = now or self.clock()
         latest: dict[str, date] = {}
         for job in self.jobs.values():
             with survive("ledger_deadlines", "find a job's windows", job=job.job):

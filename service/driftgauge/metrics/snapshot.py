@@ -73,24 +73,22 @@ async def _history(
     return await state.day_buckets(check.name, first, recent - timedelta(days=1), check.timezone)
 
 
+@dataclass(eq=False)
 class SnapshotCache:
     """Hold the latest snapshot per check; scrapes read it without touching the database."""
 
-    def __init__(
-        self,
-        state: StateStore,
-        checks: Mapping[str, Check],
-        clock: Callable[[], datetime] = utc_now,
-    ) -> None:
-        self._state = state
-        self._checks = checks
-        self._clock = clock
-        self._current: dict[str, CheckSnapshot] = {}
-        self.created_at = clock()
-        self.refreshed_at: datetime | None = None
-        """When every check was last read successfully."""
-        self.state_up = False
-        """Whether the latest read of the state database succeeded."""
+    state: StateStore
+    checks: Mapping[str, Check]
+    clock: Callable[[], datetime] = utc_now
+    _current: dict[str, CheckSnapshot] = field(default_factory=dict, init=False)
+    created_at: datetime = field(init=False)
+    refreshed_at: datetime | None = field(default=None, init=False)
+    """When every check was last read successfully."""
+    state_up: bool = field(default=False, init=False)
+    """Whether the latest read of the state database succeeded."""
+
+    def __post_init__(self) -> None:
+        self.created_at = self.clock()
 
     def current(self) -> dict[str, CheckSnapshot]:
         """Return the snapshot of every check loaded so far."""
@@ -98,11 +96,11 @@ class SnapshotCache:
 
     async def refresh(self, check: str | None = None) -> None:
         """Reload one check (or all); on a state error the previous snapshot stays."""
-        names = [check] if check is not None else sorted(self._checks)
-        now = self._clock()
+        names = [check] if check is not None else sorted(self.checks)
+        now = self.clock()
         try:
             loaded = await asyncio.gather(
-                *(load_check(self._state, self._checks[n], now) for n in names)
+                *(load_check(self.state, self.checks[n], now) for n in names)
             )
         except StateError:
             self.state_up = False
@@ -116,7 +114,7 @@ class SnapshotCache:
     def age(self) -> float:
         """Return the seconds since every check was read (since start-up if never)."""
         since = self.refreshed_at or self.created_at
-        return max(0.0, (self._clock() - since).total_seconds())
+        return max(0.0, (self.clock() - since).total_seconds())
 
 
 def state_part(cache: SnapshotCache) -> Callable[[], Iterable[Metric]]:

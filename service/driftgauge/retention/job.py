@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime, timedelta
 
 from driftgauge.background import survive
@@ -18,33 +19,26 @@ DAY = timedelta(days=1)
 FIRST_AFTER = timedelta(minutes=10)
 
 
+@dataclass(eq=False)
 class RetentionJob:
     """Prune the state database; a failed prune is logged and tried at the next period."""
 
-    def __init__(
-        self,
-        state: StateStore,
-        config: Config,
-        *,
-        clock: Callable[[], datetime],
-        every: timedelta = DAY,
-        first_after: timedelta = FIRST_AFTER,
-    ) -> None:
-        self._state = state
-        self._config = config
-        self._clock = clock
-        self.every = every
-        """How often the runtime prunes (one replica per period)."""
-        self.first_after = first_after
-        """How long after start-up the first prune waits."""
-        self.last: PruneReport | None = None
-        """The report of the latest prune this job finished."""
+    state: StateStore
+    config: Config
+    _: KW_ONLY
+    clock: Callable[[], datetime]
+    every: timedelta = DAY
+    """How often the runtime prunes (one replica per period)."""
+    first_after: timedelta = FIRST_AFTER
+    """How long after start-up the first prune waits."""
+    last: PruneReport | None = field(default=None, init=False)
+    """The report of the latest prune this job finished."""
 
     async def run_once(self) -> PruneReport | None:
         """Prune now; return the report, or None if the state database failed."""
         with survive("retention", "prune the state database"):
             try:
-                self.last = await prune(self._state, self._config, self._clock())
+                self.last = await prune(self.state, self.config, self.clock())
             except StateError as exc:
                 log.warning("state prune failed", extra={"error": str(exc)})
                 return None
