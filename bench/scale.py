@@ -613,14 +613,20 @@ def render(data: dict[str, Any]) -> str:
         p = e["planted"]
         lines.append(
             f"| {e['rows']:,} | {pair(e)}"
-            f" | {e['shape']} ({p['missing']}/{p['extra']}/{p['mismatched']})"
+            f" | {e['shape']}{', first run only' if e.get('first_only') else ''}"
+            f" ({p['missing']}/{p['extra']}/{p['mismatched']})"
             f" | {w['median']} ({w['min']}-{w['max']}, {len(e['runs'])} runs)"
             f" | {e['load']['median']} | {m['rows_per_s']:,} | {m['source_seconds']}"
             f" | {m['reader_seconds']} | {e['rss_max_mb']} | {m['queries']}"
             f" | {m['rows_fetched']:,} | {m['rows_scanned']:,} | {m['row_hash']} | {vs}"
             f" | {rdtxt} | {ratio} |"
         )
-    firsts = [k for k in sorted(data, key=order) if data[k].get("first_run")]
+    # A first-only result's row in the table is its first run: nothing to compare it with.
+    firsts = [
+        k
+        for k in sorted(data, key=order)
+        if data[k].get("first_run") and not data[k].get("first_only")
+    ]
     if firsts:
         lines += ["", "First runs of the drifted checks (no stored verdict):"]
     for key in firsts:
