@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, InitVar, dataclass, field
 from datetime import datetime
-from typing import Generic, TypeVar
+from typing import ClassVar, Generic, TypeVar
 
 from driftgauge.config.runtime import Check
+from driftgauge.core.clock import utc_now
 from driftgauge.core.errors import UnknownCheck
 
 StoreT = TypeVar("StoreT")
@@ -43,10 +44,22 @@ class ServedChecks:
 class FeatureService(Generic[StoreT, SourceT]):
     """A feature run on the checks it serves: it reads their source, records in its store."""
 
-    _checks: ServedChecks
+    configured: InitVar[Mapping[str, Check]]
     store: StoreT
-    _source: Callable[[Check], Awaitable[SourceT]]
-    _clock: Callable[[], datetime]
+    source: Callable[[Check], Awaitable[SourceT]]
+    _: KW_ONLY
+    clock: Callable[[], datetime] = utc_now
+    _checks: ServedChecks = field(init=False)
+    what: ClassVar[str]
+    """What every served check has, for the error naming an unserved one."""
+
+    def __post_init__(self, configured: Mapping[str, Check]) -> None:
+        self._checks = ServedChecks(configured, self.serves, self.what)
+
+    @staticmethod
+    def serves(check: Check) -> bool:
+        """Return whether the check has the feature's settings."""
+        raise NotImplementedError
 
     @property
     def checks(self) -> list[str]:

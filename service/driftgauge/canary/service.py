@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime
 
 from driftgauge.canary.keys import adapter_key_picker, query_key_picker
 from driftgauge.canary.probe import CanaryResult, Connections, KeyPicker, run_canary
 from driftgauge.canary.store import CanaryStore
 from driftgauge.config.runtime import Check
-from driftgauge.core.clock import utc_now
 from driftgauge.core.errors import DriftgaugeError
-from driftgauge.served import FeatureService, ServedChecks
+from driftgauge.served import FeatureService
 from driftgauge.stores.base import KeyQuery, StoreAdapter
 
 log = logging.getLogger("driftgauge.canary")
@@ -33,32 +33,28 @@ def key_picker_for(check: Check, source: SourceGetter) -> KeyPicker:
     return pick
 
 
+@dataclass(eq=False)
 class CanaryService(FeatureService[CanaryStore, StoreAdapter]):
     """Run and record canaries: on the job runtime's schedule, a deploy hook or by hand."""
 
-    def __init__(
-        self,
-        checks: Mapping[str, Check],
-        store: CanaryStore,
-        source: SourceGetter,
-        *,
-        clock: Callable[[], datetime] = utc_now,
-        on_result: Callable[[CanaryResult], Awaitable[None]] | None = None,
-        connections: Connections | None = None,
-    ) -> None:
-        served = ServedChecks(checks, lambda c: c.canary is not None, "a canary")
-        super().__init__(served, store, source, clock)
-        self._connections = connections
-        self._on_result = on_result
+    _: KW_ONLY
+    on_result: Callable[[CanaryResult], Awaitable[None]] | None = None
+    connections: Connections | None = None
+    what = "a canary"
+
+    @staticmethod
+    def serves(check: Check) -> bool:
+        """Return whether the check has a canary."""
+        return check.canary is not None
 
     async def run(self, name: str) -> CanaryResult:
         """Run one check's canary now, record it and return the result."""
         check = self._checks.get(name)
         result = await run_canary(
             check,
-            key_picker_for(check, self._source),
-            now=self._clock(),
-            connections=self._connections,
+            key_picker_for(check, self.source),
+            now=self.clock(),
+            connections=self.connections,
         )
         await self.store.record(result)
         log.log(
@@ -71,8 +67,8 @@ class CanaryService(FeatureService[CanaryStore, StoreAdapter]):
                 "duration_seconds": round(result.duration, 3),
             },
         )
-        if self._on_result is not None:
-            await self._on_result(result)
+        if self.on_result is not None:
+            await self.on_result(result)
         return result
 
     async def scheduled(self, name: str) -> None:

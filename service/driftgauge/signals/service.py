@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from driftgauge.config.runtime import Check, Volume
-from driftgauge.core.clock import utc_now
 from driftgauge.core.errors import DriftgaugeError
-from driftgauge.served import FeatureService, ServedChecks
+from driftgauge.served import FeatureService
 from driftgauge.signals.run import SignalsResult, evaluate_signals
 from driftgauge.signals.store import SignalsStore
 from driftgauge.stores.base import StoreAdapter
@@ -25,23 +25,16 @@ def recent_start(check: Check, now: datetime) -> datetime:
     return datetime(first.year, first.month, first.day, tzinfo=check.timezone)
 
 
+@dataclass(eq=False)
 class SignalsService(FeatureService[SignalsStore, StoreAdapter]):
     """Measure vocabulary and volume; the job runtime schedules it, `run(check)` measures now."""
 
-    def __init__(
-        self,
-        checks: Mapping[str, Check],
-        store: SignalsStore,
-        source: SourceGetter,
-        *,
-        clock: Callable[[], datetime] = utc_now,
-    ) -> None:
-        served = ServedChecks(
-            checks,
-            lambda c: bool(c.vocabulary) or c.volume is not None,
-            "vocabulary or volume settings",
-        )
-        super().__init__(served, store, source, clock)
+    what = "vocabulary or volume settings"
+
+    @staticmethod
+    def serves(check: Check) -> bool:
+        """Return whether the check measures its vocabulary or volume."""
+        return bool(check.vocabulary) or check.volume is not None
 
     def volume_settings(self, name: str) -> Volume | None:
         """Return the check's volume settings, or None if it has none (or is unknown)."""
@@ -51,9 +44,9 @@ class SignalsService(FeatureService[SignalsStore, StoreAdapter]):
     async def run(self, name: str) -> SignalsResult:
         """Measure one check's recent window now and record it."""
         check = self._checks.get(name)
-        now = self._clock()
+        now = self.clock()
         return await evaluate_signals(
-            check, await self._source(check), self.store, recent_start(check, now), now, now=now
+            check, await self.source(check), self.store, recent_start(check, now), now, now=now
         )
 
     async def scheduled(self, name: str) -> None:
