@@ -31,6 +31,7 @@ _HASHING = (
     "bucket_reduce",
     "dayslot_combine",
     "dayslot_reduce",
+    "daycell_combine",
 )
 """The sections the shared functions are prepended to (the totals' helpers too)."""
 TIME_FORMAT = "strict_date_optional_time_nanos"
@@ -206,7 +207,9 @@ def day_cell_body(view: View, start: datetime, end: datetime, width: int) -> dic
         "c4": iblt.C4,
     }
     day = _histogram(view, "day")
-    return _digest_body(view, start, end, day, scripts_of="dayslot", map_of="daycell", extra=params)
+    return _digest_body(
+        view, start, end, day, scripts_of="daycell", reduce_of="dayslot", extra=params
+    )
 
 
 def cells_from(raw: Mapping[str, Any]) -> dict[int, iblt.Cell]:
@@ -230,16 +233,15 @@ def _digest_body(
     histogram: dict[str, Any],
     *,
     scripts_of: str = "bucket",
-    map_of: str | None = None,
+    reduce_of: str | None = None,
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    mapper = f"{map_of or scripts_of}_map"
     metric = {
         "scripted_metric": {
             "init_script": script(f"{scripts_of}_init", {}),
-            "map_script": script(mapper, script_params(view) | dict(extra or {})),
+            "map_script": script(f"{scripts_of}_map", script_params(view) | dict(extra or {})),
             "combine_script": script(f"{scripts_of}_combine", {}),
-            "reduce_script": script(f"{scripts_of}_reduce", {}),
+            "reduce_script": script(f"{reduce_of or scripts_of}_reduce", {}),
         }
     }
     sub: dict[str, Any]
