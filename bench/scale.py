@@ -41,18 +41,18 @@ import statistics
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import asyncpg
-import urllib3
 
 sys.path.insert(0, str(Path(__file__).parent))
+import os_load
 from driftgauge.core.fields import RowHashName
 from driftgauge.stores.postgres.dialect import ROW_HASHES
+from os_load import os_call
 from pg_row_hash import ENCODINGS
 from pg_vs_reladiff import PG, PY, Planted, dsn, run_measured
 from run import section
@@ -150,6 +150,7 @@ def drift_sql(s: Shape, n: int) -> list[tuple[str, int]]:
 PREFIX = ["dg_scale"]  # --prefix: data sets of one's own on a shared server
 TAG = [""]  # --tag: a series of one's own in the record, next to others' rows
 ONE_READER = [False]  # --one-reader: keep one PostgreSQL reader on disk at a time
+INDEX = [""]  # --index: the OpenSearch reader's index, when not the prefix's
 
 
 def names(n: int) -> dict[str, str]:
@@ -159,7 +160,7 @@ def names(n: int) -> dict[str, str]:
         "src": f"{p}_src_{n}",
         **{f"dst_{s}": f"{p}_dst_{n}_{s}" for s in SHAPES},
         "state": f"{p}_state_{n}",
-        "index": f"{p.replace('_', '-')}-{n}",  # dg-scale-N by default
+        "index": INDEX[0] or f"{p.replace('_', '-')}-{n}",  # dg-scale-N by default
     }
 
 
@@ -214,123 +215,35 @@ async def reader_only(n: int, name: str) -> None:
     await prepare_pg(n, [name], fresh_state=False)
 
 
-def iso(n: int, i: int) -> str:
-    """Return task i's completion time as OpenSearch stores it."""
-    return (BASE + timedelta(milliseconds=(i - 1) * spacing_ms(n))).isoformat(
-        timespec="milliseconds"
-    )
-
-
-def doc(n: int, i: int, label: str | None = None) -> str:
-    """Return the bulk index action and source of task i."""
-    lab = label if label is not None else f"label_{i % 7}"
-    return (
-        f'{{"index":{{"_id":"{i}"}}}}\n'
-        f'{{"task_id":{i},"label":"{lab}","completed_at":"{iso(n, i)}"}}\n'
-    )
-
-
-class Bulk:
-    """Send bulk bodies to one index, a few requests in flight at once."""
-
-    def __init__(self, index: str, parallel: int = 3) -> None:
-        self.url = f"{OS_URL}/{index}/_bulk"
-        self.http = urllib3.PoolManager(maxsize=parallel)
-        self.pool = ThreadPoolExecutor(parallel)
-        self.inflight: list[Any] = []
-        self.parallel = parallel
-
-    def _send(self, body: str) -> None:
-        r = self.http.request(
-            "POST",
-            self.url,
-            body=body.encode(),
-            headers={"Content-Type": "application/x-ndjson"},
-            timeout=600,
-        )
-        got = json.loads(r.data)
-        if r.status != 200 or got.get("errors"):
-            raise RuntimeError(f"bulk failed ({r.status}): {r.data[:500]!r}")
-
-    def send(self, body: str) -> None:
-        """Queue one body; wait for the oldest when enough are in flight."""
-        self.inflight.append(self.pool.submit(self._send, body))
-        if len(self.inflight) > self.parallel:
-            self.inflight.pop(0).result()
-
-    def close(self) -> None:
-        """Wait for every queued body."""
-        for f in self.inflight:
-            f.result()
-        self.pool.shutdown()
-
-
-def os_call(method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-    """Make one OpenSearch call and return its JSON."""
-    r = urllib3.request(
-        method,
-        f"{OS_URL}{path}",
-        body=json.dumps(body).encode() if body is not None else None,
-        headers={"Content-Type": "application/json"},
-        timeout=3600,
-    )
-    if r.status >= 300 and not (method == "HEAD" and r.status == 404):
-        raise RuntimeError(f"{method} {path}: {r.status} {r.data[:500]!r}")
-    return json.loads(r.data) if r.data else r.status
-
-
-def load_index(n: int, batch: int = 10_000) -> float:
-    """Load the clean index once with parallel bulk batches; return the seconds it took."""
+def load_index(n: int) -> float:
+    """Load the clean index once (bench/os_load.py); return the seconds it took."""
     index = names(n)["index"]
     if os_call("HEAD", f"/{index}") == 200:
         return 0.0
     t0 = time.perf_counter()
-    os_call(
-        "PUT",
-        f"/{index}",
-        {
-            "settings": {"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "-1"},
-            "mappings": {
-                "properties": {
-                    "task_id": {"type": "long"},
-                    "label": {"type": "keyword"},
-                    "completed_at": {"type": "date"},
-                }
-            },
-        },
-    )
-    bulk = Bulk(index)
-    for lo in range(1, n + 1, batch):
-        bulk.send("".join(doc(n, i) for i in range(lo, min(lo + batch, n + 1))))
-    bulk.close()
-    os_call("PUT", f"/{index}/_settings", {"index": {"refresh_interval": "1s"}})
-    os_call("POST", f"/{index}/_refresh")
-    os_call("POST", f"/{index}/_forcemerge?max_num_segments=1")
-    count = os_call("GET", f"/{index}/_count")["count"]
-    if count != n:
-        raise SystemExit(f"{index} holds {count} documents, loaded {n}")
+    say(f"{index}: {os_load.load(index, n, spacing_ms(n))}")
     return time.perf_counter() - t0
 
 
 def os_drift(n: int, s: Shape, revert: bool) -> None:
-    """Plant a shape in the index, or take it back out."""
+    """Plant a shape in the index, or take it back out (by task id: documents have no set id)."""
     index = names(n)["index"]
-    bulk = Bulk(index)
-    parts: list[str] = []
-    for i in s.ids(s.gone):
-        parts.append(doc(n, i) if revert else f'{{"delete":{{"_id":"{i}"}}}}\n')
-    for i in s.ids(s.changed):
-        parts.append(doc(n, i, None if revert else "changed"))
-    for j in range(1, s.extras + 1):
-        if revert:
-            parts.append(f'{{"delete":{{"_id":"x{j}"}}}}\n')
-        else:
-            src = f'{{"task_id":{n + j},"label":"ghost","completed_at":"{iso(n, s.extra_at(j))}"}}'
-            parts.append(f'{{"index":{{"_id":"x{j}"}}}}\n{src}\n')
-    for lo in range(0, len(parts), 10_000):
-        bulk.send("".join(parts[lo : lo + 10_000]))
-    bulk.close()
-    os_call("POST", f"/{index}/_refresh")
+    sp = spacing_ms(n)
+    gone, changed = list(s.ids(s.gone)), list(s.ids(s.changed))
+    at = [os_load.BASE_MS + (s.extra_at(j) - 1) * sp for j in range(1, s.extras + 1)]
+    extra = [(n + j, "ghost", t) for j, t in enumerate(at, 1)]
+    if revert:
+        took = os_load.delete_ids(index, changed + [i for i, _, _ in extra])
+        back = [(i, f"label_{i % 7}", os_load.BASE_MS + (i - 1) * sp) for i in gone + changed]
+        put = os_load.index_docs(index, back)
+        want = (len(changed) + len(extra), len(back))
+    else:
+        took = os_load.delete_ids(index, gone + changed)
+        new = [(i, "changed", os_load.BASE_MS + (i - 1) * sp) for i in changed] + extra
+        put = os_load.index_docs(index, new)
+        want = (len(gone) + len(changed), len(new))
+    if (took, put) != want:
+        raise SystemExit(f"{index}: deleted {took}, indexed {put}; wanted {want}")
 
 
 CONFIG = """
@@ -722,6 +635,7 @@ def main() -> None:
         action="store_true",
         help="keep one PostgreSQL reader on disk, copying it from the source before its runs",
     )
+    ap.add_argument("--index", default="", help="the OpenSearch index (default from --prefix)")
     ap.add_argument("--reladiff-shapes", nargs="+", choices=SHAPES, help="default: --shapes")
     ap.add_argument(
         "--first-runs", action="store_true", help="also run drifted checks with no history"
@@ -731,6 +645,7 @@ def main() -> None:
     )
     args = ap.parse_args()
     PREFIX[0], TAG[0], ONE_READER[0] = args.prefix, args.tag, args.one_reader
+    INDEX[0] = args.index
     until = None
     if args.reladiff_until:
         hh, mm = map(int, args.reladiff_until.split(":"))
