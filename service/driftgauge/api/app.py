@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 
@@ -60,6 +61,19 @@ from driftgauge.stores.base import StoreAdapter
 log = logging.getLogger("driftgauge.api")
 
 
+@dataclass(frozen=True)
+class RuntimeOptions:
+    """How create_app's runtime is opened: the knobs tests and embedders turn."""
+
+    start_scheduler: bool
+    opener: Opener | None
+    clock: Callable[[], datetime]
+    state_deadline: float
+    run_deadline: float | None
+    refresh_every: float | None
+    metric_parts: Sequence[CollectorPart]
+
+
 def create_app(
     config: Config,
     *,
@@ -77,20 +91,13 @@ def create_app(
     `metric_parts` adds collector parts after the reconciliation and process ones.
     """
     tokens = TokenCheck.from_config(config.api)
+    options = RuntimeOptions(
+        start_scheduler, opener, clock, state_deadline, run_deadline, refresh_every, metric_parts
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with _open_runtime(
-            config,
-            tokens,
-            start_scheduler=start_scheduler,
-            opener=opener,
-            clock=clock,
-            state_deadline=state_deadline,
-            run_deadline=run_deadline,
-            refresh_every=refresh_every,
-            metric_parts=metric_parts,
-        ) as rt:
+        async with _open_runtime(config, tokens, options) as rt:
             app.state.runtime = rt
             app.state.audit = rt.audit
             yield
@@ -152,19 +159,11 @@ def _retrying_stores(config: Config) -> list[str]:
 
 @asynccontextmanager
 async def _open_runtime(
-    config: Config,
-    tokens: TokenCheck,
-    *,
-    start_scheduler: bool,
-    opener: Opener | None,
-    clock: Callable[[], datetime],
-    state_deadline: float,
-    run_deadline: float | None,
-    refresh_every: float | None,
-    metric_parts: Sequence[CollectorPart],
+    config: Config, tokens: TokenCheck, options: RuntimeOptions
 ) -> AsyncIterator[Runtime]:
+    start_scheduler, opener, clock = options.start_scheduler, options.opener, options.clock
     state = await StateStore.open(
-        config.state, deadline=state_deadline, pool_max=max(4, len(config.checks) + 2)
+        config.state, deadline=options.state_deadline, pool_max=max(4, len(config.checks) + 2)
     )
     adapters = AdapterPool(config.checks, opener)
     snapshots = SnapshotCache(state, config.checks, clock)
@@ -174,7 +173,7 @@ async def _open_runtime(
         adapters,
         sample_keys=config.api.sample_keys,
         clock=clock,
-        deadline=run_deadline,
+        deadline=options.run_deadline,
         on_change=snapshots.refresh,
     )
     # A plain function is a data clock (a test's frozen time): the jobs then fire on the
@@ -187,7 +186,7 @@ async def _open_runtime(
     async def source_of(check: Check) -> StoreAdapter:
         return (await adapters.get(check.name)).source
 
-    refresh = _refresh_period(config, refresh_every)
+    refresh = _refresh_period(config, options.refresh_every)
     stack = AsyncExitStack()
     try:
         # The audit reloads its parts (and judges ledger deadlines) as often as the run
@@ -212,7 +211,7 @@ async def _open_runtime(
                 process_part(__version__),
                 background_part,
                 *audit.parts,
-                *metric_parts,
+                *options.metric_parts,
                 store_retries_part(_retrying_stores(config)),
                 own_part(sorted(config.stores)),
             ]
