@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime, timedelta
 
 from driftgauge.config.runtime import Check
@@ -27,6 +28,7 @@ class CheckBusy(DriftgaugeError):
     """A run of this check is already in progress (here or on another replica)."""
 
 
+@dataclass(eq=False)
 class TickRunner:
     """Run scheduled ticks and manual runs, never two runs of one check at once.
 
@@ -34,38 +36,30 @@ class TickRunner:
     advisory lock does, and the run table accepts one run per scheduled tick.
     """
 
-    def __init__(
-        self,
-        checks: Mapping[str, Check],
-        state: StateStore,
-        adapters: AdapterPool,
-        *,
-        sample_keys: int = 100,
-        clock: Callable[[], datetime] = utc_now,
-        deadline: float | None = None,
-        on_change: Listener | None = None,
-        key_hash: Callable[[Check], KeyHasher | None] | None = None,
-    ) -> None:
-        self._checks = checks
-        self._state = state
-        self._adapters = adapters
-        self._sample_keys = sample_keys
-        self._clock = clock
-        self._deadline = deadline
-        self.exclusions: ExclusionSource | None = None
-        """Set by the app once the run ledger is open; runs then excuse what it reports."""
-        self._on_change = on_change
-        self._key_hash = key_hash
-        self._locks = {name: asyncio.Lock() for name in checks}
-        self._tasks: set[asyncio.Task[object]] = set()
+    checks: Mapping[str, Check]
+    state: StateStore
+    adapters: AdapterPool
+    _: KW_ONLY
+    sample_keys: int = 100
+    clock: Callable[[], datetime] = utc_now
+    deadline: float | None = None
+    on_change: Listener | None = None
+    key_hash: Callable[[Check], KeyHasher | None] | None = None
+    exclusions: ExclusionSource | None = field(default=None, init=False)
+    """Set by the app once the run ledger is open; runs then excuse what it reports."""
+    _locks: dict[str, asyncio.Lock] = field(init=False)
+    _tasks: set[asyncio.Task[object]] = field(default_factory=set, init=False)
+
+    def __post_init__(self) -> None:
+        self._locks = {name: asyncio.Lock() for name in self.checks}
 
     def busy(self, check: str) -> bool:
         """Return True while this process runs the check."""
         return self._locks[check].locked()
 
     def _deadline_for(self, period: timedelta) -> float:
-        if self._deadline is not None:
-            return self._deadline
+        if self.deadline is not None:
+            return self.deadline
         return max(MIN_DEADLINE, period).total_seconds()
 
     async def tick(self, spec: JobSpec, scheduled_for: datetime) -> str:
@@ -82,21 +76,21 @@ class TickRunner:
             await self._changed(spec.check)
 
     async def _tick(self, spec: JobSpec, scheduled_for: datetime) -> str:
-        check = self._checks[spec.check]
+        check = self.checks[spec.check]
         lock = self._locks[check.name]
         if lock.locked():
             log.info("tick skipped: the check is already running here")
             return "busy"
         async with lock:
             try:
-                async with self._state.check_lock(check.name) as got:
+                async with self.state.check_lock(check.name) as got:
                     if not got:
                         log.info("tick skipped: another replica is running the check")
                         return "busy"
-                    now = self._clock()
+                    now = self.clock()
                     period = spec.period(now)
                     start, end = window_for(check, spec.kind, now)
-                    run_id = await self._state.claim_tick(
+                    run_id = await self.state.claim_tick(
                         check.name,
                         start,
                         end,
@@ -130,15 +124,15 @@ class TickRunner:
         """Run the begun run `run_id` with this runner's stores, deadline and exclusions."""
         return await run_check(
             check,
-            self._adapters.getter(check.name),
-            self._state,
+            self.adapters.getter(check.name),
+            self.state,
             start,
             end,
             trigger=trigger,
             now=now,
-            sample_keys=self._sample_keys,
+            sample_keys=self.sample_keys,
             deadline=self._deadline_for(period),
-            key_hash=self._key_hash(check) if self._key_hash is not None else None,
+            key_hash=self.key_hash(check) if self.key_hash is not None else None,
             exclusions=self.exclusions,
             run_id=run_id,
         )
@@ -164,7 +158,7 @@ class TickRunner:
     async def _manual(
         self, check_name: str, kind: str, window: str, begun: asyncio.Future[int]
     ) -> None:
-        check = self._checks[check_name]
+        check = self.checks[check_name]
         try:
             with log_context(check=check_name, job=kind):
                 await self._run_manual(check, kind, window, begun)
@@ -184,12 +178,12 @@ class TickRunner:
         lock = self._locks[check.name]
         if lock.locked():
             raise CheckBusy(f"check {check.name!r} is already running")
-        async with lock, self._state.check_lock(check.name) as got:
+        async with lock, self.state.check_lock(check.name) as got:
             if not got:
                 raise CheckBusy(f"check {check.name!r} is running on another replica")
-            now = self._clock()
+            now = self.clock()
             start, end = window_for(check, window, now)
-            run_id = await self._state.begin_run(
+            run_id = await self.state.begin_run(
                 check.name, start, end, trigger=kind, started_at=now
             )
             begun.set_result(run_id)
@@ -208,10 +202,10 @@ class TickRunner:
                 log.error("run task failed", extra={"error": f"{type(exc).__name__}: {exc}"})
 
     async def _changed(self, check: str) -> None:
-        if self._on_change is None:
+        if self.on_change is None:
             return
         try:
-            await self._on_change(check)
+            await self.on_change(check)
         except DriftgaugeError as exc:
             log.warning("refreshing results after a run failed", extra={"error": str(exc)})
 
