@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import random
+from datetime import timedelta
 
 from driftgauge.encoding import iblt, sizing
+from driftgauge.engine.reconcile import reconcile
+from driftgauge.engine.result import BucketResult
+from driftgauge.jobs.first_pass import digest_width
+from driftgauge.state.codec import StoredBucket
 from driftgauge.stores.memory import DigestMemoryAdapter
 from driftgauge.stores.opensearch.adapter import OpenSearchAdapter
 from driftgauge.stores.postgres.adapter import PostgresAdapter
+
+from .engine_helpers import BASE, NOW, day_rows, make_check
 
 
 def _pairs(rng: random.Random, n: int) -> list[tuple[int, int]]:
@@ -46,3 +53,51 @@ def test_each_store_says_how_wide_a_day_it_builds() -> None:
     # Painless fills a bucket per cell: OpenSearch keeps the pass's cap.
     assert iblt.widest(OpenSearchAdapter) == iblt.MAX_WIDTH
     assert iblt.widest(object()) == iblt.MAX_WIDTH
+
+
+class _History:
+    """A state store's stored day verdicts, as digest_width reads them."""
+
+    def __init__(self, buckets: list[BucketResult]) -> None:
+        self.buckets = buckets
+
+    async def day_buckets(self, *_: object) -> list[StoredBucket]:
+        return [StoredBucket(1, NOW, b) for b in self.buckets]
+
+
+async def test_a_day_no_pass_table_holds_does_not_widen_every_days_table() -> None:
+    check = make_check()
+    end = BASE + timedelta(days=3)
+    dense = BucketResult(start=BASE, status="drift", missing=4174, extra=4174, mismatched=4174)
+    light = BucketResult(start=BASE, status="drift", missing=300, extra=10, mismatched=100)
+    healthy = BucketResult(start=BASE, status="ok")
+
+    async def width(*days: BucketResult) -> int:
+        return await digest_width(_History(list(days)), check, BASE, end)  # type: ignore[arg-type]
+
+    # The dense day is scanned again at its own width (engine.resize) whatever the pass's.
+    assert await width(dense, light, healthy) == iblt.width_for(510)
+    assert await width(dense, healthy) == sizing.ESTIMATE_WIDTH
+    assert await width(light, healthy) == iblt.width_for(510)
+    assert await width(healthy) == iblt.DEFAULT_WIDTH
+    heavy = BucketResult(start=BASE, status="drift", missing=5000, mismatched=400)
+    assert await width(heavy, healthy) == iblt.width_for(5800) < iblt.MAX_WIDTH
+
+
+async def test_a_dense_day_sized_out_of_the_pass_peels_on_its_second_scan() -> None:
+    src = day_rows(0, 3000) + day_rows(1, 3000)
+    rdr = src[:2000] + src[3000:]  # day 0: 1,000 missing, more than a 256-cell table holds
+    s_ad, r_ad = DigestMemoryAdapter(src), DigestMemoryAdapter(rdr)
+    result = await reconcile(
+        make_check(drilldown="{leaf_rows: 20}"),
+        s_ad,
+        r_ad,
+        BASE,
+        BASE + timedelta(days=2),
+        now=NOW,
+        digest_width=sizing.ESTIMATE_WIDTH,
+    )
+    assert [b.missing for b in result.buckets] == [1000, 0]
+    cells = [c for c in s_ad.calls if c.startswith("days+cells")]
+    assert cells[0] == f"days+cells:{sizing.ESTIMATE_WIDTH}" and len(cells) == 2
+    assert "rows" in s_ad.calls and not any(c.startswith("slots") for c in s_ad.calls)

@@ -19,6 +19,9 @@ FIRST_RUN_CELLS = 1 << 16
 MARGIN = 1.5
 """A second try sizes for this many times the estimate: the estimate is off by a few %
 at wide tables and by about 15% (one standard deviation) at the narrowest."""
+ESTIMATE_WIDTH = 256
+"""Cells per sub-table of a pass when a stored day differed by more than a pass holds:
+enough for that day's table to estimate its rows within about 10% for its second scan."""
 PEEL_LIMIT = 1.3
 """Cells per differing row below which a K=3 table almost never peels (the limit is 1.23)."""
 

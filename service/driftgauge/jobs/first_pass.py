@@ -53,16 +53,20 @@ async def digest_width(
 ) -> int:
     """Return the difference digests' sub-table width: from the most a stored day differed by.
 
-    A mismatched key is two differing rows (one a side). Without a judged day to size
-    from, or with unreadable history, a first run's width (see encoding.sizing); a day
-    that then differs by more is scanned again at a width its table estimates.
+    A mismatched key is two differing rows (one a side). A day more than a pass's table
+    holds does not size it: it is scanned again at its own width. Without a judged day to
+    size from, or with unreadable history, a first run's width (see encoding.sizing); a
+    day that then differs by more is scanned again at a width its table estimates.
     """
     stored = await _stored(state, check, window_start, window_end, "first-run digest width")
     buckets = [b.bucket for b in stored or []]
-    most = max(
-        (b.missing + b.extra + 2 * (b.mismatched + b.duplicates) for b in buckets), default=0
-    )
-    width = max(iblt.DEFAULT_WIDTH, iblt.width_for(most))
+    drifts = [b.missing + b.extra + 2 * (b.mismatched + b.duplicates) for b in buckets]
+    # A day more than a pass's widest table holds is scanned again at its own width
+    # (engine.resize): sizing the pass for it would make every day pay for its cells.
+    held = [d for d in drifts if iblt.width_for(d) < iblt.MAX_WIDTH]
+    width = max(iblt.DEFAULT_WIDTH, iblt.width_for(max(held, default=0)))
+    if len(held) < len(drifts):
+        width = max(width, sizing.ESTIMATE_WIDTH)
     if not any(b.status in ("ok", "drift") for b in buckets):
         days = len(plan.day_starts(window_start, window_end, check.timezone))
         width = max(width, sizing.first_width(days))
