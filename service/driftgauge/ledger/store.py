@@ -36,6 +36,21 @@ _RUN_FIELDS = (
     "closed_at",
     "status",
 )
+# The ledger metrics' reads, each over the jobs ($1): latest window, open breaches,
+# breaches and closed runs per job, and what retention pruned of the last two (rows
+# deleted by retention still count: these counters must never go down).
+_SNAPSHOT_QUERIES = (
+    "SELECT DISTINCT ON (job) job, window_day FROM ledger_windows"
+    " WHERE job = ANY($1::text[]) ORDER BY job, window_day DESC",
+    "SELECT job, rule, count(*) AS n, min(window_day) AS oldest FROM ledger_breaches"
+    " WHERE job = ANY($1::text[]) AND active GROUP BY job, rule",
+    "SELECT job, rule, count(*) AS n FROM ledger_breaches"
+    " WHERE job = ANY($1::text[]) GROUP BY job, rule",
+    "SELECT job, status, count(*) AS n, max(closed_at) AS last FROM ledger_runs"
+    " WHERE job = ANY($1::text[]) AND closed_at IS NOT NULL GROUP BY job, status",
+    "SELECT series, name, label, n FROM pruned_counts"
+    " WHERE series IN ('ledger_runs', 'ledger_breaches') AND name = ANY($1::text[])",
+)
 _RUN_COLUMNS = ", ".join((*_RUN_FIELDS, "summary"))
 
 
@@ -419,34 +434,9 @@ class LedgerStore:
 
     async def snapshot(self, jobs: list[str]) -> LedgerSnapshot:
         """Return the latest window verdicts and counts that the ledger metrics export."""
-        async with self._db.conn("read ledger metrics") as conn:
-            latest = await conn.fetch(
-                "SELECT DISTINCT ON (job) job, window_day FROM ledger_windows"
-                " WHERE job = ANY($1::text[]) ORDER BY job, window_day DESC",
-                jobs,
-            )
-            active = await conn.fetch(
-                "SELECT job, rule, count(*) AS n, min(window_day) AS oldest FROM ledger_breaches"
-                " WHERE job = ANY($1::text[]) AND active GROUP BY job, rule",
-                jobs,
-            )
-            counts = await conn.fetch(
-                "SELECT job, rule, count(*) AS n FROM ledger_breaches"
-                " WHERE job = ANY($1::text[]) GROUP BY job, rule",
-                jobs,
-            )
-            runs = await conn.fetch(
-                "SELECT job, status, count(*) AS n, max(closed_at) AS last FROM ledger_runs"
-                " WHERE job = ANY($1::text[]) AND closed_at IS NOT NULL GROUP BY job, status",
-                jobs,
-            )
-            # Rows deleted by retention still count: these counters must never go down.
-            pruned = await conn.fetch(
-                "SELECT series, name, label, n FROM pruned_counts"
-                " WHERE series IN ('ledger_runs', 'ledger_breaches')"
-                " AND name = ANY($1::text[])",
-                jobs,
-            )
+        latest, active, counts, runs, pruned = await self._db.fetch_each(
+            "read ledger metrics", _SNAPSHOT_QUERIES, jobs
+        )
         last: dict[str, datetime] = {}
         for r in runs:
             last[r["job"]] = max(last.get(r["job"], r["last"]), r["last"])

@@ -13,6 +13,13 @@ from driftgauge.signals.volume import VolumeDay, VolumeStatus
 from driftgauge.stores.postgres.io import PgCalls
 
 SAMPLE_VALUES = 100
+# The vocabulary and volume metrics' reads, each over the checks ($1).
+_SNAPSHOT_QUERIES = (
+    "SELECT check_name, field, unmatched_values, unmatched_rows"
+    " FROM vocabulary_results WHERE check_name = ANY($1::text[])",
+    "SELECT check_name, day, status, history_days"
+    " FROM volume_results WHERE check_name = ANY($1::text[])",
+)
 
 
 @dataclass(frozen=True)
@@ -120,18 +127,9 @@ class SignalsStore:
 
     async def snapshot(self, checks: Sequence[str]) -> SignalsSnapshot:
         """Return what the vocabulary and volume metrics export."""
-        names = list(checks)
-        async with self._db.conn("read vocabulary and volume metrics") as conn:
-            vocab = await conn.fetch(
-                "SELECT check_name, field, unmatched_values, unmatched_rows"
-                " FROM vocabulary_results WHERE check_name = ANY($1::text[])",
-                names,
-            )
-            vol = await conn.fetch(
-                "SELECT check_name, day, status, history_days"
-                " FROM volume_results WHERE check_name = ANY($1::text[])",
-                names,
-            )
+        vocab, vol = await self._db.fetch_each(
+            "read vocabulary and volume metrics", _SNAPSHOT_QUERIES, list(checks)
+        )
         return SignalsSnapshot(
             vocabulary={
                 (r["check_name"], r["field"]): (r["unmatched_values"], r["unmatched_rows"])

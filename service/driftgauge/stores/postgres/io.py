@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
@@ -143,6 +143,11 @@ class PgCalls:
         """Run one query named `what` on a connection of its own; return its records."""
         async with self.conn(what, scale=scale) as conn:
             return list(await conn.fetch(query, *args))
+
+    async def fetch_each(self, what: str, queries: Sequence[str], *args: Any) -> list[list[Any]]:
+        """Run each query with the same parameters on one connection; return their records."""
+        async with self.conn(what) as conn:
+            return [list(await conn.fetch(query, *args)) for query in queries]
 
     async def fetchrow(self, what: str, query: str, *args: Any, scale: float = 1.0) -> Any:
         """Run one query named `what`; return its first record, or None."""
