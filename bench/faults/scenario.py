@@ -245,13 +245,28 @@ class Simulation:
         steps.append((at(day, 9), self._probe))
         for moment, step in sorted(steps, key=lambda s: s[0]):
             self.clock.advance_to(moment)
+            await self._caught_up()
             await step()
             await self._run_due()
+
+    async def _caught_up(self) -> None:
+        """Refresh the index, as the simulated time since the last step would have.
+
+        Simulated hours pass here in milliseconds, while OpenSearch makes writes visible
+        on its own refresh, every second: a job killed before its own refresh would
+        otherwise still hide its last writes from a run "hours" later, and from that run's
+        first query but not its next ones.
+        """
+        try:
+            await self.client.indices.refresh(index=self.index)
+        except Exception as exc:  # a read-only or missing index: its reads say the rest
+            log.warning("refresh failed", extra={"error": f"{type(exc).__name__}: {exc}"})
 
     async def _run_due(self) -> None:
         """Run the reconciliations the run-closed hook scheduled, each at its own time."""
         for pending in self.hook.pending:
             self.clock.advance_to(pending.run_at)
+            await self._caught_up()
             await self.hook.run_due(self.clock.base)
 
     async def _sync(self, day: int) -> None:
