@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import date, datetime, timedelta
 from typing import Annotated, Any, Literal
 
@@ -27,7 +28,9 @@ from driftgauge.config.runtime import Check
 from driftgauge.core import buckets
 from driftgauge.core.bounds import day_problem, iso_day
 from driftgauge.core.errors import StoreTimeout, UnknownCheck
-from driftgauge.engine.live import compare_prefixes
+from driftgauge.engine.live import compare_hours, compare_prefixes
+from driftgauge.engine.plan import next_day
+from driftgauge.engine.result import Node, needs_drill
 from driftgauge.routing import Offset
 from driftgauge.state.codec import StoredBucket
 from driftgauge.state.payloads import RunOut
@@ -101,6 +104,22 @@ def _hour_range(
         return buckets.resolve_hour(hour, day, check.timezone)
     except ValueError as exc:
         raise _bad(where, "hour", hour, str(exc)) from None
+
+
+async def _live(rt: Runtime, c: Check, query: Callable[[], Awaitable[list[Node]]]) -> list[Node]:
+    """Run one live drill-down query on both stores: a few at once, else 429; bounded in time."""
+    if rt.live.locked():
+        raise HTTPException(
+            429,
+            f"live: {rt.config.api.live_concurrency} live drill-downs are running; retry later",
+            headers={"Retry-After": str(LIVE_RETRY_AFTER)},
+        )
+    try:
+        # Taken with no await since the check above, so the slot count is exact.
+        async with rt.live, asyncio.timeout(LIVE_DEADLINE):
+            return await query()
+    except TimeoutError:
+        raise StoreTimeout(c.name, f"live drill-down exceeded {LIVE_DEADLINE:g}s") from None
 
 
 @router.get("/checks", response_model=ChecksOut, tags=["checks"])
@@ -180,12 +199,26 @@ async def _stored_day(rt: Runtime, c: Check, day: date) -> StoredBucket:
     return stored
 
 
-@router.get("/checks/{check}/days/{day}", response_model=DayOut, tags=["drill-down"])
+@router.get(
+    "/checks/{check}/days/{day}",
+    response_model=DayOut,
+    tags=["drill-down"],
+    responses=answers(429, 502, 504),
+)
 async def get_day(rt: Reader, check: CheckName, day: Day) -> DayOut:
     """Return one day bucket and its hours (plus prefixes split over the whole day)."""
     c = _check(rt, check)
     stored = await _stored_day(rt, c, _day_ok(rt, "path", "day", day))
     hours, prefixes = await rt.state.day_nodes(stored.run_id, day)
+    b = stored.bucket
+    if not hours and not prefixes and needs_drill(b.source, b.reader):
+        # A peeled day keeps its differing rows, not hour nodes: ask both stores for the
+        # day's hours, as a live drill-down does (a few at once, else 429).
+        sides = await rt.adapters.get(c.name)
+        end = next_day(b.start, c.timezone)
+        hours = await _live(
+            rt, c, lambda: compare_hours(c, sides.source, sides.reader, b.start, end)
+        )
     return DayOut(
         check=c.name,
         bucket=stored.payload(),
@@ -242,22 +275,15 @@ async def get_hour(
         prefixes=[],
     )
     if live:
-        if rt.live.locked():
-            raise HTTPException(
-                429,
-                f"live: {rt.config.api.live_concurrency} live drill-downs are running; retry later",
-                headers={"Retry-After": str(LIVE_RETRY_AFTER)},
-            )
         depth = len(prefix) + 1 if prefix else 1
-        try:
-            # Taken with no await since the check above, so the slot count is exact.
-            async with rt.live, asyncio.timeout(LIVE_DEADLINE):
-                sides = await rt.adapters.get(c.name)
-                nodes = await compare_prefixes(
-                    c, sides.source, sides.reader, start, end, depth, [prefix] if prefix else None
-                )
-        except TimeoutError:
-            raise StoreTimeout(c.name, f"live drill-down exceeded {LIVE_DEADLINE:g}s") from None
+        sides = await rt.adapters.get(c.name)
+        nodes = await _live(
+            rt,
+            c,
+            lambda: compare_prefixes(
+                c, sides.source, sides.reader, start, end, depth, [prefix] if prefix else None
+            ),
+        )
         out.prefixes = [n.payload() for n in nodes]
         out.differs = any(n.differs for n in nodes)
         return out
