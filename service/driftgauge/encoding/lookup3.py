@@ -20,18 +20,12 @@ def _rot(x: int, k: int) -> int:
 
 
 def _mix(a: int, b: int, c: int) -> tuple[int, int, int]:
-    a = ((a - c) & MASK32) ^ _rot(c, 4)
-    c = (c + b) & MASK32
-    b = ((b - a) & MASK32) ^ _rot(a, 6)
-    a = (a + c) & MASK32
-    c = ((c - b) & MASK32) ^ _rot(b, 8)
-    b = (b + a) & MASK32
-    a = ((a - c) & MASK32) ^ _rot(c, 16)
-    c = (c + b) & MASK32
-    b = ((b - a) & MASK32) ^ _rot(a, 19)
-    a = (a + c) & MASK32
-    c = ((c - b) & MASK32) ^ _rot(b, 4)
-    b = (b + a) & MASK32
+    # lookup3's mix is six rounds of one step, the roles of a, b and c turning each round
+    # (a from c then c += b; b from a then a += c; c from b then b += a): two full turns.
+    for k in (4, 6, 8, 16, 19, 4):
+        a = ((a - c) & MASK32) ^ _rot(c, k)
+        c = (c + b) & MASK32
+        a, b, c = b, c, a
     return a, b, c
 
 
