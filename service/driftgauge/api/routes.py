@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import date, datetime, timedelta
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -74,6 +74,8 @@ def _write(request: Request) -> Runtime:
 Reader = Annotated[Runtime, Depends(_read)]
 Writer = Annotated[Runtime, Depends(_write)]
 
+T = TypeVar("T")
+
 
 def _check(rt: Runtime, name: str) -> Check:
     check = rt.config.checks.get(name)
@@ -81,6 +83,13 @@ def _check(rt: Runtime, name: str) -> Check:
         known = ", ".join(sorted(rt.config.checks)) or "none"
         raise UnknownCheck(f"check: unknown check {name!r} (configured: {known})")
     return check
+
+
+def _found(value: T | None, detail: str) -> T:
+    """Return `value`; answer 404 with `detail` (which names the field) when there is none."""
+    if value is None:
+        raise HTTPException(404, detail)
+    return value
 
 
 def _bad(where: str, name: str, value: Any, message: str) -> RequestValidationError:
@@ -132,14 +141,13 @@ async def list_checks(rt: Reader) -> ChecksOut:
             rt.state.latest_finished_run(name), rt.state.latest_success(name)
         )
         sched = check.schedule
-        last_run = finished.payload() if finished else None
         out.append(
             CheckOut(
                 name=name,
                 description=check.description,
-                status=last_run.status if last_run else None,
+                status=finished.status if finished else None,
                 running=latest[name].status == "running" if name in latest else False,
-                last_run=last_run,
+                last_run=finished,
                 last_success_at=(
                     success.finished_at.isoformat() if success and success.finished_at else None
                 ),
@@ -194,9 +202,7 @@ async def list_days(
 
 async def _stored_day(rt: Runtime, c: Check, day: date) -> StoredBucket:
     stored = await rt.state.day_bucket(c.name, day, c.timezone)
-    if stored is None:
-        raise HTTPException(404, f"day: no completed run of check {c.name!r} covers {day}")
-    return stored
+    return _found(stored, f"day: no completed run of check {c.name!r} covers {day}")
 
 
 @router.get(
@@ -366,7 +372,7 @@ async def list_runs(rt: Reader, check: CheckName, limit: Limit = 50, offset: Off
     """Return the check's runs, newest first."""
     c = _check(rt, check)
     runs = await rt.state.runs(c.name, limit=limit, offset=offset)
-    return RunsOut(check=c.name, runs=[r.payload() for r in runs])
+    return RunsOut(check=c.name, runs=runs)
 
 
 @router.get("/checks/{check}/runs/{run_id}", response_model=RunOut, tags=["runs"])
@@ -376,9 +382,7 @@ async def get_run(
     """Return one run of the check."""
     c = _check(rt, check)
     run = await rt.state.run(c.name, run_id)
-    if run is None:
-        raise HTTPException(404, f"run_id: check {c.name!r} has no run {run_id}")
-    return run.payload()
+    return _found(run, f"run_id: check {c.name!r} has no run {run_id}")
 
 
 @router.post(

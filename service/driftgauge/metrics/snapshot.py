@@ -13,7 +13,8 @@ from driftgauge.config.runtime import Check
 from driftgauge.core.clock import utc_now
 from driftgauge.core.errors import StateError
 from driftgauge.engine.result import BucketResult
-from driftgauge.state.codec import RunRow, StoredBucket
+from driftgauge.state.codec import StoredBucket
+from driftgauge.state.payloads import RunOut
 from driftgauge.state.store import StateStore
 
 
@@ -23,9 +24,9 @@ class CheckSnapshot:
 
     check: str
     schedule_seconds: float | None = None
-    last_run: RunRow | None = None
+    last_run: RunOut | None = None
     """The latest finished run, completed or failed."""
-    last_success: RunRow | None = None
+    last_success: RunOut | None = None
     """The latest completed run with no bucket in error."""
     run_counts: Mapping[str, int] = field(default_factory=dict)
     buckets: tuple[BucketResult, ...] = ()

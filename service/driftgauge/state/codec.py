@@ -51,40 +51,8 @@ SAMPLE_COLUMNS = (
 )
 
 
-@dataclass(frozen=True)
-class RunRow:
-    """One row of the run table: who ran which check over which window, and how it ended."""
-
-    id: int
-    check: str
-    trigger: str
-    window_start: datetime
-    window_end: datetime
-    scheduled_for: datetime | None
-    started_at: datetime
-    finished_at: datetime | None
-    status: str
-    complete: bool
-    error: str | None
-    duration_seconds: float | None
-    queries: int
-    rows_fetched: int
-    replica: str
-    row_hash: str = "md5"
-    """The hash the run's digests were computed with."""
-
-    def payload(self) -> RunOut:
-        """Return the run as the payload the API shows (instants in ISO 8601)."""
-        return RunOut(
-            **{
-                name: value.isoformat() if isinstance(value, datetime) else value
-                for name, value in vars(self).items()
-            }
-        )
-
-
 # The runs table calls the check `check_name`; every other column is the field's name.
-_RUN_COLUMN_NAMES = tuple("check_name" if f.name == "check" else f.name for f in fields(RunRow))
+_RUN_COLUMN_NAMES = tuple("check_name" if f.name == "check" else f.name for f in fields(RunOut))
 RUN_COLUMNS = ", ".join(_RUN_COLUMN_NAMES)
 
 
@@ -128,9 +96,9 @@ def digest_param(value: int) -> Decimal:
     return Decimal(value)
 
 
-def run_row(rec: Mapping[str, Any]) -> RunRow:
-    """Return a RunRow from a record of RUN_COLUMNS."""
-    return RunRow(*(rec[column] for column in _RUN_COLUMN_NAMES))
+def run_row(rec: Mapping[str, Any]) -> RunOut:
+    """Return a run from a record of RUN_COLUMNS."""
+    return RunOut(*(rec[column] for column in _RUN_COLUMN_NAMES))
 
 
 def bucket_args(run_id: int, bucket: BucketResult, tz: ZoneInfo | None) -> tuple[Any, ...]:
