@@ -327,8 +327,14 @@ async def test_api_walk_reaches_the_planted_keys(stack: Stack) -> None:
     async with httpx.AsyncClient(base_url=f"{url}/api/v1/checks/reviews", timeout=30) as http:
         days = (await http.get("/days")).json()["days"]
         assert {d["day"] for d in days} >= {d.isoformat() for d in stack.days}
-        detail = (await http.get(f"/days/{day}")).json()
+        stored = (await http.get(f"/days/{day}")).json()
+        assert stored["bucket"]["missing"] == 2
+        # The day was peeled from its digests: its hours come only live, with the token.
+        assert stored["hours"] == [] and stored["hours_live_only"] is True
+        assert (await http.get(f"/days/{day}", params={"live": "true"})).status_code == 401
+        detail = (await http.get(f"/days/{day}", params={"live": "true"}, headers=AUTH)).json()
         assert detail["bucket"]["missing"] == 2
+        assert detail["live"] is True and detail["hours_live_only"] is False
         hours = [datetime.fromisoformat(h["label"]).hour for h in detail["hours"] if h["differs"]]
         assert hours
         for hour in hours:

@@ -28,8 +28,18 @@ class DayOut(BaseModel):
 
     check: str
     bucket: BucketOut
-    hours: list[NodeOut]
-    prefixes: list[NodeOut]
+    live: bool = Field(description="The hours were computed from both stores (live=true).")
+    hours_live_only: bool = Field(
+        description="The day differs but the run kept no hour nodes for it (its differences "
+        "were peeled from the day's digests), so `hours` is empty: ask again with live=true "
+        "and a bearer token to compute the hours from both stores."
+    )
+    hours: list[NodeOut] = Field(
+        description="The stored run's hour nodes, or with live=true the hours from both stores."
+    )
+    prefixes: list[NodeOut] = Field(
+        description="The stored run's key-hash prefixes split over the whole day."
+    )
 
 
 class HourOut(BaseModel):

@@ -211,15 +211,33 @@ async def _stored_day(rt: Runtime, c: Check, day: date) -> StoredBucket:
     tags=["drill-down"],
     responses=answers(429, 502, 504),
 )
-async def get_day(rt: Reader, check: CheckName, day: Day) -> DayOut:
+async def get_day(
+    request: Request,
+    rt: Reader,
+    check: CheckName,
+    day: Day,
+    live: Annotated[
+        bool,
+        Query(
+            description="Compute the day's hours from both stores instead of the stored run "
+            "(needs a bearer token; at most api.live_concurrency at once, else 429). "
+            "Without it a day whose differences were peeled from its digests lists no "
+            "hours and says hours_live_only."
+        ),
+    ] = False,
+) -> DayOut:
     """Return one day bucket and its hours (plus prefixes split over the whole day)."""
     c = _check(rt, check)
-    stored = await _stored_day(rt, c, _day_ok(rt, "path", "day", day))
+    _day_ok(rt, "path", "day", day)
+    if live:
+        # A live drill-down queries both stores: only token holders, and only a few at once.
+        rt.tokens.require(request)
+    stored = await _stored_day(rt, c, day)
     hours, prefixes = await rt.state.day_nodes(stored.run_id, day)
     b = stored.bucket
-    if not hours and not prefixes and needs_drill(b.source, b.reader):
-        # A peeled day keeps its differing rows, not hour nodes: ask both stores for the
-        # day's hours, as a live drill-down does (a few at once, else 429).
+    # A peeled day keeps its differing rows, not hour nodes: its hours come only live.
+    peeled = not hours and not prefixes and needs_drill(b.source, b.reader)
+    if live:
         sides = await rt.adapters.get(c.name)
         end = next_day(b.start, c.timezone)
         hours = await _live(
@@ -228,6 +246,8 @@ async def get_day(rt: Reader, check: CheckName, day: Day) -> DayOut:
     return DayOut(
         check=c.name,
         bucket=stored.payload(),
+        live=live,
+        hours_live_only=peeled and not live,
         hours=[h.payload() for h in hours],
         prefixes=[p.payload() for p in prefixes],
     )

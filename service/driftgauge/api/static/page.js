@@ -179,13 +179,19 @@ function bucketSummary(b) {
                      : null);
 }
 
-async function viewDay(check, day) {
-  const d = await api(`/checks/${enc(check)}/days/${day}`);
+async function viewDay(check, day, live) {
+  const d = await api(`/checks/${enc(check)}/days/${day}`, live ? { live: true } : {});
   const base = `/checks/${enc(check)}/days/${day}`;
+  // Hours computed live have no stored nodes below them: their hour views split live too.
+  const hourLink = (n) => `${base}/hours/${enc(hourParam(n.label))}${live ? "?live" : ""}`;
   return [h("h2", {}, `${check} · ${day}`), bucketSummary(d.bucket),
     h("h3", {}, "Hours"),
-    nodeTable(d.hours, (n) => `${base}/hours/${enc(hourParam(n.label))}`, "hour")
-      || h("p", { class: "note" }, "The run kept no hours for this day."),
+    live ? h("p", { class: "note" }, "Hours recomputed live from both stores.") : null,
+    nodeTable(d.hours, hourLink, "hour")
+      || (d.hours_live_only
+        ? h("p", { class: "note" }, "The run found this day's differences from its digests and ",
+            "kept no hours. ", link(`${base}?live`, "Compute the hours now (live, needs a token)"))
+        : h("p", { class: "note" }, "The run kept no hours for this day.")),
     d.prefixes.length ? h("h3", {}, "Prefixes over the whole day") : null,
     nodeTable(d.prefixes, (n) => `${base}/prefixes/${enc(n.label)}`, "prefix"),
     h("p", {}, link(`${base}/keys`, "All sampled keys of the day"))];
@@ -296,7 +302,7 @@ async function route() {
       parts = [h("h2", {}, `${c} · ${day}${query.get("hour") ? " · " + query.get("hour") : ""}`),
                ...(await keysPart(c, day, { hour: query.get("hour") }))];
     } else if (hour) parts = await viewHour(c, day, hour, live);
-    else if (day) parts = await viewDay(c, day);
+    else if (day) parts = await viewDay(c, day, live);
     else parts = await viewChecks(c);
     if (mine !== shown) return;  // a later navigation owns the view now
     view.replaceChildren(...parts.filter(Boolean));
