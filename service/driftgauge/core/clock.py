@@ -12,6 +12,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MICROSECOND = timedelta(microseconds=1)
+"""The resolution of event times: [t, t + MICROSECOND) holds exactly the rows at t."""
 
 
 def utc_now() -> datetime:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 
+from driftgauge.core.clock import MICROSECOND
 from driftgauge.encoding import iblt
 from driftgauge.encoding.digest import epoch_micros, from_epoch_micros
 from driftgauge.engine.plan import merge_ranges
@@ -16,14 +17,12 @@ Fetch = Callable[[Ranges, Ranges], Awaitable[tuple[list[RowHash], list[RowHash]]
 """Fetch the source's rows in the first sub-ranges and the reader's in the second."""
 Again = Callable[[iblt.Table, int], Awaitable[tuple[iblt.Table, iblt.Table, int] | None]]
 """Given a subtracted table that did not peel and its width: both sides' wider tables, or None."""
-_MICRO = timedelta(microseconds=1)
 
 
 def spans(entries: Sequence[iblt.Entry], sign: int) -> Ranges:
     """Return the one-microsecond sub-ranges holding one side's differing rows."""
-    return merge_ranges(
-        [(t, t + _MICRO) for t in {from_epoch_micros(e.micros) for e in entries if e.sign == sign}]
-    )
+    times = {from_epoch_micros(e.micros) for e in entries if e.sign == sign}
+    return merge_ranges([(t, t + MICROSECOND) for t in times])
 
 
 def select(

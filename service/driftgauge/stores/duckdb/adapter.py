@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from driftgauge.core import buckets as days
-from driftgauge.core.clock import EPOCH
+from driftgauge.core.clock import EPOCH, MICROSECOND
 from driftgauge.core.errors import StoreError
 from driftgauge.stores.duckdb import io, preflight
 from driftgauge.stores.duckdb.dialect import DUCKDB
@@ -16,8 +16,6 @@ from driftgauge.stores.duckdb.settings import DuckDBStore
 from driftgauge.stores.preflight import FieldSchema
 from driftgauge.stores.sql.adapter import DialectAdapter
 from driftgauge.stores.sql.results import ExportedRow
-
-_MICRO = timedelta(microseconds=1)
 
 
 class DuckDBAdapter(DialectAdapter):
@@ -51,7 +49,8 @@ class DuckDBAdapter(DialectAdapter):
         return (self._day_starts(start, end),)
 
     def _slot_args(self, start: datetime, step: timedelta) -> tuple[Any, ...]:
-        return step // _MICRO, (start - EPOCH) // _MICRO  # step and origin in microseconds
+        # The step and the origin, in microseconds.
+        return step // MICROSECOND, (start - EPOCH) // MICROSECOND
 
     def _day_slot_args(self, start: datetime, end: datetime, step: timedelta) -> tuple[Any, ...]:
         return self._day_starts(start, end), *self._slot_args(start, step)

@@ -12,6 +12,7 @@ import aiomysql
 from driftgauge.config.runtime import View
 from driftgauge.core import buckets
 from driftgauge.core.aggregate import Aggregate
+from driftgauge.core.clock import MICROSECOND
 from driftgauge.core.errors import StoreQueryError
 from driftgauge.encoding.digest import unsigned64
 from driftgauge.stores.base import (
@@ -30,7 +31,6 @@ from driftgauge.stores.sql.results import ExportedRow
 
 ZONE_RANGE = (datetime(1970, 1, 2, tzinfo=UTC), datetime(2038, 1, 18, tzinfo=UTC))
 """CONVERT_TZ leaves a time outside TIMESTAMP's range unconverted: days there are refused."""
-_MICRO = timedelta(microseconds=1)
 
 
 class MariaDBAdapter(DialectAdapter):
@@ -113,7 +113,7 @@ class MariaDBAdapter(DialectAdapter):
         return self._buckets([r | {"bucket": self._midnight(r["bucket"])} for r in rows])
 
     def _slot_args(self, start: datetime, step: timedelta) -> tuple[Any, ...]:
-        return step // _MICRO, start
+        return step // MICROSECOND, start
 
     def _slot_rows(self, rows: list[Any], start: datetime, step: timedelta) -> list[Any]:
         # The server numbers each slot from start: turn the number back into its instant.
@@ -131,7 +131,7 @@ class MariaDBAdapter(DialectAdapter):
             self._sql_day_slot,
             start,
             end,
-            step // _MICRO,
+            step // MICROSECOND,
             self.view.timezone.key,
             start,
         )

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 from driftgauge.config.runtime import View
 from driftgauge.core.aggregate import Aggregate
+from driftgauge.core.clock import MICROSECOND
 from driftgauge.encoding.digest import exported_key, unsigned64
 from driftgauge.stores.base import BucketDigest, LazySlots, RowHash, no_prefixes
 from driftgauge.stores.sql.dialect import SqlDialect
@@ -131,7 +132,6 @@ def rows_query(
     ), args
 
 
-_MICRO = timedelta(microseconds=1)
 POINTS_PER_SPAN = 16
 """A span at most this many microseconds long is asked as its instants."""
 
@@ -143,12 +143,12 @@ def instants(spans: Sequence[tuple[datetime, datetime]]) -> list[datetime] | Non
     """
     out: list[datetime] = []
     for lo, hi in spans:
-        if hi - lo > POINTS_PER_SPAN * _MICRO:
+        if hi - lo > POINTS_PER_SPAN * MICROSECOND:
             return None
         t = lo
         while t < hi:
             out.append(t)
-            t += _MICRO
+            t += MICROSECOND
     return out
 
 
