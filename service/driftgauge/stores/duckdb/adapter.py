@@ -21,7 +21,6 @@ from driftgauge.stores.sql.results import ExportedRow
 class DuckDBAdapter(DialectAdapter):
     """Read a DuckDB source (with exclusions) or a DuckDB reader view."""
 
-    kind = "duckdb"
     dialect = DUCKDB
     store_type = DuckDBStore
     store: DuckDBStore

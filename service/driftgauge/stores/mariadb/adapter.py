@@ -36,7 +36,6 @@ ZONE_RANGE = (datetime(1970, 1, 2, tzinfo=UTC), datetime(2038, 1, 18, tzinfo=UTC
 class MariaDBAdapter(DialectAdapter):
     """Read a MariaDB source (with exclusions) or a MariaDB reader view."""
 
-    kind = "mariadb"
     dialect = MARIADB
     store_type = MariaDBStore
     store: MariaDBStore

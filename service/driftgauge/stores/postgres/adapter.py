@@ -20,7 +20,6 @@ from driftgauge.stores.sql.results import ExportedRow
 class PostgresAdapter(DialectAdapter):
     """Read a PostgreSQL source (with exclusions) or a PostgreSQL reader view."""
 
-    kind = "postgres"
     dialect = POSTGRES
     store_type = PostgresStore
     store: PostgresStore

@@ -26,10 +26,10 @@ from driftgauge.stores.sql.results import ExportedRow
 
 
 class SqlAdapter(ReadAdapter):
-    """The base of the SQL adapters; a kind names itself, its store type and its queries."""
+    """The base of the SQL adapters; a kind names its dialect (queries and name) and store type."""
 
-    kind: ClassVar[str] = "sql"
-    """The store kind's name, in messages."""
+    dialect: ClassVar[SqlDialect] = SqlDialect()
+    """The kind's queries; its `name` is the store kind's name, in messages."""
     store_type: ClassVar[type[Any]] = object
     """The runtime store a view of this kind must name."""
     store: Store
@@ -47,7 +47,8 @@ class SqlAdapter(ReadAdapter):
     def store_of(cls, view: View) -> Any:
         """Return the view's store; ValueError when it is not a store of this kind."""
         if not isinstance(view.store, cls.store_type):
-            raise ValueError(f"a {cls.kind} view needs a {cls.kind} store")
+            kind = cls.dialect.name
+            raise ValueError(f"a {kind} view needs a {kind} store")
         return view.store
 
     def _compile(self) -> None:
@@ -67,7 +68,6 @@ class SqlAdapter(ReadAdapter):
 class DialectAdapter(SqlAdapter):
     """An SQL adapter that runs the shared dialect queries with positional arguments."""
 
-    dialect: ClassVar[SqlDialect] = SqlDialect()
     fetch_rows: ClassVar[int] = 2000
     """Rows per round trip of a row export's cursor."""
 
@@ -81,7 +81,7 @@ class DialectAdapter(SqlAdapter):
         cls.dialect.bucket_sql(view)  # refuse a malformed view before opening connections
         if pool is not None:
             return cls(view, pool, owns_pool=False)
-        return cls(view, await registry.kind_of(cls.kind).connect(store))
+        return cls(view, await registry.kind_of(cls.dialect.name).connect(store))
 
     def _compile(self) -> None:
         view = self.view
