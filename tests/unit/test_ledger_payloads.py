@@ -13,7 +13,6 @@ from driftgauge.configfile.loader import load_text
 from driftgauge.ledger.client import LedgerClientError, SyncLedgerClient, _Outbox
 from driftgauge.ledger.hooks import ReconcileOnClose
 from driftgauge.ledger.models import Batch, Counts, RunOpen, RunOut
-from driftgauge.ledger.rules import Tally
 
 T0 = datetime(2024, 5, 6, tzinfo=UTC)
 
@@ -99,7 +98,7 @@ def test_outbox_numbers_batches_and_tallies_outcomes() -> None:
     box.add_keys("written", ["a", "b", "c"])
     box.add_keys("no_match", {"d": "no_document"})
     box.add_count("skipped", 10, "no_join_key")
-    assert box.tally == Tally(written=3, no_match=1, skipped=10)
+    assert box.tally == Counts(written=3, no_match=1, skipped=10)
     assert box.full()
     first, second = box.take(), box.take()
     assert first is not None and second is not None and box.take() is None

@@ -7,10 +7,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from driftgauge.ledger.models import RULES
+from driftgauge.ledger.models import RULES, Counts
 from driftgauge.ledger.rules import (
     RunFacts,
-    Tally,
     WindowFacts,
     derive_status,
     evaluate,
@@ -25,7 +24,7 @@ def healthy_run(
     run_id: int = 1, written: int = 590, no_match: int = 10, skipped: int = 35
 ) -> RunFacts:
     """A run that wrote most rows and excused the rest with reasons (rates under 5%)."""
-    out = Tally(written=written, no_match=no_match, skipped=skipped)
+    out = Counts(written=written, no_match=no_match, skipped=skipped)
     return RunFacts(run_id, out.total, out, "success", out)
 
 
@@ -44,14 +43,14 @@ def test_a_window_without_any_run_is_a_missing_summary_once_due() -> None:
 
 
 def test_a_run_that_never_sent_a_summary_is_a_breach_not_no_data() -> None:
-    crashed = RunFacts(7, 635, Tally(written=168))
+    crashed = RunFacts(7, 635, Counts(written=168))
     found = evaluate(window(crashed), 0.05)
     assert set(found) == {"missing_summary"}
     assert "7" in found["missing_summary"]
 
 
 def test_a_crashed_run_beside_a_good_retry_still_breaches_missing_summary() -> None:
-    found = evaluate(window(RunFacts(1, 635, Tally(written=100)), healthy_run(2)), 0.05)
+    found = evaluate(window(RunFacts(1, 635, Counts(written=100)), healthy_run(2)), 0.05)
     assert set(found) == {"missing_summary"}
 
 
@@ -63,14 +62,14 @@ def test_three_summaries_in_one_window_are_duplicates() -> None:
 
 
 def test_failed_writes() -> None:
-    out = Tally(written=600, failed=35)
+    out = Counts(written=600, failed=35)
     found = evaluate(window(RunFacts(1, 635, out, "partial_failure", out)), 0.05)
     assert set(found) == {"failed_writes"}
 
 
 def test_nothing_written_and_status_mismatch_on_the_key_rename_night() -> None:
     # status=success, updated=0, no_docs_matched=452: the story's first night.
-    out = Tally(no_match=452, skipped=183)
+    out = Counts(no_match=452, skipped=183)
     found = evaluate(window(RunFacts(1, 635, out, "success", out)), 0.05)
     assert set(found) == {"nothing_written", "no_match_rate", "status_mismatch"}
     # Skipped rows were never looked up: the rate is over the 452 lookups, not the 635 rows.
@@ -89,16 +88,16 @@ def test_no_match_rate_is_over_lookups_not_rows_skipped_without_a_key() -> None:
 
 def test_a_run_that_wrote_more_than_it_was_handed_breaches_written_exceeds_handed() -> None:
     # A double append: 1,628 written for 1,028 handed.
-    out = Tally(written=1628)
+    out = Counts(written=1628)
     found = evaluate(window(RunFacts(1, 1028, out, "success", out)), 0.05)
     assert set(found) == {"written_exceeds_handed", "outcomes_mismatch"}
     assert "1628" in found["written_exceeds_handed"]
     assert "1028" in found["written_exceeds_handed"]
     # The job's own summary claiming more than it was handed counts too.
-    claimed = RunFacts(2, 1028, Tally(written=1028), "success", Tally(written=1628))
+    claimed = RunFacts(2, 1028, Counts(written=1028), "success", Counts(written=1628))
     assert "written_exceeds_handed" in evaluate(window(claimed), 0.05)
     # A run still writing is caught before it closes.
-    still_open = RunFacts(3, 1028, Tally(written=1500))
+    still_open = RunFacts(3, 1028, Counts(written=1500))
     assert "written_exceeds_handed" in evaluate(window(still_open, due=False), 0.05)
 
 
@@ -109,21 +108,21 @@ def test_no_match_rate_is_judged_against_the_threshold() -> None:
 
 
 def test_outcomes_that_do_not_add_up_to_the_input() -> None:
-    out = Tally(written=600)
+    out = Counts(written=600)
     found = evaluate(window(RunFacts(1, 635, out, "success", out)), 0.05)
     assert set(found) == {"outcomes_mismatch"}
     assert "600" in found["outcomes_mismatch"] and "635" in found["outcomes_mismatch"]
 
 
 def test_a_summary_whose_counts_disagree_with_the_reported_outcomes() -> None:
-    out = Tally(written=635)
-    claimed = Tally(written=630, skipped=5)
+    out = Counts(written=635)
+    claimed = Counts(written=630, skipped=5)
     found = evaluate(window(RunFacts(1, 635, out, "success", claimed)), 0.05)
     assert set(found) == {"outcomes_mismatch"}
 
 
 def test_status_mismatch_when_failures_are_reported_as_success() -> None:
-    out = Tally(written=630, failed=5)
+    out = Counts(written=630, failed=5)
     found = evaluate(window(RunFacts(1, 635, out, "success", out)), 0.05)
     assert set(found) == {"failed_writes", "status_mismatch"}
     assert "partial_failure" in found["status_mismatch"]
@@ -132,14 +131,14 @@ def test_status_mismatch_when_failures_are_reported_as_success() -> None:
 @pytest.mark.parametrize(
     ("input_rows", "tally", "status"),
     [
-        (0, Tally(), "success"),
-        (10, Tally(written=10), "success"),
-        (10, Tally(written=9, failed=1), "partial_failure"),
-        (10, Tally(failed=10), "failed"),
-        (10, Tally(no_match=10), "failed"),
+        (0, Counts(), "success"),
+        (10, Counts(written=10), "success"),
+        (10, Counts(written=9, failed=1), "partial_failure"),
+        (10, Counts(failed=10), "failed"),
+        (10, Counts(no_match=10), "failed"),
     ],
 )
-def test_derive_status(input_rows: int, tally: Tally, status: str) -> None:
+def test_derive_status(input_rows: int, tally: Counts, status: str) -> None:
     assert derive_status(input_rows, tally) == status
 
 
@@ -148,9 +147,9 @@ def test_every_rule_can_fire() -> None:
     crafted = [
         window(),
         window(healthy_run(1), healthy_run(2)),
-        window(RunFacts(1, 10, Tally(written=5, failed=5), "success", None)),
-        window(RunFacts(1, 10, Tally(no_match=5), "success", None)),
-        window(RunFacts(1, 10, Tally(written=20), "success", None)),
+        window(RunFacts(1, 10, Counts(written=5, failed=5), "success", None)),
+        window(RunFacts(1, 10, Counts(no_match=5), "success", None)),
+        window(RunFacts(1, 10, Counts(written=20), "success", None)),
     ]
     for w in crafted:
         fired |= set(evaluate(w, 0.05))

@@ -27,8 +27,8 @@ from typing import Any, Generic, TypeVar
 import httpx
 
 from driftgauge.core.errors import DriftgaugeError
-from driftgauge.ledger.models import Outcome, RunStatus
-from driftgauge.ledger.rules import Tally, derive_status
+from driftgauge.ledger.models import Counts, Outcome, RunStatus
+from driftgauge.ledger.rules import derive_status
 
 RETRY_DELAYS = (0.5, 1.0, 2.0)
 HttpT = TypeVar("HttpT", httpx.AsyncClient, httpx.Client)
@@ -47,7 +47,7 @@ class _Outbox:
         self.batch_size = batch_size
         self.keys: list[dict[str, str]] = []
         self.counts: list[dict[str, Any]] = []
-        self.tally = Tally()
+        self.tally = Counts()
         self.sent = 0
 
     def add_keys(self, outcome: Outcome, entries: Mapping[str, str] | Iterable[str]) -> None:
@@ -67,11 +67,12 @@ class _Outbox:
         self._count(outcome, count)
 
     def _count(self, outcome: Outcome, n: int) -> None:
+        # The server judges the counts it is sent; the local tally only adds them up.
         add = {
-            "written": Tally(written=n),
-            "no_match": Tally(no_match=n),
-            "skipped": Tally(skipped=n),
-            "failed": Tally(failed=n),
+            "written": Counts.model_construct(written=n),
+            "no_match": Counts.model_construct(no_match=n),
+            "skipped": Counts.model_construct(skipped=n),
+            "failed": Counts.model_construct(failed=n),
         }[outcome]
         self.tally = self.tally + add
 
@@ -106,14 +107,9 @@ def _open_body(
 
 
 def _summary(
-    tally: Tally, input_rows: int, status: RunStatus | None, message: str | None
+    tally: Counts, input_rows: int, status: RunStatus | None, message: str | None
 ) -> dict[str, Any]:
-    counts = {
-        "written": tally.written,
-        "no_match": tally.no_match,
-        "skipped": tally.skipped,
-        "failed": tally.failed,
-    }
+    counts = tally.model_dump()
     body: dict[str, Any] = {"status": status or derive_status(input_rows, tally), "counts": counts}
     if message is not None:
         body["message"] = message
@@ -177,7 +173,7 @@ class _Run(Generic[HttpT, TransportT]):
     """The HTTP client class the run's requests go through (async or not)."""
 
     @property
-    def tally(self) -> Tally:
+    def tally(self) -> Counts:
         """Return the outcomes reported so far."""
         return self._out.tally
 

@@ -164,6 +164,20 @@ class Counts(Payload):
         """Return the rows over every outcome."""
         return self.written + self.no_match + self.skipped + self.failed
 
+    @property
+    def looked_up(self) -> int:
+        """Return the rows the job looked a document up for (every outcome but skipped)."""
+        return self.written + self.no_match + self.failed
+
+    def __add__(self, other: Counts) -> Counts:
+        # A sum is not a request body: it is not held to the body's bounds (nor re-checked).
+        return Counts.model_construct(
+            written=self.written + other.written,
+            no_match=self.no_match + other.no_match,
+            skipped=self.skipped + other.skipped,
+            failed=self.failed + other.failed,
+        )
+
 
 class Summary(Payload):
     """The job's own summary line, sent when the run ends."""

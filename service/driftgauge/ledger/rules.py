@@ -7,35 +7,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from driftgauge.ledger.models import Rule, RunStatus
-
-
-@dataclass(frozen=True)
-class Tally:
-    """Rows per outcome."""
-
-    written: int = 0
-    no_match: int = 0
-    skipped: int = 0
-    failed: int = 0
-
-    @property
-    def total(self) -> int:
-        """Return the rows over every outcome."""
-        return self.written + self.no_match + self.skipped + self.failed
-
-    @property
-    def looked_up(self) -> int:
-        """Return the rows the job looked a document up for (every outcome but skipped)."""
-        return self.written + self.no_match + self.failed
-
-    def __add__(self, other: Tally) -> Tally:
-        return Tally(
-            self.written + other.written,
-            self.no_match + other.no_match,
-            self.skipped + other.skipped,
-            self.failed + other.failed,
-        )
+from driftgauge.ledger.models import Counts, Rule, RunStatus
 
 
 @dataclass(frozen=True)
@@ -44,10 +16,10 @@ class RunFacts:
 
     run_id: int
     input_rows: int
-    outcomes: Tally = field(default_factory=Tally)
+    outcomes: Counts = field(default_factory=Counts)
     status: RunStatus | None = None
     """The job's reported status; None while the run has no summary."""
-    summary_counts: Tally | None = None
+    summary_counts: Counts | None = None
     """The counts the job put in its summary, if any."""
 
     @property
@@ -73,7 +45,7 @@ class WindowFacts:
     runs: tuple[RunFacts, ...] = ()
 
 
-def derive_status(input_rows: int, outcomes: Tally) -> RunStatus:
+def derive_status(input_rows: int, outcomes: Counts) -> RunStatus:
     """Return the status the counts imply: empty output from non-empty input is not success."""
     if outcomes.failed:
         return "partial_failure" if outcomes.written else "failed"
@@ -123,7 +95,7 @@ def evaluate(window: WindowFacts, no_match_rate: float) -> dict[Rule, str]:
         out["missing_summary"] = f"runs {_ids(open_runs)} never sent a summary"
     if len(closed) > 1:
         out["duplicate_summary"] = f"{len(closed)} summaries in one window (runs {_ids(closed)})"
-    total = Tally()
+    total = Counts()
     for r in window.runs:
         total = total + r.outcomes
     if total.failed:

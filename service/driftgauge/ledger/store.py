@@ -20,7 +20,7 @@ from driftgauge.ledger.models import (
     Summary,
     WindowOut,
 )
-from driftgauge.ledger.rules import RunFacts, Tally, WindowFacts
+from driftgauge.ledger.rules import RunFacts, WindowFacts
 from driftgauge.stores.postgres.io import PgCalls
 
 # The run columns a RunOut shows as they are stored; the summary and tallies are decoded.
@@ -77,12 +77,13 @@ class LedgerSnapshot:
     """Closed runs per (job, reported status)."""
 
 
-def _tally(rows: Mapping[str, int]) -> Tally:
-    return Tally(
-        rows.get("written", 0),
-        rows.get("no_match", 0),
-        rows.get("skipped", 0),
-        rows.get("failed", 0),
+def _tally(rows: Mapping[str, int]) -> Counts:
+    # Sums of stored rows, not a request body: not held to the body's bounds.
+    return Counts.model_construct(
+        written=rows.get("written", 0),
+        no_match=rows.get("no_match", 0),
+        skipped=rows.get("skipped", 0),
+        failed=rows.get("failed", 0),
     )
 
 
@@ -461,10 +462,9 @@ def _run_out(rec: Any, outcomes: list[Any], batches: int) -> RunOut:
         per[o["outcome"]] = per.get(o["outcome"], 0) + o["rows"]
         if o["reason"]:
             reasons.setdefault(o["outcome"], {})[o["reason"]] = o["rows"]
-    t = _tally(per)
     return RunOut(
         **{name: rec[name] for name in _RUN_FIELDS},
-        outcomes=Counts(written=t.written, no_match=t.no_match, skipped=t.skipped, failed=t.failed),
+        outcomes=_tally(per),
         reasons=reasons,
         summary=_summary(rec["summary"]),
         batches=batches,
