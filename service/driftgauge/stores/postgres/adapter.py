@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from driftgauge.encoding import iblt
 from driftgauge.encoding.digest import unsigned64
-from driftgauge.stores.base import DigestPass
+from driftgauge.stores.base import BucketDigest, DigestPass, Granularity
 from driftgauge.stores.postgres import io, preflight
 from driftgauge.stores.postgres.dialect import POSTGRES
 from driftgauge.stores.postgres.settings import PostgresStore
 from driftgauge.stores.preflight import FieldSchema
 from driftgauge.stores.sql.adapter import DialectAdapter
 from driftgauge.stores.sql.results import ExportedRow
+
+HASHED = "SET LOCAL enable_sort = off; SET LOCAL plan_cache_mode = force_custom_plan"
+"""Plan the difference digests' grouping sets as one hash aggregate, with the width known."""
 
 
 class PostgresAdapter(DialectAdapter):
@@ -28,7 +32,10 @@ class PostgresAdapter(DialectAdapter):
 
     def _compile(self) -> None:
         super()._compile()
+        self._sql_bucket_rows = POSTGRES.unique_bucket_sql(self.view)
         self._sql_day_cell = POSTGRES.day_cell_sql(self.view)
+        self._sql_day_keys = POSTGRES.day_keys_sql(self.view)
+        self._unique_args = preflight.unique_key_args(self.view)
 
     async def inspect_fields(self) -> list[FieldSchema]:
         """Return the type of each configured column (the preflight's view of this side)."""
@@ -50,16 +57,37 @@ class PostgresAdapter(DialectAdapter):
     def _day_slot_args(self, start: datetime, end: datetime, step: timedelta) -> tuple[Any, ...]:
         return step, self.view.timezone.key, start
 
+    async def _day_digests(
+        self, start: datetime, end: datetime, granularity: Granularity
+    ) -> list[BucketDigest]:
+        async with self._snapshot("bucket digests") as conn:
+            sql = self._sql_bucket_rows if await self._unique(conn) else self._sql_bucket
+            args = self._day_args(start, end)
+            rows = await conn.fetch(sql, start, end, *args, timeout=self.store.timeout)
+        return self._buckets(list(rows))
+
     async def day_and_cell_digests(self, start: datetime, end: datetime, width: int) -> DigestPass:
-        """Return day buckets and each day's difference digest from one scan."""
+        """Return day buckets and each day's difference digest from one scan.
+
+        Keys unique by a constraint are counted as rows; otherwise a second query, in
+        the same snapshot, counts each day's distinct keys (see dialect.day_cell_sql).
+        """
         if not 1 <= width <= self.widest_digest:
             raise ValueError(f"width must be between 1 and {self.widest_digest}, got {width}")
         if start >= end:
             return DigestPass([], {})
-        rows = await self._fetch(
-            "day and cell digests", self._sql_day_cell, start, end, width, self.view.timezone.key
-        )
+        timeout, zone = self.store.timeout, self.view.timezone.key
+        async with self._snapshot("day and cell digests") as conn:
+            # The planner cannot count the cells, guesses millions of groups and sorts
+            # 10M rows K + 1 times; the hash aggregate needs a few MB a day.
+            await conn.execute(HASHED, timeout=timeout)
+            rows = await conn.fetch(self._sql_day_cell, start, end, width, zone, timeout=timeout)
+            keys = None
+            if not await self._unique(conn):
+                got = await conn.fetch(self._sql_day_keys, start, end, zone, timeout=timeout)
+                keys = {_utc(r["bucket"]): r["keys"] for r in got}
         tables: dict[datetime, dict[int, iblt.Cell]] = {}
+        days = []
         for r in rows:
             if r["cell"] is not None:
                 tables.setdefault(_utc(r["bucket"]), {})[r["cell"]] = (
@@ -68,7 +96,29 @@ class PostgresAdapter(DialectAdapter):
                     unsigned64(r["checks"]),
                     unsigned64(r["times"]),
                 )
-        return DigestPass(self._buckets([r for r in rows if r["cell"] is None]), tables)
+            elif r["rule"] is not None:
+                days.append(r)
+            else:
+                n = r["n"] if keys is None else keys[_utc(r["bucket"])]
+                days.append({**dict(r.items()), "keys": n})
+        return DigestPass(self._buckets(days), tables)
+
+    async def _unique(self, conn: Any) -> bool:
+        """Return True when a constraint makes the view's keys unique (see preflight)."""
+        if self._unique_args is None:
+            return False
+        sql, *args = self._unique_args
+        return bool(await conn.fetchval(sql, *args, timeout=self.store.timeout))
+
+    @asynccontextmanager
+    async def _snapshot(self, what: str) -> AsyncIterator[Any]:
+        """Yield a connection in a read-only snapshot: its queries see one state of the data."""
+        with io.store_errors(self.store.name, self._where(what)):
+            async with (
+                io.pooled(self._pool, self.store.timeout) as conn,
+                conn.transaction(readonly=True, isolation="repeatable_read"),
+            ):
+                yield conn
 
     async def _export(
         self, sql: str, args: list[Any], *, ranged: bool

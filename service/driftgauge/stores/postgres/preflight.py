@@ -65,6 +65,39 @@ async def judge_row_hash(conn: Any, view: View) -> FieldSchema:
     return FieldSchema(Wanted("row_hash", "", "string"), problems)
 
 
+UNIQUE_KEY = """
+SELECT EXISTS (
+  SELECT 1 FROM pg_index i
+  JOIN pg_class c ON c.oid = i.indrelid
+  JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+  JOIN pg_type t ON t.oid = a.atttypid
+  WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indisvalid
+    AND i.indnkeyatts = 1 AND i.indpred IS NULL AND i.indexprs IS NULL
+    AND a.attname = $2 AND a.attnotnull AND t.typname = ANY($3::text[])
+    AND (c.relkind = 'p' OR NOT EXISTS (SELECT 1 FROM pg_inherits h WHERE h.inhparent = c.oid))
+)"""
+"""Whether a valid, whole-table unique index on the NOT NULL key column alone exists.
+
+Not a partial or expression index, and not a parent whose inheritance children it
+does not cover (a partitioned table's unique index covers its partitions).
+"""
+
+
+def unique_key_args(view: View) -> tuple[str, str, str, list[str]] | None:
+    """Return the query and arguments telling whether the view's keys are unique by
+    constraint; None when no constraint could say so (a query view, a composite key).
+
+    Unique values stay distinct as the key is counted only from these column types: an
+    integer key from an integer column, a string key from an integer or text one (a
+    text column read as integer maps '07' and '7' to one key).
+    """
+    if view.table is None or view.composite:
+        return None
+    types = INTEGERS if view.key_type == "integer" else INTEGERS | TEXT
+    relation = ".".join(POSTGRES.quote_ident(part) for part in view.table.split("."))
+    return UNIQUE_KEY, relation, view.key_column, sorted(types)
+
+
 def judge(w: Wanted, type_name: str, kind: str, where: str) -> FieldSchema:
     """Return whether a column of `type_name` can be read as the field `w` expects."""
     holds = f"{type_name} in {where}"

@@ -293,7 +293,14 @@ class SqlDialect:
         One pass yields both the expected aggregate (rows no rule excludes) and the
         excluded counts per rule, so both come from the same snapshot of the source.
         """
-        return self._digests(view, self.bucket("r.t"), self.distinct_keys_sql("r.x IS NULL"))
+        return self._digests(view, self.bucket("r.t"), self._keys(True))
+
+    def unique_bucket_sql(self, view: View) -> str:
+        """Return bucket_sql counting keys as rows, for a caller that knows they are unique.
+
+        The sort a distinct count needs was a quarter of the day pass at 10M rows.
+        """
+        return self._digests(view, self.bucket("r.t"), self._keys(False))
 
     def slot_sql(self, view: View, *, distinct: bool = True) -> str:
         """Return the per-slot query; $3 is the slot interval, $4 the slots' origin.
@@ -302,12 +309,12 @@ class SqlDialect:
         Without `distinct` the key count is the row count (the caller knows keys are
         unique), which spares the sort a distinct count needs.
         """
-        keys = (
-            self.distinct_keys_sql("r.x IS NULL")
-            if distinct
-            else self.filtered("count", "*", "r.x IS NULL")
-        )
-        return self._digests(view, self.slot("r.t"), keys)
+        return self._digests(view, self.slot("r.t"), self._keys(distinct))
+
+    def _keys(self, distinct: bool) -> str:
+        if distinct:
+            return self.distinct_keys_sql("r.x IS NULL")
+        return self.filtered("count", "*", "r.x IS NULL")
 
     def day_slot_sql(self, view: View) -> str:
         """Return day buckets by rule plus per-slot expected aggregates from one scan.
