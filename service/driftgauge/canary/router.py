@@ -12,7 +12,7 @@ from driftgauge.canary.probe import CanaryResult, Result
 from driftgauge.canary.service import CanaryService
 from driftgauge.core.errors import UnknownCheck
 from driftgauge.core.instants import Instant
-from driftgauge.routing import Dependency
+from driftgauge.routing import Dependency, app_service
 
 
 class CanaryOut(BaseModel):
@@ -36,11 +36,14 @@ class CanaryOut(BaseModel):
         )
 
 
+_app_canary = app_service("canary", "canaries are not running")
+
+
 def canary_router(
     require_write: Dependency,
     require_read: Dependency,
     *,
-    get_service: Callable[[Request], CanaryService],
+    get_service: Callable[[Request], CanaryService] = _app_canary,
 ) -> APIRouter:
     """Return the /canary routes; running one needs `require_write` to pass."""
     router = APIRouter(prefix="/canary", tags=["canary"])
