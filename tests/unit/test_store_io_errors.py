@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from datetime import UTC, datetime
 from typing import Any
 
@@ -95,6 +95,12 @@ class BrokenConnection:
 
     async def fetch(self, *args: Any, **kw: Any) -> Any:
         raise self.exc
+
+    fetchval = execute = fetch
+
+    def transaction(self, **kw: Any) -> Any:
+        """Return a transaction block that lets what its queries raise through."""
+        return nullcontext()
 
     def terminate(self) -> None:
         self.terminated = True
