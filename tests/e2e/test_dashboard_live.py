@@ -94,7 +94,10 @@ checks:
     drilldown: {leaf_rows: 20}
     # Full history reaches two days before the recent window: the old-drift panel's days.
     schedule: {recent: {every: 2s, days: 4}, full: {every: 7d, days: 6}}
-    ledger: {job: review-sync, no_match_rate: 0.01, settle: 1h}
+    # A summary deadline of a minute: the latest window past it is yesterday, the one
+    # the test reports, at any hour (with the default 6h, until 06:00 UTC it was the
+    # day before, which no run reports: missing_summary).
+    ledger: {job: review-sync, no_match_rate: 0.01, settle: 1h, summary_deadline: 1m}
     canary: {store: os_sync, document: {review_tier: first_tier}, every: 1h,
              timeout_seconds: 20}
     vocabulary: {label: {}}

@@ -212,15 +212,17 @@ async def test_start_is_refused_for_partitions_younger_than_the_settle_window(
     pg_database: str,
 ) -> None:
     tables = Tables(pg_database)
-    yesterday = day_zero() + timedelta(days=1)
-    await tables.create(order_rows(yesterday, range(22, 24)))
-    await tables.corrupt(yesterday + timedelta(hours=23), yesterday + timedelta(hours=24))
+    # Two days ago, not yesterday: yesterday's last hours are still settling (2h) from
+    # 00:00 to 02:00 UTC, and a settling day is never judged drift.
+    day = day_zero()
+    await tables.create(order_rows(day, range(22, 24)))
+    await tables.corrupt(day + timedelta(hours=23), day + timedelta(hours=24))
     config = tables.config()
     async with serve(config) as (_, client):
         run = await reconcile(client)
         assert run["status"] == "drift", run
-    # The check's settle window grows to a day: yesterday's 23:00 hour is open again.
-    check = replace(config.checks["orders"], settle=timedelta(days=1))
+    # The check's settle window grows to two days: that day's 23:00 hour is open again.
+    check = replace(config.checks["orders"], settle=timedelta(days=2))
     async with serve(replace(config, checks={"orders": check})) as (_, client):
         plan = await post(
             client, "/backfills", {"check": "orders", "by": "ana", "reason": "bad amounts"}, 201
