@@ -34,7 +34,6 @@ async def reconcile(
     progress: Progress | None = None,
     slots_first: bool = False,
     digest_width: int | None = None,
-    rescan_days: bool = False,
 ) -> RunResult:
     """Return the per-day verdict for [window_start, window_end); store errors set `error`.
 
@@ -45,9 +44,6 @@ async def reconcile(
     `digest_width` asks, when both sides can, for each day's difference digest of that
     many cells per sub-table instead (see encoding.iblt): a day that differs is then
     peeled and only its differing rows fetched; a day that does not peel is drilled down.
-
-    `rescan_days` has a day that differs after a first pass of day aggregates only
-    scanned alone for its difference digests, when both sides can, before any drill-down.
     """
     result = RunResult(
         check.name, window_start, window_end, started_at=now, row_hash=check.row_hash
@@ -88,7 +84,6 @@ async def reconcile(
                     ledger_excluded or {},
                     days.slots.get(utc(start)),
                     days.tables.get(utc(start)),
-                    rescan_days,
                 )
             done += 1
             if progress is not None:

@@ -124,8 +124,6 @@ async def run_check(
                         progress=progress,
                         slots_first=slots,
                         digest_width=width,
-                        # A window judged healthy scans only a day that differs after all.
-                        rescan_days=width is None and not slots,
                     )
             except asyncio.CancelledError:
                 observe.run_finished(check.name, trigger, time.monotonic() - clock)
