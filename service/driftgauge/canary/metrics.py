@@ -8,8 +8,26 @@ from prometheus_client.core import Metric
 
 from driftgauge.canary.probe import RESULTS
 from driftgauge.canary.store import CanarySnapshot
-from driftgauge.metrics.families import Families
+from driftgauge.metrics.families import Spec, build
 from driftgauge.metrics.stored import StoredPart
+
+CANARY = {
+    "up": Spec(
+        "driftgauge_canary_up", "1 if the latest canary write/read-back succeeded.", ("check",)
+    ),
+    "duration": Spec(
+        "driftgauge_canary_duration_seconds", "Duration of the latest canary.", ("check",)
+    ),
+    "last": Spec(
+        "driftgauge_canary_last_success_timestamp_seconds",
+        "When a canary last succeeded.",
+        ("check",),
+    ),
+    "runs": Spec(
+        "driftgauge_canary_runs", "Canary attempts by result.", ("check", "result"), "counter"
+    ),
+}
+"""The canary families, in the order a scrape prints them."""
 
 
 class CanaryMetrics(StoredPart[CanarySnapshot]):
@@ -20,28 +38,14 @@ class CanaryMetrics(StoredPart[CanarySnapshot]):
 
     def families(self, snap: CanarySnapshot) -> Iterable[Metric]:
         """Return the canary families for one scrape."""
-        fam = Families()
-        up = fam.gauge(
-            "driftgauge_canary_up", "1 if the latest canary write/read-back succeeded.", "check"
-        )
-        duration = fam.gauge(
-            "driftgauge_canary_duration_seconds", "Duration of the latest canary.", "check"
-        )
-        last = fam.gauge(
-            "driftgauge_canary_last_success_timestamp_seconds",
-            "When a canary last succeeded.",
-            "check",
-        )
-        runs = fam.counter(
-            "driftgauge_canary_runs", "Canary attempts by result.", "check", "result"
-        )
+        f = build(CANARY)
         for check in self._names:
             latest = snap.latest.get(check)
             if latest is not None:
-                up.add_metric([check], 1.0 if latest.ok else 0.0)
-                duration.add_metric([check], latest.duration)
+                f["up"].add_metric([check], 1.0 if latest.ok else 0.0)
+                f["duration"].add_metric([check], latest.duration)
             if check in snap.last_success:
-                last.add_metric([check], snap.last_success[check].timestamp())
+                f["last"].add_metric([check], snap.last_success[check].timestamp())
             for result in RESULTS:
-                runs.add_metric([check, result], snap.runs.get((check, result), 0))
-        return fam.all()
+                f["runs"].add_metric([check, result], snap.runs.get((check, result), 0))
+        return list(f.values())

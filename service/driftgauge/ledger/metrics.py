@@ -11,11 +11,45 @@ from prometheus_client.core import Metric
 
 from driftgauge.ledger.models import RULES, RunStatus
 from driftgauge.ledger.store import LedgerSnapshot
-from driftgauge.metrics.families import Families
+from driftgauge.metrics.families import Spec, build
 from driftgauge.metrics.stored import SnapshotStore, StoredPart
 
 RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
 UTC = ZoneInfo("UTC")
+
+
+LEDGER = {
+    "breach": Spec(
+        "driftgauge_ledger_breach",
+        "1 while any judged window of the job still breaches the rule.",
+        ("sync_job", "rule"),
+    ),
+    "windows": Spec(
+        "driftgauge_ledger_breach_windows",
+        "Judged windows of the job that still breach the rule.",
+        ("sync_job", "rule"),
+    ),
+    "oldest": Spec(
+        "driftgauge_ledger_oldest_breach_window_timestamp_seconds",
+        "Start of the oldest window of the job that still breaches the rule.",
+        ("sync_job", "rule"),
+    ),
+    "total": Spec(
+        "driftgauge_ledger_breaches", "Breaches recorded.", ("sync_job", "rule"), "counter"
+    ),
+    "last": Spec(
+        "driftgauge_ledger_last_closed_run_timestamp_seconds",
+        "When the job last closed a run with its summary.",
+        ("sync_job",),
+    ),
+    "runs": Spec(
+        "driftgauge_ledger_runs",
+        "Ledger runs by the job's reported status.",
+        ("sync_job", "status"),
+        "counter",
+    ),
+}
+"""The run-ledger families, in the order a scrape prints them."""
 
 
 def _day_start(day: date, tz: ZoneInfo) -> float:
@@ -40,52 +74,22 @@ class LedgerMetrics(StoredPart[LedgerSnapshot]):
 
     def families(self, snap: LedgerSnapshot) -> Iterable[Metric]:
         """Return the ledger families for one scrape."""
-        fam = Families()
-        breach = fam.gauge(
-            "driftgauge_ledger_breach",
-            "1 while any judged window of the job still breaches the rule.",
-            "sync_job",
-            "rule",
-        )
-        windows = fam.gauge(
-            "driftgauge_ledger_breach_windows",
-            "Judged windows of the job that still breach the rule.",
-            "sync_job",
-            "rule",
-        )
-        oldest = fam.gauge(
-            "driftgauge_ledger_oldest_breach_window_timestamp_seconds",
-            "Start of the oldest window of the job that still breaches the rule.",
-            "sync_job",
-            "rule",
-        )
-        total = fam.counter("driftgauge_ledger_breaches", "Breaches recorded.", "sync_job", "rule")
-        last = fam.gauge(
-            "driftgauge_ledger_last_closed_run_timestamp_seconds",
-            "When the job last closed a run with its summary.",
-            "sync_job",
-        )
-        runs = fam.counter(
-            "driftgauge_ledger_runs",
-            "Ledger runs by the job's reported status.",
-            "sync_job",
-            "status",
-        )
+        f = build(LEDGER)
         for job in self._names:
             if job in snap.latest_window:
                 for rule in RULES:
                     found = snap.open.get((job, rule))
                     n = found.windows if found is not None else 0
-                    breach.add_metric([job, rule], 1.0 if n else 0.0)
-                    windows.add_metric([job, rule], n)
+                    f["breach"].add_metric([job, rule], 1.0 if n else 0.0)
+                    f["windows"].add_metric([job, rule], n)
                     if found is not None:
-                        oldest.add_metric(
+                        f["oldest"].add_metric(
                             [job, rule], _day_start(found.oldest, self._tz.get(job, UTC))
                         )
             for rule in RULES:
-                total.add_metric([job, rule], snap.breaches.get((job, rule), 0))
+                f["total"].add_metric([job, rule], snap.breaches.get((job, rule), 0))
             if job in snap.last_summary:
-                last.add_metric([job], snap.last_summary[job].timestamp())
+                f["last"].add_metric([job], snap.last_summary[job].timestamp())
             for status in RUN_STATUSES:
-                runs.add_metric([job, status], snap.runs.get((job, status), 0))
-        return fam.all()
+                f["runs"].add_metric([job, status], snap.runs.get((job, status), 0))
+        return list(f.values())

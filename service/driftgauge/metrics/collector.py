@@ -10,7 +10,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from driftgauge.engine.explain import REASON as UNEXPLAINED
 from driftgauge.engine.result import DRIFT_KINDS, BucketResult
-from driftgauge.metrics.families import Families
+from driftgauge.metrics.families import Spec, build
 from driftgauge.metrics.snapshot import CheckSnapshot
 
 CollectorPart = Callable[[], Iterable[Metric]]
@@ -79,124 +79,117 @@ def reconciliation_part(snapshots: Callable[[], Mapping[str, CheckSnapshot]]) ->
     return collect
 
 
+RECONCILIATION = {
+    "up": Spec("driftgauge_check_up", "1 if the latest run completed, 0 if it failed.", ("check",)),
+    "last_run": Spec(
+        "driftgauge_check_last_run_timestamp_seconds",
+        "When the latest run finished (or failed).",
+        ("check",),
+    ),
+    "last_success": Spec(
+        "driftgauge_check_last_success_timestamp_seconds",
+        "When the latest completed run finished.",
+        ("check",),
+    ),
+    "duration": Spec(
+        "driftgauge_check_run_duration_seconds", "Wall time of the latest run.", ("check",)
+    ),
+    "runs": Spec(
+        "driftgauge_check_runs",
+        "Runs recorded in the state database.",
+        ("check", "status"),
+        "counter",
+    ),
+    "run_status": Spec(
+        "driftgauge_check_run_status",
+        "1 for the latest finished run's status, 0 otherwise.",
+        ("check", "status"),
+    ),
+    "schedule": Spec(
+        "driftgauge_check_schedule_seconds", "Interval of the recent-window schedule.", ("check",)
+    ),
+    "bucket_rows": Spec(
+        "driftgauge_bucket_rows",
+        "Per-bucket row counts of the latest completed run.",
+        ("check", "day", "kind"),
+    ),
+    "bucket_excluded": Spec(
+        "driftgauge_bucket_excluded_rows",
+        "Excluded rows per bucket and reason.",
+        ("check", "day", "reason"),
+    ),
+    "bucket_status": Spec(
+        "driftgauge_bucket_status",
+        "1 for the bucket's current status, 0 otherwise.",
+        ("check", "day", "status"),
+    ),
+    "unexplained": Spec(
+        "driftgauge_bucket_unexplained",
+        "1 if the bucket's found differences do not account for its digests' difference.",
+        ("check", "day"),
+    ),
+    "measure_total": Spec(
+        "driftgauge_bucket_measure",
+        "Each side's total of a measure per bucket (a float: the exact "
+        "total is the API's decimal text).",
+        ("check", "day", "side", "measure"),
+    ),
+    "rows": Spec(
+        "driftgauge_rows",
+        "Row counts summed over the recent window (settling buckets excluded).",
+        ("check", "kind"),
+    ),
+    "excluded": Spec(
+        "driftgauge_excluded_rows",
+        "Excluded rows per reason over the recent window.",
+        ("check", "reason"),
+    ),
+    "limits": Spec(
+        "driftgauge_exclusion_rate_limit",
+        "The configured exclusion-rate tolerance per reason.",
+        ("check", "reason"),
+    ),
+    "in_drift": Spec(
+        "driftgauge_buckets_in_drift",
+        "Buckets of the window in drift with rows in that direction.",
+        ("check", "direction"),
+    ),
+}
+"""The per-check and per-bucket families, in the order a scrape prints them."""
+
+
 class _Families:
     """The reconciliation families of one scrape, filled check by check."""
 
     def __init__(self) -> None:
-        self._fam = Families()
-        self.up = self._fam.gauge(
-            "driftgauge_check_up", "1 if the latest run completed, 0 if it failed.", "check"
-        )
-        self.last_run = self._fam.gauge(
-            "driftgauge_check_last_run_timestamp_seconds",
-            "When the latest run finished (or failed).",
-            "check",
-        )
-        self.last_success = self._fam.gauge(
-            "driftgauge_check_last_success_timestamp_seconds",
-            "When the latest completed run finished.",
-            "check",
-        )
-        self.duration = self._fam.gauge(
-            "driftgauge_check_run_duration_seconds", "Wall time of the latest run.", "check"
-        )
-        self.runs = self._fam.counter(
-            "driftgauge_check_runs", "Runs recorded in the state database.", "check", "status"
-        )
-        self.run_status = self._fam.gauge(
-            "driftgauge_check_run_status",
-            "1 for the latest finished run's status, 0 otherwise.",
-            "check",
-            "status",
-        )
-        self.schedule = self._fam.gauge(
-            "driftgauge_check_schedule_seconds", "Interval of the recent-window schedule.", "check"
-        )
-        self.bucket_rows = self._fam.gauge(
-            "driftgauge_bucket_rows",
-            "Per-bucket row counts of the latest completed run.",
-            "check",
-            "day",
-            "kind",
-        )
-        self.bucket_excluded = self._fam.gauge(
-            "driftgauge_bucket_excluded_rows",
-            "Excluded rows per bucket and reason.",
-            "check",
-            "day",
-            "reason",
-        )
-        self.bucket_status = self._fam.gauge(
-            "driftgauge_bucket_status",
-            "1 for the bucket's current status, 0 otherwise.",
-            "check",
-            "day",
-            "status",
-        )
-        self.unexplained = self._fam.gauge(
-            "driftgauge_bucket_unexplained",
-            "1 if the bucket's found differences do not account for its digests' difference.",
-            "check",
-            "day",
-        )
-        self.measure_total = self._fam.gauge(
-            "driftgauge_bucket_measure",
-            "Each side's total of a measure per bucket (a float: the exact "
-            "total is the API's decimal text).",
-            "check",
-            "day",
-            "side",
-            "measure",
-        )
-        self.rows = self._fam.gauge(
-            "driftgauge_rows",
-            "Row counts summed over the recent window (settling buckets excluded).",
-            "check",
-            "kind",
-        )
-        self.excluded = self._fam.gauge(
-            "driftgauge_excluded_rows",
-            "Excluded rows per reason over the recent window.",
-            "check",
-            "reason",
-        )
-        self.limits = self._fam.gauge(
-            "driftgauge_exclusion_rate_limit",
-            "The configured exclusion-rate tolerance per reason.",
-            "check",
-            "reason",
-        )
-        self.in_drift = self._fam.gauge(
-            "driftgauge_buckets_in_drift",
-            "Buckets of the window in drift with rows in that direction.",
-            "check",
-            "direction",
-        )
+        self._fam = build(RECONCILIATION)
 
     def add_check(self, name: str, snap: CheckSnapshot) -> None:
         """Add one check's series."""
+        f = self._fam
         last = snap.last_run
         if last is not None and last.finished_at is not None:
             # A failed latest run reads 0 here; the row series below keep their last values.
-            self.up.add_metric([name], 0 if last.status == "error" else 1)
-            self.last_run.add_metric([name], last.finished_at.timestamp())
+            f["up"].add_metric([name], 0 if last.status == "error" else 1)
+            f["last_run"].add_metric([name], last.finished_at.timestamp())
             if last.duration_seconds is not None:
-                self.duration.add_metric([name], last.duration_seconds)
+                f["duration"].add_metric([name], last.duration_seconds)
             # A run that judged nothing is not a pass: it has a status of its own.
             for status in RUN_STATUSES:
-                self.run_status.add_metric([name, status], int(last.status == status))
+                f["run_status"].add_metric([name, status], int(last.status == status))
         ok = snap.last_success
         if ok is not None and ok.finished_at is not None:
-            self.last_success.add_metric([name], ok.finished_at.timestamp())
+            f["last_success"].add_metric([name], ok.finished_at.timestamp())
         for status in RUN_STATUSES:
-            self.runs.add_metric([name, status], snap.run_counts.get(status, 0))
+            f["runs"].add_metric([name, status], snap.run_counts.get(status, 0))
         if snap.schedule_seconds is not None:
-            self.schedule.add_metric([name], snap.schedule_seconds)
+            f["schedule"].add_metric([name], snap.schedule_seconds)
         for reason, limit in sorted(snap.exclusion_limits.items()):
-            self.limits.add_metric([name, reason], limit)
+            f["limits"].add_metric([name, reason], limit)
         self._add_buckets(name, snap.buckets)
 
     def _add_buckets(self, name: str, buckets: Sequence[BucketResult]) -> None:
+        f = self._fam
         totals = dict.fromkeys(ROW_KINDS, 0)
         excluded: dict[str, int] = {}
         drifting = dict.fromkeys(DRIFT_KINDS, 0)
@@ -204,15 +197,15 @@ class _Families:
             day = b.start.date().isoformat()
             rows = bucket_rows(b)
             for kind in ROW_KINDS:
-                self.bucket_rows.add_metric([name, day, kind], rows[kind])
+                f["bucket_rows"].add_metric([name, day, kind], rows[kind])
             for reason, n in sorted(b.excluded.items()):
-                self.bucket_excluded.add_metric([name, day, reason], n)
+                f["bucket_excluded"].add_metric([name, day, reason], n)
             for status in BUCKET_STATUSES:
-                self.bucket_status.add_metric([name, day, status], int(b.status == status))
+                f["bucket_status"].add_metric([name, day, status], int(b.status == status))
             for side, agg in (("source", b.source), ("reader", b.reader)):
                 for measure, total in sorted((agg.measures or {}).items()):
-                    self.measure_total.add_metric([name, day, side, measure], float(total))
-            self.unexplained.add_metric(
+                    f["measure_total"].add_metric([name, day, side, measure], float(total))
+            f["unexplained"].add_metric(
                 [name, day],
                 int(b.status == "error" and any(r.startswith(UNEXPLAINED) for r in b.reasons)),
             )
@@ -229,12 +222,12 @@ class _Families:
             # No completed run yet: publish nothing rather than zeros that look like health.
             return
         for kind in ROW_KINDS:
-            self.rows.add_metric([name, kind], totals[kind])
+            f["rows"].add_metric([name, kind], totals[kind])
         for reason, n in sorted(excluded.items()):
-            self.excluded.add_metric([name, reason], n)
+            f["excluded"].add_metric([name, reason], n)
         for direction in DRIFT_KINDS:
-            self.in_drift.add_metric([name, direction], drifting[direction])
+            f["in_drift"].add_metric([name, direction], drifting[direction])
 
     def all(self) -> list[Metric]:
         """Return every family, including empty ones (they print only HELP and TYPE)."""
-        return self._fam.all()
+        return list(self._fam.values())

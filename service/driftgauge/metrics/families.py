@@ -1,8 +1,33 @@
-"""The metric families of one scrape, declared once each and returned in declaration order."""
+"""The metric families of one scrape: declared as data, made by one function, returned in order."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+Family = GaugeMetricFamily | CounterMetricFamily
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One family as docs/metrics.md lists it (a counter's name without `_total`)."""
+
+    name: str
+    doc: str
+    labels: tuple[str, ...]
+    kind: Literal["gauge", "counter"] = "gauge"
+
+
+def build(specs: Mapping[str, Spec]) -> dict[str, Family]:
+    """Return a new, empty family for each spec, keyed and ordered as the table is."""
+    made: dict[str, Family] = {}
+    for key, s in specs.items():
+        make = CounterMetricFamily if s.kind == "counter" else GaugeMetricFamily
+        made[key] = make(s.name, s.doc, labels=list(s.labels))
+    return made
 
 
 class Families:
