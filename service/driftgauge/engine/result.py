@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel
 
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.fields import RowHashName
@@ -23,6 +25,7 @@ RunStatus = Literal["ok", "drift", "error", "nothing_judged"]
 """A run's status: its worst bucket, or nothing_judged when no bucket was judged at all
 (every bucket settling, or none in the window): never ok without a judged bucket."""
 DRIFT_KINDS: tuple[DriftKind, ...] = ("missing", "extra", "mismatched")
+Out = TypeVar("Out", bound=BaseModel)
 
 
 @dataclass
@@ -44,9 +47,8 @@ class KeyDiff:
         A composite key's text (its JSON array) is shown as the array of its parts.
         """
         when = self.event_time.isoformat() if self.event_time else None
-        key = shown_key(self.key, composite)
-        # The payload's fields are this key's, by name; the key hash is not among them.
-        return DrillKeyOut.model_validate({**vars(self), "key": key, "event_time": when})
+        # The key hash is not among the payload's fields, so it is left out.
+        return by_name(DrillKeyOut, self, key=shown_key(self.key, composite), event_time=when)
 
 
 @dataclass
@@ -69,11 +71,9 @@ class Node:
 
     def payload(self) -> NodeOut:
         """Return the node and its children as the payload the CLI and the API show."""
-        return NodeOut(
-            level=self.level,
-            label=self.label,
-            differs=self.differs,
-            fetched=self.fetched,
+        return by_name(
+            NodeOut,
+            self,
             source=aggregate_out(self.source),
             reader=aggregate_out(self.reader),
             children=[c.payload() for c in self.children],
@@ -122,20 +122,13 @@ class BucketResult:
 
     def payload(self) -> BucketResultOut:
         """Return the bucket (without its tree) as the payload the CLI and the API show."""
-        return BucketResultOut(
+        return by_name(
+            BucketResultOut,
+            self,
             day=self.start.date().isoformat(),
             start=self.start.isoformat(),
-            status=self.status,
-            expected=self.expected,
-            visible=self.visible,
-            excluded=dict(self.excluded),
-            missing=self.missing,
-            extra=self.extra,
-            mismatched=self.mismatched,
-            duplicates=self.duplicates,
             source=aggregate_out(self.source),
             reader=aggregate_out(self.reader),
-            reasons=list(self.reasons),
         )
 
     def to_dict(self, *, with_tree: bool = False) -> dict[str, Any]:
@@ -203,6 +196,15 @@ class RunResult:
             "row_hash": self.row_hash,
             "buckets": [b.to_dict(with_tree=with_tree) for b in self.buckets],
         }
+
+
+def by_name(model: type[Out], result: object, **shown: object) -> Out:
+    """Return `model` filled from the result's attributes of the same names, `shown` overriding.
+
+    Validation copies lists and dicts, so the payload never shares them with the result.
+    """
+    names = model.model_fields.keys() - shown.keys()
+    return model.model_validate({**{n: getattr(result, n) for n in names}, **shown})
 
 
 def needs_drill(source: Aggregate, reader: Aggregate) -> bool:
