@@ -1,25 +1,40 @@
-"""What the feature routers share: their running service, paging, their errors as answers."""
+"""What the routers share: their running service, paging, their errors as answers."""
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
 
-from fastapi import HTTPException, Query, Request, status
+from fastapi import Depends, HTTPException, Query, Request, status
 from fastapi.exceptions import RequestValidationError
 
 from driftgauge.core.errors import FieldError
+from driftgauge.core.paging import Page
 
 Dependency = Callable[..., Any]
 """A FastAPI dependency, such as the app's read or write token check."""
-Offset = Annotated[
-    int,
-    Query(
-        ge=0,
-        le=10_000_000,
-        description="Skip this many items first (the next page: offset + limit).",
-    ),
-]
-"""The offset of a paged list; PostgreSQL can hold it, so a wild one is a 422, not a 503."""
+# PostgreSQL can hold any offset up to here, so a wild one is a 422, not a 503.
+MAX_OFFSET = 10_000_000
+
+
+def paged(default: int, most: int) -> Any:
+    """Return the dependency of a paged list: `limit` (1 to `most`, else `default`), `offset`."""
+
+    def page(
+        limit: Annotated[
+            int, Query(ge=1, le=most, description="At most this many items.")
+        ] = default,
+        offset: Annotated[
+            int,
+            Query(
+                ge=0,
+                le=MAX_OFFSET,
+                description="Skip this many items first (the next page: offset + limit).",
+            ),
+        ] = 0,
+    ) -> Page:
+        return Page(limit, offset)
+
+    return Depends(page)
 
 
 def app_service(name: str, missing: str) -> Callable[[Request], Any]:

@@ -13,6 +13,7 @@ import pytest
 from driftgauge.config.runtime import State
 from driftgauge.config.secrets import Secret
 from driftgauge.core.errors import StateError
+from driftgauge.core.paging import Page
 from driftgauge.engine.result import BucketResult, KeyDiff
 from driftgauge.state.migrate import migrations
 from driftgauge.state.store import StateStore
@@ -88,7 +89,7 @@ async def test_round_trip_of_a_run_result(store: StateStore) -> None:
     assert node is not None and node.to_dict() == want.tree[1].to_dict()
     assert await store.hour_tree(run_id, DAY0.date(), DAY0.replace(hour=9)) is None
 
-    total, page = await store.keys(run_id, DAY0.date(), kind="missing", limit=2, offset=2)
+    total, page = await store.keys(run_id, DAY0.date(), kind="missing", page=Page(2, 2))
     assert total == 5  # 7 sampled by the engine, capped at 5 per kind when stored
     assert [k.diff.key for k in page] == ["m002", "m003"]
     total, _ = await store.keys(run_id, DAY0.date())

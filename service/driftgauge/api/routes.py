@@ -28,10 +28,11 @@ from driftgauge.config.runtime import Check
 from driftgauge.core import buckets
 from driftgauge.core.bounds import day_problem, iso_day
 from driftgauge.core.errors import StoreTimeout, UnknownCheck
+from driftgauge.core.paging import Page
 from driftgauge.engine.live import compare_hours, compare_prefixes
 from driftgauge.engine.plan import next_day
 from driftgauge.engine.result import Node, needs_drill
-from driftgauge.routing import Offset
+from driftgauge.routing import paged
 from driftgauge.state.codec import StoredBucket
 from driftgauge.state.payloads import RunOut
 from driftgauge.stores import registry
@@ -50,8 +51,6 @@ Day = Annotated[
 ]
 QueryDay = Annotated[date | None, BeforeValidator(iso_day)]
 Hex = r"^[0-9a-f]{1,32}$"
-# Every list endpoint pages the same way: `limit` items after skipping `offset`.
-Limit = Annotated[int, Query(ge=1, le=500, description="At most this many items.")]
 HOUR_HELP = (
     "One hour bucket of the day: a local hour 0-23 where only one hour starts then; "
     "where the clocks repeat it, the local time with its offset (02:00+01:00) or "
@@ -331,6 +330,7 @@ async def get_keys(
     rt: Writer,
     check: CheckName,
     day: Day,
+    paging: Annotated[Page, paged(50, 500)],
     kind: Annotated[
         Literal["missing", "extra", "mismatched"] | None,
         Query(description="Only keys of this kind."),
@@ -341,8 +341,6 @@ async def get_keys(
     hour: Annotated[
         str | None, Query(max_length=40, description="Only keys of this hour bucket. " + HOUR_HELP)
     ] = None,
-    limit: Limit = 50,
-    offset: Offset = 0,
     page: Annotated[
         int | None,
         Query(
@@ -359,11 +357,12 @@ async def get_keys(
 ) -> KeysOut:
     """Return a page of the day's sampled differing keys (needs a bearer token)."""
     c = _check(rt, check)
-    limit = page_size if page_size is not None else limit
+    if page_size is not None:
+        paging = Page(page_size, paging.offset)
     if page is not None:
-        if offset:
+        if paging.offset:
             raise _bad("query", "page", page, "give offset or page, not both")
-        offset = (page - 1) * limit
+        paging = Page(paging.limit, (page - 1) * paging.limit)
     stored = await _stored_day(rt, c, _day_ok(rt, "path", "day", day))
     start, end = _hour_range(c, day, hour, "query") if hour is not None else (None, None)
     total, keys = await rt.state.keys(
@@ -373,25 +372,26 @@ async def get_keys(
         prefix=prefix,
         start=start,
         end=end,
-        limit=limit,
-        offset=offset,
+        page=paging,
     )
     return KeysOut(
         check=c.name,
         day=day.isoformat(),
         run_id=stored.run_id,
-        limit=limit,
-        offset=offset,
+        limit=paging.limit,
+        offset=paging.offset,
         total=total,
         keys=[k.payload(c.source.composite) for k in keys],
     )
 
 
 @router.get("/checks/{check}/runs", response_model=RunsOut, tags=["runs"])
-async def list_runs(rt: Reader, check: CheckName, limit: Limit = 50, offset: Offset = 0) -> RunsOut:
+async def list_runs(
+    rt: Reader, check: CheckName, paging: Annotated[Page, paged(50, 500)]
+) -> RunsOut:
     """Return the check's runs, newest first."""
     c = _check(rt, check)
-    runs = await rt.state.runs(c.name, limit=limit, offset=offset)
+    runs = await rt.state.runs(c.name, limit=paging.limit, offset=paging.offset)
     return RunsOut(check=c.name, runs=runs)
 
 

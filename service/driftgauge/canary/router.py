@@ -5,14 +5,15 @@
 from collections.abc import Callable
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
+from fastapi import APIRouter, Depends, HTTPException, Request, status
 from pydantic import BaseModel
 
 from driftgauge.canary.probe import CanaryResult, Result
 from driftgauge.canary.service import CanaryService
 from driftgauge.core.errors import UnknownCheck
 from driftgauge.core.instants import Instant
-from driftgauge.routing import Dependency, app_service
+from driftgauge.core.paging import Page
+from driftgauge.routing import Dependency, app_service, paged
 
 
 class CanaryOut(BaseModel):
@@ -61,14 +62,13 @@ def canary_router(
     async def history(
         check: str,
         service: Service,
-        limit: Annotated[int, Query(ge=1, le=500, description="At most this many items.")] = 20,
-        offset: Annotated[
-            int, Query(ge=0, le=10_000_000, description="Skip this many items first.")
-        ] = 0,
+        paging: Annotated[Page, paged(20, 500)],
     ) -> list[CanaryOut]:
         """List the check's latest canary attempts, newest first."""
         if check not in service.checks:
             raise HTTPException(status.HTTP_404_NOT_FOUND, f"no check named {check!r} has a canary")
-        return [CanaryOut.of(r) for r in await service.store.history(check, limit, offset)]
+        return [
+            CanaryOut.of(r) for r in await service.store.history(check, paging.limit, paging.offset)
+        ]
 
     return router

@@ -8,6 +8,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response, status
 
+from driftgauge.core.paging import Page
 from driftgauge.ledger.errors import LedgerConflict, RunNotFound
 from driftgauge.ledger.models import (
     Batch,
@@ -21,11 +22,10 @@ from driftgauge.ledger.models import (
     WindowOut,
 )
 from driftgauge.ledger.service import LedgerService
-from driftgauge.routing import Dependency, Offset, answered, app_service
+from driftgauge.routing import Dependency, answered, app_service, paged
 
 # Bounds that PostgreSQL can hold, so a wild id or a NUL byte is a 422, not a 503.
 RunId = Annotated[int, Path(ge=1, le=2**63 - 1, description="ledger run id")]
-Limit = Annotated[int, Query(ge=1, le=1000, description="At most this many items.")]
 JobName = Annotated[
     str | None,
     Query(min_length=1, max_length=200, pattern=r"^[^\x00]*$", description="sync job name"),
@@ -78,11 +78,11 @@ def ledger_router(
 
     @router.get("/runs", response_model=list[RunOut], dependencies=read)
     async def list_runs(
-        service: Service, job: JobName = None, limit: Limit = 50, offset: Offset = 0
+        service: Service, paging: Annotated[Page, paged(50, 1000)], job: JobName = None
     ) -> list[RunOut]:
         """List recent ledger runs, newest first."""
         with _translated():
-            return await service.store.runs(job, limit, offset)
+            return await service.store.runs(job, paging.limit, paging.offset)
 
     @router.get("/runs/{run_id}", response_model=RunOut, dependencies=read)
     async def get_run(run_id: RunId, service: Service) -> RunOut:
@@ -94,36 +94,36 @@ def ledger_router(
     async def run_keys(
         run_id: RunId,
         service: Service,
+        paging: Annotated[Page, paged(1000, 10_000)],
         outcome: Outcome | None = None,
-        limit: Annotated[
-            int, Query(ge=1, le=10_000, description="At most this many items.")
-        ] = 1000,
-        offset: Offset = 0,
     ) -> list[LedgerKeyOut]:
         """List keys the run reported as no_match, skipped or failed (reveals keys)."""
         with _translated():
             await service.store.run(run_id)
-            return await service.store.keys(run_id, outcome=outcome, limit=limit, offset=offset)
+            return await service.store.keys(
+                run_id, outcome=outcome, limit=paging.limit, offset=paging.offset
+            )
 
     @router.get("/breaches", response_model=list[BreachOut], dependencies=read)
     async def list_breaches(
         service: Service,
+        paging: Annotated[Page, paged(100, 1000)],
         job: JobName = None,
         active: bool = False,
-        limit: Limit = 100,
-        offset: Offset = 0,
     ) -> list[BreachOut]:
         """List recorded breaches of the ledger rules, newest window first."""
         with _translated():
-            return await service.store.breaches(job, active_only=active, limit=limit, offset=offset)
+            return await service.store.breaches(
+                job, active_only=active, limit=paging.limit, offset=paging.offset
+            )
 
     @router.get("/windows", response_model=list[WindowOut], dependencies=read)
     async def list_windows(
-        service: Service, job: JobName = None, limit: Limit = 30, offset: Offset = 0
+        service: Service, paging: Annotated[Page, paged(30, 1000)], job: JobName = None
     ) -> list[WindowOut]:
         """List judged job windows with the rules each breaches now."""
         with _translated():
-            return await service.store.windows(job, limit, offset)
+            return await service.store.windows(job, paging.limit, paging.offset)
 
     return router
 

@@ -8,6 +8,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from driftgauge.config.runtime import Check
+from driftgauge.core.paging import Page
 from driftgauge.repair import announce, partitions
 from driftgauge.repair.errors import NotFound, Refused, RepairInputError
 from driftgauge.repair.partitions import Partition, Snapshot
@@ -331,7 +332,7 @@ class Backfills(CheckParts):
         return bf
 
     async def all(
-        self, *, check: str | None = None, open_only: bool = False, limit: int = 50, offset: int = 0
+        self, *, check: str | None = None, open_only: bool = False, page: Page
     ) -> list[dict[str, Any]]:
         """Return backfills, newest first (without their events)."""
         async with self.calls.conn("list backfills") as conn:
@@ -342,8 +343,8 @@ class Backfills(CheckParts):
                     " AND (status <> 'closed' OR NOT $2) ORDER BY id DESC LIMIT $3 OFFSET $4",
                     check,
                     open_only,
-                    limit,
-                    offset,
+                    page.limit,
+                    page.offset,
                 )
             ]
             return [await self._load(conn, i) for i in ids]

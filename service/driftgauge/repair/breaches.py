@@ -7,6 +7,7 @@ from collections.abc import Collection
 from datetime import datetime
 from typing import Any, Literal, get_args
 
+from driftgauge.core.paging import Page
 from driftgauge.stores.postgres.io import PgCalls
 
 BreachKind = Literal["watermark_moved_back", "watermark_stalled", "silent_change", "rerun_appended"]
@@ -70,8 +71,7 @@ class Breaches:
         *,
         kind: str | None = None,
         active_only: bool = False,
-        limit: int = 100,
-        offset: int = 0,
+        page: Page,
     ) -> list[dict[str, Any]]:
         """Return recorded breaches, newest first."""
         recs = await self.calls.fetch(
@@ -81,8 +81,8 @@ class Breaches:
             " LIMIT $3 OFFSET $4",
             kind,
             active_only,
-            limit,
-            offset,
+            page.limit,
+            page.offset,
         )
         return [
             {

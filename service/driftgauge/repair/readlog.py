@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any
 
+from driftgauge.core.paging import Page
 from driftgauge.repair.errors import NotFound, RepairInputError
 from driftgauge.repair.partitions import Partition, Snapshot
 from driftgauge.stores.postgres.io import PgCalls
@@ -83,8 +84,7 @@ class ReadLog:
         consumer: str | None = None,
         check: str | None = None,
         since: datetime | None = None,
-        limit: int = 200,
-        offset: int = 0,
+        page: Page,
     ) -> list[dict[str, Any]]:
         """Return logged reads, newest first."""
         recs = await self.calls.fetch(
@@ -96,8 +96,8 @@ class ReadLog:
             consumer,
             check,
             since,
-            limit,
-            offset,
+            page.limit,
+            page.offset,
         )
         return [
             {

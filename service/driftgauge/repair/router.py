@@ -16,6 +16,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query
 
 from driftgauge.core.errors import StateError
+from driftgauge.core.paging import Page
 from driftgauge.metrics.collector import PartsCollector
 from driftgauge.repair.backfill import Backfills
 from driftgauge.repair.errors import NotFound, Refused
@@ -33,7 +34,7 @@ from driftgauge.repair.models import (
     WatermarkMove,
 )
 from driftgauge.repair.service import Repair, build_repair
-from driftgauge.routing import Dependency, answered, app_service
+from driftgauge.routing import Dependency, answered, app_service, paged
 
 log = logging.getLogger("driftgauge.repair")
 JUDGE_EVERY = 60.0
@@ -45,8 +46,6 @@ _JUDGE_JOBS = ((JUDGE_JOB, JUDGE_EVERY, False, True), (GUARD_JOB, GUARD_EVERY, T
 """Each judge job: its id (its claim too), its period in seconds, `signed` and `rest`."""
 BackfillId = Annotated[int, Path(ge=1, le=2**63 - 1, description="backfill id")]
 PathName = Annotated[str, Path(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
-# Lists page like every other list of the API: `limit` items after skipping `offset`.
-Offset = Annotated[int, Query(ge=0, le=10_000_000, description="Skip this many items first.")]
 QueryName = Annotated[str | None, Query(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
 
 
@@ -224,13 +223,12 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
     @router.get("/reads", tags=["repair"], dependencies=read)
     async def list_reads(
         service: Service,
+        paging: Annotated[Page, paged(200, 10_000)],
         consumer: QueryName = None,
         check: QueryName = None,
-        limit: Annotated[int, Query(ge=1, le=10_000)] = 200,
-        offset: Offset = 0,
     ) -> list[dict[str, Any]]:
         """List logged reads, newest first."""
-        return await service.reads.list(consumer=consumer, check=check, limit=limit, offset=offset)
+        return await service.reads.list(consumer=consumer, check=check, page=paging)
 
     @router.post(
         "/backfills", tags=["backfill"], dependencies=write, status_code=201, responses=refused
@@ -250,15 +248,12 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
     @router.get("/backfills", tags=["backfill"], dependencies=read)
     async def list_backfills(
         service: Service,
+        paging: Annotated[Page, paged(50, 1000)],
         check: QueryName = None,
         open_only: Annotated[bool, Query(alias="open")] = False,
-        limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-        offset: Offset = 0,
     ) -> list[dict[str, Any]]:
         """List backfills, newest first."""
-        return await service.backfills.all(
-            check=check, open_only=open_only, limit=limit, offset=offset
-        )
+        return await service.backfills.all(check=check, open_only=open_only, page=paging)
 
     @router.get("/backfills/{backfill_id}", tags=["backfill"], dependencies=read)
     async def show_backfill(backfill_id: BackfillId, service: Service) -> dict[str, Any]:
@@ -343,15 +338,12 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
     @router.get("/repair/breaches", tags=["repair"], dependencies=read)
     async def list_breaches(
         service: Service,
+        paging: Annotated[Page, paged(100, 1000)],
         kind: QueryName = None,
         active: bool = False,
-        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-        offset: Offset = 0,
     ) -> list[dict[str, Any]]:
         """List repair breaches, newest first."""
-        return await service.breaches.list(
-            kind=kind, active_only=active, limit=limit, offset=offset
-        )
+        return await service.breaches.list(kind=kind, active_only=active, page=paging)
 
     @router.post("/repair/judge", tags=["repair"], dependencies=write)
     async def judge_now(service: Service) -> dict[str, Any]:

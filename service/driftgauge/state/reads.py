@@ -6,6 +6,7 @@ from datetime import date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from driftgauge.core.paging import Page
 from driftgauge.engine.result import Node
 from driftgauge.state import codec
 from driftgauge.state.codec import StoredBucket, StoredKey
@@ -20,6 +21,8 @@ _BUCKET_SELECT = (
     " WHERE r.check_name = $1 AND r.complete"
 )
 
+_FIRST_KEYS = Page(100)
+"""The page of sampled keys a read returns when it asks for none."""
 # The check's latest run of each kind, as WHERE ... ORDER BY ... LIMIT 1 over its runs ($1).
 # The API and /metrics read these, and retention keeps them: both read them from here.
 _LATEST = {
@@ -180,8 +183,7 @@ class Reads:
         prefix: str | None = None,
         start: datetime | None = None,
         end: datetime | None = None,
-        limit: int = 100,
-        offset: int = 0,
+        page: Page = _FIRST_KEYS,
     ) -> tuple[int, list[StoredKey]]:
         """Return (total, one page) of a bucket's sampled differing keys, filtered."""
         where = (
@@ -196,7 +198,7 @@ class Reads:
             recs = await conn.fetch(
                 f"SELECT * FROM key_samples WHERE {where} ORDER BY kind, key LIMIT $7 OFFSET $8",
                 *args,
-                limit,
-                offset,
+                page.limit,
+                page.offset,
             )
         return int(total), [codec.stored_key(r) for r in recs]
