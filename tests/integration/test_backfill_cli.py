@@ -126,3 +126,14 @@ async def test_a_backfill_from_the_cli_runs_the_replay_commands(
     assert "diff {'count': 0}" in shown.stdout
     mark = await _cli(config, "watermark", "show", "orders-fact")
     assert re.search(r"back to .*T01:00:00\+00:00 by ana: backfill " + bf, mark.stdout), mark.stdout
+
+
+async def test_a_plan_from_the_cli_is_checked_as_the_api_checks_it(
+    pg_database: str, tmp_path: Path
+) -> None:
+    config = tmp_path / "dg.yml"
+    config.write_text(Tables(pg_database).config_text())
+    long = await _cli(config, "backfill", "plan", "orders", "--by", "ana", "--reason", "x" * 2001)
+    assert long.returncode == 2, long.stderr
+    assert long.stderr.startswith("error: reason: String should have at most 2000 characters")
+    assert "Traceback" not in long.stderr

@@ -11,6 +11,7 @@ from driftgauge.config.runtime import Check
 from driftgauge.core.paging import Page
 from driftgauge.repair import announce, partitions
 from driftgauge.repair.errors import NotFound, Refused, RepairInputError
+from driftgauge.repair.models import PlanIn
 from driftgauge.repair.partitions import Partition, Snapshot
 from driftgauge.repair.parts import CheckParts, Sides
 from driftgauge.repair.plan import Plan, drifting_targets, readers_of
@@ -132,25 +133,16 @@ class Backfills(CheckParts):
 
     # -- plan ------------------------------------------------------------------------------------
 
-    async def plan(
-        self,
-        check_name: str,
-        *,
-        by: str,
-        reason: str,
-        since: date | None = None,
-        until: date | None = None,
-        pipeline: str | None = None,
-    ) -> dict[str, Any]:
+    async def plan(self, asked: PlanIn) -> dict[str, Any]:
         """Plan a backfill of the check's drifting hours found by the stored runs."""
-        check = self._check(check_name)
+        check = self._check(asked.check)
         today = self.clock().astimezone(check.timezone).date()
-        until = until or today
-        since = since or until - timedelta(days=check.schedule.recent_days - 1)
+        until = asked.until or today
+        since = asked.since or until - timedelta(days=check.schedule.recent_days - 1)
         if since > until:
             raise RepairInputError("since", f"{since} is after until {until}")
         try:
-            bf_id = await self._plan(check, since, until, by, reason, pipeline)
+            bf_id = await self._plan(check, since, until, asked)
         except Refused as exc:
             # Logged apart: the plan's own transaction rolled back.
             await self.event(
@@ -159,7 +151,7 @@ class Backfills(CheckParts):
                 "plan",
                 "refused",
                 rule=exc.rule,
-                actor=by,
+                actor=asked.by,
                 detail=exc.detail,
             )
             await self._changed()
@@ -167,9 +159,7 @@ class Backfills(CheckParts):
         await self._changed()
         return await self.show(bf_id)
 
-    async def _plan(
-        self, check: Check, since: date, until: date, by: str, reason: str, pipeline: str | None
-    ) -> int:
+    async def _plan(self, check: Check, since: date, until: date, asked: PlanIn) -> int:
         async with self.calls.transaction("plan a backfill") as conn:
             # Plans of one check serialise here, so two cannot claim the same partitions.
             await conn.execute(
@@ -203,6 +193,7 @@ class Backfills(CheckParts):
                 raise refused
             plan = Plan(targets)
             plan.consumers = await readers_of(conn, check.name, [(t.start, t.end) for t in targets])
+            pipeline = asked.pipeline
             if (
                 pipeline is not None
                 and await conn.fetchval("SELECT 1 FROM watermarks WHERE pipeline = $1", pipeline)
@@ -215,11 +206,11 @@ class Backfills(CheckParts):
                 " $6, $7) RETURNING id",
                 check.name,
                 pipeline,
-                reason,
+                asked.reason,
                 plan.first_bad,
                 plan.reset_to,
                 self.clock(),
-                by,
+                asked.by,
             )
             await conn.executemany(
                 "INSERT INTO backfill_targets (backfill_id, partition_start, partition_end,"
@@ -236,7 +227,7 @@ class Backfills(CheckParts):
                 check.name,
                 "plan",
                 "done",
-                actor=by,
+                actor=asked.by,
                 conn=conn,
                 detail=f"{len(targets)} partition(s), first bad "
                 f"{plan.first_bad.isoformat()}, {len(plan.consumers)} consumer(s)",

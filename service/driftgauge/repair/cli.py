@@ -15,8 +15,11 @@ from contextlib import asynccontextmanager
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from driftgauge.config.runtime import Config
-from driftgauge.repair.errors import Refused, RepairError
+from driftgauge.repair.errors import Refused, RepairError, RepairInputError
+from driftgauge.repair.models import PlanIn
 
 if TYPE_CHECKING:
     from driftgauge.repair.service import Repair
@@ -194,20 +197,25 @@ def _backfill_lines(bf: dict[str, Any]) -> list[str]:
     return out
 
 
+def _plan_asked(args: argparse.Namespace) -> PlanIn:
+    """Return the plan the arguments of the same names ask for, checked as the API checks it."""
+    try:
+        return PlanIn.model_validate({name: getattr(args, name) for name in PlanIn.model_fields})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise RepairInputError(str(first["loc"][0]), first["msg"]) from None
+
+
 async def _backfill(config: Config, args: argparse.Namespace) -> int:
+    step = args.backfill_command
+    # Checked before the state database opens: bad input costs no connection.
+    asked = _plan_asked(args) if step == "plan" else None
     async with _opened(config) as repair:
-        b, step = repair.backfills, args.backfill_command
-        if step == "plan":
-            if args.check not in config.checks:
-                raise Refused("plan", "unknown_check", f"no such check {args.check!r}", status=422)
-            bf = await b.plan(
-                args.check,
-                by=args.by,
-                reason=args.reason,
-                since=args.since,
-                until=args.until,
-                pipeline=args.pipeline,
-            )
+        b = repair.backfills
+        if asked is not None:
+            if asked.check not in config.checks:
+                raise Refused("plan", "unknown_check", f"no such check {asked.check!r}", status=422)
+            bf = await b.plan(asked)
         elif step == "announce":
             bf = await b.announce(args.id, by=args.by, runs_at=args.runs_at)
         elif step == "start":

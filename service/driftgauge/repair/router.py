@@ -236,14 +236,7 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
     async def plan_backfill(body: PlanIn, service: Service) -> dict[str, Any]:
         """Plan: targets from stored results, first bad partition, reset point, consumers."""
         with _translated():
-            return await service.backfills.plan(
-                body.check,
-                by=body.by,
-                reason=body.reason,
-                since=body.since,
-                until=body.until,
-                pipeline=body.pipeline,
-            )
+            return await service.backfills.plan(body)
 
     @router.get("/backfills", tags=["backfill"], dependencies=read)
     async def list_backfills(
