@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
-from pydantic import BeforeValidator
+from pydantic import BaseModel, BeforeValidator
 
 from driftgauge.api.models import (
     CheckOut,
@@ -51,6 +51,7 @@ Day = Annotated[
 ]
 QueryDay = Annotated[date | None, BeforeValidator(iso_day)]
 Hex = r"^[0-9a-f]{1,32}$"
+LIVE_NEEDS = "(needs a bearer token; at most api.live_concurrency at once, else 429)"
 HOUR_HELP = (
     "One hour bucket of the day: a local hour 0-23 where only one hour starts then; "
     "where the clocks repeat it, the local time with its offset (02:00+01:00) or "
@@ -74,6 +75,7 @@ Reader = Annotated[Runtime, Depends(_read)]
 Writer = Annotated[Runtime, Depends(_write)]
 
 T = TypeVar("T")
+Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
 
 
 def _check(rt: Runtime, name: str) -> Check:
@@ -199,17 +201,29 @@ async def list_days(
     )
 
 
+def _drilled(request: Request, rt: Runtime, check: str, day: date, live: bool) -> Check:
+    """Return the check a drill-down into `day` reads; a live one needs a bearer token."""
+    c = _check(rt, check)
+    _day_ok(rt, "path", "day", day)
+    if live:
+        # A live drill-down queries both stores: only token holders, and only a few at once.
+        rt.tokens.require(request)
+    return c
+
+
+def _live_route(path: str, model: type[BaseModel]) -> Callable[[Endpoint], Endpoint]:
+    """Route a drill-down that can also query both stores live, so answer 429, 502 and 504."""
+    return router.get(
+        path, response_model=model, tags=["drill-down"], responses=answers(429, 502, 504)
+    )
+
+
 async def _stored_day(rt: Runtime, c: Check, day: date) -> StoredBucket:
     stored = await rt.state.day_bucket(c.name, day, c.timezone)
     return _found(stored, f"day: no completed run of check {c.name!r} covers {day}")
 
 
-@router.get(
-    "/checks/{check}/days/{day}",
-    response_model=DayOut,
-    tags=["drill-down"],
-    responses=answers(429, 502, 504),
-)
+@_live_route("/checks/{check}/days/{day}", DayOut)
 async def get_day(
     request: Request,
     rt: Reader,
@@ -219,18 +233,13 @@ async def get_day(
         bool,
         Query(
             description="Compute the day's hours from both stores instead of the stored run "
-            "(needs a bearer token; at most api.live_concurrency at once, else 429). "
-            "Without it a day whose differences were peeled from its digests lists no "
-            "hours and says hours_live_only."
+            f"{LIVE_NEEDS}. Without it a day whose differences were peeled from its digests "
+            "lists no hours and says hours_live_only."
         ),
     ] = False,
 ) -> DayOut:
     """Return one day bucket and its hours (plus prefixes split over the whole day)."""
-    c = _check(rt, check)
-    _day_ok(rt, "path", "day", day)
-    if live:
-        # A live drill-down queries both stores: only token holders, and only a few at once.
-        rt.tokens.require(request)
+    c = _drilled(request, rt, check, day, live)
     stored = await _stored_day(rt, c, day)
     hours, prefixes = await rt.state.day_nodes(stored.run_id, day)
     b = stored.bucket
@@ -252,12 +261,7 @@ async def get_day(
     )
 
 
-@router.get(
-    "/checks/{check}/days/{day}/hours/{hour}",
-    response_model=HourOut,
-    tags=["drill-down"],
-    responses=answers(429, 502, 504),
-)
+@_live_route("/checks/{check}/days/{day}/hours/{hour}", HourOut)
 async def get_hour(
     request: Request,
     rt: Reader,
@@ -266,11 +270,7 @@ async def get_hour(
     hour: Annotated[str, Path(max_length=40, description=HOUR_HELP)],
     live: Annotated[
         bool,
-        Query(
-            description="Recompute from both stores instead of the stored run "
-            "(needs a bearer token; at most api.live_concurrency at "
-            "once, else 429)."
-        ),
+        Query(description=f"Recompute from both stores instead of the stored run {LIVE_NEEDS}."),
     ] = False,
     prefix: Annotated[
         str | None,
@@ -278,11 +278,7 @@ async def get_hour(
     ] = None,
 ) -> HourOut:
     """Return an hour's key-hash prefixes with both sides' count and digest."""
-    c = _check(rt, check)
-    _day_ok(rt, "path", "day", day)
-    if live:
-        # A live drill-down queries both stores: only token holders, and only a few at once.
-        rt.tokens.require(request)
+    c = _drilled(request, rt, check, day, live)
     start, end = _hour_range(c, day, hour)
     label = buckets.label(start, c.timezone)
     out = HourOut(
