@@ -82,7 +82,7 @@ async def test_opensearch_chunked_window_equals_python(loaded: Loaded) -> None:
     counts = [
         (int(b.start.timestamp() * 1000), b.agg.count) for b in ds.python_buckets(ROWS, "day")
     ]
-    assert len(rq.plan_chunks(*WINDOW, counts, 1500, 1000)) == 6
+    assert len(rq.plan_chunks(rq.DayCounts(*WINDOW, counts), 1500, 1000)) == 6
     assert await chunked.bucket_digests(*WINDOW, "hour") == ds.python_buckets(ROWS, "hour")
 
 
@@ -117,7 +117,7 @@ async def test_opensearch_slot_chunks_cut_on_slot_bounds(loaded: Loaded) -> None
         (int(b.start.timestamp() * 1000), b.agg.count) for b in ds.python_buckets(ROWS, "day")
     ]
     for seconds in (240, 60):
-        chunks = rq.plan_slot_chunks(*ODD, counts, 500, seconds)
+        chunks = rq.plan_slot_chunks(rq.DayCounts(*ODD, counts), 500, seconds)
         # Local midnights are off the grid of ODD's start; 60 s slots exceed a request's cap.
         assert len(chunks) >= (3 if seconds == 240 else 4)
         for chunk in chunks:

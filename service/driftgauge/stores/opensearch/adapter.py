@@ -125,20 +125,23 @@ class OpenSearchAdapter(ReadAdapter):
         if self._owns_client:
             await self._client.close()
 
+    async def _day_counts(self, start: datetime, end: datetime) -> rq.DayCounts:
+        """Return the window's doc count per day, to cut its requests into chunks."""
+        body = rq.day_counts_body(self.view, start, end)
+        counts = rq.parse_day_counts(await self._search("count rows per day", body))
+        return rq.DayCounts(start, end, counts)
+
     async def _day_digests(
         self, start: datetime, end: datetime, granularity: Granularity
     ) -> list[BucketDigest]:
         """Return day buckets, asking in chunks of whole days of bounded size."""
         # Hours come from slots (ReadAdapter): calendar hours round a half-hour shift into a
         # 90-minute hour.
-        counts = rq.parse_day_counts(
-            await self._search("count rows per day", rq.day_counts_body(self.view, start, end))
-        )
-        if not counts:
+        counted = await self._day_counts(start, end)
+        if not counted.counts:
             return []
-        max_days = rq.MAX_BUCKETS_PER_REQUEST
         out: list[BucketDigest] = []
-        for chunk in rq.plan_chunks(start, end, counts, self.max_chunk_rows, max_days):
+        for chunk in rq.plan_chunks(counted, self.max_chunk_rows, rq.MAX_BUCKETS_PER_REQUEST):
             resp = await self._search(
                 "bucket digests", rq.bucket_body(self.view, chunk.start, chunk.end, granularity)
             )
@@ -155,13 +158,11 @@ class OpenSearchAdapter(ReadAdapter):
         check_slot(start, seconds)
         if start >= end:
             return []
-        counts = rq.parse_day_counts(
-            await self._search("count rows per day", rq.day_counts_body(self.view, start, end))
-        )
-        if not counts:
+        counted = await self._day_counts(start, end)
+        if not counted.counts:
             return []
         out: list[BucketDigest] = []
-        for chunk in rq.plan_slot_chunks(start, end, counts, self.max_chunk_rows, seconds):
+        for chunk in rq.plan_slot_chunks(counted, self.max_chunk_rows, seconds):
             resp = await self._search(
                 "slot digests", rq.slot_body(self.view, chunk.start, chunk.end, seconds, start)
             )
@@ -173,16 +174,12 @@ class OpenSearchAdapter(ReadAdapter):
         check_slot(start, seconds)
         if start >= end:
             return FirstPass([], {})
-        counts = rq.parse_day_counts(
-            await self._search("count rows per day", rq.day_counts_body(self.view, start, end))
-        )
-        if not counts:
+        counted = await self._day_counts(start, end)
+        if not counted.counts:
             return FirstPass([], {})
         days: list[BucketDigest] = []
         raw: dict[datetime, Any] = {}
-        for chunk in rq.plan_chunks(
-            start, end, counts, self.max_chunk_rows, rq.MAX_BUCKETS_PER_REQUEST
-        ):
+        for chunk in rq.plan_chunks(counted, self.max_chunk_rows, rq.MAX_BUCKETS_PER_REQUEST):
             resp = await self._search(
                 "day and slot digests",
                 rq.day_slot_body(self.view, chunk.start, chunk.end, seconds, start),
@@ -202,14 +199,10 @@ class OpenSearchAdapter(ReadAdapter):
             raise ValueError(f"width must be between 1 and {iblt.MAX_WIDTH}, got {width}")
         if start >= end:
             return DigestPass([], {})
-        counts = rq.parse_day_counts(
-            await self._search("count rows per day", rq.day_counts_body(self.view, start, end))
-        )
+        counted = await self._day_counts(start, end)
         days: list[BucketDigest] = []
         tables: dict[datetime, dict[int, iblt.Cell]] = {}
-        for chunk in rq.plan_chunks(
-            start, end, counts, self.max_chunk_rows, rq.MAX_BUCKETS_PER_REQUEST
-        ):
+        for chunk in rq.plan_chunks(counted, self.max_chunk_rows, rq.MAX_BUCKETS_PER_REQUEST):
             resp = await self._search(
                 "day and cell digests", rq.day_cell_body(self.view, chunk.start, chunk.end, width)
             )

@@ -343,48 +343,46 @@ class Chunk:
     end: datetime
 
 
-def plan_chunks(
-    start: datetime,
-    end: datetime,
-    day_counts: Sequence[tuple[int, int]],
-    max_rows: int,
-    max_days: int,
-) -> list[Chunk]:
+@dataclass(frozen=True)
+class DayCounts:
+    """A window and the doc count of each of its days, to cut it into chunks of bounded size."""
+
+    start: datetime
+    end: datetime
+    counts: Sequence[tuple[int, int]]
+    """(day start in epoch ms, doc count) for each day holding a document, in order."""
+
+
+def plan_chunks(days: DayCounts, max_rows: int, max_days: int) -> list[Chunk]:
     """Return chunks of whole days, each with at most max_rows rows (or one day) and max_days."""
     cuts: list[datetime] = []
     rows = 0
-    days = 0
-    for key_ms, count in day_counts:
-        if days and (rows + count > max_rows or days >= max_days):
+    n_days = 0
+    for key_ms, count in days.counts:
+        if n_days and (rows + count > max_rows or n_days >= max_days):
             cuts.append(datetime.fromtimestamp(key_ms / 1000, tz=UTC))
-            rows = days = 0
+            rows = n_days = 0
         rows += count
-        days += 1
-    bounds = [start, *[c for c in cuts if start < c < end], end]
+        n_days += 1
+    bounds = [days.start, *[c for c in cuts if days.start < c < days.end], days.end]
     return [Chunk(a, b) for a, b in itertools.pairwise(bounds)]
 
 
-def plan_slot_chunks(
-    start: datetime,
-    end: datetime,
-    day_counts: Sequence[tuple[int, int]],
-    max_rows: int,
-    seconds: int,
-) -> list[Chunk]:
+def plan_slot_chunks(days: DayCounts, max_rows: int, seconds: int) -> list[Chunk]:
     """Return plan_chunks' chunks cut on slot bounds, each of at most MAX_BUCKETS_PER_REQUEST.
 
-    Slots are `seconds` long from `start`; a cut inside a slot would split its digest
-    over two requests, so day cuts move back to the start of their slot.
+    Slots are `seconds` long from the window's start; a cut inside a slot would split its
+    digest over two requests, so day cuts move back to the start of their slot.
     """
     # Arithmetic on aware datetimes of one zone is wall-clock arithmetic; slots are not.
-    origin = start.astimezone(UTC)
+    origin = days.start.astimezone(UTC)
     step = timedelta(seconds=seconds)
     per_day = -(-25 * 3600 // seconds)  # a day that falls back has 25 hours
     max_days = max(1, MAX_BUCKETS_PER_REQUEST // per_day)
     span = step * MAX_BUCKETS_PER_REQUEST
     bounds = [origin]
-    for chunk in plan_chunks(start, end, day_counts, max_rows, max_days):
-        cut = origin + (chunk.end - origin) // step * step if chunk.end < end else end
+    for chunk in plan_chunks(days, max_rows, max_days):
+        cut = origin + (chunk.end - origin) // step * step if chunk.end < days.end else days.end
         while cut - bounds[-1] > span:
             bounds.append(bounds[-1] + span)
         if cut > bounds[-1]:
