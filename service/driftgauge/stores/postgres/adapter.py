@@ -131,24 +131,18 @@ class PostgresAdapter(DialectAdapter):
     ) -> AsyncIterator[ExportedRow]:
         """Yield the export's rows through a server-side cursor, fetch_rows at a time."""
         timeout = self.store.timeout
-        with io.store_errors(self.store.name, self._where("export rows")):
-            async with (
-                io.pooled(self._pool, timeout) as conn,
-                conn.transaction(readonly=True, isolation="repeatable_read"),
-            ):
-                if ranged:
-                    # A generic plan cannot see the sub-range bounds and reads the whole
-                    # window; a custom plan turns each sub-range into an index range scan.
-                    await conn.execute(
-                        "SET LOCAL plan_cache_mode = force_custom_plan", timeout=timeout
-                    )
-                cursor = await conn.cursor(sql, *args, timeout=timeout)
-                while True:
-                    batch = await cursor.fetch(self.fetch_rows, timeout=timeout)
-                    for r in batch:
-                        yield r["ktext"], r["khash"], r["rhash"], r["t"]
-                    if len(batch) < self.fetch_rows:
-                        break
+        async with self._snapshot("export rows") as conn:
+            if ranged:
+                # A generic plan cannot see the sub-range bounds and reads the whole
+                # window; a custom plan turns each sub-range into an index range scan.
+                await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan", timeout=timeout)
+            cursor = await conn.cursor(sql, *args, timeout=timeout)
+            while True:
+                batch = await cursor.fetch(self.fetch_rows, timeout=timeout)
+                for r in batch:
+                    yield r["ktext"], r["khash"], r["rhash"], r["t"]
+                if len(batch) < self.fetch_rows:
+                    break
 
     async def query_key(self, query: str, start: datetime, end: datetime) -> str | None:
         """Return the first value of the operator's key query ($1, $2 = start, end)."""
