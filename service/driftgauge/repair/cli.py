@@ -12,14 +12,14 @@ import json
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from datetime import UTC, date, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from datetime import UTC, date, datetime
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from driftgauge.config.runtime import Config
 from driftgauge.repair.errors import Refused, RepairError, RepairInputError
-from driftgauge.repair.models import PlanIn
+from driftgauge.repair.models import PlanIn, WatermarkMove
 
 if TYPE_CHECKING:
     from driftgauge.repair.service import Repair
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_FINDING, EXIT_ERROR = 0, 1, 2
 STEPS = ("plan", "announce", "start", "verify", "replay", "close", "show")
+Body = TypeVar("Body", bound=BaseModel)
 
 
 def _instant(text: str) -> datetime:
@@ -120,6 +121,7 @@ def add_commands(
                 "--stall-after",
                 type=float,
                 metavar="SECONDS",
+                dest="stall_after_seconds",
                 help="no advance for this long is a watermark_stalled breach",
             )
         finish(sp, "the watermark", _watermark)
@@ -197,10 +199,10 @@ def _backfill_lines(bf: dict[str, Any]) -> list[str]:
     return out
 
 
-def _plan_asked(args: argparse.Namespace) -> PlanIn:
-    """Return the plan the arguments of the same names ask for, checked as the API checks it."""
+def _asked(model: type[Body], args: argparse.Namespace) -> Body:
+    """Return the body the arguments of the same names ask for, checked as the API checks it."""
     try:
-        return PlanIn.model_validate({name: getattr(args, name) for name in PlanIn.model_fields})
+        return model.model_validate({name: getattr(args, name) for name in model.model_fields})
     except ValidationError as exc:
         first = exc.errors()[0]
         raise RepairInputError(str(first["loc"][0]), first["msg"]) from None
@@ -209,7 +211,7 @@ def _plan_asked(args: argparse.Namespace) -> PlanIn:
 async def _backfill(config: Config, args: argparse.Namespace) -> int:
     step = args.backfill_command
     # Checked before the state database opens: bad input costs no connection.
-    asked = _plan_asked(args) if step == "plan" else None
+    asked = _asked(PlanIn, args) if step == "plan" else None
     async with _opened(config) as repair:
         b = repair.backfills
         if asked is not None:
@@ -269,18 +271,12 @@ async def _probe(config: Config, args: argparse.Namespace) -> int:
 
 
 async def _watermark(config: Config, args: argparse.Namespace) -> int:
+    # Checked before the state database opens: bad input costs no connection.
+    move = _asked(WatermarkMove, args) if args.watermark_command == "advance" else None
     async with _opened(config) as repair:
         w = repair.watermarks
-        if args.watermark_command == "advance":
-            stall = timedelta(seconds=args.stall_after) if args.stall_after else None
-            out = await w.advance(
-                args.pipeline,
-                args.to,
-                by=args.by,
-                reason=args.reason,
-                check=args.check,
-                stall_after=stall,
-            )
+        if move is not None:
+            out = await w.advance(args.pipeline, move)
         elif args.watermark_command == "move-back":
             out = await w.move_back(args.pipeline, args.to, by=args.by, reason=args.reason)
         else:

@@ -154,20 +154,8 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
         pipeline: PathName, body: WatermarkMove, service: Service
     ) -> dict[str, Any]:
         """Move a watermark forward (creating it); never backwards."""
-        stall = (
-            timedelta(seconds=body.stall_after_seconds)
-            if body.stall_after_seconds is not None
-            else None
-        )
         with _translated():
-            out = await service.watermarks.advance(
-                pipeline,
-                body.to,
-                by=body.by,
-                reason=body.reason,
-                check=body.check,
-                stall_after=stall,
-            )
+            out = await service.watermarks.advance(pipeline, body)
         await service.refresh()
         return out
 

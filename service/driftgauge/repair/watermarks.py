@@ -8,6 +8,7 @@ from typing import Any
 
 from driftgauge.repair import breaches
 from driftgauge.repair.errors import NotFound, RepairInputError
+from driftgauge.repair.models import WatermarkMove
 from driftgauge.stores.postgres.io import PgCalls
 
 OPEN_STATUSES = ("announced", "running", "verified", "replayed")
@@ -68,17 +69,11 @@ class Watermarks:
         ]
         return out
 
-    async def advance(
-        self,
-        pipeline: str,
-        to: datetime,
-        *,
-        by: str,
-        reason: str,
-        check: str | None = None,
-        stall_after: timedelta | None = None,
-    ) -> dict[str, Any]:
+    async def advance(self, pipeline: str, move: WatermarkMove) -> dict[str, Any]:
         """Move a watermark forward (creating it on first use); never backwards."""
+        to, by, reason, check = move.to, move.by, move.reason, move.check
+        seconds = move.stall_after_seconds
+        stall_after = timedelta(seconds=seconds) if seconds is not None else None
         now = self.clock()
         async with self.calls.transaction("advance a watermark") as conn:
             rec = await conn.fetchrow(
