@@ -140,11 +140,12 @@ class PostgresDialect(SqlDialect):
         bigint, not the row encoding; that is what makes this cheaper than a day query
         plus a slot query.
         """
+        # Measure totals for the day rows only: first-pass slots are compared by count and digest.
         return (
             "SELECT r.d AS bucket, r.s AS slot, r.x AS rule, count(*) AS n, "
             f"{self.distinct_keys_sql('r.x IS NULL')} AS keys, "
             f"{SIGNED64.format(self.filtered('sum', 'r.h', 'r.x IS NULL'))} AS digest"
-            f"{self._day_measure_sums(view)} "
+            f"{self.measure_sums_sql(view, only='GROUPING(r.s) = 1')} "
             "FROM (SELECT date_trunc('day', b.t, $4) AS d, "
             "date_bin($3::interval, b.t, $5::timestamptz) AS s, b.x, b.kd, "
             f"{self.row_hash(view, 'b.renc')} AS h"
@@ -198,14 +199,6 @@ class PostgresDialect(SqlDialect):
             f"SELECT date_trunc('day', r.t, $3) AS bucket, "
             f"{self.distinct_keys_sql('true')} AS keys "
             f"FROM ({self.base_sql(view)}) AS r WHERE r.x IS NULL GROUP BY 1"
-        )
-
-    def _day_measure_sums(self, view: View) -> str:
-        # Totals for the day rows only: first-pass slots are compared by count and digest.
-        return "".join(
-            f", CASE WHEN GROUPING(r.s) = 1 THEN "
-            f"{self.filtered('sum', f'r.m{i}', 'r.x IS NULL')} END AS m{i}"
-            for i in range(len(view.measures))
         )
 
 

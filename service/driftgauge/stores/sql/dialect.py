@@ -266,12 +266,15 @@ class SqlDialect:
             for i, col in enumerate(view.measure_columns)
         )
 
-    def measure_sums_sql(self, view: View, alias: str = "r") -> str:
-        """Return `, sum(m0) AS m0, ...` over the rows no rule excludes."""
-        return "".join(
-            f", {self.filtered('sum', f'{alias}.m{i}', f'{alias}.x IS NULL')} AS m{i}"
+    def measure_sums_sql(self, view: View, alias: str = "r", *, only: str | None = None) -> str:
+        """Return `, sum(m0) AS m0, ...` over the rows no rule excludes (NULL unless `only`)."""
+        sums = [
+            self.filtered("sum", f"{alias}.m{i}", f"{alias}.x IS NULL")
             for i in range(len(view.measures))
-        )
+        ]
+        if only is not None:
+            sums = [f"CASE WHEN {only} THEN {total} END" for total in sums]
+        return "".join(f", {total} AS m{i}" for i, total in enumerate(sums))
 
     def distinct_keys_sql(self, where: str) -> str:
         """Return the distinct-key count of the rows matching `where` (a NULL key counts once)."""
