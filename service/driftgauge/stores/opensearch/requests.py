@@ -336,14 +336,6 @@ def _within(prefixes: Sequence[str] | None) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class Chunk:
-    """One request's share of a window, cut at day starts in the view's time zone."""
-
-    start: datetime
-    end: datetime
-
-
-@dataclass(frozen=True)
 class DayCounts:
     """A window and the doc count of each of its days, to cut it into chunks of bounded size."""
 
@@ -351,6 +343,14 @@ class DayCounts:
     end: datetime
     counts: Sequence[tuple[int, int]]
     """(day start in epoch ms, doc count) for each day holding a document, in order."""
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One request's share of a window, cut at day starts in the view's time zone."""
+
+    start: datetime
+    end: datetime
 
 
 def plan_chunks(days: DayCounts, max_rows: int, max_days: int) -> list[Chunk]:
