@@ -26,10 +26,14 @@ RunClosed = Callable[[RunOut], Awaitable[None]]
 class JobSettings:
     """How one sync job's windows are judged, and which checks it feeds."""
 
-    job: str
-    timezone: ZoneInfo
     ledger: Ledger
+    timezone: ZoneInfo
     checks: tuple[str, ...]
+
+    @property
+    def job(self) -> str:
+        """Return the sync job's name, as its ledger settings give it."""
+        return self.ledger.job
 
 
 def job_settings(checks: Mapping[str, Check]) -> dict[str, JobSettings]:
@@ -40,7 +44,7 @@ def job_settings(checks: Mapping[str, Check]) -> dict[str, JobSettings]:
             continue
         seen = out.get(check.ledger.job)
         fed = (*seen.checks, name) if seen is not None else (name,)
-        out[check.ledger.job] = JobSettings(check.ledger.job, check.timezone, check.ledger, fed)
+        out[check.ledger.job] = JobSettings(check.ledger, check.timezone, fed)
     return out
 
 
