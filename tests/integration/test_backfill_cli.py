@@ -137,3 +137,28 @@ async def test_a_plan_from_the_cli_is_checked_as_the_api_checks_it(
     assert long.returncode == 2, long.stderr
     assert long.stderr.startswith("error: reason: String should have at most 2000 characters")
     assert "Traceback" not in long.stderr
+
+
+async def test_a_watermark_advance_from_the_cli_is_checked_as_the_api_checks_it(
+    pg_database: str, tmp_path: Path
+) -> None:
+    config = tmp_path / "dg.yml"
+    config.write_text(Tables(pg_database).config_text())
+    zero = await _cli(
+        config,
+        "watermark",
+        "advance",
+        "orders-fact",
+        "2026-01-02T00:00:00Z",
+        "--by",
+        "ana",
+        "--reason",
+        "caught up",
+        "--stall-after",
+        "0",
+    )
+    assert zero.returncode == 2, zero.stderr
+    assert zero.stderr.startswith("error: stall_after_seconds: "), zero.stderr
+    assert "Traceback" not in zero.stderr
+    shown = await _cli(config, "watermark", "show", "orders-fact")
+    assert "2026-01-02" not in shown.stdout, shown.stdout
