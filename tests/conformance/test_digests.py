@@ -53,7 +53,7 @@ async def test_day_tables_agree_with_python(
     assert len(want) >= 5  # the DST day among them
 
 
-@pytest.mark.parametrize("widths", [(16, 4096), (101, 546)])
+@pytest.mark.parametrize("widths", [(16, 4096), (101, 546), (16, 16_384)])
 async def test_one_day_scanned_again_wider_agrees_with_the_window_scan(
     kind: Kind, stored: Store, widths: tuple[int, int]
 ) -> None:

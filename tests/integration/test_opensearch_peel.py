@@ -139,3 +139,63 @@ async def test_a_day_whose_tables_do_not_peel_is_still_counted_exactly(pair: str
     # first tables, and either costs more queries than tables that peel at once.
     assert len(drifted) == DAYS and all(b.tree or b.drift_hours for b in drifted)
     assert result.queries > sized.queries
+
+
+DENSE = 20_000
+KEPT = 1_500
+"""A day of DENSE rows whose index holds only the first KEPT: more than a pass's table holds."""
+
+
+@pytest.fixture(scope="module")
+async def dense(
+    pg_database: str, os_client: AsyncOpenSearch, os_index: Callable[[str], str]
+) -> AsyncIterator[str]:
+    """Yield a config of one day whose index lacks most of its rows."""
+    rows = [(i, f"l{i % 5}", T0 + timedelta(seconds=4 * i)) for i in range(1, DENSE + 1)]
+    conn = await asyncpg.connect(pg_database)
+    try:
+        await conn.execute("CREATE TABLE src_dense (id bigint, label text, at timestamptz)")
+        await conn.copy_records_to_table("src_dense", records=rows)
+    finally:
+        await conn.close()
+    index = os_index("dg_osdense")
+    await os_client.indices.create(
+        index=index,
+        body={
+            "settings": {"number_of_shards": 2},
+            "mappings": {
+                "properties": {
+                    "id": {"type": "long"},
+                    "label": {"type": "keyword"},
+                    "at": {"type": "date_nanos"},
+                }
+            },
+        },
+    )
+    actions = [
+        {"_index": index, "_source": {"id": i, "label": lab, "at": t.isoformat()}}
+        for i, lab, t in rows[:KEPT]
+    ]
+    await async_bulk(os_client, actions, refresh=True)
+    yield CONFIG.format(dsn=pg_database, os=OS_URL, index=index, table="src_dense")
+
+
+async def test_a_dense_day_is_scanned_again_wider_than_a_pass_and_peels(dense: str) -> None:
+    result = await _run(dense, 64)
+    assert result.error is None
+    assert _found(result) == [DENSE - KEPT, 0, 0]
+    (day,) = [b for b in result.buckets if b.missing]
+    # Peeled from a second, one-day table wider than a pass's (iblt.MAX_WIDTH): no tree,
+    # and only the missing rows fetched, not the day's.
+    assert day.tree == [] and day.drift_hours
+    assert result.rows_fetched == DENSE - KEPT
+
+
+async def test_a_table_wider_than_a_pass_is_refused_over_several_days(pair: str) -> None:
+    check = load_text(pair).checks["c"]
+    reader = await open_adapter(check.reader)
+    try:
+        with pytest.raises(ValueError, match="built for one day at a time, not for 3 days"):
+            await reader.day_and_cell_digests(T0, T0 + timedelta(days=DAYS), 8192)  # type: ignore[attr-defined]
+    finally:
+        await reader.close()

@@ -81,6 +81,9 @@ def _within(moment: datetime, spans: Spans) -> bool:
 class OpenSearchAdapter(ReadAdapter):
     """Read a reader view (index + the reader's filter) or an OpenSearch source."""
 
+    widest_digest = iblt.DAY_WIDTH
+    """A day scanned again may be this wide: a shard's day holds K * width cells (6 MB)."""
+
     def __init__(
         self,
         view: View,
@@ -195,11 +198,17 @@ class OpenSearchAdapter(ReadAdapter):
 
     async def day_and_cell_digests(self, start: datetime, end: datetime, width: int) -> DigestPass:
         """Return day buckets and each day's difference digest from one pass of scripts."""
-        if not 1 <= width <= iblt.MAX_WIDTH:
-            raise ValueError(f"width must be between 1 and {iblt.MAX_WIDTH}, got {width}")
+        if not 1 <= width <= self.widest_digest:
+            raise ValueError(f"width must be between 1 and {self.widest_digest}, got {width}")
         if start >= end:
             return DigestPass([], {})
         counted = await self._day_counts(start, end)
+        if width > iblt.MAX_WIDTH and len(counted.counts) > 1:
+            # Each day bucket of each shard holds a flat array of K * width cells.
+            raise ValueError(
+                f"a table wider than {iblt.MAX_WIDTH} cells is built for one day at a time,"
+                f" not for {len(counted.counts)} days"
+            )
         days: list[BucketDigest] = []
         tables: dict[datetime, dict[int, iblt.Cell]] = {}
         for chunk in rq.plan_chunks(counted, self.max_chunk_rows, rq.MAX_BUCKETS_PER_REQUEST):
