@@ -164,7 +164,12 @@ def build_check(case: Case, source: View, reader: View) -> Check:
         timezone=case.tz,
         settle=timedelta(hours=s.settle_hours),
         tolerance=Tolerance(s.missing_ratio, s.extra, s.mismatched, rate),
-        drilldown=Drilldown(s.leaf_rows, s.dense_ratio, s.max_depth, s.slot_first_pass_days),
+        drilldown=Drilldown(
+            leaf_rows=s.leaf_rows,
+            dense_ratio=s.dense_ratio,
+            max_depth=s.max_depth,
+            slot_first_pass_days=s.slot_first_pass_days,
+        ),
     )
 
 

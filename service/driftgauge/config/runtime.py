@@ -1,4 +1,4 @@
-"""Frozen runtime objects built from the validated config models."""
+"""Frozen runtime objects built from the validated config models, or such a model itself."""
 
 from __future__ import annotations
 
@@ -7,7 +7,10 @@ from datetime import timedelta
 from typing import Any, Literal, Protocol
 from zoneinfo import ZoneInfo
 
+import pydantic
+
 from driftgauge.config.secrets import Secret
+from driftgauge.config.values import Strict
 from driftgauge.core.fields import NULL_KEY, FieldType, KeyType, RowHashName, TimestampPrecision
 
 
@@ -159,15 +162,20 @@ class Tolerance:
         return None
 
 
-@dataclass(frozen=True)
-class Drilldown:
+class Drilldown(Strict):
     """How the engine descends from days to keys."""
 
-    leaf_rows: int = 2000
-    dense_ratio: float = 0.2
-    max_depth: int = 4
-    slot_first_pass_days: int = 62
-    """Windows of at most this many days get each day's slots from the first scan (0: never)."""
+    # The config section itself (`checks.<name>.drilldown`): the file and the engine share it.
+    leaf_rows: int = pydantic.Field(2000, ge=1, le=1_000_000)
+    dense_ratio: float = pydantic.Field(0.2, gt=0, le=1)
+    max_depth: int = pydantic.Field(4, ge=1, le=8)
+    slot_first_pass_days: int = pydantic.Field(
+        62,
+        ge=0,
+        le=3660,
+        description="Windows of at most this many days get each day's slots from the first"
+        " scan (0: never).",
+    )
 
 
 @dataclass(frozen=True)

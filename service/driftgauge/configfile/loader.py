@@ -16,7 +16,6 @@ from driftgauge.config.runtime import (
     Api,
     Check,
     Config,
-    Drilldown,
     Exclusion,
     Field,
     Lease,
@@ -323,12 +322,7 @@ def _build_check(
         tolerance=Tolerance(
             tol.missing_ratio, tol.extra, tol.mismatched, tuple(sorted(tol.exclusion_rate.items()))
         ),
-        drilldown=Drilldown(
-            cm.drilldown.leaf_rows,
-            cm.drilldown.dense_ratio,
-            cm.drilldown.max_depth,
-            cm.drilldown.slot_first_pass_days,
-        ),
+        drilldown=cm.drilldown,
         schedule=schedule,
         description=cm.description,
         ledger=ledger,

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 from pydantic import Field, StringConstraints, model_validator
 
+from driftgauge.config.runtime import Drilldown
 from driftgauge.config.values import (
     CanaryInterval,
     CheckInterval,
@@ -138,13 +139,6 @@ class ToleranceModel(Strict):
     exclusion_rate: dict[NonEmpty, Ratio] = Field(default_factory=dict)
 
 
-class DrilldownModel(Strict):
-    leaf_rows: int = Field(2000, ge=1, le=1_000_000)
-    dense_ratio: float = Field(0.2, gt=0, le=1)
-    max_depth: int = Field(4, ge=1, le=8)
-    slot_first_pass_days: int = Field(62, ge=0, le=3660)
-
-
 class RecentScheduleModel(Strict):
     every: CheckInterval = timedelta(hours=1)
     days: int = Field(7, ge=1, le=3660)
@@ -271,7 +265,7 @@ class CheckModel(Strict):
     exclusions: list[ExclusionModel] = Field(default_factory=list)
     settle: Settle = timedelta(hours=2)
     tolerance: ToleranceModel = Field(default_factory=ToleranceModel)
-    drilldown: DrilldownModel = Field(default_factory=DrilldownModel)
+    drilldown: Drilldown = Field(default_factory=Drilldown)
     schedule: ScheduleModel = Field(default_factory=ScheduleModel)
     ledger: LedgerModel | None = None
     canary: CanaryModel | None = None
