@@ -2,11 +2,12 @@
 
 # No `from __future__ import annotations`: FastAPI must see the dependency aliases built
 # inside ledger_router() as real objects, not as names to look up in module globals.
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response, status
+from pydantic import BaseModel
 
 from driftgauge.core.paging import Page
 from driftgauge.ledger.errors import LedgerConflict, RunNotFound
@@ -22,6 +23,7 @@ from driftgauge.ledger.models import (
     WindowOut,
 )
 from driftgauge.ledger.service import LedgerService
+from driftgauge.ledger.store import LedgerStore
 from driftgauge.routing import Dependency, answered, app_service, paged
 
 # Bounds that PostgreSQL can hold, so a wild id or a NUL byte is a 422, not a 503.
@@ -48,6 +50,25 @@ def ledger_router(
     Service = Annotated[LedgerService, Depends(get_service)]
     write = [Depends(require_write)]
     read = [Depends(require_read)]
+
+    def job_listing(
+        path: str,
+        listed: Any,
+        rows: Callable[[LedgerStore, str | None, int, int], Awaitable[Sequence[BaseModel]]],
+        default: int,
+        doc: str,
+    ) -> None:
+        """Add the GET route answering `listed`: `rows` of one job (all without `job`), paged."""
+
+        async def list_rows(
+            service: Service, paging: Annotated[Page, paged(default, 1000)], job: JobName = None
+        ) -> Sequence[BaseModel]:
+            with _translated():
+                return await rows(service.store, job, paging.limit, paging.offset)
+
+        list_rows.__doc__ = doc
+        name = f"list_{path.strip('/')}"
+        router.get(path, response_model=listed, dependencies=read, name=name)(list_rows)
 
     @router.post(
         "/runs",
@@ -76,13 +97,9 @@ def ledger_router(
         with _translated():
             return await service.close_run(run_id, body)
 
-    @router.get("/runs", response_model=list[RunOut], dependencies=read)
-    async def list_runs(
-        service: Service, paging: Annotated[Page, paged(50, 1000)], job: JobName = None
-    ) -> list[RunOut]:
-        """List recent ledger runs, newest first."""
-        with _translated():
-            return await service.store.runs(job, paging.limit, paging.offset)
+    job_listing(
+        "/runs", list[RunOut], LedgerStore.runs, 50, "List recent ledger runs, newest first."
+    )
 
     @router.get("/runs/{run_id}", response_model=RunOut, dependencies=read)
     async def get_run(run_id: RunId, service: Service) -> RunOut:
@@ -117,13 +134,13 @@ def ledger_router(
                 job, active_only=active, limit=paging.limit, offset=paging.offset
             )
 
-    @router.get("/windows", response_model=list[WindowOut], dependencies=read)
-    async def list_windows(
-        service: Service, paging: Annotated[Page, paged(30, 1000)], job: JobName = None
-    ) -> list[WindowOut]:
-        """List judged job windows with the rules each breaches now."""
-        with _translated():
-            return await service.store.windows(job, paging.limit, paging.offset)
+    job_listing(
+        "/windows",
+        list[WindowOut],
+        LedgerStore.windows,
+        30,
+        "List judged job windows with the rules each breaches now.",
+    )
 
     return router
 
