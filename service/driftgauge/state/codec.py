@@ -17,11 +17,15 @@ from driftgauge.engine.result import BucketResult, KeyDiff, Node, measures_text
 from driftgauge.state.payloads import BucketOut, KeyOut, RunOut
 
 MAX_DIGEST = (1 << 64) - 1
-BUCKET_COLUMNS = (
-    "run_id, day, start_at, status, expected, visible, excluded, ledger_excluded, "
-    "missing, extra, mismatched, duplicates, source_count, source_distinct, "
-    "source_digest, reader_count, reader_distinct, reader_digest, reasons, measures, drift_hours"
+SIDE_COLUMNS = (
+    "source_count",
+    "source_distinct",
+    "source_digest",
+    "reader_count",
+    "reader_distinct",
+    "reader_digest",
 )
+"""The columns of both sides' aggregates in a bucket or node row, as _side_args gives them."""
 NODE_COLUMNS = (
     "run_id",
     "day",
@@ -31,12 +35,7 @@ NODE_COLUMNS = (
     "label",
     "hour_start",
     "fetched",
-    "source_count",
-    "source_distinct",
-    "source_digest",
-    "reader_count",
-    "reader_distinct",
-    "reader_digest",
+    *SIDE_COLUMNS,
     "measures",
 )
 SAMPLE_COLUMNS = (
@@ -101,26 +100,26 @@ def run_row(rec: Mapping[str, Any]) -> RunOut:
     return RunOut(*(rec[column] for column in _RUN_COLUMN_NAMES))
 
 
-def bucket_args(run_id: int, bucket: BucketResult, tz: ZoneInfo | None) -> tuple[Any, ...]:
-    """Return the parameters of one bucket row (day is the bucket's local date)."""
-    return (
-        run_id,
-        local_day(bucket.start, tz),
-        bucket.start,
-        bucket.status,
-        bucket.expected,
-        bucket.visible,
-        json.dumps(bucket.excluded),
-        json.dumps(bucket.ledger_excluded),
-        bucket.missing,
-        bucket.extra,
-        bucket.mismatched,
-        bucket.duplicates,
-        *_side_args(bucket.source, bucket.reader),
-        json.dumps(bucket.reasons),
-        measures_json(bucket.source, bucket.reader),
-        bucket.drift_hours,
-    )
+def bucket_row(run_id: int, bucket: BucketResult, tz: ZoneInfo | None) -> dict[str, Any]:
+    """Return one bucket row by column (day is the bucket's local date)."""
+    return {
+        "run_id": run_id,
+        "day": local_day(bucket.start, tz),
+        "start_at": bucket.start,
+        "status": bucket.status,
+        "expected": bucket.expected,
+        "visible": bucket.visible,
+        "excluded": json.dumps(bucket.excluded),
+        "ledger_excluded": json.dumps(bucket.ledger_excluded),
+        "missing": bucket.missing,
+        "extra": bucket.extra,
+        "mismatched": bucket.mismatched,
+        "duplicates": bucket.duplicates,
+        **dict(zip(SIDE_COLUMNS, _side_args(bucket.source, bucket.reader), strict=True)),
+        "reasons": json.dumps(bucket.reasons),
+        "measures": measures_json(bucket.source, bucket.reader),
+        "drift_hours": bucket.drift_hours,
+    }
 
 
 def _side_args(source: Aggregate, reader: Aggregate) -> tuple[Any, ...]:

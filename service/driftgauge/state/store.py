@@ -160,7 +160,7 @@ class StateStore(Reads):
         when the engine's key diffs do not carry it (for filtering keys by prefix).
         """
         finished = result.finished_at or datetime.now(UTC)
-        buckets = [codec.bucket_args(run_id, b, None) for b in result.buckets]
+        buckets = [codec.bucket_row(run_id, b, None) for b in result.buckets]
         nodes = [
             rec
             for b in result.buckets
@@ -190,12 +190,14 @@ class StateStore(Reads):
             )
             if flipped is None:
                 raise StateError(f"run {run_id} is not running (finished or abandoned)")
-            await conn.executemany(
-                f"INSERT INTO buckets ({codec.BUCKET_COLUMNS}) VALUES ($1, $2, $3, $4, $5,"
-                " $6, $7::jsonb, $8::jsonb, $9, $10, $11, $12, $13, $14, $15, $16, $17,"
-                " $18, $19::jsonb, $20::jsonb, $21::timestamptz[])",
-                buckets,
-            )
+            if buckets:
+                # Each parameter takes its column's type: the rows name their columns.
+                columns = list(buckets[0])
+                params = ", ".join(f"${n}" for n in range(1, len(columns) + 1))
+                await conn.executemany(
+                    f"INSERT INTO buckets ({', '.join(columns)}) VALUES ({params})",
+                    [tuple(b.values()) for b in buckets],
+                )
             if nodes:
                 await conn.copy_records_to_table(
                     "nodes", records=nodes, columns=codec.NODE_COLUMNS, schema_name=self.schema
