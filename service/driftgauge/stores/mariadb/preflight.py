@@ -52,12 +52,14 @@ ACCEPTS: dict[Expects, frozenset[str] | None] = {
     "time": TIMES,
 }
 """Column types each field type reads from without a silent change of value."""
+_BINARY_FLOAT = "it prints with an exponent and binary digits; use DECIMAL"
+_TEXT_AS_BOOLEAN = "the text 'true' reads as 0"
 WHY: dict[tuple[Expects, str], str] = {
     ("integer", "decimal"): "casting it to an integer rounds fractions away",
-    ("decimal", "float"): "it prints with an exponent and binary digits; use DECIMAL",
-    ("decimal", "double"): "it prints with an exponent and binary digits; use DECIMAL",
-    ("boolean", "varchar"): "the text 'true' reads as 0",
-    ("boolean", "text"): "the text 'true' reads as 0",
+    ("decimal", "float"): _BINARY_FLOAT,
+    ("decimal", "double"): _BINARY_FLOAT,
+    ("boolean", "varchar"): _TEXT_AS_BOOLEAN,
+    ("boolean", "text"): _TEXT_AS_BOOLEAN,
 }
 
 
