@@ -431,13 +431,18 @@ def measure(
             record(e)
 
 
-async def floor_once(n: int, row_hash: RowHashName) -> float:
-    """Return the wall time of the bare per-day count + digest query on both sides at once."""
+def floor_sql(row_hash: RowHashName) -> str:
+    """Return the bare per-day count + digest query over the whole table."""
     _, t, enc = ENCODINGS["narrow"]
-    sql = (
+    return (
         f"SELECT date_trunc('day', {t}, 'UTC') AS day, count(*),"
         f" sum({ROW_HASHES[row_hash].format(enc)}) FROM tasks GROUP BY 1"
     )
+
+
+async def floor_once(n: int, row_hash: RowHashName) -> float:
+    """Return the wall time of the bare per-day count + digest query on both sides at once."""
+    sql = floor_sql(row_hash)
     nm = names(n)
     a, b = await asyncpg.connect(dsn(nm["src"])), await asyncpg.connect(dsn(nm["dst_clean"]))
     try:

@@ -1,0 +1,186 @@
+"""Where a PostgreSQL difference-digest pass spends its time: backend CPU, query by query.
+
+A drifted check costs what its difference-digest pass (stores/postgres/dialect.py
+day_cell_sql) costs over the day pass of a healthy one. This bench takes that pass apart
+on the scale bench's source table, each query on one backend, run in turn (A B C ... A B
+C ...) so a change in the machine's speed falls on all of them alike:
+
+- floor: the bare per-day count and lookup3 digest (scale.py's floor);
+- day pass: the day query a check judged healthy runs (unique_bucket_sql);
+- cells, no grouping: the pass's inputs (row hash, check hash, event time, K positions)
+  summed into one group, i.e. its scan and arithmetic without the cell aggregates;
+- cells, counts only: the pass's grouping sets with a row count a cell and no sums;
+- cells at widths 32, 546 and 4096: the pass as a check runs it.
+
+CPU is the backend process's own user + system time (/proc/PID/stat), so the server must
+run on this machine; wall time is printed beside it. The queries run as the adapter runs
+them: in a transaction, sorts disabled, custom plans.
+
+    .venv/bin/python bench/scale.py --rows 2000000 --targets pg --shapes clean --prepare
+    .venv/bin/python bench/cell_cost.py --rows 2000000 --repeat 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import asyncpg
+
+sys.path.insert(0, str(Path(__file__).parent))
+from driftgauge.config.runtime import Field, View
+from driftgauge.config.secrets import Secret
+from driftgauge.encoding import iblt
+from driftgauge.stores.postgres.adapter import HASHED
+from driftgauge.stores.postgres.dialect import POSTGRES
+from driftgauge.stores.postgres.settings import PostgresStore
+from pg_vs_reladiff import dsn
+from run import section
+from scale import PREFIX, floor_sql, last_day, names
+
+WIDTHS = (32, 546, 4096)
+GROUPED = " GROUP BY "
+INPUTS = " FROM (SELECT b.*, "
+
+
+@dataclass(frozen=True)
+class Query:
+    """One measured query and its parameters."""
+
+    name: str
+    sql: str
+    args: tuple[object, ...]
+
+
+def view(database: str, row_hash: str) -> View:
+    """Return the source side of the scale bench's check."""
+    store = PostgresStore(name="src", dsn=Secret(dsn(database)), timeout=3600.0)
+    return View(
+        store=store,
+        key_column="task_id",
+        time_column="completed_at",
+        columns=("label",),
+        fields=(Field("label", "string"),),
+        key_type="integer",
+        timezone=ZoneInfo("UTC"),
+        table="tasks",
+        row_hash=row_hash,  # type: ignore[arg-type]
+    )
+
+
+def queries(v: View, start: datetime, end: datetime) -> list[Query]:
+    """Return the floor, the day pass, the two ablations and the pass at each width."""
+    cells = POSTGRES.day_cell_sql(v)
+    if INPUTS not in cells or GROUPED not in cells:
+        raise SystemExit("day_cell_sql no longer has the shape this bench takes apart")
+    inputs = cells[cells.index(INPUTS) + len(" FROM ") : cells.index(GROUPED)]
+    ungrouped = (
+        "SELECT count(*), sum(b.h), sum(b.c), sum(b.us)"
+        + "".join(f", sum(b.c{j})" for j in range(iblt.K))
+        + f" FROM {inputs}"
+    )
+    cell = ", ".join(f"c{j}" for j in range(iblt.K))
+    counted = f"SELECT b.d, coalesce({cell}), count(*){INPUTS}" + cells.split(INPUTS, 1)[1]
+    out = [
+        Query("floor (bare day count + digest)", floor_sql(v.row_hash), ()),
+        Query(
+            "day pass (healthy check)", POSTGRES.unique_bucket_sql(v), (start, end, "day", "UTC")
+        ),
+        Query("cells: inputs, no grouping", ungrouped, (start, end, WIDTHS[1], "UTC")),
+        Query(f"cells: counts only, width {WIDTHS[1]}", counted, (start, end, WIDTHS[1], "UTC")),
+    ]
+    return out + [Query(f"cells, width {w}", cells, (start, end, w, "UTC")) for w in WIDTHS]
+
+
+def cpu_seconds(pid: int) -> float:
+    """Return a process's user + system CPU seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def measure(
+    database: str, qs: list[Query], repeat: int
+) -> dict[str, list[tuple[float, float]]]:
+    """Run every query `repeat` times in turn after one warm-up; return (cpu, wall) pairs."""
+    conn = await asyncpg.connect(dsn(database))
+    try:
+        pid = await conn.fetchval("SELECT pg_backend_pid()")
+        try:
+            cpu_seconds(pid)
+        except FileNotFoundError:
+            raise SystemExit(
+                "the server's backends are not on this machine: no CPU figures"
+            ) from None
+        got: dict[str, list[tuple[float, float]]] = {q.name: [] for q in qs}
+        for i in range(repeat + 1):
+            for q in qs:
+                c0, t0 = cpu_seconds(pid), time.perf_counter()
+                async with conn.transaction():
+                    await conn.execute(HASHED)
+                    await conn.fetch(q.sql, *q.args, timeout=3600)
+                if i:
+                    got[q.name].append((cpu_seconds(pid) - c0, time.perf_counter() - t0))
+            print(f"# round {i}/{repeat} done, load {os.getloadavg()[0]:.1f}", file=sys.stderr)
+        return got
+    finally:
+        await conn.close()
+
+
+def render(n: int, got: dict[str, list[tuple[float, float]]], loads: tuple[float, float]) -> str:
+    """Return the RESULTS.md section: CPU median and spread, per row, against the floor."""
+    med = {k: statistics.median(c for c, _ in v) for k, v in got.items()}
+    floor = next(iter(med.values()))
+    lines = [
+        f"### Where a difference-digest pass goes: one PostgreSQL backend, {n:,} rows",
+        "",
+        f"`bench/cell_cost.py --rows {n} --repeat {len(next(iter(got.values())))}`"
+        f" ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC, load {loads[0]:.1f}-{loads[1]:.1f}):"
+        " backend CPU seconds, median (min-max), the queries run in turn.",
+        "",
+        "| query | CPU s | us a row | x floor | wall s (median) |",
+        "|---|---|---|---|---|",
+    ]
+    for k, v in got.items():
+        cpu = sorted(c for c, _ in v)
+        wall = statistics.median(w for _, w in v)
+        lines.append(
+            f"| {k} | {med[k]:.2f} ({cpu[0]:.2f}-{cpu[-1]:.2f}) | {med[k] / n * 1e6:.2f} |"
+            f" {med[k] / floor:.2f} | {wall:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    """Measure the queries on the scale bench's source of --rows rows."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", type=int, default=2_000_000)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--row-hash", choices=("lookup3", "md5"), default="lookup3")
+    ap.add_argument("--prefix", default=PREFIX[0], help="the scale bench's --prefix")
+    ap.add_argument("--no-write", action="store_true", help="print, do not touch RESULTS.md")
+    a = ap.parse_args()
+    if a.repeat < 1:
+        ap.error("--repeat must be at least 1")
+    PREFIX[0] = a.prefix
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    end = datetime.fromisoformat(last_day(a.rows)).replace(tzinfo=UTC) + timedelta(days=1)
+    database = names(a.rows)["src"]
+    qs = queries(view(database, a.row_hash), start, end)
+    load0 = os.getloadavg()[0]
+    got = asyncio.run(measure(database, qs, a.repeat))
+    body = render(a.rows, got, (load0, os.getloadavg()[0]))
+    print(body)
+    if not a.no_write:
+        section(f"cell-cost-{a.rows}", body)
+
+
+if __name__ == "__main__":
+    main()
