@@ -259,11 +259,34 @@ async def test_digest_sides_take_digests_for_slots_and_size_them_from_history() 
     async def plan(history: _History, pair: tuple[MemoryAdapter, MemoryAdapter]) -> object:
         return await first_pass_plan(history, check, pair, BASE, end, None)  # type: ignore[arg-type]
 
-    assert await plan(_History([drifted]), sides) == (False, iblt.width_for(510))
-    assert await plan(_History([]), sides) == (False, sizing.first_width(1))
+    assert await plan(_History([drifted]), sides) == (False, iblt.width_for(510), False)
+    assert await plan(_History([]), sides) == (False, sizing.first_width(1), False)
     # Judged healthy, or history unreadable: days only, as for sides without digests.
-    assert await plan(_History([healthy]), sides) == (False, None)
-    assert await plan(_History([], fail=True), sides) == (False, None)
+    assert await plan(_History([healthy]), sides) == (False, None, False)
+    assert await plan(_History([], fail=True), sides) == (False, None, False)
     # A side without digests keeps today's choice: slots when drift is likely.
     plain = (MemoryAdapter([]), DigestMemoryAdapter([]))
-    assert await plan(_History([drifted]), plain) == (True, None)
+    assert await plan(_History([drifted]), plain) == (True, None, False)
+
+
+async def test_drift_stored_in_a_few_days_plans_day_aggregates_and_a_scan_of_each() -> None:
+    check = make_check()
+    sides = (DigestMemoryAdapter([]), DigestMemoryAdapter([]))
+
+    def day(d: int, drifted: bool) -> BucketResult:
+        start = BASE + timedelta(days=d)
+        if drifted:
+            return BucketResult(start=start, status="drift", missing=5000)
+        return BucketResult(start=start, status="ok")
+
+    async def plan(days: int, drifted: int) -> object:
+        history = _History([day(d, d < drifted) for d in range(days)])
+        end = BASE + timedelta(days=days)
+        return await first_pass_plan(history, check, sides, BASE, end, None)  # type: ignore[arg-type]
+
+    # 3 of 40 days drifted (a quarter at most): no cells for the 37 others.
+    assert await plan(40, 3) == (False, None, True)
+    assert await plan(40, 10) == (False, None, True)
+    # More than a quarter: every day's digests in the first scan, as before.
+    assert await plan(40, 11) == (False, iblt.width_for(5000), False)
+    assert await plan(3, 1) == (False, iblt.width_for(5000), False)

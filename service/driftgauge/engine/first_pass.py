@@ -65,7 +65,7 @@ async def first_pass(
         src_dp, rdr_dp = await sides.both(lambda s: s.digest_pass(window_start, window_end, width))
         src_by = {utc(b.start): b for b in src_dp.days}
         rdr_by = {utc(b.start): b for b in rdr_dp.days}
-        tables = _tables_of(_differing_days(src_by, rdr_by), src_dp, rdr_dp, width)
+        tables = _tables_of(differing_days(src_by, rdr_by), src_dp, rdr_dp, width)
         return Days(src_by, rdr_by, {}, tables)
     (src_fp, src_has), (rdr_fp, rdr_has) = await sides.both(
         lambda s: s.first_pass(window_start, window_end, with_slots)
@@ -85,7 +85,7 @@ def _tables_of(
     return {day: DayTables(s_days.get(day, {}), r_days.get(day, {}), width) for day in days}
 
 
-def _differing_days(
+def differing_days(
     src_by: Mapping[datetime, BucketDigest], rdr_by: Mapping[datetime, BucketDigest]
 ) -> list[datetime]:
     """Return the days whose first-pass buckets need a drill-down."""
@@ -118,5 +118,5 @@ def _differing_slots(
             (rdr.slots[r_days[day]] if day in r_days else []) if rdr_has else None,
             origin,
         )
-        for day in _differing_days(src_by, rdr_by)
+        for day in differing_days(src_by, rdr_by)
     }

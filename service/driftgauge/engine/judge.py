@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 from driftgauge.config.runtime import Check
 from driftgauge.core.aggregate import Aggregate
-from driftgauge.encoding import iblt
+from driftgauge.encoding import iblt, sizing
 from driftgauge.engine import explain, peel, plan, resize
 from driftgauge.engine.drill import Fetched, drill_day, join_day
 from driftgauge.engine.first_pass import DaySlots, DayTables
@@ -33,8 +33,14 @@ async def judge_day(
     ledger_excluded: Mapping[str, str],
     slots: DaySlots | None = None,
     tables: DayTables | None = None,
+    rescan: bool = False,
 ) -> BucketResult:
-    """Return the day's bucket, its differences found and classified, and its status."""
+    """Return the day's bucket, its differences found and classified, and its status.
+
+    With `rescan`, a differing day the first pass brought no digests or slots for is
+    scanned alone for its difference digests (when both sides build them) before it
+    is drilled down.
+    """
     s_agg = src.agg if src else Aggregate()
     r_agg = rdr.agg if rdr else Aggregate()
     rule_excluded = dict(src.excluded) if src else {}
@@ -55,6 +61,8 @@ async def judge_day(
         # Only a day where no key repeats is peeled: the copies check needs every key held
         # twice, and a key held twice alike on both sides cancels out of the digests.
         alone = not (s_agg.has_duplicates or r_agg.has_duplicates)
+        if rescan and alone and tables is None and slots is None and sides.digests():
+            tables = await _day_tables(sides, start, end, s_agg, r_agg)
         peeled = (
             await _peel_day(sides, start, end, tables, s_agg, r_agg) if tables and alone else None
         )
@@ -117,6 +125,26 @@ async def _peel_day(
     widest = min(iblt.widest(sides.source.inner), iblt.widest(sides.reader.inner))
     again = resize.again(start, s_agg, r_agg, requery, widest)
     return await peel.differing_rows(tables.source, tables.reader, tables.width, fetch, again)
+
+
+async def _day_tables(
+    sides: Sides, start: datetime, end: datetime, s_agg: Aggregate, r_agg: Aggregate
+) -> DayTables | None:
+    """Return a differing day's difference digests from a scan of that day alone.
+
+    A window judged healthy takes day aggregates only (the digests cost about twice the
+    day pass); a day that differs after all is then one indexed day scan a side, far
+    less than drilling its hours down. Sized for the estimate's width: a table that does
+    not peel says how much wider the next scan must be (see engine.resize).
+    """
+    widest = min(iblt.widest(sides.source.inner), iblt.widest(sides.reader.inner))
+    width = min(sizing.ESTIMATE_WIDTH, widest)
+
+    async def requery(w: int) -> tuple[DigestPass, DigestPass]:
+        return await sides.both(lambda s: s.digest_pass(start, end, w))
+
+    got = await resize.scan(start, s_agg, r_agg, requery, width)
+    return None if got is None else DayTables(got[0], got[1], width)
 
 
 def _hours_of(rows: Sequence[RowHash], tz: ZoneInfo) -> list[datetime]:

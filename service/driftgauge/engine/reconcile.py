@@ -9,7 +9,7 @@ from datetime import datetime
 from driftgauge.config.runtime import Check
 from driftgauge.core.errors import DriftgaugeError, StoreError
 from driftgauge.engine import plan
-from driftgauge.engine.first_pass import first_pass
+from driftgauge.engine.first_pass import differing_days, first_pass
 from driftgauge.engine.judge import judge_day
 from driftgauge.engine.result import BucketResult, RunResult
 from driftgauge.engine.sides import FIRST_PASS_SLOT, Sides, utc
@@ -34,6 +34,7 @@ async def reconcile(
     progress: Progress | None = None,
     slots_first: bool = False,
     digest_width: int | None = None,
+    rescan_days: bool = False,
 ) -> RunResult:
     """Return the per-day verdict for [window_start, window_end); store errors set `error`.
 
@@ -44,6 +45,10 @@ async def reconcile(
     `digest_width` asks, when both sides can, for each day's difference digest of that
     many cells per sub-table instead (see encoding.iblt): a day that differs is then
     peeled and only its differing rows fetched; a day that does not peel is drilled down.
+
+    `rescan_days` has a day that differs after a first pass of day aggregates only
+    scanned alone for its difference digests, when both sides can, before any drill-down;
+    only while the differing days are few (plan.few_days), as the stored drift said.
     """
     result = RunResult(
         check.name, window_start, window_end, started_at=now, row_hash=check.row_hash
@@ -67,6 +72,10 @@ async def reconcile(
         days = await first_pass(
             sides, window_start, window_end, with_slots=with_slots, digest_width=digest_width
         )
+        # Many differing days are drilled down after all: drift has spread since.
+        rescan = rescan_days and plan.few_days(
+            len(differing_days(days.source, days.reader)), len(starts)
+        )
         done = 0
         sem = asyncio.Semaphore(DAY_CONCURRENCY)
 
@@ -84,6 +93,7 @@ async def reconcile(
                     ledger_excluded or {},
                     days.slots.get(utc(start)),
                     days.tables.get(utc(start)),
+                    rescan,
                 )
             done += 1
             if progress is not None:

@@ -33,12 +33,24 @@ def again(
         to = sizing.retry_width(diff, width, widest)
         if to is None:
             return None  # no table the stores build would peel: drill down
-        s_dp, r_dp = await requery(to)
-        if _agg(s_dp, day) != source or _agg(r_dp, day) != reader:
-            return None  # the day changed since the scan its verdict rests on
-        return _table(s_dp, day), _table(r_dp, day), to
+        tables = await scan(day, source, reader, requery, to)
+        return None if tables is None else (*tables, to)
 
     return wider
+
+
+async def scan(
+    day: datetime, source: Aggregate, reader: Aggregate, requery: Requery, width: int
+) -> tuple[iblt.Table, iblt.Table] | None:
+    """Return the day's tables from one more scan at `width`; None when the day changed.
+
+    The day's verdict rests on the aggregates `source` and `reader`: tables from a scan
+    that saw other rows would peel another day's difference.
+    """
+    s_dp, r_dp = await requery(width)
+    if _agg(s_dp, day) != source or _agg(r_dp, day) != reader:
+        return None  # the day changed since the scan its verdict rests on
+    return _table(s_dp, day), _table(r_dp, day)
 
 
 def _agg(dp: DigestPass, day: datetime) -> Aggregate:

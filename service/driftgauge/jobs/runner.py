@@ -104,7 +104,7 @@ async def run_check(
                         if exclusions is not None
                         else None
                     )
-                    slots, width = await first_pass_plan(
+                    first = await first_pass_plan(
                         state,
                         check,
                         (sides.source, sides.reader),
@@ -122,8 +122,9 @@ async def run_check(
                         sample_keys=sample_keys,
                         ledger_excluded=excused,
                         progress=progress,
-                        slots_first=slots,
-                        digest_width=width,
+                        slots_first=first.slots,
+                        digest_width=first.width,
+                        rescan_days=first.rescan,
                     )
             except asyncio.CancelledError:
                 observe.run_finished(check.name, trigger, time.monotonic() - clock)

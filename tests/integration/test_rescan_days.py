@@ -1,0 +1,150 @@
+"""Drift in a few days of a long window: days only, then each differing day scanned alone.
+
+On real stores, PostgreSQL -> PostgreSQL and PostgreSQL -> OpenSearch: one dense day (more
+differing rows than the first one-day table holds, so it is scanned once more, wider) and
+one sparse day among 12. Each is peeled, not drilled down, and its counts are the planted
+ones and those the drill-down alone finds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
+
+import asyncpg
+import pytest
+from opensearchpy import AsyncOpenSearch
+from opensearchpy.helpers import async_bulk
+
+from driftgauge.configfile.loader import load_text
+from driftgauge.engine.reconcile import reconcile
+from driftgauge.engine.result import RunResult
+from driftgauge.stores import open_adapter
+
+from .conftest import OS_URL
+
+pytestmark = pytest.mark.integration
+
+T0 = datetime(2026, 4, 1, tzinfo=UTC)
+DAYS = 12
+PER_DAY = 1000
+STEP = timedelta(seconds=86400 / PER_DAY)
+DENSE_DAY, SPARSE_DAY = 3, 8
+CONFIG = """
+stores:
+  pg: {{kind: postgres, dsn: "{dsn}"}}
+  os: {{kind: opensearch, url: "{os}"}}
+state: {{dsn: "{dsn}"}}
+checks:
+  c:
+    source: {{store: pg, table: src, key: id, time: at}}
+    reader: {{store: {reader}, {where}, key: id, time: at}}
+    key_type: integer
+    fields: {{label: string}}
+    settle: 0s
+    drilldown: {{leaf_rows: 40}}
+"""
+
+
+def _ids(day: int) -> range:
+    return range(day * PER_DAY, (day + 1) * PER_DAY)
+
+
+# The dense day: 750 of its 1,000 rows differ (1,000 entries), beyond 3 x 256 cells.
+MISSING = [i for i in _ids(DENSE_DAY) if i % 4 == 0] + [SPARSE_DAY * PER_DAY + 17]
+CHANGED = [i for i in _ids(DENSE_DAY) if i % 4 == 1] + [SPARSE_DAY * PER_DAY + 200]
+EXTRA = [(10**6 + j, DENSE_DAY * PER_DAY + 2 + 4 * j) for j in range(250)]
+"""Extra rows: (id, the id whose time they take)."""
+EXTRA.append((2 * 10**6, SPARSE_DAY * PER_DAY + 301))
+
+
+def at(i: int) -> datetime:
+    """Return row i's event time: PER_DAY rows a day, evenly spaced."""
+    return T0 + (i // PER_DAY) * timedelta(days=1) + (i % PER_DAY) * STEP
+
+
+def _reader_rows() -> list[tuple[int, str, datetime]]:
+    rows = [(i, "changed" if i in CHANGED else f"l{i % 7}", at(i)) for i in range(DAYS * PER_DAY)]
+    missing = set(MISSING)
+    return [r for r in rows if r[0] not in missing] + [(i, "ghost", at(j)) for i, j in EXTRA]
+
+
+@pytest.fixture(scope="module", params=["postgres", "opensearch"])
+async def config(
+    request: pytest.FixtureRequest,
+    pg_database: str,
+    os_client: AsyncOpenSearch,
+    os_index: Callable[[str], str],
+) -> AsyncIterator[str]:
+    """Yield a config over the source table and a reader of the planted drift."""
+    rows = [(i, f"l{i % 7}", at(i)) for i in range(DAYS * PER_DAY)]
+    conn = await asyncpg.connect(pg_database)
+    try:
+        for table, content in (("src", rows), ("dst", _reader_rows())):
+            await conn.execute(f"DROP TABLE IF EXISTS {table}")
+            await conn.execute(f"CREATE TABLE {table} (id bigint, label text, at timestamptz)")
+            await conn.copy_records_to_table(table, records=content)
+    finally:
+        await conn.close()
+    if request.param == "postgres":
+        yield CONFIG.format(dsn=pg_database, os=OS_URL, reader="pg", where="table: dst")
+        return
+    index = os_index("dg_rescan")
+    await os_client.indices.create(
+        index=index,
+        body={
+            "mappings": {
+                "properties": {
+                    "id": {"type": "long"},
+                    "label": {"type": "keyword"},
+                    "at": {"type": "date"},
+                }
+            }
+        },
+    )
+    actions = [
+        {"_index": index, "_source": {"id": i, "label": lab, "at": t.isoformat()}}
+        for i, lab, t in _reader_rows()
+    ]
+    await async_bulk(os_client, actions, refresh=True)
+    yield CONFIG.format(dsn=pg_database, os=OS_URL, reader="os", where=f"index: {index}")
+
+
+async def _run(config: str, *, rescan: bool) -> RunResult:
+    check = load_text(config).checks["c"]
+    source, reader = await open_adapter(check.source), await open_adapter(check.reader)
+    try:
+        end = T0 + timedelta(days=DAYS)
+        return await reconcile(
+            check, source, reader, T0, end, now=end + timedelta(days=1), rescan_days=rescan
+        )
+    finally:
+        await source.close()
+        await reader.close()
+
+
+def _counts(result: RunResult) -> dict[int, tuple[int, int, int]]:
+    return {
+        (b.start.astimezone(UTC) - T0).days: (b.missing, b.extra, b.mismatched)
+        for b in result.buckets
+        if b.status != "ok"
+    }
+
+
+async def test_a_few_drifted_days_are_each_scanned_alone_and_peeled(config: str) -> None:
+    result = await _run(config, rescan=True)
+    assert result.error is None
+    assert _counts(result) == {DENSE_DAY: (250, 250, 250), SPARSE_DAY: (1, 1, 1)}
+    drifted = [b for b in result.buckets if b.status != "ok"]
+    assert [b.tree for b in drifted] == [[], []], "a drifted day was drilled down"
+    # The differing rows, and the equal reader row at each extra row's very instant.
+    assert result.rows_fetched == len(MISSING) + 2 * len(EXTRA) + 2 * len(CHANGED)
+
+
+async def test_the_drill_down_alone_finds_the_same_counts(config: str) -> None:
+    scanned = await _run(config, rescan=True)
+    drilled = await _run(config, rescan=False)
+    assert drilled.error is None
+    assert _counts(drilled) == _counts(scanned)
+    assert any(b.tree for b in drilled.buckets if b.status != "ok")
+    assert drilled.rows_fetched > scanned.rows_fetched
