@@ -8,8 +8,10 @@ ones and those the drill-down alone finds.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import asyncpg
 import pytest
@@ -22,6 +24,7 @@ from driftgauge.engine.result import RunResult
 from driftgauge.stores import open_adapter
 
 from .conftest import OS_URL
+from .test_cli import cli
 
 pytestmark = pytest.mark.integration
 
@@ -148,3 +151,22 @@ async def test_the_drill_down_alone_finds_the_same_counts(config: str) -> None:
     assert _counts(drilled) == _counts(scanned)
     assert any(b.tree for b in drilled.buckets if b.status != "ok")
     assert drilled.rows_fetched > scanned.rows_fetched
+
+
+def test_a_stored_run_plans_the_next_as_days_and_a_scan_of_each_drifted_day(
+    config: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "rescan.yml"
+    path.write_text(config)
+    window = ("--since", "2026-04-01", "--until", "2026-04-12")
+    runs = [json.loads(cli("check", "c", "--config", str(path), *window, "--json").stdout)]
+    runs.append(json.loads(cli("check", "c", "--config", str(path), *window, "--json").stdout))
+    for run in runs:
+        assert run["error"] is None
+        totals = run["totals"]
+        assert (totals["missing"], totals["extra"], totals["mismatched"]) == (251, 251, 251)
+    # Stored drift in 2 of 12 days: the day pass on both sides, then each of those two
+    # days once a side, sized from its verdict (no second, wider scan of the dense day),
+    # then the differing rows fetched.
+    scanned = 2 * DAYS * PER_DAY + 2 * 2 * PER_DAY + runs[1]["rows_fetched"]
+    assert runs[1]["rows_scanned"] == scanned

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from driftgauge.encoding import iblt, sizing
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import BucketResult, RunResult
-from driftgauge.jobs.first_pass import first_pass_plan
+from driftgauge.jobs.first_pass import FirstPassPlan, first_pass_plan
 from driftgauge.state.codec import StoredBucket
 from driftgauge.stores.base import DigestPass, RowHash
 from driftgauge.stores.memory import DigestMemoryAdapter, MemoryAdapter
@@ -131,11 +131,13 @@ async def test_a_window_no_day_of_which_was_judged_takes_a_first_runs_width() ->
     settling = BucketResult(start=BASE, status="settling")
     for history in ([], [settling]):
         got = await first_pass_plan(_History(history), check, sides, BASE, end, None)  # type: ignore[arg-type]
-        assert got == (False, sizing.first_width(40), False)
+        assert got == FirstPassPlan(False, sizing.first_width(40))
     drifted = BucketResult(start=BASE, status="drift", missing=3, extra=1)
     one_day = BASE + timedelta(days=1)
     got = await first_pass_plan(_History([drifted]), check, sides, BASE, one_day, None)  # type: ignore[arg-type]
-    assert got == (False, iblt.DEFAULT_WIDTH, False)  # a stored verdict sizes it, however small
+    assert got == FirstPassPlan(
+        False, iblt.DEFAULT_WIDTH
+    )  # a stored verdict sizes it, however small
     # Over 40 days that one drifted day is few: days only, and that day scanned alone.
     got = await first_pass_plan(_History([drifted]), check, sides, BASE, end, None)  # type: ignore[arg-type]
-    assert got == (False, None, True)
+    assert got == FirstPassPlan(False, None, rescan=True, day_drift={BASE: 4})

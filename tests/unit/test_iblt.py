@@ -10,7 +10,7 @@ from driftgauge.encoding import iblt, sizing
 from driftgauge.encoding.digest import epoch_micros
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import BucketResult, RunResult
-from driftgauge.jobs.first_pass import first_pass_plan
+from driftgauge.jobs.first_pass import FirstPassPlan, first_pass_plan
 from driftgauge.state.codec import StoredBucket
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import DigestMemoryAdapter, MemoryAdapter
@@ -259,14 +259,14 @@ async def test_digest_sides_take_digests_for_slots_and_size_them_from_history() 
     async def plan(history: _History, pair: tuple[MemoryAdapter, MemoryAdapter]) -> object:
         return await first_pass_plan(history, check, pair, BASE, end, None)  # type: ignore[arg-type]
 
-    assert await plan(_History([drifted]), sides) == (False, iblt.width_for(510), False)
-    assert await plan(_History([]), sides) == (False, sizing.first_width(1), False)
+    assert await plan(_History([drifted]), sides) == FirstPassPlan(False, iblt.width_for(510))
+    assert await plan(_History([]), sides) == FirstPassPlan(False, sizing.first_width(1))
     # Judged healthy, or history unreadable: days only, as for sides without digests.
-    assert await plan(_History([healthy]), sides) == (False, None, False)
-    assert await plan(_History([], fail=True), sides) == (False, None, False)
+    assert await plan(_History([healthy]), sides) == FirstPassPlan(False, None)
+    assert await plan(_History([], fail=True), sides) == FirstPassPlan(False, None)
     # A side without digests keeps today's choice: slots when drift is likely.
     plain = (MemoryAdapter([]), DigestMemoryAdapter([]))
-    assert await plan(_History([drifted]), plain) == (True, None, False)
+    assert await plan(_History([drifted]), plain) == FirstPassPlan(True, None)
 
 
 async def test_drift_stored_in_a_few_days_plans_day_aggregates_and_a_scan_of_each() -> None:
@@ -285,8 +285,10 @@ async def test_drift_stored_in_a_few_days_plans_day_aggregates_and_a_scan_of_eac
         return await first_pass_plan(history, check, sides, BASE, end, None)  # type: ignore[arg-type]
 
     # 3 of 40 days drifted (a quarter at most): no cells for the 37 others.
-    assert await plan(40, 3) == (False, None, True)
-    assert await plan(40, 10) == (False, None, True)
+    # Each drifted day's scan is sized from the rows it differed by (5,000 missing).
+    for drifted in (3, 10):
+        days = {BASE + timedelta(days=d): 5000 for d in range(drifted)}
+        assert await plan(40, drifted) == FirstPassPlan(False, None, True, days)
     # More than a quarter: every day's digests in the first scan, as before.
-    assert await plan(40, 11) == (False, iblt.width_for(5000), False)
-    assert await plan(3, 1) == (False, iblt.width_for(5000), False)
+    assert await plan(40, 11) == FirstPassPlan(False, iblt.width_for(5000))
+    assert await plan(3, 1) == FirstPassPlan(False, iblt.width_for(5000))

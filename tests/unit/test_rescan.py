@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from driftgauge.encoding import sizing
+from driftgauge.encoding import iblt, sizing
 from driftgauge.engine.plan import RESCAN_SHARE
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import BucketResult, RunResult
@@ -24,11 +24,17 @@ WINDOW = DAYS * RESCAN_SHARE
 
 
 async def _run(
-    source: MemoryAdapter, reader: MemoryAdapter, rescan: bool, days: int = WINDOW
+    source: MemoryAdapter,
+    reader: MemoryAdapter,
+    rescan: bool,
+    days: int = WINDOW,
+    drift: dict[datetime, int] | None = None,
 ) -> RunResult:
     check = make_check(drilldown="{leaf_rows: 20}")
     end = BASE + timedelta(days=days)
-    return await reconcile(check, source, reader, BASE, end, now=NOW, rescan_days=rescan)
+    return await reconcile(
+        check, source, reader, BASE, end, now=NOW, rescan_days=rescan, day_drift=drift
+    )
 
 
 def _counts(b: BucketResult) -> tuple[object, ...]:
@@ -52,6 +58,18 @@ async def test_a_differing_day_is_scanned_alone_and_peeled() -> None:
     assert not any(c.startswith(DRILLS) for c in s_ad.calls + r_ad.calls)
     assert all(b.tree == [] and b.drift_hours for b in result.buckets[:DAYS])
     assert result.rows_fetched == DAYS * 4 * PER_DAY  # the differing rows themselves
+
+
+async def test_the_rows_a_day_differed_by_size_its_scan() -> None:
+    src, rdr = _drifted()
+    s_ad = DigestMemoryAdapter(src)
+    # 4 x PER_DAY rows differ a day (a mismatch is two): sized for them, one scan peels.
+    drift = {BASE + timedelta(days=d): 4 * PER_DAY for d in range(DAYS)}
+    result = await _run(s_ad, DigestMemoryAdapter(rdr), rescan=True, drift=drift)
+    assert [_counts(b) for b in result.buckets[:DAYS]] == DRIFT
+    sized = f"days+cells:{iblt.width_for(4 * PER_DAY)}"
+    assert [c for c in s_ad.calls if c.startswith("days+cells")] == [sized] * DAYS
+    assert all(b.tree == [] for b in result.buckets[:DAYS])
 
 
 async def test_without_rescan_the_same_days_are_drilled_down_to_the_same_counts() -> None:

@@ -34,12 +34,13 @@ async def judge_day(
     slots: DaySlots | None = None,
     tables: DayTables | None = None,
     rescan: bool = False,
+    drift_rows: int = 0,
 ) -> BucketResult:
     """Return the day's bucket, its differences found and classified, and its status.
 
     With `rescan`, a differing day the first pass brought no digests or slots for is
     scanned alone for its difference digests (when both sides build them) before it
-    is drilled down.
+    is drilled down; `drift_rows`, the rows it differed by when last judged, sizes them.
     """
     s_agg = src.agg if src else Aggregate()
     r_agg = rdr.agg if rdr else Aggregate()
@@ -62,7 +63,7 @@ async def judge_day(
         # twice, and a key held twice alike on both sides cancels out of the digests.
         alone = not (s_agg.has_duplicates or r_agg.has_duplicates)
         if rescan and alone and tables is None and slots is None and sides.digests():
-            tables = await _day_tables(sides, start, end, s_agg, r_agg)
+            tables = await _day_tables(sides, start, end, s_agg, r_agg, drift_rows)
         peeled = (
             await _peel_day(sides, start, end, tables, s_agg, r_agg) if tables and alone else None
         )
@@ -128,17 +129,18 @@ async def _peel_day(
 
 
 async def _day_tables(
-    sides: Sides, start: datetime, end: datetime, s_agg: Aggregate, r_agg: Aggregate
+    sides: Sides, start: datetime, end: datetime, s_agg: Aggregate, r_agg: Aggregate, rows: int
 ) -> DayTables | None:
     """Return a differing day's difference digests from a scan of that day alone.
 
-    A window judged healthy takes day aggregates only (the digests cost about twice the
-    day pass); a day that differs after all is then one indexed day scan a side, far
-    less than drilling its hours down. Sized for the estimate's width: a table that does
-    not peel says how much wider the next scan must be (see engine.resize).
+    Sized for the `rows` the day differed by when last judged (0: unknown, then wide
+    enough for its table to estimate them): a table that does not peel says how much
+    wider the next scan must be (see engine.resize). A dense day sized from its verdict
+    is one scan, not a small one and a wide one (10M rows, 5% of 3 days: see
+    bench/RESULTS.md).
     """
     widest = min(iblt.widest(sides.source.inner), iblt.widest(sides.reader.inner))
-    width = min(sizing.ESTIMATE_WIDTH, widest)
+    width = iblt.width_for(rows, widest) if rows else min(sizing.ESTIMATE_WIDTH, widest)
 
     async def requery(w: int) -> tuple[DigestPass, DigestPass]:
         return await sides.both(lambda s: s.digest_pass(start, end, w))

@@ -35,6 +35,7 @@ async def reconcile(
     slots_first: bool = False,
     digest_width: int | None = None,
     rescan_days: bool = False,
+    day_drift: Mapping[datetime, int] | None = None,
 ) -> RunResult:
     """Return the per-day verdict for [window_start, window_end); store errors set `error`.
 
@@ -49,6 +50,8 @@ async def reconcile(
     `rescan_days` has a day that differs after a first pass of day aggregates only
     scanned alone for its difference digests, when both sides can, before any drill-down;
     only while the differing days are few (plan.few_days), as the stored drift said.
+    `day_drift` gives the rows each day (by UTC start) differed by when last judged, to
+    size that scan.
     """
     result = RunResult(
         check.name, window_start, window_end, started_at=now, row_hash=check.row_hash
@@ -94,6 +97,7 @@ async def reconcile(
                     days.slots.get(utc(start)),
                     days.tables.get(utc(start)),
                     rescan,
+                    (day_drift or {}).get(utc(start), 0),
                 )
             done += 1
             if progress is not None:

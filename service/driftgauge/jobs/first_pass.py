@@ -10,6 +10,7 @@ from driftgauge.config.runtime import Check
 from driftgauge.core.errors import DriftgaugeError
 from driftgauge.encoding import iblt, sizing
 from driftgauge.engine import plan
+from driftgauge.engine.sides import utc
 from driftgauge.state.codec import StoredBucket
 from driftgauge.state.store import StateStore
 from driftgauge.stores.base import DigestFirstPass, StoreAdapter
@@ -61,7 +62,7 @@ async def digest_width(
     """
     stored = await _stored(state, check, window_start, window_end, "first-run digest width")
     buckets = [b.bucket for b in stored or []]
-    drifts = [b.missing + b.extra + 2 * (b.mismatched + b.duplicates) for b in buckets]
+    drifts = [_rows(b) for b in stored or []]
     # A day more than a pass's widest table holds is scanned again at its own width
     # (engine.resize): sizing the pass for it would make every day pay for its cells.
     held = [d for d in drifts if iblt.width_for(d) < iblt.MAX_WIDTH]
@@ -82,6 +83,14 @@ class FirstPassPlan(NamedTuple):
     """The difference digests' sub-table width over every day; None: day aggregates only."""
     rescan: bool = False
     """Scan a day that differs alone for its digests rather than drill it down."""
+    day_drift: dict[datetime, int] | None = None
+    """With `rescan`: the rows each stored day (by UTC start) differed by, to size it."""
+
+
+def _rows(stored: StoredBucket) -> int:
+    """Return the differing rows a stored day held: a mismatched key is two, one a side."""
+    b = stored.bucket
+    return b.missing + b.extra + 2 * (b.mismatched + b.duplicates)
 
 
 def concentrated(stored: list[StoredBucket], days: int) -> bool:
@@ -119,6 +128,7 @@ async def first_pass_plan(
         stored = await _stored(state, check, window_start, window_end, "digests for every day")
         days = len(plan.day_starts(window_start, window_end, check.timezone))
         if stored and concentrated(stored, days):
-            return FirstPassPlan(False, None, rescan=True)
+            drift = {utc(b.bucket.start): _rows(b) for b in stored if b.bucket.status == "drift"}
+            return FirstPassPlan(False, None, rescan=True, day_drift=drift)
         return FirstPassPlan(False, await digest_width(state, check, window_start, window_end))
     return FirstPassPlan(likely, None)

@@ -125,6 +125,7 @@ async def run_check(
                         slots_first=first.slots,
                         digest_width=first.width,
                         rescan_days=first.rescan,
+                        day_drift=first.day_drift,
                     )
             except asyncio.CancelledError:
                 observe.run_finished(check.name, trigger, time.monotonic() - clock)
