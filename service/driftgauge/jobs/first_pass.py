@@ -96,7 +96,7 @@ def _rows(stored: StoredBucket) -> int:
 def concentrated(stored: list[StoredBucket], days: int) -> bool:
     """Return True when the stored drift sits in a few of the window's days (plan.few_days).
 
-    The digests' scan of every day costs 3.2-3.7x the bare day query at 32-546 cells a
+    The digests' scan of every day costs 2.1-2.5x the bare day query at 32-546 cells a
     sub-table on PostgreSQL (bench/cell_cost.py), a scan of one day alone a fortieth of
     that at 40 days: drift known to sit in a few days is cheaper found by day aggregates
     and a scan of each of those days than by cells for every day.
