@@ -73,7 +73,7 @@ async def test_a_day_no_pass_table_holds_does_not_widen_every_days_table() -> No
     healthy = BucketResult(start=BASE, status="ok")
 
     async def width(*days: BucketResult) -> int:
-        return await digest_width(_History(list(days)), check, BASE, end)  # type: ignore[arg-type]
+        return digest_width(await _History(list(days)).day_buckets(), check, BASE, end)
 
     # The dense day is scanned again at its own width (engine.resize) whatever the pass's.
     assert await width(dense, light, healthy) == iblt.width_for(510)

@@ -32,26 +32,23 @@ async def _stored(
         return None
 
 
-async def expects_drift(
-    state: StateStore, check: Check, window_start: datetime, window_end: datetime
-) -> bool:
+def expects_drift(stored: list[StoredBucket] | None) -> bool:
     """Return True when drift is likely in the window, so slots pay in the first scan.
 
     Likely means: the latest stored verdict of some day in the window is drift (drift
     stays until someone repairs it), or no day of the window was ever judged (a new check
     meeting old history). A window whose judged days were all healthy takes days only, so
-    a healthy check's hourly runs never pay for slots. An unreadable history only costs
-    speed, never the run.
+    a healthy check's hourly runs never pay for slots. An unreadable history (None) only
+    costs speed, never the run.
     """
-    stored = await _stored(state, check, window_start, window_end, "first pass without slots")
     if stored is None:
         return False
     judged = [b for b in stored if b.bucket.status in ("ok", "drift")]
     return not judged or any(b.bucket.status == "drift" for b in judged)
 
 
-async def digest_width(
-    state: StateStore, check: Check, window_start: datetime, window_end: datetime
+def digest_width(
+    stored: list[StoredBucket] | None, check: Check, window_start: datetime, window_end: datetime
 ) -> int:
     """Return the difference digests' sub-table width: from the most a stored day differed by.
 
@@ -60,7 +57,6 @@ async def digest_width(
     size from, or with unreadable history, a first run's width (see encoding.sizing); a
     day that then differs by more is scanned again at a width its table estimates.
     """
-    stored = await _stored(state, check, window_start, window_end, "first-run digest width")
     buckets = [b.bucket for b in stored or []]
     drifts = [_rows(b) for b in stored or []]
     # A day more than a pass's widest table holds is scanned again at its own width
@@ -123,12 +119,13 @@ async def first_pass_plan(
     """
     if slots_first is not None:
         return FirstPassPlan(slots_first, None)
-    likely = await expects_drift(state, check, window_start, window_end)
+    # One read of the stored verdicts serves every decision below.
+    stored = await _stored(state, check, window_start, window_end, "first pass of days only")
+    likely = expects_drift(stored)
     if likely and all(isinstance(side, DigestFirstPass) for side in sides):
-        stored = await _stored(state, check, window_start, window_end, "digests for every day")
         days = len(plan.day_starts(window_start, window_end, check.timezone))
         if stored and concentrated(stored, days):
             drift = {utc(b.bucket.start): _rows(b) for b in stored if b.bucket.status == "drift"}
             return FirstPassPlan(False, None, rescan=True, day_drift=drift)
-        return FirstPassPlan(False, await digest_width(state, check, window_start, window_end))
+        return FirstPassPlan(False, digest_width(stored, check, window_start, window_end))
     return FirstPassPlan(likely, None)
