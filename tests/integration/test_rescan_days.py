@@ -3,7 +3,8 @@
 On real stores, PostgreSQL -> PostgreSQL and PostgreSQL -> OpenSearch: one dense day (more
 differing rows than the first one-day table holds, so it is scanned once more, wider) and
 one sparse day among 12. Each is peeled, not drilled down, and its counts are the planted
-ones and those the drill-down alone finds.
+ones and those the drill-down alone finds. A stored run's next run scans only the hours
+the sparse day's drift sat in.
 """
 
 from __future__ import annotations
@@ -167,6 +168,10 @@ def test_a_stored_run_plans_the_next_as_days_and_a_scan_of_each_drifted_day(
         assert (totals["missing"], totals["extra"], totals["mismatched"]) == (251, 251, 251)
     # Stored drift in 2 of 12 days: the day pass on both sides, then each of those two
     # days once a side, sized from its verdict (no second, wider scan of the dense day),
-    # then the differing rows fetched.
-    scanned = 2 * DAYS * PER_DAY + 2 * 2 * PER_DAY + runs[1]["rows_fetched"]
+    # then the differing rows fetched. The sparse day's drift sat in its hours 0, 4 and
+    # 7: only 00:00-08:00 of it is scanned (334 rows a side, the day's others alike).
+    hours = at(SPARSE_DAY * PER_DAY) + timedelta(hours=8)
+    cover = sum(1 for i in _ids(SPARSE_DAY) if at(i) < hours)
+    assert cover == 334
+    scanned = 2 * DAYS * PER_DAY + 2 * PER_DAY + 2 * cover + runs[1]["rows_fetched"]
     assert runs[1]["rows_scanned"] == scanned

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from driftgauge.encoding import iblt, sizing
+from driftgauge.engine.plan import StoredDrift
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import BucketResult, RunResult
 from driftgauge.jobs.first_pass import FirstPassPlan, first_pass_plan
@@ -140,4 +141,4 @@ async def test_a_window_no_day_of_which_was_judged_takes_a_first_runs_width() ->
     )  # a stored verdict sizes it, however small
     # Over 40 days that one drifted day is few: days only, and that day scanned alone.
     got = await first_pass_plan(_History([drifted]), check, sides, BASE, end, None)  # type: ignore[arg-type]
-    assert got == FirstPassPlan(False, None, rescan=True, day_drift={BASE: 4})
+    assert got == FirstPassPlan(False, None, rescan=True, day_drift={BASE: StoredDrift(4)})

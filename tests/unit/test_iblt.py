@@ -8,6 +8,7 @@ from datetime import timedelta
 from driftgauge.core.errors import StateError
 from driftgauge.encoding import iblt, sizing
 from driftgauge.encoding.digest import epoch_micros
+from driftgauge.engine.plan import StoredDrift
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import BucketResult, RunResult
 from driftgauge.jobs.first_pass import FirstPassPlan, first_pass_plan
@@ -287,7 +288,7 @@ async def test_drift_stored_in_a_few_days_plans_day_aggregates_and_a_scan_of_eac
     # 3 of 40 days drifted (a quarter at most): no cells for the 37 others.
     # Each drifted day's scan is sized from the rows it differed by (5,000 missing).
     for drifted in (3, 10):
-        days = {BASE + timedelta(days=d): 5000 for d in range(drifted)}
+        days = {BASE + timedelta(days=d): StoredDrift(5000) for d in range(drifted)}
         assert await plan(40, drifted) == FirstPassPlan(False, None, True, days)
     # More than a quarter: every day's digests in the first scan, as before.
     assert await plan(40, 11) == FirstPassPlan(False, iblt.width_for(5000))

@@ -4,16 +4,18 @@ differs is scanned alone for its difference digests and peeled, not drilled down
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
+from driftgauge.core.aggregate import Aggregate, minus
 from driftgauge.encoding import iblt, sizing
-from driftgauge.engine.plan import RESCAN_SHARE
+from driftgauge.engine.plan import RESCAN_SHARE, StoredDrift, cover
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import BucketResult, RunResult
 from driftgauge.stores.base import Granularity
 from driftgauge.stores.memory import DigestMemoryAdapter, MemoryAdapter
 
-from .engine_helpers import BASE, NOW, make_check, row
+from .engine_helpers import BASE, NOW, day_rows, key_of, make_check, row
 from .test_first_run import DAYS, PER_DAY, _drifted
 
 DRILLS = ("slots", "prefixes", "hours")
@@ -28,7 +30,7 @@ async def _run(
     reader: MemoryAdapter,
     rescan: bool,
     days: int = WINDOW,
-    drift: dict[datetime, int] | None = None,
+    drift: dict[datetime, StoredDrift] | None = None,
 ) -> RunResult:
     check = make_check(drilldown="{leaf_rows: 20}")
     end = BASE + timedelta(days=days)
@@ -64,7 +66,7 @@ async def test_the_rows_a_day_differed_by_size_its_scan() -> None:
     src, rdr = _drifted()
     s_ad = DigestMemoryAdapter(src)
     # 4 x PER_DAY rows differ a day (a mismatch is two): sized for them, one scan peels.
-    drift = {BASE + timedelta(days=d): 4 * PER_DAY for d in range(DAYS)}
+    drift = {BASE + timedelta(days=d): StoredDrift(4 * PER_DAY) for d in range(DAYS)}
     result = await _run(s_ad, DigestMemoryAdapter(rdr), rescan=True, drift=drift)
     assert [_counts(b) for b in result.buckets[:DAYS]] == DRIFT
     sized = f"days+cells:{iblt.width_for(4 * PER_DAY)}"
@@ -122,3 +124,109 @@ async def test_a_side_without_digests_is_drilled_down() -> None:
     result = await _run(s_ad, DigestMemoryAdapter(rdr), rescan=True)
     assert [_counts(b) for b in result.buckets[:DAYS]] == DRIFT
     assert any(c.startswith(DRILLS) for c in s_ad.calls)
+
+
+class _Ranges(DigestMemoryAdapter):
+    """A digest adapter that records the range of every difference-digest scan."""
+
+    def __init__(self, rows: list[Any]) -> None:
+        super().__init__(rows)
+        self.scans: list[tuple[datetime, datetime]] = []
+
+    async def day_and_cell_digests(self, start: datetime, end: datetime, width: int) -> Any:
+        self.scans.append((start, end))
+        return await super().day_and_cell_digests(start, end, width)
+
+
+HOURS_DAY = 1
+"""The day whose drift sits in a few hours (08:00-11:00) among WINDOW days."""
+
+
+def _hours_drift(moved: bool = False) -> tuple[list[Any], list[Any]]:
+    """Return a window of WINDOW days whose drift sits in three hours of one day.
+
+    `moved`: one more key missing at 20:00, outside the hours the verdict stored.
+    """
+    src = [r for d in range(WINDOW) for r in day_rows(d, 240)]
+    day = BASE + timedelta(days=HOURS_DAY)
+    hours = (day + timedelta(hours=8), day + timedelta(hours=11))
+    late = day + timedelta(hours=20)
+    rdr = []
+    for i, r in enumerate(src):
+        inside = hours[0] <= r.event_time < hours[1]
+        if (inside and i % 3 == 0) or (moved and r.event_time == late):
+            continue  # missing
+        rdr.append(row(key_of(r), r.event_time, "changed") if inside and i % 3 == 1 else r)
+    rdr += [row(f"x{j}", hours[0] + timedelta(seconds=61 * j + 7)) for j in range(5)]
+    return src, rdr
+
+
+def _stored_hours() -> dict[datetime, StoredDrift]:
+    day = BASE + timedelta(days=HOURS_DAY)
+    hours = tuple(day + timedelta(hours=h) for h in (8, 9, 10))
+    return {day: StoredDrift(40, hours)}
+
+
+async def test_drift_stored_in_a_few_hours_has_only_those_hours_scanned() -> None:
+    src, rdr = _hours_drift()
+    s_ad, r_ad = _Ranges(src), _Ranges(rdr)
+    result = await _run(s_ad, r_ad, rescan=True, drift=_stored_hours())
+    assert result.error is None
+    day = BASE + timedelta(days=HOURS_DAY)
+    want = [
+        ("drift", 10, 5, 10, 0) if d == HOURS_DAY else ("ok", 0, 0, 0, 0) for d in range(WINDOW)
+    ]
+    assert [_counts(b) for b in result.buckets] == want
+    # One scan a side, of 08:00-11:00 alone, peeled; nothing drilled down.
+    cover = [(day + timedelta(hours=8), day + timedelta(hours=11))]
+    assert s_ad.scans == cover and r_ad.scans == cover
+    assert not any(c.startswith(DRILLS) for c in s_ad.calls + r_ad.calls)
+    assert result.buckets[HOURS_DAY].drift_hours == list(_stored_hours()[day].hours)
+
+
+async def test_drift_that_left_its_stored_hours_has_the_whole_day_scanned() -> None:
+    src, rdr = _hours_drift(moved=True)
+    s_ad, r_ad = _Ranges(src), _Ranges(rdr)
+    result = await _run(s_ad, r_ad, rescan=True, drift=_stored_hours())
+    assert result.error is None
+    # The rest of the day differs (the key missing at 20:00): the hours' tables would not
+    # explain the day, so the whole day is scanned and peeled, and the key is counted.
+    assert _counts(result.buckets[HOURS_DAY]) == ("drift", 11, 5, 10, 0)
+    day = BASE + timedelta(days=HOURS_DAY)
+    whole = (day, day + timedelta(days=1))
+    assert s_ad.scans == [(day + timedelta(hours=8), day + timedelta(hours=11)), whole]
+    assert not any(c.startswith(DRILLS) for c in s_ad.calls + r_ad.calls)
+
+
+async def test_with_no_stored_hours_the_whole_day_is_scanned() -> None:
+    src, rdr = _hours_drift()
+    s_ad = _Ranges(src)
+    day = BASE + timedelta(days=HOURS_DAY)
+    result = await _run(s_ad, _Ranges(rdr), rescan=True, drift={day: StoredDrift(40)})
+    assert _counts(result.buckets[HOURS_DAY]) == ("drift", 10, 5, 10, 0)
+    assert s_ad.scans == [(day, day + timedelta(days=1))]
+
+
+def test_the_cover_spans_the_stored_hours_or_else_the_whole_day() -> None:
+    day, end = BASE, BASE + timedelta(days=1)
+    h = [BASE + timedelta(hours=x) for x in range(24)]
+    assert cover(day, end, []) == (day, end)
+    assert cover(day, end, [h[9], h[3]]) == (h[3], h[10])
+    assert cover(day, end, [h[23]]) == (h[23], end)
+    # Spanning more than half the day: not worth a scan that may have to be repeated.
+    assert cover(day, end, [h[0], h[12]]) == (day, end)
+    assert cover(day, end, [h[0], h[11]]) == (day, h[12])
+    # Hours of another day (a stored verdict of another zone or window) are ignored.
+    assert cover(day, end, [end, day - timedelta(hours=1)]) == (day, end)
+    assert cover(day, end, [end, h[5]]) == (h[5], h[6])
+
+
+def test_the_rest_of_a_day_is_its_aggregate_less_a_part() -> None:
+    whole = Aggregate(10, 10, 5, {"amount": Decimal("7.5")})
+    part = Aggregate(4, 4, 9, {"amount": Decimal("2.5"), "fee": Decimal(1)})
+    rest = minus(whole, part)
+    assert rest == Aggregate(6, 6, (5 - 9) % (1 << 64), {"amount": Decimal(5), "fee": Decimal(-1)})
+    assert minus(Aggregate(10, 9, 5), Aggregate(4, 4, 1)) is None  # a key repeats
+    assert minus(Aggregate(10, 10, 5), Aggregate(4, 3, 1)) is None
+    assert minus(Aggregate(3, 3, 5), Aggregate(4, 4, 1)) is None  # not a part of it
+    assert minus(whole, Aggregate(4, 4, 1)) is None  # totals on one side only

@@ -34,6 +34,25 @@ class Aggregate:
         return not measures_differ(self, other)
 
 
+def minus(whole: Aggregate, part: Aggregate) -> Aggregate | None:
+    """Return the aggregate of the rows of `whole` outside `part`, which it holds.
+
+    Counts and totals subtract, the digest mod 2^64. Distinct keys subtract only where no
+    key repeats, so a side with duplicates gives None, as does a part larger than the whole.
+    """
+    if whole.has_duplicates or part.has_duplicates or part.count > whole.count:
+        return None
+    if (whole.measures is None) != (part.measures is None):
+        return None
+    measures = None
+    if whole.measures is not None and part.measures is not None:
+        zero = Decimal(0)
+        names = set(whole.measures) | set(part.measures)
+        measures = {n: whole.measures.get(n, zero) - part.measures.get(n, zero) for n in names}
+    rest = whole.count - part.count
+    return Aggregate(rest, rest, (whole.digest - part.digest) % (1 << 64), measures)
+
+
 def measures_differ(a: Aggregate, b: Aggregate) -> list[str]:
     """Return the measures whose totals differ, when both sides summed them (else none).
 

@@ -34,13 +34,14 @@ async def judge_day(
     slots: DaySlots | None = None,
     tables: DayTables | None = None,
     rescan: bool = False,
-    drift_rows: int = 0,
+    drift: plan.StoredDrift | None = None,
 ) -> BucketResult:
     """Return the day's bucket, its differences found and classified, and its status.
 
     With `rescan`, a differing day the first pass brought no digests or slots for is
     scanned alone for its difference digests (when both sides build them) before it
-    is drilled down; `drift_rows`, the rows it differed by when last judged, sizes them.
+    is drilled down; `drift`, what its last verdict said of its drift, sizes them and
+    may narrow the scan to the hours that drift sat in.
     """
     s_agg = src.agg if src else Aggregate()
     r_agg = rdr.agg if rdr else Aggregate()
@@ -63,7 +64,9 @@ async def judge_day(
         # twice, and a key held twice alike on both sides cancels out of the digests.
         alone = not (s_agg.has_duplicates or r_agg.has_duplicates)
         if rescan and alone and tables is None and slots is None and sides.digests():
-            tables = await _day_tables(sides, start, end, s_agg, r_agg, drift_rows)
+            tables = await _day_tables(
+                sides, start, end, s_agg, r_agg, drift or plan.StoredDrift(0)
+            )
         peeled = (
             await _peel_day(sides, start, end, tables, s_agg, r_agg) if tables and alone else None
         )
@@ -129,23 +132,39 @@ async def _peel_day(
 
 
 async def _day_tables(
-    sides: Sides, start: datetime, end: datetime, s_agg: Aggregate, r_agg: Aggregate, rows: int
+    sides: Sides,
+    start: datetime,
+    end: datetime,
+    s_agg: Aggregate,
+    r_agg: Aggregate,
+    drift: plan.StoredDrift,
 ) -> DayTables | None:
     """Return a differing day's difference digests from a scan of that day alone.
 
-    Sized for the `rows` the day differed by when last judged (0: unknown, then wide
+    Sized for the rows the day differed by when last judged (0: unknown, then wide
     enough for its table to estimate them): a table that does not peel says how much
     wider the next scan must be (see engine.resize). A dense day sized from its verdict
     is one scan, not a small one and a wide one (10M rows, 5% of 3 days: see
-    bench/RESULTS.md).
+    bench/RESULTS.md). Drift that sat in a few hours has only those hours scanned, as
+    long as the rest of the day is alike on both sides (see resize.scan_part); else the
+    whole day is.
     """
     widest = min(iblt.widest(sides.source.inner), iblt.widest(sides.reader.inner))
+    rows = drift.rows
     width = iblt.width_for(rows, widest) if rows else min(sizing.ESTIMATE_WIDTH, widest)
 
-    async def requery(w: int) -> tuple[DigestPass, DigestPass]:
-        return await sides.both(lambda s: s.digest_pass(start, end, w))
+    def requery_in(lo: datetime, hi: datetime) -> resize.Requery:
+        async def requery(w: int) -> tuple[DigestPass, DigestPass]:
+            return await sides.both(lambda s: s.digest_pass(lo, hi, w))
 
-    got = await resize.scan(start, s_agg, r_agg, requery, width)
+        return requery
+
+    lo, hi = plan.cover(start, end, drift.hours)
+    got = None
+    if (lo, hi) != (start, end):
+        got = await resize.scan_part(start, s_agg, r_agg, requery_in(lo, hi), width)
+    if got is None:
+        got = await resize.scan(start, s_agg, r_agg, requery_in(start, end), width)
     return None if got is None else DayTables(got[0], got[1], width)
 
 

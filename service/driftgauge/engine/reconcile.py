@@ -35,7 +35,7 @@ async def reconcile(
     slots_first: bool = False,
     digest_width: int | None = None,
     rescan_days: bool = False,
-    day_drift: Mapping[datetime, int] | None = None,
+    day_drift: Mapping[datetime, plan.StoredDrift] | None = None,
 ) -> RunResult:
     """Return the per-day verdict for [window_start, window_end); store errors set `error`.
 
@@ -50,8 +50,8 @@ async def reconcile(
     `rescan_days` has a day that differs after a first pass of day aggregates only
     scanned alone for its difference digests, when both sides can, before any drill-down;
     only while the differing days are few (plan.few_days), as the stored drift said.
-    `day_drift` gives the rows each day (by UTC start) differed by when last judged, to
-    size that scan.
+    `day_drift` gives what each day's (by UTC start) last verdict said of its drift: the
+    rows it differed by size that scan, the hours they sat in may narrow it.
     """
     result = RunResult(
         check.name, window_start, window_end, started_at=now, row_hash=check.row_hash
@@ -97,7 +97,7 @@ async def reconcile(
                     days.slots.get(utc(start)),
                     days.tables.get(utc(start)),
                     rescan,
-                    (day_drift or {}).get(utc(start), 0),
+                    (day_drift or {}).get(utc(start)),
                 )
             done += 1
             if progress is not None:

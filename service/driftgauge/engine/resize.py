@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
-from driftgauge.core.aggregate import Aggregate
+from driftgauge.core.aggregate import Aggregate, minus
 from driftgauge.encoding import iblt, sizing
 from driftgauge.engine import peel
 from driftgauge.stores.base import DigestPass
@@ -50,6 +50,23 @@ async def scan(
     s_dp, r_dp = await requery(width)
     if _agg(s_dp, day) != source or _agg(r_dp, day) != reader:
         return None  # the day changed since the scan its verdict rests on
+    return _table(s_dp, day), _table(r_dp, day)
+
+
+async def scan_part(
+    day: datetime, source: Aggregate, reader: Aggregate, requery: Requery, width: int
+) -> tuple[iblt.Table, iblt.Table] | None:
+    """Return the tables of a part of the day from one scan of that part at `width`.
+
+    `requery` scans only the part. Its tables stand for the whole day only when the rest
+    of the day, the day's aggregates less the part's, is alike on both sides: then every
+    row that differs lies in the part. None otherwise (drift moved out of the part, or
+    the day changed since the scan its verdict rests on): scan the whole day instead.
+    """
+    s_dp, r_dp = await requery(width)
+    s_rest, r_rest = minus(source, _agg(s_dp, day)), minus(reader, _agg(r_dp, day))
+    if s_rest is None or r_rest is None or not s_rest.same_as(r_rest):
+        return None
     return _table(s_dp, day), _table(r_dp, day)
 
 

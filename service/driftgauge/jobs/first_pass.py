@@ -79,8 +79,8 @@ class FirstPassPlan(NamedTuple):
     """The difference digests' sub-table width over every day; None: day aggregates only."""
     rescan: bool = False
     """Scan a day that differs alone for its digests rather than drill it down."""
-    day_drift: dict[datetime, int] | None = None
-    """With `rescan`: the rows each stored day (by UTC start) differed by, to size it."""
+    day_drift: dict[datetime, plan.StoredDrift] | None = None
+    """With `rescan`: each stored day's (by UTC start) drift, to size and place its scan."""
 
 
 def _rows(stored: StoredBucket) -> int:
@@ -125,7 +125,11 @@ async def first_pass_plan(
     if likely and all(isinstance(side, DigestFirstPass) for side in sides):
         days = len(plan.day_starts(window_start, window_end, check.timezone))
         if stored and concentrated(stored, days):
-            drift = {utc(b.bucket.start): _rows(b) for b in stored if b.bucket.status == "drift"}
+            drift = {
+                utc(b.bucket.start): plan.StoredDrift(_rows(b), tuple(b.bucket.drift_hours))
+                for b in stored
+                if b.bucket.status == "drift"
+            }
             return FirstPassPlan(False, None, rescan=True, day_drift=drift)
         return FirstPassPlan(False, digest_width(stored, check, window_start, window_end))
     return FirstPassPlan(likely, None)

@@ -190,6 +190,7 @@ def bucket_from(rec: Mapping[str, Any], tz: ZoneInfo | None = None) -> StoredBuc
         reader=reader,
         reasons=[str(x) for x in json.loads(rec["reasons"])],
         ledger_excluded=_json_map(rec["ledger_excluded"]),
+        drift_hours=list(rec.get("drift_hours") or []),
     )
     return StoredBucket(rec["run_id"], rec.get("finished_at"), bucket)
 
