@@ -8,7 +8,9 @@ planted drift shape:
 - even: 0.15% of N spread evenly over ids (0.05% missing, 0.05% mismatched, 0.05% extra);
 - dense: 5% of the rows of 3 days (days 11-13) differ, a third each missing, mismatched, extra;
 - sparse: 0.01% of N spread evenly over ids (one missing, one mismatched and one extra task
-  every 30,000 ids: 10,000 differing tasks at 100M rows).
+  every 30,000 ids: 10,000 differing tasks at 100M rows);
+- hours: about 0.15% of N clustered in 6 hours of one day (08:00-14:00 of day 21): one
+  missing, one mismatched and one extra task every 12 ids there.
 
 The source is an unlogged table filled in chunks on two connections, indexed after the load
 (both indexes at once), then frozen and analysed; it is built under a temporary name and
@@ -64,7 +66,8 @@ OS_URL = os.environ.get("DRIFTGAUGE_TEST_OS_URL", "http://127.0.0.1:9250")
 DAYS = 40
 DAY_MS = 86_400_000
 BASE = datetime(2026, 1, 1, tzinfo=UTC)
-SHAPES = ("clean", "even", "dense", "sparse")
+SHAPES = ("clean", "even", "dense", "sparse", "hours")
+HOUR_MS = 3_600_000
 
 
 def spacing_ms(n: int) -> int:
@@ -123,6 +126,10 @@ def shape(name: str, n: int) -> Shape | None:
         lo = math.ceil(10 * DAY_MS / sp) + 1  # first id of day 11
         hi = math.ceil(13 * DAY_MS / sp)  # last id of day 13
         return Shape(name, 60, 7, 37, lo, hi)
+    if name == "hours":
+        lo = math.ceil((20 * DAY_MS + 8 * HOUR_MS) / sp) + 1  # first id of 08:00, day 21
+        hi = math.ceil((20 * DAY_MS + 14 * HOUR_MS) / sp)  # last id before 14:00
+        return Shape(name, 12, 5, 11, lo, hi)
     return None
 
 
@@ -363,13 +370,15 @@ def measure(
     reladiff_shapes: list[str],
     deadline: datetime | None,
     first_runs: bool = False,
+    floors: bool = False,
 ) -> None:
     """Run shapes side by side: a warm-up of each, then rounds of each in turn.
 
     Each round runs driftgauge on every shape, then reladiff where asked; the results
     are recorded after every round, so a stopped bench keeps what it measured. With
     `first_runs`, each round also runs every drifted check with --no-store: a first run,
-    with no stored verdict to size its digests from.
+    with no stored verdict to size its digests from. With `floors`, each round also runs
+    the bare lookup3 and md5 floors, so the clean check's ratio to them is of one run.
     """
     want = {name: (s.planted() if (s := shape(name, n)) else Planted(0, 0, 0)) for name in group}
     # A check's first run has no stored verdict: drift unknown, it spreads difference
@@ -392,7 +401,12 @@ def measure(
     dg: dict[str, list[dict[str, Any]]] = {name: [] for name in group}
     rd: dict[str, list[dict[str, Any]]] = {name: [] for name in group}
     fr: dict[str, list[dict[str, Any]]] = {name: [] for name in group}
+    fl: dict[str, list[dict[str, float]]] = {"lookup3": [], "md5": []}
+    floors = floors and target == "pg" and "clean" in group
     for i in range(max(repeat, reladiff)):
+        if i < repeat and floors:
+            for h in fl:
+                fl[h].append(floor_run(n, h))  # type: ignore[arg-type]
         for name in group:
             check = f"{target}_{name}"
             if i < repeat:
@@ -423,6 +437,8 @@ def measure(
                     "wall": spread(fr[name]),
                     "load": spread(fr[name], "load"),
                 }
+            if name == "clean" and fl["lookup3"]:
+                e["floor"] = floor_entry(fl) | {"same_rounds": True}
             done = [r for r in rd[name] if "wall_s" in r]
             if rd[name]:
                 e["reladiff"] = {"runs": rd[name]}
@@ -454,18 +470,29 @@ async def floor_once(n: int, row_hash: RowHashName) -> float:
         await b.close()
 
 
+def floor_run(n: int, row_hash: RowHashName) -> dict[str, float]:
+    """Run one floor (both sides at once); return its wall time and the load before it."""
+    load = os.getloadavg()[0]
+    wall = asyncio.run(floor_once(n, row_hash))
+    got = {"wall_s": round(wall, 2), "load": round(load, 1)}
+    print(f"# floor {row_hash} {got}", file=sys.stderr, flush=True)
+    return got
+
+
+def floor_entry(got: dict[str, list[dict[str, float]]]) -> dict[str, Any]:
+    """Return the recorded floors: each hash's wall spread and load."""
+    return {h: {"wall": spread(r), "load": spread(r, "load")} for h, r in got.items()}
+
+
 def floor(n: int, repeat: int) -> None:
     """Add the lookup3 and md5 floors, run in turn, to the recorded PG->PG clean result."""
     got: dict[str, list[dict[str, float]]] = {"lookup3": [], "md5": []}
     for _ in range(repeat):
-        for h in ("lookup3", "md5"):
-            load = os.getloadavg()[0]
-            wall = asyncio.run(floor_once(n, h))  # type: ignore[arg-type]
-            got[h].append({"wall_s": round(wall, 2), "load": round(load, 1)})
-            print(f"# floor {h} {got[h][-1]}", file=sys.stderr, flush=True)
+        for h in got:
+            got[h].append(floor_run(n, h))  # type: ignore[arg-type]
     data = json.loads(RECORD.read_text())
     entry = data[f"{n}/pg/clean"]
-    entry["floor"] = {h: {"wall": spread(r), "load": spread(r, "load")} for h, r in got.items()}
+    entry["floor"] = floor_entry(got)
     record(entry)
 
 
@@ -566,10 +593,12 @@ def render(data: dict[str, Any]) -> str:
             continue
         dg = data[key]["wall"]["median"]
         lk, md = fl["lookup3"]["wall"], fl["md5"]["wall"]
+        when = "in the same rounds as the checks" if fl.get("same_rounds") else "run in turn"
         lines += [
             "",
-            f"Floor at {data[key]['rows']:,} rows (the bare per-day count + digest query on both"
-            f" sides at once, run in turn): lookup3 {lk['median']} s ({lk['min']}-{lk['max']},"
+            f"Floor at {data[key]['rows']:,} rows, {pair(data[key])} (the bare per-day count +"
+            f" digest query on both sides at once, {when}): lookup3 {lk['median']} s"
+            f" ({lk['min']}-{lk['max']},"
             f" load {fl['lookup3']['load']['median']}), md5 {md['median']} s ({md['min']}-"
             f"{md['max']}, load {fl['md5']['load']['median']}). No-drift check / lookup3 floor:"
             f" **{dg / lk['median']:.2f}**; / md5 floor: **{dg / md['median']:.2f}**.",
@@ -579,7 +608,8 @@ def render(data: dict[str, Any]) -> str:
         "",
         "drift: missing/extra/mismatched planted (and found). clean: none; even: 0.15% of the"
         " rows spread evenly over ids; dense: 5% of the rows of 3 days; sparse: 0.01% of the"
-        " rows spread evenly over ids (10,000 at 100M). The first (warm-up)"
+        " rows spread evenly over ids (10,000 at 100M); hours: about 0.15% of the rows in 6"
+        " hours of one day (a quarter of those hours' rows). The first (warm-up)"
         " run of a drifted check has no stored verdict to size its digests from: it spreads"
         " a budget of cells over the window's days and scans a day that does not peel once"
         " more, wider (encoding/sizing.py); its wall time is in bench/scale.json"
@@ -651,6 +681,9 @@ def main() -> None:
         "--first-runs", action="store_true", help="also run drifted checks with no history"
     )
     ap.add_argument(
+        "--floors", action="store_true", help="run the lookup3 and md5 floors in every round"
+    )
+    ap.add_argument(
         "--reladiff-until", help="HH:MM UTC: stop a reladiff run then, keep the lower bound"
     )
     args = ap.parse_args()
@@ -694,6 +727,7 @@ def main() -> None:
                             args.reladiff_shapes or args.shapes,
                             until,
                             args.first_runs,
+                            args.floors,
                         )
                     finally:
                         if s is not None:
