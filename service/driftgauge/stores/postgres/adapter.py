@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from driftgauge.encoding import iblt
-from driftgauge.encoding.digest import unsigned64
+from driftgauge.encoding.digest import MASK64
 from driftgauge.stores.base import BucketDigest, DigestPass, Granularity
 from driftgauge.stores.postgres import io, preflight
 from driftgauge.stores.postgres.dialect import POSTGRES
@@ -93,14 +93,22 @@ class PostgresAdapter(DialectAdapter):
                 got = await conn.fetch(self._sql_day_keys, start, end, zone, timeout=timeout)
                 keys = {_utc(r["bucket"]): r["keys"] for r in got}
         tables: dict[datetime, dict[int, iblt.Cell]] = {}
+        # Cells by bucket as it came back: a dense day's tens of thousands of cells share
+        # one day, converted once.
+        by_bucket: dict[datetime, dict[int, iblt.Cell]] = {}
         days = []
         for r in rows:
-            if r["cell"] is not None:
-                tables.setdefault(_utc(r["bucket"]), {})[r["cell"]] = (
+            cell = r["cell"]
+            if cell is not None:
+                bucket = r["bucket"]
+                table = by_bucket.get(bucket)
+                if table is None:
+                    table = by_bucket[bucket] = tables.setdefault(_utc(bucket), {})
+                table[cell] = (
                     r["n"],
-                    unsigned64(r["digest"]),
-                    unsigned64(r["checks"]),
-                    unsigned64(r["times"]),
+                    r["digest"] & MASK64,
+                    r["checks"] & MASK64,
+                    r["times"] & MASK64,
                 )
             elif r["rule"] is not None:
                 days.append(r)
