@@ -108,6 +108,10 @@ class Settings:
     """Read the reader through a filter that hides rows labelled HIDDEN (the reader's view)."""
     digest_width: int | None = None
     """Peel days from difference digests of this width (None: the drill-down only)."""
+    rescan: bool = False
+    """Run twice over a window of 12 days (9 empty ones first): the second run, as a
+    stored run's next one, takes days only and scans each differing day (or the hours
+    its drift sat in) alone, planned from the first run's verdicts."""
 
 
 @dataclass(repr=False)
@@ -143,8 +147,12 @@ class Case:
         return end if self.settings.settle_hours else end + timedelta(days=30)
 
     def window(self) -> tuple[datetime, datetime]:
-        """Return [local midnight of the day before, local midnight two days after)."""
-        first = self.day - timedelta(days=1)
+        """Return [local midnight of the day before, local midnight two days after).
+
+        With `rescan`, from 10 days before: the 3 days with rows are then few enough
+        (plan.few_days) for each differing one to be scanned alone.
+        """
+        first = self.day - timedelta(days=10 if self.settings.rescan else 1)
         last = self.day + timedelta(days=2)
         return (
             datetime(first.year, first.month, first.day, tzinfo=self.tz),

@@ -42,7 +42,10 @@ from driftgauge.config.runtime import (
     Tolerance,
     View,
 )
+from driftgauge.engine.plan import StoredDrift
 from driftgauge.engine.reconcile import reconcile
+from driftgauge.engine.result import RunResult
+from driftgauge.jobs.first_pass import drift_of
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.preflight import preflight
@@ -116,7 +119,10 @@ class Traced:
         return await self.inner.day_and_slot_digests(start, end, seconds)  # type: ignore[attr-defined]
 
     async def day_and_cell_digests(self, start: datetime, end: datetime, width: int) -> Any:
-        self.paths.add("first-pass digests")
+        span = end - start
+        # A window's first pass, one day scanned alone, or the hours of a day.
+        kind = "first-pass" if span > timedelta(hours=26) else "day"
+        self.paths.add(f"{kind} digests" if span >= timedelta(hours=20) else "hours digests")
         return await self.inner.day_and_cell_digests(start, end, width)  # type: ignore[attr-defined]
 
     async def slot_digests(
@@ -247,6 +253,17 @@ async def run_driftgauge(
                 slots_first=case.settings.slots_first,
                 digest_width=case.settings.digest_width,
             )
+            if case.settings.rescan and result.error is None:
+                result = await reconcile(
+                    check,
+                    src,
+                    rdr,
+                    start,
+                    end,
+                    now=case.now(),
+                    rescan_days=True,
+                    day_drift=stored_drift(result),
+                )
         finally:
             await src.close()
             await rdr.close()
@@ -270,6 +287,11 @@ async def run_driftgauge(
     }
     got["run"] = (result.status,)
     return got, result.error, paths
+
+
+def stored_drift(result: RunResult) -> dict[datetime, StoredDrift]:
+    """Return what a run's drifted days would tell the next run's plan (jobs.first_pass)."""
+    return {b.start.astimezone(UTC): drift_of(b) for b in result.buckets if b.status == "drift"}
 
 
 async def assert_matches_oracle(case: Case, dsn: str, client: AsyncOpenSearch) -> set[str]:
@@ -399,6 +421,9 @@ def _path_case(pair: Pair, name: str) -> tuple[Case, set[str]]:
         date(2026, 10 if "repeated hour" in name else 3, 25 if "repeated hour" in name else 29),
     )
     case = Case(pair, zone, day, "string", [], [], Settings(leaf_rows=10))
+    if name in RESCAN_PATHS:
+        # 12 days, 3 with rows: the first run peels (its hours known), the second scans.
+        case.settings = Settings(leaf_rows=10, digest_width=64, rescan=True)
     start, end = case.window()
     mode = "instant" if name == "big slot → prefixes" else "spread"
     case.source = gen.filler(300, mode, "string", start, end)
@@ -413,6 +438,10 @@ def _path_case(pair: Pair, name: str) -> tuple[Case, set[str]]:
         case.reader[40] = replace(case.reader[40], label="changed")
         want = {"first-pass slots" if case.settings.slots_first else "slot query", "slot rows"}
         return case, want
+    if name == "stored drift → its hours scanned":
+        del case.reader[150]  # two rows about an hour apart, in one day of the 12
+        case.reader[151] = replace(case.reader[151], label="changed")
+        return case, {"hours digests"}
     if name == "big slot → prefixes":
         del case.reader[7]
         return case, {"slot query", "prefixes", "prefix rows"}
@@ -441,6 +470,7 @@ def _path_case(pair: Pair, name: str) -> tuple[Case, set[str]]:
 
 SPLIT_KEY_PATHS = ("identical copies in two hours", "row moved into a slot split by prefix")
 NULL_KEY_PATHS = ("NULL key against the key ''", "NULL key and the key '' in one day")
+RESCAN_PATHS = ("stored drift → its hours scanned",)
 PATHS = (
     "small day fetched whole",
     "slots → rows",
@@ -452,6 +482,7 @@ PATHS = (
     "repeated keys → day prefixes",
     *SPLIT_KEY_PATHS,
     *NULL_KEY_PATHS,
+    *RESCAN_PATHS,
 )
 
 

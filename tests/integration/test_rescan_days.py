@@ -20,6 +20,7 @@ from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
 from driftgauge.configfile.loader import load_text
+from driftgauge.engine.plan import StoredDrift
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import RunResult
 from driftgauge.stores import open_adapter
@@ -175,3 +176,40 @@ def test_a_stored_run_plans_the_next_as_days_and_a_scan_of_each_drifted_day(
     assert cover == 334
     scanned = 2 * DAYS * PER_DAY + 2 * PER_DAY + 2 * cover + runs[1]["rows_fetched"]
     assert runs[1]["rows_scanned"] == scanned
+
+
+async def test_hours_the_drift_left_have_the_whole_day_scanned(config: str) -> None:
+    check = load_text(config).checks["c"]
+    source, reader = await open_adapter(check.source), await open_adapter(check.reader)
+    day = T0 + timedelta(days=SPARSE_DAY)
+    # A stored verdict that put the sparse day's drift at 20:00, where none of it is:
+    # the scan of that hour sees the rest of the day differ, so the day is scanned whole.
+    dense = T0 + timedelta(days=DENSE_DAY)
+    stale = {day: StoredDrift(3, (day + timedelta(hours=20),)), dense: StoredDrift(1000)}
+    try:
+        end = T0 + timedelta(days=DAYS)
+        result = await reconcile(
+            check,
+            source,
+            reader,
+            T0,
+            end,
+            now=end + timedelta(days=1),
+            rescan_days=True,
+            day_drift=stale,
+        )
+    finally:
+        await source.close()
+        await reader.close()
+    assert result.error is None
+    assert _counts(result) == {DENSE_DAY: (250, 250, 250), SPARSE_DAY: (1, 1, 1)}
+    assert all(b.tree == [] for b in result.buckets), "a drifted day was drilled down"
+    # Per side: the day pass, the hour 20:00 (41 or 42 rows), the whole sparse day and
+    # the dense day, then the differing rows.
+    hour = sum(
+        1
+        for i in _ids(SPARSE_DAY)
+        if day + timedelta(hours=20) <= at(i) < day + timedelta(hours=21)
+    )
+    want = 2 * DAYS * PER_DAY + 2 * hour + 2 * 2 * PER_DAY + result.rows_fetched
+    assert result.rows_scanned == want

@@ -10,6 +10,7 @@ from driftgauge.config.runtime import Check
 from driftgauge.core.errors import DriftgaugeError
 from driftgauge.encoding import iblt, sizing
 from driftgauge.engine import plan
+from driftgauge.engine.result import BucketResult
 from driftgauge.engine.sides import utc
 from driftgauge.state.codec import StoredBucket
 from driftgauge.state.store import StateStore
@@ -83,10 +84,18 @@ class FirstPassPlan(NamedTuple):
     """With `rescan`: each stored day's (by UTC start) drift, to size and place its scan."""
 
 
+def drift_of(bucket: BucketResult) -> plan.StoredDrift:
+    """Return what a judged day tells the next run's plan: its differing rows and hours.
+
+    A mismatched key (or a duplicated one) is two differing rows, one a side.
+    """
+    rows = bucket.missing + bucket.extra + 2 * (bucket.mismatched + bucket.duplicates)
+    return plan.StoredDrift(rows, tuple(bucket.drift_hours))
+
+
 def _rows(stored: StoredBucket) -> int:
-    """Return the differing rows a stored day held: a mismatched key is two, one a side."""
-    b = stored.bucket
-    return b.missing + b.extra + 2 * (b.mismatched + b.duplicates)
+    """Return the differing rows a stored day held."""
+    return drift_of(stored.bucket).rows
 
 
 def concentrated(stored: list[StoredBucket], days: int) -> bool:
@@ -125,11 +134,8 @@ async def first_pass_plan(
     if likely and all(isinstance(side, DigestFirstPass) for side in sides):
         days = len(plan.day_starts(window_start, window_end, check.timezone))
         if stored and concentrated(stored, days):
-            drift = {
-                utc(b.bucket.start): plan.StoredDrift(_rows(b), tuple(b.bucket.drift_hours))
-                for b in stored
-                if b.bucket.status == "drift"
-            }
+            drifted = [b.bucket for b in stored if b.bucket.status == "drift"]
+            drift = {utc(b.start): drift_of(b) for b in drifted}
             return FirstPassPlan(False, None, rescan=True, day_drift=drift)
         return FirstPassPlan(False, digest_width(stored, check, window_start, window_end))
     return FirstPassPlan(likely, None)
