@@ -123,11 +123,7 @@ async def _peel_day(
         s_rows, r_rows = await all_or_none(one(sides.source, s_spans), one(sides.reader, r_spans))
         return s_rows, r_rows
 
-    async def requery(width: int) -> tuple[DigestPass, DigestPass]:
-        return await sides.both(lambda s: s.digest_pass(start, end, width))
-
-    widest = min(iblt.widest(sides.source.inner), iblt.widest(sides.reader.inner))
-    again = resize.again(start, s_agg, r_agg, requery, widest)
+    again = resize.again(start, s_agg, r_agg, _requery(sides, start, end), _widest(sides))
     return await peel.differing_rows(tables.source, tables.reader, tables.width, fetch, again)
 
 
@@ -149,23 +145,29 @@ async def _day_tables(
     long as the rest of the day is alike on both sides (see resize.scan_part); else the
     whole day is.
     """
-    widest = min(iblt.widest(sides.source.inner), iblt.widest(sides.reader.inner))
-    rows = drift.rows
+    widest, rows = _widest(sides), drift.rows
     width = iblt.width_for(rows, widest) if rows else min(sizing.ESTIMATE_WIDTH, widest)
-
-    def requery_in(lo: datetime, hi: datetime) -> resize.Requery:
-        async def requery(w: int) -> tuple[DigestPass, DigestPass]:
-            return await sides.both(lambda s: s.digest_pass(lo, hi, w))
-
-        return requery
-
     lo, hi = plan.cover(start, end, drift.hours)
     got = None
     if (lo, hi) != (start, end):
-        got = await resize.scan_part(start, s_agg, r_agg, requery_in(lo, hi), width)
+        got = await resize.scan_part(start, s_agg, r_agg, _requery(sides, lo, hi), width)
     if got is None:
-        got = await resize.scan(start, s_agg, r_agg, requery_in(start, end), width)
+        got = await resize.scan(start, s_agg, r_agg, _requery(sides, start, end), width)
     return None if got is None else DayTables(got[0], got[1], width)
+
+
+def _widest(sides: Sides) -> int:
+    """Return the widest table both sides build for one day (see iblt.widest)."""
+    return min(iblt.widest(sides.source.inner), iblt.widest(sides.reader.inner))
+
+
+def _requery(sides: Sides, lo: datetime, hi: datetime) -> resize.Requery:
+    """Return a scan of [lo, hi) on both sides for its difference digests of a width."""
+
+    async def requery(width: int) -> tuple[DigestPass, DigestPass]:
+        return await sides.both(lambda s: s.digest_pass(lo, hi, width))
+
+    return requery
 
 
 def _hours_of(rows: Sequence[RowHash], tz: ZoneInfo) -> list[datetime]:
