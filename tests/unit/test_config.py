@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -159,6 +160,29 @@ def test_an_unexpected_failure_exits_3_never_the_drift_code(
     monkeypatch.setattr(cli, "_run", broken)
     assert main(["check", "reviews", "--config", "dg.yml"]) == 3
     assert "error: internal error" in capsys.readouterr().err
+
+
+def test_a_reader_that_closes_stdout_early_gets_141_and_no_traceback() -> None:
+    import subprocess
+    import sys
+
+    # Far more than a pipe buffer, so the write meets the closed pipe.
+    code = (
+        "import sys, driftgauge.cli as cli\n"
+        "cli._run = lambda args: (print('x' * 1_000_000), 0)[1]\n"
+        "sys.exit(cli.main(['check', 'reviews', '--config', 'dg.yml']))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "service")}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(10) == b"x" * 10
+    proc.stdout.close()  # the reader leaves, as `| head -c 10` does
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait(timeout=60) == 141
+    assert "Traceback" not in err and "internal error" not in err
 
 
 def test_a_secret_file_that_is_not_text_is_a_secret_error(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ that errored); 3 an internal error (a bug: please report the traceback); 4 nothi
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -19,6 +20,7 @@ from driftgauge.cli import check, drill, serve, state, validate
 from driftgauge.cli.common import (
     EXIT_ERROR,
     EXIT_INTERNAL,
+    EXIT_READER_LEFT,
     configure_logs,
     log_options,
     with_config,
@@ -62,11 +64,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _reader_left()
     except Exception:
         # Exit 1 means drift: an unexpected failure must never look like a verdict.
         traceback.print_exc()
         print("error: internal error (a bug; the traceback above says where)", file=sys.stderr)
         return EXIT_INTERNAL
+
+
+def _reader_left() -> int:
+    """Return 141 (a shell's SIGPIPE status) when stdout's reader left, as `| head` does.
+
+    The reader chose to stop reading: not a bug, and not a verdict. stdout is pointed
+    at /dev/null so the interpreter's final flush cannot raise again on the way out.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_READER_LEFT
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -11,6 +11,8 @@ from driftgauge.core.errors import ConfigError
 EXIT_OK, EXIT_DRIFT, EXIT_ERROR, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_NOTHING_JUDGED = 4
 """`check` judged no bucket (all settling, or the window holds no day yet): not a pass."""
+EXIT_READER_LEFT = 141
+"""stdout's reader closed it before the output was written (128 + SIGPIPE, as a shell says)."""
 
 
 def with_config(sp: argparse.ArgumentParser) -> None:
