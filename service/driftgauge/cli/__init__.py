@@ -4,7 +4,8 @@ Exit codes: 0 ok; 1 drift (`check` or `drill` found differences, or `probe rerun
 step that is not idempotent; nothing else exits 1);
 2 error (an invalid config, a bad argument, a store or the state database failing, a run
 that errored); 3 an internal error (a bug: please report the traceback); 4 nothing judged
-(`check` ran but every day bucket was settling, or the window held no day: not a pass).
+(`check` ran but every day bucket was settling, or the window held no day: not a pass);
+141 stdout's reader closed it first (`| head`).
 """
 
 from __future__ import annotations
