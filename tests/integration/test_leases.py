@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from driftgauge.jobs.runtime import Job, JobRuntime
 from driftgauge.jobs.schedule import every
 from driftgauge.metrics.collector import build_registry
 from driftgauge.metrics.snapshot import SnapshotCache, state_part
+from driftgauge.state.reads import Reads
 from driftgauge.state.store import StateStore
 
 from .service_helpers import NOW, make_config, schema_name
@@ -169,6 +171,75 @@ async def test_state_part_says_when_the_state_database_stops_answering(config: C
     assert reg.get_sample_value("driftgauge_snapshot_age_seconds") == 90
     assert (
         reg.get_sample_value("driftgauge_state_last_refresh_timestamp_seconds") == NOW.timestamp()
+    )
+
+
+async def expired_run(stores: list[StateStore]) -> int:
+    """Begin a run on the first store, let it die, and wait out its lease."""
+    run_id = await begin(stores[0])
+    stores[0].owned.clear()
+    await asyncio.sleep(1.3)
+    return run_id
+
+
+async def test_a_snapshot_read_sees_no_commit_made_while_it_reads(
+    stores: list[StateStore],
+) -> None:
+    dead, survivor = stores
+    run_id = await expired_run(stores)
+    async with survivor.snapshot("read one moment", reads=2) as view:
+        assert await view.latest_finished_run("reviews") is None
+        # The run is expired and counted, and committed, between the two reads.
+        assert await LeaseKeeper(dead, SHORT).expire() == [(run_id, "reviews")]
+        assert (await view.run_totals("reviews")) == ({}, 0)
+    counts, interrupted = await survivor.run_totals("reviews")
+    assert (counts, interrupted) == ({"error": 1}, 1)
+    last = await survivor.latest_finished_run("reviews")
+    assert last is not None and last.id == run_id
+
+
+class SlowFirstRefresh:
+    """The state store, but the first snapshot stalls after its first read until told."""
+
+    def __init__(self, store: StateStore) -> None:
+        self.store = store
+        self.stalled = asyncio.Event()
+        self.go_on = asyncio.Event()
+        self._first = True
+
+    @asynccontextmanager
+    async def snapshot(self, what: str, *, reads: int = 1) -> AsyncIterator[Reads]:
+        async with self.store.snapshot(what, reads=reads) as view:
+            if self._first:
+                self._first = False
+                await view.latest_finished_run("reviews")  # the transaction's moment is now
+                self.stalled.set()
+                await self.go_on.wait()
+            yield view
+
+
+async def test_a_refresh_begun_before_an_expiry_never_overwrites_the_one_after(
+    config: Config, stores: list[StateStore]
+) -> None:
+    dead, survivor = stores
+    run_id = await expired_run(stores)
+    slow = SlowFirstRefresh(survivor)
+    only = {"reviews": config.checks["reviews"]}  # one check: the stalled read is its own
+    cache = SnapshotCache(slow, only)  # type: ignore[arg-type]
+    reg = build_registry([state_part(cache)])
+    periodic = asyncio.create_task(cache.refresh())
+    await slow.stalled.wait()
+    keeper = LeaseKeeper(dead, SHORT, on_expired=cache.refresh)
+    after = asyncio.create_task(keeper.expire())
+    await asyncio.sleep(0.3)  # the expiry has committed; its refresh waits its turn
+    slow.go_on.set()
+    assert await after == [(run_id, "reviews")]
+    await periodic
+    snap = cache.current()["reviews"]
+    assert snap.interrupted == 1 and snap.run_counts == {"error": 1}
+    assert snap.last_run is not None and snap.last_run.id == run_id
+    assert (
+        reg.get_sample_value("driftgauge_check_interrupted_runs_total", {"check": "reviews"}) == 1
     )
 
 

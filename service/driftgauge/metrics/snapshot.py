@@ -15,6 +15,7 @@ from driftgauge.core.errors import StateError
 from driftgauge.engine.result import BucketResult
 from driftgauge.state.codec import StoredBucket
 from driftgauge.state.payloads import RunOut
+from driftgauge.state.reads import Reads
 from driftgauge.state.store import StateStore
 
 
@@ -39,18 +40,18 @@ class CheckSnapshot:
     """Runs that stopped before they could finish (replica died or shut down mid-run)."""
 
 
-async def load_check(state: StateStore, check: Check, now: datetime) -> CheckSnapshot:
-    """Read one check's snapshot from the state database."""
+async def load_check(state: Reads, check: Check, now: datetime) -> CheckSnapshot:
+    """Read one check's snapshot from the state database, as of one moment."""
     today = now.astimezone(check.timezone).date()
     since = today - timedelta(days=check.schedule.recent_days - 1)
     first = today - timedelta(days=check.schedule.full_days - 1)
-    last_run, last_success, (counts, interrupted), days, old = await asyncio.gather(
-        state.latest_finished_run(check.name),
-        state.latest_success(check.name),
-        state.run_totals(check.name),
-        state.day_buckets(check.name, since, today, check.timezone),
-        _history(state, check, first, since),
-    )
+    # One snapshot, so a scrape never pairs a run's interruption with the run before it.
+    async with state.snapshot(f"read the stored results of {check.name}", reads=6) as view:
+        last_run = await view.latest_finished_run(check.name)
+        last_success = await view.latest_success(check.name)
+        counts, interrupted = await view.run_totals(check.name)
+        days = await view.day_buckets(check.name, since, today, check.timezone)
+        old = await _history(view, check, first, since)
     every = check.schedule.recent_every
     return CheckSnapshot(
         check=check.name,
@@ -65,9 +66,7 @@ async def load_check(state: StateStore, check: Check, now: datetime) -> CheckSna
     )
 
 
-async def _history(
-    state: StateStore, check: Check, first: date, recent: date
-) -> list[StoredBucket]:
+async def _history(state: Reads, check: Check, first: date, recent: date) -> list[StoredBucket]:
     """Return the days in [first, recent) as last judged (none when the window is short)."""
     if first >= recent:
         return []
@@ -87,6 +86,7 @@ class SnapshotCache:
     """When every check was last read successfully."""
     state_up: bool = field(default=False, init=False)
     """Whether the latest read of the state database succeeded."""
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
 
     def __post_init__(self) -> None:
         self.created_at = self.clock()
@@ -98,19 +98,22 @@ class SnapshotCache:
     async def refresh(self, check: str | None = None) -> None:
         """Reload one check (or all); on a state error the previous snapshot stays."""
         names = [check] if check is not None else sorted(self.checks)
-        now = self.clock()
-        try:
-            loaded = await asyncio.gather(
-                *(load_check(self.state, self.checks[n], now) for n in names)
-            )
-        except StateError:
-            self.state_up = False
-            raise
-        # Swap in a new dict so a concurrent scrape sees either the old or the new one.
-        self._current = {**self._current, **{s.check: s for s in loaded}}
-        self.state_up = True
-        if check is None:
-            self.refreshed_at = now
+        # One refresh at a time: one that began earlier but ended later would otherwise
+        # swap an older snapshot over a newer one, and a counter would go back.
+        async with self._lock:
+            now = self.clock()
+            try:
+                loaded = await asyncio.gather(
+                    *(load_check(self.state, self.checks[n], now) for n in names)
+                )
+            except StateError:
+                self.state_up = False
+                raise
+            # Swap in a new dict so a concurrent scrape sees either the old or the new one.
+            self._current = {**self._current, **{s.check: s for s in loaded}}
+            self.state_up = True
+            if check is None:
+                self.refreshed_at = now
 
     def age(self) -> float:
         """Return the seconds since every check was read (since start-up if never)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -35,6 +37,18 @@ _LATEST = {
 }
 
 
+class _Pinned:
+    """A pool of one connection: every read made through it shares that connection."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    @asynccontextmanager
+    async def acquire(self) -> AsyncIterator[Any]:
+        """Yield the one connection."""
+        yield self._conn
+
+
 class Reads:
     """Read queries of the state store; each runs under the store's deadline."""
 
@@ -43,6 +57,20 @@ class Reads:
         self._timeout = timeout
         self.calls = PgCalls(pool, timeout)
         """The pool under the store's deadline, for modules that own their SQL (retention)."""
+
+    @asynccontextmanager
+    async def snapshot(self, what: str, *, reads: int = 1) -> AsyncIterator[Reads]:
+        """Yield reads that all see one state of the database, one after another.
+
+        Reads on separate connections can straddle a commit (a run's interruption counted,
+        its run not yet finished); one REPEATABLE READ transaction cannot. `reads` scales
+        the deadline to the number of reads the block makes.
+        """
+        async with (
+            self.calls.conn(what, scale=reads) as conn,
+            conn.transaction(isolation="repeatable_read", readonly=True),
+        ):
+            yield Reads(_Pinned(conn), self._timeout)
 
     async def latest_runs(self) -> dict[str, RunOut]:
         """Return the most recently started run of every check (running or not)."""
