@@ -11,6 +11,7 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,6 +24,21 @@ PG = os.environ.get("DRIFTGAUGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5
 OS_URL = os.environ.get("DRIFTGAUGE_TEST_OS_URL", "http://127.0.0.1:9250")
 T = TypeVar("T")
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+MODULE_ROOM = timedelta(minutes=5)
+"""Time a module needs before midnight UTC: the longest takes about a minute."""
+AFTER_MIDNIGHT = timedelta(minutes=2)
+"""Time after midnight UTC before yesterday is settled and due: the modules use 1m for both."""
+
+
+def midnight_wait(now: datetime) -> float:
+    """Return the seconds to wait so that a module starting at `now` (UTC) stays clear of 00:00."""
+    today = datetime(now.year, now.month, now.day, tzinfo=now.tzinfo)
+    if now - today < AFTER_MIDNIGHT:
+        return (today + AFTER_MIDNIGHT - now).total_seconds()
+    tomorrow = today + timedelta(days=1)
+    if tomorrow - now < MODULE_ROOM:
+        return (tomorrow + AFTER_MIDNIGHT - now).total_seconds()
+    return 0.0
 
 
 async def until(what: str, probe: Callable[[], Awaitable[T | None]], limit: float = 90.0) -> T:
