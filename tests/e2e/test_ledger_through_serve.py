@@ -46,8 +46,9 @@ NO_DOCUMENT = {5, 13, 22, 31}
 """Row numbers the sync job finds no document for: they never reach the index."""
 SETTLE = timedelta(seconds=2)
 
-# No recent schedule fires during the test (it runs daily at 00:00 UTC), so every run of
-# the check is one this test asked for: a manual one, then the one the ledger schedules.
+# No recent schedule fires during the test (it runs daily at 00:01 UTC: midnight plus settle),
+# so every run of the check is one this test asked for: a manual one, then the one the ledger
+# schedules.
 CONFIG = """
 stores:
   pg: {kind: postgres, dsn: "<DSN>", timeout_seconds: 10, pool_max: 2}

@@ -6,7 +6,10 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+import pytest
+
 from driftgauge.configfile.loader import load_text
+from driftgauge.engine.plan import next_day
 from driftgauge.jobs.recurring import tick_jobs
 from driftgauge.jobs.runtime import JobRuntime
 from driftgauge.jobs.schedule import JobSpec, TickFn, job_specs
@@ -67,6 +70,51 @@ def test_interval_ticks_sit_on_a_grid_every_replica_shares() -> None:
     assert hourly.latest_fire(T0) == T0
     every2s = JobSpec("c", "recent", every=timedelta(seconds=2))
     assert every2s.latest_fire(T0 + timedelta(seconds=5.5)) == T0 + timedelta(seconds=4)
+
+
+DAILY = """
+stores:
+  src: {kind: postgres, dsn: "postgresql://x@127.0.0.1/x"}
+  dst: {kind: opensearch, url: "http://127.0.0.1:9250"}
+state: {dsn: "postgresql://x@127.0.0.1/x"}
+checks:
+  c:
+    source: {store: src, table: t, key: k, time: ts}
+    reader: {store: dst, index: i, key: k, time: ts}
+    timezone: <TZ>
+    settle: <SETTLE>
+    schedule: {recent: {every: <EVERY>}, full: {every: 7d}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("tz", "settle", "every", "late"),
+    [
+        ("UTC", "2h", "1d", timedelta(0)),
+        ("UTC", "1m", "6h", timedelta(0)),
+        ("UTC", "0s", "1d", timedelta(0)),
+        # Summer time moves local midnight an hour earlier: the run is then an hour late.
+        ("Europe/Berlin", "2h", "1d", timedelta(hours=1)),
+        ("America/New_York", "30m", "12h", timedelta(hours=1)),
+        ("Australia/Sydney", "3h", "1d", timedelta(hours=1)),
+        ("Asia/Kolkata", "90m", "1d", timedelta(0)),
+    ],
+)
+def test_a_reconcile_grid_fires_once_each_day_has_settled(
+    tz: str, settle: str, every: str, late: timedelta
+) -> None:
+    # A day bucket is judged once its end plus settle has passed. A grid anchored at 00:00
+    # fired a daily run just before that, so yesterday waited a whole day to be judged.
+    text = DAILY.replace("<TZ>", tz).replace("<SETTLE>", settle).replace("<EVERY>", every)
+    check = load_text(text).checks["c"]
+    (recent, _full) = sorted(job_specs({"c": check}), key=lambda s: s.kind, reverse=True)
+    assert recent.kind == "recent"
+    day = datetime(2026, 1, 1, tzinfo=ZoneInfo(tz))
+    for _ in range(366):
+        day = next_day(day, check.timezone)
+        settled = day + check.settle
+        fire = recent.next_fire(settled - timedelta(microseconds=1))
+        assert fire is not None and settled <= fire <= settled + late, (day, fire)
 
 
 def test_cron_ticks_follow_the_checks_time_zone() -> None:

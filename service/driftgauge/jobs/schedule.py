@@ -1,8 +1,9 @@
-"""When jobs fire: grids anchored at the Unix epoch (or cron times), aligned across replicas.
+"""When jobs fire: grids anchored near the Unix epoch (or cron times), aligned across replicas.
 
-Interval jobs fire on a grid anchored at the Unix epoch, so every replica fires the same
-time at the same instant and the state database can let exactly one of them run it. Per
-check there is a recent-window job and a full-history job.
+Interval jobs fire on a grid anchored at a fixed instant (the epoch, or for a check's
+reconcile jobs the epoch's local midnight plus the check's settle), so every replica fires
+the same time at the same instant and the state database can let exactly one of them run
+it. Per check there is a recent-window job and a full-history job.
 """
 
 from __future__ import annotations
@@ -31,17 +32,18 @@ _LOOKBACKS = [
 
 @dataclass(frozen=True, kw_only=True)
 class Grid:
-    """The times a recurring job fires: every `every` from the epoch, or a cron expression."""
+    """The times a recurring job fires: every `every` from `anchor`, or a cron expression."""
 
     every: timedelta | None = None
     cron: str | None = None
     timezone: Any = UTC
+    anchor: datetime = EPOCH
 
     def trigger(self) -> IntervalTrigger | CronTrigger:
         """Return the trigger that computes these times."""
         if self.every is not None:
             return IntervalTrigger(
-                seconds=self.every.total_seconds(), start_date=EPOCH, timezone=UTC
+                seconds=self.every.total_seconds(), start_date=self.anchor, timezone=UTC
             )
         if self.cron is None:
             raise ValueError("neither an interval nor a cron expression")
@@ -51,7 +53,8 @@ class Grid:
         """Return the last fire time at or before `now`."""
         if self.every is not None:
             step = _micros(self.every)
-            return EPOCH + timedelta(microseconds=(_micros(now - EPOCH) // step) * step)
+            since = _micros(now - self.anchor)
+            return self.anchor + timedelta(microseconds=(since // step) * step)
         trig = self.trigger()
         for back in _LOOKBACKS:
             t = trig.get_next_fire_time(None, now - back)
@@ -117,15 +120,31 @@ def _micros(delta: timedelta) -> int:
     return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
+def settled_anchor(check: Check) -> datetime:
+    """Return where a check's interval grids start: a local midnight plus its settle.
+
+    A day bucket is judged once `settle` has passed since its end. On a grid anchored at
+    00:00 a daily run fires just before yesterday settles, finds it settling and judges
+    it a day late; from midnight plus settle, every run whose period divides a day
+    fires once the day before it has settled.
+    """
+    # The later of the zone's two midnights (standard and summer time): a run then fires
+    # after yesterday settles all year, an hour later than needed for half of it. A fixed
+    # year, so every replica computes the same grid; a recent one, for today's offsets.
+    offsets = [check.timezone.utcoffset(datetime(2025, month, 1)) for month in (1, 7)]
+    return EPOCH - min(o or timedelta(0) for o in offsets) + check.settle
+
+
 def job_specs(checks: Mapping[str, Check]) -> list[JobSpec]:
     """Return the jobs every configured check asks for."""
     out = []
     for name, check in sorted(checks.items()):
         sched = check.schedule
+        anchor = settled_anchor(check)
         if sched.recent_every is not None:
-            out.append(JobSpec(name, "recent", every=sched.recent_every))
+            out.append(JobSpec(name, "recent", every=sched.recent_every, anchor=anchor))
         if sched.full_every is not None:
-            out.append(JobSpec(name, "full", every=sched.full_every))
+            out.append(JobSpec(name, "full", every=sched.full_every, anchor=anchor))
         elif sched.full_cron is not None:
             out.append(JobSpec(name, "full", cron=sched.full_cron, timezone=check.timezone))
     return out
