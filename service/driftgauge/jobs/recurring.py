@@ -12,7 +12,7 @@ from driftgauge.config.runtime import Check
 from driftgauge.core.errors import StateError
 from driftgauge.jobs.heartbeat import LeaseKeeper
 from driftgauge.jobs.runtime import Job, Run
-from driftgauge.jobs.schedule import Grid, JobSpec, TickFn, every
+from driftgauge.jobs.schedule import Grid, JobSpec, TickFn, every, settled_anchor
 from driftgauge.ledger.hooks import PendingReconcile, ReconcileOnClose
 from driftgauge.metrics.snapshot import SnapshotCache
 from driftgauge.retention.job import RetentionJob
@@ -66,8 +66,11 @@ def canary_jobs(checks: Mapping[str, Check], canary: CanaryService) -> list[Job]
 
 
 def signals_grid(check: Check) -> Grid:
-    """Return when a check's vocabulary and volume are measured: its recent interval."""
-    return every(check.schedule.recent_every or SIGNALS_EVERY)
+    """Return when a check's vocabulary and volume are measured: its recent interval.
+
+    On the reconcile jobs' grid, so a daily measurement counts yesterday once it settled.
+    """
+    return Grid(every=check.schedule.recent_every or SIGNALS_EVERY, anchor=settled_anchor(check))
 
 
 def signals_jobs(checks: Mapping[str, Check], signals: SignalsService) -> list[Job]:
