@@ -16,7 +16,7 @@ def clear_of_midnight() -> None:
     """Start each module well clear of 00:00 UTC, before its fixtures plant "yesterday"."""
     # Modules plant rows on yesterday's date and expect yesterday's bucket to be settled and
     # its ledger window due. Neither holds in the minute after midnight, and a module that
-    # straddles midnight finds "yesterday" moved under it; a suite run at 23:59 failed so.
+    # straddles midnight finds "yesterday" moved under it; a CI run just after 00:00 failed so.
     wait = midnight_wait(datetime.now(UTC))
     if wait > 0:
         print(f"\n[e2e] waiting {wait:.0f} s to start clear of midnight UTC", file=sys.stderr)
