@@ -116,7 +116,7 @@ class DuckDBDialect(SqlDialect):
         Each row joins the last day start at or before its time (ASOF): exactly the day
         bucket of core.buckets, since the starts come from it.
         """
-        sum_ = self.filtered("sum", self.row_hash(view, "r.renc"), "r.x IS NULL")
+        sum_ = self.kept(view, "sum", self.row_hash(view, "r.renc"))
         return (
             f"SELECT d.lo AS bucket, r.x AS rule, count(*) AS n, "
             f"{self.distinct_keys_sql('r.x IS NULL')} AS keys, {sum_} AS digest"
@@ -136,14 +136,13 @@ class DuckDBDialect(SqlDialect):
         """
         measures = "".join(f", b.m{i}" for i in range(len(view.measures)))
         day_sums = "".join(
-            f", CASE WHEN GROUPING(r.s) = 1 THEN "
-            f"{self.filtered('sum', f'r.m{i}', 'r.x IS NULL')} END AS m{i}"
+            f", CASE WHEN GROUPING(r.s) = 1 THEN {self.kept(view, 'sum', f'r.m{i}')} END AS m{i}"
             for i in range(len(view.measures))
         )
         return (
             "SELECT r.d AS bucket, r.s AS slot, r.x AS rule, count(*) AS n, "
             f"{self.distinct_keys_sql('r.x IS NULL')} AS keys, "
-            f"{self.filtered('sum', 'r.h', 'r.x IS NULL')} AS digest{day_sums} "
+            f"{self.kept(view, 'sum', 'r.h')} AS digest{day_sums} "
             "FROM (SELECT d.lo AS d, make_timestamptz($5 + (epoch_us(b.t) - $5) // $4 * $4) "
             f"AS s, b.x, b.kd, {self.row_hash(view, 'b.renc')} AS h{measures} "
             f"FROM ({self.base_sql(view)}) AS b "

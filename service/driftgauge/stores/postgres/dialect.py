@@ -163,7 +163,7 @@ class PostgresDialect(SqlDialect):
         return (
             "SELECT r.d AS bucket, r.s AS slot, r.x AS rule, count(*) AS n, "
             f"{self.distinct_keys_sql('r.x IS NULL')} AS keys, "
-            f"{SIGNED64.format(self.filtered('sum', 'r.h', 'r.x IS NULL'))} AS digest"
+            f"{SIGNED64.format(self.kept(view, 'sum', 'r.h'))} AS digest"
             f"{self.measure_sums_sql(view, only='GROUPING(r.s) = 1')} "
             "FROM (SELECT date_trunc('day', b.t, $4) AS d, "
             "date_bin($3::interval, b.t, $5::timestamptz) AS s, b.x, b.kd, "
@@ -190,6 +190,9 @@ class PostgresDialect(SqlDialect):
         q = f"({p} # ({p} >> 29))"
         check = f"((({q} & {m}) * {iblt.C3}) # (({q} >> 32) * {iblt.C4}))"
         # An excluded row has no row hash, so no cell: its NULL-cell groups are dropped.
+        h = self.row_hash(view, "r.renc")
+        if view.sql_rules:
+            h = f"CASE WHEN r.x IS NULL THEN {h} END"
         cells = "".join(
             f", {j} * $3::bigint + ((b.h >> {iblt.POSITION_BITS * j}) & {iblt.POSITION_MASK})"
             f" % $3::bigint AS c{j}"
@@ -205,7 +208,7 @@ class PostgresDialect(SqlDialect):
             f"{SIGNED64.format('sum(b.us)')} AS times{self.measure_sums_sql(view, 'b')} "
             f"FROM (SELECT b.*, {check} AS c{cells} "
             "FROM (SELECT date_trunc('day', r.t, $4) AS d, r.x, "
-            f"CASE WHEN r.x IS NULL THEN {self.row_hash(view, 'r.renc')} END AS h, "
+            f"{h} AS h, "
             f"{self.epoch_micros('r.t', 'us')} AS us{carried} "
             f"FROM ({self.base_sql(view)}) AS r OFFSET 0) AS b) AS b "
             f"GROUP BY GROUPING SETS ((b.d, b.x), {sets}) "

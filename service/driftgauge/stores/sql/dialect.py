@@ -120,6 +120,20 @@ class SqlDialect:
         each = "1" if arg == "*" else arg
         return f"{func}({'DISTINCT ' if distinct else ''}CASE WHEN {where} THEN {each} END)"
 
+    def kept(self, view: View, func: str, arg: str, alias: str = "r") -> str:
+        """Return aggregate `func` over `arg` of the rows no rule excludes.
+
+        A view without rules gives every row the constant NULL rule, so the aggregate is
+        plain: a filter would test every row for nothing (2-4% of PostgreSQL's day pass at
+        10M rows, more where the filter is a CASE).
+        """
+        keep = self.keep(view, alias)
+        return f"{func}({arg})" if keep is None else self.filtered(func, arg, keep)
+
+    def keep(self, view: View, alias: str = "r") -> str | None:
+        """Return the condition keeping rows no rule excludes; None when no rule can."""
+        return f"{alias}.x IS NULL" if view.sql_rules else None
+
     def key_distinct(self, view: View) -> str:
         """Return the key as a value whose equality is the key encoding's, cheap to sort."""
         raise NotImplementedError
@@ -268,10 +282,7 @@ class SqlDialect:
 
     def measure_sums_sql(self, view: View, alias: str = "r", *, only: str | None = None) -> str:
         """Return `, sum(m0) AS m0, ...` over the rows no rule excludes (NULL unless `only`)."""
-        sums = [
-            self.filtered("sum", f"{alias}.m{i}", f"{alias}.x IS NULL")
-            for i in range(len(view.measures))
-        ]
+        sums = [self.kept(view, "sum", f"{alias}.m{i}", alias) for i in range(len(view.measures))]
         if only is not None:
             sums = [f"CASE WHEN {only} THEN {total} END" for total in sums]
         return "".join(f", {total} AS m{i}" for i, total in enumerate(sums))
@@ -285,7 +296,7 @@ class SqlDialect:
         return (
             f"SELECT {bucket} AS bucket, r.x AS rule, count(*) AS n, "
             f"{keys} AS {self.alias('keys')}, "
-            f"{self.filtered('sum', self.row_hash(view, 'renc'), 'r.x IS NULL')} AS digest"
+            f"{self.kept(view, 'sum', self.row_hash(view, 'renc'))} AS digest"
             f"{self.measure_sums_sql(view)} "
             f"FROM ({self.base_sql(view)}) AS r GROUP BY 1, 2{' ORDER BY 1, 2' if ordered else ''}"
         )
@@ -296,7 +307,7 @@ class SqlDialect:
         One pass yields both the expected aggregate (rows no rule excludes) and the
         excluded counts per rule, so both come from the same snapshot of the source.
         """
-        return self._digests(view, self.bucket("r.t"), self._keys(True))
+        return self._digests(view, self.bucket("r.t"), self._keys(view, True))
 
     def unique_bucket_sql(self, view: View) -> str:
         """Return bucket_sql counting keys as rows, for a caller that knows they are unique.
@@ -305,7 +316,7 @@ class SqlDialect:
         ordered either (the caller sorts the buckets), so with sorts disabled the groups
         are hashed: the pass then costs what a bare per-day count and digest does.
         """
-        return self._digests(view, self.bucket("r.t"), self._keys(False), ordered=False)
+        return self._digests(view, self.bucket("r.t"), self._keys(view, False), ordered=False)
 
     def slot_sql(self, view: View, *, distinct: bool = True) -> str:
         """Return the per-slot query; $3 is the slot interval, $4 the slots' origin.
@@ -314,12 +325,12 @@ class SqlDialect:
         Without `distinct` the key count is the row count (the caller knows keys are
         unique), which spares the sort a distinct count needs.
         """
-        return self._digests(view, self.slot("r.t"), self._keys(distinct))
+        return self._digests(view, self.slot("r.t"), self._keys(view, distinct))
 
-    def _keys(self, distinct: bool) -> str:
+    def _keys(self, view: View, distinct: bool) -> str:
         if distinct:
             return self.distinct_keys_sql("r.x IS NULL")
-        return self.filtered("count", "*", "r.x IS NULL")
+        return self.kept(view, "count", "*")
 
     def day_slot_sql(self, view: View) -> str:
         """Return day buckets by rule plus per-slot expected aggregates from one scan.
