@@ -3,11 +3,13 @@ differs is scanned alone for its difference digests and peeled, not drilled down
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from driftgauge.core.aggregate import Aggregate, minus
+from driftgauge.core.errors import StoreError
 from driftgauge.encoding import iblt, sizing
 from driftgauge.engine.plan import RESCAN_SHARE, StoredDrift, cover
 from driftgauge.engine.reconcile import reconcile
@@ -230,3 +232,99 @@ def test_the_rest_of_a_day_is_its_aggregate_less_a_part() -> None:
     assert minus(Aggregate(10, 10, 5), Aggregate(4, 3, 1)) is None
     assert minus(Aggregate(3, 3, 5), Aggregate(4, 4, 1)) is None  # not a part of it
     assert minus(whole, Aggregate(4, 4, 1)) is None  # totals on one side only
+
+
+class _Beside(DigestMemoryAdapter):
+    """A source whose first pass ends only once a day's digest scan has begun beside it."""
+
+    def __init__(self, rows: list[Any]) -> None:
+        super().__init__(rows)
+        self.scanning = asyncio.Event()
+
+    async def bucket_digests(self, start: datetime, end: datetime, granularity: Granularity) -> Any:
+        if end - start > timedelta(days=1):  # the first pass, not a day scan's own days
+            await asyncio.wait_for(self.scanning.wait(), 5)
+        return await super().bucket_digests(start, end, granularity)
+
+    async def day_and_cell_digests(self, start: datetime, end: datetime, width: int) -> Any:
+        self.scanning.set()
+        return await super().day_and_cell_digests(start, end, width)
+
+
+def _stored_days() -> dict[datetime, StoredDrift]:
+    return {BASE + timedelta(days=d): StoredDrift(4 * PER_DAY) for d in range(DAYS)}
+
+
+async def test_the_drifted_days_are_scanned_beside_the_first_pass_not_after_it() -> None:
+    src, rdr = _drifted()
+    s_ad = _Beside(src)
+    # Scanned after the pass, the pass would wait for a scan that never begins: a timeout.
+    result = await _run(s_ad, DigestMemoryAdapter(rdr), rescan=True, drift=_stored_days())
+    assert result.error is None
+    assert [_counts(b) for b in result.buckets[:DAYS]] == DRIFT
+    assert all(b.status == "ok" for b in result.buckets[DAYS:])
+    assert [c for c in s_ad.calls if c.startswith("days+cells")] == [
+        f"days+cells:{iblt.width_for(4 * PER_DAY)}"
+    ] * DAYS
+    assert not any(c.startswith(DRILLS) for c in s_ad.calls)
+
+
+class _ChangedAfterScan(DigestMemoryAdapter):
+    """A reader that takes in one more row on the first day after that day's early scan,
+    before the first pass reads it."""
+
+    def __init__(self, rows: list[Any]) -> None:
+        super().__init__(rows)
+        self.scanned = asyncio.Event()
+
+    async def bucket_digests(self, start: datetime, end: datetime, granularity: Granularity) -> Any:
+        if end - start > timedelta(days=1):
+            await asyncio.wait_for(self.scanned.wait(), 5)
+        return await super().bucket_digests(start, end, granularity)
+
+    async def day_and_cell_digests(self, start: datetime, end: datetime, width: int) -> Any:
+        got = await super().day_and_cell_digests(start, end, width)
+        if start == BASE:
+            self.rows.append(row("late", BASE + timedelta(hours=1)))
+            self.scanned.set()
+        return got
+
+
+async def test_a_day_that_changed_after_its_early_scan_is_drilled_down_never_ok() -> None:
+    src, rdr = _drifted()
+    r_ad = _ChangedAfterScan(rdr)
+    result = await _run(DigestMemoryAdapter(src), r_ad, rescan=True, drift=_stored_days())
+    assert result.error is None
+    first, *rest = result.buckets[:DAYS]
+    # The early scan saw one reader row fewer than the pass: its tables and the rows it
+    # peeled are not used, and the day is drilled down, the late row counted as extra.
+    assert first.status == "drift" and first.tree
+    assert _counts(first) == ("drift", PER_DAY, PER_DAY + 1, PER_DAY, 0)
+    assert all(b.tree == [] and _counts(b) == DRIFT[0] for b in rest)
+    assert len([c for c in r_ad.calls if c.startswith("days+cells")]) == DAYS
+
+
+class _FailingScan(DigestMemoryAdapter):
+    """A source whose digest scan of one day fails."""
+
+    def __init__(self, rows: list[Any], day: datetime) -> None:
+        super().__init__(rows)
+        self.day = day
+
+    async def day_and_cell_digests(self, start: datetime, end: datetime, width: int) -> Any:
+        if start == self.day:
+            raise StoreError("src", "the scan of a day failed")
+        return await super().day_and_cell_digests(start, end, width)
+
+
+async def test_a_failed_early_scan_fails_the_run_only_when_a_differing_day_needs_it() -> None:
+    src, rdr = _drifted()
+    healthy = BASE + timedelta(days=DAYS)  # stored as drift, alike on both sides today
+    drift = _stored_days() | {healthy: StoredDrift(4 * PER_DAY)}
+    result = await _run(_FailingScan(src, healthy), DigestMemoryAdapter(rdr), True, drift=drift)
+    assert result.error is None
+    assert [_counts(b) for b in result.buckets[:DAYS]] == DRIFT
+    assert result.buckets[DAYS].status == "ok"
+    failed = await _run(_FailingScan(src, BASE), DigestMemoryAdapter(rdr), True, drift=drift)
+    assert failed.error is not None and "the scan of a day failed" in failed.error
+    assert failed.buckets == []

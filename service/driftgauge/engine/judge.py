@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from driftgauge.config.runtime import Check
 from driftgauge.core.aggregate import Aggregate
-from driftgauge.encoding import iblt, sizing
-from driftgauge.engine import explain, peel, plan, resize
+from driftgauge.engine import early, explain, peel, plan, resize
 from driftgauge.engine.drill import Fetched, drill_day, join_day
 from driftgauge.engine.first_pass import DaySlots, DayTables
 from driftgauge.engine.join import LeafDiff
 from driftgauge.engine.result import BucketResult, KeyDiff, Node, needs_drill, sort_key
-from driftgauge.engine.sides import Counted, Sides
-from driftgauge.engine.tasks import all_or_none
+from driftgauge.engine.sides import Sides
 from driftgauge.engine.verdict import judge
 from driftgauge.stores.base import BucketDigest, DigestPass, RowHash
 
@@ -35,13 +34,15 @@ async def judge_day(
     tables: DayTables | None = None,
     rescan: bool = False,
     drift: plan.StoredDrift | None = None,
+    scanned: asyncio.Task[early.Early] | None = None,
 ) -> BucketResult:
     """Return the day's bucket, its differences found and classified, and its status.
 
     With `rescan`, a differing day the first pass brought no digests or slots for is
     scanned alone for its difference digests (when both sides build them) before it
     is drilled down; `drift`, what its last verdict said of its drift, sizes them and
-    may narrow the scan to the hours that drift sat in.
+    may narrow the scan to the hours that drift sat in; `scanned` is that scan when it
+    was started with the first pass (engine.early).
     """
     s_agg = src.agg if src else Aggregate()
     r_agg = rdr.agg if rdr else Aggregate()
@@ -63,13 +64,13 @@ async def judge_day(
         # Only a day where no key repeats is peeled: the copies check needs every key held
         # twice, and a key held twice alike on both sides cancels out of the digests.
         alone = not (s_agg.has_duplicates or r_agg.has_duplicates)
+        peeled: _Rows = None
         if rescan and alone and tables is None and slots is None and sides.digests():
-            tables = await _day_tables(
-                sides, start, end, s_agg, r_agg, drift or plan.StoredDrift(0)
+            tables, peeled = await _day_tables(
+                sides, start, end, s_agg, r_agg, drift or plan.StoredDrift(0), scanned
             )
-        peeled = (
-            await _peel_day(sides, start, end, tables, s_agg, r_agg) if tables and alone else None
-        )
+        if peeled is None and tables and alone:
+            peeled = await _peel_day(sides, start, end, tables, s_agg, r_agg)
         tree: list[Node] = []
         if peeled is not None:
             diff = join_day(s_agg, r_agg, Fetched.of(*peeled), ledger_excluded)
@@ -110,20 +111,9 @@ async def _peel_day(
 
     A table too small to peel has the day scanned once more, wider (see engine.resize).
     """
-
-    async def fetch(
-        s_spans: peel.Ranges, r_spans: peel.Ranges
-    ) -> tuple[list[RowHash], list[RowHash]]:
-        async def one(side: Counted, spans: peel.Ranges) -> list[RowHash]:
-            out: list[RowHash] = []
-            if spans:
-                await side.rows_into(start, end, None, spans, out.append)
-            return out
-
-        s_rows, r_rows = await all_or_none(one(sides.source, s_spans), one(sides.reader, r_spans))
-        return s_rows, r_rows
-
-    again = resize.again(start, s_agg, r_agg, _requery(sides, start, end), _widest(sides))
+    requery = _requery(sides, start, end)
+    again = resize.again(start, s_agg, r_agg, requery, early.widest_of(sides))
+    fetch = early.fetcher(sides, start, end)
     return await peel.differing_rows(tables.source, tables.reader, tables.width, fetch, again)
 
 
@@ -134,7 +124,8 @@ async def _day_tables(
     s_agg: Aggregate,
     r_agg: Aggregate,
     drift: plan.StoredDrift,
-) -> DayTables | None:
+    scanned: asyncio.Task[early.Early] | None,
+) -> tuple[DayTables | None, _Rows]:
     """Return a differing day's difference digests from a scan of that day alone.
 
     Sized for the rows the day differed by when last judged (0: unknown, then wide
@@ -143,22 +134,26 @@ async def _day_tables(
     is one scan, not a small one and a wide one (10M rows, 5% of 3 days: see
     bench/RESULTS.md). Drift that sat in a few hours has only those hours scanned, as
     long as the rest of the day is alike on both sides (see resize.scan_part); else the
-    whole day is.
+    whole day is. `scanned` is the day's scan started with the first pass (engine.early):
+    used, with the rows it peeled, when the pass's aggregates vouch for it.
     """
-    widest, rows = _widest(sides), drift.rows
-    width = iblt.width_for(rows, widest) if rows else min(sizing.ESTIMATE_WIDTH, widest)
+    width = early.width_of(sides, drift)
+    whole = _requery(sides, start, end)
+    if scanned is not None:
+        got = await scanned
+        tables = got.tables(start, s_agg, r_agg)
+        if tables is not None or got.whole:
+            return tables, got.rows if tables is not None else None
+        # The drift left the hours it sat in: the whole day, as below.
+        again = await resize.scan(start, s_agg, r_agg, whole, got.width)
+        return (None if again is None else DayTables(again[0], again[1], got.width)), None
     lo, hi = plan.cover(start, end, drift.hours)
-    got = None
+    part = None
     if (lo, hi) != (start, end):
-        got = await resize.scan_part(start, s_agg, r_agg, _requery(sides, lo, hi), width)
-    if got is None:
-        got = await resize.scan(start, s_agg, r_agg, _requery(sides, start, end), width)
-    return None if got is None else DayTables(got[0], got[1], width)
-
-
-def _widest(sides: Sides) -> int:
-    """Return the widest table both sides build for one day (see iblt.widest)."""
-    return min(iblt.widest(sides.source.inner), iblt.widest(sides.reader.inner))
+        part = await resize.scan_part(start, s_agg, r_agg, _requery(sides, lo, hi), width)
+    if part is None:
+        part = await resize.scan(start, s_agg, r_agg, whole, width)
+    return (None if part is None else DayTables(part[0], part[1], width)), None
 
 
 def _requery(sides: Sides, lo: datetime, hi: datetime) -> resize.Requery:

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from driftgauge.config.runtime import Check
 from driftgauge.core.errors import DriftgaugeError, StoreError
-from driftgauge.engine import plan
+from driftgauge.engine import early, plan
 from driftgauge.engine.first_pass import differing_days, first_pass
 from driftgauge.engine.judge import judge_day
 from driftgauge.engine.result import BucketResult, RunResult
@@ -72,39 +72,44 @@ async def reconcile(
         with_slots = (
             slots_first and on_minute and len(starts) <= check.drilldown.slot_first_pass_days
         )
-        days = await first_pass(
-            sides, window_start, window_end, with_slots=with_slots, digest_width=digest_width
-        )
-        # Many differing days are drilled down after all: drift has spread since.
-        rescan = rescan_days and plan.few_days(
-            len(differing_days(days.source, days.reader)), len(starts)
-        )
-        done = 0
-        sem = asyncio.Semaphore(DAY_CONCURRENCY)
+        # The drifted days' scans need nothing from the first pass: they run beside it.
+        ahead = rescan_days and digest_width is None and not with_slots and sides.digests()
+        ends = {s: plan.next_day(s, check.timezone) for s in starts}
+        async with early.started(sides, starts, ends, (day_drift or {}) if ahead else {}) as scans:
+            days = await first_pass(
+                sides, window_start, window_end, with_slots=with_slots, digest_width=digest_width
+            )
+            # Many differing days are drilled down after all: drift has spread since.
+            rescan = rescan_days and plan.few_days(
+                len(differing_days(days.source, days.reader)), len(starts)
+            )
+            done = 0
+            sem = asyncio.Semaphore(DAY_CONCURRENCY)
 
-        async def one(start: datetime) -> BucketResult:
-            nonlocal done
-            async with sem:
-                bucket = await judge_day(
-                    check,
-                    sides,
-                    start,
-                    days.source.get(utc(start)),
-                    days.reader.get(utc(start)),
-                    now,
-                    sample_keys,
-                    ledger_excluded or {},
-                    days.slots.get(utc(start)),
-                    days.tables.get(utc(start)),
-                    rescan,
-                    (day_drift or {}).get(utc(start)),
-                )
-            done += 1
-            if progress is not None:
-                progress(done, len(starts))
-            return bucket
+            async def one(start: datetime) -> BucketResult:
+                nonlocal done
+                async with sem:
+                    bucket = await judge_day(
+                        check,
+                        sides,
+                        start,
+                        days.source.get(utc(start)),
+                        days.reader.get(utc(start)),
+                        now,
+                        sample_keys,
+                        ledger_excluded or {},
+                        days.slots.get(utc(start)),
+                        days.tables.get(utc(start)),
+                        rescan,
+                        (day_drift or {}).get(utc(start)),
+                        scans.get(utc(start)),
+                    )
+                done += 1
+                if progress is not None:
+                    progress(done, len(starts))
+                return bucket
 
-        result.buckets = await all_or_none(*(one(s) for s in starts))
+            result.buckets = await all_or_none(*(one(s) for s in starts))
     except DriftgaugeError as exc:
         result.error = f"{type(exc).__name__}: {exc}"
         result.failed_store = exc.store if isinstance(exc, StoreError) else None

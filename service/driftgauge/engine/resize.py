@@ -42,15 +42,21 @@ def again(
 async def scan(
     day: datetime, source: Aggregate, reader: Aggregate, requery: Requery, width: int
 ) -> tuple[iblt.Table, iblt.Table] | None:
-    """Return the day's tables from one more scan at `width`; None when the day changed.
+    """Return the day's tables from one more scan at `width`; None when the day changed."""
+    return whole_tables(day, source, reader, *(await requery(width)))
+
+
+def whole_tables(
+    day: datetime, source: Aggregate, reader: Aggregate, s_dp: DigestPass, r_dp: DigestPass
+) -> tuple[iblt.Table, iblt.Table] | None:
+    """Return the day's tables from a scan of the whole day; None when the day changed.
 
     The day's verdict rests on the aggregates `source` and `reader`: tables from a scan
     that saw other rows would peel another day's difference.
     """
-    s_dp, r_dp = await requery(width)
     if _agg(s_dp, day) != source or _agg(r_dp, day) != reader:
         return None  # the day changed since the scan its verdict rests on
-    return _table(s_dp, day), _table(r_dp, day)
+    return table_of(s_dp, day), table_of(r_dp, day)
 
 
 async def scan_part(
@@ -58,16 +64,25 @@ async def scan_part(
 ) -> tuple[iblt.Table, iblt.Table] | None:
     """Return the tables of a part of the day from one scan of that part at `width`.
 
-    `requery` scans only the part. Its tables stand for the whole day only when the rest
-    of the day, the day's aggregates less the part's, is alike on both sides: then every
-    row that differs lies in the part. None otherwise (drift moved out of the part, or
-    the day changed since the scan its verdict rests on): scan the whole day instead.
+    `requery` scans only the part; see part_tables.
     """
-    s_dp, r_dp = await requery(width)
+    return part_tables(day, source, reader, *(await requery(width)))
+
+
+def part_tables(
+    day: datetime, source: Aggregate, reader: Aggregate, s_dp: DigestPass, r_dp: DigestPass
+) -> tuple[iblt.Table, iblt.Table] | None:
+    """Return the tables of a part of the day from a scan of that part alone.
+
+    They stand for the whole day only when the rest of the day, the day's aggregates
+    less the part's, is alike on both sides: then every row that differs lies in the
+    part. None otherwise (drift moved out of the part, or the day changed since the scan
+    its verdict rests on): scan the whole day instead.
+    """
     s_rest, r_rest = minus(source, _agg(s_dp, day)), minus(reader, _agg(r_dp, day))
     if s_rest is None or r_rest is None or not s_rest.same_as(r_rest):
         return None
-    return _table(s_dp, day), _table(r_dp, day)
+    return table_of(s_dp, day), table_of(r_dp, day)
 
 
 def _agg(dp: DigestPass, day: datetime) -> Aggregate:
@@ -76,7 +91,7 @@ def _agg(dp: DigestPass, day: datetime) -> Aggregate:
     return next((b.agg for b in dp.days if b.start.astimezone(UTC) == at), Aggregate())
 
 
-def _table(dp: DigestPass, day: datetime) -> iblt.Table:
+def table_of(dp: DigestPass, day: datetime) -> iblt.Table:
     """Return the day's difference digest in a digest pass; empty without rows there."""
     at = day.astimezone(UTC)
     return next((t for k, t in dp.tables.items() if k.astimezone(UTC) == at), {})
