@@ -26,8 +26,11 @@ from driftgauge.engine.sides import Counted, Sides, utc
 from driftgauge.engine.tasks import all_or_none
 from driftgauge.stores.base import DigestPass, RowHash
 
-CONCURRENCY = 4
-"""Days scanned early at once: each holds a connection a side beside the first pass."""
+CONCURRENCY = 2
+"""Days scanned early at once, each holding a connection a side beside the first pass:
+with the default pool_max of 4 (docs/load.md), one a side stays free for the pass even
+when another check shares the store. More would not be faster: the scans and the pass
+already share the cores."""
 
 
 @dataclass(frozen=True)
