@@ -328,3 +328,25 @@ async def test_a_failed_early_scan_fails_the_run_only_when_a_differing_day_needs
     failed = await _run(_FailingScan(src, BASE), DigestMemoryAdapter(rdr), True, drift=drift)
     assert failed.error is not None and "the scan of a day failed" in failed.error
     assert failed.buckets == []
+
+
+async def test_a_settling_day_is_not_scanned_early() -> None:
+    src, rdr = _hours_drift()
+    s_ad, r_ad = _Ranges(src), _Ranges(rdr)
+    day = BASE + timedelta(days=HOURS_DAY)
+    check = make_check(drilldown="{leaf_rows: 20}")
+    # The drifted day ends 1 h before `now`, inside the 2 h settle: judged settling.
+    now = day + timedelta(days=1, hours=1)
+    result = await reconcile(
+        check,
+        s_ad,
+        r_ad,
+        BASE,
+        day + timedelta(days=1),
+        now=now,
+        rescan_days=True,
+        day_drift=_stored_hours(),
+    )
+    assert result.error is None
+    assert result.buckets[HOURS_DAY].status == "settling"
+    assert s_ad.scans == [] and r_ad.scans == []

@@ -75,7 +75,10 @@ async def reconcile(
         # The drifted days' scans need nothing from the first pass: they run beside it.
         ahead = rescan_days and digest_width is None and not with_slots and sides.digests()
         ends = {s: plan.next_day(s, check.timezone) for s in starts}
-        async with early.started(sides, starts, ends, (day_drift or {}) if ahead else {}) as scans:
+        # A day still settling is not judged, so it is not scanned early either.
+        settled = [s for s in starts if ends[s] <= now - check.settle]
+        drift = (day_drift or {}) if ahead else {}
+        async with early.started(sides, settled, ends, drift) as scans:
             days = await first_pass(
                 sides, window_start, window_end, with_slots=with_slots, digest_width=digest_width
             )
