@@ -35,6 +35,7 @@ async def judge_day(
     rescan: bool = False,
     drift: plan.StoredDrift | None = None,
     scanned: asyncio.Task[early.Early] | None = None,
+    found: _Rows = None,
 ) -> BucketResult:
     """Return the day's bucket, its differences found and classified, and its status.
 
@@ -42,7 +43,8 @@ async def judge_day(
     scanned alone for its difference digests (when both sides build them) before it
     is drilled down; `drift`, what its last verdict said of its drift, sizes them and
     may narrow the scan to the hours that drift sat in; `scanned` is that scan when it
-    was started with the first pass (engine.early).
+    was started with the first pass (engine.early). `found` is the day's differing rows
+    when engine.peel_all already peeled its `tables` and fetched them.
     """
     s_agg = src.agg if src else Aggregate()
     r_agg = rdr.agg if rdr else Aggregate()
@@ -64,7 +66,7 @@ async def judge_day(
         # Only a day where no key repeats is peeled: the copies check needs every key held
         # twice, and a key held twice alike on both sides cancels out of the digests.
         alone = not (s_agg.has_duplicates or r_agg.has_duplicates)
-        peeled: _Rows = None
+        peeled: _Rows = found if alone and tables is not None else None
         if rescan and alone and tables is None and slots is None and sides.digests():
             tables, peeled = await _day_tables(
                 sides, start, end, s_agg, r_agg, drift or plan.StoredDrift(0), scanned

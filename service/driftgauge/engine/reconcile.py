@@ -11,6 +11,7 @@ from driftgauge.core.errors import DriftgaugeError, StoreError
 from driftgauge.engine import early, plan
 from driftgauge.engine.first_pass import differing_days, first_pass
 from driftgauge.engine.judge import judge_day
+from driftgauge.engine.peel_all import peeled_days
 from driftgauge.engine.result import BucketResult, RunResult
 from driftgauge.engine.sides import FIRST_PASS_SLOT, Sides, utc
 from driftgauge.engine.tasks import all_or_none
@@ -86,6 +87,15 @@ async def reconcile(
             rescan = rescan_days and plan.few_days(
                 len(differing_days(days.source, days.reader)), len(starts)
             )
+            end_of = {utc(s): ends[s] for s in settled}
+
+            def peelable(day: datetime) -> bool:
+                """A judged day whose keys appear once a side (see judge_day)."""
+                s, r = days.source.get(day), days.reader.get(day)
+                twice = any(b is not None and b.agg.has_duplicates for b in (s, r))
+                return day in end_of and not twice
+
+            found = await peeled_days(sides, days.tables, peelable, window_start, window_end)
             done = 0
             sem = asyncio.Semaphore(DAY_CONCURRENCY)
 
@@ -106,6 +116,7 @@ async def reconcile(
                         rescan,
                         (day_drift or {}).get(utc(start)),
                         scans.get(utc(start)),
+                        found.get(utc(start)),
                     )
                 done += 1
                 if progress is not None:
