@@ -22,8 +22,7 @@ from driftgauge.core.aggregate import Aggregate
 from driftgauge.encoding import iblt, sizing
 from driftgauge.engine import peel, plan, resize
 from driftgauge.engine.first_pass import DayTables
-from driftgauge.engine.sides import Counted, Sides, utc
-from driftgauge.engine.tasks import all_or_none
+from driftgauge.engine.sides import Sides, utc
 from driftgauge.stores.base import DigestPass, RowHash
 
 CONCURRENCY = 2
@@ -65,24 +64,6 @@ def widest_of(sides: Sides) -> int:
     return min(iblt.widest(sides.source.inner), iblt.widest(sides.reader.inner))
 
 
-def fetcher(sides: Sides, start: datetime, end: datetime) -> peel.Fetch:
-    """Return the fetch of both sides' rows at the instants a peel named, within a day."""
-
-    async def fetch(
-        s_spans: peel.Ranges, r_spans: peel.Ranges
-    ) -> tuple[list[RowHash], list[RowHash]]:
-        async def one(side: Counted, spans: peel.Ranges) -> list[RowHash]:
-            out: list[RowHash] = []
-            if spans:
-                await side.rows_into(start, end, None, spans, out.append)
-            return out
-
-        s_rows, r_rows = await all_or_none(one(sides.source, s_spans), one(sides.reader, r_spans))
-        return s_rows, r_rows
-
-    return fetch
-
-
 async def scan_day(
     sides: Sides, start: datetime, end: datetime, drift: plan.StoredDrift, gate: asyncio.Semaphore
 ) -> Early:
@@ -93,7 +74,7 @@ async def scan_day(
         s_dp, r_dp = await sides.both(lambda s: s.digest_pass(lo, hi, width))
     s_t, r_t = resize.table_of(s_dp, start), resize.table_of(r_dp, start)
     # No wider retry here: that one is checked against the pass's aggregates first.
-    rows = await peel.differing_rows(s_t, r_t, width, fetcher(sides, start, end))
+    rows = await peel.differing_rows(s_t, r_t, width, peel.fetcher(sides, start, end))
     return Early(s_dp, r_dp, width, (lo, hi) == (start, end), rows)
 
 

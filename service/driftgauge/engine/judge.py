@@ -115,7 +115,7 @@ async def _peel_day(
     """
     requery = _requery(sides, start, end)
     again = resize.again(start, s_agg, r_agg, requery, early.widest_of(sides))
-    fetch = early.fetcher(sides, start, end)
+    fetch = peel.fetcher(sides, start, end)
     return await peel.differing_rows(tables.source, tables.reader, tables.width, fetch, again)
 
 

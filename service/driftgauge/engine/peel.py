@@ -10,6 +10,8 @@ from driftgauge.core.clock import MICROSECOND
 from driftgauge.encoding import iblt
 from driftgauge.encoding.digest import epoch_micros, from_epoch_micros
 from driftgauge.engine.plan import merge_ranges
+from driftgauge.engine.sides import Counted, Sides
+from driftgauge.engine.tasks import all_or_none
 from driftgauge.stores.base import RowHash
 
 Ranges = list[tuple[datetime, datetime]]
@@ -65,3 +67,19 @@ async def differing_rows(
     if s_sel is None or r_sel is None:
         return None
     return s_sel, r_sel
+
+
+def fetcher(sides: Sides, start: datetime, end: datetime) -> Fetch:
+    """Return the fetch of both sides' rows at the instants a peel named, within [start, end)."""
+
+    async def fetch(s_spans: Ranges, r_spans: Ranges) -> tuple[list[RowHash], list[RowHash]]:
+        async def one(side: Counted, spans: Ranges) -> list[RowHash]:
+            out: list[RowHash] = []
+            if spans:
+                await side.rows_into(start, end, None, spans, out.append)
+            return out
+
+        s_rows, r_rows = await all_or_none(one(sides.source, s_spans), one(sides.reader, r_spans))
+        return s_rows, r_rows
+
+    return fetch

@@ -15,7 +15,7 @@ from datetime import datetime
 
 from driftgauge.encoding import iblt
 from driftgauge.encoding.digest import epoch_micros
-from driftgauge.engine import early, peel
+from driftgauge.engine import peel
 from driftgauge.engine.first_pass import DayTables
 from driftgauge.engine.sides import Sides
 from driftgauge.stores.base import RowHash
@@ -50,7 +50,7 @@ async def peeled_days(
         return {}
     # Days do not overlap, so an instant a peel named belongs to one day.
     day_at = {e.micros: day for day, entries in named.items() for e in entries}
-    fetch = early.fetcher(sides, start, end)
+    fetch = peel.fetcher(sides, start, end)
     s_rows, r_rows = await fetch(peel.spans(every, 1), peel.spans(every, -1))
     s_by, r_by = _by_day(s_rows, day_at), _by_day(r_rows, day_at)
     found: Found = {}
