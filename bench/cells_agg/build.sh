@@ -3,7 +3,8 @@
 #
 # The server headers come from pg_config when installed; otherwise the Debian package
 # of the same major version is downloaded and unpacked under .local (nothing is
-# installed). The shared object is written to .local/cells_agg/cells_agg.so.
+# installed). The shared object is written to .local/cells_agg/cells_agg.so, and its
+# path is the only line on stdout, so "$(bench/cells_agg/build.sh)" names it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -15,7 +16,7 @@ if [ ! -f "$inc/postgres.h" ]; then
   inc="$out/root/usr/include/postgresql/$major/server"
   if [ ! -f "$inc/postgres.h" ]; then
     echo "[cells_agg] no server headers at $(pg_config --includedir-server): unpacking postgresql-server-dev-$major under $out" >&2
-    (cd "$out" && apt-get download "postgresql-server-dev-$major" && dpkg-deb -x postgresql-server-dev-"$major"_*.deb root)
+    (cd "$out" && apt-get download "postgresql-server-dev-$major" >&2 && dpkg-deb -x postgresql-server-dev-"$major"_*.deb root)
   fi
 fi
 gcc -O2 -Wall -fPIC -shared -I"$inc" -I"$(pg_config --includedir)" -o "$out/cells_agg.so" "$here/cells_agg.c"
