@@ -120,34 +120,27 @@ def aggregated(v: View, start: datetime, end: datetime) -> Query:
     return Query(f"cells, width {WIDTHS[1]}, one C aggregate", sql, (start, end, WIDTHS[1], "UTC"))
 
 
-async def install(database: str, path: str) -> None:
-    """Create cells_agg from the shared object at `path` in the bench's database."""
-    conn = await asyncpg.connect(dsn(database))
-    try:
-        await conn.execute(
-            f"""
-            DROP AGGREGATE IF EXISTS cells_agg(bigint, timestamptz, int);
-            CREATE OR REPLACE FUNCTION cells_add(internal, bigint, timestamptz, int)
-              RETURNS internal AS '{path}', 'cells_add' LANGUAGE C;
-            CREATE OR REPLACE FUNCTION cells_final(internal)
-              RETURNS bigint[] AS '{path}', 'cells_final' LANGUAGE C;
-            CREATE AGGREGATE cells_agg(bigint, timestamptz, int)
-              (SFUNC = cells_add, STYPE = internal, FINALFUNC = cells_final);
-            """
-        )
-    finally:
-        await conn.close()
+INSTALL = """
+    DROP AGGREGATE IF EXISTS cells_agg(bigint, timestamptz, int);
+    CREATE OR REPLACE FUNCTION cells_add(internal, bigint, timestamptz, int)
+      RETURNS internal AS '{path}', 'cells_add' LANGUAGE C;
+    CREATE OR REPLACE FUNCTION cells_final(internal)
+      RETURNS bigint[] AS '{path}', 'cells_final' LANGUAGE C;
+    CREATE AGGREGATE cells_agg(bigint, timestamptz, int)
+      (SFUNC = cells_add, STYPE = internal, FINALFUNC = cells_final);
+"""
+UNINSTALL = (
+    "DROP AGGREGATE IF EXISTS cells_agg(bigint, timestamptz, int);"
+    " DROP FUNCTION IF EXISTS cells_add(internal, bigint, timestamptz, int);"
+    " DROP FUNCTION IF EXISTS cells_final(internal)"
+)
 
 
-async def uninstall(database: str) -> None:
-    """Drop cells_agg and its functions."""
+async def execute(database: str, sql: str) -> None:
+    """Run statements on a connection of their own (creating or dropping cells_agg)."""
     conn = await asyncpg.connect(dsn(database))
     try:
-        await conn.execute(
-            "DROP AGGREGATE IF EXISTS cells_agg(bigint, timestamptz, int);"
-            " DROP FUNCTION IF EXISTS cells_add(internal, bigint, timestamptz, int);"
-            " DROP FUNCTION IF EXISTS cells_final(internal)"
-        )
+        await conn.execute(sql)
     finally:
         await conn.close()
 
@@ -273,7 +266,7 @@ def main() -> None:
         agg = aggregated(v, start, end)
         at = next(i for i, q in enumerate(qs) if q.name == f"cells, width {WIDTHS[1]}")
         qs.insert(at + 1, agg)
-        asyncio.run(install(database, a.cells_agg))
+        asyncio.run(execute(database, INSTALL.format(path=a.cells_agg)))
     try:
         if a.cells_agg:
             n = asyncio.run(same_cells(database, qs[at], agg))
@@ -282,7 +275,7 @@ def main() -> None:
         got = asyncio.run(measure(database, qs, a.repeat))
     finally:
         if a.cells_agg:
-            asyncio.run(uninstall(database))
+            asyncio.run(execute(database, UNINSTALL))
     flags = " --cells-agg .local/cells_agg/cells_agg.so" if a.cells_agg else ""
     body = render(a.rows, got, (load0, os.getloadavg()[0]), flags)
     print(body)
