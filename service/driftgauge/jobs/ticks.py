@@ -45,10 +45,14 @@ class TickRunner:
     deadline: float | None = None
     on_change: Listener | None = None
     key_hash: Callable[[Check], KeyHasher | None] | None = None
+    busy_poll: float = 2.0
+    """Seconds between tries of a check's lock that another replica holds."""
     exclusions: ExclusionSource | None = field(default=None, init=False)
     """Set by the app once the run ledger is open; runs then excuse what it reports."""
     _locks: dict[str, asyncio.Lock] = field(init=False)
     _tasks: set[asyncio.Task[object]] = field(default_factory=set, init=False)
+    _full_started: dict[str, datetime] = field(default_factory=dict, init=False)
+    """Per check, when this process last began a full run (it judges the recent days too)."""
 
     def __post_init__(self) -> None:
         self._locks = {name: asyncio.Lock() for name in self.checks}
@@ -77,39 +81,70 @@ class TickRunner:
 
     async def _tick(self, spec: JobSpec, scheduled_for: datetime) -> str:
         check = self.checks[spec.check]
-        lock = self._locks[check.name]
-        if lock.locked():
-            log.info("tick skipped: the check is already running here")
-            return "busy"
-        async with lock:
-            try:
-                async with self.state.check_lock(check.name) as got:
-                    if not got:
-                        log.info("tick skipped: another replica is running the check")
-                        return "busy"
-                    now = self.clock()
-                    period = spec.period(now)
-                    start, end = window_for(check, spec.kind, now)
-                    run_id = await self.state.claim_tick(
-                        check.name,
-                        start,
-                        end,
-                        trigger=spec.kind,
-                        scheduled_for=scheduled_for,
-                        started_at=now,
-                        guard=period / 2,
+        # A tick that finds its check running waits and runs right after: dropped as busy,
+        # it would meet the same run at its next time (an hourly recent tick holds the
+        # check at 03:00 every night), and a daily full pass would never run.
+        async with self._locks[check.name]:
+            if self._subsumed(check, spec.kind, scheduled_for):
+                log.info("tick subsumed: a full run since its time judged its window")
+                return "subsumed"
+            waited = 0.0
+            limit = self._deadline_for(spec.period(self.clock()))
+            while True:
+                outcome = await self._locked_tick(check, spec, scheduled_for)
+                if outcome != "busy":
+                    return outcome
+                if waited >= limit:
+                    log.warning(
+                        "tick skipped: another replica held the check past the deadline",
+                        extra={"scheduled_for": scheduled_for.isoformat(), "waited_s": waited},
                     )
-                    if run_id is None:
-                        log.info(
-                            "tick skipped: another replica ran it",
-                            extra={"scheduled_for": scheduled_for.isoformat()},
-                        )
-                        return "taken"
-                    result = await self._run(check, run_id, start, end, now, spec.kind, period)
-                    return f"ran:{result.status}"
-            except StateError as exc:
-                log.error("tick failed: state database", extra={"error": str(exc)})
-                return "state-error"
+                    return "busy"
+                await asyncio.sleep(self.busy_poll)
+                waited += self.busy_poll
+
+    def _subsumed(self, check: Check, kind: str, scheduled_for: datetime) -> bool:
+        """Return True if a full run that began after this recent tick's time covers it."""
+        full = self._full_started.get(check.name)
+        return (
+            kind == "recent"
+            and full is not None
+            and full >= scheduled_for
+            and check.schedule.full_days >= check.schedule.recent_days
+        )
+
+    async def _locked_tick(self, check: Check, spec: JobSpec, scheduled_for: datetime) -> str:
+        """Run the tick under the check's advisory lock; "busy" if another replica holds it."""
+        try:
+            async with self.state.check_lock(check.name) as got:
+                if not got:
+                    log.info("tick waits: another replica is running the check")
+                    return "busy"
+                now = self.clock()
+                period = spec.period(now)
+                start, end = window_for(check, spec.kind, now)
+                run_id = await self.state.claim_tick(
+                    check.name,
+                    start,
+                    end,
+                    trigger=spec.kind,
+                    scheduled_for=scheduled_for,
+                    started_at=now,
+                    guard=period / 2,
+                )
+                if run_id is None:
+                    log.info(
+                        "tick skipped: another replica ran it",
+                        extra={"scheduled_for": scheduled_for.isoformat()},
+                    )
+                    return "taken"
+                if spec.kind == "full":
+                    self._full_started[check.name] = now
+                result = await self._run(check, run_id, start, end, now, spec.kind, period)
+                return f"ran:{result.status}"
+        except StateError as exc:
+            log.error("tick failed: state database", extra={"error": str(exc)})
+            return "state-error"
 
     async def _run(
         self,

@@ -1,0 +1,160 @@
+"""Ticks that fall due together on the real state database: none is dropped for being busy."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from driftgauge.config.runtime import Config
+from driftgauge.configfile.loader import load_text
+from driftgauge.jobs.adapters import AdapterPool
+from driftgauge.jobs.recurring import tick_jobs
+from driftgauge.jobs.runtime import JobRuntime
+from driftgauge.jobs.schedule import job_specs
+from driftgauge.jobs.ticks import TickRunner
+from driftgauge.state.store import StateStore
+from driftgauge.stores.base import BucketDigest, Granularity
+from driftgauge.stores.memory import MemoryAdapter
+
+from .service_helpers import day_rows, memory_opener, schema_name
+
+pytestmark = pytest.mark.integration
+# The shipped example's shape: an hourly recent tick, a nightly full pass at 03:00, so
+# every night both fall due at the same instant.
+CONFIG = """
+stores:
+  src: {kind: postgres, dsn: "postgresql://unused@127.0.0.1:1/unused"}
+  dst: {kind: opensearch, url: "http://127.0.0.1:1"}
+state: {dsn: "<DSN>", schema: <SCHEMA>}
+checks:
+  reviews:
+    source: {store: src, table: reviews, key: task_id, time: completed_at}
+    reader: {store: dst, index: reviews, key: task_id, time: completed_at}
+    fields: {label: string}
+    settle: 2h
+    schedule: {recent: {every: 1h, days: 7}, full: {cron: "0 3 * * *", days: 30}}
+"""
+START = datetime(2026, 3, 1, 0, 0, tzinfo=UTC)
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+class Gated(MemoryAdapter):
+    """A reader whose wide (full-window) day query waits for the test to let it go."""
+
+    def __init__(self, rows: list, gate: asyncio.Event) -> None:  # type: ignore[type-arg]
+        super().__init__(rows)
+        self.gate = gate
+
+    async def bucket_digests(
+        self, start: datetime, end: datetime, granularity: Granularity
+    ) -> list[BucketDigest]:
+        if end - start > timedelta(days=10):
+            await self.gate.wait()
+        return await super().bucket_digests(start, end, granularity)
+
+
+@pytest.fixture
+def config(pg_database: str) -> Config:
+    return load_text(CONFIG.replace("<DSN>", pg_database).replace("<SCHEMA>", schema_name()))
+
+
+@pytest.fixture
+async def stores(config: Config) -> AsyncIterator[list[StateStore]]:
+    opened = [await StateStore.open(config.state, replica=f"replica-{i}") for i in range(2)]
+    try:
+        yield opened
+    finally:
+        for s in opened:
+            await s.close()
+
+
+def _sides(reader: MemoryAdapter | None = None) -> dict[tuple[str, str], MemoryAdapter]:
+    rows = [r for d in range(40) for r in day_rows(START - timedelta(days=30 - d), 4)]
+    return {
+        ("src", "reviews"): MemoryAdapter(rows),
+        ("dst", "reviews"): reader or MemoryAdapter(rows),
+    }
+
+
+def _replica(config: Config, store: StateStore, clock: Clock, sides: dict) -> JobRuntime:  # type: ignore[type-arg]
+    runner = TickRunner(
+        config.checks, store, AdapterPool(config.checks, memory_opener(sides)), clock=clock
+    )
+    runner.busy_poll = 0.02
+    runtime = JobRuntime(clock)
+    runtime.add(*tick_jobs(job_specs(config.checks), runner.tick))
+    return runtime
+
+
+async def test_eight_nightly_full_passes_run_in_eight_days_on_two_replicas(
+    config: Config, stores: list[StateStore]
+) -> None:
+    clock = Clock(START)
+    replicas = [_replica(config, s, clock, _sides()) for s in stores]
+    outcomes: list[str] = []
+    for hour in range(1, 8 * 24 + 1):
+        clock.now = START + timedelta(hours=hour)
+        for out in await asyncio.gather(*(r.run_due(clock.now) for r in replicas)):
+            outcomes.extend(out.values())
+    runs = await stores[0].runs("reviews", limit=1000)
+    full = sorted(r.scheduled_for for r in runs if r.trigger == "full" and r.scheduled_for)
+    assert full == [START + timedelta(days=d, hours=3) for d in range(8)]
+    assert all(r.status == "ok" for r in runs)
+    assert "busy" not in outcomes  # a tick waits for the run before it; none is dropped
+    recent = [r for r in runs if r.trigger == "recent"]
+    # Each 03:00 recent tick either ran or was judged by the full run that began after it.
+    assert len(recent) + outcomes.count("subsumed") == 8 * 24
+    assert outcomes.count("ran:ok") == 8 * 24 + 8 - outcomes.count("subsumed")
+
+
+async def test_a_full_pass_longer_than_the_recent_period_delays_recent_ticks_not_drops(
+    config: Config, stores: list[StateStore]
+) -> None:
+    gate = asyncio.Event()
+    sides = _sides()
+    sides[("dst", "reviews")] = Gated(sides[("dst", "reviews")].rows, gate)
+    clock = Clock(START + timedelta(hours=3))
+    runtime = _replica(config, stores[0], clock, sides)
+    nightly = asyncio.create_task(runtime.fire("reviews:full"))
+    await asyncio.sleep(0.2)
+    clock.now = START + timedelta(hours=4)  # the full pass still runs an hour later
+    waiting = asyncio.create_task(runtime.fire("reviews:recent"))
+    await asyncio.sleep(0.2)
+    assert not waiting.done()  # it waits for the full pass instead of returning busy
+    gate.set()
+    async with asyncio.timeout(30):
+        assert await nightly == "ran:ok"
+        assert await waiting == "ran:ok"
+    runs = await stores[0].runs("reviews")
+    assert sorted(r.trigger for r in runs) == ["full", "recent"]
+
+
+async def test_a_recent_tick_waiting_behind_a_full_pass_begun_after_it_is_subsumed(
+    config: Config, stores: list[StateStore]
+) -> None:
+    gate = asyncio.Event()
+    sides = _sides()
+    sides[("dst", "reviews")] = Gated(sides[("dst", "reviews")].rows, gate)
+    clock = Clock(START + timedelta(hours=3))
+    runtime = _replica(config, stores[0], clock, sides)
+    nightly = asyncio.create_task(runtime.fire("reviews:full"))
+    await asyncio.sleep(0.2)
+    same_time = asyncio.create_task(runtime.fire("reviews:recent"))
+    await asyncio.sleep(0.1)
+    gate.set()
+    async with asyncio.timeout(30):
+        assert await nightly == "ran:ok"
+        assert await same_time == "subsumed"  # the full run judged its seven days
+    assert [r.trigger for r in await stores[0].runs("reviews")] == ["full"]
