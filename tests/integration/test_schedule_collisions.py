@@ -14,7 +14,10 @@ from driftgauge.jobs.adapters import AdapterPool
 from driftgauge.jobs.recurring import tick_jobs
 from driftgauge.jobs.runtime import JobRuntime
 from driftgauge.jobs.schedule import job_specs
+from driftgauge.jobs.schedule_metrics import schedule_part
 from driftgauge.jobs.ticks import TickRunner
+from driftgauge.metrics.collector import build_registry
+from driftgauge.metrics.snapshot import SnapshotCache
 from driftgauge.state.store import StateStore
 from driftgauge.stores.base import BucketDigest, Granularity
 from driftgauge.stores.memory import MemoryAdapter
@@ -158,3 +161,27 @@ async def test_a_recent_tick_waiting_behind_a_full_pass_begun_after_it_is_subsum
         assert await nightly == "ran:ok"
         assert await same_time == "subsumed"  # the full run judged its seven days
     assert [r.trigger for r in await stores[0].runs("reviews")] == ["full"]
+
+
+async def test_a_full_pass_that_never_begins_shows_as_missed_ticks_in_metrics(
+    config: Config, stores: list[StateStore]
+) -> None:
+    clock = Clock(START)
+    runtime = _replica(config, stores[0], clock, _sides())
+    for hour in range(1, 3 * 24 + 1):  # three days of recent ticks only: the full job is lost
+        clock.now = START + timedelta(hours=hour)
+        await runtime.fire("reviews:recent")
+    cache = SnapshotCache(stores[0], config.checks, clock)
+    await cache.refresh()
+    part = schedule_part(cache.current, job_specs(config.checks), clock)
+    v = build_registry([part]).get_sample_value
+    assert v("driftgauge_schedule_missed_ticks", {"check": "reviews", "trigger": "full"}) == 3
+    assert v("driftgauge_schedule_missed_ticks", {"check": "reviews", "trigger": "recent"}) == 0
+    await runtime.fire("reviews:full", clock.now)  # the pass runs: nothing is missed any more
+    await cache.refresh()
+    assert v("driftgauge_schedule_missed_ticks", {"check": "reviews", "trigger": "full"}) == 0
+    started = v(
+        "driftgauge_schedule_last_started_timestamp_seconds",
+        {"check": "reviews", "trigger": "full"},
+    )
+    assert started == clock.now.timestamp()

@@ -39,6 +39,7 @@ from driftgauge.jobs.recurring import (
 )
 from driftgauge.jobs.runtime import JobRuntime
 from driftgauge.jobs.schedule import job_specs
+from driftgauge.jobs.schedule_metrics import schedule_part
 from driftgauge.jobs.ticks import CheckBusy, TickRunner
 from driftgauge.ledger.hooks import retry_while_busy
 from driftgauge.ledger.service import exclusion_source
@@ -208,6 +209,7 @@ async def _open_runtime(
                 reconciliation_part(snapshots.current),
                 history_part(snapshots.current),
                 state_part(snapshots),
+                schedule_part(snapshots.current, job_specs(config.checks), clock),
                 process_part(__version__),
                 background_part,
                 *audit.parts,

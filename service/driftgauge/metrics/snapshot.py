@@ -37,6 +37,8 @@ class CheckSnapshot:
     history: tuple[BucketResult, ...] = ()
     """The full-history window's days before the recent window, each as last judged."""
     interrupted: int = 0
+    trigger_times: Mapping[str, tuple[datetime, datetime | None]] = field(default_factory=dict)
+    """Per trigger, when its latest run began and its latest one completed ("": first run)."""
     """Runs that stopped before they could finish (replica died or shut down mid-run)."""
 
 
@@ -46,10 +48,11 @@ async def load_check(state: Reads, check: Check, now: datetime) -> CheckSnapshot
     since = today - timedelta(days=check.schedule.recent_days - 1)
     first = today - timedelta(days=check.schedule.full_days - 1)
     # One snapshot, so a scrape never pairs a run's interruption with the run before it.
-    async with state.snapshot(f"read the stored results of {check.name}", reads=6) as view:
+    async with state.snapshot(f"read the stored results of {check.name}", reads=7) as view:
         last_run = await view.latest_finished_run(check.name)
         last_success = await view.latest_success(check.name)
         counts, interrupted = await view.run_totals(check.name)
+        triggers = await view.trigger_times(check.name)
         days = await view.day_buckets(check.name, since, today, check.timezone)
         old = await _history(view, check, first, since)
     every = check.schedule.recent_every
@@ -63,6 +66,7 @@ async def load_check(state: Reads, check: Check, now: datetime) -> CheckSnapshot
         exclusion_limits=dict(check.tolerance.exclusion_rate),
         history=tuple(d.bucket for d in old),
         interrupted=interrupted,
+        trigger_times=triggers,
     )
 
 

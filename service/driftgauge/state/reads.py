@@ -114,6 +114,22 @@ class Reads:
         counts, _ = await self.run_totals(check)
         return counts
 
+    async def trigger_times(self, check: str) -> dict[str, tuple[datetime, datetime | None]]:
+        """Return per trigger when the check's latest run began and its latest one completed.
+
+        The key "" holds the check's first stored run: a trigger with no run is judged
+        against it (a schedule that never ran since the check began).
+        """
+        recs = await self.calls.fetch(
+            "read the latest runs of each trigger",
+            "SELECT trigger, max(started_at) AS started,"
+            " max(finished_at) FILTER (WHERE complete) AS completed"
+            " FROM runs WHERE check_name = $1 GROUP BY trigger"
+            " UNION ALL SELECT '', min(started_at), NULL FROM runs WHERE check_name = $1",
+            check,
+        )
+        return {r["trigger"]: (r["started"], r["completed"]) for r in recs if r["started"]}
+
     async def run_totals(self, check: str) -> tuple[dict[str, int], int]:
         """Return the check's runs per status and how many of them were interrupted."""
         async with self.calls.conn("count runs") as conn:
