@@ -94,6 +94,18 @@ async def test_checks_list_their_latest_status(api: Api) -> None:
     assert by["reviews"]["schedule"]["recent_every_seconds"] == 3600
 
 
+async def test_checks_show_each_schedule_last_begun_and_next_due(api: Api) -> None:
+    body = (await api.client.get("/api/v1/checks")).json()
+    by = {c["name"]: {t["trigger"]: t for t in c["schedule"]["triggers"]} for c in body["checks"]}
+    assert set(by["reviews"]) == {"recent", "full"} and set(by["orders"]) == {"recent"}
+    orders = by["orders"]["recent"]
+    # No run yet: nothing to count misses from, but its next time is known.
+    assert orders["missed"] is None and orders["last_started_at"] is None
+    assert orders["next_due_at"] is not None
+    assert all(t["next_due_at"] for t in by["reviews"].values())
+    assert all(isinstance(t["missed"], int) for t in by["reviews"].values())
+
+
 async def test_checks_say_which_rows_of_a_window_they_read(api: Api) -> None:
     body = (await api.client.get("/api/v1/checks")).json()
     assert {c["coverage"] for c in body["checks"]} == {"every row of the window"}

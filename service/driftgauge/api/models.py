@@ -80,6 +80,19 @@ class RunsOut(BaseModel):
     runs: list[RunOut]
 
 
+class TriggerOut(BaseModel):
+    """One schedule of a check: when its runs last began and completed, when it is next due."""
+
+    trigger: str
+    last_started_at: str | None
+    last_completed_at: str | None
+    next_due_at: str | None
+    missed: int | None = Field(
+        description="Scheduled times since the trigger's last run began that began no run "
+        "(null before the check's first run)."
+    )
+
+
 class ScheduleOut(BaseModel):
     """When a check runs."""
 
@@ -88,6 +101,7 @@ class ScheduleOut(BaseModel):
     full_every_seconds: float | None
     full_cron: str | None
     full_days: int
+    triggers: list[TriggerOut] = Field(default_factory=list)
 
 
 class CheckOut(BaseModel):

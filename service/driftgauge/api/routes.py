@@ -21,6 +21,7 @@ from driftgauge.api.models import (
     RunsOut,
     ScheduleOut,
     TriggeredOut,
+    TriggerOut,
     answers,
 )
 from driftgauge.api.runtime import Runtime, runtime
@@ -32,6 +33,8 @@ from driftgauge.core.paging import Page
 from driftgauge.engine.live import compare_hours, compare_prefixes
 from driftgauge.engine.plan import next_day
 from driftgauge.engine.result import Node, needs_drill
+from driftgauge.jobs.schedule import job_specs
+from driftgauge.jobs.schedule_metrics import TriggerFacts, trigger_facts
 from driftgauge.routing import paged
 from driftgauge.state.codec import StoredBucket
 from driftgauge.state.payloads import RunOut
@@ -132,10 +135,34 @@ async def _live(rt: Runtime, c: Check, query: Callable[[], Awaitable[list[Node]]
         raise StoreTimeout(c.name, f"live drill-down exceeded {LIVE_DEADLINE:g}s") from None
 
 
+async def _schedule_facts(rt: Runtime) -> dict[str, list[TriggerFacts]]:
+    """Return per check what is known of each of its schedules."""
+    now = rt.clock()
+    out: dict[str, list[TriggerFacts]] = {name: [] for name in rt.config.checks}
+    for spec in job_specs(rt.config.checks):
+        times = await rt.state.trigger_times(spec.check)
+        out[spec.check].append(trigger_facts(spec, times, now))
+    return out
+
+
+def _trigger_out(f: TriggerFacts) -> TriggerOut:
+    def iso(at: datetime | None) -> str | None:
+        return at.isoformat() if at is not None else None
+
+    return TriggerOut(
+        trigger=f.trigger,
+        last_started_at=iso(f.last_started),
+        last_completed_at=iso(f.last_completed),
+        next_due_at=iso(f.next_due),
+        missed=f.missed,
+    )
+
+
 @router.get("/checks", response_model=ChecksOut, tags=["checks"])
 async def list_checks(rt: Reader) -> ChecksOut:
     """List every configured check with its latest status."""
     latest = await rt.state.latest_runs()
+    facts = await _schedule_facts(rt)
     out = []
     for name, check in sorted(rt.config.checks.items()):
         finished, success = await asyncio.gather(
@@ -162,6 +189,7 @@ async def list_checks(rt: Reader) -> ChecksOut:
                     ),
                     full_cron=sched.full_cron,
                     full_days=sched.full_days,
+                    triggers=[_trigger_out(f) for f in facts[name]],
                 ),
                 coverage=registry.kind_of(check.reader.kind).coverage(check.reader.store),
                 row_hash=check.row_hash,

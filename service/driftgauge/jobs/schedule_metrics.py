@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from prometheus_client.core import Metric
@@ -64,6 +65,33 @@ def _since(spec: JobSpec, times: Mapping[str, tuple[datetime, datetime | None]])
     return first[0] if first is not None else None
 
 
+@dataclass(frozen=True)
+class TriggerFacts:
+    """One check's schedule of one trigger, as /metrics and the API show it."""
+
+    trigger: str
+    last_started: datetime | None
+    last_completed: datetime | None
+    next_due: datetime | None
+    missed: int | None
+    """None before the check has any run to count from."""
+
+
+def trigger_facts(
+    spec: JobSpec, times: Mapping[str, tuple[datetime, datetime | None]], now: datetime
+) -> TriggerFacts:
+    """Return what is known of the spec's schedule from the check's runs per trigger."""
+    started, completed = times.get(spec.kind, (None, None))
+    since = _since(spec, times)
+    return TriggerFacts(
+        spec.kind,
+        started,
+        completed,
+        spec.next_fire(now),
+        None if since is None else missed_ticks(spec, since, now),
+    )
+
+
 def schedule_part(
     snapshots: Callable[[], Mapping[str, CheckSnapshot]],
     specs: Sequence[JobSpec],
@@ -76,21 +104,18 @@ def schedule_part(
         now, snaps = clock(), snapshots()
         for spec in specs:
             labels = [spec.check, spec.kind]
-            due = spec.next_fire(now)
-            if due is not None:
-                fam["next_due"].add_metric(labels, due.timestamp())
             snap = snaps.get(spec.check)
-            if snap is None:
-                continue  # not read yet: no number rather than a wrong one
-            times = snap.trigger_times
-            if spec.kind in times:
-                started, completed = times[spec.kind]
-                fam["started"].add_metric(labels, started.timestamp())
-                if completed is not None:
-                    fam["completed"].add_metric(labels, completed.timestamp())
-            since = _since(spec, times)
-            if since is not None:
-                fam["missed"].add_metric(labels, missed_ticks(spec, since, now))
+            # A check not read yet has only its next due time: no number beats a wrong one.
+            facts = trigger_facts(spec, snap.trigger_times if snap else {}, now)
+            for key, at in (
+                ("next_due", facts.next_due),
+                ("started", facts.last_started),
+                ("completed", facts.last_completed),
+            ):
+                if at is not None:
+                    fam[key].add_metric(labels, at.timestamp())
+            if facts.missed is not None:
+                fam["missed"].add_metric(labels, facts.missed)
         yield from fam.values()
 
     return collect
