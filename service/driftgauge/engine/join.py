@@ -80,17 +80,6 @@ class LeafDiff:
         self.reader_copies += other.reader_copies
 
 
-def deltas(
-    source: Iterable[RowHash], reader: Iterable[RowHash], group: Callable[[RowHash], Hashable]
-) -> dict[Hashable, Delta]:
-    """Return source minus reader over all the rows, split by group of the row."""
-    out: dict[Hashable, Delta] = {}
-    for sign, rows in ((1, source), (-1, reader)):
-        for r in rows:
-            out.setdefault(group(r), Delta()).row(r, sign)
-    return out
-
-
 def _group(rows: Iterable[RowHash]) -> dict[str, list[RowHash]]:
     # By key hash, the key's typed canonical identity: a NULL key and "" are two keys.
     out: dict[str, list[RowHash]] = {}

@@ -25,8 +25,6 @@ class LeaseKeeper:
         self._state = state
         self._lease = lease
         self._on_expired = on_expired
-        self.expired = 0
-        """Runs this process marked interrupted since it started."""
 
     @property
     def every(self) -> timedelta:
@@ -47,7 +45,6 @@ class LeaseKeeper:
         """Mark runs past their lease as interrupted once; return (run id, check) of each."""
         gone = await self._state.leases.expire(self._lease.expires)
         if gone:
-            self.expired += len(gone)
             log.warning(
                 "marked interrupted runs as failed",
                 extra={

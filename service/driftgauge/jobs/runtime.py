@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from driftgauge.background import survive
-from driftgauge.core.clock import Clock, SystemClock, utc_now
+from driftgauge.core.clock import Clock, SystemClock
 from driftgauge.core.errors import StateError
 from driftgauge.jobs.schedule import every
 from driftgauge.state.claims import JobClaims
@@ -70,11 +70,6 @@ class Job:
     fields: dict[str, object] = field(default_factory=dict)
     """Extra log fields of the job's lines (e.g. its check)."""
 
-    max_instances = 1
-    """A job never overlaps itself."""
-    coalesce = True
-    """Missed times run once, as the latest."""
-
     def latest(self, now: datetime) -> datetime | None:
         """Return the job's latest scheduled time at or before `now`."""
         if self.times is None:
@@ -94,11 +89,6 @@ class Job:
         if self.times is None:
             return ONE_OFF_GRACE
         return max(timedelta(seconds=1), self.times.period(now) / 2)
-
-    @property
-    def misfire_grace_time(self) -> int:
-        """Return the grace in whole seconds (as APScheduler counts it)."""
-        return int(self.grace_at(utc_now()).total_seconds())
 
 
 class JobRuntime:

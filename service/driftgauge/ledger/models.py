@@ -21,7 +21,6 @@ from driftgauge.core.bounds import no_lone_surrogates, sane_instant
 from driftgauge.core.instants import Instant
 
 Outcome = Literal["written", "no_match", "skipped", "failed"]
-OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 RunStatus = Literal["success", "partial_failure", "failed"]
 Rule = Literal[
     "missing_summary",

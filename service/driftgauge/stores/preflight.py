@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 
 Expects = FieldType | Literal["time"]
 T = TypeVar("T")
-UNIT_NAMES: dict[TimestampPrecision, str] = {"ms": "milliseconds", "us": "microseconds"}
 
 
 @dataclass(frozen=True)

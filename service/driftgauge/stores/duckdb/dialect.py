@@ -18,13 +18,6 @@ from driftgauge.stores.duckdb.settings import DuckDBStore
 from driftgauge.stores.sql.dialect import SqlDialect, spelling
 
 
-def sql_string(value: str) -> str:
-    """Return a SQL string literal of `value`."""
-    if "\x00" in value:
-        raise ValueError(f"invalid string {value!r}")
-    return "'" + value.replace("'", "''") + "'"
-
-
 class DuckDBDialect(SqlDialect):
     """DuckDB's spellings of the shared queries."""
 
