@@ -37,8 +37,11 @@ RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
 RUN mkdir -p /etc/driftgauge
 USER 10001:10001
 EXPOSE 8080
+# `serve` listens on DRIFTGAUGE_PORT unless --port says otherwise, and the healthcheck asks
+# the same port: `docker run -e DRIFTGAUGE_PORT=9000 -p 9000:9000` moves both.
+ENV DRIFTGAUGE_PORT=8080
 # /healthz makes no store calls: it only says the process serves requests.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
-  CMD ["python", "-c", "import sys, urllib.request; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:8080/healthz', timeout=4).status == 200 else 1)"]
+  CMD ["python", "-c", "import os, sys, urllib.request; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ['DRIFTGAUGE_PORT'], timeout=4).status == 200 else 1)"]
 ENTRYPOINT ["driftgauge"]
 CMD ["serve", "--config", "/etc/driftgauge/config.yml"]

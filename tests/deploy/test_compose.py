@@ -177,6 +177,10 @@ def test_dockerfile_runs_as_non_root_with_a_healthcheck() -> None:
     [health] = [args for i, args in final if i == "HEALTHCHECK"]
     assert "/healthz" in health and "python" in health
     assert "curl" not in health and "wget" not in health
+    # The healthcheck asks the port serve listens on, not a hard-coded 8080.
+    assert "8080" not in health and "DRIFTGAUGE_PORT" in health
+    env = " ".join(args for i, args in final if i == "ENV")
+    assert "DRIFTGAUGE_PORT=8080" in env
     entry = json.loads(dict(final)["ENTRYPOINT"])
     cmd = json.loads(dict(final)["CMD"])
     assert entry == ["driftgauge"]

@@ -746,3 +746,12 @@ def test_values_schema_rejects_bad_new_values(helm: str, args: list[str], expect
     result = run([helm, "template", RELEASE, str(CHART), *IMAGE, *args], timeout=120)
     assert result.returncode != 0, args
     assert expected in result.stderr, result.stderr
+
+
+def test_deployment_comment_matches_the_replica_claims() -> None:
+    # Scheduled runs are claimed once across replicas (tests/e2e/test_runs_replicas.py), so
+    # the template must not tell operators that a second replica runs every check twice.
+    text = (CHART / "templates" / "deployment.yaml").read_text(encoding="utf-8")
+    comments = " ".join(line.split("#", 1)[1] for line in text.splitlines() if "#" in line)
+    assert "twice" not in comments.replace("not run a check twice", "")
+    assert "claim" in comments

@@ -17,6 +17,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 T = datetime(2026, 3, 16, 12, tzinfo=UTC)
 LABELS = {
     "pipeline",
+    "measure",
     "status",
     "check",
     "step",
@@ -49,7 +50,7 @@ def _part() -> RepairMetrics:
         "consumer": "settlement-report",
         "start": "2026-03-15T02:00:00+00:00",
         "before": {"count": 10},
-        "after": {"count": 11},
+        "after": {"count": 11, "measures": {"amount": "12.5"}},
     }
     part.snap = RepairSnapshot(
         watermarks=[
@@ -93,6 +94,10 @@ def test_ages_and_the_silent_change_read_from_the_snapshot() -> None:
     assert fams["driftgauge_backfill_open_seconds"].samples[0].value == 2 * 3600
     rows = {s.labels["side"]: s.value for s in fams["driftgauge_silent_change_rows"].samples}
     assert rows == {"before": 10, "after": 11}
+    amounts = fams["driftgauge_silent_change_amount"].samples
+    assert [(s.labels["measure"], s.labels["side"], s.value) for s in amounts] == [
+        ("amount", "after", 12.5)
+    ]
 
 
 def test_nothing_is_published_before_the_first_load() -> None:

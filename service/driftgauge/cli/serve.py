@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 from typing import Any
 
 from driftgauge.cli.common import EXIT_OK, log_options, with_config
@@ -15,7 +16,13 @@ def add_commands(sub: Any) -> None:
     srv = sub.add_parser("serve", help="run every check on its schedule; /metrics and REST API")
     with_config(srv)
     srv.add_argument("--host", default="0.0.0.0", help="address to listen on (default: all)")
-    srv.add_argument("--port", type=int, default=8080, help="port to listen on (default: 8080)")
+    # A string default goes through type=int, so a bad DRIFTGAUGE_PORT is a usage error.
+    srv.add_argument(
+        "--port",
+        type=int,
+        default=os.environ.get("DRIFTGAUGE_PORT", "8080"),
+        help="port to listen on (default: $DRIFTGAUGE_PORT, else 8080)",
+    )
     log_options(srv)
 
 

@@ -172,9 +172,16 @@ async def _opened(config: Config) -> AsyncIterator[Repair]:
         await state.close()
 
 
+def _json_default(value: Any) -> Any:
+    """Render times as ISO 8601 (with the `T`), anything else as its string."""
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    return str(value)
+
+
 def _print(value: Any, as_json: bool, lines: Callable[[Any], list[str]]) -> None:
     if as_json:
-        print(json.dumps(value, indent=2, default=str))
+        print(json.dumps(value, indent=2, default=_json_default))
     else:
         print("\n".join(lines(value)))
 

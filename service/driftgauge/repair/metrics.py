@@ -119,15 +119,26 @@ class RepairMetrics:
             "partition",
             "side",
         )
+        amount = fam.gauge(
+            "driftgauge_silent_change_amount",
+            "Signed totals of a partition that changed outside an announced backfill, by measure:"
+            " what the consumer read (before) and what it holds now (after).",
+            "check",
+            "consumer",
+            "partition",
+            "measure",
+            "side",
+        )
         for b in snap.active:
             breach.add_metric([b["kind"], b["subject"]], 1)
             if b["kind"] == "silent_change":
                 facts = json.loads(b["facts"])
+                labels = [facts["check"], facts["consumer"], facts["start"]]
                 for side in ("before", "after"):
-                    silent.add_metric(
-                        [facts["check"], facts["consumer"], facts["start"], side],
-                        int(facts[side]["count"]),
-                    )
+                    silent.add_metric([*labels, side], int(facts[side]["count"]))
+                    # The amounts, so equal counts with a changed total still read as a change.
+                    for measure, value in facts[side].get("measures", {}).items():
+                        amount.add_metric([*labels, measure, side], float(value))
         recorded = fam.counter(
             "driftgauge_repair_breaches", "Repair breaches recorded, by kind.", "kind"
         )
