@@ -12,7 +12,7 @@ from driftgauge.configfile.loader import load_text
 from driftgauge.engine.plan import next_day
 from driftgauge.jobs.recurring import signals_grid, tick_jobs
 from driftgauge.jobs.runtime import JobRuntime
-from driftgauge.jobs.schedule import JobSpec, TickFn, job_specs
+from driftgauge.jobs.schedule import JobSpec, TickFn, collisions, job_specs
 
 CONFIG = """
 stores:
@@ -186,3 +186,15 @@ async def test_started_jobs_are_listed_with_half_a_period_of_grace() -> None:
     finally:
         await sched.stop()
     assert not sched.running and sched.jobs() == []
+
+
+def test_validate_warns_of_a_full_schedule_that_always_falls_on_a_recent_tick() -> None:
+    checks = load_text(CONFIG).checks
+    warnings = collisions(checks, T0)
+    # reviews: 03:00 Berlin is on its hourly grid; orders: 1d from the same anchor as 15m.
+    assert [w.split(":")[0] for w in warnings] == [
+        "checks.orders.schedule",
+        "checks.reviews.schedule",
+    ]
+    off_grid = load_text(CONFIG.replace('cron: "0 3 * * *"', 'cron: "30 3 * * *"')).checks
+    assert [w.split(":")[0] for w in collisions(off_grid, T0)] == ["checks.orders.schedule"]

@@ -51,5 +51,10 @@ def run(args: argparse.Namespace) -> int:
             print(problem)
         print(f"{path}: {len(exc.problems)} problem(s)", file=sys.stderr)
         return EXIT_ERROR
+    from driftgauge.core.clock import utc_now
+    from driftgauge.jobs.schedule import collisions
+
+    for warning in collisions(config.checks, utc_now()):
+        print(f"warning: {warning}", file=sys.stderr)
     print(f"{path}: ok ({len(config.checks)} checks, {len(config.stores)} stores)")
     return EXIT_OK

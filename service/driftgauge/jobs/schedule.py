@@ -150,5 +150,34 @@ def job_specs(checks: Mapping[str, Check]) -> list[JobSpec]:
     return out
 
 
+COLLISION_SAMPLE = 8
+"""How many of a full schedule's times are compared with the recent grid."""
+
+
+def collisions(checks: Mapping[str, Check], now: datetime) -> list[str]:
+    """Return a warning per check whose full pass always falls due with a recent tick.
+
+    Such a pass waits for the recent run (docs/algorithm.md), every time: worth knowing
+    when a run is long, and a shift of the full schedule off the recent grid avoids it.
+    """
+    out = []
+    specs = {(s.check, s.kind): s for s in job_specs(checks)}
+    for name in sorted(checks):
+        recent, full = specs.get((name, "recent")), specs.get((name, "full"))
+        if recent is None or full is None:
+            continue
+        times: list[datetime] = []
+        t = full.next_fire(now)
+        while t is not None and len(times) < COLLISION_SAMPLE:
+            times.append(t)
+            t = full.next_fire(t)
+        if times and all(recent.latest_fire(t) == t for t in times):
+            out.append(
+                f"checks.{name}.schedule: every full pass falls due with a recent tick;"
+                " it runs once the recent run ends (move it off the recent grid to start on time)"
+            )
+    return out
+
+
 TickFn = Callable[[JobSpec, datetime], Coroutine[Any, Any, str]]
 """Run one tick of a job, given its scheduled time; return what happened."""
