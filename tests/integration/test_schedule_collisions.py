@@ -23,6 +23,7 @@ from driftgauge.stores.base import BucketDigest, Granularity
 from driftgauge.stores.memory import MemoryAdapter
 
 from .service_helpers import day_rows, memory_opener, schema_name
+from .test_ticks import Clock
 
 pytestmark = pytest.mark.integration
 # The shipped example's shape: an hourly recent tick, a nightly full pass at 03:00, so
@@ -41,16 +42,6 @@ checks:
     schedule: {recent: {every: 1h, days: 7}, full: {cron: "0 3 * * *", days: 30}}
 """
 START = datetime(2026, 3, 1, 0, 0, tzinfo=UTC)
-
-
-class Clock:
-    """A clock the test moves by hand."""
-
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 class Gated(MemoryAdapter):
@@ -122,16 +113,24 @@ async def test_eight_nightly_full_passes_run_in_eight_days_on_two_replicas(
     assert outcomes.count("ran:ok") == 8 * 24 + 8 - outcomes.count("subsumed")
 
 
-async def test_a_full_pass_longer_than_the_recent_period_delays_recent_ticks_not_drops(
-    config: Config, stores: list[StateStore]
-) -> None:
+async def _full_pass_under_way(
+    config: Config, store: StateStore
+) -> tuple[asyncio.Event, Clock, JobRuntime, asyncio.Task[str]]:
+    """Start the 03:00 full pass on a reader that holds its wide query until the gate opens."""
     gate = asyncio.Event()
     sides = _sides()
     sides[("dst", "reviews")] = Gated(sides[("dst", "reviews")].rows, gate)
     clock = Clock(START + timedelta(hours=3))
-    runtime = _replica(config, stores[0], clock, sides)
+    runtime = _replica(config, store, clock, sides)
     nightly = asyncio.create_task(runtime.fire("reviews:full"))
     await asyncio.sleep(0.2)
+    return gate, clock, runtime, nightly
+
+
+async def test_a_full_pass_longer_than_the_recent_period_delays_recent_ticks_not_drops(
+    config: Config, stores: list[StateStore]
+) -> None:
+    gate, clock, runtime, nightly = await _full_pass_under_way(config, stores[0])
     clock.now = START + timedelta(hours=4)  # the full pass still runs an hour later
     waiting = asyncio.create_task(runtime.fire("reviews:recent"))
     await asyncio.sleep(0.2)
@@ -147,13 +146,7 @@ async def test_a_full_pass_longer_than_the_recent_period_delays_recent_ticks_not
 async def test_a_recent_tick_waiting_behind_a_full_pass_begun_after_it_is_subsumed(
     config: Config, stores: list[StateStore]
 ) -> None:
-    gate = asyncio.Event()
-    sides = _sides()
-    sides[("dst", "reviews")] = Gated(sides[("dst", "reviews")].rows, gate)
-    clock = Clock(START + timedelta(hours=3))
-    runtime = _replica(config, stores[0], clock, sides)
-    nightly = asyncio.create_task(runtime.fire("reviews:full"))
-    await asyncio.sleep(0.2)
+    gate, _, runtime, nightly = await _full_pass_under_way(config, stores[0])
     same_time = asyncio.create_task(runtime.fire("reviews:recent"))
     await asyncio.sleep(0.1)
     gate.set()
