@@ -138,10 +138,11 @@ async def _live(rt: Runtime, c: Check, query: Callable[[], Awaitable[list[Node]]
 async def _schedule_facts(rt: Runtime) -> dict[str, list[TriggerFacts]]:
     """Return per check what is known of each of its schedules."""
     now = rt.clock()
+    # One read per check: its recent and full schedules are judged from the same runs.
+    times = {name: await rt.state.trigger_times(name) for name in rt.config.checks}
     out: dict[str, list[TriggerFacts]] = {name: [] for name in rt.config.checks}
     for spec in job_specs(rt.config.checks):
-        times = await rt.state.trigger_times(spec.check)
-        out[spec.check].append(trigger_facts(spec, times, now))
+        out[spec.check].append(trigger_facts(spec, times[spec.check], now))
     return out
 
 
