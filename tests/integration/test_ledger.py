@@ -238,6 +238,8 @@ async def test_a_crashed_job_leaves_an_open_run_that_breaches_missing_summary(
 
 
 async def test_a_job_that_never_reports_breaches_missing_summary(ledger: Ledger) -> None:
+    # The ledger first watches the job on DAY + 1h: DAY's window ends after that.
+    await ledger.service.evaluate_all(DAY + timedelta(hours=1))
     latest = await ledger.service.evaluate_all(DAY + timedelta(days=3, hours=7))
     assert latest == {"review-sync": (DAY + timedelta(days=2)).date()}
     windows = (await ledger.http.get("/api/v1/ledger/windows")).json()
@@ -245,6 +247,82 @@ async def test_a_job_that_never_reports_breaches_missing_summary(ledger: Ledger)
     v = await ledger.scrape()
     assert v("driftgauge_ledger_breach", {**JOB, "rule": "missing_summary"}) == 1
     assert v("driftgauge_ledger_last_closed_run_timestamp_seconds", JOB) is None
+
+
+async def report_window(ledger: Ledger, day: datetime) -> None:
+    """Report one healthy run of review-sync for the window starting `day`."""
+    ledger.clock.now = day + timedelta(days=1, hours=2)
+    async with ledger.client(window_start=day, window_end=day + timedelta(days=1)) as run:
+        await run.written([f"t{i}" for i in range(10)])
+
+
+async def test_a_window_before_the_first_watch_never_breaches(ledger: Ledger) -> None:
+    # Started at noon: the window before (ended at midnight, due at 06:00) was the job's to
+    # report before the ledger existed. Hourly judgements over a healthy week stay clean.
+    started = DAY + timedelta(hours=12)
+    await ledger.service.evaluate_all(started)
+    open_windows = []
+    for hour in range(1, 7 * 24):
+        now = started + timedelta(hours=hour)
+        if now.hour == 2:
+            await report_window(ledger, now - timedelta(days=1, hours=2))
+        await ledger.service.evaluate_all(now)
+        v = await ledger.scrape()
+        open_windows.append(v("driftgauge_ledger_breach_windows", {**JOB, "rule": "missing_summary"}))
+    assert set(open_windows) == {0}
+    assert await ledger.service.store.breaches("review-sync") == []
+    judged = {w["window_day"] for w in (await ledger.http.get("/api/v1/ledger/windows")).json()}
+    assert "2024-05-05" in judged  # judged, and clean: not left unjudged
+    # The job then stops: its first silent window breaches at its deadline.
+    await ledger.service.evaluate_all(started + timedelta(days=8))
+    assert [b.window_day.isoformat() for b in await ledger.service.store.breaches(None)] == [
+        "2024-05-13"
+    ]
+
+
+async def test_the_first_watch_is_shared_and_kept(ledger: Ledger) -> None:
+    await ledger.service.evaluate_all(DAY + timedelta(hours=12))
+    # Another replica (or a restart) a day later keeps the first watch: the silent window
+    # since then breaches.
+    other = LedgerService(ledger.service.store, ledger.config.checks, clock=ledger.clock)
+    await other.evaluate_all(DAY + timedelta(days=1, hours=7))
+    assert [b.window_day for b in await other.store.breaches(None)] == [DAY.date()]
+
+
+async def test_a_breach_is_acknowledged_with_who_and_why(ledger: Ledger) -> None:
+    await ledger.service.evaluate_all(DAY + timedelta(hours=1))
+    await ledger.service.evaluate_all(DAY + timedelta(days=1, hours=7))
+    labels = {**JOB, "rule": "missing_summary"}
+    assert (await ledger.scrape())("driftgauge_ledger_breach_windows", labels) == 1
+    path = "/breaches/review-sync/2024-05-06/missing_summary/acknowledge"
+    ack = {"by": "oncall@example.com", "reason": "job paused for the migration (OPS-12)"}
+    assert (await ledger.post(path, ack, token=None)).status_code == 401
+    got = await ledger.post(path, ack)
+    assert got.status_code == 200, got.text
+    body = got.json()
+    assert body["active"] is False
+    assert body["acknowledged"]["by"] == ack["by"]
+    assert body["acknowledged"]["reason"] == ack["reason"]
+    assert (await ledger.post(path, ack)).status_code == 200  # the same again: no change
+    other = await ledger.post(path, {"by": "someone-else", "reason": "other"})
+    assert other.status_code == 409 and "oncall@example.com" in other.json()["detail"]
+    # Judged again, the window still has no run: the acknowledgement holds.
+    await ledger.service.evaluate_all(DAY + timedelta(days=1, hours=8))
+    await ledger.service.evaluate_window(
+        ledger.service.jobs["review-sync"], DAY.date(), DAY + timedelta(days=1, hours=9)
+    )
+    v = await ledger.scrape()
+    assert v("driftgauge_ledger_breach_windows", labels) == 0
+    assert v("driftgauge_ledger_breach", labels) == 0
+    assert v("driftgauge_ledger_breaches_total", labels) == 1  # recorded, never forgotten
+    listed = (await ledger.http.get("/api/v1/ledger/breaches")).json()
+    assert [b["acknowledged"]["by"] for b in listed] == [ack["by"]]
+    missing = await ledger.post(path.replace("2024-05-06", "2024-05-01"), ack)
+    assert missing.status_code == 404 and "2024-05-01" in missing.json()["detail"]
+    blank = await ledger.post(path, {"by": " ", "reason": "x"})
+    assert blank.status_code == 422 and blank.json()["detail"][0]["loc"] == ["body", "by"]
+    bad_rule = await ledger.post(path.replace("missing_summary", "nope"), ack)
+    assert bad_rule.status_code == 422
 
 
 SCENARIOS: dict[str, tuple[int, list[dict[str, Any]], dict[str, Any], set[str]]] = {
@@ -597,6 +675,7 @@ async def test_the_audit_wires_ledger_reconcile_and_metrics_together(pg_database
 
 
 async def test_a_run_in_progress_does_not_hide_the_previous_windows_breach(ledger: Ledger) -> None:
+    await ledger.service.evaluate_all(DAY + timedelta(hours=1))  # watched from here
     await ledger.service.evaluate_all(DAY + timedelta(days=1, hours=7))
     assert (await ledger.scrape())(
         "driftgauge_ledger_breach", {**JOB, "rule": "missing_summary"}

@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from functools import partial
 
 from fastapi import FastAPI
 from prometheus_client import ProcessCollector
@@ -40,8 +39,7 @@ from driftgauge.jobs.recurring import (
 from driftgauge.jobs.runtime import JobRuntime
 from driftgauge.jobs.schedule import job_specs
 from driftgauge.jobs.schedule_metrics import schedule_part
-from driftgauge.jobs.ticks import CheckBusy, TickRunner
-from driftgauge.ledger.hooks import retry_while_busy
+from driftgauge.jobs.ticks import TickRunner
 from driftgauge.ledger.service import exclusion_source
 from driftgauge.metrics.collector import (
     CollectorPart,
@@ -182,7 +180,7 @@ async def _open_runtime(
     jobs = JobRuntime(clock if isinstance(clock, Clock) else SystemClock(), claims=state.claims)
     retention = RetentionJob(state, config, clock=clock)
     leases = LeaseKeeper(state, config.state.lease, on_expired=snapshots.refresh)
-    ledger_reconcile = retry_while_busy(partial(ticks.trigger, kind="ledger"), CheckBusy)
+    ledger_reconcile = ticks.run_after
 
     async def source_of(check: Check) -> StoreAdapter:
         return (await adapters.get(check.name)).source

@@ -35,6 +35,9 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("post", "/api/v1/ledger/runs/{run_id}/close"): "closeLedgerRun",
     ("get", "/api/v1/ledger/runs/{run_id}/keys"): "listLedgerRunKeys",
     ("get", "/api/v1/ledger/breaches"): "listLedgerBreaches",
+    ("post", "/api/v1/ledger/breaches/{job}/{window_day}/{rule}/acknowledge"): (
+        "acknowledgeLedgerBreach"
+    ),
     ("get", "/api/v1/ledger/windows"): "listLedgerWindows",
     ("post", "/api/v1/canary/{check}"): "runCanary",
     ("get", "/api/v1/canary/{check}"): "listCanaryResults",

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 
 from driftgauge.config.runtime import Check
 from driftgauge.core.clock import utc_now
@@ -88,20 +89,26 @@ class TickRunner:
             if self._subsumed(check, spec.kind, scheduled_for):
                 log.info("tick subsumed: a full run since its time judged its window")
                 return "subsumed"
-            waited = 0.0
             limit = self._deadline_for(spec.period(self.clock()))
-            while True:
-                outcome = await self._locked_tick(check, spec, scheduled_for)
-                if outcome != "busy":
-                    return outcome
-                if waited >= limit:
-                    log.warning(
-                        "tick skipped: another replica held the check past the deadline",
-                        extra={"scheduled_for": scheduled_for.isoformat(), "waited_s": waited},
-                    )
-                    return "busy"
-                await asyncio.sleep(self.busy_poll)
-                waited += self.busy_poll
+            outcome = await self._until_free(
+                partial(self._locked_tick, check, spec, scheduled_for), limit
+            )
+            if outcome == "busy":
+                log.warning(
+                    "tick skipped: another replica held the check past the deadline",
+                    extra={"scheduled_for": scheduled_for.isoformat(), "waited_s": limit},
+                )
+            return outcome
+
+    async def _until_free(self, attempt: Callable[[], Awaitable[str]], limit: float) -> str:
+        """Try `attempt` every busy_poll seconds while another replica holds the check."""
+        waited = 0.0
+        while True:
+            outcome = await attempt()
+            if outcome != "busy" or waited >= limit:
+                return outcome
+            await asyncio.sleep(self.busy_poll)
+            waited += self.busy_poll
 
     def _subsumed(self, check: Check, kind: str, scheduled_for: datetime) -> bool:
         """Return True if a full run that began after this recent tick's time covers it."""
@@ -224,6 +231,53 @@ class TickRunner:
             begun.set_result(run_id)
             period = check.schedule.recent_every or timedelta(hours=1)
             await self._run(check, run_id, start, end, now, kind, period)
+
+    async def run_after(self, check_name: str, start: datetime, end: datetime) -> str:
+        """Run the check's recent window for a ledger run once no other run holds the check.
+
+        A closed ledger run's reconcile is never dropped for being busy: it waits for this
+        process's run of the check, then polls another replica's lock up to the deadline.
+        `start` and `end` (the ledger window) lie inside the recent window it judges.
+        """
+        check = self.checks[check_name]
+        period = check.schedule.recent_every or timedelta(hours=1)
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        try:
+            with log_context(check=check_name, job="ledger"):
+                async with self._locks[check_name]:
+                    outcome = await self._until_free(
+                        partial(self._locked_ledger, check, period), self._deadline_for(period)
+                    )
+                if outcome == "busy":
+                    log.warning(
+                        "ledger reconcile skipped: another replica held the check past the"
+                        " deadline",
+                        extra={"window": f"{start.isoformat()}/{end.isoformat()}"},
+                    )
+                return outcome
+        finally:
+            if task is not None:
+                self._tasks.discard(task)
+            await self._changed(check_name)
+
+    async def _locked_ledger(self, check: Check, period: timedelta) -> str:
+        """Run a ledger-triggered run under the check's advisory lock; "busy" if held."""
+        try:
+            async with self.state.check_lock(check.name) as got:
+                if not got:
+                    return "busy"
+                now = self.clock()
+                start, end = window_for(check, "recent", now)
+                run_id = await self.state.begin_run(
+                    check.name, start, end, trigger="ledger", started_at=now
+                )
+                result = await self._run(check, run_id, start, end, now, "ledger", period)
+                return f"ran:{result.status}"
+        except StateError as exc:
+            log.error("ledger run failed: state database", extra={"error": str(exc)})
+            return "state-error"
 
     def _own(self, task: asyncio.Task[object]) -> None:
         self._tasks.add(task)

@@ -5,8 +5,16 @@ from __future__ import annotations
 from driftgauge.core.errors import DriftgaugeError, FieldError
 
 
-class RunNotFound(DriftgaugeError):
+class LedgerNotFound(DriftgaugeError):
+    """The ledger holds no such record."""
+
+
+class RunNotFound(LedgerNotFound):
     """No ledger run has that id."""
+
+
+class BreachNotFound(LedgerNotFound):
+    """No breach of that job, window and rule was recorded."""
 
 
 class LedgerConflict(DriftgaugeError):

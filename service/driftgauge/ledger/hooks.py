@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, field
@@ -17,35 +16,8 @@ from driftgauge.ledger.models import RunOut
 
 log = logging.getLogger("driftgauge.ledger")
 ReconcileFn = Callable[[str, datetime, datetime], Awaitable[object]]
-"""Reconcile one check over [start, end) (the app passes e.g. a manual run of the check)."""
-# How long a closed ledger run's reconcile waits for a busy check: 30 × 10 s.
-BUSY_TRIES = 30
-BUSY_WAIT = 10.0
-
-
-def retry_while_busy(
-    start_run: Callable[[str], Awaitable[object]],
-    busy: type[Exception],
-    *,
-    tries: int = BUSY_TRIES,
-    wait: float = BUSY_WAIT,
-) -> ReconcileFn:
-    """Return a ReconcileFn that starts a run of the check, waiting while the check is busy.
-
-    A closed ledger run asks for its window: the recent window covers it. A run of the
-    check already under way may predate the ledger run, so wait for it to end.
-    """
-
-    async def reconcile(check: str, start: datetime, end: datetime) -> object:
-        for _ in range(tries):
-            try:
-                return await start_run(check)
-            except busy:
-                await asyncio.sleep(wait)
-        log.warning("ledger reconcile given up: the check stayed busy", extra={"check": check})
-        return None
-
-    return reconcile
+"""Reconcile one check over [start, end) (the app passes TickRunner.run_after: it waits
+for a run of the check already under way, never dropping the reconcile as busy)."""
 
 
 @dataclass(frozen=True)

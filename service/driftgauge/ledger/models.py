@@ -186,6 +186,21 @@ class Summary(Payload):
     message: Annotated[str, Field(max_length=2000, pattern=NO_NUL)] | None = None
 
 
+class Acknowledge(Payload):
+    """Who acknowledges a breach, and why: it then leaves the open breaches for good."""
+
+    by: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00]*\S[^\x00]*$")]
+    reason: Annotated[str, Field(min_length=1, max_length=2000, pattern=r"^[^\x00]*\S[^\x00]*$")]
+
+
+class Acknowledgement(BaseModel):
+    """A recorded acknowledgement of a breach."""
+
+    by: str
+    reason: str
+    at: Instant
+
+
 class RunOut(BaseModel):
     """A ledger run as the API returns it."""
 
@@ -226,6 +241,9 @@ class BreachOut(BaseModel):
     first_seen: Instant
     last_seen: Instant
     active: bool
+    acknowledged: Acknowledgement | None = Field(
+        None, description="Set once someone acknowledged the breach through the API."
+    )
 
 
 class WindowOut(BaseModel):

@@ -4,19 +4,22 @@
 # inside ledger_router() as real objects, not as names to look up in module globals.
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
+from datetime import date
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response, status
 from pydantic import BaseModel
 
 from driftgauge.core.paging import Page
-from driftgauge.ledger.errors import LedgerConflict, RunNotFound
+from driftgauge.ledger.errors import LedgerConflict, LedgerNotFound
 from driftgauge.ledger.models import (
+    Acknowledge,
     Batch,
     BatchOut,
     BreachOut,
     LedgerKeyOut,
     Outcome,
+    Rule,
     RunOpen,
     RunOut,
     Summary,
@@ -134,6 +137,24 @@ def ledger_router(
                 job, active_only=active, limit=paging.limit, offset=paging.offset
             )
 
+    @router.post(
+        "/breaches/{job}/{window_day}/{rule}/acknowledge",
+        response_model=BreachOut,
+        dependencies=write,
+    )
+    async def acknowledge_breach(
+        job: Annotated[
+            str, Path(min_length=1, max_length=100, pattern=r"^[A-Za-z][A-Za-z0-9_.:-]*$")
+        ],
+        window_day: date,
+        rule: Rule,
+        body: Acknowledge,
+        service: Service,
+    ) -> BreachOut:
+        """Acknowledge a breach (who and why): it leaves the open breaches and the alerts."""
+        with _translated():
+            return await service.acknowledge(job, window_day, rule, body)
+
     job_listing(
         "/windows",
         list[WindowOut],
@@ -147,4 +168,4 @@ def ledger_router(
 
 def _translated() -> AbstractContextManager[None]:
     """Map ledger errors to 404 / 409 / 422 responses that name the field."""
-    return answered(RunNotFound, (LedgerConflict,))
+    return answered(LedgerNotFound, (LedgerConflict,))

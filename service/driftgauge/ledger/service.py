@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import KW_ONLY, InitVar, dataclass, field
+from dataclasses import KW_ONLY, InitVar, dataclass, field, replace
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -14,7 +14,16 @@ from driftgauge.core.clock import utc_now
 from driftgauge.core.errors import DriftgaugeError
 from driftgauge.ledger import rules
 from driftgauge.ledger.errors import LedgerInputError
-from driftgauge.ledger.models import Batch, BatchOut, Rule, RunOpen, RunOut, Summary
+from driftgauge.ledger.models import (
+    Acknowledge,
+    Batch,
+    BatchOut,
+    BreachOut,
+    Rule,
+    RunOpen,
+    RunOut,
+    Summary,
+)
 from driftgauge.ledger.store import LedgerStore
 
 log = logging.getLogger("driftgauge.ledger")
@@ -58,6 +67,7 @@ class LedgerService:
     clock: Callable[[], datetime] = utc_now
     on_close: RunClosed | None = None
     jobs: dict[str, JobSettings] = field(init=False)
+    _watched: dict[str, datetime] = field(default_factory=dict, init=False)
 
     def __post_init__(self, checks: Mapping[str, Check]) -> None:
         self.jobs = job_settings(checks)
@@ -72,6 +82,7 @@ class LedgerService:
     async def open_run(self, req: RunOpen) -> tuple[RunOut, bool]:
         """Open a run (or return the one with the same client run id); True when new."""
         job = self._job(req.job)
+        await self._watched_since(job.job, self.clock())
         return await self.store.open_run(
             req, rules.window_day(req.window_start, job.timezone), self.clock()
         )
@@ -109,14 +120,35 @@ class LedgerService:
                     )
         return run
 
+    async def acknowledge(self, job: str, day: date, rule: Rule, ack: Acknowledge) -> BreachOut:
+        """Record who acknowledged a breach and why; it stops counting as open."""
+        out = await self.store.acknowledge(job, day, rule, ack, self.clock())
+        log.warning(
+            "ledger breach acknowledged",
+            extra={"job": job, "window_day": day.isoformat(), "rule": rule, "by": ack.by},
+        )
+        return out
+
+    async def _watched_since(self, job: str, now: datetime) -> datetime:
+        """Return when the ledger began watching the job (recorded once, shared by replicas)."""
+        since = self._watched.get(job)
+        if since is None:
+            since = self._watched[job] = await self.store.watched_since(job, now)
+        return since
+
     async def evaluate_window(self, job: JobSettings, day: date, now: datetime) -> dict[Rule, str]:
         """Judge one window of a job against every rule and record the result.
 
-        A window is judged once it is past its summary deadline or has a closed run.
+        A window is judged once it is past its summary deadline or has a closed run. One
+        that ended before the ledger began watching the job, with no run, breaches nothing:
+        the job may have reported it before there was a ledger to report to.
         """
         end = rules.window_bounds(day, job.timezone)[1]
         due = now >= end + job.ledger.summary_deadline
         facts = await self.store.window_facts(job.job, day, due)
+        if not facts.runs:
+            watched = end > await self._watched_since(job.job, now)
+            facts = replace(facts, watched=watched)
         if not due and not any(r.closed for r in facts.runs):
             # A window still in progress is not judged yet: recording it would make it the
             # job's latest window and hide the verdict of the one before.
@@ -147,6 +179,9 @@ class LedgerService:
         latest: dict[str, date] = {}
         for job in self.jobs.values():
             with survive("ledger_deadlines", "find a job's windows", job=job.job):
+                # Recorded at the first judgement, so a job that never reports breaches
+                # from its first window that ends while the ledger watches.
+                await self._watched_since(job.job, now)
                 due_day = rules.latest_due_day(now, job.timezone, job.ledger.summary_deadline)
                 closed = await self.store.latest_closed_day(job.job)
                 last = max(due_day, closed) if closed is not None else due_day

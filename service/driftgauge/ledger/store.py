@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from driftgauge.ledger.errors import LedgerConflict, RunNotFound
+from driftgauge.ledger.errors import BreachNotFound, LedgerConflict, RunNotFound
 from driftgauge.ledger.models import (
+    Acknowledge,
+    Acknowledgement,
     Batch,
     BreachOut,
     Counts,
@@ -52,6 +54,10 @@ _SNAPSHOT_QUERIES = (
     " WHERE series IN ('ledger_runs', 'ledger_breaches') AND name = ANY($1::text[])",
 )
 _RUN_COLUMNS = ", ".join((*_RUN_FIELDS, "summary"))
+_BREACH_COLUMNS = (
+    "job, window_day, rule, detail, first_seen, last_seen, active,"
+    " acknowledged_at, acknowledged_by, acknowledged_reason"
+)
 
 
 @dataclass(frozen=True)
@@ -335,7 +341,9 @@ class LedgerStore:
                     "INSERT INTO ledger_breaches (job, window_day, rule, detail, first_seen,"
                     " last_seen, active) VALUES ($1, $2, $3, $4, $5, $5, true)"
                     " ON CONFLICT (job, window_day, rule) DO UPDATE SET detail = EXCLUDED.detail,"
-                    " last_seen = EXCLUDED.last_seen, active = true"
+                    # An acknowledged breach stays acknowledged: it is not raised again.
+                    " last_seen = EXCLUDED.last_seen,"
+                    " active = ledger_breaches.acknowledged_at IS NULL"
                     " RETURNING (xmax = 0)",
                     job,
                     day,
@@ -360,8 +368,8 @@ class LedgerStore:
         """Return recorded breaches, newest window first."""
         recs = await self._db.fetch(
             "list ledger breaches",
-            "SELECT job, window_day, rule, detail, first_seen, last_seen, active"
-            " FROM ledger_breaches WHERE ($1::text IS NULL OR job = $1)"
+            f"SELECT {_BREACH_COLUMNS} FROM ledger_breaches"
+            " WHERE ($1::text IS NULL OR job = $1)"
             " AND (active OR NOT $2) ORDER BY window_day DESC, job, rule"
             " LIMIT $3 OFFSET $4",
             job,
@@ -369,7 +377,59 @@ class LedgerStore:
             limit,
             offset,
         )
-        return [BreachOut(**dict(r)) for r in recs]
+        return [_breach_out(r) for r in recs]
+
+    async def acknowledge(
+        self, job: str, day: date, rule: str, ack: Acknowledge, now: datetime
+    ) -> BreachOut:
+        """Record who acknowledged a breach and why; it then no longer counts as open.
+
+        Sending the same acknowledgement again returns it; a different one is a conflict.
+        """
+        async with self._db.transaction("acknowledge a ledger breach") as conn:
+            rec = await conn.fetchrow(
+                f"SELECT {_BREACH_COLUMNS} FROM ledger_breaches"
+                " WHERE job = $1 AND window_day = $2 AND rule = $3 FOR UPDATE",
+                job,
+                day,
+                rule,
+            )
+            if rec is None:
+                raise BreachNotFound(f"no {rule} breach of job {job!r} on {day.isoformat()}")
+            if rec["acknowledged_at"] is not None:
+                if (rec["acknowledged_by"], rec["acknowledged_reason"]) == (ack.by, ack.reason):
+                    return _breach_out(rec)
+                raise LedgerConflict(
+                    f"breach already acknowledged by {rec['acknowledged_by']!r} at"
+                    f" {rec['acknowledged_at'].isoformat()}"
+                )
+            rec = await conn.fetchrow(
+                "UPDATE ledger_breaches SET active = false, acknowledged_at = $4,"
+                " acknowledged_by = $5, acknowledged_reason = $6"
+                " WHERE job = $1 AND window_day = $2 AND rule = $3"
+                f" RETURNING {_BREACH_COLUMNS}",
+                job,
+                day,
+                rule,
+                now,
+                ack.by,
+                ack.reason,
+            )
+            return _breach_out(rec)
+
+    async def watched_since(self, job: str, now: datetime) -> datetime:
+        """Return when the ledger began watching the job, recording `now` the first time."""
+        async with self._db.transaction("record when a job is first watched") as conn:
+            await conn.execute(
+                "INSERT INTO ledger_jobs (job, watched_since) VALUES ($1, $2)"
+                " ON CONFLICT (job) DO NOTHING",
+                job,
+                now,
+            )
+            since: datetime = await conn.fetchval(
+                "SELECT watched_since FROM ledger_jobs WHERE job = $1", job
+            )
+            return since
 
     async def windows(self, job: str | None, limit: int = 30, offset: int = 0) -> list[WindowOut]:
         """Return evaluated windows, newest first, with the rules each breaches now."""
@@ -453,6 +513,18 @@ class LedgerStore:
             last_summary=last,
             runs=closed,
         )
+
+
+def _breach_out(rec: Any) -> BreachOut:
+    ack = (
+        Acknowledgement(
+            by=rec["acknowledged_by"], reason=rec["acknowledged_reason"], at=rec["acknowledged_at"]
+        )
+        if rec["acknowledged_at"] is not None
+        else None
+    )
+    fields = ("job", "window_day", "rule", "detail", "first_seen", "last_seen", "active")
+    return BreachOut(**{f: rec[f] for f in fields}, acknowledged=ack)
 
 
 def _run_out(rec: Any, outcomes: list[Any], batches: int) -> RunOut:
