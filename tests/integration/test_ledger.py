@@ -268,7 +268,9 @@ async def test_a_window_before_the_first_watch_never_breaches(ledger: Ledger) ->
             await report_window(ledger, now - timedelta(days=1, hours=2))
         await ledger.service.evaluate_all(now)
         v = await ledger.scrape()
-        open_windows.append(v("driftgauge_ledger_breach_windows", {**JOB, "rule": "missing_summary"}))
+        open_windows.append(
+            v("driftgauge_ledger_breach_windows", {**JOB, "rule": "missing_summary"})
+        )
     assert set(open_windows) == {0}
     assert await ledger.service.store.breaches("review-sync") == []
     judged = {w["window_day"] for w in (await ledger.http.get("/api/v1/ledger/windows")).json()}

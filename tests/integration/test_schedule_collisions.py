@@ -11,8 +11,8 @@ import pytest
 from driftgauge.config.runtime import Config
 from driftgauge.configfile.loader import load_text
 from driftgauge.jobs.adapters import AdapterPool
-from driftgauge.jobs.recurring import tick_jobs
-from driftgauge.jobs.runtime import JobRuntime
+from driftgauge.jobs.recurring import canary_jobs, tick_jobs
+from driftgauge.jobs.runtime import Job, JobRuntime
 from driftgauge.jobs.schedule import job_specs
 from driftgauge.jobs.schedule_metrics import schedule_part
 from driftgauge.jobs.ticks import TickRunner
@@ -82,13 +82,17 @@ def _sides(reader: MemoryAdapter | None = None) -> dict[tuple[str, str], MemoryA
     }
 
 
-def _replica(config: Config, store: StateStore, clock: Clock, sides: dict) -> JobRuntime:  # type: ignore[type-arg]
+def _runner(config: Config, store: StateStore, clock: Clock, sides: dict) -> TickRunner:  # type: ignore[type-arg]
     runner = TickRunner(
         config.checks, store, AdapterPool(config.checks, memory_opener(sides)), clock=clock
     )
     runner.busy_poll = 0.02
+    return runner
+
+
+def _replica(config: Config, store: StateStore, clock: Clock, sides: dict) -> JobRuntime:  # type: ignore[type-arg]
     runtime = JobRuntime(clock)
-    runtime.add(*tick_jobs(job_specs(config.checks), runner.tick))
+    runtime.add(*tick_jobs(job_specs(config.checks), _runner(config, store, clock, sides).tick))
     return runtime
 
 
@@ -114,17 +118,28 @@ async def test_eight_nightly_full_passes_run_in_eight_days_on_two_replicas(
 
 
 async def _full_pass_under_way(
-    config: Config, store: StateStore
+    config: Config, store: StateStore, *extra: Job
 ) -> tuple[asyncio.Event, Clock, JobRuntime, asyncio.Task[str]]:
     """Start the 03:00 full pass on a reader that holds its wide query until the gate opens."""
+    gate, clock, runtime, _ = _gated(config, store)
+    runtime.add(*extra)
+    nightly = asyncio.create_task(runtime.fire("reviews:full"))
+    await asyncio.sleep(0.2)
+    return gate, clock, runtime, nightly
+
+
+def _gated(
+    config: Config, store: StateStore
+) -> tuple[asyncio.Event, Clock, JobRuntime, TickRunner]:
+    """Return a replica at 03:00 whose full-window reads wait for the gate, and its runner."""
     gate = asyncio.Event()
     sides = _sides()
     sides[("dst", "reviews")] = Gated(sides[("dst", "reviews")].rows, gate)
     clock = Clock(START + timedelta(hours=3))
-    runtime = _replica(config, store, clock, sides)
-    nightly = asyncio.create_task(runtime.fire("reviews:full"))
-    await asyncio.sleep(0.2)
-    return gate, clock, runtime, nightly
+    runner = _runner(config, store, clock, sides)
+    runtime = JobRuntime(clock)
+    runtime.add(*tick_jobs(job_specs(config.checks), runner.tick))
+    return gate, clock, runtime, runner
 
 
 async def test_a_full_pass_longer_than_the_recent_period_delays_recent_ticks_not_drops(
@@ -178,3 +193,94 @@ async def test_a_full_pass_that_never_begins_shows_as_missed_ticks_in_metrics(
         {"check": "reviews", "trigger": "full"},
     )
     assert started == clock.now.timestamp()
+
+
+LEDGER_WINDOW = (START - timedelta(days=1), START)
+
+
+async def test_a_ledger_reconcile_behind_a_full_pass_runs_right_after_it(
+    config: Config, stores: list[StateStore]
+) -> None:
+    gate, _, runtime, runner = _gated(config, stores[0])
+    nightly = asyncio.create_task(runtime.fire("reviews:full"))
+    await asyncio.sleep(0.2)
+    ledger = asyncio.create_task(runner.run_after("reviews", *LEDGER_WINDOW))
+    await asyncio.sleep(0.2)
+    assert not ledger.done()  # it waits for the full pass: never dropped as busy
+    gate.set()
+    async with asyncio.timeout(30):
+        assert (await nightly, await ledger) == ("ran:ok", "ran:ok")
+    runs = await stores[0].runs("reviews")
+    assert sorted(r.trigger for r in runs) == ["full", "ledger"]
+    ledger_run = next(r for r in runs if r.trigger == "ledger")
+    full_run = next(r for r in runs if r.trigger == "full")
+    assert ledger_run.id > full_run.id  # begun once the full pass was over
+
+
+async def test_a_ledger_reconcile_waits_for_another_replicas_full_pass(
+    config: Config, stores: list[StateStore]
+) -> None:
+    gate, _, _, nightly = await _full_pass_under_way(config, stores[0])
+    other = _runner(config, stores[1], Clock(START + timedelta(hours=3)), _sides())
+    ledger = asyncio.create_task(other.run_after("reviews", *LEDGER_WINDOW))
+    await asyncio.sleep(0.3)
+    assert not ledger.done()  # polling the other replica's lock
+    gate.set()
+    async with asyncio.timeout(30):
+        assert (await nightly, await ledger) == ("ran:ok", "ran:ok")
+    runs = await stores[0].runs("reviews")
+    assert sorted((r.trigger, r.replica) for r in runs) == [
+        ("full", "replica-0"),
+        ("ledger", "replica-1"),
+    ]
+
+
+async def test_a_ledger_reconcile_and_a_recent_tick_at_one_instant_both_run(
+    config: Config, stores: list[StateStore]
+) -> None:
+    clock = Clock(START + timedelta(hours=5))
+    runner = _runner(config, stores[0], clock, _sides())
+    runtime = JobRuntime(clock)
+    runtime.add(*tick_jobs(job_specs(config.checks), runner.tick))
+    async with asyncio.timeout(30):
+        got = await asyncio.gather(
+            runtime.fire("reviews:recent"), runner.run_after("reviews", *LEDGER_WINDOW)
+        )
+    assert list(got) == ["ran:ok", "ran:ok"]
+    assert sorted(r.trigger for r in await stores[0].runs("reviews")) == ["ledger", "recent"]
+
+
+class CanaryCalls:
+    """Stands in for the canary service: records each scheduled canary, writes nothing."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    async def scheduled(self, name: str) -> None:
+        self.calls.append(name)
+
+
+async def test_a_canary_due_with_the_full_pass_runs_beside_it(
+    config: Config, stores: list[StateStore]
+) -> None:
+    raw = CONFIG.replace("<DSN>", "postgresql://unused@127.0.0.1:1/x").replace("<SCHEMA>", "unused")
+    raw = raw.replace(
+        "    settle: 2h\n", '    settle: 2h\n    canary: {store: dst, cron: "0 3 * * *"}\n'
+    ).replace(
+        "time: completed_at}\n    fields",
+        "time: completed_at,\n"
+        "      filter: {bool: {must_not: [{exists: {field: driftgauge_canary}}]}}}\n    fields",
+    )
+    canaried = load_text(raw)
+    assert canaried.checks["reviews"].canary is not None
+    canary = CanaryCalls()
+    jobs = canary_jobs(canaried.checks, canary)  # type: ignore[arg-type]
+    gate, _, runtime, nightly = await _full_pass_under_way(config, stores[0], *jobs)
+    async with asyncio.timeout(10):
+        # The canary checks the write path, not the check's buckets: it takes no check
+        # lock and runs while the full pass holds the check.
+        assert await runtime.fire("reviews:canary") == "ran"
+    assert canary.calls == ["reviews"] and not nightly.done()
+    gate.set()
+    async with asyncio.timeout(30):
+        assert await nightly == "ran:ok"
