@@ -31,10 +31,10 @@ from driftgauge.ledger.hooks import ReconcileOnClose
 from driftgauge.ledger.router import ledger_router
 from driftgauge.ledger.service import LedgerService, exclusion_source
 from driftgauge.ledger.store import LedgerStore
+from driftgauge.pg.pools import open_pool
 from driftgauge.state.store import StateStore
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
-from driftgauge.stores.postgres.io import open_pool
 from faults import checks as bench_checks
 from faults.faults import Fault, JobPlan
 from faults.syncjob import JobReport, SyncJob

@@ -19,10 +19,10 @@ from driftgauge.core.errors import (
     StoreTimeout,
     StoreUnavailable,
 )
+from driftgauge.pg import calls, errors
 from driftgauge.stores import registry
 from driftgauge.stores.opensearch import retry
 from driftgauge.stores.opensearch.client import translate_error
-from driftgauge.stores.postgres import io
 from driftgauge.stores.postgres.adapter import PostgresAdapter
 from tests.integration.conftest import make_view, pg_store
 
@@ -61,10 +61,10 @@ BUGS = [
 def test_each_postgres_driver_error_maps(exc: BaseException, mapped: type[StoreError]) -> None:
     got = registry.kind_of("postgres").error_map("pg", "read", exc)
     assert type(got) is mapped and str(got).startswith("pg: read")
-    with pytest.raises(mapped) as raised, io.store_errors("pg", "read"):
+    with pytest.raises(mapped) as raised, errors.store_errors("pg", "read"):
         raise exc
     assert raised.value.__cause__ is exc
-    assert isinstance(io.state_error("read", exc, 1.0), StateError)
+    assert isinstance(errors.state_error("read", exc, 1.0), StateError)
 
 
 @pytest.mark.parametrize(("exc", "mapped"), OS_MAPPED, ids=lambda v: type(v).__name__)
@@ -82,7 +82,7 @@ def test_an_unmapped_exception_maps_to_nothing_and_propagates(bug: BaseException
             assert raised is bug, kind.name  # re-raised as itself
         else:
             assert mapped is None, kind.name
-    with pytest.raises(type(bug)), io.store_errors("pg", "read"):
+    with pytest.raises(type(bug)), errors.store_errors("pg", "read"):
         raise bug
 
 
@@ -156,7 +156,7 @@ async def test_state_calls_map_driver_errors_and_let_bugs_through(
     exc: BaseException, mapped: type[BaseException]
 ) -> None:
     with pytest.raises(mapped):
-        async with io.PgCalls(StatePool(), 1.0).conn("read"):
+        async with calls.PgCalls(StatePool(), 1.0).conn("read"):
             raise exc
 
 

@@ -162,7 +162,11 @@ async def _open_runtime(
 ) -> AsyncIterator[Runtime]:
     start_scheduler, opener, clock = options.start_scheduler, options.opener, options.clock
     state = await StateStore.open(
-        config.state, deadline=options.state_deadline, pool_max=max(4, len(config.checks) + 2)
+        # One pool for the state database: the runs, and the audit's ledger, canary and
+        # signals stores beside them.
+        config.state,
+        deadline=options.state_deadline,
+        pool_max=max(6, len(config.checks) + 4),
     )
     adapters = AdapterPool(config.checks, opener)
     snapshots = SnapshotCache(state, config.checks, clock)
@@ -199,6 +203,7 @@ async def _open_runtime(
                 jobs=jobs if start_scheduler else None,
                 every=refresh,
                 connections=adapters.stores.connection,
+                pool=state.calls.pool,
             )
         )
         ticks.exclusions = exclusion_source(audit.ledger.store)

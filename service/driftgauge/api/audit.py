@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
+from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request, status
 from prometheus_client.core import Metric
@@ -36,11 +37,11 @@ from driftgauge.ledger.metrics import LedgerMetrics
 from driftgauge.ledger.router import ledger_router
 from driftgauge.ledger.service import LedgerService
 from driftgauge.ledger.store import LedgerStore
+from driftgauge.pg.pools import open_pool
 from driftgauge.signals.metrics import SignalsMetrics
 from driftgauge.signals.router import signals_router
 from driftgauge.signals.service import SignalsService, SourceGetter
 from driftgauge.signals.store import SignalsStore
-from driftgauge.stores.postgres.io import open_pool
 
 log = logging.getLogger("driftgauge.audit")
 
@@ -124,6 +125,7 @@ async def open_audit(
     every: float = 60.0,
     deadline: float = 10.0,
     connections: Connections | None = None,
+    pool: Any | None = None,
 ) -> AsyncIterator[Audit]:
     """Open the audit on the state database; with `jobs`, schedule its jobs there.
 
@@ -133,7 +135,11 @@ async def open_audit(
     sharing the state database run each canary, measurement and ledger judgement once per
     scheduled time; the audit job judges and reloads every `every` seconds.
     """
-    pool = await open_pool(config.state, deadline=deadline)
+    # The service passes the state store's pool (one pool per database); alone (the CLI,
+    # tests) the audit opens and closes its own.
+    owned = pool is None
+    if pool is None:
+        pool = await open_pool(config.state, deadline=deadline)
     ledger_store, canary_store = LedgerStore(pool, deadline), CanaryStore(pool, deadline)
     signals_store = SignalsStore(pool, deadline)
     hook = ReconcileOnClose(config.checks, reconcile, clock=clock)
@@ -182,7 +188,8 @@ async def open_audit(
         if jobs is not None:
             for job_id in added + [p.job_id for p in hook.pending]:
                 jobs.remove(job_id)
-        try:
-            await asyncio.wait_for(pool.close(), deadline)
-        except TimeoutError:
-            pool.terminate()
+        if owned:
+            try:
+                await asyncio.wait_for(pool.close(), deadline)
+            except TimeoutError:
+                pool.terminate()

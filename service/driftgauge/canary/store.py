@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from driftgauge.canary.probe import CanaryResult
-from driftgauge.stores.postgres.io import PgCalls
+from driftgauge.pg.calls import PgCalls
 
 
 @dataclass(frozen=True)

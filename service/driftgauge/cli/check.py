@@ -176,8 +176,8 @@ async def _stored_run(
     from driftgauge.jobs.runner import run_check
     from driftgauge.ledger.service import exclusion_source
     from driftgauge.ledger.store import LedgerStore
+    from driftgauge.pg.pools import open_pool
     from driftgauge.state.store import StateStore
-    from driftgauge.stores.postgres.io import open_pool
 
     state = await StateStore.open(config.state)
     pool = await open_pool(config.state, deadline=10.0) if check.ledger is not None else None

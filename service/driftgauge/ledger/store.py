@@ -23,7 +23,7 @@ from driftgauge.ledger.models import (
     WindowOut,
 )
 from driftgauge.ledger.rules import RunFacts, WindowFacts
-from driftgauge.stores.postgres.io import PgCalls
+from driftgauge.pg.calls import PgCalls
 
 # The run columns a RunOut shows as they are stored; the summary and tallies are decoded.
 _RUN_FIELDS = (

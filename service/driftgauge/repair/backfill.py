@@ -9,6 +9,7 @@ from typing import Any
 
 from driftgauge.config.runtime import Check
 from driftgauge.core.paging import Page
+from driftgauge.pg.calls import PgCalls
 from driftgauge.repair import announce, partitions
 from driftgauge.repair.errors import NotFound, Refused, RepairInputError
 from driftgauge.repair.models import PlanIn
@@ -17,7 +18,6 @@ from driftgauge.repair.parts import CheckParts, Sides
 from driftgauge.repair.plan import Plan, drifting_targets, readers_of
 from driftgauge.repair.readlog import ReadLog
 from driftgauge.repair.watermarks import Watermarks
-from driftgauge.stores.postgres.io import PgCalls
 
 ORDER = ("planned", "announced", "running", "verified", "replayed", "closed")
 NEXT_STEP = {

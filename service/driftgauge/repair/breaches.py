@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any, Literal, get_args
 
 from driftgauge.core.paging import Page
-from driftgauge.stores.postgres.io import PgCalls
+from driftgauge.pg.calls import PgCalls
 
 BreachKind = Literal["watermark_moved_back", "watermark_stalled", "silent_change", "rerun_appended"]
 KINDS: tuple[BreachKind, ...] = get_args(BreachKind)

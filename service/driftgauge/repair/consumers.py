@@ -6,9 +6,9 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from driftgauge.pg.calls import PgCalls
 from driftgauge.repair.errors import NotFound, RepairInputError
 from driftgauge.repair.models import ConsumerIn
-from driftgauge.stores.postgres.io import PgCalls
 
 
 def consumer_row(r: Any) -> dict[str, Any]:

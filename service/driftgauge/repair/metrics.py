@@ -11,9 +11,9 @@ from typing import Any
 from prometheus_client.core import Metric
 
 from driftgauge.metrics.families import Families
+from driftgauge.pg.calls import PgCalls
 from driftgauge.repair.backfill import ORDER
 from driftgauge.repair.breaches import KINDS
-from driftgauge.stores.postgres.io import PgCalls
 
 
 @dataclass

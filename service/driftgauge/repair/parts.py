@@ -6,9 +6,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 
 from driftgauge.config.runtime import Check
+from driftgauge.pg.calls import PgCalls
 from driftgauge.repair.errors import RepairInputError
 from driftgauge.stores.base import StoreAdapter
-from driftgauge.stores.postgres.io import PgCalls
 
 Sides = Callable[[str], Awaitable[tuple[StoreAdapter, StoreAdapter]]]
 """Return a check's (source, reader) adapters."""

@@ -8,9 +8,9 @@ from datetime import datetime
 from typing import Any
 
 from driftgauge.core.paging import Page
+from driftgauge.pg.calls import PgCalls
 from driftgauge.repair.errors import NotFound, RepairInputError
 from driftgauge.repair.partitions import Partition, Snapshot
-from driftgauge.stores.postgres.io import PgCalls
 
 Capture = Callable[[str, Sequence[Partition]], Awaitable[dict[datetime, Snapshot] | None]]
 """Return what each partition of a check holds now, or None when it cannot be seen."""

@@ -10,6 +10,7 @@ from typing import Any
 
 from driftgauge.config.runtime import Check
 from driftgauge.core.errors import StateError, StoreError
+from driftgauge.pg.calls import PgCalls
 from driftgauge.repair import partitions
 from driftgauge.repair.backfill import Backfills
 from driftgauge.repair.breaches import Breaches
@@ -22,7 +23,6 @@ from driftgauge.repair.probes import RerunProbe
 from driftgauge.repair.readlog import ReadLog
 from driftgauge.repair.replay import CommandRunner, Replays
 from driftgauge.repair.watermarks import Watermarks
-from driftgauge.stores.postgres.io import PgCalls
 
 log = logging.getLogger("driftgauge.repair")
 

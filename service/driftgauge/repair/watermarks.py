@@ -6,10 +6,10 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
+from driftgauge.pg.calls import PgCalls
 from driftgauge.repair import breaches
 from driftgauge.repair.errors import NotFound, RepairInputError
 from driftgauge.repair.models import WatermarkMove
-from driftgauge.stores.postgres.io import PgCalls
 
 OPEN_STATUSES = ("announced", "running", "verified", "replayed")
 """A backfill in one of these may move its pipeline's watermark back without a breach."""

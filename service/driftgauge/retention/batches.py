@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from driftgauge.stores.postgres.io import PgCalls
+from driftgauge.pg.calls import PgCalls
 
 BATCH = 5000
 """Rows per statement: small enough that no delete holds its locks for long."""

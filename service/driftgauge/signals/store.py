@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
+from driftgauge.pg.calls import PgCalls
 from driftgauge.signals.vocabulary import VocabularyResult
 from driftgauge.signals.volume import VolumeDay, VolumeStatus
-from driftgauge.stores.postgres.io import PgCalls
 
 SAMPLE_VALUES = 100
 # The vocabulary and volume metrics' reads, each over the checks ($1).

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
 
-from driftgauge.stores.postgres.io import PgCalls
+from driftgauge.pg.calls import PgCalls
 
 JobLock = Callable[[str], AbstractAsyncContextManager[bool]]
 """Hold a named job's lock across replicas; yield False if another replica holds it."""

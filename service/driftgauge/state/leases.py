@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from driftgauge.stores.postgres.io import PgCalls
+from driftgauge.pg.calls import PgCalls
 
 # Runs begun before leases existed have no heartbeat; they expire only after this long.
 LEGACY_EXPIRY = timedelta(hours=6)

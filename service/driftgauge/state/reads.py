@@ -10,10 +10,10 @@ from zoneinfo import ZoneInfo
 
 from driftgauge.core.paging import Page
 from driftgauge.engine.result import Node
+from driftgauge.pg.calls import PgCalls
 from driftgauge.state import codec
 from driftgauge.state.codec import StoredBucket, StoredKey
 from driftgauge.state.payloads import RunOut
-from driftgauge.stores.postgres.io import PgCalls
 
 _BUCKET_SELECT = (
     "SELECT DISTINCT ON (b.day) b.*, r.finished_at FROM buckets b"

@@ -14,11 +14,11 @@ from typing import Any
 from driftgauge.config.runtime import State
 from driftgauge.core.errors import StateError
 from driftgauge.engine.result import RunResult
+from driftgauge.pg import calls, errors, pools
 from driftgauge.state import codec, migrate
 from driftgauge.state.claims import JobClaims
 from driftgauge.state.leases import RunLeases
 from driftgauge.state.reads import Reads
-from driftgauge.stores.postgres import io
 
 KeyHasher = Callable[[str], str | None]
 
@@ -50,7 +50,7 @@ class StateStore(Reads):
         `deadline` bounds every call in seconds (migrations get a few times longer).
         """
         timeout = deadline
-        pool = await io.open_pool(
+        pool = await pools.open_pool(
             state, deadline=timeout, pool_max=pool_max, application="driftgauge"
         )
         store = cls(
@@ -266,10 +266,10 @@ class StateStore(Reads):
     async def _session_lock(self, key: int, what: str) -> AsyncIterator[bool]:
         try:
             async with asyncio.timeout(self._timeout):
-                conn = await io.session(self._dsn, self._timeout, "driftgauge-lock")
+                conn = await calls.session(self._dsn, self._timeout, "driftgauge-lock")
                 got = bool(await conn.fetchval("SELECT pg_try_advisory_lock($1)", key))
-        except io.DRIVER_ERRORS as exc:
-            raise io.state_error(f"take {what}", exc, self._timeout) from None
+        except errors.DRIVER_ERRORS as exc:
+            raise errors.state_error(f"take {what}", exc, self._timeout) from None
         try:
             yield got
         finally:
@@ -277,7 +277,7 @@ class StateStore(Reads):
             try:
                 if got:
                     await conn.execute("SELECT pg_advisory_unlock($1)", key, timeout=self._timeout)
-            except io.DRIVER_ERRORS:
+            except errors.DRIVER_ERRORS:
                 pass
             finally:
-                await io.close_session(conn, self._timeout)
+                await calls.close_session(conn, self._timeout)

@@ -9,8 +9,11 @@ from typing import Any
 
 from driftgauge.encoding import iblt
 from driftgauge.encoding.digest import MASK64
+from driftgauge.pg.calls import pooled
+from driftgauge.pg.errors import store_errors
+from driftgauge.pg.pools import close_pool
 from driftgauge.stores.base import BucketDigest, DigestPass, Granularity
-from driftgauge.stores.postgres import io, preflight
+from driftgauge.stores.postgres import preflight
 from driftgauge.stores.postgres.dialect import POSTGRES
 from driftgauge.stores.postgres.settings import PostgresStore
 from driftgauge.stores.preflight import FieldSchema
@@ -39,14 +42,14 @@ class PostgresAdapter(DialectAdapter):
 
     async def inspect_fields(self) -> list[FieldSchema]:
         """Return the type of each configured column (the preflight's view of this side)."""
-        with io.store_errors(self.store.name, self._where("check the columns")):
-            async with io.pooled(self._pool, self.store.timeout) as conn:
+        with store_errors(self.store.name, self._where("check the columns")):
+            async with pooled(self._pool, self.store.timeout) as conn:
                 return await preflight.describe(conn, self.view)
 
     async def close(self) -> None:
         """Close the pool, unless the store's other views share it."""
         if self._owns_pool:
-            await io.close_pool(self._pool, self.store.timeout)
+            await close_pool(self._pool, self.store.timeout)
 
     def _day_args(self, start: datetime, end: datetime) -> tuple[Any, ...]:
         return "day", self.view.timezone.key
@@ -127,9 +130,9 @@ class PostgresAdapter(DialectAdapter):
     @asynccontextmanager
     async def _snapshot(self, what: str) -> AsyncIterator[Any]:
         """Yield a connection in a read-only snapshot: its queries see one state of the data."""
-        with io.store_errors(self.store.name, self._where(what)):
+        with store_errors(self.store.name, self._where(what)):
             async with (
-                io.pooled(self._pool, self.store.timeout) as conn,
+                pooled(self._pool, self.store.timeout) as conn,
                 conn.transaction(readonly=True, isolation="repeatable_read"),
             ):
                 yield conn
@@ -154,14 +157,14 @@ class PostgresAdapter(DialectAdapter):
 
     async def query_key(self, query: str, start: datetime, end: datetime) -> str | None:
         """Return the first value of the operator's key query ($1, $2 = start, end)."""
-        with io.store_errors(self.store.name, "pick a canary key"):
-            async with io.pooled(self._pool, self.store.timeout) as conn:
+        with store_errors(self.store.name, "pick a canary key"):
+            async with pooled(self._pool, self.store.timeout) as conn:
                 value = await conn.fetchval(query, start, end, timeout=self.store.timeout)
         return None if value is None else str(value)
 
     async def _fetch(self, what: str, sql: str, *args: Any) -> list[Any]:
-        with io.store_errors(self.store.name, self._where(what)):
-            async with io.pooled(self._pool, self.store.timeout) as conn:
+        with store_errors(self.store.name, self._where(what)):
+            async with pooled(self._pool, self.store.timeout) as conn:
                 return list(await conn.fetch(sql, *args, timeout=self.store.timeout))
 
 

@@ -1,0 +1,1 @@
+"""The project's own PostgreSQL layer: driver errors mapped to ours, calls, pools."""
