@@ -303,6 +303,41 @@ CASES = [
     Case("stores.pg.pool_max", 0, "stores.pg.pool_max: Input should be greater than or equal"),
     Case("stores.pg.pool_max", 101, "stores.pg.pool_max: Input should be less than or equal"),
     Case("stores.pg.pool_max", True, "stores.pg.pool_max: Input should be a valid integer"),
+    Case(
+        "stores.pg.max_concurrent_queries",
+        0,
+        "stores.pg.max_concurrent_queries: Input should be greater than or equal",
+    ),
+    Case(
+        "stores.pg.max_concurrent_queries",
+        1001,
+        "stores.pg.max_concurrent_queries: Input should be less than or equal",
+    ),
+    Case(
+        "stores.os.max_concurrent_queries",
+        True,
+        "stores.os.max_concurrent_queries: Input should be a valid integer",
+    ),
+    Case(
+        "stores.my.max_concurrent_queries",
+        -1,
+        "stores.my.max_concurrent_queries: Input should be greater than or equal",
+    ),
+    Case(
+        "stores.es.max_concurrent_queries",
+        0,
+        "stores.es.max_concurrent_queries: Input should be greater than or equal",
+    ),
+    Case(
+        "stores.duck.max_concurrent_queries",
+        "four",
+        "stores.duck.max_concurrent_queries: Input should be a valid integer",
+    ),
+    Case(
+        "stores.api.max_concurrent_queries",
+        0,
+        "stores.api.max_concurrent_queries: Input should be greater than or equal",
+    ),
     Case("stores.os.kind", "elastic", "stores.os: Input tag 'elastic' found using 'kind'"),
     Case("stores.my.kind", "mysql", "stores.my: Input tag 'mysql' found using 'kind'"),
     Case("stores.my.dsn", "postgresql://u@h/x", "stores.my.dsn: must be a mysql://user:"),

@@ -104,6 +104,12 @@ ROWS_SCANNED = Counts()
 on a store, so a check that grows into a load incident shows before it becomes one."""
 
 
+SLOT_WAITS = Histogram(QUERY_BUCKETS)
+"""How long store calls waited for one of their store's query slots, by (store,)."""
+SLOT_WAITING = Counts()
+"""Store calls waiting for a query slot right now, by (store,) (goes up and down)."""
+
+
 def error_kind(exc: StoreError) -> str:
     """Return the ERROR_KINDS entry for a store error."""
     if isinstance(exc, StoreTimeout):

@@ -23,6 +23,7 @@ from driftgauge.core.errors import (
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.metrics.collector import build_registry
 from driftgauge.metrics.own import own_part
+from driftgauge.slots import store_slot
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import MemoryAdapter
 
@@ -134,6 +135,12 @@ def test_exposition_matches_the_documented_stores_and_run_durations_sections() -
     observe.run_finished("c", "recent", 2.0)
     with observe.store_call("warehouse", "digests"):
         pass
+
+    async def take_a_slot() -> None:
+        async with store_slot("warehouse", 1):
+            pass
+
+    asyncio.run(take_a_slot())
     text = generate_latest(build_registry([own_part(["warehouse", "search"])])).decode()
     seen = {}
     for fam in text_string_to_metric_families(text):

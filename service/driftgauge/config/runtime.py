@@ -35,6 +35,11 @@ class Store(Protocol):
         """Seconds any one call to the store may take."""
         ...
 
+    @property
+    def max_concurrent_queries(self) -> int | None:
+        """At most this many queries at once on the store in one replica; None: no limit."""
+        ...
+
 
 @dataclass(frozen=True)
 class Field:

@@ -224,7 +224,10 @@ def build(
     problems: list[str] = []
     stores: dict[str, Store] = {}
     for name, sm in parsed.stores.items():
-        stores[name] = registry.kind_of(sm.kind).build(name, sm, problems)
+        built = registry.kind_of(sm.kind).build(name, sm, problems)
+        if sm.max_concurrent_queries is not None:
+            built = replace(built, max_concurrent_queries=sm.max_concurrent_queries)  # type: ignore[type-var]
+        stores[name] = built
     broken = (known_stores or set()) - set(stores)
     state = State(
         Secret(parsed.state.dsn),

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TypeVar
@@ -13,6 +13,7 @@ from driftgauge import observe
 from driftgauge.config.runtime import Check
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.engine.tasks import all_or_none
+from driftgauge.slots import store_slot
 from driftgauge.stores.base import (
     BucketDigest,
     DigestFirstPass,
@@ -33,10 +34,12 @@ T = TypeVar("T")
 class Counted:
     """Wrap an adapter to count round trips and fetched rows for the run's report and /metrics."""
 
-    def __init__(self, inner: StoreAdapter, store: str) -> None:
+    def __init__(self, inner: StoreAdapter, store: str, max_queries: int | None = None) -> None:
         self.inner = inner
         self.store = store
         """The configured store's name, for the process's store-call metrics."""
+        self.max_queries = max_queries
+        """The store's query slots in this replica (None: no limit); see driftgauge.slots."""
         self.queries = 0
         self.rows = 0
         self.scanned = 0
@@ -44,14 +47,19 @@ class Counted:
         self.seconds = 0.0
         """Time spent waiting on this store, summed over concurrent calls."""
 
-    @contextmanager
-    def _timed(self, operation: str) -> Iterator[None]:
-        """Count one call, add its wait to `seconds` and record it for /metrics."""
+    @asynccontextmanager
+    async def _timed(self, operation: str) -> AsyncIterator[None]:
+        """Count one call, add its wait to `seconds` and record it for /metrics.
+
+        The call first takes one of its store's query slots; the time waiting for it is
+        the run's (in `seconds`), not the store's (not in the store-call histogram).
+        """
         self.queries += 1
         t0 = time.perf_counter()
         try:
-            with observe.store_call(self.store, operation):
-                yield
+            async with store_slot(self.store, self.max_queries):
+                with observe.store_call(self.store, operation):
+                    yield
         finally:
             self.seconds += time.perf_counter() - t0
 
@@ -63,7 +71,7 @@ class Counted:
     async def buckets(
         self, start: datetime, end: datetime, granularity: Granularity
     ) -> list[BucketDigest]:
-        with self._timed("digests"):
+        async with self._timed("digests"):
             out = await self.inner.bucket_digests(start, end, granularity)
         self._scan("digests", _rows_in(out))
         return out
@@ -72,7 +80,7 @@ class Counted:
         self, start: datetime, end: datetime, with_slots: bool
     ) -> tuple[FirstPass, bool]:
         """Return the day buckets, with their slots when asked and the store can."""
-        with self._timed("digests"):
+        async with self._timed("digests"):
             if with_slots and isinstance(self.inner, SlotFirstPass):
                 got = await self.inner.day_and_slot_digests(start, end, FIRST_PASS_SLOT), True
             else:
@@ -84,7 +92,7 @@ class Counted:
     async def digest_pass(self, start: datetime, end: datetime, width: int) -> DigestPass:
         """Return the day buckets and their difference digests."""
         assert isinstance(self.inner, DigestFirstPass)
-        with self._timed("digests"):
+        async with self._timed("digests"):
             got = await self.inner.day_and_cell_digests(start, end, width)
         # The digests come from the same scan as the days: their rows count once.
         self._scan("digests", _rows_in(got.days))
@@ -93,13 +101,13 @@ class Counted:
     async def prefixes(
         self, start: datetime, end: datetime, depth: int, within: Sequence[str] | None
     ) -> dict[str, Aggregate]:
-        with self._timed("prefixes"):
+        async with self._timed("prefixes"):
             out = await self.inner.prefix_digests(start, end, depth, within)
         self._scan("prefixes", sum(a.count for a in out.values()))
         return out
 
     async def slots(self, start: datetime, end: datetime, seconds: int) -> list[BucketDigest]:
-        with self._timed("slots"):
+        async with self._timed("slots"):
             # Only asked of days where no key repeats: keys need not be counted again.
             out = await self.inner.slot_digests(start, end, seconds, distinct=False)
         self._scan("slots", _rows_in(out))
@@ -115,7 +123,7 @@ class Counted:
     ) -> None:
         """Hand each row of [start, end) (within key-hash prefixes or time sub-ranges) to `sink`."""
         got = 0
-        with self._timed("rows"):
+        async with self._timed("rows"):
             rows = (
                 self.inner.iter_rows(start, end, prefixes)
                 if ranges is None
@@ -146,8 +154,8 @@ class Sides:
         """Return the check's two adapters, counted under their configured stores' names."""
         return cls(
             check,
-            Counted(source, check.source.store.name),
-            Counted(reader, check.reader.store.name),
+            Counted(source, check.source.store.name, check.source.store.max_concurrent_queries),
+            Counted(reader, check.reader.store.name, check.reader.store.max_concurrent_queries),
         )
 
     async def both(self, fn: Callable[[Counted], Awaitable[T]]) -> tuple[T, T]:

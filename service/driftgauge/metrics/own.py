@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 
 from driftgauge import observe
 from driftgauge.metrics.collector import CollectorPart
@@ -70,6 +75,20 @@ def own_part(stores: Sequence[str]) -> CollectorPart:
             ["store", "operation"],
             observe.STORE_QUERIES,
         )
+        yield _histogram(
+            "driftgauge_store_slot_wait_seconds",
+            "Time store calls of this process waited for one of their store's query slots.",
+            ["store"],
+            observe.SLOT_WAITS,
+        )
+        waiting = GaugeMetricFamily(
+            "driftgauge_store_queries_waiting",
+            "Store calls of this process waiting for a query slot now.",
+            labels=["store"],
+        )
+        for (store,), n in sorted(observe.SLOT_WAITING.snapshot().items()):
+            waiting.add_metric([store], n)
+        yield waiting
         for name, doc, labels, values, counts in STORE_COUNTERS:
             always: set[tuple[str, ...]] = {(store, v) for store in stores for v in values}
             yield _counter(name, doc, labels, always, counts)

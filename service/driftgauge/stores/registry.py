@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from driftgauge.config.runtime import Store, View
 from driftgauge.config.secrets import Secret
 from driftgauge.config.values import Strict
@@ -48,6 +50,16 @@ class StoreModel(Strict):
     """What every `stores.NAME` model has: its kind, narrowed to a Literal by each kind."""
 
     kind: str
+    max_concurrent_queries: int | None = Field(
+        None,
+        ge=1,
+        le=1000,
+        description=(
+            "At most this many queries at once on this store, over every check and side that"
+            " uses it in one replica; further queries wait their turn, first come first"
+            " served. Unset: no limit beyond the store's own pool."
+        ),
+    )
 
 
 Build = Callable[[str, Any, list[str]], Store]

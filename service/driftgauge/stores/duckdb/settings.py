@@ -47,6 +47,8 @@ class DuckDBStore:
     timeout: float = 30.0
     threads: int = 2
     kind: str = "duckdb"
+    max_concurrent_queries: int | None = None
+    """At most this many queries at once in one replica (stores.NAME.max_concurrent_queries)."""
 
     def file_table(self, name: str | None) -> FileTable | None:
         """Return the file table called `name`, if the store has one."""

@@ -23,6 +23,8 @@ class OpenSearchStore:
     timeout: float = 30.0
     verify_certs: bool = True
     kind: str = "opensearch"
+    max_concurrent_queries: int | None = None
+    """At most this many queries at once in one replica (stores.NAME.max_concurrent_queries)."""
 
 
 class ClusterModel(StoreModel):

@@ -126,6 +126,8 @@ class ReaderApiStore:
     timeout: float = 30.0
     verify_certs: bool = True
     kind: str = field(default="reader_api")
+    max_concurrent_queries: int | None = None
+    """At most this many queries at once in one replica (stores.NAME.max_concurrent_queries)."""
 
     @property
     def mode(self) -> str:

@@ -20,6 +20,8 @@ class PooledStore:
     timeout: float = 30.0
     pool_max: int = 4
     kind: str = "sql"
+    max_concurrent_queries: int | None = None
+    """At most this many queries at once in one replica (stores.NAME.max_concurrent_queries)."""
 
 
 class PooledStoreModel(StoreModel):
