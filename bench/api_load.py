@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
 import signal
 import socket
@@ -30,9 +29,12 @@ import httpx
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for tools/
+from tools.local_stores import address
+
 ROOT = Path(__file__).resolve().parents[1]
-PG = os.environ.get("DRIFTGAUGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:55432/postgres")
-OS_URL = os.environ.get("DRIFTGAUGE_TEST_OS_URL", "http://127.0.0.1:9250")
+PG = address("DRIFTGAUGE_TEST_PG_DSN")
+OS_URL = address("DRIFTGAUGE_TEST_OS_URL")
 CONFIG = """
 stores:
   pg: {{kind: postgres, dsn: "{dsn}", timeout_seconds: 60}}

@@ -16,14 +16,19 @@ import argparse
 import json
 import os
 import queue
+import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import urllib3
 
-OS_URL = os.environ.get("DRIFTGAUGE_TEST_OS_URL", "http://127.0.0.1:9250")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for tools/
+from tools.local_stores import address
+
+OS_URL = address("DRIFTGAUGE_TEST_OS_URL")
 BASE_MS = 1_767_225_600_000
 """2026-01-01T00:00:00Z in epoch milliseconds: task 1's completion time."""
 _ACTION = '{"index":{}}\n'

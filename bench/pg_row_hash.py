@@ -19,12 +19,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
+import sys
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import asyncpg
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for tools/
+from tools.local_stores import address
 
 from driftgauge.config.runtime import Field, View
 from driftgauge.config.secrets import Secret
@@ -33,7 +37,7 @@ from driftgauge.stores.postgres.adapter import PostgresAdapter
 from driftgauge.stores.postgres.dialect import ROW_HASHES
 from driftgauge.stores.postgres.settings import PostgresStore
 
-PG = os.environ.get("DRIFTGAUGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:55432/postgres")
+PG = address("DRIFTGAUGE_TEST_PG_DSN")
 N = 1_000_000
 DAYS = 40
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -23,7 +23,10 @@ from opensearchpy.helpers import async_bulk
 sys.path.insert(0, str(Path(__file__).parent))
 from pg_vs_reladiff import LAST_DAY, dsn, planted, prepare, run_measured
 
-OS_URL = os.environ.get("DRIFTGAUGE_TEST_OS_URL", "http://127.0.0.1:9250")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for tools/
+from tools.local_stores import address
+
+OS_URL = address("DRIFTGAUGE_TEST_OS_URL")
 PY = sys.executable
 
 CONFIG = """

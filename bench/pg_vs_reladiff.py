@@ -21,9 +21,12 @@ from pathlib import Path
 
 import asyncpg
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for tools/
+from tools.local_stores import address
+
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
-PG = os.environ.get("DRIFTGAUGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:55432/postgres")
+PG = address("DRIFTGAUGE_TEST_PG_DSN")
 DAYS = 40
 LAST_DAY = (date(2026, 1, 1) + timedelta(days=DAYS - 1)).isoformat()
 LEAF = int(os.environ.get("BENCH_LEAF_ROWS", "2000"))

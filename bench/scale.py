@@ -52,6 +52,10 @@ import asyncpg
 
 sys.path.insert(0, str(Path(__file__).parent))
 import os_load
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for tools/
+from tools.local_stores import address
+
 from driftgauge.core.fields import RowHashName
 from driftgauge.stores.postgres.dialect import ROW_HASHES
 from os_load import os_call
@@ -62,7 +66,7 @@ from scale_load import build_dst, build_src, reladiff_timed, say, ticking, usabl
 
 HERE = Path(__file__).resolve().parent
 RECORD = HERE / "scale.json"
-OS_URL = os.environ.get("DRIFTGAUGE_TEST_OS_URL", "http://127.0.0.1:9250")
+OS_URL = address("DRIFTGAUGE_TEST_OS_URL")
 DAYS = 40
 DAY_MS = 86_400_000
 BASE = datetime(2026, 1, 1, tzinfo=UTC)

@@ -15,8 +15,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import random
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -24,16 +24,20 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import asyncpg
 import httpx
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, for tools/
+from tools.local_stores import address
+
 from driftgauge.api.app import create_app
 from driftgauge.configfile.loader import load_text
 from driftgauge.ledger.client import LedgerClient, RepairClient
 
-PG_DSN = os.environ.get("DRIFTGAUGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:55432/postgres")
+PG_DSN = address("DRIFTGAUGE_TEST_PG_DSN")
 TOKEN = "demo-backfill-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 SIGNED = Decimal("1284310.55")

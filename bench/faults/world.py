@@ -8,22 +8,26 @@ and a fault changes only what it touches. The stores are real: one PostgreSQL da
 from __future__ import annotations
 
 import asyncio
-import os
 import random
+import sys
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import asyncpg
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
-PG_DSN = os.environ.get("DRIFTGAUGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:55432/postgres")
-OS_URL = os.environ.get("DRIFTGAUGE_TEST_OS_URL", "http://127.0.0.1:9250")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, for tools/
+from tools.local_stores import address
+
+PG_DSN = address("DRIFTGAUGE_TEST_PG_DSN")
+OS_URL = address("DRIFTGAUGE_TEST_OS_URL")
 TIMEOUT = 60.0
 START = datetime(2026, 1, 1, tzinfo=UTC)
 SEED = 20260101

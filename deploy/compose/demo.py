@@ -13,20 +13,22 @@ driftgauge image from a bind mount: `python /opt/driftgauge-demo/demo.py`.
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 import sys
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, for tools/
+from tools.local_stores import address
+
 from driftgauge.cli.render import ProgressBar, render_drill, render_run
 from driftgauge.configfile.loader import load_text
 from driftgauge.engine.live import drill_live
 from driftgauge.engine.reconcile import reconcile
 
-PG = os.environ.get("DRIFTGAUGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:55432/postgres")
-OS_URL = os.environ.get("DRIFTGAUGE_TEST_OS_URL", "http://127.0.0.1:9250")
+PG = address("DRIFTGAUGE_TEST_PG_DSN")
+OS_URL = address("DRIFTGAUGE_TEST_OS_URL")
 DB = "driftgauge_demo"
 INDEX = "driftgauge-demo-conversations"
 DAYS = 14

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
+from tools.local_stores import address
 
 from tests.conformance.kind_opensearch import OpenSearchFixtures
 
-ES_URL = os.environ.get("DRIFTGAUGE_TEST_ES_URL", "http://127.0.0.1:9260")
+ES_URL = address("DRIFTGAUGE_TEST_ES_URL")
 
 
 def elasticsearch_fixtures() -> OpenSearchFixtures:

@@ -6,13 +6,13 @@ spaces, so the suite proves the adapter never lets the column's collation merge 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 import aiomysql
+from tools.local_stores import address
 
 from driftgauge.config.runtime import Exclusion, View
 from driftgauge.config.secrets import Secret
@@ -36,7 +36,7 @@ from tests.conformance.spec import (
 from tests.faults.proxy import TcpFaultProxy
 from tests.integration.conftest import TIMEOUT, make_view, unique_name
 
-MARIADB_DSN = os.environ.get("DRIFTGAUGE_TEST_MARIADB_DSN", "mysql://root@127.0.0.1:53306/mysql")
+MARIADB_DSN = address("DRIFTGAUGE_TEST_MARIADB_DSN")
 KEY = "VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"
 TYPES: dict[ColumnType, str] = {
     "key": KEY,

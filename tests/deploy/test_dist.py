@@ -27,6 +27,7 @@ import pytest
 import yaml
 from deploy_support import CHART, ROOT, run
 from packaging.requirements import Requirement
+from tools.local_stores import address
 
 import driftgauge
 
@@ -36,7 +37,7 @@ DIST = ROOT / "dist"
 LOCK = ROOT / "requirements.lock"
 WHEELHOUSE = ROOT / ".local" / "wheelhouse"
 PACKAGE = ROOT / "service" / "driftgauge"
-PG = os.environ.get("DRIFTGAUGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:55432/postgres")
+PG = address("DRIFTGAUGE_TEST_PG_DSN")
 BASE = datetime(2026, 4, 1, tzinfo=UTC)
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s\\]+)")
 

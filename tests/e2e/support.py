@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import socket
 import subprocess
@@ -18,10 +17,11 @@ from typing import Any, TypeVar
 import asyncpg
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
+from tools.local_stores import address
 
 ROOT = Path(__file__).resolve().parents[2]
-PG = os.environ.get("DRIFTGAUGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:55432/postgres")
-OS_URL = os.environ.get("DRIFTGAUGE_TEST_OS_URL", "http://127.0.0.1:9250")
+PG = address("DRIFTGAUGE_TEST_PG_DSN")
+OS_URL = address("DRIFTGAUGE_TEST_OS_URL")
 T = TypeVar("T")
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 MODULE_ROOM = timedelta(minutes=5)

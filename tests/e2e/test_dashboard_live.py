@@ -25,7 +25,7 @@ from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
 # tests/deploy is no package; mypy reads it under its own names (see pyproject.toml).
-from tests.deploy.dashboard_queries import panel_queries  # type: ignore[import-not-found]
+from tests.deploy.dashboard_queries import panel_queries  # type: ignore[import-not-found, import-untyped, unused-ignore]
 from tests.e2e.support import (
     OS_URL,
     Samples,

@@ -6,7 +6,6 @@ because other people use the same servers at the same time.
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import AsyncIterator, Callable
 from zoneinfo import ZoneInfo
@@ -14,14 +13,15 @@ from zoneinfo import ZoneInfo
 import asyncpg
 import pytest
 from opensearchpy import AsyncOpenSearch
+from tools.local_stores import address
 
 from driftgauge.config.runtime import Field, KeyColumn, View, null_key_rule
 from driftgauge.config.secrets import Secret
 from driftgauge.stores.opensearch.settings import OpenSearchStore
 from driftgauge.stores.postgres.settings import PostgresStore
 
-PG_DSN = os.environ.get("DRIFTGAUGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:55432/postgres")
-OS_URL = os.environ.get("DRIFTGAUGE_TEST_OS_URL", "http://127.0.0.1:9250")
+PG_DSN = address("DRIFTGAUGE_TEST_PG_DSN")
+OS_URL = address("DRIFTGAUGE_TEST_OS_URL")
 TIMEOUT = 30.0
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import uuid
@@ -15,11 +14,12 @@ import asyncpg
 import pytest
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
+from tools.local_stores import address
 
 pytestmark = pytest.mark.integration
 
-PG = os.environ.get("DRIFTGAUGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:55432/postgres")
-OS_URL = os.environ.get("DRIFTGAUGE_TEST_OS_URL", "http://127.0.0.1:9250")
+PG = address("DRIFTGAUGE_TEST_PG_DSN")
+OS_URL = address("DRIFTGAUGE_TEST_OS_URL")
 BASE = datetime(2026, 4, 1, tzinfo=UTC)
 
 CONFIG = """

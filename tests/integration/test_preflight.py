@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import uuid
@@ -16,6 +15,7 @@ import asyncpg
 import pytest
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
+from tools.local_stores import address
 
 from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import ConfigError
@@ -26,8 +26,8 @@ from driftgauge.stores.preflight import verify_all
 
 pytestmark = pytest.mark.integration
 
-PG = os.environ.get("DRIFTGAUGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:55432/postgres")
-OS_URL = os.environ.get("DRIFTGAUGE_TEST_OS_URL", "http://127.0.0.1:9250")
+PG = address("DRIFTGAUGE_TEST_PG_DSN")
+OS_URL = address("DRIFTGAUGE_TEST_OS_URL")
 BASE = datetime(2026, 4, 1, tzinfo=UTC)
 ROWS = 300
 LONG_EVERY = 3

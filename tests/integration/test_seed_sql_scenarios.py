@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import random
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -14,6 +13,7 @@ import asyncpg
 import pytest
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
+from tools.local_stores import address
 
 from driftgauge.configfile.loader import load_text
 from driftgauge.engine.reconcile import reconcile
@@ -21,8 +21,8 @@ from driftgauge.stores import open_adapter
 
 pytestmark = pytest.mark.integration
 
-PG = os.environ.get("DRIFTGAUGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:55432/postgres")
-OS_URL = os.environ.get("DRIFTGAUGE_TEST_OS_URL", "http://127.0.0.1:9250")
+PG = address("DRIFTGAUGE_TEST_PG_DSN")
+OS_URL = address("DRIFTGAUGE_TEST_OS_URL")
 BASE = datetime(2026, 2, 1, tzinfo=UTC)
 DAYS = 3
 
