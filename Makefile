@@ -76,7 +76,7 @@ try: install ## No services: a DuckDB file checked against its Parquet export, p
 	$(BIN)/python deploy/examples/try/run.py
 
 demo: install services ## A week of the fault bench, then driftgauge serve finding the drift
-	$(BIN)/python bench/faults/demo.py
+	$(BIN)/python bench/faults/demo.py $(DEMO_ARGS)
 
 demo-backfill: install services ## Night 15 repaired: plan, announce, start, verify, replay, close
 	$(BIN)/python bench/backfill/demo.py

@@ -7,7 +7,8 @@ upstream labels a tenth of its reviews with a tier the dashboard's filter does n
 every run still says status=success and the ledger sees nothing wrong. Seconds after each
 run's summary the service reconciles its window, and the drift shows up in the day table,
 in /metrics and in the drill-down API. Ctrl-C stops the service and drops the demo's
-database and index.
+database and index; without a terminal the service stops after the summary unless
+--serve-for SECONDS keeps it up. DEMO_PORT chooses its port (default: a free one).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
 import socket
 import subprocess
@@ -31,6 +33,7 @@ import httpx
 import yaml
 
 from faults import checks as bench_checks
+from faults import demo_summary
 from faults.bench import index_all_conversations
 from faults.faults import VocabularyDrift
 from faults.syncjob import JOB, SyncJob
@@ -141,17 +144,51 @@ def get(base: str, path: str) -> Any:
     return resp.json()
 
 
-def wait_for_drift(base: str, first: date, last: date, limit: float = 120.0) -> list[Any]:
-    """Wait until the service has judged every synced day; return its day buckets."""
+def wait_for_verdicts(base: str, first: date, last: date, limit: float = 180.0) -> list[Any]:
+    """Wait until a completed run has judged every synced day, the last included.
+
+    The service reconciles after each ledger run, so the run that judges the last day may
+    still be going when the others are stored: the summary waits for it, or it would
+    disagree with the table `driftgauge check` prints below it.
+    """
     deadline = time.monotonic() + limit
     days: list[Any] = []
     while time.monotonic() < deadline:
         days = get(base, f"/api/v1/checks/reviews/days?since={first}&until={last}")["days"]
-        judged = [d for d in days if d["status"] in ("ok", "drift")]
-        if len(judged) >= (last - first).days and any(d["status"] == "drift" for d in days):
+        if not demo_summary.unjudged(days, first, last):
             return days
         time.sleep(1)
     return days
+
+
+def urls(base: str, first: date, day: str) -> list[str]:
+    """Return the demo's URLs to open, the page first."""
+    return [
+        f"{base}/",
+        f"{base}/metrics",
+        f"{base}/api/v1/checks/reviews/days?since={first}",
+        f"{base}/api/v1/checks/reviews/days/{day}",
+        f"{base}/api/v1/checks/reviews/days/{day}/keys?kind=missing"
+        f"   (header: Authorization: Bearer {TOKEN})",
+        f"{base}/api/v1/ledger/runs?job={JOB}",
+    ]
+
+
+def serve_for(given: float | None, tty: bool) -> float | None:
+    """Return how long to serve after the summary: None until Ctrl-C, 0 not at all."""
+    if given is not None:
+        return given
+    return None if tty else 0.0
+
+
+def port() -> int:
+    """Return DEMO_PORT when set, else a free port."""
+    chosen = os.environ.get("DEMO_PORT", "").strip()
+    if not chosen:
+        return _free_port()
+    if not chosen.isdigit() or not 0 < int(chosen) < 65536:
+        raise SystemExit(f"DEMO_PORT={chosen!r}: not a TCP port (1-65535)")
+    return int(chosen)
 
 
 def _interrupted(signum: int, frame: object) -> None:
@@ -162,7 +199,14 @@ def _interrupted(signum: int, frame: object) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run the demo; return the exit status."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--no-wait", action="store_true", help="stop instead of serving until Ctrl-C")
+    p.add_argument("--no-wait", action="store_true", help="stop at once (--serve-for 0)")
+    p.add_argument(
+        "--serve-for",
+        type=float,
+        metavar="SECONDS",
+        help="serve this long after the summary (default: until Ctrl-C at a terminal, "
+        "else stop at once)",
+    )
     args = p.parse_args(argv)
     signal.signal(signal.SIGTERM, _interrupted)
     today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
@@ -176,9 +220,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         asyncio.run(create_stores(stores))
         config = write_config(stores)
-        port = _free_port()
-        base = f"http://127.0.0.1:{port}"
-        proc = serve(config, port)
+        chosen = port()
+        base = f"http://127.0.0.1:{chosen}"
+        proc = serve(config, chosen)
         print(f"driftgauge serve is up at {base} ({config.relative_to(ROOT)})\n")
         print(
             f"The sync job, one run a day; from {day_start(ONSET).date()} {RATE:.0%} of the "
@@ -191,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{canary.get('result')} {canary.get('detail') or ''}".rstrip()
         )
         first, last = day_start(0).date(), day_start(DAYS - 1).date()
-        days = wait_for_drift(base, first, last)
+        days = wait_for_verdicts(base, first, last)
         windows = get(base, f"/api/v1/ledger/windows?job={JOB}&limit={DAYS}")
         breaches = sorted({b for w in windows for b in w["breaches"]})
         print(
@@ -199,8 +243,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         drifted = [d["day"] for d in days if d["status"] == "drift"]
         print(
-            f"reconciliation (run by the service after each ledger run): drift on "
-            f"{', '.join(drifted) or 'no day yet'}"
+            "reconciliation (run by the service after each ledger run): "
+            + demo_summary.summary(days, first, last)
         )
         print(
             f"\n$ driftgauge check reviews --config {config.relative_to(ROOT)} "
@@ -222,21 +266,25 @@ def main(argv: list[str] | None = None) -> int:
             check=False,
         )
         day = drifted[0] if drifted else str(day_start(ONSET).date())
-        print(
-            f"\nWhile it runs:\n"
-            f"  {base}/metrics\n"
-            f"  {base}/api/v1/checks/reviews/days?since={first}\n"
-            f"  {base}/api/v1/checks/reviews/days/{day}\n"
-            f"  {base}/api/v1/checks/reviews/days/{day}/keys?kind=missing"
-            f"   (header: Authorization: Bearer {TOKEN})\n"
-            f"  {base}/api/v1/ledger/runs?job={JOB}"
-        )
-        # Serve on only for someone at a terminal; a script or CI gets its exit status.
-        if not args.no_wait and sys.stdin.isatty():
+        links = "\n".join(f"  {u}" for u in urls(base, first, day))
+        # Serve on only for someone at a terminal or who asked; a script gets its exit status.
+        seconds = serve_for(0.0 if args.no_wait else args.serve_for, sys.stdin.isatty())
+        if seconds == 0:
+            proc.terminate()
+            print(
+                "\nThe service has stopped (no terminal; --serve-for SECONDS keeps it up). "
+                f"While it ran it answered at:\n{links}"
+            )
+        elif seconds is None:
+            print(f"\nWhile it runs:\n{links}")
             print("\nCtrl-C stops the service and drops the demo's database and index.")
             with contextlib.suppress(KeyboardInterrupt):
                 proc.wait()
-        return 0 if drifted else 1
+        else:
+            print(f"\nWhile it runs (for {seconds:g} s more; Ctrl-C stops it sooner):\n{links}")
+            with contextlib.suppress(KeyboardInterrupt, subprocess.TimeoutExpired):
+                proc.wait(timeout=seconds)
+        return 0 if drifted and not demo_summary.unjudged(days, first, last) else 1
     finally:
         if proc is not None and proc.poll() is None:
             proc.terminate()

@@ -2,8 +2,8 @@
 
 It has what real reader APIs have and an index-level check cannot see: its own filter
 (rows with a hidden status are never served), bearer auth, cursor (an offset) or page
-pagination over rows sorted by key, and a pagination bug to plant (`skip_page`: the
-cursor jumps a page).
+pagination over rows sorted by key, and faults to plant: a pagination bug (`skip_page`: the
+cursor jumps a page), a page that fails before it answers, a row served without its key.
 Served by uvicorn on a free port in a thread of its own.
 """
 
@@ -30,6 +30,11 @@ class Behaviour:
     skip_page: int | None = None
     """After serving this page (1-based), the next cursor skips one page."""
     fail_status: int | None = None
+    flaky_page: int | None = None
+    """This page (1-based) answers 500 `flaky_failures` times, then its rows."""
+    flaky_failures: int = 0
+    keyless_row: int | None = None
+    """The row at this position of the whole answer is served without its `id`."""
     delay: float = 0.0
     """Seconds every answer takes."""
     requests: int = 0
@@ -58,6 +63,9 @@ def make_app(os_url: str, index: str, behaviour: Behaviour) -> FastAPI:
             raise HTTPException(401, "a bearer token is required")
         if behaviour.fail_status is not None:
             raise HTTPException(behaviour.fail_status, "planted failure")
+        if behaviour.flaky_page == cursor // limit + 1 and behaviour.flaky_failures > 0:
+            behaviour.flaky_failures -= 1
+            raise HTTPException(500, "planted transient failure")
         must: list[dict[str, Any]] = [{"range": {"updated_at": {"gte": start, "lt": end}}}]
         must_not = (
             []
@@ -75,22 +83,20 @@ def make_app(os_url: str, index: str, behaviour: Behaviour) -> FastAPI:
         chunk = hits[cursor : cursor + limit]
         step = limit * (2 if behaviour.skip_page == cursor // limit + 1 else 1)
         nxt = cursor + step if cursor + limit < len(hits) else None
-        return {
-            "data": {
-                "items": [
-                    {
-                        "id": h["_source"]["order_id"],
-                        "updated_at": h["_source"]["updated_at"],
-                        "attributes": {
-                            "status": h["_source"]["status"],
-                            "amount": h["_source"]["amount"],
-                        },
-                    }
-                    for h in chunk
-                ]
-            },
-            "meta": {"next": nxt, "view": view},
-        }
+        items = [
+            {
+                "id": h["_source"]["order_id"],
+                "updated_at": h["_source"]["updated_at"],
+                "attributes": {
+                    "status": h["_source"]["status"],
+                    "amount": h["_source"]["amount"],
+                },
+            }
+            for h in chunk
+        ]
+        if behaviour.keyless_row is not None and 0 <= behaviour.keyless_row - cursor < len(items):
+            del items[behaviour.keyless_row - cursor]["id"]
+        return {"data": {"items": items}, "meta": {"next": nxt, "view": view}}
 
     return app
 

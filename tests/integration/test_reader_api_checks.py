@@ -31,7 +31,9 @@ from driftgauge.core.errors import (
 )
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import RunResult
-from driftgauge.stores import open_adapter
+from driftgauge.stores import open_adapter, retries
+from driftgauge.stores.backoff import RetryPolicy
+from driftgauge.stores.reader_api.adapter import ReaderApiAdapter
 from driftgauge.stores.reader_api.settings import ReaderApiStore
 from tests.integration.conftest import OS_URL, PG_DSN, TIMEOUT, dsn_for, unique_name
 from tests.integration.reader_service import TOKEN, Behaviour, ReaderService, make_app
@@ -44,6 +46,9 @@ START = datetime(2026, 3, 28, tzinfo=BERLIN)
 END = datetime(2026, 3, 30, tzinfo=BERLIN)  # the 29th has 23 hours
 PAGE = 25
 Order = tuple[str, str, Decimal, datetime]
+STORE = "storefront_api"
+FAST = RetryPolicy(attempts=3, base=0.01, cap=0.02, reserve=0.0)
+"""Retries short enough for a test that fails every try."""
 
 
 def _orders() -> list[Order]:
@@ -167,6 +172,8 @@ def behaviour(setup: Setup) -> Iterator[Behaviour]:
     setup.behaviour.skip_page = None
     setup.behaviour.fail_status = None
     setup.behaviour.delay = 0.0
+    setup.behaviour.flaky_page, setup.behaviour.flaky_failures = None, 0
+    setup.behaviour.keyless_row = None
 
 
 async def _run(config: Config) -> RunResult:
@@ -302,11 +309,76 @@ async def test_http_failures_map_to_store_errors(
 async def test_a_server_error_is_unavailable(setup: Setup, behaviour: Behaviour) -> None:
     behaviour.fail_status = 503
     reader = await open_adapter(setup.config().checks["orders_api"].reader)
+    assert isinstance(reader, ReaderApiAdapter)
+    reader.retry = FAST
     try:
         with pytest.raises(StoreUnavailable, match="HTTP 503"):
             await reader.bucket_digests(START, END, "day")
     finally:
         await reader.close()
+
+
+async def test_a_page_that_fails_once_is_retried_and_the_run_succeeds(
+    setup: Setup, behaviour: Behaviour
+) -> None:
+    clean = _totals(await _run(setup.config()))
+    behaviour.flaky_page, behaviour.flaky_failures = 2, 1
+    before = retries.retry_counts().get((STORE, "unavailable"), 0)
+    result = await _run(setup.config())
+    assert result.error is None, result.error
+    assert _totals(result) == clean
+    assert behaviour.flaky_failures == 0  # the planted failure was served
+    assert retries.retry_counts().get((STORE, "unavailable"), 0) == before + 1
+
+
+async def test_a_page_that_always_fails_names_the_store_and_status(
+    setup: Setup, behaviour: Behaviour
+) -> None:
+    behaviour.flaky_page, behaviour.flaky_failures = 2, 1_000
+    before = retries.retry_counts().get((STORE, "unavailable"), 0)
+    reader = await open_adapter(setup.config().checks["orders_api"].reader)
+    assert isinstance(reader, ReaderApiAdapter)
+    reader.retry = FAST
+    try:
+        with pytest.raises(StoreUnavailable) as caught:
+            await reader.bucket_digests(START, END, "day")
+    finally:
+        await reader.close()
+    text = str(caught.value)
+    assert text.startswith(f"{STORE}: page 2 of ") and "HTTP 500" in text, text
+    assert f"gave up after {FAST.attempts} attempts" in text
+    assert retries.retry_counts()[(STORE, "unavailable")] == before + FAST.attempts - 1
+
+
+async def test_a_throttled_page_is_retried_and_counted_as_throttled(
+    setup: Setup, behaviour: Behaviour
+) -> None:
+    behaviour.fail_status = 429
+    before = retries.retry_counts().get((STORE, "throttled"), 0)
+    reader = await open_adapter(setup.config().checks["orders_api"].reader)
+    assert isinstance(reader, ReaderApiAdapter)
+    reader.retry = FAST
+    try:
+        with pytest.raises(StoreUnavailable, match="HTTP 429"):
+            await reader.bucket_digests(START, END, "day")
+    finally:
+        await reader.close()
+    assert retries.retry_counts()[(STORE, "throttled")] == before + FAST.attempts - 1
+
+
+async def test_a_row_without_its_key_is_an_error_naming_page_and_row(
+    setup: Setup, behaviour: Behaviour
+) -> None:
+    behaviour.keyless_row = PAGE + 3  # the fourth row of the second page
+    reader = await open_adapter(setup.config().checks["orders_api"].reader)
+    try:
+        with pytest.raises(StoreQueryError) as caught:
+            await reader.bucket_digests(START, END, "day")
+    finally:
+        await reader.close()
+    text = str(caught.value)
+    assert text.startswith(f"{STORE}: page 2 of http://127.0.0.1:"), text
+    assert f"(cursor={PAGE})" in text and "row 3" in text and "'id'" in text, text
 
 
 async def test_an_api_that_does_not_answer_in_time_is_a_timeout(

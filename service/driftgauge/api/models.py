@@ -62,14 +62,23 @@ class HourOut(BaseModel):
 
 
 class KeysOut(BaseModel):
-    """A page of a bucket's sampled differing keys."""
+    """A page of a bucket's stored differing keys (a sample of at most api.sample_keys a kind)."""
 
     check: str
     day: str
     run_id: int
     limit: int
     offset: int
-    total: int = Field(description="Keys matching the filters, over every page.")
+    total: int | None = Field(
+        description="Differing keys of the bucket matching the filters, over every page: "
+        "every key the run found of the kinds asked for, not only the stored ones. Null when "
+        "the stored keys are a sample and a prefix or hour filter applies (the keys left out "
+        "of the sample cannot be filtered)."
+    )
+    sampled: bool = Field(
+        description="The stored keys of the kinds asked for are a sample (api.sample_keys per "
+        "kind) smaller than the bucket's count: pages reach only the stored keys, fewer than total."
+    )
     keys: list[KeyOut]
 
 

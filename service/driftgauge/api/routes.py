@@ -380,7 +380,11 @@ async def get_keys(
         Query(ge=1, le=500, deprecated=True, description="Old style: keys per page; use limit."),
     ] = None,
 ) -> KeysOut:
-    """Return a page of the day's sampled differing keys (needs a bearer token)."""
+    """Return a page of the day's stored differing keys (needs a bearer token).
+
+    A run keeps at most api.sample_keys keys of each kind per day; `sampled` says the
+    kinds asked for kept fewer than the run found, and `total` counts what it found.
+    """
     c = _check(rt, check)
     if page_size is not None:
         paging = Page(page_size, paging.offset)
@@ -390,8 +394,8 @@ async def get_keys(
         paging = Page(paging.limit, (page - 1) * paging.limit)
     stored = await _stored_day(rt, c, _day_ok(rt, "path", "day", day))
     start, end = _hour_range(c, day, hour, "query") if hour is not None else (None, None)
-    total, keys = await rt.state.keys(
-        stored.run_id,
+    found = await rt.state.bucket_keys(
+        stored,
         day,
         kind=kind,
         prefix=prefix,
@@ -405,8 +409,9 @@ async def get_keys(
         run_id=stored.run_id,
         limit=paging.limit,
         offset=paging.offset,
-        total=total,
-        keys=[k.payload(c.source.composite) for k in keys],
+        total=found.total,
+        sampled=found.sampled,
+        keys=[k.payload(c.source.composite) for k in found.keys],
     )
 
 

@@ -97,7 +97,14 @@ class StateModel(Strict):
 class ApiModel(Strict):
     tokens: list[SecretRef] = Field(default_factory=list)
     public_read: bool = True
-    sample_keys: int = Field(100, ge=1, le=10_000)
+    sample_keys: int = Field(
+        100,
+        ge=1,
+        le=10_000,
+        description="Differing keys a run stores per day bucket and kind (missing, extra, "
+        "mismatched); the keys endpoint pages over these, says sampled: true when a day found "
+        "more, and still counts every key found in its total.",
+    )
     metrics_tokens: list[SecretRef] = Field(
         default_factory=list, description="Tokens that may scrape /metrics only."
     )

@@ -9,11 +9,13 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from driftgauge.core.paging import Page
+from driftgauge.engine.payloads import DriftKind
 from driftgauge.engine.result import Node
 from driftgauge.pg.calls import PgCalls
 from driftgauge.state import codec
 from driftgauge.state.codec import StoredBucket, StoredKey
 from driftgauge.state.payloads import RunOut
+from driftgauge.state.samples import KeysPage, key_total
 
 _BUCKET_SELECT = (
     "SELECT DISTINCT ON (b.day) b.*, r.finished_at FROM buckets b"
@@ -246,3 +248,34 @@ class Reads:
                 page.offset,
             )
         return int(total), [codec.stored_key(r) for r in recs]
+
+    async def bucket_keys(
+        self,
+        stored: StoredBucket,
+        day: date,
+        *,
+        kind: DriftKind | None = None,
+        prefix: str | None = None,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        page: Page = _FIRST_KEYS,
+    ) -> KeysPage:
+        """Return one page of a stored bucket's keys, with the total of keys its run found."""
+        matched, keys = await self.keys(
+            stored.run_id, day, kind=kind, prefix=prefix, start=start, end=end, page=page
+        )
+        recs = await self.calls.fetch(
+            "count sampled keys",
+            "SELECT kind, count(*) AS n FROM key_samples WHERE run_id = $1 AND day = $2"
+            " GROUP BY kind",
+            stored.run_id,
+            day,
+        )
+        total, sampled = key_total(
+            stored.bucket,
+            kind,
+            {r["kind"]: int(r["n"]) for r in recs},
+            matched,
+            filtered=prefix is not None or start is not None or end is not None,
+        )
+        return KeysPage(total, sampled, keys)

@@ -251,7 +251,11 @@ async function keysPart(check, day, filter, offset = 0) {
                    limit: KEYS_PER_PAGE, offset };
   const k = await api(`/checks/${enc(check)}/days/${day}/keys`, params);
   const more = async (to) => box.replaceWith(...(await keysPart(check, day, filter, to)));
-  box.append(h("h3", {}, `Sampled keys (${k.total})`),
+  // A sample (api.sample_keys a kind) pages over the stored keys only, fewer than total.
+  const count = !k.sampled ? `${k.total}`
+    : k.total === null ? "a sample; the total under this filter is unknown"
+    : `a sample of ${k.total}`;
+  box.append(h("h3", {}, `Sampled keys (${count})`),
     k.keys.length ? h("table", { class: "keys" },
       h("thead", {}, h("tr", {}, h("th", {}, "key"), h("th", {}, "kind"), h("th", {}, "source copies"),
                        h("th", {}, "reader copies"), h("th", {}, "key hash"), h("th", {}, "event time"))),
@@ -262,7 +266,7 @@ async function keysPart(check, day, filter, offset = 0) {
       : h("p", { class: "note" }, "No sampled key matches."),
     h("p", {}, offset > 0 ? h("button", { onclick: () => more(Math.max(0, offset - KEYS_PER_PAGE)) },
                               "Previous") : null,
-      offset + k.keys.length < k.total
+      k.keys.length === KEYS_PER_PAGE && (k.sampled || offset + k.keys.length < k.total)
         ? h("button", { onclick: () => more(offset + KEYS_PER_PAGE) }, "Next") : null));
   return [box];
 }

@@ -7,19 +7,22 @@ reads go through it (the adapter never writes; the canary's write never comes he
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import logging
-import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from opensearchpy import AIOHttpConnection, TransportError
 
-from driftgauge import budget
 from driftgauge.core.errors import StoreError
 from driftgauge.stores import retries
+from driftgauge.stores.backoff import (
+    DEFAULT_POLICY,
+    RetryPolicy,
+    next_wait,
+    retry_after_seconds,
+)
+
+__all__ = ["DEFAULT_POLICY", "RetryPolicy", "call", "retry_after", "retry_reason"]
 
 T = TypeVar("T")
 log = logging.getLogger("driftgauge.stores.retry")
@@ -27,30 +30,6 @@ log = logging.getLogger("driftgauge.stores.retry")
 RETRY_STATUS = (429, 502, 503, 504)
 Translate = Callable[[str, str, BaseException], StoreError | None]
 """The client's error map (client.translate_error): None for an error that is a bug."""
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How often and how long to retry one read."""
-
-    attempts: int = 5
-    """Tries in all, the first included."""
-    base: float = 0.25
-    """Seconds of the first backoff; each retry doubles it, up to `cap`."""
-    cap: float = 8.0
-    max_retry_after: float = 30.0
-    """A longer Retry-After is not waited for: the read fails at once, saying so."""
-    reserve: float = 1.0
-    """Seconds of the run's deadline kept for the retried request itself."""
-
-    def backoff(self, retry: int, rng: random.Random) -> float:
-        """Return the wait before retry number `retry` (0-based): half fixed, half jitter."""
-        step = min(self.cap, self.base * 2.0**retry)
-        return step / 2 + rng.uniform(0, step / 2)
-
-
-DEFAULT_POLICY = RetryPolicy()
-_rng = random.Random()
 
 
 class HeaderKeepingConnection(AIOHttpConnection):
@@ -128,19 +107,7 @@ def error_body(exc: BaseException) -> tuple[str, str, str]:
 
 def retry_after(exc: BaseException) -> float | None:
     """Return the seconds a Retry-After header (delta or HTTP date) asks for, if any."""
-    value = getattr(exc, "retry_after", None)
-    if not isinstance(value, str) or not value.strip():
-        return None
-    text = value.strip()
-    if text.isdigit():
-        return float(text)
-    try:
-        when = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+    return retry_after_seconds(getattr(exc, "retry_after", None))
 
 
 async def call(
@@ -188,22 +155,7 @@ async def call(
 
 def _wait(exc: BaseException, attempt: int, policy: RetryPolicy) -> float | str:
     """Return the seconds to wait before the next attempt, or why there is none."""
-    if attempt >= policy.attempts:
-        return f"gave up after {attempt} attempts"
-    wait = policy.backoff(attempt - 1, _rng)
-    asked = retry_after(exc)
-    if asked is not None:
-        if asked > policy.max_retry_after:
-            return f"Retry-After {asked:g}s is beyond the {policy.max_retry_after:g}s we wait"
-        # Retry-After is a minimum; the jitter keeps replicas from returning in step.
-        wait = asked + _rng.uniform(0, policy.base)
-    left = budget.remaining()
-    if left is not None and wait + policy.reserve > left:
-        return (
-            f"attempt {attempt}; the run's deadline leaves {max(left, 0):.1f}s, "
-            f"the next try would start in {wait:.1f}s"
-        )
-    return wait
+    return next_wait(retry_after(exc), attempt, policy)
 
 
 def _strip(error: StoreError, store: str) -> str:

@@ -21,6 +21,7 @@ from driftgauge.core.clock import EPOCH
 from driftgauge.core.errors import StoreQueryError
 from driftgauge.core.fields import TimestampPrecision
 from driftgauge.encoding import digest as d
+from driftgauge.stores.backoff import DEFAULT_POLICY, RetryPolicy
 from driftgauge.stores.base import (
     BucketDigest,
     FirstPass,
@@ -53,6 +54,8 @@ class ReaderApiAdapter(ReadAdapter):
         self._read = 0
         self.requests = 0
         self.mode = self.store.mode
+        self.retry: RetryPolicy = DEFAULT_POLICY
+        """How a failed page read is tried again (tests shorten it)."""
 
     @classmethod
     async def open(cls, view: View, client: httpx.AsyncClient | None = None) -> Self:
@@ -85,7 +88,8 @@ class ReaderApiAdapter(ReadAdapter):
             )
         got: list[RowHash] = []
         first = True
-        async for _body, page in io.pages(self._client, self.store, start, end, self._pace):
+        pages = io.pages(self._client, self.store, start, end, self._pace, self.retry)
+        async for where, page in pages:
             self.requests += 1
             if first:
                 self._preflight(page)
@@ -100,7 +104,8 @@ class ReaderApiAdapter(ReadAdapter):
                         "the window"
                     ),
                 )
-            got.extend(r for r in map(self._hash, page) if start <= r.event_time < end)
+            hashed = (self._hash(row, where, i) for i, row in enumerate(page))
+            got.extend(r for r in hashed if start <= r.event_time < end)
         rows = MemoryAdapter(got, self.view.timezone, measures=self.view.measures)
         self._windows.append((start, end, rows))
         return rows
@@ -122,10 +127,22 @@ class ReaderApiAdapter(ReadAdapter):
                     ),
                 )
 
-    def _hash(self, row: Any) -> RowHash:
+    def _hash(self, row: Any, where: str, index: int) -> RowHash:
+        """Return one served row hashed; `where` and `index` name it in an error."""
         view = self.view
         if not isinstance(row, dict):
-            raise StoreQueryError(self.store.name, f"a row is {type(row).__name__}, not an object")
+            raise StoreQueryError(
+                self.store.name,
+                f"{where}, row {index}: a row is {type(row).__name__}, not an object",
+            )
+        for column in view.key_columns:
+            # An absent key is not a NULL key: counting the row as an extra NULL would hide
+            # an API that drops a field (or a mapping that names the wrong one).
+            if lookup(row, column) is MISSING:
+                raise StoreQueryError(
+                    self.store.name,
+                    f"{where}, row {index}: the row has no key field {column!r}",
+                )
         # A reader's row with a NULL key part is kept: its part encodes as N, and it is extra.
         key: d.Key = (
             tuple(_value(row, c) for c in view.key_columns)
@@ -145,7 +162,9 @@ class ReaderApiAdapter(ReadAdapter):
             }
             totals = {name: v for name, v in given.items() if v is not None}  # NULL adds 0
         except (TypeError, ValueError) as exc:
-            raise StoreQueryError(self.store.name, f"row with key {key!r}: {exc}") from None
+            raise StoreQueryError(
+                self.store.name, f"{where}, row {index} (key {key!r}): {exc}"
+            ) from None
         return RowHash(text, khash, rhash, when, totals or None)
 
     def use_timestamp_precision(self, precision: TimestampPrecision) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -21,8 +22,12 @@ from driftgauge.core.errors import (
     StoreTimeout,
     StoreUnavailable,
 )
+from driftgauge.stores import retries
+from driftgauge.stores.backoff import DEFAULT_POLICY, RetryPolicy, next_wait, retry_after_seconds
 from driftgauge.stores.reader_api.paths import MISSING, lookup
 from driftgauge.stores.reader_api.settings import ReaderApiStore
+
+log = logging.getLogger("driftgauge.stores.retry")
 
 
 def open_client(store: ReaderApiStore) -> httpx.AsyncClient:
@@ -85,10 +90,52 @@ class Pace:
         self._next = max(now, self._next) + self._gap
 
 
+RETRY_STATUS = frozenset({429, *range(500, 600)})
+"""Statuses a read tries again: a throttle and every server error, transient by nature."""
+
+
 async def get_json(
+    client: httpx.AsyncClient,
+    store: ReaderApiStore,
+    url: str,
+    params: dict[str, str],
+    what: str,
+    policy: RetryPolicy = DEFAULT_POLICY,
+) -> Any:
+    """GET one page and return its JSON (decimals kept exact); failures are StoreErrors.
+
+    A 429, a 5xx or a reset or refused connection is tried again with jittered backoff
+    while the policy and the run's deadline allow, each retry counted in stores.retries.
+    """
+    for attempt in range(1, policy.attempts + 1):
+        try:
+            return await _get_json(client, store, url, params, what)
+        except _Retryable as exc:
+            wait = next_wait(exc.asked, attempt, policy)
+            fields = {"store": store.name, "what": what, "attempt": attempt, "reason": exc.reason}
+            if isinstance(wait, str):
+                log.warning("store read failed; not retried", extra=fields | {"why": wait})
+                raise type(exc.error)(store.name, f"{exc.message} ({wait})") from exc.error
+            log.warning(
+                "store read failed; retrying", extra=fields | {"delay_seconds": round(wait, 3)}
+            )
+            retries.count(store.name, exc.reason)
+            await asyncio.sleep(wait)
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+class _Retryable(Exception):
+    """A failed read worth trying again, with the error it is if it is not."""
+
+    def __init__(self, error: StoreError, message: str, reason: str, asked: float | None) -> None:
+        super().__init__(str(error))
+        self.error, self.message, self.reason, self.asked = error, message, reason, asked
+
+
+async def _get_json(
     client: httpx.AsyncClient, store: ReaderApiStore, url: str, params: dict[str, str], what: str
 ) -> Any:
-    """GET one page and return its JSON (decimals kept exact); failures are StoreErrors."""
+    """GET one page once; a failure worth retrying raises _Retryable."""
     try:
         async with asyncio.timeout(store.timeout):
             response = await client.get(url, params=params)
@@ -96,9 +143,17 @@ async def get_json(
         mapped = translate_error(store.name, what, exc)
         if mapped is None:
             raise
+        # A hang is not retried: a second wait would multiply it, not shorten it.
+        if isinstance(exc, httpx.ConnectError | httpx.ReadError | httpx.RemoteProtocolError):
+            raise _Retryable(mapped, _strip(mapped, store.name), "connection", None) from exc
         raise mapped from exc
     if response.status_code >= 400:
-        raise status_error(store.name, what, response)
+        error = status_error(store.name, what, response)
+        if response.status_code in RETRY_STATUS:
+            reason = "throttled" if response.status_code == 429 else "unavailable"
+            asked = retry_after_seconds(response.headers.get("retry-after"))
+            raise _Retryable(error, _strip(error, store.name), reason, asked)
+        raise error
     try:
         return json.loads(response.text, parse_float=Decimal)
     except ValueError:
@@ -110,10 +165,23 @@ async def get_json(
         ) from None
 
 
+def _strip(error: StoreError, store: str) -> str:
+    text, prefix = str(error), f"{store}: "
+    return text[len(prefix) :] if text.startswith(prefix) else text
+
+
 async def pages(
-    client: httpx.AsyncClient, store: ReaderApiStore, start: datetime, end: datetime, pace: Pace
-) -> AsyncIterator[tuple[Any, list[Any]]]:
-    """Yield (body, rows) of every page of [start, end), following the store's pagination."""
+    client: httpx.AsyncClient,
+    store: ReaderApiStore,
+    start: datetime,
+    end: datetime,
+    pace: Pace,
+    policy: RetryPolicy = DEFAULT_POLICY,
+) -> AsyncIterator[tuple[str, list[Any]]]:
+    """Yield (which page, rows) of every page of [start, end), following the pagination.
+
+    Which page is the text errors name it by: its number, the URL and its paging parameter.
+    """
     # httpx's params replace a URL's own query, so the template's query joins them here.
     parts = urlsplit(store.url)
     url = fill(urlunsplit(parts._replace(query="")), start, end, in_url=True)
@@ -130,8 +198,12 @@ async def pages(
             params[store.offset_param] = str(offset)
         elif store.paging == "cursor" and cursor is not None:
             params[store.cursor_param] = cursor
+        at = {k: v for k, v in params.items() if k not in base}
+        where = f"page {n} of {store.url}" + (
+            f" ({', '.join(f'{k}={v}' for k, v in at.items())})" if at else ""
+        )
         await pace.wait()
-        body = await get_json(client, store, url, params, f"page {n} of {store.url}")
+        body = await get_json(client, store, url, params, where, policy)
         rows = lookup(body, store.rows_path)
         if not isinstance(rows, list):
             got = "nothing" if rows is MISSING else type(rows).__name__
@@ -141,7 +213,7 @@ async def pages(
                 f"{store.rows_path or '(the body)'!r} holds {got}, "
                 "not a list of rows",
             )
-        yield body, rows
+        yield where, rows
         if store.paging == "none" or (store.paging in ("page", "offset") and not rows):
             return
         page, offset = page + 1, offset + len(rows)
