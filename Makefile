@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: install services services-stop status tools test test-unit test-differential test-fuzz test-faults test-replicas lint typecheck docs try demo demo-backfill bench bench-faults bench-scale dist rules lock clean
+.PHONY: install services services-stop status tools test test-unit test-differential test-fuzz test-faults test-replicas lint typecheck docs try demo demo-backfill bench bench-faults bench-scale bench-fleet dist rules lock clean
 
 $(BIN)/driftgauge: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -86,6 +86,9 @@ bench: install services ## Benchmarks; results go to bench/RESULTS.md
 
 bench-faults: install services ## The seed's nine faults on real stores; results go to bench/RESULTS.md
 	$(BIN)/python bench/faults/run.py
+
+bench-fleet: install services ## 500 checks on 3 real replicas for 12 minutes, one killed (long; bench/RESULTS.md "Fleet")
+	$(BIN)/python bench/fleet.py --write $(FLEET_ARGS)
 
 bench-scale: install services ## 10M rows PG->PG and PG->OpenSearch, three drift shapes, vs reladiff (long; bench/RESULTS.md "Scale")
 	$(BIN)/python bench/scale.py $(SCALE_ARGS)

@@ -338,6 +338,16 @@ CASES = [
         0,
         "stores.api.max_concurrent_queries: Input should be greater than or equal",
     ),
+    Case(
+        "state.max_concurrent_runs",
+        0,
+        "state.max_concurrent_runs: Input should be greater than or equal",
+    ),
+    Case(
+        "state.max_concurrent_runs",
+        "many",
+        "state.max_concurrent_runs: Input should be a valid integer",
+    ),
     Case("stores.os.kind", "elastic", "stores.os: Input tag 'elastic' found using 'kind'"),
     Case("stores.my.kind", "mysql", "stores.my: Input tag 'mysql' found using 'kind'"),
     Case("stores.my.dsn", "postgresql://u@h/x", "stores.my.dsn: must be a mysql://user:"),

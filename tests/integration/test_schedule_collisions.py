@@ -284,3 +284,56 @@ async def test_a_canary_due_with_the_full_pass_runs_beside_it(
     gate.set()
     async with asyncio.timeout(30):
         assert await nightly == "ran:ok"
+
+
+class InFlight(MemoryAdapter):
+    """A reader that counts the runs reading it at once (all checks share one counter)."""
+
+    now = 0
+    most = 0
+
+    async def bucket_digests(
+        self, start: datetime, end: datetime, granularity: Granularity
+    ) -> list[BucketDigest]:
+        InFlight.now += 1
+        InFlight.most = max(InFlight.most, InFlight.now)
+        try:
+            await asyncio.sleep(0.05)
+            return await super().bucket_digests(start, end, granularity)
+        finally:
+            InFlight.now -= 1
+
+
+async def test_runs_at_once_are_bounded_and_every_tick_still_runs(
+    config: Config, stores: list[StateStore]
+) -> None:
+    raw = CONFIG.replace("<DSN>", "postgresql://unused@127.0.0.1:1/x").replace(
+        "<SCHEMA>", config.state.schema
+    )
+    check = raw[raw.index("  reviews:") :]
+    many = raw[: raw.index("  reviews:")] + "".join(
+        check.replace("reviews", f"c{i}") for i in range(6)
+    )
+    state_dsn = config.state.dsn.reveal()
+    fleet = load_text(many.replace("postgresql://unused@127.0.0.1:1/x", state_dsn, 1))
+    rows = [r for d in range(40) for r in day_rows(START - timedelta(days=30 - d), 2)]
+    sides: dict[tuple[str, str], MemoryAdapter] = {}
+    for i in range(6):
+        sides[("src", f"c{i}")] = MemoryAdapter(rows)
+        sides[("dst", f"c{i}")] = InFlight(rows)
+    for limit, expect in ((2, 2), (6, 6)):
+        InFlight.most = 0
+        clock = Clock(START + timedelta(hours=5 + limit))
+        runner = TickRunner(
+            fleet.checks,
+            stores[0],
+            AdapterPool(fleet.checks, memory_opener(sides)),
+            clock=clock,
+            max_runs=limit,
+        )
+        runtime = JobRuntime(clock)
+        runtime.add(*tick_jobs(job_specs(fleet.checks), runner.tick))
+        async with asyncio.timeout(60):
+            got = await asyncio.gather(*(runtime.fire(f"c{i}:recent") for i in range(6)))
+        assert list(got) == ["ran:ok"] * 6  # they waited their turn; none was dropped
+        assert InFlight.most == expect

@@ -166,7 +166,7 @@ async def _open_runtime(
         # signals stores beside them.
         config.state,
         deadline=options.state_deadline,
-        pool_max=max(6, len(config.checks) + 4),
+        pool_max=max(6, min(len(config.checks), config.state.max_concurrent_runs) + 4),
     )
     adapters = AdapterPool(config.checks, opener)
     snapshots = SnapshotCache(state, config.checks, clock)
@@ -178,6 +178,7 @@ async def _open_runtime(
         clock=clock,
         deadline=options.run_deadline,
         on_change=snapshots.refresh,
+        max_runs=config.state.max_concurrent_runs,
     )
     # A plain function is a data clock (a test's frozen time): the jobs then fire on the
     # wall clock, so the heartbeat and the reloads go on.

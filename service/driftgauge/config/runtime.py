@@ -311,6 +311,8 @@ class State:
     schema: str = "driftgauge"
     retention: Retention = field(default_factory=Retention)
     lease: Lease = field(default_factory=Lease)
+    max_concurrent_runs: int = 16
+    """Runs one replica makes at once (each holds a state connection for its check's lock)."""
 
 
 @dataclass(frozen=True)

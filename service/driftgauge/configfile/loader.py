@@ -234,6 +234,7 @@ def build(
         parsed.state.schema_name,
         Retention(parsed.state.retention.runs, parsed.state.retention.ledger),
         Lease(parsed.state.lease.heartbeat, parsed.state.lease.expires),
+        parsed.state.max_concurrent_runs,
     )
     problems.extend(secrets.dsn_problems("state.dsn", parsed.state.dsn))
     api = Api(

@@ -92,6 +92,16 @@ class StateModel(Strict):
     schema_name: str = Field("driftgauge", alias="schema", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
     retention: RetentionModel = Field(default_factory=RetentionModel)
     lease: LeaseModel = Field(default_factory=LeaseModel)
+    max_concurrent_runs: int = Field(
+        16,
+        ge=1,
+        le=500,
+        description=(
+            "Runs one replica makes at once; a further tick waits its turn, first come first"
+            " served. Each running check holds a state-database connection for its lock, so"
+            " this, not the number of checks, sizes a replica's state connections."
+        ),
+    )
 
 
 class ApiModel(Strict):

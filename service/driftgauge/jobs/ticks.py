@@ -48,6 +48,8 @@ class TickRunner:
     key_hash: Callable[[Check], KeyHasher | None] | None = None
     busy_poll: float = 2.0
     """Seconds between tries of a check's lock that another replica holds."""
+    max_runs: int = 16
+    """Runs this process makes at once (state.max_concurrent_runs); more wait their turn."""
     exclusions: ExclusionSource | None = field(default=None, init=False)
     """Set by the app once the run ledger is open; runs then excuse what it reports."""
     _locks: dict[str, asyncio.Lock] = field(init=False)
@@ -57,6 +59,9 @@ class TickRunner:
 
     def __post_init__(self) -> None:
         self._locks = {name: asyncio.Lock() for name in self.checks}
+        # Each run holds a dedicated state connection for its check's lock: the slots, not
+        # the number of checks, bound them. asyncio.Semaphore serves waiters in order.
+        self._slots = asyncio.Semaphore(self.max_runs)
 
     def busy(self, check: str) -> bool:
         """Return True while this process runs the check."""
@@ -123,7 +128,7 @@ class TickRunner:
     async def _locked_tick(self, check: Check, spec: JobSpec, scheduled_for: datetime) -> str:
         """Run the tick under the check's advisory lock; "busy" if another replica holds it."""
         try:
-            async with self.state.check_lock(check.name) as got:
+            async with self._slots, self.state.check_lock(check.name) as got:
                 if not got:
                     log.info("tick waits: another replica is running the check")
                     return "busy"
@@ -220,7 +225,7 @@ class TickRunner:
         lock = self._locks[check.name]
         if lock.locked():
             raise CheckBusy(f"check {check.name!r} is already running")
-        async with lock, self.state.check_lock(check.name) as got:
+        async with lock, self._slots, self.state.check_lock(check.name) as got:
             if not got:
                 raise CheckBusy(f"check {check.name!r} is running on another replica")
             now = self.clock()
@@ -265,7 +270,7 @@ class TickRunner:
     async def _locked_ledger(self, check: Check, period: timedelta) -> str:
         """Run a ledger-triggered run under the check's advisory lock; "busy" if held."""
         try:
-            async with self.state.check_lock(check.name) as got:
+            async with self._slots, self.state.check_lock(check.name) as got:
                 if not got:
                     return "busy"
                 now = self.clock()
