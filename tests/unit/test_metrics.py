@@ -22,7 +22,7 @@ from driftgauge.engine.result import BucketResult
 from driftgauge.metrics.collector import build_registry, process_part, reconciliation_part
 from driftgauge.metrics.history import history_part
 from driftgauge.metrics.snapshot import CheckSnapshot
-from driftgauge.state.payloads import RunOut, RunStatus
+from driftgauge.state.payloads import CheckRun, RunStatus
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 DAY = datetime(2026, 3, 8, tzinfo=UTC)
@@ -30,8 +30,8 @@ T_OK = datetime(2026, 3, 10, 10, 0, tzinfo=UTC)
 T_FAIL = T_OK + timedelta(hours=1)
 
 
-def run(run_id: int, status: RunStatus, finished: datetime, error: str | None = None) -> RunOut:
-    return RunOut(
+def run(run_id: int, status: RunStatus, finished: datetime, error: str | None = None) -> CheckRun:
+    return CheckRun(
         run_id,
         "reviews",
         "recent",

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from driftgauge.engine.payloads import NodeOut
-from driftgauge.state.payloads import BucketOut, KeyOut, RunOut, RunStatus
+from driftgauge.state.payloads import BucketOut, CheckRun, KeyOut, RunStatus
 
 
 class DaysOut(BaseModel):
@@ -86,7 +86,7 @@ class RunsOut(BaseModel):
     """A page of runs, newest first."""
 
     check: str
-    runs: list[RunOut]
+    runs: list[CheckRun]
 
 
 class TriggerOut(BaseModel):
@@ -120,7 +120,7 @@ class CheckOut(BaseModel):
     description: str
     status: RunStatus | None = Field(description="Status of the latest finished run.")
     running: bool
-    last_run: RunOut | None
+    last_run: CheckRun | None
     last_success_at: str | None
     schedule: ScheduleOut
     coverage: str = Field(

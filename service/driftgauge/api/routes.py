@@ -37,7 +37,7 @@ from driftgauge.jobs.schedule import job_specs
 from driftgauge.jobs.schedule_metrics import TriggerFacts, trigger_facts
 from driftgauge.routing import paged
 from driftgauge.state.codec import StoredBucket
-from driftgauge.state.payloads import RunOut
+from driftgauge.state.payloads import CheckRun
 from driftgauge.stores import registry
 
 router = APIRouter()
@@ -425,10 +425,10 @@ async def list_runs(
     return RunsOut(check=c.name, runs=runs)
 
 
-@router.get("/checks/{check}/runs/{run_id}", response_model=RunOut, tags=["runs"])
+@router.get("/checks/{check}/runs/{run_id}", response_model=CheckRun, tags=["runs"])
 async def get_run(
     rt: Reader, check: CheckName, run_id: Annotated[int, Path(ge=1, le=2**63 - 1)]
-) -> RunOut:
+) -> CheckRun:
     """Return one run of the check."""
     c = _check(rt, check)
     run = await rt.state.run(c.name, run_id)

@@ -14,7 +14,7 @@ from driftgauge.core.clock import utc_now
 from driftgauge.core.errors import StateError
 from driftgauge.engine.result import BucketResult
 from driftgauge.state.codec import StoredBucket
-from driftgauge.state.payloads import RunOut
+from driftgauge.state.payloads import CheckRun
 from driftgauge.state.reads import Reads
 from driftgauge.state.store import StateStore
 
@@ -25,9 +25,9 @@ class CheckSnapshot:
 
     check: str
     schedule_seconds: float | None = None
-    last_run: RunOut | None = None
+    last_run: CheckRun | None = None
     """The latest finished run, completed or failed."""
-    last_success: RunOut | None = None
+    last_success: CheckRun | None = None
     """The latest completed run with no bucket in error."""
     run_counts: Mapping[str, int] = field(default_factory=dict)
     buckets: tuple[BucketResult, ...] = ()

@@ -14,7 +14,7 @@ from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.errors import StateError
 from driftgauge.engine.payloads import DriftKind
 from driftgauge.engine.result import BucketResult, KeyDiff, Node, measures_text
-from driftgauge.state.payloads import BucketOut, KeyOut, RunOut
+from driftgauge.state.payloads import BucketOut, CheckRun, KeyOut
 
 MAX_DIGEST = (1 << 64) - 1
 SIDE_COLUMNS = (
@@ -51,7 +51,7 @@ SAMPLE_COLUMNS = (
 
 
 # The runs table calls the check `check_name`; every other column is the field's name.
-_RUN_COLUMN_NAMES = tuple("check_name" if f.name == "check" else f.name for f in fields(RunOut))
+_RUN_COLUMN_NAMES = tuple("check_name" if f.name == "check" else f.name for f in fields(CheckRun))
 RUN_COLUMNS = ", ".join(_RUN_COLUMN_NAMES)
 
 
@@ -95,9 +95,9 @@ def digest_param(value: int) -> Decimal:
     return Decimal(value)
 
 
-def run_row(rec: Mapping[str, Any]) -> RunOut:
+def run_row(rec: Mapping[str, Any]) -> CheckRun:
     """Return a run from a record of RUN_COLUMNS."""
-    return RunOut(*(rec[column] for column in _RUN_COLUMN_NAMES))
+    return CheckRun(*(rec[column] for column in _RUN_COLUMN_NAMES))
 
 
 def bucket_row(run_id: int, bucket: BucketResult, tz: ZoneInfo | None) -> dict[str, Any]:

@@ -37,7 +37,7 @@ class KeyOut(BaseModel):
 # One declaration for the run table's row and the API's run: the state reads return it,
 # the API shows it as it is (instants in ISO 8601), and a dataclass keeps it cheap to make.
 @dataclass(frozen=True)
-class RunOut:
+class CheckRun:
     """One run of a check."""
 
     id: int

@@ -14,7 +14,7 @@ from driftgauge.engine.result import Node
 from driftgauge.pg.calls import PgCalls
 from driftgauge.state import codec
 from driftgauge.state.codec import StoredBucket, StoredKey
-from driftgauge.state.payloads import RunOut
+from driftgauge.state.payloads import CheckRun
 from driftgauge.state.samples import KeysPage, key_total
 
 _BUCKET_SELECT = (
@@ -74,7 +74,7 @@ class Reads:
         ):
             yield Reads(_Pinned(conn), self._timeout)
 
-    async def latest_runs(self) -> dict[str, RunOut]:
+    async def latest_runs(self) -> dict[str, CheckRun]:
         """Return the most recently started run of every check (running or not)."""
         recs = await self.calls.fetch(
             "read the latest runs",
@@ -83,23 +83,23 @@ class Reads:
         )
         return {r["check_name"]: codec.run_row(r) for r in recs}
 
-    async def latest_finished_run(self, check: str) -> RunOut | None:
+    async def latest_finished_run(self, check: str) -> CheckRun | None:
         """Return the check's most recently finished run, failed or not."""
         return await self._one_run("read the latest finished run", _LATEST["finished"], check)
 
-    async def latest_completed_run(self, check: str) -> RunOut | None:
+    async def latest_completed_run(self, check: str) -> CheckRun | None:
         """Return the check's most recent run whose results were stored."""
         return await self._one_run("read the latest completed run", _LATEST["completed"], check)
 
-    async def latest_success(self, check: str) -> RunOut | None:
+    async def latest_success(self, check: str) -> CheckRun | None:
         """Return the check's most recent completed run with no bucket in error."""
         return await self._one_run("read the latest successful run", _LATEST["success"], check)
 
-    async def run(self, check: str, run_id: int) -> RunOut | None:
+    async def run(self, check: str, run_id: int) -> CheckRun | None:
         """Return one run of a check by id."""
         return await self._one_run("read a run", "WHERE check_name = $1 AND id = $2", check, run_id)
 
-    async def runs(self, check: str, *, limit: int = 50, offset: int = 0) -> list[RunOut]:
+    async def runs(self, check: str, *, limit: int = 50, offset: int = 0) -> list[CheckRun]:
         """Return the check's runs, newest first, skipping the newest `offset`."""
         recs = await self.calls.fetch(
             "list runs",
@@ -168,7 +168,7 @@ class Reads:
             )
         return {r["run_id"] for r in days} | {v for v in latest.values() if v is not None}
 
-    async def _one_run(self, what: str, where: str, *args: Any) -> RunOut | None:
+    async def _one_run(self, what: str, where: str, *args: Any) -> CheckRun | None:
         rec = await self.calls.fetchrow(
             what, f"SELECT {codec.RUN_COLUMNS} FROM runs {where}", *args
         )
