@@ -31,7 +31,8 @@ import httpx
 
 from driftgauge.api.app import create_app
 from driftgauge.configfile.loader import load_text
-from driftgauge.ledger.client import LedgerClient, RepairClient
+from driftgauge.ledger.client import LedgerClient
+from driftgauge.repair.client import RepairClient
 
 PG_DSN = os.environ.get("DRIFTGAUGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:55432/postgres")
 TOKEN = "demo-backfill-token"
