@@ -24,15 +24,23 @@ from driftgauge.repair.errors import NotFound, Refused
 from driftgauge.repair.models import (
     AnnounceIn,
     ConsumerIn,
+    ConsumerOut,
+    JudgedOut,
     PlanIn,
     ProbeIn,
     ReadIn,
+    ReadOut,
+    ReadsRecorded,
     RefusedOut,
+    RepairBreachOut,
     ReplayDone,
     ReplayIn,
+    RunAttached,
     RunIn,
     StepIn,
     WatermarkMove,
+    WatermarkOut,
+    WatermarkShown,
 )
 from driftgauge.repair.service import Repair, build_repair
 from driftgauge.routing import Dependency, answered, app_service, paged
@@ -140,19 +148,30 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
 def _watermark_routes(r: _Routes) -> None:
     """Add the routes that read and move watermarks."""
 
-    @r.router.get("/watermarks", tags=["repair"], dependencies=r.read)
+    @r.router.get(
+        "/watermarks", tags=["repair"], dependencies=r.read, response_model=list[WatermarkOut]
+    )
     async def list_watermarks(service: Service) -> list[dict[str, Any]]:
         """List every pipeline's watermark."""
         return await service.watermarks.all()
 
-    @r.router.get("/watermarks/{pipeline}", tags=["repair"], dependencies=r.read)
+    @r.router.get(
+        "/watermarks/{pipeline}",
+        tags=["repair"],
+        dependencies=r.read,
+        response_model=WatermarkShown,
+    )
     async def get_watermark(pipeline: PathName, service: Service) -> dict[str, Any]:
         """Return one watermark with its latest moves (who, when, why)."""
         with _translated():
             return await service.watermarks.get(pipeline)
 
     @r.router.post(
-        "/watermarks/{pipeline}/advance", tags=["repair"], dependencies=r.write, responses=REFUSED
+        "/watermarks/{pipeline}/advance",
+        tags=["repair"],
+        dependencies=r.write,
+        responses=REFUSED,
+        response_model=WatermarkShown,
     )
     async def advance_watermark(
         pipeline: PathName, body: WatermarkMove, service: Service
@@ -164,7 +183,11 @@ def _watermark_routes(r: _Routes) -> None:
         return out
 
     @r.router.post(
-        "/watermarks/{pipeline}/move-back", tags=["repair"], dependencies=r.write, responses=REFUSED
+        "/watermarks/{pipeline}/move-back",
+        tags=["repair"],
+        dependencies=r.write,
+        responses=REFUSED,
+        response_model=WatermarkShown,
     )
     async def move_watermark_back(
         pipeline: PathName, body: WatermarkMove, service: Service
@@ -181,18 +204,28 @@ def _watermark_routes(r: _Routes) -> None:
 def _consumer_routes(r: _Routes) -> None:
     """Add the routes that list, write and remove consumers."""
 
-    @r.router.get("/consumers", tags=["repair"], dependencies=r.read)
+    @r.router.get(
+        "/consumers", tags=["repair"], dependencies=r.read, response_model=list[ConsumerOut]
+    )
     async def list_consumers(service: Service) -> list[dict[str, Any]]:
         """List consumers in replay order."""
         return await service.consumers.list()
 
-    @r.router.put("/consumers/{name}", tags=["repair"], dependencies=r.write, responses=REFUSED)
+    @r.router.put(
+        "/consumers/{name}",
+        tags=["repair"],
+        dependencies=r.write,
+        responses=REFUSED,
+        response_model=ConsumerOut,
+    )
     async def put_consumer(name: PathName, body: ConsumerIn, service: Service) -> dict[str, Any]:
         """Create or replace a consumer."""
         with _translated():
             return await service.consumers.put(name, body)
 
-    @r.router.get("/consumers/{name}", tags=["repair"], dependencies=r.read)
+    @r.router.get(
+        "/consumers/{name}", tags=["repair"], dependencies=r.read, response_model=ConsumerOut
+    )
     async def get_consumer(name: PathName, service: Service) -> dict[str, Any]:
         """Return one consumer."""
         with _translated():
@@ -209,7 +242,12 @@ def _read_routes(r: _Routes) -> None:
     """Add the routes of the read log."""
 
     @r.router.post(
-        "/reads", tags=["repair"], dependencies=r.write, status_code=201, responses=REFUSED
+        "/reads",
+        tags=["repair"],
+        dependencies=r.write,
+        status_code=201,
+        responses=REFUSED,
+        response_model=ReadsRecorded,
     )
     async def record_read(body: ReadIn, service: Service) -> dict[str, Any]:
         """Log that a consumer read partitions of a check (with what they held now)."""
@@ -222,7 +260,7 @@ def _read_routes(r: _Routes) -> None:
             )
         return {"recorded": n}
 
-    @r.router.get("/reads", tags=["repair"], dependencies=r.read)
+    @r.router.get("/reads", tags=["repair"], dependencies=r.read, response_model=list[ReadOut])
     async def list_reads(
         service: Service,
         paging: Annotated[Page, paged(200, 10_000)],
@@ -308,6 +346,7 @@ def _lifecycle_routes(r: _Routes) -> None:
         dependencies=r.write,
         status_code=201,
         responses=REFUSED,
+        response_model=RunAttached,
     )
     async def attach_run(backfill_id: BackfillId, body: RunIn, service: Service) -> dict[str, Any]:
         """Record a ledger run of the recompute under the backfill id."""
@@ -369,7 +408,12 @@ def _probe_routes(r: _Routes) -> None:
         await service.refresh()
         return out
 
-    @r.router.get("/repair/breaches", tags=["repair"], dependencies=r.read)
+    @r.router.get(
+        "/repair/breaches",
+        tags=["repair"],
+        dependencies=r.read,
+        response_model=list[RepairBreachOut],
+    )
     async def list_breaches(
         service: Service,
         paging: Annotated[Page, paged(100, 1000)],
@@ -379,7 +423,7 @@ def _probe_routes(r: _Routes) -> None:
         """List repair breaches, newest first."""
         return await service.breaches.list(kind=kind, active_only=active, page=paging)
 
-    @r.router.post("/repair/judge", tags=["repair"], dependencies=r.write)
+    @r.router.post("/repair/judge", tags=["repair"], dependencies=r.write, response_model=JudgedOut)
     async def judge_now(service: Service) -> dict[str, Any]:
         """Judge watermark stalls, silent changes and ledger reruns now."""
         return await service.judge()
