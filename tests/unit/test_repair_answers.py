@@ -11,8 +11,11 @@ from fastapi.encoders import jsonable_encoder
 from pydantic import BaseModel
 
 from driftgauge.repair.models import (
+    BackfillOut,
+    BackfillShown,
     ConsumerOut,
     JudgedOut,
+    ProbeOut,
     ReadOut,
     ReadsRecorded,
     RepairBreachOut,
@@ -41,7 +44,106 @@ MOVE = {
     "reason": "hourly",
     "backfill_id": None,
 }
+SNAP = {"count": 3, "distinct_keys": 3, "digest": "18446744073709551615"}
+BACKFILL: dict[str, Any] = {
+    "id": 7,
+    "check": "orders",
+    "pipeline": "orders",
+    "status": "announced",
+    "reason": "late rows",
+    "first_bad": T0,
+    "reset_to": T0 - timedelta(hours=1),
+    "planned_at": T0,
+    "planned_by": "ops",
+    "announced_at": T0,
+    "announced_by": "ops",
+    "announcement": "recompute 1 partition",
+    "started_at": None,
+    "started_by": None,
+    "verified_at": None,
+    "replayed_at": None,
+    "closed_at": None,
+    "closed_by": None,
+    "totals_before": {"partitions": 1, "count": 3, "measures": {"amount": "1.50"}},
+    "totals_after": None,
+    "diff": None,
+    "next_step": "start",
+    "partitions": [(T0, T0 + timedelta(hours=1))],
+    "targets": [
+        {
+            "start": T0,
+            "end": T0 + timedelta(hours=1),
+            "run_id": 4,
+            "before": SNAP,
+            "after": None,
+            "verified": None,
+        }
+    ],
+    "consumers": [
+        {
+            "name": "settlement-report",
+            "rank": 1,
+            "signs": True,
+            "kind": "report",
+            "owner": "finance",
+            "signed_by": "cfo",
+            "webhook_url": "http://hook",
+            "command": None,
+            "replay": None,
+        },
+        {
+            "name": "gone",
+            "rank": 2,
+            "signs": False,
+            "kind": None,
+            "owner": None,
+            "signed_by": None,
+            "webhook_url": None,
+            "command": "make it",
+            "replay": {"outcome": "running", "started_at": T0, "finished_at": None, "detail": ""},
+        },
+    ],
+}
 CASES: list[tuple[type[BaseModel], dict[str, Any]]] = [
+    (BackfillOut, BACKFILL),
+    (
+        BackfillShown,
+        {
+            **BACKFILL,
+            "ledger_runs": [11, 12],
+            "events": [
+                {
+                    "at": T0,
+                    "step": "plan",
+                    "outcome": "done",
+                    "rule": "",
+                    "by": "ops",
+                    "consumer": None,
+                    "detail": "1 partition(s)",
+                }
+            ],
+        },
+    ),
+    (
+        ProbeOut,
+        {
+            "check": "orders",
+            "mode": "ledger",
+            "subject": "orders-sync runs 11, 12",
+            "verdict": "appended",
+            "partitions": [
+                {
+                    "start": T0,
+                    "end": T0 + timedelta(days=1),
+                    "run1": SNAP,
+                    "run2": {**SNAP, "count": 4, "measures": {"amount": "2.00"}},
+                    "verdict": "appended",
+                    "appended": 1,
+                }
+            ],
+            "ledger_runs": [11, 12],
+        },
+    ),
     (WatermarkOut, WATERMARK),
     (WatermarkShown, {**WATERMARK, "moves": [MOVE, {**MOVE, "from": T0, "backfill_id": 3}]}),
     (

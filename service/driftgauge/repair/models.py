@@ -227,3 +227,108 @@ class JudgedOut(BaseModel):
     stalled: list[str]
     ledger_windows: int
     silent_changes: int
+
+
+class BackfillTargetOut(BaseModel):
+    """A partition a backfill repairs, with what it held before, after and when verified."""
+
+    start: Moment
+    end: Moment
+    run_id: int | None
+    before: Any
+    after: Any
+    verified: Any
+
+
+class ReplayOut(BaseModel):
+    """A consumer's re-trigger under a backfill: its outcome and when it ran."""
+
+    outcome: str
+    started_at: Moment | None
+    finished_at: Moment | None
+    detail: str | None
+
+
+class BackfillConsumerOut(BaseModel):
+    """A consumer that read a backfill's partitions, in rank order, with its replay."""
+
+    name: str
+    rank: int
+    signs: bool
+    kind: str | None
+    owner: str | None
+    signed_by: str | None
+    webhook_url: str | None
+    command: str | None
+    replay: ReplayOut | None
+
+
+class BackfillOut(BaseModel):
+    """A backfill as listed: its row, its next step, its targets and its consumers."""
+
+    id: int
+    check: str
+    pipeline: str | None
+    status: str
+    reason: str
+    first_bad: Moment
+    reset_to: Moment
+    planned_at: Moment
+    planned_by: str
+    announced_at: Moment | None
+    announced_by: str | None
+    announcement: str | None
+    started_at: Moment | None
+    started_by: str | None
+    verified_at: Moment | None
+    replayed_at: Moment | None
+    closed_at: Moment | None
+    closed_by: str | None
+    totals_before: Any
+    totals_after: Any
+    diff: Any
+    next_step: str
+    partitions: list[tuple[Moment, Moment]]
+    targets: list[BackfillTargetOut]
+    consumers: list[BackfillConsumerOut]
+
+
+class BackfillEventOut(BaseModel):
+    """One step of a backfill's log: done, refused (naming the rule), delivered or not."""
+
+    at: Moment
+    step: str
+    outcome: str
+    rule: str
+    by: str
+    consumer: str | None
+    detail: str
+
+
+class BackfillShown(BackfillOut):
+    """A backfill with the ledger runs of its recompute and its event log."""
+
+    ledger_runs: list[int]
+    events: list[BackfillEventOut]
+
+
+class ProbePartitionOut(BaseModel):
+    """One partition after run 1 and after run 2, and the verdict on the step."""
+
+    start: Moment
+    end: Moment
+    run1: dict[str, Any]
+    run2: dict[str, Any]
+    verdict: str
+    appended: int
+
+
+class ProbeOut(BaseModel):
+    """A rerun probe of two closed ledger runs of one window: converged, or rows appended."""
+
+    check: str
+    mode: str
+    subject: str
+    verdict: str
+    partitions: list[ProbePartitionOut]
+    ledger_runs: list[int]

@@ -23,11 +23,14 @@ from driftgauge.repair.backfill import Backfills
 from driftgauge.repair.errors import NotFound, Refused
 from driftgauge.repair.models import (
     AnnounceIn,
+    BackfillOut,
+    BackfillShown,
     ConsumerIn,
     ConsumerOut,
     JudgedOut,
     PlanIn,
     ProbeIn,
+    ProbeOut,
     ReadIn,
     ReadOut,
     ReadsRecorded,
@@ -275,14 +278,21 @@ def _backfill_routes(r: _Routes) -> None:
     """Add the routes that plan, list, show and announce backfills."""
 
     @r.router.post(
-        "/backfills", tags=["backfill"], dependencies=r.write, status_code=201, responses=REFUSED
+        "/backfills",
+        tags=["backfill"],
+        dependencies=r.write,
+        status_code=201,
+        responses=REFUSED,
+        response_model=BackfillShown,
     )
     async def plan_backfill(body: PlanIn, service: Service) -> dict[str, Any]:
         """Plan: targets from stored results, first bad partition, reset point, consumers."""
         with _translated():
             return await service.backfills.plan(body)
 
-    @r.router.get("/backfills", tags=["backfill"], dependencies=r.read)
+    @r.router.get(
+        "/backfills", tags=["backfill"], dependencies=r.read, response_model=list[BackfillOut]
+    )
     async def list_backfills(
         service: Service,
         paging: Annotated[Page, paged(50, 1000)],
@@ -292,7 +302,12 @@ def _backfill_routes(r: _Routes) -> None:
         """List backfills, newest first."""
         return await service.backfills.all(check=check, open_only=open_only, page=paging)
 
-    @r.router.get("/backfills/{backfill_id}", tags=["backfill"], dependencies=r.read)
+    @r.router.get(
+        "/backfills/{backfill_id}",
+        tags=["backfill"],
+        dependencies=r.read,
+        response_model=BackfillShown,
+    )
     async def show_backfill(backfill_id: BackfillId, service: Service) -> dict[str, Any]:
         """Return a backfill: targets, consumers, replays, ledger runs, events."""
         with _translated():
@@ -303,6 +318,7 @@ def _backfill_routes(r: _Routes) -> None:
         tags=["backfill"],
         dependencies=r.write,
         responses=REFUSED,
+        response_model=BackfillShown,
     )
     async def announce_backfill(
         backfill_id: BackfillId, body: AnnounceIn, service: Service
@@ -328,6 +344,7 @@ def _step_route(
         dependencies=r.write,
         responses=REFUSED,
         name=f"{step}_backfill",
+        response_model=BackfillShown,
     )(take_step)
 
 
@@ -363,6 +380,7 @@ def _lifecycle_routes(r: _Routes) -> None:
         tags=["backfill"],
         dependencies=r.write,
         responses=REFUSED,
+        response_model=BackfillShown,
     )
     async def replay_backfill(
         backfill_id: BackfillId, body: ReplayIn, service: Service
@@ -376,6 +394,7 @@ def _lifecycle_routes(r: _Routes) -> None:
         tags=["backfill"],
         dependencies=r.write,
         responses=REFUSED,
+        response_model=BackfillShown,
     )
     async def replay_finished(
         backfill_id: BackfillId, consumer: PathName, body: ReplayDone, service: Service
@@ -398,7 +417,13 @@ def _lifecycle_routes(r: _Routes) -> None:
 def _probe_routes(r: _Routes) -> None:
     """Add the rerun probe and the routes of repair breaches."""
 
-    @r.router.post("/probes/rerun", tags=["repair"], dependencies=r.write, responses=REFUSED)
+    @r.router.post(
+        "/probes/rerun",
+        tags=["repair"],
+        dependencies=r.write,
+        responses=REFUSED,
+        response_model=ProbeOut,
+    )
     async def probe_rerun(body: ProbeIn, service: Service) -> dict[str, Any]:
         """Compare a partition after the last two closed ledger runs of one window."""
         with _translated():
