@@ -35,7 +35,8 @@ from tools.local_stores import address
 
 from driftgauge.api.app import create_app
 from driftgauge.configfile.loader import load_text
-from driftgauge.ledger.client import LedgerClient, RepairClient
+from driftgauge.ledger.client import LedgerClient
+from driftgauge.repair.client import RepairClient
 
 PG_DSN = address("DRIFTGAUGE_TEST_PG_DSN")
 TOKEN = "demo-backfill-token"

@@ -8,7 +8,8 @@ from datetime import timedelta
 import httpx
 import pytest
 
-from driftgauge.ledger.client import LedgerClient, RepairClient
+from driftgauge.ledger.client import LedgerClient
+from driftgauge.repair.client import RepairClient
 from tests.integration.repair_support import (
     AUTH,
     ROWS_PER_HOUR,

@@ -12,7 +12,8 @@ import httpx
 import pytest
 
 from driftgauge.api.app import create_app
-from driftgauge.ledger.client import LedgerClient, RepairClient
+from driftgauge.ledger.client import LedgerClient
+from driftgauge.repair.client import RepairClient
 from tests.integration.repair_support import (
     AUTH,
     ROWS_PER_HOUR,

@@ -1,4 +1,4 @@
-"""What a sync job pays to embed the ledger client: no server stack, a fraction of its time."""
+"""What a sync job pays to embed the ledger or repair client: no server stack, little time."""
 
 from __future__ import annotations
 
@@ -55,6 +55,15 @@ def test_the_ledger_client_loads_no_server_stack_and_little_of_driftgauge() -> N
         "driftgauge.ledger.rules",
     )
     assert [m for m in ours if not m.startswith(allowed) and m != "driftgauge.ledger"] == []
+
+
+def test_the_repair_client_loads_no_server_stack_and_no_other_feature() -> None:
+    _, modules = _import("driftgauge.repair.client")
+    loaded = {m.split(".")[0] for m in modules}
+    assert [p for p in SERVER_STACK if p in loaded] == []
+    ours = sorted(m for m in modules if m.startswith("driftgauge."))
+    allowed = ("driftgauge.core", "driftgauge.repair.client")
+    assert [m for m in ours if not m.startswith(allowed) and m != "driftgauge.repair"] == []
 
 
 def test_the_ledger_client_imports_in_under_two_thirds_the_time_of_the_service() -> None:

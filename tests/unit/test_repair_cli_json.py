@@ -5,7 +5,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from driftgauge.repair.cli import _print
+from driftgauge.cli.repair import _print
 
 
 def test_json_times_are_iso_8601_with_t(capsys: pytest.CaptureFixture[str]) -> None:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from driftgauge import __version__
 from driftgauge.cli import check, drill, serve, state, validate
+from driftgauge.cli import repair as repair_cli
 from driftgauge.cli.common import (
     EXIT_ERROR,
     EXIT_INTERNAL,
@@ -28,7 +29,6 @@ from driftgauge.cli.common import (
 )
 from driftgauge.configfile.loader import load_file
 from driftgauge.core.errors import ConfigError, DriftgaugeError
-from driftgauge.repair import cli as repair_cli
 
 
 def _parser() -> argparse.ArgumentParser:

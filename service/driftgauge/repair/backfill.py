@@ -174,32 +174,12 @@ class Backfills(CheckParts):
                     f"the stored runs of {check.name} show no drifting hour in {since}..{until}",
                     status=422,
                 )
-            taken = await conn.fetch(
-                "SELECT b.id, min(t.partition_start) AS first FROM backfills b"
-                " JOIN backfill_targets t ON t.backfill_id = b.id WHERE b.check_name = $1"
-                " AND b.status <> 'closed' AND t.partition_start = ANY($2::timestamptz[])"
-                " GROUP BY b.id ORDER BY b.id",
-                check.name,
-                [t.start for t in targets],
-            )
-            if taken:
-                refused = Refused(
-                    "plan",
-                    "overlapping_backfill",
-                    f"backfill {taken[0]['id']} of {check.name} is open over "
-                    f"{taken[0]['first'].isoformat()}; close it first",
-                )
-                refused.backfill_id = taken[0]["id"]
-                raise refused
+            await _refuse_overlap(conn, check.name, targets)
             plan = Plan(targets)
             plan.consumers = await readers_of(conn, check.name, [(t.start, t.end) for t in targets])
             pipeline = asked.pipeline
-            if (
-                pipeline is not None
-                and await conn.fetchval("SELECT 1 FROM watermarks WHERE pipeline = $1", pipeline)
-                is None
-            ):
-                raise RepairInputError("pipeline", f"no watermark for pipeline {pipeline!r}")
+            if pipeline is not None:
+                await _require_watermark(conn, pipeline)
             bf_id: int = await conn.fetchval(
                 "INSERT INTO backfills (check_name, pipeline, status, reason, first_bad,"
                 " reset_to, planned_at, planned_by) VALUES ($1, $2, 'planned', $3, $4, $5,"
@@ -393,22 +373,7 @@ class Backfills(CheckParts):
             "partitions": [[lo.isoformat(), hi.isoformat()] for lo, hi in bf["partitions"]],
             "runs_at": runs_at.isoformat() if runs_at else None,
         }
-        failed = []
-        for c in bf["consumers"]:
-            if not c["webhook_url"]:
-                continue
-            got = await announce.post(c["webhook_url"], {**body, "consumer": c["name"]}, c["name"])
-            await self.event(
-                bf_id,
-                bf["check"],
-                "announce",
-                "delivered" if got.delivered else "undelivered",
-                actor=by,
-                consumer=c["name"],
-                detail=got.detail,
-            )
-            if not got.delivered:
-                failed.append(got)
+        failed = await self._post_announcement(bf, body, by)
         if failed:
             raise await self.refuse(
                 bf,
@@ -453,35 +418,36 @@ class Backfills(CheckParts):
         await self._changed()
         return await self.show(bf_id)
 
+    async def _post_announcement(
+        self, bf: Mapping[str, Any], body: dict[str, Any], by: str
+    ) -> list[Any]:
+        """Post the announcement to each consumer with a webhook; return the undelivered."""
+        failed = []
+        for c in bf["consumers"]:
+            if not c["webhook_url"]:
+                continue
+            got = await announce.post(c["webhook_url"], {**body, "consumer": c["name"]}, c["name"])
+            await self.event(
+                bf["id"],
+                bf["check"],
+                "announce",
+                "delivered" if got.delivered else "undelivered",
+                actor=by,
+                consumer=c["name"],
+                detail=got.detail,
+            )
+            if not got.delivered:
+                failed.append(got)
+        return failed
+
     # -- start -----------------------------------------------------------------------------------
 
     async def start(self, bf_id: int, *, by: str) -> dict[str, Any]:
         """Allow the recompute: only announced when signed, only closed partitions."""
         bf = await self._ready(bf_id, "start", ("planned", "announced"), by)
-        signing = [c for c in bf["consumers"] if c["signs"]]
-        if bf["status"] == "planned" and signing:
-            names = ", ".join(f"{c['name']} (signed by {c['signed_by']})" for c in signing)
-            raise await self.refuse(
-                bf,
-                "start",
-                "not_announced",
-                f"signing consumers read these partitions: {names}; announce first",
-                by,
-            )
-        check = self._check(bf["check"])
+        await self._refuse_unannounced(bf, by)
         now = self.clock()
-        closed_before = now - check.settle
-        young = [(lo, hi) for lo, hi in bf["partitions"] if hi > closed_before]
-        if young:
-            raise await self.refuse(
-                bf,
-                "start",
-                "open_partition",
-                f"{len(young)} partition(s) are younger than the settle window "
-                f"({check.settle.total_seconds():g}s), first {young[0][0].isoformat()}; "
-                f"only closed partitions may be backfilled",
-                by,
-            )
+        await self._refuse_open(bf, now, by)
         before = None
         if bf["status"] == "planned":  # nobody signed: the before is taken now
             before = await self._snapshots(bf["check"], bf["partitions"], 1)
@@ -507,23 +473,7 @@ class Backfills(CheckParts):
                 now,
                 by,
             )
-            moved = ""
-            if bf["pipeline"] is not None:
-                mark = await conn.fetchval(
-                    "SELECT processed_through FROM watermarks WHERE pipeline = $1", bf["pipeline"]
-                )
-                if mark is not None and mark > bf["reset_to"]:
-                    await self.watermarks.move_back(
-                        bf["pipeline"],
-                        bf["reset_to"],
-                        by=by,
-                        conn=conn,
-                        backfill_id=bf_id,
-                        reason=f"backfill {bf_id}: recompute from {bf['first_bad'].isoformat()}",
-                    )
-                    moved = (
-                        f"; watermark {bf['pipeline']} moved back to {bf['reset_to'].isoformat()}"
-                    )
+            moved = await self._reset_watermark(conn, bf, by)
             await self.event(
                 bf_id,
                 bf["check"],
@@ -535,6 +485,54 @@ class Backfills(CheckParts):
             )
         await self._changed()
         return await self.show(bf_id)
+
+    async def _refuse_unannounced(self, bf: Mapping[str, Any], by: str) -> None:
+        """Refuse a start that signing consumers were not told of."""
+        signing = [c for c in bf["consumers"] if c["signs"]]
+        if bf["status"] == "planned" and signing:
+            names = ", ".join(f"{c['name']} (signed by {c['signed_by']})" for c in signing)
+            raise await self.refuse(
+                bf,
+                "start",
+                "not_announced",
+                f"signing consumers read these partitions: {names}; announce first",
+                by,
+            )
+
+    async def _refuse_open(self, bf: Mapping[str, Any], now: datetime, by: str) -> None:
+        """Refuse a start over partitions younger than the check's settle window."""
+        check = self._check(bf["check"])
+        closed_before = now - check.settle
+        young = [(lo, hi) for lo, hi in bf["partitions"] if hi > closed_before]
+        if young:
+            raise await self.refuse(
+                bf,
+                "start",
+                "open_partition",
+                f"{len(young)} partition(s) are younger than the settle window "
+                f"({check.settle.total_seconds():g}s), first {young[0][0].isoformat()}; "
+                f"only closed partitions may be backfilled",
+                by,
+            )
+
+    async def _reset_watermark(self, conn: Any, bf: Mapping[str, Any], by: str) -> str:
+        """Move the backfill's pipeline watermark back to its reset point; say so, or ""."""
+        moved = ""
+        if bf["pipeline"] is not None:
+            mark = await conn.fetchval(
+                "SELECT processed_through FROM watermarks WHERE pipeline = $1", bf["pipeline"]
+            )
+            if mark is not None and mark > bf["reset_to"]:
+                await self.watermarks.move_back(
+                    bf["pipeline"],
+                    bf["reset_to"],
+                    by=by,
+                    conn=conn,
+                    backfill_id=bf["id"],
+                    reason=f"backfill {bf['id']}: recompute from {bf['first_bad'].isoformat()}",
+                )
+                moved = f"; watermark {bf['pipeline']} moved back to {bf['reset_to'].isoformat()}"
+        return moved
 
     async def attach_run(self, bf_id: int, ledger_run_id: int, *, by: str = "") -> None:
         """Record that a ledger run is part of the backfill's recompute."""
@@ -660,3 +658,30 @@ class Backfills(CheckParts):
             )
         await self._changed()
         return await self.show(bf_id)
+
+
+async def _refuse_overlap(conn: Any, check: str, targets: list[Any]) -> None:
+    """Refuse a plan over partitions an open backfill of the check already holds."""
+    taken = await conn.fetch(
+        "SELECT b.id, min(t.partition_start) AS first FROM backfills b"
+        " JOIN backfill_targets t ON t.backfill_id = b.id WHERE b.check_name = $1"
+        " AND b.status <> 'closed' AND t.partition_start = ANY($2::timestamptz[])"
+        " GROUP BY b.id ORDER BY b.id",
+        check,
+        [t.start for t in targets],
+    )
+    if taken:
+        refused = Refused(
+            "plan",
+            "overlapping_backfill",
+            f"backfill {taken[0]['id']} of {check} is open over "
+            f"{taken[0]['first'].isoformat()}; close it first",
+        )
+        refused.backfill_id = taken[0]["id"]
+        raise refused
+
+
+async def _require_watermark(conn: Any, pipeline: str) -> None:
+    """Refuse (naming the field) a pipeline that has no watermark to move back."""
+    if await conn.fetchval("SELECT 1 FROM watermarks WHERE pipeline = $1", pipeline) is None:
+        raise RepairInputError("pipeline", f"no watermark for pipeline {pipeline!r}")

@@ -72,76 +72,92 @@ class RepairMetrics:
             return []
         snap, now = self.snap, self.clock().timestamp()
         fam = Families()
-        through = fam.gauge(
-            "driftgauge_watermark_processed_through_timestamp_seconds",
-            "The pipeline's processed_through: every partition at or before it is trusted.",
-            "pipeline",
-        )
-        age = fam.gauge(
-            "driftgauge_watermark_age_seconds", "Seconds from processed_through to now.", "pipeline"
-        )
-        advanced = fam.gauge(
-            "driftgauge_watermark_last_advance_timestamp_seconds",
-            "When the watermark last moved forward.",
-            "pipeline",
-        )
-        for w in snap.watermarks:
-            through.add_metric([w["pipeline"]], w["processed_through"].timestamp())
-            age.add_metric([w["pipeline"]], now - w["processed_through"].timestamp())
-            advanced.add_metric([w["pipeline"]], w["advanced_at"].timestamp())
-        backfills = fam.gauge("driftgauge_backfills", "Backfills by lifecycle status.", "status")
-        for status in ORDER:
-            backfills.add_metric([status], snap.backfills.get(status, 0))
-        open_for = fam.gauge(
-            "driftgauge_backfill_open_seconds",
-            "Seconds since the oldest backfill of the check that is not closed was planned.",
-            "check",
-        )
-        for check, at in sorted(snap.oldest_open.items()):
-            open_for.add_metric([check], now - at.timestamp())
-        refused = fam.counter(
-            "driftgauge_backfill_refusals",
-            "Backfill steps refused, by step and rule.",
-            "step",
-            "rule",
-        )
-        for (step, rule), n in sorted(snap.refusals.items()):
-            refused.add_metric([step, rule], n)
-        breach = fam.gauge(
-            "driftgauge_repair_breach", "1 per repair breach that holds now.", "kind", "subject"
-        )
-        silent = fam.gauge(
-            "driftgauge_silent_change_rows",
-            "Rows of a signed partition that changed outside an announced backfill: what the"
-            " consumer read (before) and what it holds now (after).",
-            "check",
-            "consumer",
-            "partition",
-            "side",
-        )
-        amount = fam.gauge(
-            "driftgauge_silent_change_amount",
-            "Signed totals of a partition that changed outside an announced backfill, by measure:"
-            " what the consumer read (before) and what it holds now (after).",
-            "check",
-            "consumer",
-            "partition",
-            "measure",
-            "side",
-        )
-        for b in snap.active:
-            breach.add_metric([b["kind"], b["subject"]], 1)
-            if b["kind"] == "silent_change":
-                facts = json.loads(b["facts"])
-                labels = [facts["check"], facts["consumer"], facts["start"]]
-                for side in ("before", "after"):
-                    silent.add_metric([*labels, side], int(facts[side]["count"]))
-                    # The amounts, so equal counts with a changed total still read as a change.
-                    for measure, value in facts[side].get("measures", {}).items():
-                        amount.add_metric([*labels, measure, side], float(value))
-        recorded = fam.counter(
-            "driftgauge_repair_breaches", "Repair breaches recorded, by kind.", "kind"
-        )
-        for kind in KINDS:
-            recorded.add_metric([kind], snap.recorded.get(kind, 0))
+        # In this order: a scrape lists the families as they were made.
+        _watermark_families(fam, snap, now)
+        _backfill_families(fam, snap, now)
+        _breach_families(fam, snap)
         return fam.all()
+
+
+def _watermark_families(fam: Families, snap: RepairSnapshot, now: float) -> None:
+    """Add each pipeline's processed_through, its age and its last advance."""
+    through = fam.gauge(
+        "driftgauge_watermark_processed_through_timestamp_seconds",
+        "The pipeline's processed_through: every partition at or before it is trusted.",
+        "pipeline",
+    )
+    age = fam.gauge(
+        "driftgauge_watermark_age_seconds", "Seconds from processed_through to now.", "pipeline"
+    )
+    advanced = fam.gauge(
+        "driftgauge_watermark_last_advance_timestamp_seconds",
+        "When the watermark last moved forward.",
+        "pipeline",
+    )
+    for w in snap.watermarks:
+        through.add_metric([w["pipeline"]], w["processed_through"].timestamp())
+        age.add_metric([w["pipeline"]], now - w["processed_through"].timestamp())
+        advanced.add_metric([w["pipeline"]], w["advanced_at"].timestamp())
+
+
+def _backfill_families(fam: Families, snap: RepairSnapshot, now: float) -> None:
+    """Add backfills by status, the oldest open one per check and the refused steps."""
+    backfills = fam.gauge("driftgauge_backfills", "Backfills by lifecycle status.", "status")
+    for status in ORDER:
+        backfills.add_metric([status], snap.backfills.get(status, 0))
+    open_for = fam.gauge(
+        "driftgauge_backfill_open_seconds",
+        "Seconds since the oldest backfill of the check that is not closed was planned.",
+        "check",
+    )
+    for check, at in sorted(snap.oldest_open.items()):
+        open_for.add_metric([check], now - at.timestamp())
+    refused = fam.counter(
+        "driftgauge_backfill_refusals",
+        "Backfill steps refused, by step and rule.",
+        "step",
+        "rule",
+    )
+    for (step, rule), n in sorted(snap.refusals.items()):
+        refused.add_metric([step, rule], n)
+
+
+def _breach_families(fam: Families, snap: RepairSnapshot) -> None:
+    """Add the repair breaches that hold, a silent change's rows and amounts, and the tallies."""
+    breach = fam.gauge(
+        "driftgauge_repair_breach", "1 per repair breach that holds now.", "kind", "subject"
+    )
+    silent = fam.gauge(
+        "driftgauge_silent_change_rows",
+        "Rows of a signed partition that changed outside an announced backfill: what the"
+        " consumer read (before) and what it holds now (after).",
+        "check",
+        "consumer",
+        "partition",
+        "side",
+    )
+    amount = fam.gauge(
+        "driftgauge_silent_change_amount",
+        "Signed totals of a partition that changed outside an announced backfill, by measure:"
+        " what the consumer read (before) and what it holds now (after).",
+        "check",
+        "consumer",
+        "partition",
+        "measure",
+        "side",
+    )
+    for b in snap.active:
+        breach.add_metric([b["kind"], b["subject"]], 1)
+        if b["kind"] == "silent_change":
+            facts = json.loads(b["facts"])
+            labels = [facts["check"], facts["consumer"], facts["start"]]
+            for side in ("before", "after"):
+                silent.add_metric([*labels, side], int(facts[side]["count"]))
+                # The amounts, so equal counts with a changed total still read as a change.
+                for measure, value in facts[side].get("measures", {}).items():
+                    amount.add_metric([*labels, measure, side], float(value))
+    recorded = fam.counter(
+        "driftgauge_repair_breaches", "Repair breaches recorded, by kind.", "kind"
+    )
+    for kind in KINDS:
+        recorded.add_metric([kind], snap.recorded.get(kind, 0))

@@ -101,59 +101,13 @@ class RerunProbe(CheckParts):
         job = check.ledger.job
         async with self.calls.conn("read ledger runs of a window") as conn:
             if window_start is None or window_end is None:
-                rec = await conn.fetchrow(
-                    "SELECT window_start, window_end FROM ledger_runs WHERE job = $1"
-                    " AND closed_at IS NOT NULL GROUP BY window_start, window_end"
-                    " HAVING count(*) >= 2 ORDER BY max(closed_at) DESC LIMIT 1",
-                    job,
-                )
-                if rec is None:
-                    raise Refused(
-                        "probe",
-                        "no_rerun",
-                        f"job {job} has no window with two closed runs",
-                        status=422,
-                    )
-                window_start, window_end = rec["window_start"], rec["window_end"]
-            runs = await conn.fetch(
-                "SELECT id, opened_at, closed_at FROM ledger_runs WHERE job = $1"
-                " AND window_start = $2 AND window_end = $3 AND closed_at IS NOT NULL"
-                " ORDER BY id DESC LIMIT 2",
-                job,
-                window_start,
-                window_end,
-            )
-            if len(runs) < 2:
-                raise Refused(
-                    "probe",
-                    "no_rerun",
-                    f"job {job} has {len(runs)} closed run(s) of window {window_start.isoformat()}",
-                    status=422,
-                )
-            second, first = runs[0], runs[1]
+                window_start, window_end = await _latest_rerun_window(conn, job)
+            first, second = await _last_two_runs(conn, job, window_start, window_end)
             one = await _reconciled(
                 conn, check, window_start, first["closed_at"], second["opened_at"]
             )
             two = await _reconciled(conn, check, window_start, second["closed_at"], None)
-            others = await conn.fetchval(
-                "SELECT count(*) FROM ledger_runs WHERE job = $1 AND closed_at > $2"
-                " AND closed_at <= $3 AND id <> $4 AND window_start < $6"
-                " AND window_end > $5",
-                job,
-                first["closed_at"],
-                second["closed_at"],
-                second["id"],
-                *_day_of(check, window_start),
-            )
-            if others:
-                raise Refused(
-                    "probe",
-                    "unobserved",
-                    f"{others} other run(s) of {job} wrote the same day between the"
-                    f" two runs of window {window_start.isoformat()}: the day's "
-                    "growth cannot be put on the rerun",
-                    status=422,
-                )
+            await _refuse_other_writers(conn, check, job, first, second, window_start)
             written = await conn.fetchval(
                 "SELECT coalesce(sum(rows), 0) FROM ledger_outcomes WHERE run_id = $1"
                 " AND outcome = 'written'",
@@ -209,35 +163,7 @@ class RerunProbe(CheckParts):
                     o.appended,
                     now,
                 )
-            for o in found:
-                name = f"{check}/{o.start.isoformat()}"
-                if o.verdict != "appended":
-                    await breaches.resolve(conn, "rerun_appended", name, now)
-                    continue
-                by_input = (
-                    f"; the second run's input was {second_written} row(s)"
-                    if second_written is not None
-                    else ""
-                )
-                await breaches.record(
-                    conn,
-                    "rerun_appended",
-                    name,
-                    f"rerunning {what} appended {o.appended} row(s) to partition "
-                    f"{o.start.isoformat()} of {check} ({partitions.describe(o.run1)} after "
-                    f"run 1, {partitions.describe(o.run2)} after run 2){by_input}",
-                    {
-                        "check": check,
-                        "start": o.start.isoformat(),
-                        "end": o.end.isoformat(),
-                        "mode": mode,
-                        "subject": what,
-                        "run1": o.run1,
-                        "run2": o.run2,
-                        "appended": o.appended,
-                    },
-                    now,
-                )
+            await _breach_appended(conn, check, mode, what, found, second_written, now)
         return {
             "check": check,
             "mode": mode,
@@ -334,3 +260,109 @@ async def _reconciled(
     if isinstance(measures, dict) and isinstance(measures.get("reader"), dict):
         snap["measures"] = {k: str(v) for k, v in sorted(measures["reader"].items())}
     return snap, rec["start_at"], end
+
+
+async def _latest_rerun_window(conn: Any, job: str) -> tuple[datetime, datetime]:
+    """Return the window of `job` most recently closed twice, or refuse: no rerun to probe."""
+    rec = await conn.fetchrow(
+        "SELECT window_start, window_end FROM ledger_runs WHERE job = $1"
+        " AND closed_at IS NOT NULL GROUP BY window_start, window_end"
+        " HAVING count(*) >= 2 ORDER BY max(closed_at) DESC LIMIT 1",
+        job,
+    )
+    if rec is None:
+        raise Refused(
+            "probe",
+            "no_rerun",
+            f"job {job} has no window with two closed runs",
+            status=422,
+        )
+    return rec["window_start"], rec["window_end"]
+
+
+async def _last_two_runs(
+    conn: Any, job: str, window_start: datetime, window_end: datetime
+) -> tuple[Any, Any]:
+    """Return the last two closed runs of one window of `job`, oldest first, or refuse."""
+    runs = await conn.fetch(
+        "SELECT id, opened_at, closed_at FROM ledger_runs WHERE job = $1"
+        " AND window_start = $2 AND window_end = $3 AND closed_at IS NOT NULL"
+        " ORDER BY id DESC LIMIT 2",
+        job,
+        window_start,
+        window_end,
+    )
+    if len(runs) < 2:
+        raise Refused(
+            "probe",
+            "no_rerun",
+            f"job {job} has {len(runs)} closed run(s) of window {window_start.isoformat()}",
+            status=422,
+        )
+    return runs[1], runs[0]
+
+
+async def _refuse_other_writers(
+    conn: Any, check: Check, job: str, first: Any, second: Any, window_start: datetime
+) -> None:
+    """Refuse when another run of `job` wrote the same day between the two runs."""
+    others = await conn.fetchval(
+        "SELECT count(*) FROM ledger_runs WHERE job = $1 AND closed_at > $2"
+        " AND closed_at <= $3 AND id <> $4 AND window_start < $6"
+        " AND window_end > $5",
+        job,
+        first["closed_at"],
+        second["closed_at"],
+        second["id"],
+        *_day_of(check, window_start),
+    )
+    if others:
+        raise Refused(
+            "probe",
+            "unobserved",
+            f"{others} other run(s) of {job} wrote the same day between the"
+            f" two runs of window {window_start.isoformat()}: the day's "
+            "growth cannot be put on the rerun",
+            status=422,
+        )
+
+
+async def _breach_appended(
+    conn: Any,
+    check: str,
+    mode: str,
+    what: str,
+    found: list[Observed],
+    second_written: int | None,
+    now: datetime,
+) -> None:
+    """Record a rerun_appended breach per partition a rerun grew; resolve it where it did not."""
+    for o in found:
+        name = f"{check}/{o.start.isoformat()}"
+        if o.verdict != "appended":
+            await breaches.resolve(conn, "rerun_appended", name, now)
+            continue
+        by_input = (
+            f"; the second run's input was {second_written} row(s)"
+            if second_written is not None
+            else ""
+        )
+        await breaches.record(
+            conn,
+            "rerun_appended",
+            name,
+            f"rerunning {what} appended {o.appended} row(s) to partition "
+            f"{o.start.isoformat()} of {check} ({partitions.describe(o.run1)} after "
+            f"run 1, {partitions.describe(o.run2)} after run 2){by_input}",
+            {
+                "check": check,
+                "start": o.start.isoformat(),
+                "end": o.end.isoformat(),
+                "mode": mode,
+                "subject": what,
+                "run1": o.run1,
+                "run2": o.run2,
+                "appended": o.appended,
+            },
+            now,
+        )

@@ -75,8 +75,28 @@ class Replays:
             entry["rank"],
             clock(),
         )
+        got = await self._trigger(bf, entry, name)
+        if got is None:
+            await self.backfills.event(
+                bf["id"],
+                bf["check"],
+                "replay",
+                "done",
+                actor=by,
+                consumer=name,
+                detail=f"waiting: run {entry['command']!r} and report it finished",
+            )
+            return False
+        ok, detail = got
+        await self.finish(bf["id"], name, ok=ok, detail=detail, by=by)
+        return ok
+
+    async def _trigger(
+        self, bf: Mapping[str, Any], entry: Mapping[str, Any], name: str
+    ) -> tuple[bool, str] | None:
+        """Post a consumer's webhook or run its command: (ok, outcome), or None if neither."""
         if entry["webhook_url"]:
-            got = await announce.post(
+            posted = await announce.post(
                 entry["webhook_url"],
                 {
                     "event": "backfill_replay",
@@ -88,9 +108,9 @@ class Replays:
                 },
                 name,
             )
-            ok, detail = got.delivered, got.detail
-        elif self.run_command is not None and entry["command"]:
-            ok, detail = await self.run_command(
+            return posted.delivered, posted.detail
+        if self.run_command is not None and entry["command"]:
+            return await self.run_command(
                 entry["command"],
                 {
                     "DRIFTGAUGE_BACKFILL_ID": str(bf["id"]),
@@ -99,19 +119,7 @@ class Replays:
                     "DRIFTGAUGE_PARTITIONS_END": bf["partitions"][-1][1].isoformat(),
                 },
             )
-        else:
-            await self.backfills.event(
-                bf["id"],
-                bf["check"],
-                "replay",
-                "done",
-                actor=by,
-                consumer=name,
-                detail=f"waiting: run {entry['command']!r} and report it finished",
-            )
-            return False
-        await self.finish(bf["id"], name, ok=ok, detail=detail, by=by)
-        return ok
+        return None
 
     async def finish(self, bf_id: int, name: str, *, ok: bool, detail: str, by: str) -> None:
         """Record a consumer's replay outcome; its re-read becomes the new baseline."""

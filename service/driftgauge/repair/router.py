@@ -4,11 +4,12 @@ The router opens the repair parts in its own lifespan, on the app's state pool a
 adapters, so the app includes it with one line.
 """
 
-# No `from __future__ import annotations`: FastAPI must see the dependency aliases built
-# inside repair_router() as real objects.
+# No `from __future__ import annotations`: FastAPI must see the dependency aliases
+# (`Service`, `BackfillId`, ...) as real objects.
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Annotated, Any
@@ -22,16 +23,27 @@ from driftgauge.repair.backfill import Backfills
 from driftgauge.repair.errors import NotFound, Refused
 from driftgauge.repair.models import (
     AnnounceIn,
+    BackfillOut,
+    BackfillShown,
     ConsumerIn,
+    ConsumerOut,
+    JudgedOut,
     PlanIn,
     ProbeIn,
+    ProbeOut,
     ReadIn,
+    ReadOut,
+    ReadsRecorded,
     RefusedOut,
+    RepairBreachOut,
     ReplayDone,
     ReplayIn,
+    RunAttached,
     RunIn,
     StepIn,
     WatermarkMove,
+    WatermarkOut,
+    WatermarkShown,
 )
 from driftgauge.repair.service import Repair, build_repair
 from driftgauge.routing import Dependency, answered, app_service, paged
@@ -47,6 +59,20 @@ _JUDGE_JOBS = ((JUDGE_JOB, JUDGE_EVERY, False, True), (GUARD_JOB, GUARD_EVERY, T
 BackfillId = Annotated[int, Path(ge=1, le=2**63 - 1, description="backfill id")]
 PathName = Annotated[str, Path(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
 QueryName = Annotated[str | None, Query(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
+Service = Annotated[Repair, Depends(app_service("repair", "repair is not running"))]
+REFUSED: dict[int | str, dict[str, Any]] = {
+    409: {
+        "model": RefusedOut,
+        "description": "A lifecycle rule refused the step (the body names it).",
+    },
+    422: {
+        "description": "Bad input (naming the field), or a step that cannot succeed "
+        "(the body names the rule)."
+    },
+    502: {"description": "A store answered with an error while digesting partitions."},
+    504: {"description": "A store did not answer in time while digesting partitions."},
+}
+"""The error answers of a route that a lifecycle rule or a store can refuse."""
 
 
 @asynccontextmanager
@@ -99,56 +125,56 @@ def _translated() -> Iterator[None]:
             ) from None
 
 
+@dataclass(frozen=True)
+class _Routes:
+    """The router each area adds its routes to, and the dependencies of a read and a write."""
+
+    router: APIRouter
+    read: list[Any]
+    write: list[Any]
+
+
 def repair_router(require_write: Dependency, require_read: Dependency) -> APIRouter:
     """Return the repair routes; writes need `require_write` to pass."""
     router = APIRouter(lifespan=_lifespan)
-    Service = Annotated[Repair, Depends(app_service("repair", "repair is not running"))]
-    write = [Depends(require_write)]
-    read = [Depends(require_read)]
-    refused: dict[int | str, dict[str, Any]] = {
-        409: {
-            "model": RefusedOut,
-            "description": "A lifecycle rule refused the step (the body names it).",
-        },
-        422: {
-            "description": "Bad input (naming the field), or a step that cannot succeed "
-            "(the body names the rule)."
-        },
-        502: {"description": "A store answered with an error while digesting partitions."},
-        504: {"description": "A store did not answer in time while digesting partitions."},
-    }
+    routes = _Routes(router, read=[Depends(require_read)], write=[Depends(require_write)])
+    # In this order: the schema lists the paths as they were added.
+    _watermark_routes(routes)
+    _consumer_routes(routes)
+    _read_routes(routes)
+    _backfill_routes(routes)
+    _lifecycle_routes(routes)
+    _probe_routes(routes)
+    return router
 
-    def step_route(step: str, take: Callable[..., Awaitable[dict[str, Any]]], doc: str) -> None:
-        """Add the POST route of a lifecycle step that takes only who takes it."""
 
-        async def take_step(
-            backfill_id: BackfillId, body: StepIn, service: Service
-        ) -> dict[str, Any]:
-            with _translated():
-                return await take(service.backfills, backfill_id, by=body.by)
+def _watermark_routes(r: _Routes) -> None:
+    """Add the routes that read and move watermarks."""
 
-        take_step.__doc__ = doc
-        router.post(
-            f"/backfills/{{backfill_id}}/{step}",
-            tags=["backfill"],
-            dependencies=write,
-            responses=refused,
-            name=f"{step}_backfill",
-        )(take_step)
-
-    @router.get("/watermarks", tags=["repair"], dependencies=read)
+    @r.router.get(
+        "/watermarks", tags=["repair"], dependencies=r.read, response_model=list[WatermarkOut]
+    )
     async def list_watermarks(service: Service) -> list[dict[str, Any]]:
         """List every pipeline's watermark."""
         return await service.watermarks.all()
 
-    @router.get("/watermarks/{pipeline}", tags=["repair"], dependencies=read)
+    @r.router.get(
+        "/watermarks/{pipeline}",
+        tags=["repair"],
+        dependencies=r.read,
+        response_model=WatermarkShown,
+    )
     async def get_watermark(pipeline: PathName, service: Service) -> dict[str, Any]:
         """Return one watermark with its latest moves (who, when, why)."""
         with _translated():
             return await service.watermarks.get(pipeline)
 
-    @router.post(
-        "/watermarks/{pipeline}/advance", tags=["repair"], dependencies=write, responses=refused
+    @r.router.post(
+        "/watermarks/{pipeline}/advance",
+        tags=["repair"],
+        dependencies=r.write,
+        responses=REFUSED,
+        response_model=WatermarkShown,
     )
     async def advance_watermark(
         pipeline: PathName, body: WatermarkMove, service: Service
@@ -159,8 +185,12 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
         await service.refresh()
         return out
 
-    @router.post(
-        "/watermarks/{pipeline}/move-back", tags=["repair"], dependencies=write, responses=refused
+    @r.router.post(
+        "/watermarks/{pipeline}/move-back",
+        tags=["repair"],
+        dependencies=r.write,
+        responses=REFUSED,
+        response_model=WatermarkShown,
     )
     async def move_watermark_back(
         pipeline: PathName, body: WatermarkMove, service: Service
@@ -173,30 +203,55 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
         await service.refresh()
         return out
 
-    @router.get("/consumers", tags=["repair"], dependencies=read)
+
+def _consumer_routes(r: _Routes) -> None:
+    """Add the routes that list, write and remove consumers."""
+
+    @r.router.get(
+        "/consumers", tags=["repair"], dependencies=r.read, response_model=list[ConsumerOut]
+    )
     async def list_consumers(service: Service) -> list[dict[str, Any]]:
         """List consumers in replay order."""
         return await service.consumers.list()
 
-    @router.put("/consumers/{name}", tags=["repair"], dependencies=write, responses=refused)
+    @r.router.put(
+        "/consumers/{name}",
+        tags=["repair"],
+        dependencies=r.write,
+        responses=REFUSED,
+        response_model=ConsumerOut,
+    )
     async def put_consumer(name: PathName, body: ConsumerIn, service: Service) -> dict[str, Any]:
         """Create or replace a consumer."""
         with _translated():
             return await service.consumers.put(name, body)
 
-    @router.get("/consumers/{name}", tags=["repair"], dependencies=read)
+    @r.router.get(
+        "/consumers/{name}", tags=["repair"], dependencies=r.read, response_model=ConsumerOut
+    )
     async def get_consumer(name: PathName, service: Service) -> dict[str, Any]:
         """Return one consumer."""
         with _translated():
             return await service.consumers.get(name)
 
-    @router.delete("/consumers/{name}", tags=["repair"], dependencies=write, status_code=204)
+    @r.router.delete("/consumers/{name}", tags=["repair"], dependencies=r.write, status_code=204)
     async def delete_consumer(name: PathName, service: Service) -> None:
         """Remove a consumer and its read log."""
         with _translated():
             await service.consumers.delete(name)
 
-    @router.post("/reads", tags=["repair"], dependencies=write, status_code=201, responses=refused)
+
+def _read_routes(r: _Routes) -> None:
+    """Add the routes of the read log."""
+
+    @r.router.post(
+        "/reads",
+        tags=["repair"],
+        dependencies=r.write,
+        status_code=201,
+        responses=REFUSED,
+        response_model=ReadsRecorded,
+    )
     async def record_read(body: ReadIn, service: Service) -> dict[str, Any]:
         """Log that a consumer read partitions of a check (with what they held now)."""
         with _translated():
@@ -208,7 +263,7 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
             )
         return {"recorded": n}
 
-    @router.get("/reads", tags=["repair"], dependencies=read)
+    @r.router.get("/reads", tags=["repair"], dependencies=r.read, response_model=list[ReadOut])
     async def list_reads(
         service: Service,
         paging: Annotated[Page, paged(200, 10_000)],
@@ -218,15 +273,26 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
         """List logged reads, newest first."""
         return await service.reads.list(consumer=consumer, check=check, page=paging)
 
-    @router.post(
-        "/backfills", tags=["backfill"], dependencies=write, status_code=201, responses=refused
+
+def _backfill_routes(r: _Routes) -> None:
+    """Add the routes that plan, list, show and announce backfills."""
+
+    @r.router.post(
+        "/backfills",
+        tags=["backfill"],
+        dependencies=r.write,
+        status_code=201,
+        responses=REFUSED,
+        response_model=BackfillShown,
     )
     async def plan_backfill(body: PlanIn, service: Service) -> dict[str, Any]:
         """Plan: targets from stored results, first bad partition, reset point, consumers."""
         with _translated():
             return await service.backfills.plan(body)
 
-    @router.get("/backfills", tags=["backfill"], dependencies=read)
+    @r.router.get(
+        "/backfills", tags=["backfill"], dependencies=r.read, response_model=list[BackfillOut]
+    )
     async def list_backfills(
         service: Service,
         paging: Annotated[Page, paged(50, 1000)],
@@ -236,17 +302,23 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
         """List backfills, newest first."""
         return await service.backfills.all(check=check, open_only=open_only, page=paging)
 
-    @router.get("/backfills/{backfill_id}", tags=["backfill"], dependencies=read)
+    @r.router.get(
+        "/backfills/{backfill_id}",
+        tags=["backfill"],
+        dependencies=r.read,
+        response_model=BackfillShown,
+    )
     async def show_backfill(backfill_id: BackfillId, service: Service) -> dict[str, Any]:
         """Return a backfill: targets, consumers, replays, ledger runs, events."""
         with _translated():
             return await service.backfills.show(backfill_id)
 
-    @router.post(
+    @r.router.post(
         "/backfills/{backfill_id}/announce",
         tags=["backfill"],
-        dependencies=write,
-        responses=refused,
+        dependencies=r.write,
+        responses=REFUSED,
+        response_model=BackfillShown,
     )
     async def announce_backfill(
         backfill_id: BackfillId, body: AnnounceIn, service: Service
@@ -255,18 +327,43 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
         with _translated():
             return await service.backfills.announce(backfill_id, by=body.by, runs_at=body.runs_at)
 
-    step_route(
+
+def _step_route(
+    r: _Routes, step: str, take: Callable[..., Awaitable[dict[str, Any]]], doc: str
+) -> None:
+    """Add the POST route of a lifecycle step that takes only who takes it."""
+
+    async def take_step(backfill_id: BackfillId, body: StepIn, service: Service) -> dict[str, Any]:
+        with _translated():
+            return await take(service.backfills, backfill_id, by=body.by)
+
+    take_step.__doc__ = doc
+    r.router.post(
+        f"/backfills/{{backfill_id}}/{step}",
+        tags=["backfill"],
+        dependencies=r.write,
+        responses=REFUSED,
+        name=f"{step}_backfill",
+        response_model=BackfillShown,
+    )(take_step)
+
+
+def _lifecycle_routes(r: _Routes) -> None:
+    """Add the steps after the announcement: start, runs, verify, replay, close."""
+    _step_route(
+        r,
         "start",
         Backfills.start,
         "Allow the recompute (announced when signed; closed partitions only).",
     )
 
-    @router.post(
+    @r.router.post(
         "/backfills/{backfill_id}/runs",
         tags=["backfill"],
-        dependencies=write,
+        dependencies=r.write,
         status_code=201,
-        responses=refused,
+        responses=REFUSED,
+        response_model=RunAttached,
     )
     async def attach_run(backfill_id: BackfillId, body: RunIn, service: Service) -> dict[str, Any]:
         """Record a ledger run of the recompute under the backfill id."""
@@ -274,10 +371,16 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
             await service.backfills.attach_run(backfill_id, body.ledger_run_id)
         return {"backfill_id": backfill_id, "ledger_run_id": body.ledger_run_id}
 
-    step_route("verify", Backfills.verify, "Re-reconcile every target partition; all must be ok.")
+    _step_route(
+        r, "verify", Backfills.verify, "Re-reconcile every target partition; all must be ok."
+    )
 
-    @router.post(
-        "/backfills/{backfill_id}/replay", tags=["backfill"], dependencies=write, responses=refused
+    @r.router.post(
+        "/backfills/{backfill_id}/replay",
+        tags=["backfill"],
+        dependencies=r.write,
+        responses=REFUSED,
+        response_model=BackfillShown,
     )
     async def replay_backfill(
         backfill_id: BackfillId, body: ReplayIn, service: Service
@@ -286,11 +389,12 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
         with _translated():
             return await service.replays.replay(backfill_id, by=body.by, consumer=body.consumer)
 
-    @router.post(
+    @r.router.post(
         "/backfills/{backfill_id}/replays/{consumer}/finished",
         tags=["backfill"],
-        dependencies=write,
-        responses=refused,
+        dependencies=r.write,
+        responses=REFUSED,
+        response_model=BackfillShown,
     )
     async def replay_finished(
         backfill_id: BackfillId, consumer: PathName, body: ReplayDone, service: Service
@@ -302,11 +406,24 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
             )
             return await service.backfills.show(backfill_id)
 
-    step_route(
-        "close", Backfills.close, "File the backfill log row: totals before and after and the diff."
+    _step_route(
+        r,
+        "close",
+        Backfills.close,
+        "File the backfill log row: totals before and after and the diff.",
     )
 
-    @router.post("/probes/rerun", tags=["repair"], dependencies=write, responses=refused)
+
+def _probe_routes(r: _Routes) -> None:
+    """Add the rerun probe and the routes of repair breaches."""
+
+    @r.router.post(
+        "/probes/rerun",
+        tags=["repair"],
+        dependencies=r.write,
+        responses=REFUSED,
+        response_model=ProbeOut,
+    )
     async def probe_rerun(body: ProbeIn, service: Service) -> dict[str, Any]:
         """Compare a partition after the last two closed ledger runs of one window."""
         with _translated():
@@ -316,7 +433,12 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
         await service.refresh()
         return out
 
-    @router.get("/repair/breaches", tags=["repair"], dependencies=read)
+    @r.router.get(
+        "/repair/breaches",
+        tags=["repair"],
+        dependencies=r.read,
+        response_model=list[RepairBreachOut],
+    )
     async def list_breaches(
         service: Service,
         paging: Annotated[Page, paged(100, 1000)],
@@ -326,9 +448,7 @@ def repair_router(require_write: Dependency, require_read: Dependency) -> APIRou
         """List repair breaches, newest first."""
         return await service.breaches.list(kind=kind, active_only=active, page=paging)
 
-    @router.post("/repair/judge", tags=["repair"], dependencies=write)
+    @r.router.post("/repair/judge", tags=["repair"], dependencies=r.write, response_model=JudgedOut)
     async def judge_now(service: Service) -> dict[str, Any]:
         """Judge watermark stalls, silent changes and ledger reruns now."""
         return await service.judge()
-
-    return router

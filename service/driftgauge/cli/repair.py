@@ -37,6 +37,10 @@ def _instant(text: str) -> datetime:
     return value
 
 
+Finish = Callable[[argparse.ArgumentParser, str, Callable[..., Any]], None]
+"""Add --json, --config and the log options to a command, and set what it runs."""
+
+
 def add_commands(
     sub: Any,
     with_config: Callable[[argparse.ArgumentParser], None],
@@ -50,6 +54,13 @@ def add_commands(
         log_options(sp, "WARNING", "text")
         sp.set_defaults(repair=command)
 
+    _add_backfill(sub, finish)
+    _add_probe(sub, finish)
+    _add_watermark(sub, finish)
+
+
+def _add_backfill(sub: Any, finish: Finish) -> None:
+    """Add `driftgauge backfill <step>`, one subcommand per lifecycle step."""
     bf = sub.add_parser(
         "backfill",
         help="plan, announce, start, verify, replay, close, show "
@@ -82,6 +93,10 @@ def add_commands(
                 "one, in rank order; commands run here)",
             )
         finish(sp, "the backfill", _backfill)
+
+
+def _add_probe(sub: Any, finish: Finish) -> None:
+    """Add `driftgauge probe rerun`."""
     pr = sub.add_parser("probe", help="probe a partition step for idempotency")
     pr_sub = pr.add_subparsers(dest="probe_command", required=True, help="the probe")
     rr = pr_sub.add_parser(
@@ -106,6 +121,10 @@ def add_commands(
     rr.add_argument("--window-start", type=_instant, help="the ledger window (default: latest)")
     rr.add_argument("--window-end", type=_instant, help="the ledger window's end")
     finish(rr, "the result", _probe)
+
+
+def _add_watermark(sub: Any, finish: Finish) -> None:
+    """Add `driftgauge watermark show|advance|move-back`."""
     wm = sub.add_parser("watermark", help="read or move a pipeline's watermark")
     wm_sub = wm.add_subparsers(dest="watermark_command", required=True, help="what to do")
     for name in ("show", "advance", "move-back"):
@@ -142,7 +161,7 @@ def run(config: Config, args: argparse.Namespace) -> int:
 
 @asynccontextmanager
 async def _opened(config: Config) -> AsyncIterator[Repair]:
-    from driftgauge.repair.commands import run_shell
+    from driftgauge.cli.shell import run_shell
     from driftgauge.repair.service import build_repair
     from driftgauge.state.store import StateStore
     from driftgauge.stores import open_adapter
@@ -242,7 +261,7 @@ async def _backfill(config: Config, args: argparse.Namespace) -> int:
 
 
 async def _probe(config: Config, args: argparse.Namespace) -> int:
-    from driftgauge.repair.commands import run_shell
+    from driftgauge.cli.shell import run_shell
 
     if args.check not in config.checks:
         raise Refused("probe", "unknown_check", f"no such check {args.check!r}", status=422)
