@@ -283,14 +283,30 @@ async def test_one_two_and_three_replicas_give_every_panel_and_alert_the_same_an
             await dash.feed_the_audit(http, live)
             await run_recent(http)
 
+            seen: list[float] = []
+
             async def fed() -> Samples | None:
                 s = await scrape(http, f.url(0))
-                runs = sample(s, "driftgauge_check_runs_total", check=dash.CHECK, status="drift")
                 ran = sum(
                     sample(s, "driftgauge_check_runs_total", check=dash.CHECK, status=st) or 0
                     for st in ("ok", "drift", "error", "nothing_judged")
                 )
-                return s if dash.audit_series_present(s, live) and runs and ran == 2 else None
+                seen.append(ran)
+                # The closed ledger run starts a reconciliation too: wait until runs stop.
+                settled = len(seen) > 8 and ran >= 2 and seen[-8] == ran
+                yesterday = live.days[-1].isoformat()
+                found = (
+                    sample(
+                        s, "driftgauge_bucket_rows", check=dash.CHECK, day=yesterday, kind="missing"
+                    )
+                    is not None
+                    and sample(s, "driftgauge_canary_up", check=dash.CHECK) is not None
+                    and sample(
+                        s, "driftgauge_ledger_breach", sync_job=dash.JOB, rule="no_match_rate"
+                    )
+                    == 1
+                )
+                return s if found and settled else None
 
             s = await until("both runs and the audit series on /metrics", fed, limit=90)
         yesterday = f.days[-1].isoformat()
