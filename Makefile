@@ -29,11 +29,11 @@ lint: install ## ruff check and format, mypy and the import layers (.importlinte
 	$(BIN)/mypy
 	PYTHONPATH=service $(BIN)/lint-imports --no-cache
 
-tools: ## Install helm (built from the Go module proxy) and Debian's promtool, mariadbd and chromium
+tools: ## Install helm (built from the Go module proxy) and Debian's prometheus (and promtool), mariadbd and chromium
 	deploy/local/helm.sh install
 	[ -x /usr/sbin/mariadbd ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	  apt-get install -y -qq --no-install-recommends mariadb-server >/dev/null; }
-	command -v promtool >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	{ command -v promtool >/dev/null && [ -x /usr/bin/prometheus ]; } || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	  apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
 	command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	  apt-get install -y -qq --no-install-recommends chromium >/dev/null; }

@@ -21,6 +21,7 @@ LOOPS = (
     "ticks",
     "heartbeat",
     "repair",
+    "exporter",
 )
 # One process serves one app, so a process-wide tally is the service's tally.
 _errors: dict[str, int] = dict.fromkeys(LOOPS, 0)

@@ -77,6 +77,7 @@ def panel_queries(
         "namespace": ".*",
         "cluster": ".*",
         "check": check,
+        "instance": ".+",
         "datasource": datasource,
         "api": "http://127.0.0.1:8080",
         "__rate_interval": rate_interval,

@@ -21,7 +21,7 @@ from driftgauge.jobs.recurring import heartbeat_job
 from driftgauge.jobs.runtime import Job, JobRuntime
 from driftgauge.jobs.schedule import every
 from driftgauge.metrics.collector import build_registry
-from driftgauge.metrics.snapshot import SnapshotCache, state_part
+from driftgauge.metrics.snapshot import SnapshotCache, interrupted_part, state_part
 from driftgauge.state.reads import Reads
 from driftgauge.state.store import StateStore
 
@@ -153,7 +153,7 @@ async def test_state_part_says_when_the_state_database_stops_answering(config: C
     store = await StateStore.open(config.state, replica="replica-x")
     clock_at = [NOW]
     cache = SnapshotCache(store, config.checks, lambda: clock_at[0])
-    reg = build_registry([state_part(cache)])
+    reg = build_registry([state_part(cache), interrupted_part(cache.current)])
     await cache.refresh()
     assert reg.get_sample_value("driftgauge_state_up") == 1
     assert reg.get_sample_value("driftgauge_snapshot_age_seconds") == 0
@@ -226,7 +226,7 @@ async def test_a_refresh_begun_before_an_expiry_never_overwrites_the_one_after(
     slow = SlowFirstRefresh(survivor)
     only = {"reviews": config.checks["reviews"]}  # one check: the stalled read is its own
     cache = SnapshotCache(slow, only)  # type: ignore[arg-type]
-    reg = build_registry([state_part(cache)])
+    reg = build_registry([state_part(cache), interrupted_part(cache.current)])
     periodic = asyncio.create_task(cache.refresh())
     await slow.stalled.wait()
     keeper = LeaseKeeper(dead, SHORT, on_expired=cache.refresh)
@@ -260,7 +260,9 @@ async def test_state_part_matches_the_documented_series(
 ) -> None:
     cache = SnapshotCache(stores[0], config.checks)
     await cache.refresh()
-    text = generate_latest(build_registry([state_part(cache)])).decode()
+    text = generate_latest(
+        build_registry([state_part(cache), interrupted_part(cache.current)])
+    ).decode()
     seen = {}
     for fam in text_string_to_metric_families(text):
         name = fam.name + "_total" if fam.type == "counter" else fam.name

@@ -21,6 +21,7 @@ from driftgauge.core.aggregate import Aggregate
 from driftgauge.engine.result import BucketResult
 from driftgauge.metrics.collector import build_registry, process_part, reconciliation_part
 from driftgauge.metrics.history import history_part
+from driftgauge.metrics.leader import exporter_part, stored_parts
 from driftgauge.metrics.snapshot import CheckSnapshot
 from driftgauge.state.payloads import CheckRun, RunStatus
 
@@ -188,7 +189,7 @@ def _documented(sections: tuple[str, ...]) -> dict[str, tuple[str, set[str]]]:
     for line in DOCS.read_text(encoding="utf-8").splitlines():
         if line.startswith("## "):
             current = line[3:].strip()
-        m = re.match(r"\| `(driftgauge_\w+)` \| (\w+) \| ([^|]*) \|", line)
+        m = re.match(r"\| `(driftgauge_\w+)` \| (\w+) \|([^|]*)\|", line)
         if m and current in sections:
             labels = set(re.findall(r"`(\w+)`", m.group(3).split("(")[0]))
             labels |= {
@@ -226,3 +227,33 @@ def test_promtool_accepts_the_exposition() -> None:
         ["promtool", "check", "metrics"], input=text, capture_output=True, timeout=30, check=False
     )
     assert done.returncode == 0, done.stdout.decode() + done.stderr.decode()
+
+
+def test_only_the_exporter_serves_the_stored_series() -> None:
+    snaps = {"reviews": healthy()}
+    leader = {"now": True}
+
+    def is_leader() -> bool:
+        return leader["now"]
+
+    stored = stored_parts(is_leader, [reconciliation_part(lambda: snaps)])
+    reg = build_registry([stored, exporter_part(is_leader), process_part("9.9.9")])
+    runs = {"check": "reviews", "status": "drift"}
+    info = {"version": "9.9.9", "python": platform.python_version()}
+    assert reg.get_sample_value("driftgauge_check_runs_total", runs) == 1
+    assert reg.get_sample_value("driftgauge_exporter_leader") == 1
+    leader["now"] = False
+    assert reg.get_sample_value("driftgauge_check_runs_total", runs) is None
+    assert "driftgauge_buckets_in_drift" not in generate_latest(reg).decode()
+    assert reg.get_sample_value("driftgauge_exporter_leader") == 0
+    # The process's own series stay on every replica.
+    assert reg.get_sample_value("driftgauge_build_info", info) == 1
+
+
+def test_the_exporter_gauge_matches_its_documented_section() -> None:
+    text = generate_latest(build_registry([exporter_part(lambda: False)])).decode()
+    seen = {
+        fam.name: (fam.type, set().union(*(set(s.labels) for s in fam.samples)))
+        for fam in text_string_to_metric_families(text)
+    }
+    assert seen == _documented(("Replicas",))

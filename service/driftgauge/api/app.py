@@ -31,6 +31,7 @@ from driftgauge.jobs.adapters import AdapterPool, Opener
 from driftgauge.jobs.heartbeat import LeaseKeeper
 from driftgauge.jobs.recurring import (
     HEARTBEAT,
+    exporter_job,
     heartbeat_job,
     refresh_job,
     retention_job,
@@ -48,8 +49,9 @@ from driftgauge.metrics.collector import (
     reconciliation_part,
 )
 from driftgauge.metrics.history import history_part
+from driftgauge.metrics.leader import exporter_part, stored_parts
 from driftgauge.metrics.own import own_part
-from driftgauge.metrics.snapshot import SnapshotCache, state_part
+from driftgauge.metrics.snapshot import SnapshotCache, interrupted_part, state_part
 from driftgauge.metrics.stores import store_retries_part
 from driftgauge.repair.router import repair_router
 from driftgauge.retention.job import RetentionJob
@@ -208,16 +210,29 @@ async def _open_runtime(
             )
         )
         ticks.exclusions = exclusion_source(audit.ledger.store)
+        election = state.exporter_election()
+        stack.push_async_callback(election.release)
+
+        def is_leader() -> bool:
+            return election.leader
+
+        # Each fact once: the stored series from the elected replica only, the work each
+        # replica did (and its view of the state database) from every replica.
+        stored = [
+            reconciliation_part(snapshots.current),
+            history_part(snapshots.current),
+            interrupted_part(snapshots.current),
+            schedule_part(snapshots.current, job_specs(config.checks), clock),
+            *audit.parts,
+            *options.metric_parts,
+        ]
         registry = build_registry(
             [
-                reconciliation_part(snapshots.current),
-                history_part(snapshots.current),
+                stored_parts(is_leader, stored),
+                exporter_part(is_leader),
                 state_part(snapshots),
-                schedule_part(snapshots.current, job_specs(config.checks), clock),
                 process_part(__version__),
                 background_part,
-                *audit.parts,
-                *options.metric_parts,
                 store_retries_part(_retrying_stores(config)),
                 own_part(sorted(config.stores)),
             ]
@@ -235,7 +250,11 @@ async def _open_runtime(
                 await snapshots.refresh()
             except StateError as exc:
                 log.warning("could not load stored results", extra={"error": str(exc)})
-        jobs.add(heartbeat_job(leases), refresh_job(snapshots, refresh))
+        try:
+            await election.attempt()
+        except StateError as exc:
+            log.warning("could not take the exporter lock", extra={"error": str(exc)})
+        jobs.add(heartbeat_job(leases), refresh_job(snapshots, refresh), exporter_job(election))
         if start_scheduler:
             jobs.add(*tick_jobs(job_specs(config.checks), ticks.tick), retention_job(retention))
         jobs.start()

@@ -17,6 +17,7 @@ from driftgauge.ledger.hooks import PendingReconcile, ReconcileOnClose
 from driftgauge.metrics.snapshot import SnapshotCache
 from driftgauge.retention.job import RetentionJob
 from driftgauge.signals.service import SignalsService
+from driftgauge.state.election import ExporterElection
 
 log = logging.getLogger("driftgauge.jobs")
 DEFAULT_CANARY_CRON = "0 12 * * *"
@@ -24,6 +25,8 @@ DEFAULT_CANARY_CRON = "0 12 * * *"
 CANARY_GRACE = timedelta(minutes=5)
 SIGNALS_EVERY = timedelta(hours=1)
 HEARTBEAT = "heartbeat"
+EXPORTER_EVERY = timedelta(seconds=5)
+"""How often a replica asks for the exporter lock: how soon another takes over a dead one."""
 Thunk = Callable[[], Awaitable[object]]
 
 
@@ -138,6 +141,18 @@ def refresh_job(snapshots: SnapshotCache, period: float) -> Job:
             log.warning("could not refresh stored results", extra={"error": str(exc)})
 
     return Job("snapshot_refresh", "snapshot_refresh", reload, every(timedelta(seconds=period)))
+
+
+def exporter_job(election: ExporterElection) -> Job:
+    """Return the exporter election's attempts: every replica, every few seconds."""
+
+    async def attempt(_: datetime) -> None:
+        try:
+            await election.attempt()
+        except StateError as exc:
+            log.warning("could not hold the exporter lock", extra={"error": str(exc)})
+
+    return Job("exporter", "exporter", attempt, every(EXPORTER_EVERY))
 
 
 def heartbeat_job(leases: LeaseKeeper) -> Job:

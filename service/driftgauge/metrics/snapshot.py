@@ -126,10 +126,11 @@ class SnapshotCache:
 
 
 def state_part(cache: SnapshotCache) -> Callable[[], Iterable[Metric]]:
-    """Return the part that says how fresh the snapshot is and whether the state DB answers.
+    """Return the part that says how fresh this replica's snapshot is and whether the DB answers.
 
     The reconciliation series keep their last values while the state database is down;
-    these say so, so that stale never looks fresh.
+    these say so, so that stale never looks fresh. Every replica exports them: each serves
+    its own snapshot.
     """
 
     def collect() -> Iterable[Metric]:
@@ -149,14 +150,24 @@ def state_part(cache: SnapshotCache) -> Callable[[], Iterable[Metric]]:
             )
             last.add_metric([], cache.refreshed_at.timestamp())
             out.append(last)
+        return out
+
+    return collect
+
+
+def interrupted_part(
+    snapshots: Callable[[], Mapping[str, CheckSnapshot]],
+) -> Callable[[], Iterable[Metric]]:
+    """Return the part that yields the stored count of interrupted runs per check."""
+
+    def collect() -> Iterable[Metric]:
         interrupted = CounterMetricFamily(
             "driftgauge_check_interrupted_runs",
             "Runs that stopped before they could finish (their replica died or shut down).",
             labels=["check"],
         )
-        for name, snap in sorted(cache.current().items()):
+        for name, snap in sorted(snapshots().items()):
             interrupted.add_metric([name], snap.interrupted)
-        out.append(interrupted)
-        return out
+        yield interrupted
 
     return collect

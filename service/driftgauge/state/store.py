@@ -17,6 +17,7 @@ from driftgauge.engine.result import RunResult
 from driftgauge.pg import calls, errors, pools
 from driftgauge.state import codec, migrate
 from driftgauge.state.claims import JobClaims
+from driftgauge.state.election import ExporterElection
 from driftgauge.state.leases import RunLeases
 from driftgauge.state.reads import Reads
 
@@ -256,6 +257,12 @@ class StateStore(Reads):
         """Hold a recurring job's advisory lock on a dedicated connection; yield False if taken."""
         return self._session_lock(
             migrate.lock_key("job", self.schema, job), f"the lock of job {job!r}"
+        )
+
+    def exporter_election(self) -> ExporterElection:
+        """Return this replica's side of the schema's exporter election (not yet attempted)."""
+        return ExporterElection(
+            self._dsn, migrate.lock_key("exporter", self.schema), timeout=self._timeout
         )
 
     def prune_lock(self) -> AbstractAsyncContextManager[bool]:
