@@ -32,6 +32,13 @@ class SparkAdapter(DialectAdapter):
     store: SparkStore
     _pool: io.Session
 
+    def _compile(self) -> None:
+        # No one-scan day and slot query (the kind does not claim SLOT_FIRST_PASS).
+        view = self.view
+        self._sql_bucket = SPARK.bucket_sql(view)
+        self._sql_slot = SPARK.slot_sql(view)
+        self._sql_slot_rows = SPARK.slot_sql(view, distinct=False)
+
     async def inspect_fields(self) -> list[FieldSchema]:
         """Return the type of each configured column (the preflight's view of this side)."""
         with self._errors(self._where("check the columns")):
