@@ -191,7 +191,9 @@ class SparkGolden:
     async def encoding(self, n: int) -> str:
         """Return what the dialect's encoding SQL computes for vector n's row."""
         view_ = self.view(n)
-        rows = await run(f"SELECT {SPARK.row_encoding_sql(view_)} AS e FROM {SPARK.relation(view_)}")
+        rows = await run(
+            f"SELECT {SPARK.row_encoding_sql(view_)} AS e FROM {SPARK.relation(view_)}"
+        )
         return str(rows[0]["e"])
 
     async def drop(self) -> None:

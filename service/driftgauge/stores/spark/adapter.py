@@ -10,7 +10,9 @@ from typing import Any
 from driftgauge.core import buckets
 from driftgauge.core.clock import EPOCH, MICROSECOND
 from driftgauge.core.errors import StoreError
-from driftgauge.stores.base import BucketDigest, Granularity
+from driftgauge.core.aggregate import Aggregate
+from driftgauge.encoding.digest import unsigned64
+from driftgauge.stores.base import BucketDigest, FirstPass, Granularity, LazySlots, check_slot
 from driftgauge.stores.preflight import FieldSchema
 from driftgauge.stores.spark import io, preflight
 from driftgauge.stores.spark.dialect import SPARK
@@ -31,13 +33,6 @@ class SparkAdapter(DialectAdapter):
     store_type = SparkStore
     store: SparkStore
     _pool: io.Session
-
-    def _compile(self) -> None:
-        # No one-scan day and slot query (the kind does not claim SLOT_FIRST_PASS).
-        view = self.view
-        self._sql_bucket = SPARK.bucket_sql(view)
-        self._sql_slot = SPARK.slot_sql(view)
-        self._sql_slot_rows = SPARK.slot_sql(view, distinct=False)
 
     async def inspect_fields(self) -> list[FieldSchema]:
         """Return the type of each configured column (the preflight's view of this side)."""
@@ -75,6 +70,26 @@ class SparkAdapter(DialectAdapter):
         # The server numbers each slot from start: turn the number back into its instant.
         origin = start.astimezone(UTC)
         return [r | {"bucket": origin + step * int(r["bucket"])} for r in rows]
+
+    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> FirstPass:
+        """Return day buckets and their slots (spans of `seconds` from start) from one scan."""
+        step = check_slot(start, seconds)
+        if start >= end:
+            return FirstPass([], {})
+        args = (self.view.timezone.key, step // MICROSECOND, micros(start))
+        rows = await self._fetch("day and slot digests", self._sql_day_slot, start, end, *args)
+        origin = start.astimezone(UTC)
+        by_day: dict[datetime, list[dict[str, Any]]] = {}
+        day_rows = []
+        for r in rows:
+            midnight = self._midnight(r["bucket"])
+            if r["slot"] is None:
+                day_rows.append(r | {"bucket": midnight})
+            else:
+                by_day.setdefault(midnight, []).append(r)
+        return FirstPass(
+            self._buckets(day_rows), LazySlots(by_day, lambda rs: _slots(rs, origin, step))
+        )
 
     async def _export(
         self, sql: str, args: list[Any], *, ranged: bool
@@ -114,3 +129,20 @@ class SparkAdapter(DialectAdapter):
             if not io.driver_error(exc):
                 raise
             raise io.store_error(self.store.name, what, exc) from exc
+
+
+def _slots(rows: list[dict[str, Any]], origin: datetime, step: timedelta) -> list[BucketDigest]:
+    return sorted(
+        (
+            BucketDigest(
+                start=origin + step * int(r["slot"]),
+                agg=Aggregate(
+                    count=int(r["n"]),
+                    distinct_keys=int(r["keys"]),
+                    digest=unsigned64(int(r["digest"] or 0)),
+                ),
+            )
+            for r in rows
+        ),
+        key=lambda b: b.start,
+    )

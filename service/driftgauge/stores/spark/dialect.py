@@ -45,9 +45,7 @@ class SparkDialect(SqlDialect):
         return f":a{n}"
 
     text = spelling("CAST(({0}) AS STRING)", "Return `expr` as STRING.")
-    md5 = spelling(
-        "md5(CAST(({0}) AS BINARY))", "Return md5 hex of the UTF-8 bytes of a STRING."
-    )
+    md5 = spelling("md5(CAST(({0}) AS BINARY))", "Return md5 hex of the UTF-8 bytes of a STRING.")
     char_length = spelling(
         "CAST(char_length({0}) AS STRING)",
         "Return the length in code points, as text (ANSI mode concatenates only strings).",
@@ -107,6 +105,31 @@ class SparkDialect(SqlDialect):
         """Return the shared export query with its time as epoch microseconds."""
         inner = super().rows_sql(view, within=within, ranges=ranges, points=points)
         return f"SELECT e.ktext, e.khash, e.rhash, unix_micros(e.t) AS t FROM ({inner}) AS e"
+
+    def day_slot_sql(self, view: View) -> str:
+        """Return day buckets by rule plus per-slot expected aggregates from one scan.
+
+        $3 names the zone (as in bucket_sql), $4 is the slot step and $5 the origin (µs).
+        Rows with a NULL slot are the day set (one per day and rule); the others are the
+        (day, slot) aggregates of rows no rule excludes, slots numbered from the origin.
+        """
+        measures = "".join(f", b.m{i}" for i in range(len(view.measures)))
+        day_sums = "".join(
+            f", CASE WHEN GROUPING(r.s) = 1 THEN {self.kept(view, 'sum', f'r.m{i}')} END AS m{i}"
+            for i in range(len(view.measures))
+        )
+        # HAVING cannot name a grouped column by its alias here: filter outside instead.
+        return (
+            "SELECT * FROM (SELECT r.d AS bucket, r.s AS slot, r.x AS rule, count(*) AS n, "
+            f"{self.distinct_keys_sql('r.x IS NULL')} AS {self.alias('keys')}, "
+            f"{self.kept(view, 'sum', 'r.h')} AS digest{day_sums}, GROUPING(r.s) AS day_set "
+            f"FROM (SELECT {self.bucket('b.t')} AS d, "
+            f"(unix_micros(b.t) - {self.param(5)}) DIV {self.param(4)} AS s, b.x, b.kd, "
+            f"{self.row_hash(view, 'b.renc')} AS h{measures} "
+            f"FROM ({self.base_sql(view)}) AS b) AS r "
+            "GROUP BY GROUPING SETS ((r.d, r.x), (r.d, r.x, r.s))) AS g "
+            "WHERE g.rule IS NULL OR g.day_set = 1"
+        )
 
     def bind(self, args: Sequence[Any]) -> dict[str, Any]:
         """Return the named parameters of positional `args` (a1, a2, ...).

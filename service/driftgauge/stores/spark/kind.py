@@ -40,6 +40,6 @@ KIND = registry.StoreKind(
     build=build,
     check_view=sql_view_check("spark"),
     secrets=store_secrets,
-    capabilities=DIALECT_CAPABILITIES - {registry.SLOT_FIRST_PASS},
+    capabilities=DIALECT_CAPABILITIES,
     errors=error_map,
 )
