@@ -67,7 +67,8 @@ class Session:
             return await asyncio.wait_for(asyncio.shield(future), self.store.timeout)
         except BaseException:
             if not future.done():
-                await asyncio.wait([asyncio.to_thread(self._interrupt, tag)], timeout=5)
+                stop = asyncio.ensure_future(asyncio.to_thread(self._interrupt, tag))
+                await asyncio.wait([stop], timeout=5)
                 # The interrupted job ends promptly; wait so no thread outlives the call.
                 await asyncio.wait([future], timeout=5)
             if future.done() and not future.cancelled():
