@@ -42,7 +42,7 @@ start() {
   mkdir -p "$SPARK_DIR/warehouse"
   # Run from SPARK_DIR so the metastore and derby.log (if any) stay there; no UI port to collide on.
   (cd "$SPARK_DIR" && JAVA_HOME="$SPARK_JAVA_HOME" SPARK_HOME="$SPARK_HOME" SPARK_LOCAL_IP=127.0.0.1 \
-    nohup "$SPARK_HOME/bin/spark-submit" \
+    setsid nohup "$SPARK_HOME/bin/spark-submit" \
       --class org.apache.spark.sql.connect.service.SparkConnectServer \
       --name driftgauge-spark-connect --master 'local[2]' --driver-memory "$SPARK_MEMORY" \
       --conf spark.connect.grpc.binding.port="$SPARK_PORT" \
@@ -64,10 +64,11 @@ start() {
 
 stop() {
   if [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
-    # spark-submit execs the JVM, so the pid is the server's.
-    kill "$(cat "$PIDFILE")"
-    for _ in $(seq 1 30); do kill -0 "$(cat "$PIDFILE")" 2>/dev/null || break; sleep 1; done
-    kill -9 "$(cat "$PIDFILE")" 2>/dev/null || true
+    # The server runs in a process group of its own (setsid): stop the launcher and the JVM.
+    local pid; pid="$(cat "$PIDFILE")"
+    kill -- "-$pid" 2>/dev/null || kill "$pid"
+    for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+    kill -9 -- "-$pid" 2>/dev/null || true
     rm -f "$PIDFILE"
     log "spark connect stopped"
   else

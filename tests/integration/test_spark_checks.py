@@ -173,7 +173,7 @@ async def test_a_query_past_the_timeout_interrupts_its_spark_job() -> None:
 
 
 async def test_an_unreachable_server_is_unavailable() -> None:
-    with pytest.raises(StoreUnavailable, match="spark: connect to sc://127.0.0.1:1"):
+    with pytest.raises(StoreUnavailable, match=r"spark: connect to sc://127\.0\.0\.1:1"):
         await open_adapter(
             make_view(
                 SparkStore("spark", "sc://127.0.0.1:1"),  # type: ignore[arg-type]
@@ -186,5 +186,5 @@ async def test_an_unreachable_server_is_unavailable() -> None:
 
 
 def test_berlin_fixture_is_the_spring_forward_day() -> None:
-    assert (END - START) == timedelta(hours=47)
+    assert timedelta(hours=47) == (END - START)
     assert START.tzinfo is BERLIN
