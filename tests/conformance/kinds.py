@@ -14,6 +14,7 @@ from tests.conformance.kind_memory import MemoryFixtures
 from tests.conformance.kind_opensearch import OpenSearchFixtures
 from tests.conformance.kind_postgres import PostgresFixtures
 from tests.conformance.kind_reader_api import ReaderApiFixtures
+from tests.conformance.kind_spark import SparkFixtures
 from tests.conformance.spec import Kind
 
 KINDS = (
@@ -24,4 +25,5 @@ KINDS = (
     Kind("duckdb", DuckDBFixtures()),
     Kind("reader_api", ReaderApiFixtures()),
     Kind("elasticsearch", elasticsearch_fixtures()),
+    Kind("spark", SparkFixtures()),
 )

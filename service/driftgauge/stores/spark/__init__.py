@@ -1,0 +1,1 @@
+"""The Spark store kind: tables or queries on a Spark Connect server, Spark SQL pushed down."""

@@ -1,0 +1,190 @@
+"""The example's PostgreSQL -> Spark (Parquet table) check on planted drift, and its refusals.
+
+The Parquet files are written by the test and put under a Spark table on the local Spark
+Connect server (deploy/local/spark.sh); the check must yield exactly the planted missing,
+extra, mismatched and duplicated keys over a Berlin day that springs forward (23 hours).
+Skipped while DRIFTGAUGE_TEST_SPARK_URL is unset.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from driftgauge.config.runtime import Config
+from driftgauge.configfile.loader import load_text
+from driftgauge.core.errors import StoreTimeout, StoreUnavailable
+from driftgauge.engine.reconcile import reconcile
+from driftgauge.engine.result import RunResult
+from driftgauge.stores import open_adapter
+from driftgauge.stores.preflight import verify_all
+from driftgauge.stores.spark.settings import SparkStore
+from tests.conformance.kind_spark import SPARK_URL, quote, run
+from tests.integration.conftest import PG_DSN, TIMEOUT, dsn_for, make_view, unique_name
+from tests.integration.test_duckdb_checks import BERLIN, END, START, _export, _orders, write_export
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(not SPARK_URL, reason="DRIFTGAUGE_TEST_SPARK_URL is unset (no Spark)"),
+]
+
+EXAMPLE = Path(__file__).parents[2] / "deploy" / "examples" / "spark.yml"
+
+
+def _config(orders_dsn: str, table: str) -> str:
+    text = EXAMPLE.read_text(encoding="utf-8")
+    text = text.replace("sc://127.0.0.1:55002", SPARK_URL)
+    text = text.replace("table: default.orders", f"table: default.{table}")
+    text = text.replace("env:ORDERS_DSN", orders_dsn)
+    return text.replace("env:DRIFTGAUGE_STATE_DSN", PG_DSN)
+
+
+@pytest.fixture(scope="module")
+async def orders_dsn() -> AsyncIterator[str]:
+    """Yield a PostgreSQL database holding the 120 orders."""
+    name = unique_name("dg_orders")
+    admin = await asyncpg.connect(PG_DSN, timeout=TIMEOUT)
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        conn = await asyncpg.connect(dsn_for(name), timeout=TIMEOUT)
+        try:
+            await conn.execute(
+                "CREATE TABLE orders (order_id text, status text, "
+                "amount numeric(10,2), updated_at timestamptz)"
+            )
+            await conn.copy_records_to_table("orders", records=_orders())
+        finally:
+            await conn.close()
+        yield dsn_for(name)
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+
+
+@pytest.fixture(scope="module")
+async def lake(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
+    """Yield a Spark table over hive-partitioned Parquet files holding the planted export."""
+    folder = tmp_path_factory.mktemp("spark_lake") / "orders"
+    write_export(folder, _export(_orders()))
+    table = unique_name("dg_orders")
+    await run(f"CREATE TABLE {table} USING parquet LOCATION {quote(folder)}")
+    # The day=... folders are partitions the catalog learns of only when asked.
+    await run(f"MSCK REPAIR TABLE {table}")
+    try:
+        yield table
+    finally:
+        await run(f"DROP TABLE IF EXISTS {table}")
+
+
+async def _run(config: Config, name: str) -> RunResult:
+    check = config.checks[name]
+    source = await open_adapter(check.source)
+    try:
+        reader = await open_adapter(check.reader)
+        try:
+            return await reconcile(
+                check, source, reader, START, END, now=END + timedelta(days=1), sample_keys=50
+            )
+        finally:
+            await reader.close()
+    finally:
+        await source.close()
+
+
+async def test_postgres_to_spark_finds_the_planted_rows(orders_dsn: str, lake: str) -> None:
+    config = load_text(_config(orders_dsn, lake), source=str(EXAMPLE))
+    assert await verify_all(config) == []
+    result = await _run(config, "orders_lake")
+    assert result.error is None, result.error
+    assert [b.start for b in result.buckets] == [
+        START.astimezone(UTC),
+        datetime(2026, 3, 28, 23, tzinfo=UTC),
+    ]
+    found: dict[str, set[str | None]] = {}
+    for bucket in result.buckets:
+        for key in bucket.samples:
+            found.setdefault(key.kind, set()).add(key.key)
+    # A key held twice is a duplicate and, its copies differing in count, mismatched.
+    assert found == {
+        "missing": {"o003", "o050"},
+        "extra": {"x001"},
+        "mismatched": {"o010", "o011", "o070", "o020"},
+    }
+    totals = tuple(
+        sum(getattr(b, f) for b in result.buckets)
+        for f in ("missing", "extra", "mismatched", "duplicates")
+    )
+    assert totals == (2, 1, 4, 1)
+    assert {b.status for b in result.buckets} == {"drift"}
+
+
+async def test_a_missing_column_is_named_before_counting(orders_dsn: str, lake: str) -> None:
+    text = _config(orders_dsn, lake).replace(
+        "amount: decimal", "amount: decimal\n      total: decimal"
+    )
+    problems = await verify_all(load_text(text, source="no-column.yml"))
+    assert len(problems) == 2  # both sides lack it
+    assert problems[1].startswith(
+        "checks.orders_lake.reader.fields.total: column total does not exist in table "
+        f"default.{lake}"
+    )
+
+
+async def test_a_query_past_the_timeout_interrupts_its_spark_job() -> None:
+    slow = (
+        "SELECT CAST(id AS STRING) AS id, timestamp_micros(1704067200000000 + id % 1000) AS ts "
+        "FROM range(50000000000)"
+    )
+    store = SparkStore("slow", SPARK_URL, None, 1.0)
+    adapter = await open_adapter(
+        make_view(store, key="id", time="ts", fields={}, query=slow)  # type: ignore[arg-type]
+    )
+    began = time.monotonic()
+    try:
+        with pytest.raises(StoreTimeout, match="no answer within the timeout"):
+            await adapter.bucket_digests(
+                datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 1, 2, tzinfo=UTC), "day"
+            )
+        elapsed = time.monotonic() - began
+        # The session still answers at once: the job was interrupted, not left running.
+        fast = make_view(
+            store,  # type: ignore[arg-type]
+            key="id",
+            time="ts",
+            fields={},
+            query="SELECT 'a' AS id, TIMESTAMP '2024-01-01 00:00:00' AS ts",
+        )
+        quick = await open_adapter(fast)
+        try:
+            (bucket,) = await quick.bucket_digests(
+                datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 1, 2, tzinfo=UTC), "day"
+            )
+        finally:
+            await quick.close()
+    finally:
+        await adapter.close()
+    assert elapsed < 8
+    assert bucket.agg.count == 1
+
+
+async def test_an_unreachable_server_is_unavailable() -> None:
+    with pytest.raises(StoreUnavailable, match=r"spark: connect to sc://127\.0\.0\.1:1"):
+        await open_adapter(
+            make_view(
+                SparkStore("spark", "sc://127.0.0.1:1"),  # type: ignore[arg-type]
+                key="id",
+                time="ts",
+                fields={},
+                table="t",
+            )
+        )
+
+
+def test_berlin_fixture_is_the_spring_forward_day() -> None:
+    assert timedelta(hours=47) == END.astimezone(UTC) - START.astimezone(UTC)
+    assert START.tzinfo is BERLIN
