@@ -85,6 +85,12 @@ def base() -> dict[str, Any]:
                     "url": "http://127.0.0.1:1/{start}/{end}",
                     "auth": {"username": "reader", "password": "env:DG_FUZZ_PASSWORD"},
                 },
+                "spark": {
+                    "kind": "spark",
+                    "url": "sc://127.0.0.1:1",
+                    "token": "env:DG_FUZZ_TOKEN",
+                    "timeout_seconds": 30,
+                },
                 "duck": {
                     "kind": "duckdb",
                     "database": "shop.duckdb",
@@ -349,6 +355,25 @@ CASES = [
         "state.max_concurrent_runs: Input should be a valid integer",
     ),
     Case("stores.os.kind", "elastic", "stores.os: Input tag 'elastic' found using 'kind'"),
+    Case("stores.spark.kind", "sparks", "stores.spark: Input tag 'sparks' found using 'kind'"),
+    Case("stores.spark.url", "http://127.0.0.1:15002", "stores.spark.url: must be sc://host:port"),
+    Case("stores.spark.url", "sc://127.0.0.1", "stores.spark.url: must be sc://host:port"),
+    Case("stores.spark.token", "", "stores.spark.token: must not be empty"),
+    Case(
+        "stores.spark.token",
+        "env:DG_FUZZ_UNSET",
+        "stores.spark.token: environment variable DG_FUZZ_UNSET is not set",
+    ),
+    Case(
+        "stores.spark.timeout_seconds",
+        0,
+        "stores.spark.timeout_seconds: Input should be greater than 0",
+    ),
+    Case(
+        "stores.spark.max_concurrent_queries",
+        0,
+        "stores.spark.max_concurrent_queries: Input should be greater than or equal",
+    ),
     Case("stores.my.kind", "mysql", "stores.my: Input tag 'mysql' found using 'kind'"),
     Case("stores.my.dsn", "postgresql://u@h/x", "stores.my.dsn: must be a mysql://user:"),
     Case("stores.my.dsn", "mysql://u@h", "stores.my.dsn: must be a mysql://user:"),

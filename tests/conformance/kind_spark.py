@@ -1,18 +1,19 @@
 """The spark kind's fixtures: each table Parquet files under a Spark table on Spark Connect.
 
-The server is the local one of deploy/local/spark.sh; the whole kind is skipped while
-DRIFTGAUGE_TEST_SPARK_URL is unset (stack.sh env sets it).
+The server is the local one of deploy/local/spark.sh (`make services` starts it), at
+DRIFTGAUGE_TEST_SPARK_URL or the address stack.sh derives.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from tools.local_stores import address
 
 from driftgauge.config.runtime import Exclusion, View
 from driftgauge.stores import open_adapter
@@ -36,7 +37,7 @@ from tests.conformance.spec import (
 )
 from tests.integration.conftest import TIMEOUT, make_view, unique_name
 
-SPARK_URL = os.environ.get("DRIFTGAUGE_TEST_SPARK_URL", "")
+SPARK_URL = address("DRIFTGAUGE_TEST_SPARK_URL")
 TYPES: dict[ColumnType, str] = {
     "key": "VARCHAR",
     "text": "VARCHAR",
@@ -212,7 +213,6 @@ class SparkFixtures:
         missing_match=("no_such_table", "no_such_table"),
         unusable_field="label_text",
     )
-    missing = "" if SPARK_URL else "DRIFTGAUGE_TEST_SPARK_URL is unset; see deploy/local/spark.sh"
 
     async def load(self, table: Table) -> SparkSource:
         """Write the table to Parquet and create a Spark table over it."""

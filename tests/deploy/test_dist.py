@@ -36,6 +36,8 @@ pytestmark = pytest.mark.integration
 DIST = ROOT / "dist"
 LOCK = ROOT / "requirements.lock"
 WHEELHOUSE = ROOT / ".local" / "wheelhouse"
+# What building the lock's sdist-only packages needs (pip builds them in isolation).
+BUILD_BACKENDS = ("setuptools>=77", "wheel")
 PACKAGE = ROOT / "service" / "driftgauge"
 PG = address("DRIFTGAUGE_TEST_PG_DSN")
 BASE = datetime(2026, 4, 1, tzinfo=UTC)
@@ -123,6 +125,9 @@ def venv(artifacts: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory)
         _pip(home, *offline)
     except AssertionError:
         _pip(home, "download", "-q", "--require-hashes", "-r", str(LOCK), "-d", str(WHEELHOUSE))
+        # A locked package published only as an sdist (pyspark-client) is built on install:
+        # its build backend must be in the wheelhouse too, or the offline install cannot.
+        _pip(home, "download", "-q", "-d", str(WHEELHOUSE), *BUILD_BACKENDS)
         _pip(home, *offline)
     _pip(home, "install", "-q", "--no-deps", "--no-index", str(artifacts[0]))
     # The lock alone satisfies what the wheel declares: nothing missing or conflicting.

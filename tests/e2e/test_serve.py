@@ -211,39 +211,57 @@ def up(s: dict[Any, float], check: str) -> float | None:
     return s.get(("driftgauge_check_up", (("check", check),)))
 
 
+async def leader(http: httpx.AsyncClient, stack: Stack) -> tuple[str, dict[Any, float]]:
+    """Return the URL and scrape of the replica that exports the stored series."""
+
+    async def elected() -> tuple[str, dict[Any, float]] | None:
+        scrapes = {url: await scrape(http, url) for url in stack.urls}
+        leaders = [
+            (url, s) for url, s in scrapes.items() if s.get(("driftgauge_exporter_leader", ())) == 1
+        ]
+        return leaders[0] if len(leaders) == 1 else None
+
+    return await until("one exporter leader", elected)
+
+
 async def test_metrics_report_the_planted_drift_per_bucket(stack: Stack) -> None:
     async with httpx.AsyncClient(timeout=10) as http:
-        for url in stack.urls:
+        url, _ = await leader(http, stack)
 
-            async def ready(url: str = url) -> dict[Any, float] | None:
-                s = await scrape(http, url)
-                have = all(
-                    rows_of(s, check, d.isoformat(), "missing") is not None
-                    for d in stack.days
-                    for check in ("reviews", "flaky")
-                )
-                return s if have else None
+        async def ready() -> dict[Any, float] | None:
+            s = await scrape(http, url)
+            have = all(
+                rows_of(s, check, d.isoformat(), "missing") is not None
+                for d in stack.days
+                for check in ("reviews", "flaky")
+            )
+            return s if have else None
 
-            s = await until(f"bucket series on {url}", ready)
-            for day in stack.days:
-                d = day.isoformat()
-                assert rows_of(s, "reviews", d, "expected") == ROWS_PER_DAY
-                assert rows_of(s, "reviews", d, "missing") == 2
-                assert rows_of(s, "reviews", d, "extra") == 1
-                assert rows_of(s, "reviews", d, "mismatched") == 1
-                assert rows_of(s, "flaky", d, "missing") == 0
-                assert (
-                    s[
-                        (
-                            "driftgauge_bucket_status",
-                            (("check", "reviews"), ("day", d), ("status", "drift")),
-                        )
-                    ]
-                    == 1
-                )
-            assert up(s, "reviews") == 1
-            assert s[("driftgauge_check_schedule_seconds", (("check", "reviews"),))] == 2
-            assert s[("driftgauge_rows", (("check", "reviews"), ("kind", "missing")))] == 2 * DAYS
+        s = await until(f"bucket series on {url}", ready)
+        # The stored series are exported once, by the leader: the other replica has none.
+        for other in set(stack.urls) - {url}:
+            rest = await scrape(http, other)
+            assert not [k for k in rest if k[0] == "driftgauge_bucket_rows"], other
+            assert rest[("driftgauge_exporter_leader", ())] == 0
+        for day in stack.days:
+            d = day.isoformat()
+            assert rows_of(s, "reviews", d, "expected") == ROWS_PER_DAY
+            assert rows_of(s, "reviews", d, "missing") == 2
+            assert rows_of(s, "reviews", d, "extra") == 1
+            assert rows_of(s, "reviews", d, "mismatched") == 1
+            assert rows_of(s, "flaky", d, "missing") == 0
+            assert (
+                s[
+                    (
+                        "driftgauge_bucket_status",
+                        (("check", "reviews"), ("day", d), ("status", "drift")),
+                    )
+                ]
+                == 1
+            )
+        assert up(s, "reviews") == 1
+        assert s[("driftgauge_check_schedule_seconds", (("check", "reviews"),))] == 2
+        assert s[("driftgauge_rows", (("check", "reviews"), ("kind", "missing")))] == 2 * DAYS
 
 
 async def test_a_lost_reader_flips_up_without_zeroing_rows_then_recovers(stack: Stack) -> None:
@@ -251,7 +269,7 @@ async def test_a_lost_reader_flips_up_without_zeroing_rows_then_recovers(stack: 
     day = stack.days[0].isoformat()
     try:
         async with httpx.AsyncClient(timeout=10) as http:
-            url = stack.urls[0]
+            url, _ = await leader(http, stack)
 
             async def healthy() -> dict[Any, float] | None:
                 s = await scrape(http, url)

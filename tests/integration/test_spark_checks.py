@@ -3,7 +3,6 @@
 The Parquet files are written by the test and put under a Spark table on the local Spark
 Connect server (deploy/local/spark.sh); the check must yield exactly the planted missing,
 extra, mismatched and duplicated keys over a Berlin day that springs forward (23 hours).
-Skipped while DRIFTGAUGE_TEST_SPARK_URL is unset.
 """
 
 from __future__ import annotations
@@ -28,10 +27,7 @@ from tests.conformance.kind_spark import SPARK_URL, quote, run
 from tests.integration.conftest import PG_DSN, TIMEOUT, dsn_for, make_view, unique_name
 from tests.integration.test_duckdb_checks import BERLIN, END, START, _export, _orders, write_export
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(not SPARK_URL, reason="DRIFTGAUGE_TEST_SPARK_URL is unset (no Spark)"),
-]
+pytestmark = pytest.mark.integration
 
 EXAMPLE = Path(__file__).parents[2] / "deploy" / "examples" / "spark.yml"
 
