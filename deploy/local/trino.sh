@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Start, stop or report a local Trino server (the release tarball, one node that is its own
 # coordinator and worker), the engine of the trino kind; part of the local stack (stack.sh).
-# Catalogs: memory (derived tables written through Trino), postgresql (the local PostgreSQL)
-# and hive (a file metastore on local files).
+# Catalogs: memory (derived tables written through Trino), postgresql (the local PostgreSQL),
+# hive (a file metastore on local files) and tpch (generated data for the bench).
 # Usage: deploy/local/trino.sh start|stop|status|url   (see docs/trino.md)
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -65,6 +65,8 @@ query.max-memory=512MB
 query.max-memory-per-node=256MB
 PROPS
   echo "connector.name=memory" >"$etc/catalog/memory.properties"
+  # Generated TPC-H tables (lineitem at scale 17 is ~100M rows): the scale bench's data.
+  echo "connector.name=tpch" >"$etc/catalog/tpch.properties"
   cat >"$etc/catalog/postgresql.properties" <<PROPS
 connector.name=postgresql
 connection-url=jdbc:postgresql://127.0.0.1:$PG_PORT/postgres
@@ -76,6 +78,7 @@ hive.metastore=file
 hive.metastore.catalog.dir=local://$TRINO_DIR/hive/metastore
 fs.native-local.enabled=true
 local.location=/
+hive.timestamp-precision=MICROSECONDS
 PROPS
 }
 
@@ -86,10 +89,12 @@ start() {
   ensure_trino
   if is_up; then log "trino already up at $URL"; return 0; fi
   write_etc
+  # Every descriptor points away from the caller's (a caller reading our output would wait
+  # for the server to exit), and setsid puts launcher and JVM in a group of their own.
   (cd "$TRINO_DIR" && JAVA_HOME="$TRINO_JAVA_HOME" PATH="$TRINO_JAVA_HOME/bin:$PATH" \
-    nohup "$TRINO_HOME/bin/launcher" run --data-dir "$TRINO_DIR/data" \
-      >"$TRINO_DIR/trino.log" 2>&1 &
-    echo $! >"$PIDFILE")
+    exec setsid "$TRINO_HOME/bin/launcher" run --data-dir "$TRINO_DIR/data") \
+    >"$TRINO_DIR/trino.log" 2>&1 </dev/null &
+  echo $! >"$PIDFILE"
   # 60-120 s on a busy 2-core machine.
   for _ in $(seq 1 300); do
     if is_up; then log "trino up at $URL ($TRINO_VERSION)"; return 0; fi
@@ -101,10 +106,13 @@ start() {
 
 stop() {
   if [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
-    # launcher run execs the JVM, so the pid is the server's.
-    kill "$(cat "$PIDFILE")"
-    for _ in $(seq 1 30); do kill -0 "$(cat "$PIDFILE")" 2>/dev/null || break; sleep 1; done
-    kill -9 "$(cat "$PIDFILE")" 2>/dev/null || true
+    # The launcher starts the JVM as its child, in a process group of its own (setsid):
+    # stop the whole group, or the server outlives its launcher.
+    local pid
+    pid="$(cat "$PIDFILE")"
+    kill -- "-$pid" 2>/dev/null || kill "$pid"
+    for _ in $(seq 1 30); do pgrep -g "$pid" >/dev/null || break; sleep 1; done
+    kill -9 -- "-$pid" 2>/dev/null || true
     rm -f "$PIDFILE"
     log "trino stopped"
   else
