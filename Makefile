@@ -3,9 +3,10 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
-# The spark kind's tests run against the server `make services` starts (deploy/local/spark.sh);
-# unset, the conformance suite skips the kind.
+# The spark and trino kinds' tests run against the servers `make services` starts
+# (deploy/local/spark.sh, deploy/local/trino.sh).
 export DRIFTGAUGE_TEST_SPARK_URL ?= sc://127.0.0.1:$(or $(DRIFTGAUGE_SPARK_PORT),55002)
+export DRIFTGAUGE_TEST_TRINO_URL ?= http://127.0.0.1:$(or $(DRIFTGAUGE_TRINO_PORT),58080)
 
 .PHONY: install services services-stop status tools test test-unit test-differential test-fuzz test-faults test-replicas lint typecheck docs try demo demo-backfill bench bench-faults bench-scale bench-fleet dist rules lock clean
 
@@ -17,7 +18,7 @@ $(BIN)/driftgauge: pyproject.toml
 
 install: $(BIN)/driftgauge ## Create .venv with driftgauge and its dev tools
 
-services: ## Start the local PostgreSQL, MariaDB, OpenSearch, Elasticsearch and Spark Connect (idempotent)
+services: ## Start the local PostgreSQL, MariaDB, OpenSearch, Elasticsearch, Spark Connect and Trino (idempotent)
 	deploy/local/stack.sh start
 
 services-stop: ## Stop the local stack

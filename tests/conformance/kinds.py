@@ -15,6 +15,7 @@ from tests.conformance.kind_opensearch import OpenSearchFixtures
 from tests.conformance.kind_postgres import PostgresFixtures
 from tests.conformance.kind_reader_api import ReaderApiFixtures
 from tests.conformance.kind_spark import SparkFixtures
+from tests.conformance.kind_trino import TrinoFixtures
 from tests.conformance.spec import Kind
 
 KINDS = (
@@ -26,4 +27,5 @@ KINDS = (
     Kind("reader_api", ReaderApiFixtures()),
     Kind("elasticsearch", elasticsearch_fixtures()),
     Kind("spark", SparkFixtures()),
+    Kind("trino", TrinoFixtures()),
 )

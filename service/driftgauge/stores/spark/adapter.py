@@ -8,17 +8,15 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from driftgauge.core import buckets
-from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.clock import EPOCH, MICROSECOND
 from driftgauge.core.errors import StoreError
-from driftgauge.encoding.digest import unsigned64
 from driftgauge.stores.base import BucketDigest, FirstPass, Granularity, LazySlots, check_slot
 from driftgauge.stores.preflight import FieldSchema
 from driftgauge.stores.spark import io, preflight
 from driftgauge.stores.spark.dialect import SPARK
 from driftgauge.stores.spark.settings import SparkStore
 from driftgauge.stores.sql.adapter import DialectAdapter
-from driftgauge.stores.sql.results import ExportedRow
+from driftgauge.stores.sql.results import ExportedRow, numbered_slots
 
 
 def micros(moment: datetime) -> int:
@@ -88,7 +86,7 @@ class SparkAdapter(DialectAdapter):
             else:
                 by_day.setdefault(midnight, []).append(r)
         return FirstPass(
-            self._buckets(day_rows), LazySlots(by_day, lambda rs: _slots(rs, origin, step))
+            self._buckets(day_rows), LazySlots(by_day, lambda rs: numbered_slots(rs, origin, step))
         )
 
     async def _export(
@@ -129,20 +127,3 @@ class SparkAdapter(DialectAdapter):
             if not io.driver_error(exc):
                 raise
             raise io.store_error(self.store.name, what, exc) from exc
-
-
-def _slots(rows: list[dict[str, Any]], origin: datetime, step: timedelta) -> list[BucketDigest]:
-    return sorted(
-        (
-            BucketDigest(
-                start=origin + step * int(r["slot"]),
-                agg=Aggregate(
-                    count=int(r["n"]),
-                    distinct_keys=int(r["keys"]),
-                    digest=unsigned64(int(r["digest"] or 0)),
-                ),
-            )
-            for r in rows
-        ),
-        key=lambda b: b.start,
-    )

@@ -138,6 +138,10 @@ class SqlDialect:
         """Return the key as a value whose equality is the key encoding's, cheap to sort."""
         raise NotImplementedError
 
+    def head(self, expr: str, n: str) -> str:
+        """Return the first `n` characters of a text."""
+        return f"left({expr}, {n})"
+
     def bytewise(self, expr: str) -> str:
         """Return a text expression compared byte by byte (no collation folds two apart)."""
         return expr
@@ -345,7 +349,7 @@ class SqlDialect:
         khash = self.md5("r.kenc")
         restrict = f" AND {self.prefix_in(khash, self.param(4, 'text[]'))}" if within else ""
         return (
-            f"SELECT left({khash}, {self.param(3)}) AS prefix, count(*) AS n, "
+            f"SELECT {self.head(khash, self.param(3))} AS prefix, count(*) AS n, "
             f"{self.distinct_keys_sql('true')} AS {self.alias('keys')}, "
             f"sum({self.row_hash(view, 'renc')}) AS digest "
             f"FROM ({self.base_sql(view)}) AS r WHERE r.x IS NULL{restrict} GROUP BY 1 ORDER BY 1"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -64,6 +64,24 @@ def _slots(rows: list[Row]) -> list[BucketDigest]:
                 start=r["slot"].astimezone(UTC),
                 agg=Aggregate(
                     count=r["n"], distinct_keys=r["keys"], digest=unsigned64(int(r["digest"]))
+                ),
+            )
+            for r in rows
+        ),
+        key=lambda b: b.start,
+    )
+
+
+def numbered_slots(rows: Sequence[Row], origin: datetime, step: timedelta) -> list[BucketDigest]:
+    """Return the slots of rows that number each slot (`slot`) in steps from `origin`."""
+    return sorted(
+        (
+            BucketDigest(
+                start=origin + step * int(r["slot"]),
+                agg=Aggregate(
+                    count=int(r["n"]),
+                    distinct_keys=int(r["keys"]),
+                    digest=unsigned64(int(r["digest"] or 0)),
                 ),
             )
             for r in rows

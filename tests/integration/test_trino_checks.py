@@ -1,0 +1,243 @@
+"""The example's PostgreSQL -> Trino (Hive Parquet table) check on planted drift, its refusals.
+
+The Parquet files are written by the test in `day=...` partition folders and put under an
+external Hive table on the local Trino server (deploy/local/trino.sh); the check must
+yield exactly the planted missing, extra, mismatched and duplicated keys over a Berlin day
+that springs forward (23 hours). The same check then reads the source through Trino's
+postgresql catalog: PostgreSQL rows digested by Trino agree with PostgreSQL's own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from driftgauge.config.runtime import Config
+from driftgauge.configfile.loader import load_text
+from driftgauge.core.errors import StoreQueryError, StoreTimeout, StoreUnavailable
+from driftgauge.engine.reconcile import reconcile
+from driftgauge.engine.result import RunResult
+from driftgauge.stores import open_adapter
+from driftgauge.stores.preflight import verify_all
+from driftgauge.stores.trino.settings import TrinoStore
+from tests.conformance.kind_trino import SCHEMA, TRINO_URL, quote, run
+from tests.integration.conftest import PG_DSN, TIMEOUT, dsn_for, make_view, unique_name
+from tests.integration.test_duckdb_checks import BERLIN, END, START, _export, _orders, write_export
+
+pytestmark = pytest.mark.integration
+
+EXAMPLE = Path(__file__).parents[2] / "deploy" / "examples" / "trino.yml"
+
+
+def _config(orders_dsn: str, table: str) -> str:
+    text = EXAMPLE.read_text(encoding="utf-8")
+    text = text.replace("http://127.0.0.1:58080", TRINO_URL)
+    text = text.replace("table: hive.sales.orders", f"table: {SCHEMA}.{table}")
+    text = text.replace("env:ORDERS_DSN", orders_dsn)
+    return text.replace("env:DRIFTGAUGE_STATE_DSN", PG_DSN)
+
+
+@pytest.fixture(scope="module")
+async def orders_dsn() -> AsyncIterator[str]:
+    """Yield a PostgreSQL database holding the 120 orders."""
+    name = unique_name("dg_orders")
+    admin = await asyncpg.connect(PG_DSN, timeout=TIMEOUT)
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        conn = await asyncpg.connect(dsn_for(name), timeout=TIMEOUT)
+        try:
+            await conn.execute(
+                "CREATE TABLE orders (order_id text, status text, "
+                "amount numeric(10,2), updated_at timestamptz)"
+            )
+            await conn.copy_records_to_table("orders", records=_orders())
+        finally:
+            await conn.close()
+        yield dsn_for(name)
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+
+
+@pytest.fixture(scope="module")
+async def lake(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
+    """Yield an external Hive table over day-partitioned Parquet files: the planted export."""
+    folder = tmp_path_factory.mktemp("trino_lake") / "orders"
+    write_export(folder, _export(_orders()))
+    table = unique_name("dg_orders")
+    await run(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
+    await run(
+        f"CREATE TABLE {SCHEMA}.{table} (order_id varchar, status varchar, "
+        "amount decimal(10,2), updated_at timestamp(6), day varchar) WITH (format = 'PARQUET', "
+        f"partitioned_by = ARRAY['day'], external_location = {quote('local://' + str(folder))})"
+    )
+    # The day=... folders are partitions the metastore learns of only when asked.
+    schema = SCHEMA.split(".")[1]
+    await run(f"CALL hive.system.sync_partition_metadata({quote(schema)}, {quote(table)}, 'ADD')")
+    try:
+        yield table
+    finally:
+        await run(f"DROP TABLE IF EXISTS {SCHEMA}.{table}")
+
+
+async def _run(config: Config, name: str) -> RunResult:
+    check = config.checks[name]
+    source = await open_adapter(check.source)
+    try:
+        reader = await open_adapter(check.reader)
+        try:
+            return await reconcile(
+                check, source, reader, START, END, now=END + timedelta(days=1), sample_keys=50
+            )
+        finally:
+            await reader.close()
+    finally:
+        await source.close()
+
+
+def _found(result: RunResult) -> dict[str, set[str | None]]:
+    found: dict[str, set[str | None]] = {}
+    for bucket in result.buckets:
+        for key in bucket.samples:
+            found.setdefault(key.kind, set()).add(key.key)
+    return found
+
+
+PLANTED = {
+    "missing": {"o003", "o050"},
+    "extra": {"x001"},
+    "mismatched": {"o010", "o011", "o070", "o020"},
+}
+"""A key held twice is a duplicate and, its copies differing in count, mismatched."""
+
+
+async def test_postgres_to_trino_finds_the_planted_rows(orders_dsn: str, lake: str) -> None:
+    config = load_text(_config(orders_dsn, lake), source=str(EXAMPLE))
+    assert await verify_all(config) == []
+    result = await _run(config, "orders_lakehouse")
+    assert result.error is None, result.error
+    assert [b.start for b in result.buckets] == [
+        START.astimezone(UTC),
+        datetime(2026, 3, 28, 23, tzinfo=UTC),
+    ]
+    assert _found(result) == PLANTED
+    totals = tuple(
+        sum(getattr(b, f) for b in result.buckets)
+        for f in ("missing", "extra", "mismatched", "duplicates")
+    )
+    assert totals == (2, 1, 4, 1)
+    assert {b.status for b in result.buckets} == {"drift"}
+
+
+async def test_postgres_read_through_trino_agrees_with_postgres(orders_dsn: str, lake: str) -> None:
+    # The source read by Trino's postgresql catalog (JDBC, the local server's `postgres`
+    # database holds no orders: a view of the test database is made there).
+    table = unique_name("dg_pg_orders")
+    admin = await asyncpg.connect(PG_DSN, timeout=TIMEOUT)
+    try:
+        await admin.execute(
+            f"CREATE TABLE public.{table} (order_id text, status text, "
+            "amount numeric(10,2), updated_at timestamptz)"
+        )
+        await admin.copy_records_to_table(table, records=_orders(), schema_name="public")
+        text = _config(orders_dsn, lake).replace(
+            f"table: {SCHEMA}.{lake}", f"table: postgresql.public.{table}"
+        )
+        result = await _run(load_text(text, source="pg-through-trino.yml"), "orders_lakehouse")
+    finally:
+        await admin.execute(f"DROP TABLE IF EXISTS public.{table}")
+        await admin.close()
+    assert result.error is None, result.error
+    assert {b.status for b in result.buckets} == {"ok"}, [b.status for b in result.buckets]
+    assert sum(b.expected for b in result.buckets) == len(_orders())
+
+
+async def test_a_missing_column_is_named_before_counting(orders_dsn: str, lake: str) -> None:
+    text = _config(orders_dsn, lake).replace(
+        "amount: decimal", "amount: decimal\n      total: decimal"
+    )
+    problems = await verify_all(load_text(text, source="no-column.yml"))
+    assert len(problems) == 2  # both sides lack it
+    assert problems[1].startswith(
+        "checks.orders_lakehouse.reader.fields.total: column total does not exist in table "
+        f"{SCHEMA}.{lake}"
+    )
+
+
+SLOW = (
+    "SELECT CAST(l.orderkey AS varchar) || '-' || CAST(l.linenumber AS varchar) AS id, "
+    "TIMESTAMP '2024-01-01 00:00:00' AS ts FROM tpch.sf1000.lineitem AS l"
+)
+
+
+async def test_a_query_past_the_timeout_is_cancelled_on_the_cluster() -> None:
+    store = TrinoStore("slow", TRINO_URL, timeout=2.0)
+    adapter = await open_adapter(
+        make_view(store, key="id", time="ts", fields={}, query=SLOW)  # type: ignore[arg-type]
+    )
+    began = time.monotonic()
+    try:
+        with pytest.raises(StoreTimeout, match="no answer within the timeout"):
+            await adapter.bucket_digests(
+                datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 1, 2, tzinfo=UTC), "day"
+            )
+    finally:
+        await adapter.close()
+    assert time.monotonic() - began < 10
+
+    async def still_running() -> list[object]:
+        rows = await run(
+            "SELECT query_id FROM system.runtime.queries WHERE state NOT IN "
+            "('FINISHED', 'FAILED') AND query LIKE '%tpch.sf1000.lineitem%' "
+            "AND query NOT LIKE '%system.runtime.queries%'"
+        )
+        return [r["query_id"] for r in rows]
+
+    # The cancel reached the coordinator: no query of ours is left running on it.
+    for _ in range(20):
+        if not await still_running():
+            break
+        await asyncio.sleep(0.5)
+    assert await still_running() == []
+
+
+async def test_an_unreachable_server_is_unavailable() -> None:
+    with pytest.raises(StoreUnavailable, match=r"trino: connect to http://127\.0\.0\.1:1"):
+        await open_adapter(
+            make_view(
+                TrinoStore("trino", "http://127.0.0.1:1"),  # type: ignore[arg-type]
+                key="id",
+                time="ts",
+                fields={},
+                table="t",
+            )
+        )
+
+
+async def test_a_refused_table_names_the_store() -> None:
+    # The memory catalog has no such schema: a query error, not unavailable nor a pass.
+    adapter = await open_adapter(
+        make_view(
+            TrinoStore("trino", TRINO_URL),  # type: ignore[arg-type]
+            key="id",
+            time="ts",
+            fields={},
+            table="memory.no_schema.t",
+        )
+    )
+    try:
+        with pytest.raises(StoreQueryError, match=r"trino: bucket digests on memory\.no_schema"):
+            await adapter.bucket_digests(START, END, "day")
+    finally:
+        await adapter.close()
+
+
+def test_berlin_fixture_is_the_spring_forward_day() -> None:
+    assert timedelta(hours=47) == END.astimezone(UTC) - START.astimezone(UTC)
+    assert START.tzinfo is BERLIN
