@@ -33,6 +33,9 @@ async def test_a_peeled_day_lists_its_hours_only_live_with_a_token(pg_database: 
         assert stored.status_code == 200, stored.text
         day = stored.json()
         assert (day["bucket"]["missing"], day["bucket"]["extra"]) == (2, 1)
+        # The planner's choice is stored with the verdict and served with it.
+        assert day["bucket"]["strategy"] in ("digests", "day_digests")
+        assert "difference digests" in day["bucket"]["strategy_reason"]
         assert day["hours"] == [] and day["prefixes"] == []
         assert day["hours_live_only"] is True and day["live"] is False
         for token in ({}, {"Authorization": "Bearer nope"}):

@@ -64,6 +64,7 @@ def buckets() -> tuple[BucketResult, ...]:
         duplicates=0,
         source=Aggregate(98, 98, 1, {"amount": Decimal("10.50")}),
         reader=Aggregate(95, 95, 2, {"amount": Decimal("9.25")}),
+        strategy="digests",
     )
     ok = BucketResult(
         start=DAY + timedelta(days=1),
@@ -71,6 +72,7 @@ def buckets() -> tuple[BucketResult, ...]:
         expected=50,
         visible=49,
         excluded={"no_join_key": 1},
+        strategy="aggregates",
     )
     settling = BucketResult(start=DAY + timedelta(days=2), status="settling", expected=7, visible=3)
     return drift, ok, settling
@@ -257,3 +259,21 @@ def test_the_exporter_gauge_matches_its_documented_section() -> None:
         for fam in text_string_to_metric_families(text)
     }
     assert seen == _documented(("Replicas",))
+
+
+def test_buckets_are_counted_by_the_strategy_that_judged_them() -> None:
+    drift, ok, settling = buckets()
+    judged = (
+        drift,
+        ok,
+        replace(ok, start=ok.start + timedelta(days=5)),
+        # A bucket stored before strategies were kept counts in none; settling in none.
+        replace(ok, start=ok.start + timedelta(days=6), strategy=None),
+        replace(settling, strategy="aggregates"),
+    )
+    snap = replace(healthy(), buckets=judged)
+    v = registry({"reviews": snap}).get_sample_value
+    by = {"check": "reviews"}
+    assert v("driftgauge_buckets_by_strategy", {**by, "strategy": "digests"}) == 1
+    assert v("driftgauge_buckets_by_strategy", {**by, "strategy": "aggregates"}) == 2
+    assert v("driftgauge_buckets_by_strategy", {**by, "strategy": "drill"}) is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from driftgauge.core import buckets
 from driftgauge.core.aggregate import Aggregate
@@ -11,6 +12,7 @@ from driftgauge.engine import explain, plan
 from driftgauge.engine.first_pass import DaySlots
 from driftgauge.engine.join import Delta, LeafDiff, Partitioned, join_partitioned, partitions_for
 from driftgauge.engine.nodes import hours_from_rows, hours_from_slots, pair_hours, prefix_nodes
+from driftgauge.engine.payloads import DayStrategy
 from driftgauge.engine.result import Node, needs_drill
 from driftgauge.engine.sides import FIRST_PASS_SLOT, Counted, Sides, utc
 from driftgauge.engine.tasks import all_or_none
@@ -93,6 +95,13 @@ class Fetched:
             self.unexplained.append(problem)
 
 
+class Taken(NamedTuple):
+    """The strategy a day took, and why (see engine.payloads.DayStrategy)."""
+
+    strategy: DayStrategy
+    reason: str
+
+
 async def drill_day(
     sides: Sides,
     start: datetime,
@@ -101,8 +110,8 @@ async def drill_day(
     r_agg: Aggregate,
     ledger_excluded: Mapping[str, str],
     slots: DaySlots | None = None,
-) -> tuple[list[Node], LeafDiff]:
-    """Return the day's drill-down tree and the classified differences."""
+) -> tuple[list[Node], LeafDiff, Taken]:
+    """Return the day's drill-down tree, the classified differences and how it drilled."""
     check = sides.check
     dd = check.drilldown
     with Partitioned(partitions_for(max(s_agg.count, r_agg.count))) as rows:
@@ -117,17 +126,26 @@ async def drill_day(
                 hours = pair_hours(check, s_hours, r_hours)
                 for h in hours:
                     h.fetched = True
-            return hours, join_day(s_agg, r_agg, fetched, ledger_excluded)
+            why = "small enough to fetch" if plan.fits_leaf(s_agg, r_agg, dd) else "dense drift"
+            taken = Taken("rows", f"{why}: the day's keys and row hashes were read and joined")
+            return hours, join_day(s_agg, r_agg, fetched, ledger_excluded), taken
         if not (s_agg.has_duplicates or r_agg.has_duplicates):
             tree = await _drill_slots(sides, start, end, s_agg, r_agg, fetched, slots)
-            return tree, join_day(s_agg, r_agg, fetched, ledger_excluded)
+            held = slots is not None and slots.usable(start)
+            taken = Taken(
+                "slots",
+                "drilled down by time slots"
+                + (" the first pass returned" if held else ", asked for the day"),
+            )
+            return tree, join_day(s_agg, r_agg, fetched, ledger_excluded), taken
         # A key held twice may sit in two hours or slots; only key-hash prefixes of the
         # whole day keep all its copies together. The hours are asked for the tree only.
         s_hours, r_hours = await sides.both(lambda s: s.buckets(start, end, "hour"))
         hours = pair_hours(check, s_hours, r_hours)
         est = plan.estimate_diffs(sum(h.differs for h in hours), max(len(hours), 1))
         nodes = await _drill_range(sides, start, end, s_agg, r_agg, 0, None, est, fetched)
-        return hours + nodes, join_day(s_agg, r_agg, fetched, ledger_excluded)
+        taken = Taken("drill", "a key repeats: drilled down by key-hash prefixes of the whole day")
+        return hours + nodes, join_day(s_agg, r_agg, fetched, ledger_excluded), taken
 
 
 def join_day(

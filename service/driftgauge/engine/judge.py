@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 from driftgauge.config.runtime import Check
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.engine import early, explain, peel, plan, resize
-from driftgauge.engine.drill import Fetched, drill_day, join_day
+from driftgauge.engine.drill import Fetched, Taken, drill_day, join_day
 from driftgauge.engine.first_pass import DaySlots, DayTables
 from driftgauge.engine.join import LeafDiff
 from driftgauge.engine.result import BucketResult, KeyDiff, Node, needs_drill, sort_key
@@ -61,16 +61,19 @@ async def judge_day(
     )
     if end > now - check.settle:
         bucket.status = "settling"
+        bucket.strategy, bucket.strategy_reason = "aggregates", "still settling: not scanned"
         return bucket
     if needs_drill(s_agg, r_agg):
         # Only a day where no key repeats is peeled: the copies check needs every key held
         # twice, and a key held twice alike on both sides cancels out of the digests.
         alone = not (s_agg.has_duplicates or r_agg.has_duplicates)
         peeled: _Rows = found if alone and tables is not None else None
+        taken = Taken("digests", f"the first pass's difference digests peeled{_width(tables)}")
         if rescan and alone and tables is None and slots is None and sides.digests():
             tables, peeled = await _day_tables(
                 sides, start, end, s_agg, r_agg, drift or plan.StoredDrift(0), scanned
             )
+            taken = Taken("day_digests", _rescan_reason(drift) + _width(tables))
         if peeled is None and tables and alone:
             peeled = await _peel_day(sides, start, end, tables, s_agg, r_agg)
         tree: list[Node] = []
@@ -78,7 +81,15 @@ async def judge_day(
             diff = join_day(s_agg, r_agg, Fetched.of(*peeled), ledger_excluded)
             bucket.drift_hours = _hours_of([*peeled[0], *peeled[1]], check.timezone)
         else:
-            tree, diff = await drill_day(sides, start, end, s_agg, r_agg, ledger_excluded, slots)
+            tree, diff, drilled = await drill_day(
+                sides, start, end, s_agg, r_agg, ledger_excluded, slots
+            )
+            # Why digests did not judge it comes first: that is the planner's miss.
+            missed = _no_peel(alone, tables, sides)
+            taken = Taken(
+                drilled.strategy, f"{missed}; {drilled.reason}" if missed else drilled.reason
+            )
+        bucket.strategy, bucket.strategy_reason = taken
         bucket.tree = tree
         bucket.missing, bucket.extra = diff.missing, diff.extra
         bucket.mismatched, bucket.duplicates = diff.mismatched, diff.duplicates
@@ -93,6 +104,7 @@ async def judge_day(
             unexplained.append(totals)
     else:
         unexplained = []
+        bucket.strategy, bucket.strategy_reason = "aggregates", "both sides' day aggregates agree"
     judge(bucket, check.tolerance)
     if unexplained:
         # Counts the found rows do not add up to are not a verdict, whichever way they lean.
@@ -186,3 +198,29 @@ def _sample(diff: LeafDiff, per_kind: int) -> list[KeyDiff]:
             taken[k.kind] = taken.get(k.kind, 0) + 1
             out.append(k)
     return out
+
+
+def _width(tables: DayTables | None) -> str:
+    """Return the digests' width as a clause of a strategy's reason ("" without tables)."""
+    return "" if tables is None else f" ({tables.width} cells a sub-table)"
+
+
+def _rescan_reason(drift: plan.StoredDrift | None) -> str:
+    """Return why a differing day was scanned alone, and what sized that scan."""
+    if drift is not None and drift.rows:
+        return (
+            "scanned alone for its difference digests, "
+            f"sized for the {drift.rows} rows it last differed by"
+        )
+    return "scanned alone for its difference digests, sized to estimate its drift"
+
+
+def _no_peel(alone: bool, tables: DayTables | None, sides: Sides) -> str:
+    """Return why a differing day was not judged by digests ("" when none were planned)."""
+    if not alone:
+        return "a key repeats on a side, so digests cannot peel it"
+    if tables is not None:
+        return "its difference digests did not peel"
+    if not sides.digests():
+        return "the stores build no difference digests"
+    return ""

@@ -11,6 +11,11 @@ from pydantic import BaseModel, Field
 
 BucketStatus = Literal["ok", "drift", "settling", "error"]
 DriftKind = Literal["missing", "extra", "mismatched"]
+DayStrategy = Literal["aggregates", "digests", "day_digests", "rows", "slots", "drill"]
+"""How a day was judged (docs/algorithm.md, "Each day's strategy"): on its day aggregates
+alone; by peeling the first pass's difference digests; by a scan of the day alone for its
+digests; by reading and joining all its keys and row hashes; by time slots; or by
+key-hash prefixes."""
 ShownKey = Annotated[
     str | list[str | int | None] | None,
     Field(description="The key's text, a composite key's parts as an array; null for a NULL key."),
@@ -59,6 +64,10 @@ class BucketResultOut(BaseModel):
     source: AggregateOut
     reader: AggregateOut
     reasons: list[str]
+    strategy: DayStrategy | None = Field(
+        None, description="How the day was judged; null for runs recorded before it was kept."
+    )
+    strategy_reason: str | None = Field(None, description="Why the planner chose it.")
 
 
 class DrillKeyOut(BaseModel):

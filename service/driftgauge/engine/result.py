@@ -15,6 +15,7 @@ from driftgauge.engine.payloads import (
     AggregateOut,
     BucketResultOut,
     BucketStatus,
+    DayStrategy,
     DriftKind,
     DrillKeyOut,
     NodeOut,
@@ -109,6 +110,10 @@ class BucketResult:
     drift_hours: list[datetime] = field(default_factory=list)
     """A day judged from its difference digests (no tree): the start of each local hour
     holding a differing row, in UTC, so a repair can name exactly the hours to redo."""
+    strategy: DayStrategy | None = None
+    """How the day was judged (None: a stored run from before this was kept)."""
+    strategy_reason: str | None = None
+    """Why that strategy, in a sentence."""
 
     @property
     def drift(self) -> int:

@@ -154,6 +154,11 @@ RECONCILIATION = {
         "Buckets of the window in drift with rows in that direction.",
         ("check", "direction"),
     ),
+    "strategies": Spec(
+        "driftgauge_buckets_by_strategy",
+        "Judged buckets of the window per strategy the planner took for them.",
+        ("check", "strategy"),
+    ),
 }
 """The per-check and per-bucket families, in the order a scrape prints them."""
 
@@ -193,6 +198,7 @@ class _Families:
         totals = dict.fromkeys(ROW_KINDS, 0)
         excluded: dict[str, int] = {}
         drifting = dict.fromkeys(DRIFT_KINDS, 0)
+        strategies: dict[str, int] = {}
         for b in buckets:
             day = b.start.date().isoformat()
             rows = bucket_rows(b)
@@ -213,6 +219,8 @@ class _Families:
                 continue
             for kind in ROW_KINDS:
                 totals[kind] += rows[kind]
+            if b.strategy is not None:
+                strategies[b.strategy] = strategies.get(b.strategy, 0) + 1
             for reason, n in b.excluded.items():
                 excluded[reason] = excluded.get(reason, 0) + n
             if b.status == "drift":
@@ -227,6 +235,8 @@ class _Families:
             f["excluded"].add_metric([name, reason], n)
         for direction in DRIFT_KINDS:
             f["in_drift"].add_metric([name, direction], drifting[direction])
+        for strategy, n in sorted(strategies.items()):
+            f["strategies"].add_metric([name, strategy], n)
 
     def all(self) -> list[Metric]:
         """Return every family, including empty ones (they print only HELP and TYPE)."""

@@ -119,6 +119,8 @@ def bucket_row(run_id: int, bucket: BucketResult, tz: ZoneInfo | None) -> dict[s
         "reasons": json.dumps(bucket.reasons),
         "measures": measures_json(bucket.source, bucket.reader),
         "drift_hours": bucket.drift_hours,
+        "strategy": bucket.strategy,
+        "strategy_reason": bucket.strategy_reason,
     }
 
 
@@ -191,6 +193,8 @@ def bucket_from(rec: Mapping[str, Any], tz: ZoneInfo | None = None) -> StoredBuc
         reasons=[str(x) for x in json.loads(rec["reasons"])],
         ledger_excluded=_json_map(rec["ledger_excluded"]),
         drift_hours=list(rec.get("drift_hours") or []),
+        strategy=rec.get("strategy"),
+        strategy_reason=rec.get("strategy_reason"),
     )
     return StoredBucket(rec["run_id"], rec.get("finished_at"), bucket)
 
