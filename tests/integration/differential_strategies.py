@@ -133,6 +133,7 @@ def settings(draw: st.DrawFn, pair: Pair) -> Settings:
         reader_filter=draw(st.booleans()),
         settle_hours=draw(st.sampled_from((0, 0, 0, 0, 0, 3, 30, 80))),
         digest_width=draw(st.sampled_from((None, 16, 64))),
+        days_first=draw(st.booleans()),
         rescan=draw(st.booleans()),
     )
 

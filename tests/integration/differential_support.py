@@ -108,6 +108,9 @@ class Settings:
     """Read the reader through a filter that hides rows labelled HIDDEN (the reader's view)."""
     digest_width: int | None = None
     """Peel days from difference digests of this width (None: the drill-down only)."""
+    days_first: bool = False
+    """Plan the first run as with nothing known: day aggregates, then the differing days
+    scanned for their digests (each alone while few, else one second pass over them)."""
     rescan: bool = False
     """Run twice over a window of 12 days (9 empty ones first): the second run, as a
     stored run's next one, takes days only and scans each differing day (or the hours

@@ -120,8 +120,9 @@ class Traced:
 
     async def day_and_cell_digests(self, start: datetime, end: datetime, width: int) -> Any:
         span = end - start
-        # A window's first pass, one day scanned alone, or the hours of a day.
-        kind = "first-pass" if span > timedelta(hours=26) else "day"
+        # A range of days (a first pass, or a second pass over the differing days), one
+        # day scanned alone, or the hours of a day.
+        kind = "days" if span > timedelta(hours=26) else "day"
         self.paths.add(f"{kind} digests" if span >= timedelta(hours=20) else "hours digests")
         return await self.inner.day_and_cell_digests(start, end, width)  # type: ignore[attr-defined]
 
@@ -252,6 +253,7 @@ async def run_driftgauge(
                 now=case.now(),
                 slots_first=case.settings.slots_first,
                 digest_width=case.settings.digest_width,
+                rescan_days=case.settings.days_first,
             )
             if case.settings.rescan and result.error is None:
                 result = await reconcile(
@@ -442,6 +444,13 @@ def _path_case(pair: Pair, name: str) -> tuple[Case, set[str]]:
         del case.reader[150]  # two rows about an hour apart, in one day of the 12
         case.reader[151] = replace(case.reader[151], label="changed")
         return case, {"hours digests"}
+    if name == "days first → second pass":
+        # Nothing known: day aggregates, then one scan of the two differing days' digests.
+        case.settings = Settings(leaf_rows=10, days_first=True)
+        del case.reader[150]
+        case.reader[40] = replace(case.reader[40], label="changed")
+        case.reader.append(replace(case.reader[250], key="extra-one"))
+        return case, {"days digests"}
     if name == "big slot → prefixes":
         del case.reader[7]
         return case, {"slot query", "prefixes", "prefix rows"}
@@ -475,6 +484,7 @@ PATHS = (
     "small day fetched whole",
     "slots → rows",
     "first-pass slots → rows",
+    "days first → second pass",
     "big slot → prefixes",
     "repeated key → hours",
     "repeated key in the repeated hour",

@@ -5,15 +5,21 @@ from __future__ import annotations
 from datetime import timedelta
 
 from driftgauge.cli.report import run_report
+from driftgauge.encoding import sizing
 from driftgauge.engine.reconcile import reconcile
-from driftgauge.engine.result import RunResult
+from driftgauge.engine.result import BucketResult, RunResult
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import DigestMemoryAdapter, MemoryAdapter
 
 from .engine_helpers import BASE, NOW, day_rows, key_of, make_check, row
-from .test_first_run import DAYS, _drifted
+from .test_first_run import DAYS, PER_DAY, _drifted
 
 LEAF = "{leaf_rows: 20}"
+DRIFT = [("drift", PER_DAY, PER_DAY, PER_DAY, 0)] * DAYS
+
+
+def _counts(b: BucketResult) -> tuple[object, ...]:
+    return (b.status, b.missing, b.extra, b.mismatched, b.duplicates)
 
 
 async def _run(source: MemoryAdapter, reader: MemoryAdapter, **plan: object) -> RunResult:
@@ -50,9 +56,21 @@ async def test_digests_of_the_first_pass_name_their_width() -> None:
 
 async def test_a_day_scanned_alone_says_so() -> None:
     src, rdr = _with_clean_day()
-    # Four days, three differ: too many for a rescan of each (plan.few_days) ...
-    many = await _run(DigestMemoryAdapter(src), DigestMemoryAdapter(rdr), rescan_days=True)
-    assert {b.strategy for b in many.buckets[:DAYS]} == {"slots"}
+    # Four days, three differ: too many to scan each alone (plan.few_days), so one second
+    # pass scans the three (consecutive) days for their digests, one query a side ...
+    s_ad, r_ad = DigestMemoryAdapter(src), DigestMemoryAdapter(rdr)
+    many = await _run(s_ad, r_ad, rescan_days=True)
+    assert [c for c in s_ad.calls if c.startswith("days+cells")] == [
+        f"days+cells:{sizing.first_width(DAYS)}"
+    ]
+    assert [_counts(b) for b in many.buckets[:DAYS]] == DRIFT
+    assert {b.strategy for b in many.buckets[:DAYS]} == {"digests"}
+    assert all(
+        (b.strategy_reason or "").startswith(
+            "a second pass over the differing days's difference digests peeled"
+        )
+        for b in many.buckets[:DAYS]
+    )
     # ... but one differing day of four is scanned alone.
     one_src = [r for r in src if not key_of(r).startswith(("d1-", "d2-"))]
     one_rdr = [r for r in rdr if not key_of(r).startswith(("d1-", "d2-", "x1-", "x2-"))]
@@ -69,8 +87,7 @@ async def test_stores_without_digests_drill_by_slots_and_say_why() -> None:
     day = result.buckets[0]
     assert day.strategy == "slots"
     assert day.strategy_reason == (
-        "the stores build no difference digests; drilled down by time slots"
-        " the first pass returned"
+        "the stores build no difference digests; drilled down by time slots the first pass returned"
     )
 
 

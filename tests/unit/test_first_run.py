@@ -127,14 +127,15 @@ class _History:
         return [StoredBucket(1, NOW, b) for b in self.buckets]
 
 
-async def test_a_window_no_day_of_which_was_judged_takes_a_first_runs_width() -> None:
+async def test_a_window_no_day_of_which_was_judged_starts_with_day_aggregates() -> None:
     check = make_check()
     sides = (DigestMemoryAdapter([]), DigestMemoryAdapter([]))
     end = BASE + timedelta(days=40)
     settling = BucketResult(start=BASE, status="settling")
     for history in ([], [settling]):
         got = await first_pass_plan(_History(history), check, sides, BASE, end, None)  # type: ignore[arg-type]
-        assert got == FirstPassPlan(False, sizing.first_width(40))
+        # Nothing known: the floor first, digests only for the days that then differ.
+        assert got == FirstPassPlan(False, None, rescan=True, day_drift={})
     drifted = BucketResult(start=BASE, status="drift", missing=3, extra=1)
     one_day = BASE + timedelta(days=1)
     got = await first_pass_plan(_History([drifted]), check, sides, BASE, one_day, None)  # type: ignore[arg-type]

@@ -6,7 +6,7 @@ import random
 from datetime import timedelta
 
 from driftgauge.core.errors import StateError
-from driftgauge.encoding import iblt, sizing
+from driftgauge.encoding import iblt
 from driftgauge.encoding.digest import epoch_micros
 from driftgauge.engine.plan import StoredDrift
 from driftgauge.engine.reconcile import reconcile
@@ -261,7 +261,7 @@ async def test_digest_sides_take_digests_for_slots_and_size_them_from_history() 
         return await first_pass_plan(history, check, pair, BASE, end, None)  # type: ignore[arg-type]
 
     assert await plan(_History([drifted]), sides) == FirstPassPlan(False, iblt.width_for(510))
-    assert await plan(_History([]), sides) == FirstPassPlan(False, sizing.first_width(1))
+    assert await plan(_History([]), sides) == FirstPassPlan(False, None, True, {})
     # Judged healthy, or history unreadable: days only, as for sides without digests.
     assert await plan(_History([healthy]), sides) == FirstPassPlan(False, None)
     assert await plan(_History([], fail=True), sides) == FirstPassPlan(False, None)
@@ -290,6 +290,10 @@ async def test_drift_stored_in_a_few_days_plans_day_aggregates_and_a_scan_of_eac
     for drifted in (3, 10):
         days = {BASE + timedelta(days=d): StoredDrift(5000) for d in range(drifted)}
         assert await plan(40, drifted) == FirstPassPlan(False, None, True, days)
-    # More than a quarter: every day's digests in the first scan, as before.
-    assert await plan(40, 11) == FirstPassPlan(False, iblt.width_for(5000))
-    assert await plan(3, 1) == FirstPassPlan(False, iblt.width_for(5000))
+    # Up to 57% of the days (engine.cost): still days first, then one second pass.
+    for window, drifted in ((40, 11), (40, 22), (3, 1)):
+        stored = {BASE + timedelta(days=d): StoredDrift(5000) for d in range(drifted)}
+        assert await plan(window, drifted) == FirstPassPlan(False, None, True, stored)
+    # More: every day's digests in the first scan cost less than days plus that pass.
+    assert await plan(40, 23) == FirstPassPlan(False, iblt.width_for(5000))
+    assert await plan(3, 2) == FirstPassPlan(False, iblt.width_for(5000))

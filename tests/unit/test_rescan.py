@@ -85,14 +85,16 @@ async def test_without_rescan_the_same_days_are_drilled_down_to_the_same_counts(
     assert not any(c.startswith("days+cells") for c in s_ad.calls)
 
 
-async def test_drift_on_more_days_than_a_few_is_drilled_down_though_rescans_were_asked() -> None:
+async def test_drift_on_more_days_than_a_few_takes_one_second_pass_not_a_scan_a_day() -> None:
     src, rdr = _drifted()
     s_ad = DigestMemoryAdapter(src)
     # Every day of the window differs: drift spread since the verdict that planned rescans.
     result = await _run(s_ad, DigestMemoryAdapter(rdr), rescan=True, days=DAYS)
     assert [_counts(b) for b in result.buckets] == DRIFT
-    assert any(c.startswith(DRILLS) for c in s_ad.calls)
-    assert not any(c.startswith("days+cells") for c in s_ad.calls)
+    assert not any(c.startswith(DRILLS) for c in s_ad.calls)
+    # The days are consecutive: one scan of them all, then one fetch of their rows.
+    assert s_ad.calls == ["buckets:day", f"days+cells:{sizing.first_width(DAYS)}", "rows"]
+    assert {b.strategy for b in result.buckets} == {"digests"}
 
 
 class _Changing(DigestMemoryAdapter):
@@ -118,6 +120,22 @@ async def test_a_day_that_changed_before_its_scan_is_drilled_down_never_ok() -> 
     first, *rest = result.buckets[:DAYS]
     assert first.status != "ok" and first.tree
     assert all(b.tree == [] and _counts(b) == DRIFT[0] for b in rest)
+
+
+async def test_a_day_that_changed_before_the_second_pass_is_drilled_down_never_ok() -> None:
+    src, rdr = _drifted()
+    r_ad = _Changing(rdr)
+    result = await _run(DigestMemoryAdapter(src), r_ad, rescan=True, days=DAYS)
+    assert result.error is None
+    # One second pass over every day; its first day saw a reader row the first pass did
+    # not: that day's tables are not used, it is drilled down; the others peel.
+    assert [c for c in r_ad.calls if c.startswith("days+cells")] == [
+        f"days+cells:{sizing.first_width(DAYS)}"
+    ]
+    first, *rest = result.buckets
+    assert first.status != "ok" and first.tree and first.strategy != "digests"
+    assert all(b.tree == [] and _counts(b) == DRIFT[0] for b in rest)
+    assert {b.strategy for b in rest} == {"digests"}
 
 
 async def test_a_side_without_digests_is_drilled_down() -> None:

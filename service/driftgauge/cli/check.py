@@ -51,10 +51,10 @@ def add_commands(sub: Any) -> None:
         choices=("auto", "days", "slots"),
         default="auto",
         help="days: day aggregates only; slots: also each day's slots, so a "
-        "differing day is not hashed twice; auto (default): slots, or difference "
-        "digests where both sides can, when the last stored verdict of a day in the "
-        "window is drift or no day of it was judged yet (with --no-store nothing is "
-        "known: digests of a first run's size, or slots)",
+        "differing day is not hashed twice; auto (default): the planner decides from "
+        "the stored verdicts (docs/algorithm.md); where both sides build difference "
+        "digests and nothing is known (a first run, or --no-store), day aggregates "
+        "first and digests of only the days that differ; else slots",
     )
     log_options(chk, "WARNING", "text")
 
@@ -103,6 +103,7 @@ async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> 
 
             if args.no_store:
                 await checked()
+                cheap = _cheap_start(args.first_pass, source, reader)
                 # No history is read without the state database: nothing known, so slots.
                 result = await reconcile(
                     check,
@@ -113,8 +114,8 @@ async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> 
                     now=now,
                     sample_keys=config.api.sample_keys,
                     progress=bar.update,
-                    slots_first=slots_first is not False,
-                    digest_width=_default_width(args.first_pass, source, reader, check, start, end),
+                    slots_first=slots_first is not False and not cheap,
+                    rescan_days=cheap,
                 )
                 result.finished_at = datetime.now(UTC)
             else:
@@ -143,23 +144,17 @@ async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> 
     )
 
 
-def _default_width(
-    first_pass: str,
-    source: StoreAdapter,
-    reader: StoreAdapter,
-    check: Check,
-    start: datetime,
-    end: datetime,
-) -> int | None:
-    """Return the digest width of an auto first pass with no history, when both sides can."""
-    from driftgauge.encoding.sizing import first_width
-    from driftgauge.engine.plan import day_starts
+def _cheap_start(first_pass: str, source: StoreAdapter, reader: StoreAdapter) -> bool:
+    """Return True when an auto first pass with nothing known starts with day aggregates.
+
+    Where both sides build difference digests, the days that then differ are scanned for
+    them (engine.second_pass); elsewhere slots in the first scan keep a differing day
+    from being hashed twice.
+    """
     from driftgauge.stores.base import DigestFirstPass
 
     capable = isinstance(source, DigestFirstPass) and isinstance(reader, DigestFirstPass)
-    if first_pass != "auto" or not capable:
-        return None
-    return first_width(len(day_starts(start, end, check.timezone)))
+    return first_pass == "auto" and capable
 
 
 async def _stored_run(

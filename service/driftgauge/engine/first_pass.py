@@ -35,6 +35,8 @@ class DayTables:
     source: iblt.Table
     reader: iblt.Table
     width: int
+    scan: str = "the first pass"
+    """The scan that built them, as a strategy's reason names it."""
 
 
 @dataclass(frozen=True)

@@ -68,7 +68,7 @@ async def judge_day(
         # twice, and a key held twice alike on both sides cancels out of the digests.
         alone = not (s_agg.has_duplicates or r_agg.has_duplicates)
         peeled: _Rows = found if alone and tables is not None else None
-        taken = Taken("digests", f"the first pass's difference digests peeled{_width(tables)}")
+        taken = Taken("digests", _digests_reason(tables))
         if rescan and alone and tables is None and slots is None and sides.digests():
             tables, peeled = await _day_tables(
                 sides, start, end, s_agg, r_agg, drift or plan.StoredDrift(0), scanned
@@ -198,6 +198,12 @@ def _sample(diff: LeafDiff, per_kind: int) -> list[KeyDiff]:
             taken[k.kind] = taken.get(k.kind, 0) + 1
             out.append(k)
     return out
+
+
+def _digests_reason(tables: DayTables | None) -> str:
+    """Return which scan's difference digests judged a day, and their width."""
+    scan = tables.scan if tables is not None else "the first pass"
+    return f"{scan}'s difference digests peeled{_width(tables)}"
 
 
 def _width(tables: DayTables | None) -> str:

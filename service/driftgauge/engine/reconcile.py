@@ -9,10 +9,11 @@ from datetime import datetime
 from driftgauge.config.runtime import Check
 from driftgauge.core.errors import DriftgaugeError, StoreError
 from driftgauge.engine import early, plan
-from driftgauge.engine.first_pass import differing_days, first_pass
+from driftgauge.engine.first_pass import Days, differing_days, first_pass
 from driftgauge.engine.judge import judge_day
 from driftgauge.engine.peel_all import peeled_days
 from driftgauge.engine.result import BucketResult, RunResult
+from driftgauge.engine.second_pass import second_pass
 from driftgauge.engine.sides import FIRST_PASS_SLOT, Sides, utc
 from driftgauge.engine.tasks import all_or_none
 from driftgauge.stores.base import StoreAdapter
@@ -50,7 +51,8 @@ async def reconcile(
 
     `rescan_days` has a day that differs after a first pass of day aggregates only
     scanned alone for its difference digests, when both sides can, before any drill-down;
-    only while the differing days are few (plan.few_days), as the stored drift said.
+    only while the differing days are few (plan.few_days); when more differ, one second
+    pass scans the differing days for their digests (engine.second_pass).
     `day_drift` gives what each day's (by UTC start) last verdict said of its drift: the
     rows it differed by size that scan, the hours they sat in may narrow it.
     """
@@ -83,17 +85,17 @@ async def reconcile(
             days = await first_pass(
                 sides, window_start, window_end, with_slots=with_slots, digest_width=digest_width
             )
-            # Many differing days are drilled down after all: drift has spread since.
-            rescan = rescan_days and plan.few_days(
-                len(differing_days(days.source, days.reader)), len(starts)
-            )
+            differing = differing_days(days.source, days.reader)
+            rescan = rescan_days and plan.few_days(len(differing), len(starts))
             end_of = {utc(s): ends[s] for s in settled}
+            if rescan_days and not rescan and not days.tables and sides.digests():
+                # Many days differ: one scan of them for their digests, not one a day.
+                wanted = sorted(d for d in differing if d in end_of and _alone(days, d))
+                days = await second_pass(sides, days, wanted, end_of, day_drift or {})
 
             def peelable(day: datetime) -> bool:
                 """A judged day whose keys appear once a side (see judge_day)."""
-                s, r = days.source.get(day), days.reader.get(day)
-                twice = any(b is not None and b.agg.has_duplicates for b in (s, r))
-                return day in end_of and not twice
+                return day in end_of and _alone(days, day)
 
             found = await peeled_days(sides, days.tables, peelable, window_start, window_end)
             done = 0
@@ -134,3 +136,9 @@ async def reconcile(
     result.source_seconds = sides.source.seconds
     result.reader_seconds = sides.reader.seconds
     return result
+
+
+def _alone(days: Days, day: datetime) -> bool:
+    """Return True when no key of the day appears twice on a side (it can be peeled)."""
+    s, r = days.source.get(day), days.reader.get(day)
+    return not any(b is not None and b.agg.has_duplicates for b in (s, r))

@@ -9,7 +9,7 @@ from typing import NamedTuple
 from driftgauge.config.runtime import Check
 from driftgauge.core.errors import DriftgaugeError
 from driftgauge.encoding import iblt, sizing
-from driftgauge.engine import plan
+from driftgauge.engine import cost, plan
 from driftgauge.engine.result import BucketResult
 from driftgauge.engine.sides import utc
 from driftgauge.state.codec import StoredBucket
@@ -98,17 +98,6 @@ def _rows(stored: StoredBucket) -> int:
     return drift_of(stored.bucket).rows
 
 
-def concentrated(stored: list[StoredBucket], days: int) -> bool:
-    """Return True when the stored drift sits in a few of the window's days (plan.few_days).
-
-    The digests' scan of every day costs 2.1-2.5x the bare day query at 32-546 cells a
-    sub-table on PostgreSQL (bench/cell_cost.py), a scan of one day alone a fortieth of
-    that at 40 days: drift known to sit in a few days is cheaper found by day aggregates
-    and a scan of each of those days than by cells for every day.
-    """
-    return plan.few_days(sum(1 for b in stored if b.bucket.status == "drift"), days)
-
-
 async def first_pass_plan(
     state: StateStore,
     check: Check,
@@ -119,12 +108,14 @@ async def first_pass_plan(
 ) -> FirstPassPlan:
     """Return how a run whose `slots_first` None means decide scans first.
 
-    When drift is likely (see expects_drift), sides that both return difference digests
-    take them instead of slots, for every day; or, when the stored drift is concentrated
-    in a few days, day aggregates only, and each differing day is then scanned alone.
-    Others take slots. A window judged healthy takes days only: the digests' scan costs
-    about twice the day query (bench/RESULTS.md), which a healthy check's hourly runs
-    would pay for nothing; its differing days are drilled down.
+    When drift is likely (see expects_drift) and both sides return difference digests,
+    the cost model (engine.cost) picks: digests for every day when the stored drift
+    covers so many days that a second pass over them would cost more; else day
+    aggregates first, then a scan for digests of only the days that differ (each alone
+    while they are few, else one second pass over them). With nothing known (a first
+    run) that is day aggregates first: a healthy window then costs the floor. Others
+    take slots. A window judged healthy takes days only; its differing days are drilled
+    down.
     """
     if slots_first is not None:
         return FirstPassPlan(slots_first, None)
@@ -133,9 +124,12 @@ async def first_pass_plan(
     likely = expects_drift(stored)
     if likely and all(isinstance(side, DigestFirstPass) for side in sides):
         days = len(plan.day_starts(window_start, window_end, check.timezone))
-        if stored and concentrated(stored, days):
-            drifted = [b.bucket for b in stored if b.bucket.status == "drift"]
-            drift = {utc(b.start): drift_of(b) for b in drifted}
-            return FirstPassPlan(False, None, rescan=True, day_drift=drift)
-        return FirstPassPlan(False, digest_width(stored, check, window_start, window_end))
+        drifted = [b.bucket for b in stored or [] if b.bucket.status == "drift"]
+        share = len(drifted) / max(days, 1)
+        if stored and cost.digests_first(share):
+            return FirstPassPlan(False, digest_width(stored, check, window_start, window_end))
+        # Nothing known, or drift in few enough days: day aggregates first, the floor,
+        # then a scan for digests of only the days that differ (engine.second_pass).
+        drift = {utc(b.start): drift_of(b) for b in drifted}
+        return FirstPassPlan(False, None, rescan=True, day_drift=drift)
     return FirstPassPlan(likely, None)
