@@ -380,8 +380,8 @@ def measure(
 
     Each round runs driftgauge on every shape, then reladiff where asked; the results
     are recorded after every round, so a stopped bench keeps what it measured. With
-    `first_runs`, each round also runs every drifted check with --no-store: a first run,
-    with no stored verdict to size its digests from. With `floors`, each round also runs
+    `first_runs`, each round also runs every check with --no-store: a first run, with no
+    stored verdict to plan from (the clean one too: what a stateless check pays). With `floors`, each round also runs
     the bare lookup3 and md5 floors, so the clean check's ratio to them is of one run.
     """
     want = {name: (s.planted() if (s := shape(name, n)) else Planted(0, 0, 0)) for name in group}
@@ -422,7 +422,7 @@ def measure(
                 dg[name].append(driftgauge(config, check, n))
                 exact(check, n, want[name], dg[name][-1])
                 say(f"{check} at {n:,} driftgauge {dg[name][-1]}")
-            if i < repeat and first_runs and shape(name, n) is not None:
+            if i < repeat and first_runs:
                 fr[name].append(driftgauge(config, check, n, store=False))
                 exact(check, n, want[name], fr[name][-1])
                 say(f"{check} at {n:,} first run (--no-store) {fr[name][-1]}")
