@@ -14,73 +14,38 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
-import asyncpg
 import duckdb
 import pytest
 
-from driftgauge.config.runtime import Config
 from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import StoreTimeout
-from driftgauge.engine.reconcile import reconcile
-from driftgauge.engine.result import RunResult
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import SlotFirstPass
 from driftgauge.stores.duckdb.settings import DuckDBStore, FileTable
 from driftgauge.stores.preflight import verify_all
-from tests.integration.conftest import PG_DSN, TIMEOUT, dsn_for, make_view, unique_name
+from tests.integration.conftest import PG_DSN, make_view
+from tests.integration.lake_orders import (
+    BERLIN,
+    END,
+    PLANTED,
+    PLANTED_TOTALS,
+    START,
+    export,
+    found,
+    make_orders,
+    orders_database,
+    run_check,
+    totals,
+    write_export,
+)
 
 pytestmark = pytest.mark.integration
 
 EXAMPLE = Path(__file__).parents[2] / "deploy" / "examples" / "duckdb.yml"
-BERLIN = ZoneInfo("Europe/Berlin")
-START = datetime(2026, 3, 28, tzinfo=BERLIN)
-END = datetime(2026, 3, 30, tzinfo=BERLIN)  # the 29th has 23 hours
-Order = tuple[str, str, Decimal, datetime]
-
-
-def _orders() -> list[Order]:
-    first = START.astimezone(UTC)
-    step = (END.astimezone(UTC) - first) / 120
-    return [
-        (
-            f"o{i:03d}",
-            ("paid", "shipped", "open")[i % 3],
-            Decimal(f"{i}.50"),
-            (first + step * i).replace(microsecond=0),
-        )
-        for i in range(120)
-    ]
-
-
-def _export(orders: list[Order]) -> list[Order]:
-    """The Parquet copy: o003, o050 missing; x001 extra; 3 amounts changed; o020 twice."""
-    by = {o[0]: o for o in orders}
-    rows = [o for o in orders if o[0] not in ("o003", "o050")]
-    rows = [(k, s, a + 1 if k in ("o010", "o011", "o070") else a, t) for k, s, a, t in rows]
-    return [*rows, ("x001", "paid", Decimal("9.99"), by["o004"][3]), by["o020"]]
-
-
-def write_export(folder: Path, rows: list[Order]) -> None:
-    """Write the rows as Parquet files, one `day=YYYY-MM-DD` folder per Berlin day."""
-    conn = duckdb.connect(":memory:")
-    try:
-        conn.execute("SET TimeZone = 'UTC'")
-        conn.execute(
-            "CREATE TABLE orders (order_id VARCHAR, status VARCHAR, "
-            "amount DECIMAL(10,2), updated_at TIMESTAMPTZ, day VARCHAR)"
-        )
-        conn.executemany(
-            "INSERT INTO orders VALUES (?, ?, ?, ?, ?)",
-            [(*r, r[3].astimezone(BERLIN).date().isoformat()) for r in rows],
-        )
-        conn.execute(f"COPY orders TO '{folder}' (FORMAT parquet, PARTITION_BY (day))")
-    finally:
-        conn.close()
 
 
 def _config(orders_dsn: str, lake: Path) -> str:
@@ -93,73 +58,30 @@ def _config(orders_dsn: str, lake: Path) -> str:
 @pytest.fixture(scope="module")
 async def orders_dsn() -> AsyncIterator[str]:
     """Yield a PostgreSQL database holding the 120 orders."""
-    name = unique_name("dg_orders")
-    admin = await asyncpg.connect(PG_DSN, timeout=TIMEOUT)
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        conn = await asyncpg.connect(dsn_for(name), timeout=TIMEOUT)
-        try:
-            await conn.execute(
-                "CREATE TABLE orders (order_id text, status text, "
-                "amount numeric(10,2), updated_at timestamptz)"
-            )
-            await conn.copy_records_to_table("orders", records=_orders())
-        finally:
-            await conn.close()
-        yield dsn_for(name)
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
+    async with orders_database(make_orders()) as dsn:
+        yield dsn
 
 
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Return a folder of hive-partitioned Parquet files holding the planted export."""
     folder = tmp_path_factory.mktemp("lake") / "orders"
-    write_export(folder, _export(_orders()))
+    write_export(folder, export(make_orders()))
     assert len(list(folder.glob("day=*/*.parquet"))) == 2  # one partition per local day
     return folder
-
-
-async def _run(config: Config, name: str) -> RunResult:
-    check = config.checks[name]
-    source = await open_adapter(check.source)
-    try:
-        reader = await open_adapter(check.reader)
-        try:
-            return await reconcile(
-                check, source, reader, START, END, now=END + timedelta(days=1), sample_keys=50
-            )
-        finally:
-            await reader.close()
-    finally:
-        await source.close()
 
 
 async def test_postgres_to_parquet_finds_the_planted_rows(orders_dsn: str, lake: Path) -> None:
     config = load_text(_config(orders_dsn, lake), source=str(EXAMPLE))
     assert await verify_all(config) == []
-    result = await _run(config, "orders_export")
+    result = await run_check(config, "orders_export")
     assert result.error is None, result.error
     assert [b.start for b in result.buckets] == [
         START.astimezone(UTC),
         datetime(2026, 3, 28, 23, tzinfo=UTC),
     ]
-    found: dict[str, set[str | None]] = {}
-    for bucket in result.buckets:
-        for key in bucket.samples:
-            found.setdefault(key.kind, set()).add(key.key)
-    # A key held twice is a duplicate and, its copies differing in count, mismatched.
-    assert found == {
-        "missing": {"o003", "o050"},
-        "extra": {"x001"},
-        "mismatched": {"o010", "o011", "o070", "o020"},
-    }
-    totals = tuple(
-        sum(getattr(b, f) for b in result.buckets)
-        for f in ("missing", "extra", "mismatched", "duplicates")
-    )
-    assert totals == (2, 1, 4, 1)
+    assert found(result) == PLANTED
+    assert totals(result) == PLANTED_TOTALS
     assert {b.status for b in result.buckets} == {"drift"}
 
 
@@ -235,7 +157,7 @@ async def test_a_query_past_the_timeout_is_interrupted_off_the_event_loop() -> N
 async def test_a_database_file_and_csv_files_read_as_the_parquet_export(
     lake: Path, tmp_path: Path
 ) -> None:
-    rows = _export(_orders())
+    rows = export(make_orders())
     db, csv = tmp_path / "warehouse.duckdb", tmp_path / "orders.csv"
     conn = duckdb.connect(str(db))
     try:
@@ -361,7 +283,7 @@ async def test_the_pipeline_can_write_the_database_file_between_queries(tmp_path
 
 
 async def test_measure_totals_are_exact_decimals(lake: Path) -> None:
-    rows = _export(_orders())
+    rows = export(make_orders())
     view = make_view(
         DuckDBStore(
             "lake",
@@ -390,8 +312,8 @@ async def test_measure_totals_are_exact_decimals(lake: Path) -> None:
         day = datetime.combine(
             at.astimezone(BERLIN).date(), datetime.min.time(), BERLIN
         ).astimezone(UTC)
-        totals = want.setdefault(day, {"amount": Decimal(0)})
-        totals["amount"] += amount
+        day_totals = want.setdefault(day, {"amount": Decimal(0)})
+        day_totals["amount"] += amount
     assert got == want
     assert {b.start: b.agg.measures for b in first.days} == want  # the one-scan first pass
     assert sum(s.agg.count for day in first.slots for s in first.slots[day]) == len(rows)

@@ -12,20 +12,29 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import asyncpg
 import pytest
 
-from driftgauge.config.runtime import Config
 from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import StoreTimeout, StoreUnavailable
-from driftgauge.engine.reconcile import reconcile
-from driftgauge.engine.result import RunResult
 from driftgauge.stores import open_adapter
 from driftgauge.stores.preflight import verify_all
 from driftgauge.stores.spark.settings import SparkStore
 from tests.conformance.kind_spark import SPARK_URL, quote, run
-from tests.integration.conftest import PG_DSN, TIMEOUT, dsn_for, make_view, unique_name
-from tests.integration.test_duckdb_checks import BERLIN, END, START, _export, _orders, write_export
+from tests.integration.conftest import PG_DSN, make_view, unique_name
+from tests.integration.lake_orders import (
+    BERLIN,
+    END,
+    PLANTED,
+    PLANTED_TOTALS,
+    START,
+    export,
+    found,
+    make_orders,
+    orders_database,
+    run_check,
+    totals,
+    write_export,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -43,30 +52,15 @@ def _config(orders_dsn: str, table: str) -> str:
 @pytest.fixture(scope="module")
 async def orders_dsn() -> AsyncIterator[str]:
     """Yield a PostgreSQL database holding the 120 orders."""
-    name = unique_name("dg_orders")
-    admin = await asyncpg.connect(PG_DSN, timeout=TIMEOUT)
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        conn = await asyncpg.connect(dsn_for(name), timeout=TIMEOUT)
-        try:
-            await conn.execute(
-                "CREATE TABLE orders (order_id text, status text, "
-                "amount numeric(10,2), updated_at timestamptz)"
-            )
-            await conn.copy_records_to_table("orders", records=_orders())
-        finally:
-            await conn.close()
-        yield dsn_for(name)
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
+    async with orders_database(make_orders()) as dsn:
+        yield dsn
 
 
 @pytest.fixture(scope="module")
 async def lake(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
     """Yield a Spark table over hive-partitioned Parquet files holding the planted export."""
     folder = tmp_path_factory.mktemp("spark_lake") / "orders"
-    write_export(folder, _export(_orders()))
+    write_export(folder, export(make_orders()))
     table = unique_name("dg_orders")
     await run(f"CREATE TABLE {table} USING parquet LOCATION {quote(folder)}")
     # The day=... folders are partitions the catalog learns of only when asked.
@@ -77,45 +71,17 @@ async def lake(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
         await run(f"DROP TABLE IF EXISTS {table}")
 
 
-async def _run(config: Config, name: str) -> RunResult:
-    check = config.checks[name]
-    source = await open_adapter(check.source)
-    try:
-        reader = await open_adapter(check.reader)
-        try:
-            return await reconcile(
-                check, source, reader, START, END, now=END + timedelta(days=1), sample_keys=50
-            )
-        finally:
-            await reader.close()
-    finally:
-        await source.close()
-
-
 async def test_postgres_to_spark_finds_the_planted_rows(orders_dsn: str, lake: str) -> None:
     config = load_text(_config(orders_dsn, lake), source=str(EXAMPLE))
     assert await verify_all(config) == []
-    result = await _run(config, "orders_lake")
+    result = await run_check(config, "orders_lake")
     assert result.error is None, result.error
     assert [b.start for b in result.buckets] == [
         START.astimezone(UTC),
         datetime(2026, 3, 28, 23, tzinfo=UTC),
     ]
-    found: dict[str, set[str | None]] = {}
-    for bucket in result.buckets:
-        for key in bucket.samples:
-            found.setdefault(key.kind, set()).add(key.key)
-    # A key held twice is a duplicate and, its copies differing in count, mismatched.
-    assert found == {
-        "missing": {"o003", "o050"},
-        "extra": {"x001"},
-        "mismatched": {"o010", "o011", "o070", "o020"},
-    }
-    totals = tuple(
-        sum(getattr(b, f) for b in result.buckets)
-        for f in ("missing", "extra", "mismatched", "duplicates")
-    )
-    assert totals == (2, 1, 4, 1)
+    assert found(result) == PLANTED
+    assert totals(result) == PLANTED_TOTALS
     assert {b.status for b in result.buckets} == {"drift"}
 
 

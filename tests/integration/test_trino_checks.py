@@ -18,17 +18,27 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from driftgauge.config.runtime import Config
 from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import StoreQueryError, StoreTimeout, StoreUnavailable
-from driftgauge.engine.reconcile import reconcile
-from driftgauge.engine.result import RunResult
 from driftgauge.stores import open_adapter
 from driftgauge.stores.preflight import verify_all
 from driftgauge.stores.trino.settings import TrinoStore
 from tests.conformance.kind_trino import SCHEMA, TRINO_URL, quote, run
-from tests.integration.conftest import PG_DSN, TIMEOUT, dsn_for, make_view, unique_name
-from tests.integration.test_duckdb_checks import BERLIN, END, START, _export, _orders, write_export
+from tests.integration.conftest import PG_DSN, TIMEOUT, make_view, unique_name
+from tests.integration.lake_orders import (
+    BERLIN,
+    END,
+    PLANTED,
+    PLANTED_TOTALS,
+    START,
+    export,
+    found,
+    make_orders,
+    orders_database,
+    run_check,
+    totals,
+    write_export,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -46,30 +56,15 @@ def _config(orders_dsn: str, table: str) -> str:
 @pytest.fixture(scope="module")
 async def orders_dsn() -> AsyncIterator[str]:
     """Yield a PostgreSQL database holding the 120 orders."""
-    name = unique_name("dg_orders")
-    admin = await asyncpg.connect(PG_DSN, timeout=TIMEOUT)
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        conn = await asyncpg.connect(dsn_for(name), timeout=TIMEOUT)
-        try:
-            await conn.execute(
-                "CREATE TABLE orders (order_id text, status text, "
-                "amount numeric(10,2), updated_at timestamptz)"
-            )
-            await conn.copy_records_to_table("orders", records=_orders())
-        finally:
-            await conn.close()
-        yield dsn_for(name)
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
+    async with orders_database(make_orders()) as dsn:
+        yield dsn
 
 
 @pytest.fixture(scope="module")
 async def lake(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
     """Yield an external Hive table over day-partitioned Parquet files: the planted export."""
     folder = tmp_path_factory.mktemp("trino_lake") / "orders"
-    write_export(folder, _export(_orders()))
+    write_export(folder, export(make_orders()))
     table = unique_name("dg_orders")
     await run(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
     await run(
@@ -86,52 +81,17 @@ async def lake(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
         await run(f"DROP TABLE IF EXISTS {SCHEMA}.{table}")
 
 
-async def _run(config: Config, name: str) -> RunResult:
-    check = config.checks[name]
-    source = await open_adapter(check.source)
-    try:
-        reader = await open_adapter(check.reader)
-        try:
-            return await reconcile(
-                check, source, reader, START, END, now=END + timedelta(days=1), sample_keys=50
-            )
-        finally:
-            await reader.close()
-    finally:
-        await source.close()
-
-
-def _found(result: RunResult) -> dict[str, set[str | None]]:
-    found: dict[str, set[str | None]] = {}
-    for bucket in result.buckets:
-        for key in bucket.samples:
-            found.setdefault(key.kind, set()).add(key.key)
-    return found
-
-
-PLANTED = {
-    "missing": {"o003", "o050"},
-    "extra": {"x001"},
-    "mismatched": {"o010", "o011", "o070", "o020"},
-}
-"""A key held twice is a duplicate and, its copies differing in count, mismatched."""
-
-
 async def test_postgres_to_trino_finds_the_planted_rows(orders_dsn: str, lake: str) -> None:
     config = load_text(_config(orders_dsn, lake), source=str(EXAMPLE))
     assert await verify_all(config) == []
-    result = await _run(config, "orders_lakehouse")
+    result = await run_check(config, "orders_lakehouse")
     assert result.error is None, result.error
     assert [b.start for b in result.buckets] == [
         START.astimezone(UTC),
         datetime(2026, 3, 28, 23, tzinfo=UTC),
     ]
-    assert _found(result) == PLANTED
-    totals = tuple(
-        sum(getattr(b, f) for b in result.buckets)
-        for f in ("missing", "extra", "mismatched", "duplicates")
-    )
-    assert totals == (2, 1, 4, 1)
+    assert found(result) == PLANTED
+    assert totals(result) == PLANTED_TOTALS
     assert {b.status for b in result.buckets} == {"drift"}
 
 
@@ -145,17 +105,17 @@ async def test_postgres_read_through_trino_agrees_with_postgres(orders_dsn: str,
             f"CREATE TABLE public.{table} (order_id text, status text, "
             "amount numeric(10,2), updated_at timestamptz)"
         )
-        await admin.copy_records_to_table(table, records=_orders(), schema_name="public")
+        await admin.copy_records_to_table(table, records=make_orders(), schema_name="public")
         text = _config(orders_dsn, lake).replace(
             f"table: {SCHEMA}.{lake}", f"table: postgresql.public.{table}"
         )
-        result = await _run(load_text(text, source="pg-through-trino.yml"), "orders_lakehouse")
+        result = await run_check(load_text(text, source="pg-through-trino.yml"), "orders_lakehouse")
     finally:
         await admin.execute(f"DROP TABLE IF EXISTS public.{table}")
         await admin.close()
     assert result.error is None, result.error
     assert {b.status for b in result.buckets} == {"ok"}, [b.status for b in result.buckets]
-    assert sum(b.expected for b in result.buckets) == len(_orders())
+    assert sum(b.expected for b in result.buckets) == len(make_orders())
 
 
 async def test_a_missing_column_is_named_before_counting(orders_dsn: str, lake: str) -> None:
