@@ -20,6 +20,7 @@ from driftgauge.encoding import iblt
 from driftgauge.encoding.digest import epoch_micros
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import BucketResult
+from driftgauge.engine.strategy import FirstPass
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import DigestFirstPass
 from driftgauge.stores.postgres.adapter import PostgresAdapter
@@ -141,7 +142,7 @@ async def test_peeled_days_say_what_the_drill_down_says(stores: PostgresSource) 
         now = end + timedelta(days=1)
         plain = await reconcile(check, source, reader, T0, end, now=now, sample_keys=10**6)
         peeled = await reconcile(
-            check, source, reader, T0, end, now=now, sample_keys=10**6, digest_width=32
+            check, source, reader, T0, end, now=now, sample_keys=10**6, first=FirstPass(width=32)
         )
     finally:
         await source.close()
@@ -187,7 +188,7 @@ async def test_a_day_too_crowded_for_its_digests_peels_after_one_more_scan(
         now = end + timedelta(days=1)
         plain = await reconcile(check, source, reader, T0, end, now=now, sample_keys=10**6)
         peeled = await reconcile(
-            check, source, reader, T0, end, now=now, sample_keys=10**6, digest_width=32
+            check, source, reader, T0, end, now=now, sample_keys=10**6, first=FirstPass(width=32)
         )
     finally:
         await source.close()

@@ -45,6 +45,7 @@ from driftgauge.config.runtime import (
 from driftgauge.engine.plan import StoredDrift
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import RunResult
+from driftgauge.engine.strategy import FirstPass
 from driftgauge.jobs.first_pass import drift_of
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
@@ -251,9 +252,11 @@ async def run_driftgauge(
                 start,
                 end,
                 now=case.now(),
-                slots_first=case.settings.slots_first,
-                digest_width=case.settings.digest_width,
-                rescan_days=case.settings.days_first,
+                first=FirstPass(
+                    slots=case.settings.slots_first,
+                    width=case.settings.digest_width,
+                    rescan=case.settings.days_first,
+                ),
             )
             if case.settings.rescan and result.error is None:
                 result = await reconcile(
@@ -263,8 +266,7 @@ async def run_driftgauge(
                     start,
                     end,
                     now=case.now(),
-                    rescan_days=True,
-                    day_drift=stored_drift(result),
+                    first=FirstPass(rescan=True, day_drift=stored_drift(result)),
                 )
         finally:
             await src.close()

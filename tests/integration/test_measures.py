@@ -20,6 +20,7 @@ from driftgauge.config.secrets import Secret
 from driftgauge.core.errors import DriftgaugeError
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import RunResult
+from driftgauge.engine.strategy import FirstPass
 from driftgauge.metrics.collector import build_registry, reconciliation_part
 from driftgauge.metrics.snapshot import CheckSnapshot
 from driftgauge.state.store import StateStore
@@ -294,7 +295,7 @@ async def test_pg_and_os_totals_agree_and_a_bucket_is_ok(stores: dict[str, objec
             DAY0,
             DAY0 + timedelta(days=2),
             now=DAY0 + timedelta(days=3),
-            slots_first=True,
+            first=FirstPass(slots=True),
         )
     finally:
         await src.close()

@@ -18,6 +18,7 @@ from opensearchpy.helpers import async_bulk
 from driftgauge.configfile.loader import load_text
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import RunResult
+from driftgauge.engine.strategy import FirstPass
 from driftgauge.stores import open_adapter
 
 from .conftest import OS_URL
@@ -103,7 +104,13 @@ async def _run(config: str, width: int) -> RunResult:
     try:
         end = T0 + timedelta(days=DAYS + 1)
         return await reconcile(
-            check, source, reader, T0, end, now=end + timedelta(days=1), digest_width=width
+            check,
+            source,
+            reader,
+            T0,
+            end,
+            now=end + timedelta(days=1),
+            first=FirstPass(width=width),
         )
     finally:
         await source.close()

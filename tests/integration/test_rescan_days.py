@@ -23,6 +23,7 @@ from driftgauge.configfile.loader import load_text
 from driftgauge.engine.plan import StoredDrift
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import RunResult
+from driftgauge.engine.strategy import FirstPass
 from driftgauge.stores import open_adapter
 
 from .conftest import OS_URL
@@ -121,7 +122,13 @@ async def _run(config: str, *, rescan: bool) -> RunResult:
     try:
         end = T0 + timedelta(days=DAYS)
         return await reconcile(
-            check, source, reader, T0, end, now=end + timedelta(days=1), rescan_days=rescan
+            check,
+            source,
+            reader,
+            T0,
+            end,
+            now=end + timedelta(days=1),
+            first=FirstPass(rescan=rescan),
         )
     finally:
         await source.close()
@@ -195,8 +202,7 @@ async def test_hours_the_drift_left_have_the_whole_day_scanned(config: str) -> N
             T0,
             end,
             now=end + timedelta(days=1),
-            rescan_days=True,
-            day_drift=stale,
+            first=FirstPass(rescan=True, day_drift=stale),
         )
     finally:
         await source.close()

@@ -15,6 +15,7 @@ from driftgauge.config.runtime import Check
 from driftgauge.configfile.loader import load_text
 from driftgauge.encoding.digest import row_hash
 from driftgauge.engine.reconcile import reconcile
+from driftgauge.engine.strategy import FirstPass
 from driftgauge.stores import open_adapter
 from driftgauge.stores.postgres import preflight as pg_preflight
 from driftgauge.stores.preflight import preflight
@@ -96,8 +97,7 @@ async def test_a_run_finds_the_planted_drift_exactly_with_either_hash(
             T0,
             end,
             now=end + timedelta(days=1),
-            slots_first=slots_first,
-            digest_width=width,
+            first=FirstPass(slots=slots_first, width=width),
         )
     finally:
         await source.close()
@@ -189,7 +189,13 @@ async def test_postgres_to_opensearch_finds_the_planted_drift_exactly_with_eithe
         await preflight(check, source, reader)
         end = T0 + timedelta(days=DAYS + 1)
         result = await reconcile(
-            check, source, reader, T0, end, now=end + timedelta(days=1), digest_width=width
+            check,
+            source,
+            reader,
+            T0,
+            end,
+            now=end + timedelta(days=1),
+            first=FirstPass(width=width),
         )
     finally:
         await source.close()

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from driftgauge.cli.report import run_report
 from driftgauge.encoding import sizing
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import BucketResult, RunResult
+from driftgauge.engine.strategy import FirstPass
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import DigestMemoryAdapter, MemoryAdapter
 
@@ -22,10 +24,10 @@ def _counts(b: BucketResult) -> tuple[object, ...]:
     return (b.status, b.missing, b.extra, b.mismatched, b.duplicates)
 
 
-async def _run(source: MemoryAdapter, reader: MemoryAdapter, **plan: object) -> RunResult:
+async def _run(source: MemoryAdapter, reader: MemoryAdapter, **plan: Any) -> RunResult:
     check = make_check(drilldown=LEAF)
     end = BASE + timedelta(days=DAYS + 1)
-    result = await reconcile(check, source, reader, BASE, end, now=NOW, **plan)  # type: ignore[arg-type]
+    result = await reconcile(check, source, reader, BASE, end, now=NOW, first=FirstPass(**plan))
     assert result.error is None
     return result
 
@@ -38,7 +40,7 @@ def _with_clean_day() -> tuple[list[RowHash], list[RowHash]]:
 
 async def test_a_clean_day_is_judged_on_its_aggregates() -> None:
     src, rdr = _with_clean_day()
-    result = await _run(MemoryAdapter(src), MemoryAdapter(rdr), slots_first=False)
+    result = await _run(MemoryAdapter(src), MemoryAdapter(rdr), slots=False)
     clean = result.buckets[DAYS]
     assert clean.status == "ok"
     assert clean.strategy == "aggregates"
@@ -47,7 +49,7 @@ async def test_a_clean_day_is_judged_on_its_aggregates() -> None:
 
 async def test_digests_of_the_first_pass_name_their_width() -> None:
     src, rdr = _with_clean_day()
-    result = await _run(DigestMemoryAdapter(src), DigestMemoryAdapter(rdr), digest_width=256)
+    result = await _run(DigestMemoryAdapter(src), DigestMemoryAdapter(rdr), width=256)
     drifted = result.buckets[:DAYS]
     assert {b.strategy for b in drifted} == {"digests"}
     assert all("256 cells a sub-table" in (b.strategy_reason or "") for b in drifted)
@@ -59,7 +61,7 @@ async def test_a_day_scanned_alone_says_so() -> None:
     # Four days, three differ: too many to scan each alone (plan.few_days), so one second
     # pass scans the three (consecutive) days for their digests, one query a side ...
     s_ad, r_ad = DigestMemoryAdapter(src), DigestMemoryAdapter(rdr)
-    many = await _run(s_ad, r_ad, rescan_days=True)
+    many = await _run(s_ad, r_ad, rescan=True)
     assert [c for c in s_ad.calls if c.startswith("days+cells")] == [
         f"days+cells:{sizing.first_width(DAYS)}"
     ]
@@ -74,7 +76,7 @@ async def test_a_day_scanned_alone_says_so() -> None:
     # ... but one differing day of four is scanned alone.
     one_src = [r for r in src if not key_of(r).startswith(("d1-", "d2-"))]
     one_rdr = [r for r in rdr if not key_of(r).startswith(("d1-", "d2-", "x1-", "x2-"))]
-    one = await _run(DigestMemoryAdapter(one_src), DigestMemoryAdapter(one_rdr), rescan_days=True)
+    one = await _run(DigestMemoryAdapter(one_src), DigestMemoryAdapter(one_rdr), rescan=True)
     assert one.buckets[0].strategy == "day_digests"
     assert (one.buckets[0].strategy_reason or "").startswith(
         "scanned alone for its difference digests, sized to estimate its drift"
@@ -83,7 +85,7 @@ async def test_a_day_scanned_alone_says_so() -> None:
 
 async def test_stores_without_digests_drill_by_slots_and_say_why() -> None:
     src, rdr = _with_clean_day()
-    result = await _run(MemoryAdapter(src), MemoryAdapter(rdr), slots_first=True)
+    result = await _run(MemoryAdapter(src), MemoryAdapter(rdr), slots=True)
     day = result.buckets[0]
     assert day.strategy == "slots"
     assert day.strategy_reason == (
@@ -95,7 +97,7 @@ async def test_a_repeated_key_drills_by_prefixes() -> None:
     src, rdr = _with_clean_day()
     first = next(r for r in rdr if key_of(r).startswith("d0-"))
     twice = [*rdr, row(key_of(first), first.event_time + timedelta(minutes=1))]
-    result = await _run(DigestMemoryAdapter(src), DigestMemoryAdapter(twice), digest_width=256)
+    result = await _run(DigestMemoryAdapter(src), DigestMemoryAdapter(twice), width=256)
     day = result.buckets[0]
     assert day.duplicates == 1
     assert day.strategy == "drill"
@@ -109,7 +111,7 @@ async def test_a_dense_day_reads_its_rows() -> None:
     # Two thirds of day 0 gone from the reader: the count gap says most of it differs.
     gone = {key_of(r) for r in src if key_of(r).startswith("d0-")}
     sparse = [r for i, r in enumerate(rdr) if key_of(r) not in gone or i % 3 == 0]
-    result = await _run(MemoryAdapter(src), MemoryAdapter(sparse), slots_first=False)
+    result = await _run(MemoryAdapter(src), MemoryAdapter(sparse), slots=False)
     day = result.buckets[0]
     assert day.strategy == "rows"
     assert "; dense drift: the day's keys and row hashes were read" in (day.strategy_reason or "")
@@ -117,7 +119,8 @@ async def test_a_dense_day_reads_its_rows() -> None:
 
 async def test_the_json_report_names_each_days_strategy() -> None:
     src, rdr = _with_clean_day()
-    result = await _run(DigestMemoryAdapter(src), DigestMemoryAdapter(rdr), digest_width=256)
+    result = await _run(DigestMemoryAdapter(src), DigestMemoryAdapter(rdr), width=256)
     report = run_report(result)
+    assert report["first_pass"] == "difference digests of every day (256 cells a sub-table)"
     assert [b["strategy"] for b in report["buckets"]] == ["digests"] * DAYS + ["aggregates"]
     assert all(b["strategy_reason"] for b in report["buckets"])

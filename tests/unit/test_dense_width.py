@@ -8,6 +8,7 @@ from datetime import timedelta
 from driftgauge.encoding import iblt, sizing
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import BucketResult
+from driftgauge.engine.strategy import FirstPass
 from driftgauge.jobs.first_pass import digest_width
 from driftgauge.state.codec import StoredBucket
 from driftgauge.stores.memory import DigestMemoryAdapter
@@ -95,7 +96,7 @@ async def test_a_dense_day_sized_out_of_the_pass_peels_on_its_second_scan() -> N
         BASE,
         BASE + timedelta(days=2),
         now=NOW,
-        digest_width=sizing.ESTIMATE_WIDTH,
+        first=FirstPass(width=sizing.ESTIMATE_WIDTH),
     )
     assert [b.missing for b in result.buckets] == [1000, 0]
     cells = [c for c in s_ad.calls if c.startswith("days+cells")]

@@ -8,6 +8,7 @@ from zoneinfo import ZoneInfo
 
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import RunResult
+from driftgauge.engine.strategy import FirstPass
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import DigestMemoryAdapter, MemoryAdapter
 
@@ -37,7 +38,7 @@ async def _runs(src: list[RowHash], rdr: list[RowHash]) -> tuple[RunResult, RunR
         DAY,
         end,
         now=NOW,
-        digest_width=64,
+        first=FirstPass(width=64),
     )
     return plain, peeled
 

@@ -9,6 +9,7 @@ from driftgauge.core.errors import StoreUnavailable
 from driftgauge.encoding import digest
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import RunResult
+from driftgauge.engine.strategy import FirstPass
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import MemoryAdapter
 
@@ -55,7 +56,7 @@ async def test_identical_sides_are_ok_and_cost_one_query_per_side() -> None:
     assert src.calls == ["buckets:day"] and rdr.calls == ["buckets:day"]
     assert result.queries == 2
     again = await reconcile(
-        make_check(), src, rdr, BASE, BASE + timedelta(days=3), now=NOW, slots_first=True
+        make_check(), src, rdr, BASE, BASE + timedelta(days=3), now=NOW, first=FirstPass(slots=True)
     )
     assert [b.to_dict() for b in again.buckets] == [b.to_dict() for b in result.buckets]
     assert src.calls[1:] == ["days+slots:60"] and rdr.calls[1:] == ["days+slots:60"]
@@ -67,18 +68,18 @@ async def test_long_windows_and_stores_without_slots_take_days_only() -> None:
     check = make_check(drilldown="{slot_first_pass_days: 2}")
     src, rdr = MemoryAdapter(list(rows)), DaysOnly(list(rows))
     result = await reconcile(
-        check, src, rdr, BASE, BASE + timedelta(days=3), now=NOW, slots_first=True
+        check, src, rdr, BASE, BASE + timedelta(days=3), now=NOW, first=FirstPass(slots=True)
     )
     assert [b.status for b in result.buckets] == ["ok", "ok", "ok"]
     assert src.calls == ["buckets:day"] and rdr.calls == ["buckets:day"]
     result = await reconcile(
-        make_check(), src, rdr, BASE, BASE + timedelta(days=1), now=NOW, slots_first=True
+        make_check(), src, rdr, BASE, BASE + timedelta(days=1), now=NOW, first=FirstPass(slots=True)
     )
     assert src.calls[-1] == "days+slots:60" and rdr.calls[-1] == "buckets:day"
     # A window starting off the minute cannot share slots with the days' own: days only.
     odd = BASE + timedelta(seconds=7, microseconds=1)
     result = await reconcile(
-        make_check(), src, src, odd, BASE + timedelta(days=1), now=NOW, slots_first=True
+        make_check(), src, src, odd, BASE + timedelta(days=1), now=NOW, first=FirstPass(slots=True)
     )
     assert src.calls[-1] == "buckets:day" and result.error is None
 
@@ -152,7 +153,7 @@ async def test_sparse_drift_is_found_by_time_slot_and_fetches_few_rows() -> None
     # With slots from the first scan: the same answer and no second hashing pass.
     src_ad.calls.clear()
     again = await reconcile(
-        check, src_ad, rdr_ad, BASE, BASE + timedelta(days=1), now=NOW, slots_first=True
+        check, src_ad, rdr_ad, BASE, BASE + timedelta(days=1), now=NOW, first=FirstPass(slots=True)
     )
     assert src_ad.calls == ["days+slots:60", "rows"]
     assert again.buckets[0].mismatched == 1 and again.rows_fetched < 2 * 10
@@ -174,7 +175,13 @@ async def test_slots_come_from_a_second_query_where_the_first_pass_had_none() ->
         days = 62 if allowed else 0
         check = make_check(drilldown=f"{{leaf_rows: 50, slot_first_pass_days: {days}}}")
         result = await reconcile(
-            check, src_ad, rdr_ad, BASE, BASE + timedelta(days=1), now=NOW, slots_first=True
+            check,
+            src_ad,
+            rdr_ad,
+            BASE,
+            BASE + timedelta(days=1),
+            now=NOW,
+            first=FirstPass(slots=True),
         )
         b = result.buckets[0]
         assert (b.missing, b.extra, b.mismatched) == (0, 0, 2)

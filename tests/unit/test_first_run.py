@@ -8,7 +8,8 @@ from driftgauge.encoding import iblt, sizing
 from driftgauge.engine.plan import StoredDrift
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import BucketResult, RunResult
-from driftgauge.jobs.first_pass import FirstPassPlan, first_pass_plan
+from driftgauge.engine.strategy import FirstPass
+from driftgauge.jobs.first_pass import first_pass_plan
 from driftgauge.state.codec import StoredBucket
 from driftgauge.stores.base import DigestPass, RowHash
 from driftgauge.stores.memory import DigestMemoryAdapter, MemoryAdapter
@@ -41,7 +42,7 @@ def _drifted() -> tuple[list[RowHash], list[RowHash]]:
 async def _run(source: MemoryAdapter, reader: MemoryAdapter, width: int) -> RunResult:
     check = make_check(drilldown="{leaf_rows: 20}")
     end = BASE + timedelta(days=DAYS)
-    return await reconcile(check, source, reader, BASE, end, now=NOW, digest_width=width)
+    return await reconcile(check, source, reader, BASE, end, now=NOW, first=FirstPass(width=width))
 
 
 def _counts(b: BucketResult) -> tuple[object, ...]:
@@ -111,7 +112,7 @@ async def test_a_day_beyond_the_widest_digest_is_not_scanned_again() -> None:
         BASE,
         BASE + timedelta(days=1),
         now=NOW,
-        digest_width=iblt.DEFAULT_WIDTH,
+        first=FirstPass(width=iblt.DEFAULT_WIDTH),
     )
     assert result.buckets[0].missing == 20000
     assert [c for c in s_ad.calls if c.startswith("days+cells")] == ["days+cells:32"]
@@ -135,13 +136,11 @@ async def test_a_window_no_day_of_which_was_judged_starts_with_day_aggregates() 
     for history in ([], [settling]):
         got = await first_pass_plan(_History(history), check, sides, BASE, end, None)  # type: ignore[arg-type]
         # Nothing known: the floor first, digests only for the days that then differ.
-        assert got == FirstPassPlan(False, None, rescan=True, day_drift={})
+        assert got == FirstPass(False, None, rescan=True, day_drift={})
     drifted = BucketResult(start=BASE, status="drift", missing=3, extra=1)
     one_day = BASE + timedelta(days=1)
     got = await first_pass_plan(_History([drifted]), check, sides, BASE, one_day, None)  # type: ignore[arg-type]
-    assert got == FirstPassPlan(
-        False, iblt.DEFAULT_WIDTH
-    )  # a stored verdict sizes it, however small
+    assert got == FirstPass(False, iblt.DEFAULT_WIDTH)  # a stored verdict sizes it, however small
     # Over 40 days that one drifted day is few: days only, and that day scanned alone.
     got = await first_pass_plan(_History([drifted]), check, sides, BASE, end, None)  # type: ignore[arg-type]
-    assert got == FirstPassPlan(False, None, rescan=True, day_drift={BASE: StoredDrift(4)})
+    assert got == FirstPass(False, None, rescan=True, day_drift={BASE: StoredDrift(4)})

@@ -11,7 +11,8 @@ from driftgauge.encoding.digest import epoch_micros
 from driftgauge.engine.plan import StoredDrift
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import BucketResult, RunResult
-from driftgauge.jobs.first_pass import FirstPassPlan, first_pass_plan
+from driftgauge.engine.strategy import FirstPass
+from driftgauge.jobs.first_pass import first_pass_plan
 from driftgauge.state.codec import StoredBucket
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import DigestMemoryAdapter, MemoryAdapter
@@ -154,7 +155,7 @@ async def _both(
         end,
         now=NOW,
         sample_keys=10**6,
-        digest_width=width,
+        first=FirstPass(width=width),
     )
     return plain, peeled, s_ad
 
@@ -219,7 +220,7 @@ async def test_a_wrong_row_at_the_named_time_makes_the_day_fall_back() -> None:
         BASE,
         BASE + timedelta(days=1),
         now=NOW,
-        digest_width=16,
+        first=FirstPass(width=16),
     )
     (b,) = result.buckets
     # The peel's fetch did not match; the drill-down that followed could not agree either.
@@ -260,14 +261,14 @@ async def test_digest_sides_take_digests_for_slots_and_size_them_from_history() 
     async def plan(history: _History, pair: tuple[MemoryAdapter, MemoryAdapter]) -> object:
         return await first_pass_plan(history, check, pair, BASE, end, None)  # type: ignore[arg-type]
 
-    assert await plan(_History([drifted]), sides) == FirstPassPlan(False, iblt.width_for(510))
-    assert await plan(_History([]), sides) == FirstPassPlan(False, None, True, {})
+    assert await plan(_History([drifted]), sides) == FirstPass(False, iblt.width_for(510))
+    assert await plan(_History([]), sides) == FirstPass(False, None, True, {})
     # Judged healthy, or history unreadable: days only, as for sides without digests.
-    assert await plan(_History([healthy]), sides) == FirstPassPlan(False, None)
-    assert await plan(_History([], fail=True), sides) == FirstPassPlan(False, None)
+    assert await plan(_History([healthy]), sides) == FirstPass(False, None)
+    assert await plan(_History([], fail=True), sides) == FirstPass(False, None)
     # A side without digests keeps today's choice: slots when drift is likely.
     plain = (MemoryAdapter([]), DigestMemoryAdapter([]))
-    assert await plan(_History([drifted]), plain) == FirstPassPlan(True, None)
+    assert await plan(_History([drifted]), plain) == FirstPass(True, None)
 
 
 async def test_drift_stored_in_a_few_days_plans_day_aggregates_and_a_scan_of_each() -> None:
@@ -289,11 +290,11 @@ async def test_drift_stored_in_a_few_days_plans_day_aggregates_and_a_scan_of_eac
     # Each drifted day's scan is sized from the rows it differed by (5,000 missing).
     for drifted in (3, 10):
         days = {BASE + timedelta(days=d): StoredDrift(5000) for d in range(drifted)}
-        assert await plan(40, drifted) == FirstPassPlan(False, None, True, days)
+        assert await plan(40, drifted) == FirstPass(False, None, True, days)
     # Up to 57% of the days (engine.cost): still days first, then one second pass.
     for window, drifted in ((40, 11), (40, 22), (3, 1)):
         stored = {BASE + timedelta(days=d): StoredDrift(5000) for d in range(drifted)}
-        assert await plan(window, drifted) == FirstPassPlan(False, None, True, stored)
+        assert await plan(window, drifted) == FirstPass(False, None, True, stored)
     # More: every day's digests in the first scan cost less than days plus that pass.
-    assert await plan(40, 23) == FirstPassPlan(False, iblt.width_for(5000))
-    assert await plan(3, 2) == FirstPassPlan(False, iblt.width_for(5000))
+    assert await plan(40, 23) == FirstPass(False, iblt.width_for(5000))
+    assert await plan(3, 2) == FirstPass(False, iblt.width_for(5000))

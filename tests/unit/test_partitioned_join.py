@@ -11,6 +11,7 @@ import pytest
 from driftgauge.engine import join
 from driftgauge.engine.join import LeafDiff, Partitioned, join_partitioned, join_rows
 from driftgauge.engine.reconcile import reconcile
+from driftgauge.engine.strategy import FirstPass
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import MemoryAdapter
 
@@ -160,7 +161,7 @@ async def test_a_day_drilled_through_spilled_partitions_is_judged_alike(
             BASE,
             BASE + timedelta(days=3),
             now=NOW,
-            slots_first=True,
+            first=FirstPass(slots=True),
         )
         assert got.error is None
         return [

@@ -14,6 +14,7 @@ from driftgauge.encoding import iblt, sizing
 from driftgauge.engine.plan import RESCAN_SHARE, StoredDrift, cover
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import BucketResult, RunResult
+from driftgauge.engine.strategy import FirstPass
 from driftgauge.stores.base import Granularity
 from driftgauge.stores.memory import DigestMemoryAdapter, MemoryAdapter
 
@@ -37,7 +38,7 @@ async def _run(
     check = make_check(drilldown="{leaf_rows: 20}")
     end = BASE + timedelta(days=days)
     return await reconcile(
-        check, source, reader, BASE, end, now=NOW, rescan_days=rescan, day_drift=drift
+        check, source, reader, BASE, end, now=NOW, first=FirstPass(rescan=rescan, day_drift=drift)
     )
 
 
@@ -362,8 +363,7 @@ async def test_a_settling_day_is_not_scanned_early() -> None:
         BASE,
         day + timedelta(days=1),
         now=now,
-        rescan_days=True,
-        day_drift=_stored_hours(),
+        first=FirstPass(rescan=True, day_drift=_stored_hours()),
     )
     assert result.error is None
     assert result.buckets[HOURS_DAY].status == "settling"

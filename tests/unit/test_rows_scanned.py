@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from driftgauge import observe
 from driftgauge.engine.reconcile import reconcile
+from driftgauge.engine.strategy import FirstPass
 from driftgauge.stores.memory import DigestMemoryAdapter, MemoryAdapter
 
 from .engine_helpers import BASE, NOW, day_rows, key_of, make_check, row
@@ -27,7 +28,7 @@ async def test_a_healthy_run_scans_each_row_once_per_side_whether_slots_come_or_
             BASE,
             BASE + timedelta(days=2),
             now=NOW,
-            slots_first=slots_first,
+            first=FirstPass(slots=slots_first),
         )
         assert result.status == "ok"
         # The first pass's slots come from the day scan: no row counts twice.
@@ -76,7 +77,7 @@ async def test_a_difference_digest_first_pass_counts_its_rows() -> None:
         BASE,
         BASE + timedelta(days=2),
         now=NOW,
-        digest_width=32,
+        first=FirstPass(width=32),
     )
     assert result.status == "ok" and result.queries == 2
     assert result.rows_scanned == 2 * 500

@@ -84,6 +84,7 @@ def _window(check: Check, args: argparse.Namespace, now: datetime) -> tuple[date
 
 async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> int:
     from driftgauge.engine.reconcile import reconcile
+    from driftgauge.engine.strategy import FirstPass
     from driftgauge.jobs.adapters import Adapters
     from driftgauge.stores import open_adapter
     from driftgauge.stores.preflight import preflight
@@ -114,8 +115,7 @@ async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> 
                     now=now,
                     sample_keys=config.api.sample_keys,
                     progress=bar.update,
-                    slots_first=slots_first is not False and not cheap,
-                    rescan_days=cheap,
+                    first=FirstPass(slots=slots_first is not False and not cheap, rescan=cheap),
                 )
                 result.finished_at = datetime.now(UTC)
             else:

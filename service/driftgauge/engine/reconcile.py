@@ -15,6 +15,7 @@ from driftgauge.engine.peel_all import peeled_days
 from driftgauge.engine.result import BucketResult, RunResult
 from driftgauge.engine.second_pass import second_pass
 from driftgauge.engine.sides import FIRST_PASS_SLOT, Sides, utc
+from driftgauge.engine.strategy import DAYS_ONLY, FirstPass
 from driftgauge.engine.tasks import all_or_none
 from driftgauge.stores.base import StoreAdapter
 
@@ -34,31 +35,17 @@ async def reconcile(
     sample_keys: int = 100,
     ledger_excluded: Mapping[str, str] | None = None,
     progress: Progress | None = None,
-    slots_first: bool = False,
-    digest_width: int | None = None,
-    rescan_days: bool = False,
-    day_drift: Mapping[datetime, plan.StoredDrift] | None = None,
+    first: FirstPass = DAYS_ONLY,
 ) -> RunResult:
     """Return the per-day verdict for [window_start, window_end); store errors set `error`.
 
-    `slots_first` asks stores that can for each day's slots in the first scan: about 20%
-    more for that scan, and no second hashing pass over a day that differs. Worth it when
-    drift is likely (see runner.expects_drift), not on a healthy check.
-
-    `digest_width` asks, when both sides can, for each day's difference digest of that
-    many cells per sub-table instead (see encoding.iblt): a day that differs is then
-    peeled and only its differing rows fetched; a day that does not peel is drilled down.
-
-    `rescan_days` has a day that differs after a first pass of day aggregates only
-    scanned alone for its difference digests, when both sides can, before any drill-down;
-    only while the differing days are few (plan.few_days); when more differ, one second
-    pass scans the differing days for their digests (engine.second_pass).
-    `day_drift` gives what each day's (by UTC start) last verdict said of its drift: the
-    rows it differed by size that scan, the hours they sat in may narrow it.
+    `first` is how the window is scanned first and what a differing day gets then (see
+    engine.strategy.FirstPass; jobs.first_pass plans it from the stored verdicts).
     """
     result = RunResult(
         check.name, window_start, window_end, started_at=now, row_hash=check.row_hash
     )
+    result.first_pass = first.describe()
     if check.reader.row_hash != check.row_hash:
         # Digests of two different hashes differ on every row: refuse, never report drift.
         result.error = (
@@ -73,25 +60,25 @@ async def reconcile(
         # aligned on a window start off the minute would not line up with a day's own.
         on_minute = utc(window_start).timestamp() % FIRST_PASS_SLOT == 0
         with_slots = (
-            slots_first and on_minute and len(starts) <= check.drilldown.slot_first_pass_days
+            first.slots and on_minute and len(starts) <= check.drilldown.slot_first_pass_days
         )
         # The drifted days' scans need nothing from the first pass: they run beside it.
-        ahead = rescan_days and digest_width is None and not with_slots and sides.digests()
+        ahead = first.rescan and first.width is None and not with_slots and sides.digests()
         ends = {s: plan.next_day(s, check.timezone) for s in starts}
         # A day still settling is not judged, so it is not scanned early either.
         settled = [s for s in starts if ends[s] <= now - check.settle]
-        drift = (day_drift or {}) if ahead else {}
+        drift = (first.day_drift or {}) if ahead else {}
         async with early.started(sides, settled, ends, drift) as scans:
             days = await first_pass(
-                sides, window_start, window_end, with_slots=with_slots, digest_width=digest_width
+                sides, window_start, window_end, with_slots=with_slots, digest_width=first.width
             )
             differing = differing_days(days.source, days.reader)
-            rescan = rescan_days and plan.few_days(len(differing), len(starts))
+            rescan = first.rescan and plan.few_days(len(differing), len(starts))
             end_of = {utc(s): ends[s] for s in settled}
-            if rescan_days and not rescan and not days.tables and sides.digests():
+            if first.rescan and not rescan and not days.tables and sides.digests():
                 # Many days differ: one scan of them for their digests, not one a day.
                 wanted = sorted(d for d in differing if d in end_of and _alone(days, d))
-                days = await second_pass(sides, days, wanted, end_of, day_drift or {})
+                days = await second_pass(sides, days, wanted, end_of, first.day_drift or {})
 
             def peelable(day: datetime) -> bool:
                 """A judged day whose keys appear once a side (see judge_day)."""
@@ -116,7 +103,7 @@ async def reconcile(
                         days.slots.get(utc(start)),
                         days.tables.get(utc(start)),
                         rescan,
-                        (day_drift or {}).get(utc(start)),
+                        (first.day_drift or {}).get(utc(start)),
                         scans.get(utc(start)),
                         found.get(utc(start)),
                     )

@@ -169,6 +169,8 @@ class RunResult:
     reader_seconds: float = 0.0
     row_hash: RowHashName = "md5"
     """The hash every row digest of this run was computed with (digests of another differ)."""
+    first_pass: str | None = None
+    """The planner's first-pass strategy in a few words (engine.strategy.FirstPass)."""
 
     @property
     def status(self) -> RunStatus:
@@ -199,6 +201,7 @@ class RunResult:
             "source_seconds": round(self.source_seconds, 3),
             "reader_seconds": round(self.reader_seconds, 3),
             "row_hash": self.row_hash,
+            "first_pass": self.first_pass,
             "buckets": [b.to_dict(with_tree=with_tree) for b in self.buckets],
         }
 

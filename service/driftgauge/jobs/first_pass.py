@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
-from typing import NamedTuple
 
 from driftgauge.config.runtime import Check
 from driftgauge.core.errors import DriftgaugeError
@@ -12,6 +11,7 @@ from driftgauge.encoding import iblt, sizing
 from driftgauge.engine import cost, plan
 from driftgauge.engine.result import BucketResult
 from driftgauge.engine.sides import utc
+from driftgauge.engine.strategy import FirstPass
 from driftgauge.state.codec import StoredBucket
 from driftgauge.state.store import StateStore
 from driftgauge.stores.base import DigestFirstPass, StoreAdapter
@@ -72,18 +72,6 @@ def digest_width(
     return width
 
 
-class FirstPassPlan(NamedTuple):
-    """How a run scans first: slots or difference digests, and what a differing day gets."""
-
-    slots: bool
-    width: int | None
-    """The difference digests' sub-table width over every day; None: day aggregates only."""
-    rescan: bool = False
-    """Scan a day that differs alone for its digests rather than drill it down."""
-    day_drift: dict[datetime, plan.StoredDrift] | None = None
-    """With `rescan`: each stored day's (by UTC start) drift, to size and place its scan."""
-
-
 def drift_of(bucket: BucketResult) -> plan.StoredDrift:
     """Return what a judged day tells the next run's plan: its differing rows and hours.
 
@@ -105,7 +93,7 @@ async def first_pass_plan(
     window_start: datetime,
     window_end: datetime,
     slots_first: bool | None,
-) -> FirstPassPlan:
+) -> FirstPass:
     """Return how a run whose `slots_first` None means decide scans first.
 
     When drift is likely (see expects_drift) and both sides return difference digests,
@@ -118,7 +106,7 @@ async def first_pass_plan(
     down.
     """
     if slots_first is not None:
-        return FirstPassPlan(slots_first, None)
+        return FirstPass(slots_first, None)
     # One read of the stored verdicts serves every decision below.
     stored = await _stored(state, check, window_start, window_end, "first pass of days only")
     likely = expects_drift(stored)
@@ -127,9 +115,9 @@ async def first_pass_plan(
         drifted = [b.bucket for b in stored or [] if b.bucket.status == "drift"]
         share = len(drifted) / max(days, 1)
         if stored and cost.digests_first(share):
-            return FirstPassPlan(False, digest_width(stored, check, window_start, window_end))
+            return FirstPass(False, digest_width(stored, check, window_start, window_end))
         # Nothing known, or drift in few enough days: day aggregates first, the floor,
         # then a scan for digests of only the days that differ (engine.second_pass).
         drift = {utc(b.start): drift_of(b) for b in drifted}
-        return FirstPassPlan(False, None, rescan=True, day_drift=drift)
-    return FirstPassPlan(likely, None)
+        return FirstPass(False, None, rescan=True, day_drift=drift)
+    return FirstPass(likely, None)

@@ -122,10 +122,7 @@ async def run_check(
                         sample_keys=sample_keys,
                         ledger_excluded=excused,
                         progress=progress,
-                        slots_first=first.slots,
-                        digest_width=first.width,
-                        rescan_days=first.rescan,
-                        day_drift=first.day_drift,
+                        first=first,
                     )
             except asyncio.CancelledError:
                 observe.run_finished(check.name, trigger, time.monotonic() - clock)
