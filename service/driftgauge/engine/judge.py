@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
@@ -21,31 +22,42 @@ from driftgauge.stores.base import BucketDigest, DigestPass, RowHash
 _Rows = tuple[list[RowHash], list[RowHash]] | None
 
 
+@dataclass(frozen=True)
+class DayInputs:
+    """What a day's judging starts from: both sides' first-pass buckets and what the
+    planner's scans already brought for it."""
+
+    source: BucketDigest | None
+    reader: BucketDigest | None
+    slots: DaySlots | None = None
+    tables: DayTables | None = None
+    rescan: bool = False
+    """Scan the day alone for its difference digests when the first pass brought none."""
+    drift: plan.StoredDrift | None = None
+    """What its last verdict said of its drift: it sizes that scan and may narrow it."""
+    scanned: asyncio.Task[early.Early] | None = None
+    """That scan, when it was started with the first pass (engine.early)."""
+    found: _Rows = None
+    """The day's differing rows, when engine.peel_all already peeled `tables`."""
+
+
 async def judge_day(
     check: Check,
     sides: Sides,
     start: datetime,
-    src: BucketDigest | None,
-    rdr: BucketDigest | None,
+    day: DayInputs,
     now: datetime,
     sample_keys: int,
     ledger_excluded: Mapping[str, str],
-    slots: DaySlots | None = None,
-    tables: DayTables | None = None,
-    rescan: bool = False,
-    drift: plan.StoredDrift | None = None,
-    scanned: asyncio.Task[early.Early] | None = None,
-    found: _Rows = None,
 ) -> BucketResult:
     """Return the day's bucket, its differences found and classified, and its status.
 
-    With `rescan`, a differing day the first pass brought no digests or slots for is
-    scanned alone for its difference digests (when both sides build them) before it
-    is drilled down; `drift`, what its last verdict said of its drift, sizes them and
-    may narrow the scan to the hours that drift sat in; `scanned` is that scan when it
-    was started with the first pass (engine.early). `found` is the day's differing rows
-    when engine.peel_all already peeled its `tables` and fetched them.
+    With `day.rescan`, a differing day the first pass brought no digests or slots for
+    is scanned alone for its difference digests (when both sides build them) before it
+    is drilled down (see DayInputs).
     """
+    src, rdr, slots, tables = day.source, day.reader, day.slots, day.tables
+    rescan, drift, scanned, found = day.rescan, day.drift, day.scanned, day.found
     s_agg = src.agg if src else Aggregate()
     r_agg = rdr.agg if rdr else Aggregate()
     rule_excluded = dict(src.excluded) if src else {}

@@ -10,7 +10,7 @@ from driftgauge.config.runtime import Check
 from driftgauge.core.errors import DriftgaugeError, StoreError
 from driftgauge.engine import early, plan
 from driftgauge.engine.first_pass import Days, differing_days, first_pass
-from driftgauge.engine.judge import judge_day
+from driftgauge.engine.judge import DayInputs, judge_day
 from driftgauge.engine.peel_all import peeled_days
 from driftgauge.engine.result import BucketResult, RunResult
 from driftgauge.engine.second_pass import second_pass
@@ -95,17 +95,19 @@ async def reconcile(
                         check,
                         sides,
                         start,
-                        days.source.get(utc(start)),
-                        days.reader.get(utc(start)),
+                        DayInputs(
+                            days.source.get(utc(start)),
+                            days.reader.get(utc(start)),
+                            days.slots.get(utc(start)),
+                            days.tables.get(utc(start)),
+                            rescan,
+                            (first.day_drift or {}).get(utc(start)),
+                            scans.get(utc(start)),
+                            found.get(utc(start)),
+                        ),
                         now,
                         sample_keys,
                         ledger_excluded or {},
-                        days.slots.get(utc(start)),
-                        days.tables.get(utc(start)),
-                        rescan,
-                        (first.day_drift or {}).get(utc(start)),
-                        scans.get(utc(start)),
-                        found.get(utc(start)),
                     )
                 done += 1
                 if progress is not None:
