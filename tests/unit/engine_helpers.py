@@ -7,6 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 from driftgauge.config.runtime import Check
 from driftgauge.configfile.loader import load_text
+from driftgauge.core.errors import StateError
+from driftgauge.engine.result import BucketResult
+from driftgauge.state.codec import StoredBucket
 from driftgauge.stores.base import RowHash
 
 BASE = datetime(2026, 3, 1, tzinfo=UTC)
@@ -61,3 +64,32 @@ def day_rows(day: int, n: int, prefix: str = "t") -> list[RowHash]:
     """Return n rows spread over the hours of day `day` after BASE."""
     start = BASE + timedelta(days=day)
     return [row(f"{prefix}{day}-{i}", start + timedelta(seconds=i * 86400 // n)) for i in range(n)]
+
+
+class Costs:
+    """The state store's measured store costs, as the planner reads them."""
+
+    def __init__(self, measured: dict[str, float] | None = None, fail: bool = False) -> None:
+        self.measured = measured or {}
+        self.fail = fail
+
+    async def digest_pass(self, stores: list[str]) -> dict[str, float]:
+        if self.fail:
+            raise StateError("state database down")
+        return {s: v for s, v in self.measured.items() if s in stores}
+
+
+class History:
+    """A state store's stored day verdicts and store costs, as the planner reads them."""
+
+    def __init__(
+        self, buckets: list[BucketResult], fail: bool = False, costs: Costs | None = None
+    ) -> None:
+        self.buckets = buckets
+        self.fail = fail
+        self.costs = costs or Costs()
+
+    async def day_buckets(self, *_: object) -> list[StoredBucket]:
+        if self.fail:
+            raise StateError("state database down")
+        return [StoredBucket(1, NOW, b) for b in self.buckets]

@@ -10,12 +10,11 @@ from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import BucketResult
 from driftgauge.engine.strategy import FirstPass
 from driftgauge.jobs.first_pass import digest_width
-from driftgauge.state.codec import StoredBucket
 from driftgauge.stores.memory import DigestMemoryAdapter
 from driftgauge.stores.opensearch.adapter import OpenSearchAdapter
 from driftgauge.stores.postgres.adapter import PostgresAdapter
 
-from .engine_helpers import BASE, NOW, day_rows, make_check
+from .engine_helpers import BASE, NOW, History, day_rows, make_check
 
 
 def _pairs(rng: random.Random, n: int) -> list[tuple[int, int]]:
@@ -56,16 +55,6 @@ def test_each_store_says_how_wide_a_day_it_builds() -> None:
     assert iblt.widest(object()) == iblt.MAX_WIDTH
 
 
-class _History:
-    """A state store's stored day verdicts, as digest_width reads them."""
-
-    def __init__(self, buckets: list[BucketResult]) -> None:
-        self.buckets = buckets
-
-    async def day_buckets(self, *_: object) -> list[StoredBucket]:
-        return [StoredBucket(1, NOW, b) for b in self.buckets]
-
-
 async def test_a_day_no_pass_table_holds_does_not_widen_every_days_table() -> None:
     check = make_check()
     end = BASE + timedelta(days=3)
@@ -74,7 +63,7 @@ async def test_a_day_no_pass_table_holds_does_not_widen_every_days_table() -> No
     healthy = BucketResult(start=BASE, status="ok")
 
     async def width(*days: BucketResult) -> int:
-        return digest_width(await _History(list(days)).day_buckets(), check, BASE, end)
+        return digest_width(await History(list(days)).day_buckets(), check, BASE, end)
 
     # The dense day is scanned again at its own width (engine.resize) whatever the pass's.
     assert await width(dense, light, healthy) == iblt.width_for(510)

@@ -10,11 +10,10 @@ from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import BucketResult, RunResult
 from driftgauge.engine.strategy import FirstPass
 from driftgauge.jobs.first_pass import first_pass_plan
-from driftgauge.state.codec import StoredBucket
 from driftgauge.stores.base import DigestPass, RowHash
 from driftgauge.stores.memory import DigestMemoryAdapter, MemoryAdapter
 
-from .engine_helpers import BASE, NOW, day_rows, key_of, make_check, row
+from .engine_helpers import BASE, NOW, History, day_rows, key_of, make_check, row
 
 DAYS = 3
 PER_DAY = 60
@@ -118,29 +117,19 @@ async def test_a_day_beyond_the_widest_digest_is_not_scanned_again() -> None:
     assert [c for c in s_ad.calls if c.startswith("days+cells")] == ["days+cells:32"]
 
 
-class _History:
-    """A state store's stored day verdicts, as first_pass_plan reads them."""
-
-    def __init__(self, buckets: list[BucketResult]) -> None:
-        self.buckets = buckets
-
-    async def day_buckets(self, *_: object) -> list[StoredBucket]:
-        return [StoredBucket(1, NOW, b) for b in self.buckets]
-
-
 async def test_a_window_no_day_of_which_was_judged_starts_with_day_aggregates() -> None:
     check = make_check()
     sides = (DigestMemoryAdapter([]), DigestMemoryAdapter([]))
     end = BASE + timedelta(days=40)
     settling = BucketResult(start=BASE, status="settling")
     for history in ([], [settling]):
-        got = await first_pass_plan(_History(history), check, sides, BASE, end, None)  # type: ignore[arg-type]
+        got = await first_pass_plan(History(history), check, sides, BASE, end, None)  # type: ignore[arg-type]
         # Nothing known: the floor first, digests only for the days that then differ.
         assert got == FirstPass(False, None, rescan=True, day_drift={})
     drifted = BucketResult(start=BASE, status="drift", missing=3, extra=1)
     one_day = BASE + timedelta(days=1)
-    got = await first_pass_plan(_History([drifted]), check, sides, BASE, one_day, None)  # type: ignore[arg-type]
+    got = await first_pass_plan(History([drifted]), check, sides, BASE, one_day, None)  # type: ignore[arg-type]
     assert got == FirstPass(False, iblt.DEFAULT_WIDTH)  # a stored verdict sizes it, however small
     # Over 40 days that one drifted day is few: days only, and that day scanned alone.
-    got = await first_pass_plan(_History([drifted]), check, sides, BASE, end, None)  # type: ignore[arg-type]
+    got = await first_pass_plan(History([drifted]), check, sides, BASE, end, None)  # type: ignore[arg-type]
     assert got == FirstPass(False, None, rescan=True, day_drift={BASE: StoredDrift(4)})

@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 from datetime import timedelta
 
-from driftgauge.core.errors import StateError
 from driftgauge.encoding import iblt
 from driftgauge.encoding.digest import epoch_micros
 from driftgauge.engine.plan import StoredDrift
@@ -13,11 +12,10 @@ from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import BucketResult, RunResult
 from driftgauge.engine.strategy import FirstPass
 from driftgauge.jobs.first_pass import first_pass_plan
-from driftgauge.state.codec import StoredBucket
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import DigestMemoryAdapter, MemoryAdapter
 
-from .engine_helpers import BASE, NOW, day_rows, key_of, make_check, row
+from .engine_helpers import BASE, NOW, Costs, History, day_rows, key_of, make_check, row
 
 MOD = 1 << 64
 
@@ -238,19 +236,6 @@ def test_tables_of_memory_rows_use_epoch_microseconds() -> None:
     )
 
 
-class _History:
-    """A state store's stored day verdicts, as first_pass_plan reads them."""
-
-    def __init__(self, buckets: list[BucketResult], fail: bool = False) -> None:
-        self.buckets = buckets
-        self.fail = fail
-
-    async def day_buckets(self, *_: object) -> list[StoredBucket]:
-        if self.fail:
-            raise StateError("state database down")
-        return [StoredBucket(1, NOW, b) for b in self.buckets]
-
-
 async def test_digest_sides_take_digests_for_slots_and_size_them_from_history() -> None:
     check = make_check()
     drifted = BucketResult(start=BASE, status="drift", missing=300, extra=10, mismatched=100)
@@ -258,17 +243,17 @@ async def test_digest_sides_take_digests_for_slots_and_size_them_from_history() 
     sides = (DigestMemoryAdapter([]), DigestMemoryAdapter([]))
     end = BASE + timedelta(days=1)
 
-    async def plan(history: _History, pair: tuple[MemoryAdapter, MemoryAdapter]) -> object:
+    async def plan(history: History, pair: tuple[MemoryAdapter, MemoryAdapter]) -> object:
         return await first_pass_plan(history, check, pair, BASE, end, None)  # type: ignore[arg-type]
 
-    assert await plan(_History([drifted]), sides) == FirstPass(False, iblt.width_for(510))
-    assert await plan(_History([]), sides) == FirstPass(False, None, True, {})
+    assert await plan(History([drifted]), sides) == FirstPass(False, iblt.width_for(510))
+    assert await plan(History([]), sides) == FirstPass(False, None, True, {})
     # Judged healthy, or history unreadable: days only, as for sides without digests.
-    assert await plan(_History([healthy]), sides) == FirstPass(False, None)
-    assert await plan(_History([], fail=True), sides) == FirstPass(False, None)
+    assert await plan(History([healthy]), sides) == FirstPass(False, None)
+    assert await plan(History([], fail=True), sides) == FirstPass(False, None)
     # A side without digests keeps today's choice: slots when drift is likely.
     plain = (MemoryAdapter([]), DigestMemoryAdapter([]))
-    assert await plan(_History([drifted]), plain) == FirstPass(True, None)
+    assert await plan(History([drifted]), plain) == FirstPass(True, None)
 
 
 async def test_drift_stored_in_a_few_days_plans_day_aggregates_and_a_scan_of_each() -> None:
@@ -282,7 +267,7 @@ async def test_drift_stored_in_a_few_days_plans_day_aggregates_and_a_scan_of_eac
         return BucketResult(start=start, status="ok")
 
     async def plan(days: int, drifted: int) -> object:
-        history = _History([day(d, d < drifted) for d in range(days)])
+        history = History([day(d, d < drifted) for d in range(days)])
         end = BASE + timedelta(days=days)
         return await first_pass_plan(history, check, sides, BASE, end, None)  # type: ignore[arg-type]
 
@@ -298,3 +283,33 @@ async def test_drift_stored_in_a_few_days_plans_day_aggregates_and_a_scan_of_eac
     # More: every day's digests in the first scan cost less than days plus that pass.
     assert await plan(40, 23) == FirstPass(False, iblt.width_for(5000))
     assert await plan(3, 2) == FirstPass(False, iblt.width_for(5000))
+
+
+async def test_a_calibrated_store_moves_the_planners_choice() -> None:
+    check = make_check()
+    sides = (DigestMemoryAdapter([]), DigestMemoryAdapter([]))
+
+    async def plan(drifted: int, costs: Costs) -> FirstPass:
+        history = History(
+            [
+                BucketResult(
+                    start=BASE + timedelta(days=d), status="drift" if d < drifted else "ok"
+                )
+                for d in range(40)
+            ],
+            costs=costs,
+        )
+        return await first_pass_plan(history, check, sides, BASE, BASE + timedelta(days=40), None)  # type: ignore[arg-type]
+
+    # 16 of 40 days (40%): below 57% at the default 2.3, days first.
+    assert (await plan(16, Costs())).width is None
+    # Stores whose digests cost at most 1.5x their day scan: digests first above 33%.
+    cheap = Costs({"dst": 1.5, "src": 1.4})
+    assert (await plan(16, cheap)).width is not None
+    assert (await plan(12, cheap)).width is None
+    # The slower side decides: a source at 4x keeps days first up to 75% of the days.
+    slow = Costs({"dst": 1.5, "src": 4.0})
+    assert (await plan(16, slow)).width is None
+    assert (await plan(31, slow)).width is not None
+    # Unreadable costs: the default, never a failed plan.
+    assert (await plan(16, Costs({"dst": 1.5}, fail=True))).width is None

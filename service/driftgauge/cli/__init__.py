@@ -1,4 +1,4 @@
-"""The `driftgauge` command: validate config, run a check, drill down, prune state, serve.
+"""The `driftgauge` command: validate config, run or calibrate a check, drill, prune, serve.
 
 Exit codes: 0 ok; 1 drift (`check` or `drill` found differences, or `probe rerun` found a
 step that is not idempotent; nothing else exits 1);
@@ -17,7 +17,7 @@ import traceback
 from collections.abc import Sequence
 
 from driftgauge import __version__
-from driftgauge.cli import check, drill, serve, state, validate
+from driftgauge.cli import calibrate, check, drill, serve, state, validate
 from driftgauge.cli import repair as repair_cli
 from driftgauge.cli.common import (
     EXIT_ERROR,
@@ -39,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, help="what to do")
     validate.add_commands(sub)
     check.add_commands(sub)
+    calibrate.add_commands(sub)
     drill.add_commands(sub)
     state.add_commands(sub)
     repair_cli.add_commands(sub, with_config, log_options)
@@ -98,4 +99,6 @@ def _run(args: argparse.Namespace) -> int:
         return state.run(config, args)
     if args.command == "check":
         return check.run(config, args)
+    if args.command == "calibrate":
+        return calibrate.run(config, args)
     return drill.run(config, args)

@@ -65,7 +65,8 @@ def run(config: Config, args: argparse.Namespace) -> int:
     return asyncio.run(_run_check(config, check, args))
 
 
-def _window(check: Check, args: argparse.Namespace, now: datetime) -> tuple[datetime, datetime]:
+def window(check: Check, args: argparse.Namespace, now: datetime) -> tuple[datetime, datetime]:
+    """Return the window --since/--until/--full name, else the recent schedule's."""
     if not (args.since or args.until):
         # The same windows the service's schedules use.
         from driftgauge.jobs.windows import window_for
@@ -90,7 +91,7 @@ async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> 
     from driftgauge.stores.preflight import preflight
 
     now = datetime.now(UTC)
-    start, end = _window(check, args, now)
+    start, end = window(check, args, now)
     bar = ProgressBar(sys.stderr, label=check.name)
     source = await open_adapter(check.source)
     try:

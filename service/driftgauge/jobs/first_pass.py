@@ -72,6 +72,21 @@ def digest_width(
     return width
 
 
+async def _digest_cost(state: StateStore, check: Check) -> float:
+    """Return the digests' cost of the check's slower side as calibrated, else the default.
+
+    Both sides scan at once, so the slower one sets the pass's time. An unreadable
+    measure only costs speed, never the run.
+    """
+    names = [check.source.store.name, check.reader.store.name]
+    try:
+        measured = await state.costs.digest_pass(names)
+    except DriftgaugeError as exc:
+        log.warning("could not read the stores' costs; the default", extra={"error": str(exc)})
+        return cost.DIGEST_PASS
+    return max(measured.get(n, cost.DIGEST_PASS) for n in names)
+
+
 def drift_of(bucket: BucketResult) -> plan.StoredDrift:
     """Return what a judged day tells the next run's plan: its differing rows and hours.
 
@@ -114,7 +129,8 @@ async def first_pass_plan(
         days = len(plan.day_starts(window_start, window_end, check.timezone))
         drifted = [b.bucket for b in stored or [] if b.bucket.status == "drift"]
         share = len(drifted) / max(days, 1)
-        if stored and cost.digests_first(share):
+        ratio = await _digest_cost(state, check)
+        if stored and cost.digests_first(share, ratio):
             return FirstPass(False, digest_width(stored, check, window_start, window_end))
         # Nothing known, or drift in few enough days: day aggregates first, the floor,
         # then a scan for digests of only the days that differ (engine.second_pass).

@@ -17,6 +17,7 @@ from driftgauge.engine.result import RunResult
 from driftgauge.pg import calls, errors, pools
 from driftgauge.state import codec, migrate
 from driftgauge.state.claims import JobClaims
+from driftgauge.state.costs import StoreCosts
 from driftgauge.state.election import ExporterElection
 from driftgauge.state.leases import RunLeases
 from driftgauge.state.reads import Reads
@@ -39,6 +40,7 @@ class StateStore(Reads):
         self.replica = replica
         self.leases = RunLeases(self.calls)
         self.claims = JobClaims(self.calls, replica, self.job_lock)
+        self.costs = StoreCosts(self.calls)
         self.owned: set[int] = set()
         """Runs this process began and has not finished: the ones its heartbeat renews."""
 
