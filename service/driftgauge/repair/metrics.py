@@ -11,7 +11,7 @@ from typing import Any
 from prometheus_client.core import Metric
 
 from driftgauge.metrics.families import Families
-from driftgauge.repair.backfill import ORDER
+from driftgauge.repair.backfill_rows import ORDER
 from driftgauge.repair.breaches import KINDS
 from driftgauge.stores.postgres.io import PgCalls
 
