@@ -11,7 +11,8 @@ from driftgauge.config.runtime import Check
 from driftgauge.core.paging import Page
 from driftgauge.pg.calls import PgCalls
 from driftgauge.repair import announce, partitions
-from driftgauge.repair.errors import NotFound, Refused, RepairInputError
+from driftgauge.repair.backfill_rows import listed, load, shown_log
+from driftgauge.repair.errors import Refused, RepairInputError
 from driftgauge.repair.models import PlanIn
 from driftgauge.repair.partitions import Partition, Snapshot
 from driftgauge.repair.parts import CheckParts, Sides
@@ -19,44 +20,9 @@ from driftgauge.repair.plan import Plan, drifting_targets, readers_of
 from driftgauge.repair.readlog import ReadLog
 from driftgauge.repair.watermarks import Watermarks
 
-ORDER = ("planned", "announced", "running", "verified", "replayed", "closed")
-NEXT_STEP = {
-    "planned": "announce (or start when no signing consumer read a target)",
-    "announced": "start",
-    "running": "verify",
-    "verified": "replay",
-    "replayed": "close",
-    "closed": "nothing: the backfill is closed",
-}
-# A backfill shows its row's columns under their own names, in this order (JSON ones parsed).
-_SHOWN_COLUMNS = (
-    "pipeline",
-    "status",
-    "reason",
-    "first_bad",
-    "reset_to",
-    "planned_at",
-    "planned_by",
-    "announced_at",
-    "announced_by",
-    "announcement",
-    "started_at",
-    "started_by",
-    "verified_at",
-    "replayed_at",
-    "closed_at",
-    "closed_by",
-)
-_SHOWN_JSON = ("totals_before", "totals_after", "diff")
-_TARGET_JSON = ("before", "after", "verified")
-
 
 def _json(value: Any) -> str:
     return json.dumps(value, default=lambda v: v.isoformat() if isinstance(v, datetime) else str(v))
-
-
-def _loads(value: str | None) -> Any:
-    return json.loads(value) if value is not None else None
 
 
 async def _set_targets(
@@ -216,90 +182,11 @@ class Backfills(CheckParts):
 
     # -- reading ---------------------------------------------------------------------------------
 
-    async def _load(self, conn: Any, bf_id: int, *, lock: bool = False) -> dict[str, Any]:
-        rec = await conn.fetchrow(
-            "SELECT * FROM backfills WHERE id = $1" + (" FOR UPDATE" if lock else ""), bf_id
-        )
-        if rec is None:
-            raise NotFound(f"no backfill {bf_id}")
-        targets = await conn.fetch(
-            "SELECT * FROM backfill_targets WHERE backfill_id = $1 ORDER BY partition_start", bf_id
-        )
-        consumers = await conn.fetch(
-            "SELECT b.consumer, b.rank, b.signs, c.kind, c.owner, c.signed_by, c.webhook_url,"
-            " c.command, p.outcome, p.started_at AS replay_started, p.finished_at AS"
-            " replay_finished, p.detail AS replay_detail FROM backfill_consumers b"
-            " LEFT JOIN consumers c ON c.name = b.consumer"
-            " LEFT JOIN backfill_replays p ON p.backfill_id = b.backfill_id"
-            "   AND p.consumer = b.consumer"
-            " WHERE b.backfill_id = $1 ORDER BY b.rank, b.consumer",
-            bf_id,
-        )
-        return {
-            "id": rec["id"],
-            "check": rec["check_name"],
-            **{column: rec[column] for column in _SHOWN_COLUMNS},
-            **{column: _loads(rec[column]) for column in _SHOWN_JSON},
-            "next_step": NEXT_STEP[rec["status"]],
-            "partitions": [(t["partition_start"], t["partition_end"]) for t in targets],
-            "targets": [
-                {
-                    "start": t["partition_start"],
-                    "end": t["partition_end"],
-                    "run_id": t["run_id"],
-                    **{column: _loads(t[column]) for column in _TARGET_JSON},
-                }
-                for t in targets
-            ],
-            "consumers": [
-                {
-                    "name": c["consumer"],
-                    "rank": c["rank"],
-                    "signs": c["signs"],
-                    "kind": c["kind"],
-                    "owner": c["owner"],
-                    "signed_by": c["signed_by"],
-                    "webhook_url": c["webhook_url"],
-                    "command": c["command"],
-                    "replay": None
-                    if c["outcome"] is None
-                    else {
-                        "outcome": c["outcome"],
-                        "started_at": c["replay_started"],
-                        "finished_at": c["replay_finished"],
-                        "detail": c["replay_detail"],
-                    },
-                }
-                for c in consumers
-            ],
-        }
-
     async def show(self, bf_id: int) -> dict[str, Any]:
         """Return a backfill with its targets, consumers, replays, ledger runs and events."""
         async with self.calls.conn("read a backfill") as conn:
-            bf = await self._load(conn, bf_id)
-            bf["ledger_runs"] = [
-                r["ledger_run_id"]
-                for r in await conn.fetch(
-                    "SELECT ledger_run_id FROM backfill_runs WHERE backfill_id = $1"
-                    " ORDER BY ledger_run_id",
-                    bf_id,
-                )
-            ]
-            bf["events"] = [
-                {
-                    "at": e["at"],
-                    "step": e["step"],
-                    "outcome": e["outcome"],
-                    "rule": e["rule"],
-                    "by": e["actor"],
-                    "consumer": e["consumer"],
-                    "detail": e["detail"],
-                }
-                for e in await conn.fetch(
-                    "SELECT * FROM backfill_events WHERE backfill_id = $1 ORDER BY id", bf_id
-                )
-            ]
+            bf = await load(conn, bf_id)
+            bf.update(await shown_log(conn, bf_id))
         return bf
 
     async def all(
@@ -307,18 +194,7 @@ class Backfills(CheckParts):
     ) -> list[dict[str, Any]]:
         """Return backfills, newest first (without their events)."""
         async with self.calls.conn("list backfills") as conn:
-            ids = [
-                r["id"]
-                for r in await conn.fetch(
-                    "SELECT id FROM backfills WHERE ($1::text IS NULL OR check_name = $1)"
-                    " AND (status <> 'closed' OR NOT $2) ORDER BY id DESC LIMIT $3 OFFSET $4",
-                    check,
-                    open_only,
-                    page.limit,
-                    page.offset,
-                )
-            ]
-            return [await self._load(conn, i) for i in ids]
+            return await listed(conn, check=check, open_only=open_only, page=page)
 
     def _expect(self, bf: Mapping[str, Any], step: str, allowed: tuple[str, ...]) -> str | None:
         if bf["status"] in allowed:
@@ -349,7 +225,7 @@ class Backfills(CheckParts):
     ) -> dict[str, Any]:
         """Load a backfill and refuse `step` unless it stands in an `allowed` status."""
         async with self.calls.conn("read a backfill") as conn:
-            bf = await self._load(conn, bf_id)
+            bf = await load(conn, bf_id)
         await self.in_order(bf, step, allowed, by)
         return bf
 
@@ -386,7 +262,7 @@ class Backfills(CheckParts):
             )
         now = self.clock()
         async with self.calls.transaction("announce a backfill") as conn:
-            current = await self._load(conn, bf_id, lock=True)
+            current = await load(conn, bf_id, lock=True)
             if current["status"] != "planned":
                 raise Refused(
                     "announce",
@@ -452,7 +328,7 @@ class Backfills(CheckParts):
         if bf["status"] == "planned":  # nobody signed: the before is taken now
             before = await self._snapshots(bf["check"], bf["partitions"], 1)
         async with self.calls.transaction("start a backfill") as conn:
-            current = await self._load(conn, bf_id, lock=True)
+            current = await load(conn, bf_id, lock=True)
             if current["status"] != bf["status"]:
                 raise Refused(
                     "start",
@@ -537,7 +413,7 @@ class Backfills(CheckParts):
     async def attach_run(self, bf_id: int, ledger_run_id: int, *, by: str = "") -> None:
         """Record that a ledger run is part of the backfill's recompute."""
         async with self.calls.conn("read a backfill") as conn:
-            bf = await self._load(conn, bf_id)
+            bf = await load(conn, bf_id)
             known = await conn.fetchval("SELECT 1 FROM ledger_runs WHERE id = $1", ledger_run_id)
         if known is None:
             raise RepairInputError("ledger_run_id", f"no ledger run {ledger_run_id}")
@@ -558,7 +434,7 @@ class Backfills(CheckParts):
     async def verify(self, bf_id: int, *, by: str) -> dict[str, Any]:
         """Re-reconcile every target partition: source and reader must hold the same rows."""
         async with self.calls.conn("read a backfill") as conn:
-            bf = await self._load(conn, bf_id)
+            bf = await load(conn, bf_id)
             appended = await conn.fetch(
                 "SELECT subject, detail FROM repair_breaches WHERE kind = 'rerun_appended'"
                 " AND active AND facts->>'check' = $1"

@@ -12,7 +12,7 @@ from prometheus_client.core import Metric
 
 from driftgauge.metrics.families import Families
 from driftgauge.pg.calls import PgCalls
-from driftgauge.repair.backfill import ORDER
+from driftgauge.repair.backfill_rows import ORDER
 from driftgauge.repair.breaches import KINDS
 
 
