@@ -2,17 +2,22 @@
 # driftgauge container image: `docker build -t driftgauge .`
 # Run: docker run -v "$PWD/config.yml:/etc/driftgauge/config.yml:ro" -p 8080:8080 driftgauge
 
+# Every stage starts from BASE_IMAGE. A tag moves when it is rebuilt upstream; a release
+# build pins the image it was tested on by digest (docs/deploy.md, "Pin the base image"):
+#   docker build --build-arg BASE_IMAGE=python:3.11-slim-bookworm@sha256:<digest> .
+ARG BASE_IMAGE=python:3.11-slim-bookworm
+
 # --- deps: wheels of exactly the locked dependencies, hashes checked ---------------------
 # Only requirements.lock is copied, so this stage (and the runtime layer installing it) is
 # rebuilt when the lock changes, not when the code does.
-FROM python:3.11-slim AS deps
+FROM ${BASE_IMAGE} AS deps
 WORKDIR /src
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 COPY requirements.lock ./
 RUN pip wheel --require-hashes --wheel-dir /wheels -r requirements.lock
 
 # --- build: the driftgauge wheel alone (its dependencies come from the lock) -------------
-FROM python:3.11-slim AS build
+FROM ${BASE_IMAGE} AS build
 WORKDIR /src
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 COPY pyproject.toml README.md ./
@@ -20,7 +25,7 @@ COPY service ./service
 RUN pip wheel --no-deps --wheel-dir /wheels .
 
 # --- runtime: no compiler, no source tree, no root -------------------------------------
-FROM python:3.11-slim AS runtime
+FROM ${BASE_IMAGE} AS runtime
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 RUN groupadd --system --gid 10001 driftgauge \

@@ -12,6 +12,7 @@ import pytest
 import yaml
 from deploy_support import ROOT, env_references, require_promtool, run
 
+from driftgauge.cli import _parser
 from driftgauge.configfile.loader import load_file, load_text
 
 DEPLOY = ROOT / "deploy"
@@ -143,31 +144,66 @@ def test_grafana_gets_provisioning_and_the_dashboard(compose: dict[str, Any]) ->
     assert _host_path(service, home).is_file()
 
 
-def _dockerfile_stages() -> list[list[tuple[str, str]]]:
-    """Return the Dockerfile as stages of (INSTRUCTION, arguments), continuations joined."""
+def _dockerfile_lines() -> list[tuple[str, str]]:
+    """Return the Dockerfile as (INSTRUCTION, arguments), continuations joined."""
     text = re.sub(r"\\\n", " ", DOCKERFILE.read_text(encoding="utf-8"))
-    stages: list[list[tuple[str, str]]] = []
+    lines = []
     for line in text.splitlines():
         line = line.strip()
         if not line or line.startswith("#"):
             continue
         instruction, _, args = line.partition(" ")
-        if instruction.upper() == "FROM":
+        lines.append((instruction.upper(), args.strip()))
+    return lines
+
+
+def _dockerfile_global_args() -> dict[str, str]:
+    """Return the ARGs declared before the first FROM, with their defaults."""
+    declared: dict[str, str] = {}
+    for instruction, args in _dockerfile_lines():
+        if instruction == "FROM":
+            break
+        assert instruction == "ARG", f"only ARG may come before the first FROM, not {instruction}"
+        name, _, default = args.partition("=")
+        declared[name] = default
+    return declared
+
+
+def _dockerfile_stages() -> list[list[tuple[str, str]]]:
+    """Return the Dockerfile's stages of (INSTRUCTION, arguments), global ARGs left out."""
+    stages: list[list[tuple[str, str]]] = []
+    for instruction, args in _dockerfile_lines():
+        if instruction == "FROM":
             stages.append([])
-        assert stages, "Dockerfile must start with FROM"
-        stages[-1].append((instruction.upper(), args.strip()))
+        if stages:
+            stages[-1].append((instruction, args))
+    assert stages, "Dockerfile has no FROM"
     return stages
+
+
+def test_dockerfile_base_image_is_one_build_arg_a_digest_can_pin() -> None:
+    # One ARG names the base of every stage, so `--build-arg BASE_IMAGE=...@sha256:...`
+    # pins them all at once; a stage on a literal tag would escape the pin.
+    base = _dockerfile_global_args().get("BASE_IMAGE")
+    assert base is not None, "no global ARG BASE_IMAGE before the first FROM"
+    assert re.fullmatch(r"python:3\.11-slim-[a-z]+", base), base
+    for stage in _dockerfile_stages():
+        image = stage[0][1].split()[0]
+        assert image == "${BASE_IMAGE}", f"stage {stage[0][1]!r} does not start from BASE_IMAGE"
+    # The docs say how to pin it; a digest is never invented in the repo.
+    assert "@sha256:" not in base
+    assert "--build-arg BASE_IMAGE=" in (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
 
 
 def test_dockerfile_is_multi_stage_on_python_slim() -> None:
     stages = _dockerfile_stages()
     assert len(stages) >= 2
-    final_from = stages[-1][0][1]
+    final_from = stages[-1][0][1].replace("${BASE_IMAGE}", _dockerfile_global_args()["BASE_IMAGE"])
     assert final_from.startswith("python:3.11-slim")
     assert any(" AS build" in args for _, args in (s[0] for s in stages[:-1]))
 
 
-def test_dockerfile_runs_as_non_root_with_a_healthcheck() -> None:
+def test_dockerfile_runs_as_non_root_with_a_healthcheck(monkeypatch: pytest.MonkeyPatch) -> None:
     final = _dockerfile_stages()[-1]
     instructions = [i for i, _ in final]
     users = [args for i, args in final if i == "USER"]
@@ -177,10 +213,19 @@ def test_dockerfile_runs_as_non_root_with_a_healthcheck() -> None:
     [health] = [args for i, args in final if i == "HEALTHCHECK"]
     assert "/healthz" in health and "python" in health
     assert "curl" not in health and "wget" not in health
-    # The healthcheck asks the port serve listens on, not a hard-coded 8080.
-    assert "8080" not in health and "DRIFTGAUGE_PORT" in health
+    # The healthcheck asks the port serve listens on, not a hard-coded 8080: the variable
+    # it reads is the one the final stage sets and the one `serve` takes its port from.
+    assert "8080" not in health
+    [port_var] = set(re.findall(r"environ\[['\"](\w+)['\"]\]", health)) or {None}
+    assert port_var is not None, f"the healthcheck reads no port variable: {health}"
     env = " ".join(args for i, args in final if i == "ENV")
-    assert "DRIFTGAUGE_PORT=8080" in env
+    assert f"{port_var}=8080" in env
+    # CMD passes no --port, so serve's default decides: it must read the same variable.
+    assert "--port" not in dict(final)["CMD"]
+    monkeypatch.setenv(port_var, "9123")
+    assert _parser().parse_args(json.loads(dict(final)["CMD"])).port == 9123, (
+        f"serve does not take its port from {port_var}"
+    )
     entry = json.loads(dict(final)["ENTRYPOINT"])
     cmd = json.loads(dict(final)["CMD"])
     assert entry == ["driftgauge"]

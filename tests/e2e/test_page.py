@@ -331,3 +331,63 @@ async def test_docs_render_offline_from_local_assets(
     finally:
         await page.close()
     assert all(u.startswith(served.url + "/") for u in walk.requests), walk.requests
+
+
+async def test_page_shows_the_apis_counts_trend_and_last_error(
+    served: Served, browser: Any, tmp_path: Path
+) -> None:
+    async with httpx.AsyncClient(base_url=served.url, timeout=10) as http:
+        checks = {c["name"]: c for c in (await http.get("/api/v1/checks")).json()["checks"]}
+        since = (datetime.now(UTC).date() - timedelta(days=27)).isoformat()
+        days = (await http.get("/api/v1/checks/reviews/days", params={"since": since})).json()
+    buckets = {b["day"]: b for b in days["days"]}
+    error = checks["broken"]["last_run"]["error"]
+    assert error, "the broken check's run did not fail"
+    assert checks["reviews"]["last_run"]["error"] is None
+    page = await browser.new_page(viewport={"width": 1400, "height": 900})
+    try:
+        await page.goto(served.url + "/")
+        await page.wait_for_selector('section[data-check="broken"] .grid .cell')
+        await page.wait_for_selector('section[data-check="reviews"] svg.trend')
+        await page.screenshot(path=str(tmp_path / "counts.png"), full_page=True)
+
+        # A drifted day's square shows the API's numbers, and says them on hover.
+        day = served.days[1].isoformat()
+        bucket = buckets[day]
+        assert bucket["missing"] == 2 and bucket["extra"] == 1 and bucket["mismatched"] == 1
+        cell = page.locator(f'section[data-check="reviews"] .cell[data-day="{day}"]')
+        shown = await cell.locator(".n").evaluate_all(
+            "ns => ns.map(n => [n.dataset.kind, n.dataset.count, n.innerText])"
+        )
+        kinds = ["missing", "extra", "mismatched"] + (
+            ["duplicates"] if bucket["duplicates"] else []
+        )
+        assert [k for k, _, _ in shown] == kinds, shown
+        for kind, count, text in shown:
+            assert int(count) == bucket[kind], (kind, count, bucket)
+            assert int(text.lstrip("\u2212+\u2260\u00d7")) == bucket[kind], (kind, text)
+        title = await cell.get_attribute("title") or ""
+        for kind in ("missing", "extra", "mismatched", "duplicates"):
+            assert f"{kind} {bucket[kind]}" in title, title
+
+        # The trend: one point per day the API returned, higher where more keys differ.
+        chart = page.locator('svg.trend[data-check="reviews"]')
+        assert await chart.get_attribute("role") == "img"
+        points = await chart.locator("circle.point").evaluate_all(
+            "ps => ps.map(p => [p.dataset.day, Number(p.dataset.value), p.cy.baseVal.value])"
+        )
+        assert sorted(d for d, _, _ in points) == sorted(buckets), (points, sorted(buckets))
+        for d, value, _ in points:
+            b = buckets[d]
+            assert value == b["missing"] + b["extra"] + b["mismatched"], (d, value)
+        for _, v1, y1 in points:
+            for _, v2, y2 in points:
+                assert (v1 > v2) == (y1 < y2), points
+        assert "differing" in (await chart.locator("desc").text_content() or "")
+
+        # The failed check shows its run's error; the healthy one shows none.
+        box = page.locator('section[data-check="broken"] .last-error')
+        assert await box.locator(".error-text").inner_text() == error
+        assert await page.locator('section[data-check="reviews"] .last-error').count() == 0
+    finally:
+        await page.close()

@@ -118,6 +118,22 @@ function dayRange(since, until) {
   return out;
 }
 
+// The counts a cell shows: missing, extra and mismatched always, duplicates when any.
+const COUNTS = [["missing", "\u2212"], ["extra", "+"], ["mismatched", "\u2260"],
+                ["duplicates", "\u00d7"]];
+
+function countsText(b) {
+  return COUNTS.map(([kind]) => `${kind} ${b[kind]}`).join(", ");
+}
+
+function cellCounts(b) {
+  if (!(b.missing || b.extra || b.mismatched || b.duplicates)) return null;
+  return h("span", { class: "counts", "aria-hidden": "true" },
+    COUNTS.filter(([kind]) => kind !== "duplicates" || b[kind]).map(([kind, sign]) =>
+      h("span", { class: `n n-${kind}`, "data-kind": kind, "data-count": b[kind] },
+        sign + b[kind])));
+}
+
 function grid(check, answer) {
   const byDay = new Map(answer.days.map((b) => [b.day, b]));
   return h("div", { class: "grid", "data-check": check },
@@ -126,14 +142,98 @@ function grid(check, answer) {
       const status = b ? b.status : "none";
       const text = b ? (STATUS_TEXT[b.status] || b.status) : "no result";
       const known = !b || Object.prototype.hasOwnProperty.call(STATUS_TEXT, b.status);
-      const title = `${day}: ${text}` + (b && b.reasons.length ? ` (${b.reasons.join("; ")})` : "");
+      const title = `${day}: ${text}` + (b ? ` \u2014 ${countsText(b)}` : "")
+        + (b && b.reasons.length ? ` (${b.reasons.join("; ")})` : "");
       const cell = h("span", { class: `cell s-${known ? status : "other"}`, title,
                                "data-day": day, "data-status": status },
                      h("span", { class: "cell-day" }, day.slice(8)),
-                     h("span", { class: "sr" }, text));
+                     b ? cellCounts(b) : null,
+                     h("span", { class: "sr" }, b ? `${text}, ${countsText(b)}` : text));
       return b ? h("a", { href: `#/checks/${enc(check)}/days/${day}`, class: "cell-link",
                           "aria-label": title }, cell) : cell;
     }));
+}
+
+// The SVG namespace as the HTML parser gives it, so the file names no URL at all.
+const SVG = (() => {
+  const tpl = document.createElement("template");
+  tpl.innerHTML = "<svg></svg>";
+  return tpl.content.firstChild.namespaceURI;
+})();
+
+function s(tag, attrs, ...children) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attrs || {})) el.setAttribute(name, String(value));
+  for (const child of children) {
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+// Differing keys a day: what the trend chart plots, one point per judged day.
+function driftOf(b) { return b.missing + b.extra + b.mismatched; }
+
+function trend(check, answer) {
+  const days = dayRange(answer.since, answer.until);
+  const judged = answer.days.filter((b) => days.includes(b.day));
+  const W = 420; const H = 90; const L = 34; const R = 8; const T = 8; const B = 18;
+  const top = Math.max(1, ...judged.map(driftOf));
+  const x = (day) => L + (days.length > 1 ? (days.indexOf(day) * (W - L - R)) / (days.length - 1) : 0);
+  const y = (v) => T + (H - T - B) * (1 - v / top);
+  const drifting = judged.filter((b) => driftOf(b) > 0);
+  const worst = judged.reduce((a, b) => (a && driftOf(a) >= driftOf(b) ? a : b), null);
+  const summary = judged.length
+    ? `${judged.length} judged days from ${days[0]} to ${days[days.length - 1]}; `
+      + `${drifting.length} with differing keys; most ${worst ? driftOf(worst) : 0}`
+      + (worst && driftOf(worst) ? ` on ${worst.day}` : "") + "."
+    : "No day in the window was judged.";
+  const id = `trend-${check.replace(/[^A-Za-z0-9_-]/g, "_")}`;
+  const svg = s("svg", { class: "trend", "data-check": check, role: "img", width: W, height: H,
+                         viewBox: `0 0 ${W} ${H}`, "aria-labelledby": `${id}-t ${id}-d` },
+    s("title", { id: `${id}-t` }, `${check}: differing keys per day (missing + extra + mismatched)`),
+    s("desc", { id: `${id}-d` }, summary),
+    s("line", { class: "axis", x1: L, y1: y(0), x2: W - R, y2: y(0) }),
+    s("text", { class: "tick", x: L - 4, y: y(top) + 4, "text-anchor": "end" }, top),
+    s("text", { class: "tick", x: L - 4, y: y(0) + 4, "text-anchor": "end" }, 0),
+    s("text", { class: "tick", x: L, y: H - 4 }, days[0].slice(5)),
+    s("text", { class: "tick", x: W - R, y: H - 4, "text-anchor": "end" },
+      days[days.length - 1].slice(5)));
+  // Consecutive judged days are joined; a day without a result breaks the line.
+  let run = [];
+  const flush = () => {
+    if (run.length > 1) {
+      svg.append(s("polyline", { class: "line",
+        points: run.map((b) => `${x(b.day)},${y(driftOf(b))}`).join(" ") }));
+    }
+    run = [];
+  };
+  const byDay = new Map(judged.map((b) => [b.day, b]));
+  for (const day of days) { if (byDay.has(day)) run.push(byDay.get(day)); else flush(); }
+  flush();
+  for (const b of judged) {
+    svg.append(s("circle", { class: `point p-${b.status}`, cx: x(b.day), cy: y(driftOf(b)), r: 3.5,
+                             "data-day": b.day, "data-value": driftOf(b) },
+      s("title", {}, `${b.day}: ${driftOf(b)} differing (${countsText(b)})`)));
+  }
+  return h("figure", { class: "trend-box" }, svg,
+    h("figcaption", { class: "note" }, "Differing keys per day: ", summary));
+}
+
+// The newest run that failed: the latest finished one, or an earlier one from the runs list.
+async function lastError(c) {
+  const run = c.last_run;
+  if (run && run.error) return { run, latest: true };
+  const answer = await api(`/checks/${enc(c.name)}/runs`, { limit: 20 });
+  const failed = answer.runs.find((r) => r.error);
+  return failed ? { run: failed, latest: false } : null;
+}
+
+function errorBox(found) {
+  const { run, latest } = found;
+  return h("div", { class: "last-error reason", role: "status" },
+    h("strong", {}, latest ? "Last run failed" : "An earlier run failed"),
+    ` (run ${run.id}, ${run.trigger}, ${run.finished_at || run.started_at}): `,
+    h("span", { class: "error-text" }, run.error));
 }
 
 async function checkCard(c) {
@@ -145,11 +245,18 @@ async function checkCard(c) {
     h("p", { class: "note" },
       run ? `last run ${run.id} (${run.trigger}) finished ${run.finished_at || "—"}` : "no run yet",
       " · last success ", c.last_success_at || "never"),
-    run && run.error ? h("p", { class: "reason" }, `error: ${run.error}`) : null);
+  );
+  try {
+    const found = await lastError(c);
+    if (found) card.append(errorBox(found));
+  } catch (exc) {
+    card.append(h("p", { class: "reason" }, `runs: ${exc.message}`));
+  }
   // `until` is left to the server: today in the check's time zone, not the browser's.
   const since = isoDay(new Date(Date.now() - (GRID_DAYS - 1) * 86400000));
   try {
-    card.append(grid(c.name, await api(`/checks/${enc(c.name)}/days`, { since })));
+    const answer = await api(`/checks/${enc(c.name)}/days`, { since });
+    card.append(grid(c.name, answer), trend(c.name, answer));
   } catch (exc) {
     card.append(h("p", { class: "reason" }, `days: ${exc.message}`));
   }
@@ -167,7 +274,8 @@ async function viewChecks(only) {
 function legend() {
   return h("p", { class: "legend" }, ["ok", "drift", "settling", "error"].map(
     (s) => h("span", {}, h("span", { class: `cell small s-${s}` }), STATUS_TEXT[s])),
-    h("span", {}, h("span", { class: "cell small s-none" }), "no result"));
+    h("span", {}, h("span", { class: "cell small s-none" }), "no result"),
+    h("span", { class: "counts-legend" }, " \u00b7 in a square: \u2212missing +extra \u2260mismatched \u00d7duplicates"));
 }
 
 function bucketSummary(b) {
