@@ -381,8 +381,9 @@ def measure(
     Each round runs driftgauge on every shape, then reladiff where asked; the results
     are recorded after every round, so a stopped bench keeps what it measured. With
     `first_runs`, each round also runs every check with --no-store: a first run, with no
-    stored verdict to plan from (the clean one too: what a stateless check pays). With `floors`, each round also runs
-    the bare lookup3 and md5 floors, so the clean check's ratio to them is of one run.
+    stored verdict to plan from (the clean one too: what a stateless check pays). With
+    `floors`, each round also runs the bare lookup3 and md5 floors, so the clean check's
+    ratio to them is of one run.
     """
     want = {name: (s.planted() if (s := shape(name, n)) else Planted(0, 0, 0)) for name in group}
     # A check's first run has no stored verdict: drift unknown, it spreads difference
