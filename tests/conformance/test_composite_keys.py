@@ -13,6 +13,7 @@ from driftgauge.configfile.loader import load_text
 from driftgauge.core.fields import NULL_KEY, KeyType
 from driftgauge.encoding import digest as d
 from driftgauge.engine.reconcile import reconcile
+from driftgauge.engine.strategy import DAYS_ONLY, FirstPass
 from driftgauge.stores.base import RowHash, StoreAdapter
 from tests.conformance.kinds import KINDS
 from tests.conformance.spec import COMPOSITE_KEYS, READER_ONLY, Kind, Spec, Store, Table
@@ -183,11 +184,11 @@ POSTGRES = next(k for k in KINDS if k.name == "postgres")
 
 @pytest.mark.parametrize(
     "first_pass",
-    [{}, {"slots_first": True}, {"digest_width": 16}],
+    [DAYS_ONLY, FirstPass(slots=True), FirstPass(width=16)],
     ids=["drill-down", "slots-first", "difference-digests"],
 )
 async def test_planted_drift_under_a_composite_key_from_postgres(
-    kind: Kind, stored: Store, first_pass: dict[str, Any]
+    kind: Kind, stored: Store, first_pass: FirstPass
 ) -> None:
     """PostgreSQL as the source, this kind as the reader: every planted key found exactly.
 
@@ -199,7 +200,7 @@ async def test_planted_drift_under_a_composite_key_from_postgres(
     reader = await (await stored(kind, PLANTED_READER)).open(RUNS_SPEC)
     try:
         result = await reconcile(
-            check, source, reader, *WINDOW, now=BASE + timedelta(days=9), **first_pass
+            check, source, reader, *WINDOW, now=BASE + timedelta(days=9), first=first_pass
         )
     finally:
         await source.close()
