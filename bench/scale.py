@@ -524,9 +524,12 @@ def order(k: str) -> tuple[int, str, str, int]:
     return int(rows), target, "".join(tag), SHAPES.index(name)
 
 
+PAIRS = {"pg": "PG->PG", "os": "PG->OpenSearch", "trino": "PG->Trino", "spark": "PG->Spark"}
+
+
 def pair(e: dict[str, Any]) -> str:
     """Return the pair a result ran on, with its series tag."""
-    name = "PG->PG" if e["target"] == "pg" else "PG->OpenSearch"
+    name = PAIRS[e["target"]]
     return name + (f" ({e['tag']})" if e.get("tag") else "")
 
 

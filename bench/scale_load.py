@@ -200,12 +200,17 @@ async def build_dst(
     say(f"{db}: ready, {since(t0)}")
 
 
-def reladiff_timed(src: str, dst: str, limit: float) -> dict[str, Any]:
-    """Run reladiff's hashdiff on one pair; stop it after `limit` seconds (a lower bound)."""
+def reladiff_timed(
+    src: str, dst: str, limit: float, script: str = RELADIFF, args: list[str] | None = None
+) -> dict[str, Any]:
+    """Run reladiff's hashdiff on one pair; stop it after `limit` seconds (a lower bound).
+
+    `src` and `dst` are PostgreSQL databases unless `script` and its `args` say otherwise.
+    """
     load = os.getloadavg()[0]
     if limit <= 0:
         return {"skipped": "past the deadline", "load": round(load, 1)}
-    argv = [PY, "-c", WRAP, PY, "-c", RELADIFF, dsn(src), dsn(dst)]
+    argv = [PY, "-c", WRAP, PY, "-c", script, *(args or [dsn(src), dsn(dst)])]
     t0 = time.perf_counter()
     # Its own process group, so a stop takes the wrapped reladiff process with it.
     proc = subprocess.Popen(
