@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 export DRIFTGAUGE_TEST_SPARK_URL ?= sc://127.0.0.1:$(or $(DRIFTGAUGE_SPARK_PORT),55002)
 export DRIFTGAUGE_TEST_TRINO_URL ?= http://127.0.0.1:$(or $(DRIFTGAUGE_TRINO_PORT),58080)
 
-.PHONY: install services services-stop status tools test test-unit test-differential test-fuzz test-faults test-replicas lint typecheck docs try demo demo-backfill bench bench-faults bench-scale bench-fleet dist rules lock clean
+.PHONY: install services services-stop status tools test test-unit test-differential test-fuzz test-faults test-replicas lint typecheck docs try demo demo-backfill bench bench-faults bench-scale bench-engines bench-fleet dist rules lock clean
 
 $(BIN)/driftgauge: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -79,10 +79,13 @@ test-replicas: install services ## Two replicas' canaries over five scheduled mi
 try: install ## No services: a DuckDB file checked against its Parquet export, planted drift found
 	$(BIN)/python deploy/examples/try/run.py
 
-demo: install services ## A week of the fault bench, then driftgauge serve finding the drift
+# The demos start only the stores they use: PostgreSQL and OpenSearch (no Trino download).
+demo: install ## A week of the fault bench, then driftgauge serve finding the drift
+	deploy/local/stack.sh start postgres opensearch
 	$(BIN)/python bench/faults/demo.py $(DEMO_ARGS)
 
-demo-backfill: install services ## Night 15 repaired: plan, announce, start, verify, replay, close
+demo-backfill: install ## Night 15 repaired: plan, announce, start, verify, replay, close
+	deploy/local/stack.sh start postgres
 	$(BIN)/python bench/backfill/demo.py
 
 bench: install services ## Benchmarks; results go to bench/RESULTS.md
@@ -93,6 +96,10 @@ bench-faults: install services ## The seed's nine faults on real stores; results
 
 bench-fleet: install services ## 500 checks on 3 real replicas for 12 minutes, one killed (long; bench/RESULTS.md "Fleet")
 	$(BIN)/python bench/fleet.py --write $(FLEET_ARGS)
+
+# ENGINES_ARGS="--rows 100000000 --shapes clean hours --repeat 2" for the 100M figures.
+bench-engines: install services ## N rows PG->Trino and PG->Spark, engine-written files, vs reladiff on Trino (long; bench/RESULTS.md "Scale")
+	$(BIN)/python bench/engines.py $(ENGINES_ARGS)
 
 bench-scale: install services ## 10M rows PG->PG and PG->OpenSearch, three drift shapes, vs reladiff (long; bench/RESULTS.md "Scale")
 	$(BIN)/python bench/scale.py $(SCALE_ARGS)

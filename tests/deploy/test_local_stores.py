@@ -82,3 +82,30 @@ def test_a_run_refuses_a_store_another_checkout_started(tmp_path: Path) -> None:
     # And this checkout's own stores pass the check.
     own = _pytest(_env())
     assert own.returncode == 0, own.stdout + own.stderr
+
+
+@pytest.mark.parametrize(
+    ("target", "stores"), [("demo", "postgres opensearch"), ("demo-backfill", "postgres")]
+)
+def test_a_demo_starts_only_the_stores_it_uses(target: str, stores: str) -> None:
+    """`make demo` on a fresh machine must not wait for Trino's 800 MB or Spark's wheel."""
+    out = subprocess.run(
+        ["make", "-n", target], cwd=ROOT, env=_env(), capture_output=True, text=True, check=True
+    ).stdout
+    starts = [line.split() for line in out.splitlines() if "stack.sh" in line]
+    assert starts == [["deploy/local/stack.sh", "start", *stores.split()]], out
+    assert "services" not in out.split("stack.sh", 1)[0]
+
+
+def test_the_stack_refuses_an_unknown_store_by_name() -> None:
+    proc = subprocess.run(
+        [str(ROOT / "deploy/local/stack.sh"), "start", "postgres", "redis"],
+        env=_env(DRIFTGAUGE_LOCAL_DIR=str(ROOT / ".local")),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 1
+    assert "unknown store 'redis'" in proc.stderr + proc.stdout
+    assert "postgres" in proc.stderr + proc.stdout  # names what it knows; started nothing
+    assert "up on" not in proc.stderr + proc.stdout
