@@ -14,7 +14,7 @@ TRINO_TARBALL="$LOCAL/downloads/trino-server-$TRINO_VERSION.tar.gz"
 TRINO_JAVA_HOME="${DRIFTGAUGE_TRINO_JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}"
 TRINO_HEAP="${DRIFTGAUGE_TRINO_HEAP:-1G}"
 # A query's memory on the node: the first pass's distinct-key count holds a window's keys
-# (~2 GB at 10M rows, more at 100M: bench/engines.py runs with a larger heap and limit).
+# (~1 GB at 10M rows: see docs/trino.md). At most 70% of the heap: Trino keeps 30% as headroom.
 TRINO_QUERY_MEMORY="${DRIFTGAUGE_TRINO_QUERY_MEMORY:-256MB}"
 PIDFILE="$TRINO_DIR/trino.pid"
 URL="http://127.0.0.1:$TRINO_PORT"
