@@ -360,6 +360,34 @@ CASES = [
         "stores.api.max_concurrent_queries: Input should be greater than or equal",
     ),
     Case(
+        "stores.pg.parallel_scans",
+        0,
+        "stores.pg.parallel_scans: Input should be greater than or equal",
+    ),
+    Case(
+        "stores.os.parallel_scans",
+        33,
+        "stores.os.parallel_scans: Input should be less than or equal",
+    ),
+    Case(
+        "stores.my.parallel_scans",
+        "two",
+        "stores.my.parallel_scans: Input should be a valid integer",
+    ),
+    Case(
+        "stores.es.parallel_scans",
+        -1,
+        "stores.es.parallel_scans: Input should be greater than or equal",
+    ),
+    Case("stores.duck.parallel_scans", 2, "stores.duck.parallel_scans: a duckdb store runs one"),
+    Case(
+        "stores.api.parallel_scans",
+        True,
+        "stores.api.parallel_scans: Input should be a valid integer",
+    ),
+    Case("stores.spark.parallel_scans", 0, "stores.spark.parallel_scans: Input should be greater"),
+    Case("stores.trino.parallel_scans", 99, "stores.trino.parallel_scans: Input should be less"),
+    Case(
         "state.max_concurrent_runs",
         0,
         "state.max_concurrent_runs: Input should be greater than or equal",

@@ -135,6 +135,7 @@ def settings(draw: st.DrawFn, pair: Pair) -> Settings:
         digest_width=draw(st.sampled_from((None, 16, 64))),
         days_first=draw(st.booleans()),
         rescan=draw(st.booleans()),
+        parallel_scans=draw(st.sampled_from((1, 1, 3))),
     )
 
 

@@ -115,6 +115,8 @@ class Settings:
     """Run twice over a window of 12 days (9 empty ones first): the second run, as a
     stored run's next one, takes days only and scans each differing day (or the hours
     its drift sat in) alone, planned from the first run's verdicts."""
+    parallel_scans: int = 1
+    """Both stores split a first pass over several days into this many range queries."""
 
 
 @dataclass(repr=False)

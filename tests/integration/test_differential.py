@@ -237,6 +237,11 @@ async def run_driftgauge(
             reader = view(
                 case, os_store(), index=index, filter=hide if case.settings.reader_filter else None
             )
+        if case.settings.parallel_scans > 1:
+            parts = case.settings.parallel_scans
+            # The stores are the kinds' frozen dataclasses behind the Store protocol.
+            source = replace(source, store=replace(source.store, parallel_scans=parts))  # type: ignore[type-var]
+            reader = replace(reader, store=replace(reader.store, parallel_scans=parts))  # type: ignore[type-var]
         check = build_check(case, source, reader)
         paths: set[str] = set()
         src = Traced(await open_adapter(check.source), paths)

@@ -29,7 +29,7 @@ DAYS = 3
 ROWS = 3000
 CONFIG = """
 stores:
-  pg: {{kind: postgres, dsn: "{dsn}"}}
+  pg: {{kind: postgres, dsn: "{dsn}"{store}}}
 state: {{dsn: "{dsn}"}}
 checks:
   c:
@@ -71,8 +71,8 @@ async def tables(pg_database: str) -> AsyncIterator[str]:
         await conn.close()
 
 
-def _check(dsn: str, extra: str = "") -> Check:
-    return load_text(CONFIG.format(dsn=dsn, extra=extra)).checks["c"]
+def _check(dsn: str, extra: str = "", store: str = "") -> Check:
+    return load_text(CONFIG.format(dsn=dsn, extra=extra, store=store)).checks["c"]
 
 
 @pytest.mark.parametrize(
@@ -81,10 +81,13 @@ def _check(dsn: str, extra: str = "") -> Check:
     ids=["days", "days+slots", "difference-digests"],
 )
 @pytest.mark.parametrize("extra", ["", "row_hash: md5"], ids=["auto", "md5"])
+@pytest.mark.parametrize("parts", [1, 3], ids=["one-scan", "three-range-queries"])
 async def test_a_run_finds_the_planted_drift_exactly_with_either_hash(
-    tables: str, extra: str, slots_first: bool, width: int | None
+    tables: str, extra: str, slots_first: bool, width: int | None, parts: int
 ) -> None:
-    check = _check(tables, extra)
+    """Whichever first pass, hash, and however many range queries the pass is split into."""
+    check = _check(tables, extra, f", parallel_scans: {parts}" if parts > 1 else "")
+    assert check.source.store.parallel_scans == parts
     assert check.row_hash == ("md5" if extra else "lookup3")
     source, reader = await open_adapter(check.source), await open_adapter(check.reader)
     try:
@@ -106,6 +109,7 @@ async def test_a_run_finds_the_planted_drift_exactly_with_either_hash(
     assert result.to_dict()["row_hash"] == check.row_hash
     found = [sum(getattr(b, k) for b in result.buckets) for k in ("missing", "extra", "mismatched")]
     assert found == [3, 2, 4]
+    assert sum(b.expected for b in result.buckets) == ROWS
 
 
 async def test_the_preflight_probes_the_servers_lookup3(
@@ -228,7 +232,7 @@ async def test_a_nondeterministic_collation_does_not_fold_the_lookup3_hash(table
     finally:
         await conn.close()
     assert folded  # the trap is real on this server
-    text = CONFIG.format(dsn=tables, extra="").replace("table: src", "table: ci_src")
+    text = CONFIG.format(dsn=tables, extra="", store="").replace("table: src", "table: ci_src")
     text = text.replace("table: dst", "table: ci_dst").replace(", amount: amount", "")
     check = load_text(text.replace("amount: decimal", "")).checks["c"]
     source, reader = await open_adapter(check.source), await open_adapter(check.reader)

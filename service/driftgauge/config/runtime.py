@@ -40,6 +40,11 @@ class Store(Protocol):
         """At most this many queries at once on the store in one replica; None: no limit."""
         ...
 
+    @property
+    def parallel_scans(self) -> int:
+        """Range queries a side's first pass over several days is split into (1: one)."""
+        ...
+
 
 @dataclass(frozen=True)
 class Field:

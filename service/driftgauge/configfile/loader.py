@@ -227,6 +227,8 @@ def build(
         built = registry.kind_of(sm.kind).build(name, sm, problems)
         if sm.max_concurrent_queries is not None:
             built = replace(built, max_concurrent_queries=sm.max_concurrent_queries)  # type: ignore[type-var]
+        if sm.parallel_scans != 1:
+            built = replace(built, parallel_scans=sm.parallel_scans)  # type: ignore[type-var]
         stores[name] = built
     broken = (known_stores or set()) - set(stores)
     state = State(

@@ -8,10 +8,12 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TypeVar
+from zoneinfo import ZoneInfo
 
 from driftgauge import observe
-from driftgauge.config.runtime import Check
+from driftgauge.config.runtime import Check, Store
 from driftgauge.core.aggregate import Aggregate
+from driftgauge.engine.split import merge_digests, merge_first, split_days
 from driftgauge.engine.tasks import all_or_none
 from driftgauge.slots import store_slot
 from driftgauge.stores.base import (
@@ -34,12 +36,23 @@ T = TypeVar("T")
 class Counted:
     """Wrap an adapter to count round trips and fetched rows for the run's report and /metrics."""
 
-    def __init__(self, inner: StoreAdapter, store: str, max_queries: int | None = None) -> None:
+    def __init__(
+        self,
+        inner: StoreAdapter,
+        store: str,
+        max_queries: int | None = None,
+        *,
+        parallel: int = 1,
+        zone: ZoneInfo | None = None,
+    ) -> None:
         self.inner = inner
         self.store = store
         """The configured store's name, for the process's store-call metrics."""
         self.max_queries = max_queries
         """The store's query slots in this replica (None: no limit); see driftgauge.slots."""
+        self.parallel = parallel
+        """Range queries of whole days (in `zone`) a first pass is split into (see split)."""
+        self.zone = zone
         self.queries = 0
         self.rows = 0
         self.scanned = 0
@@ -76,10 +89,30 @@ class Counted:
         self._scan("digests", _rows_in(out))
         return out
 
+    def _parts(self, start: datetime, end: datetime) -> list[tuple[datetime, datetime]]:
+        """Return the range queries a first pass over [start, end) is split into."""
+        if self.parallel < 2 or self.zone is None:
+            return [(start, end)]
+        return split_days(start, end, self.zone, self.parallel, FIRST_PASS_SLOT)
+
     async def first_pass(
         self, start: datetime, end: datetime, with_slots: bool
     ) -> tuple[FirstPass, bool]:
-        """Return the day buckets, with their slots when asked and the store can."""
+        """Return the day buckets, with their slots when asked and the store can.
+
+        With `parallel` above 1 the window's days are scanned as that many range queries
+        at once (each takes its own query slot), merged into one first pass.
+        """
+        parts = self._parts(start, end)
+        if len(parts) > 1:
+            got = await all_or_none(*(self._first_part(a, b, with_slots) for a, b in parts))
+            return merge_first(got)
+        return await self._first_part(start, end, with_slots)
+
+    async def _first_part(
+        self, start: datetime, end: datetime, with_slots: bool
+    ) -> tuple[FirstPass, bool]:
+        """Return one range query's day buckets, with their slots when asked and the store can."""
         async with self._timed("digests"):
             if with_slots and isinstance(self.inner, SlotFirstPass):
                 got = await self.inner.day_and_slot_digests(start, end, FIRST_PASS_SLOT), True
@@ -90,7 +123,16 @@ class Counted:
         return got
 
     async def digest_pass(self, start: datetime, end: datetime, width: int) -> DigestPass:
-        """Return the day buckets and their difference digests."""
+        """Return the day buckets and their difference digests (split as first_pass is)."""
+        parts = self._parts(start, end)
+        if len(parts) > 1:
+            return merge_digests(
+                await all_or_none(*(self._digest_part(a, b, width) for a, b in parts))
+            )
+        return await self._digest_part(start, end, width)
+
+    async def _digest_part(self, start: datetime, end: datetime, width: int) -> DigestPass:
+        """Return one range query's day buckets and their difference digests."""
         assert isinstance(self.inner, DigestFirstPass)
         async with self._timed("digests"):
             got = await self.inner.day_and_cell_digests(start, end, width)
@@ -152,11 +194,17 @@ class Sides:
     @classmethod
     def of(cls, check: Check, source: StoreAdapter, reader: StoreAdapter) -> Sides:
         """Return the check's two adapters, counted under their configured stores' names."""
-        return cls(
-            check,
-            Counted(source, check.source.store.name, check.source.store.max_concurrent_queries),
-            Counted(reader, check.reader.store.name, check.reader.store.max_concurrent_queries),
-        )
+
+        def counted(adapter: StoreAdapter, store: Store) -> Counted:
+            return Counted(
+                adapter,
+                store.name,
+                store.max_concurrent_queries,
+                parallel=store.parallel_scans,
+                zone=check.timezone,
+            )
+
+        return cls(check, counted(source, check.source.store), counted(reader, check.reader.store))
 
     async def both(self, fn: Callable[[Counted], Awaitable[T]]) -> tuple[T, T]:
         """Run the same request on both sides concurrently."""

@@ -60,6 +60,17 @@ class StoreModel(Strict):
             " served. Unset: no limit beyond the store's own pool."
         ),
     )
+    parallel_scans: int = Field(
+        1,
+        ge=1,
+        le=32,
+        description=(
+            "Split a side's first pass over a window of several days into this many range"
+            " queries of whole days, run at once (each counts against"
+            " max_concurrent_queries). Set it above 1 only when the store has the cores to"
+            " spare: it multiplies the load a run puts on the store while it scans."
+        ),
+    )
 
 
 Build = Callable[[str, Any, list[str]], Store]

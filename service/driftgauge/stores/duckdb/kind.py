@@ -22,6 +22,12 @@ def build(name: str, sm: DuckDBStoreModel, problems: list[str]) -> DuckDBStore:
     )
     if sm.database is None and not files:
         problems.append(f"stores.{name}: a duckdb store needs a 'database' file or 'files'")
+    if sm.parallel_scans > 1:
+        # One embedded connection runs its queries one at a time; it has threads instead.
+        problems.append(
+            f"stores.{name}.parallel_scans: a duckdb store runs one query at a time;"
+            " set `threads` to use more cores"
+        )
     return DuckDBStore(name, sm.database, files, sm.timeout_seconds, sm.threads)
 
 

@@ -49,6 +49,8 @@ class DuckDBStore:
     kind: str = "duckdb"
     max_concurrent_queries: int | None = None
     """At most this many queries at once in one replica (stores.NAME.max_concurrent_queries)."""
+    parallel_scans: int = 1
+    """Range queries a first pass over many days is split into (stores.NAME.parallel_scans)."""
 
     def file_table(self, name: str | None) -> FileTable | None:
         """Return the file table called `name`, if the store has one."""

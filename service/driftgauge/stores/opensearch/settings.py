@@ -25,6 +25,8 @@ class OpenSearchStore:
     kind: str = "opensearch"
     max_concurrent_queries: int | None = None
     """At most this many queries at once in one replica (stores.NAME.max_concurrent_queries)."""
+    parallel_scans: int = 1
+    """Range queries a first pass over many days is split into (stores.NAME.parallel_scans)."""
 
 
 class ClusterModel(StoreModel):
