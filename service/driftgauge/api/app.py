@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from fastapi import FastAPI
-from prometheus_client import ProcessCollector
+from prometheus_client import CollectorRegistry, ProcessCollector
 
 from driftgauge import __version__
-from driftgauge.api.audit import audit_router, open_audit
+from driftgauge.api.audit import Audit, audit_router, open_audit
 from driftgauge.api.auth import TokenCheck
 from driftgauge.api.errors import add_error_handlers
 from driftgauge.api.health import add_health
@@ -55,6 +55,7 @@ from driftgauge.metrics.snapshot import SnapshotCache, interrupted_part, state_p
 from driftgauge.metrics.stores import store_retries_part
 from driftgauge.repair.router import repair_router
 from driftgauge.retention.job import RetentionJob
+from driftgauge.state.election import ExporterElection
 from driftgauge.state.store import StateStore
 from driftgauge.stores import registry
 from driftgauge.stores.base import StoreAdapter
@@ -158,6 +159,68 @@ def _retrying_stores(config: Config) -> list[str]:
     )
 
 
+def _registry(
+    config: Config,
+    snapshots: SnapshotCache,
+    audit: Audit,
+    options: RuntimeOptions,
+    election: ExporterElection,
+    clock: Callable[[], datetime],
+) -> CollectorRegistry:
+    """Return the service's metrics registry: every part, the stored ones from the leader only."""
+
+    def is_leader() -> bool:
+        return election.leader
+
+    # Each fact once: the stored series from the elected replica only, the work each
+    # replica did (and its view of the state database) from every replica.
+    stored = [
+        reconciliation_part(snapshots.current),
+        history_part(snapshots.current),
+        interrupted_part(snapshots.current),
+        schedule_part(snapshots.current, job_specs(config.checks), clock),
+        *audit.parts,
+        *options.metric_parts,
+    ]
+    registry = build_registry(
+        [
+            stored_parts(is_leader, stored),
+            exporter_part(is_leader),
+            state_part(snapshots),
+            process_part(__version__),
+            background_part,
+            store_retries_part(_retrying_stores(config)),
+            own_part(sorted(config.stores)),
+        ]
+    )
+    ProcessCollector(registry=registry)  # process_* of this process, on our registry
+    return registry
+
+
+async def _recover(
+    leases: LeaseKeeper, snapshots: SnapshotCache, election: ExporterElection
+) -> None:
+    """Expire a dead replica's runs, load the stored results, try for the exporter lock.
+
+    Start-up never depends on the state database answering or its data being well-formed.
+    """
+    # Runs of a replica that died (this one, before a restart) expire now or, if
+    # their lease has not run out yet, at a later heartbeat.
+    try:
+        await leases.expire()
+    except StateError as exc:
+        log.warning("could not expire interrupted runs", extra={"error": str(exc)})
+    with survive("snapshot_refresh", "load stored results"):
+        try:
+            await snapshots.refresh()
+        except StateError as exc:
+            log.warning("could not load stored results", extra={"error": str(exc)})
+    try:
+        await election.attempt()
+    except StateError as exc:
+        log.warning("could not take the exporter lock", extra={"error": str(exc)})
+
+
 @asynccontextmanager
 async def _open_runtime(
     config: Config, tokens: TokenCheck, options: RuntimeOptions
@@ -213,47 +276,8 @@ async def _open_runtime(
         election = state.exporter_election()
         stack.push_async_callback(election.release)
 
-        def is_leader() -> bool:
-            return election.leader
-
-        # Each fact once: the stored series from the elected replica only, the work each
-        # replica did (and its view of the state database) from every replica.
-        stored = [
-            reconciliation_part(snapshots.current),
-            history_part(snapshots.current),
-            interrupted_part(snapshots.current),
-            schedule_part(snapshots.current, job_specs(config.checks), clock),
-            *audit.parts,
-            *options.metric_parts,
-        ]
-        registry = build_registry(
-            [
-                stored_parts(is_leader, stored),
-                exporter_part(is_leader),
-                state_part(snapshots),
-                process_part(__version__),
-                background_part,
-                store_retries_part(_retrying_stores(config)),
-                own_part(sorted(config.stores)),
-            ]
-        )
-        ProcessCollector(registry=registry)  # process_* of this process, on our registry
-        # Runs of a replica that died (this one, before a restart) expire now or, if
-        # their lease has not run out yet, at a later heartbeat.
-        try:
-            await leases.expire()
-        except StateError as exc:
-            log.warning("could not expire interrupted runs", extra={"error": str(exc)})
-        # Start-up never depends on the stored data being well-formed.
-        with survive("snapshot_refresh", "load stored results"):
-            try:
-                await snapshots.refresh()
-            except StateError as exc:
-                log.warning("could not load stored results", extra={"error": str(exc)})
-        try:
-            await election.attempt()
-        except StateError as exc:
-            log.warning("could not take the exporter lock", extra={"error": str(exc)})
+        registry = _registry(config, snapshots, audit, options, election, clock)
+        await _recover(leases, snapshots, election)
         jobs.add(heartbeat_job(leases), refresh_job(snapshots, refresh), exporter_job(election))
         if start_scheduler:
             jobs.add(*tick_jobs(job_specs(config.checks), ticks.tick), retention_job(retention))

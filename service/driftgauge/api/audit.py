@@ -114,6 +114,47 @@ def audit_router(tokens: TokenCheck) -> APIRouter:
     return router
 
 
+def _assemble(
+    config: Config,
+    pool: Any,
+    deadline: float,
+    reconcile: ReconcileFn,
+    source: SourceGetter,
+    clock: Callable[[], datetime],
+    connections: Connections | None,
+) -> Audit:
+    """Return the audit's services and metrics, each over its store on the state pool."""
+    ledger_store, canary_store = LedgerStore(pool, deadline), CanaryStore(pool, deadline)
+    signals_store = SignalsStore(pool, deadline)
+    hook = ReconcileOnClose(config.checks, reconcile, clock=clock)
+    ledger = LedgerService(ledger_store, config.checks, clock=clock, on_close=hook)
+    canary_metrics = CanaryMetrics(
+        canary_store, [n for n, c in config.checks.items() if c.canary is not None]
+    )
+
+    async def after_canary(_: object) -> None:
+        await canary_metrics.refresh()
+
+    return Audit(
+        ledger=ledger,
+        reconcile_on_close=hook,
+        canary=CanaryService(
+            config.checks,
+            canary_store,
+            source,
+            clock=clock,
+            on_result=after_canary,
+            connections=connections,
+        ),
+        signals=SignalsService(config.checks, signals_store, source, clock=clock),
+        ledger_metrics=LedgerMetrics(
+            ledger_store, list(ledger.jobs), {j.job: j.timezone for j in ledger.jobs.values()}
+        ),
+        canary_metrics=canary_metrics,
+        signals_metrics=SignalsMetrics(signals_store, list(config.checks)),
+    )
+
+
 @asynccontextmanager
 async def open_audit(
     config: Config,
@@ -140,35 +181,8 @@ async def open_audit(
     owned = pool is None
     if pool is None:
         pool = await open_pool(config.state, deadline=deadline)
-    ledger_store, canary_store = LedgerStore(pool, deadline), CanaryStore(pool, deadline)
-    signals_store = SignalsStore(pool, deadline)
-    hook = ReconcileOnClose(config.checks, reconcile, clock=clock)
-    ledger = LedgerService(ledger_store, config.checks, clock=clock, on_close=hook)
-    canary_metrics = CanaryMetrics(
-        canary_store, [n for n, c in config.checks.items() if c.canary is not None]
-    )
-
-    async def after_canary(_: object) -> None:
-        await canary_metrics.refresh()
-
-    audit = Audit(
-        ledger=ledger,
-        reconcile_on_close=hook,
-        canary=CanaryService(
-            config.checks,
-            canary_store,
-            source,
-            clock=clock,
-            on_result=after_canary,
-            connections=connections,
-        ),
-        signals=SignalsService(config.checks, signals_store, source, clock=clock),
-        ledger_metrics=LedgerMetrics(
-            ledger_store, list(ledger.jobs), {j.job: j.timezone for j in ledger.jobs.values()}
-        ),
-        canary_metrics=canary_metrics,
-        signals_metrics=SignalsMetrics(signals_store, list(config.checks)),
-    )
+    audit = _assemble(config, pool, deadline, reconcile, source, clock, connections)
+    hook = audit.reconcile_on_close
     added: list[str] = []
     try:
         await audit.tick()

@@ -262,26 +262,36 @@ def build(
     return Config(stores, state, api, checks)
 
 
-def _build_check(
-    name: str, cm: m.CheckModel, stores: dict[str, Store], broken: set[str], problems: list[str]
-) -> Check | None:
-    where = f"checks.{name}"
-    before = len(problems)
+def _zone(where: str, name: str, problems: list[str]) -> ZoneInfo:
+    """Return the check's time zone; an unknown one is a problem (and UTC stands in)."""
     try:
-        tz = ZoneInfo(cm.timezone)
+        return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a name too long
-        problems.append(f"{where}.timezone: unknown time zone {cm.timezone!r}")
-        tz = ZoneInfo("UTC")
-    fields = tuple(Field(n, t) for n, t in cm.fields.items())
-    _check_measures(where, cm, fields, problems)
-    key = resolve_key(where, cm, problems)
-    reasons = {e.reason for e in cm.exclusions} | ({NULL_KEY} if key.composite else set())
+        problems.append(f"{where}.timezone: unknown time zone {name!r}")
+        return ZoneInfo("UTC")
+
+
+def _check_rate_reasons(where: str, cm: m.CheckModel, composite: bool, problems: list[str]) -> None:
+    """Append a problem for each exclusion-rate tolerance no exclusion rule can produce."""
+    reasons = {e.reason for e in cm.exclusions} | ({NULL_KEY} if composite else set())
     for reason in cm.tolerance.exclusion_rate:
         # With a ledger, reasons also come from the sync job's no_match/skipped reports.
         if cm.ledger is None and reason not in reasons:
             problems.append(
                 f"{where}.tolerance.exclusion_rate.{reason}: no exclusion has this reason"
             )
+
+
+def _build_check(
+    name: str, cm: m.CheckModel, stores: dict[str, Store], broken: set[str], problems: list[str]
+) -> Check | None:
+    where = f"checks.{name}"
+    before = len(problems)
+    tz = _zone(where, cm.timezone, problems)
+    fields = tuple(Field(n, t) for n, t in cm.fields.items())
+    _check_measures(where, cm, fields, problems)
+    key = resolve_key(where, cm, problems)
+    _check_rate_reasons(where, cm, key.composite, problems)
     source = _build_view(
         f"{where}.source",
         cm.source,
