@@ -50,28 +50,46 @@ def ledger_router(
     `get_service` finds the LedgerService (default: `request.app.state.ledger`).
     """
     router = APIRouter(prefix="/ledger", tags=["ledger"])
-    Service = Annotated[LedgerService, Depends(get_service)]
     write = [Depends(require_write)]
     read = [Depends(require_read)]
 
-    def job_listing(
-        path: str,
-        listed: Any,
-        rows: Callable[[LedgerStore, str | None, int, int], Awaitable[Sequence[BaseModel]]],
-        default: int,
-        doc: str,
-    ) -> None:
-        """Add the GET route answering `listed`: `rows` of one job (all without `job`), paged."""
+    _run_routes(router, get_service, read, write)
+    _breach_routes(router, get_service, read, write)
+    return router
 
-        async def list_rows(
-            service: Service, paging: Annotated[Page, paged(default, 1000)], job: JobName = None
-        ) -> Sequence[BaseModel]:
-            with _translated():
-                return await rows(service.store, job, paging.limit, paging.offset)
 
-        list_rows.__doc__ = doc
-        name = f"list_{path.strip('/')}"
-        router.get(path, response_model=listed, dependencies=read, name=name)(list_rows)
+def _job_listing(
+    router: APIRouter,
+    get_service: Callable[[Request], LedgerService],
+    read: list[Any],
+    path: str,
+    listed: Any,
+    rows: Callable[[LedgerStore, str | None, int, int], Awaitable[Sequence[BaseModel]]],
+    default: int,
+    doc: str,
+) -> None:
+    """Add the GET route answering `listed`: `rows` of one job (all without `job`), paged."""
+    Service = Annotated[LedgerService, Depends(get_service)]
+
+    async def list_rows(
+        service: Service, paging: Annotated[Page, paged(default, 1000)], job: JobName = None
+    ) -> Sequence[BaseModel]:
+        with _translated():
+            return await rows(service.store, job, paging.limit, paging.offset)
+
+    list_rows.__doc__ = doc
+    name = f"list_{path.strip('/')}"
+    router.get(path, response_model=listed, dependencies=read, name=name)(list_rows)
+
+
+def _run_routes(
+    router: APIRouter,
+    get_service: Callable[[Request], LedgerService],
+    read: list[Any],
+    write: list[Any],
+) -> None:
+    """Add the routes that open, feed, close and list a sync job's runs."""
+    Service = Annotated[LedgerService, Depends(get_service)]
 
     @router.post(
         "/runs",
@@ -100,8 +118,15 @@ def ledger_router(
         with _translated():
             return await service.close_run(run_id, body)
 
-    job_listing(
-        "/runs", list[RunOut], LedgerStore.runs, 50, "List recent ledger runs, newest first."
+    _job_listing(
+        router,
+        get_service,
+        read,
+        "/runs",
+        list[RunOut],
+        LedgerStore.runs,
+        50,
+        "List recent ledger runs, newest first.",
     )
 
     @router.get("/runs/{run_id}", response_model=RunOut, dependencies=read)
@@ -123,6 +148,16 @@ def ledger_router(
             return await service.store.keys(
                 run_id, outcome=outcome, limit=paging.limit, offset=paging.offset
             )
+
+
+def _breach_routes(
+    router: APIRouter,
+    get_service: Callable[[Request], LedgerService],
+    read: list[Any],
+    write: list[Any],
+) -> None:
+    """Add the routes that list and acknowledge breaches, and list judged windows."""
+    Service = Annotated[LedgerService, Depends(get_service)]
 
     @router.get("/breaches", response_model=list[BreachOut], dependencies=read)
     async def list_breaches(
@@ -155,15 +190,16 @@ def ledger_router(
         with _translated():
             return await service.acknowledge(job, window_day, rule, body)
 
-    job_listing(
+    _job_listing(
+        router,
+        get_service,
+        read,
         "/windows",
         list[WindowOut],
         LedgerStore.windows,
         30,
         "List judged job windows with the rules each breaches now.",
     )
-
-    return router
 
 
 def _translated() -> AbstractContextManager[None]:
