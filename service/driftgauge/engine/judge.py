@@ -19,7 +19,8 @@ from driftgauge.engine.sides import Sides
 from driftgauge.engine.verdict import judge
 from driftgauge.stores.base import BucketDigest, DigestPass, RowHash
 
-_Rows = tuple[list[RowHash], list[RowHash]] | None
+Rows = tuple[list[RowHash], list[RowHash]] | None
+"""A day's peeled rows, source and reader (None: not peeled)."""
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class DayInputs:
     """What its last verdict said of its drift: it sizes that scan and may narrow it."""
     scanned: asyncio.Task[early.Early] | None = None
     """That scan, when it was started with the first pass (engine.early)."""
-    found: _Rows = None
+    found: Rows = None
     """The day's differing rows, when engine.peel_all already peeled `tables`."""
 
 
@@ -79,7 +80,7 @@ async def judge_day(
         # Only a day where no key repeats is peeled: the copies check needs every key held
         # twice, and a key held twice alike on both sides cancels out of the digests.
         alone = not (s_agg.has_duplicates or r_agg.has_duplicates)
-        peeled: _Rows = found if alone and tables is not None else None
+        peeled: Rows = found if alone and tables is not None else None
         taken = Taken("digests", _digests_reason(tables))
         if rescan and alone and tables is None and slots is None and sides.digests():
             tables, peeled = await _day_tables(
@@ -132,7 +133,7 @@ async def _peel_day(
     tables: DayTables,
     s_agg: Aggregate,
     r_agg: Aggregate,
-) -> _Rows:
+) -> Rows:
     """Return each side's differing rows from the day's digests; None: drill down instead.
 
     A table too small to peel has the day scanned once more, wider (see engine.resize).
@@ -151,7 +152,7 @@ async def _day_tables(
     r_agg: Aggregate,
     drift: plan.StoredDrift,
     scanned: asyncio.Task[early.Early] | None,
-) -> tuple[DayTables | None, _Rows]:
+) -> tuple[DayTables | None, Rows]:
     """Return a differing day's difference digests from a scan of that day alone.
 
     Sized for the rows the day differed by when last judged (0: unknown, then wide

@@ -10,7 +10,7 @@ from driftgauge.config.runtime import Check
 from driftgauge.core.errors import DriftgaugeError, StoreError
 from driftgauge.engine import early, plan
 from driftgauge.engine.first_pass import Days, differing_days, first_pass
-from driftgauge.engine.judge import DayInputs, judge_day
+from driftgauge.engine.judge import DayInputs, Rows, judge_day
 from driftgauge.engine.peel_all import peeled_days
 from driftgauge.engine.result import BucketResult, RunResult
 from driftgauge.engine.second_pass import second_pass
@@ -56,12 +56,7 @@ async def reconcile(
     sides = Sides.of(check, source, reader)
     try:
         starts = plan.day_starts(window_start, window_end, check.timezone)
-        # Bounded: slots of up to slot_first_pass_days days are held until judged. Slots
-        # aligned on a window start off the minute would not line up with a day's own.
-        on_minute = utc(window_start).timestamp() % FIRST_PASS_SLOT == 0
-        with_slots = (
-            first.slots and on_minute and len(starts) <= check.drilldown.slot_first_pass_days
-        )
+        with_slots = _with_slots(check, first, window_start, len(starts))
         # The drifted days' scans need nothing from the first pass: they run beside it.
         ahead = first.rescan and first.width is None and not with_slots and sides.digests()
         ends = {s: plan.next_day(s, check.timezone) for s in starts}
@@ -85,46 +80,88 @@ async def reconcile(
                 return day in end_of and _alone(days, day)
 
             found = await peeled_days(sides, days.tables, peelable, window_start, window_end)
-            done = 0
-            sem = asyncio.Semaphore(DAY_CONCURRENCY)
 
-            async def one(start: datetime) -> BucketResult:
-                nonlocal done
-                async with sem:
-                    bucket = await judge_day(
-                        check,
-                        sides,
-                        start,
-                        DayInputs(
-                            days.source.get(utc(start)),
-                            days.reader.get(utc(start)),
-                            days.slots.get(utc(start)),
-                            days.tables.get(utc(start)),
-                            rescan,
-                            (first.day_drift or {}).get(utc(start)),
-                            scans.get(utc(start)),
-                            found.get(utc(start)),
-                        ),
-                        now,
-                        sample_keys,
-                        ledger_excluded or {},
-                    )
-                done += 1
-                if progress is not None:
-                    progress(done, len(starts))
-                return bucket
+            def inputs(start: datetime) -> DayInputs:
+                """What the first pass and the early scans hold for one day."""
+                day = utc(start)
+                drift = (first.day_drift or {}).get(day)
+                return _inputs(days, day, rescan, drift, scans.get(day), found.get(day))
 
-            result.buckets = await all_or_none(*(one(s) for s in starts))
+            result.buckets = await _judge_days(
+                check, sides, starts, inputs, now, sample_keys, ledger_excluded or {}, progress
+            )
     except DriftgaugeError as exc:
         result.error = f"{type(exc).__name__}: {exc}"
         result.failed_store = exc.store if isinstance(exc, StoreError) else None
         result.buckets = []
+    _count(result, sides)
+    return result
+
+
+async def _judge_days(
+    check: Check,
+    sides: Sides,
+    starts: list[datetime],
+    inputs: Callable[[datetime], DayInputs],
+    now: datetime,
+    sample_keys: int,
+    ledger_excluded: Mapping[str, str],
+    progress: Progress | None,
+) -> list[BucketResult]:
+    """Judge every day, DAY_CONCURRENCY at once, reporting progress as each is done."""
+    done = 0
+    sem = asyncio.Semaphore(DAY_CONCURRENCY)
+
+    async def one(start: datetime) -> BucketResult:
+        nonlocal done
+        async with sem:
+            bucket = await judge_day(
+                check, sides, start, inputs(start), now, sample_keys, ledger_excluded
+            )
+        done += 1
+        if progress is not None:
+            progress(done, len(starts))
+        return bucket
+
+    return await all_or_none(*(one(s) for s in starts))
+
+
+def _with_slots(check: Check, first: FirstPass, window_start: datetime, days: int) -> bool:
+    """Return True when the first pass asks for slots: planned, aligned and bounded."""
+    # Bounded: slots of up to slot_first_pass_days days are held until judged. Slots
+    # aligned on a window start off the minute would not line up with a day's own.
+    on_minute = utc(window_start).timestamp() % FIRST_PASS_SLOT == 0
+    return first.slots and on_minute and days <= check.drilldown.slot_first_pass_days
+
+
+def _inputs(
+    days: Days,
+    day: datetime,
+    rescan: bool,
+    drift: plan.StoredDrift | None,
+    scanned: asyncio.Task[early.Early] | None,
+    found: Rows,
+) -> DayInputs:
+    """Return what the first pass, the early scans and the peel hold for one day (UTC)."""
+    return DayInputs(
+        days.source.get(day),
+        days.reader.get(day),
+        days.slots.get(day),
+        days.tables.get(day),
+        rescan,
+        drift,
+        scanned,
+        found,
+    )
+
+
+def _count(result: RunResult, sides: Sides) -> None:
+    """Record what the run cost each side: queries, rows fetched and scanned, seconds."""
     result.queries = sides.source.queries + sides.reader.queries
     result.rows_fetched = sides.source.rows + sides.reader.rows
     result.rows_scanned = sides.source.scanned + sides.reader.scanned
     result.source_seconds = sides.source.seconds
     result.reader_seconds = sides.reader.seconds
-    return result
 
 
 def _alone(days: Days, day: datetime) -> bool:
