@@ -55,6 +55,63 @@ def canonical_keys(check: Check, excused: Mapping[str, str]) -> Mapping[str, str
     return out
 
 
+async def _attempt(
+    check: Check,
+    adapters: AdapterSource,
+    state: StateStore,
+    window_start: datetime,
+    window_end: datetime,
+    *,
+    now: datetime,
+    sample_keys: int,
+    deadline: float | None,
+    exclusions: ExclusionSource | None,
+    progress: Progress | None,
+    slots_first: bool | None,
+) -> RunResult:
+    """Plan and reconcile the window within the run's deadline; a failure is a failed result.
+
+    A cancellation (shutdown) is not caught: the caller records it and lets it propagate.
+    """
+    try:
+        async with budget.run_timeout(deadline):  # retries in the stores see it too
+            sides = adapters if isinstance(adapters, Adapters) else await adapters()
+            excused = (
+                canonical_keys(check, await exclusions(check, window_start, window_end))
+                if exclusions is not None
+                else None
+            )
+            first = await first_pass_plan(
+                state, check, (sides.source, sides.reader), window_start, window_end, slots_first
+            )
+            return await reconcile(
+                check,
+                sides.source,
+                sides.reader,
+                window_start,
+                window_end,
+                now=now,
+                sample_keys=sample_keys,
+                ledger_excluded=excused,
+                progress=progress,
+                first=first,
+            )
+    except TimeoutError:
+        why = f"the run exceeded its deadline of {deadline:g}s"
+        return _failed(check, window_start, window_end, now, why)
+    except DriftgaugeError as exc:
+        result = _failed(check, window_start, window_end, now, f"{type(exc).__name__}: {exc}")
+        if isinstance(exc, StoreError):
+            # Opening a side or its preflight failed: count it as any store call is.
+            result.failed_store = exc.store
+        return result
+    except Exception as exc:
+        # A bug must fail this run, not the scheduler that owns it.
+        log.exception("run crashed")
+        why = f"internal error: {type(exc).__name__}: {exc}"
+        return _failed(check, window_start, window_end, now, why)
+
+
 async def run_check(
     check: Check,
     adapters: AdapterSource,
@@ -97,64 +154,25 @@ async def run_check(
                 },
             )
             try:
-                async with budget.run_timeout(deadline):  # retries in the stores see it too
-                    sides = adapters if isinstance(adapters, Adapters) else await adapters()
-                    excused = (
-                        canonical_keys(check, await exclusions(check, window_start, window_end))
-                        if exclusions is not None
-                        else None
-                    )
-                    first = await first_pass_plan(
-                        state,
-                        check,
-                        (sides.source, sides.reader),
-                        window_start,
-                        window_end,
-                        slots_first,
-                    )
-                    result = await reconcile(
-                        check,
-                        sides.source,
-                        sides.reader,
-                        window_start,
-                        window_end,
-                        now=now,
-                        sample_keys=sample_keys,
-                        ledger_excluded=excused,
-                        progress=progress,
-                        first=first,
-                    )
+                result = await _attempt(
+                    check,
+                    adapters,
+                    state,
+                    window_start,
+                    window_end,
+                    now=now,
+                    sample_keys=sample_keys,
+                    deadline=deadline,
+                    exclusions=exclusions,
+                    progress=progress,
+                    slots_first=slots_first,
+                )
             except asyncio.CancelledError:
                 observe.run_finished(check.name, trigger, time.monotonic() - clock)
                 await _shielded_fail(
                     state, run_id, "the service shut down mid-run", time.monotonic() - clock
                 )
                 raise
-            except TimeoutError:
-                result = _failed(
-                    check,
-                    window_start,
-                    window_end,
-                    now,
-                    f"the run exceeded its deadline of {deadline:g}s",
-                )
-            except DriftgaugeError as exc:
-                result = _failed(
-                    check, window_start, window_end, now, f"{type(exc).__name__}: {exc}"
-                )
-                if isinstance(exc, StoreError):
-                    # Opening a side or its preflight failed: count it as any store call is.
-                    result.failed_store = exc.store
-            except Exception as exc:
-                # A bug must fail this run, not the scheduler that owns it.
-                log.exception("run crashed")
-                result = _failed(
-                    check,
-                    window_start,
-                    window_end,
-                    now,
-                    f"internal error: {type(exc).__name__}: {exc}",
-                )
             result.finished_at = result.finished_at or utc_now()
             result.run_id = run_id
             duration = time.monotonic() - clock
