@@ -57,8 +57,7 @@ async def judge_day(
     is scanned alone for its difference digests (when both sides build them) before it
     is drilled down (see DayInputs).
     """
-    src, rdr, slots, tables = day.source, day.reader, day.slots, day.tables
-    rescan, drift, scanned, found = day.rescan, day.drift, day.scanned, day.found
+    src, rdr = day.source, day.reader
     s_agg = src.agg if src else Aggregate()
     r_agg = rdr.agg if rdr else Aggregate()
     rule_excluded = dict(src.excluded) if src else {}
@@ -77,44 +76,9 @@ async def judge_day(
         bucket.strategy, bucket.strategy_reason = "aggregates", "still settling: not scanned"
         return bucket
     if needs_drill(s_agg, r_agg):
-        # Only a day where no key repeats is peeled: the copies check needs every key held
-        # twice, and a key held twice alike on both sides cancels out of the digests.
-        alone = not (s_agg.has_duplicates or r_agg.has_duplicates)
-        peeled: Rows = found if alone and tables is not None else None
-        taken = Taken("digests", _digests_reason(tables))
-        if rescan and alone and tables is None and slots is None and sides.digests():
-            tables, peeled = await _day_tables(
-                sides, start, end, s_agg, r_agg, drift or plan.StoredDrift(0), scanned
-            )
-            taken = Taken("day_digests", _rescan_reason(drift) + _width(tables))
-        if peeled is None and tables and alone:
-            peeled = await _peel_day(sides, start, end, tables, s_agg, r_agg)
-        tree: list[Node] = []
-        if peeled is not None:
-            diff = join_day(s_agg, r_agg, Fetched.of(*peeled), ledger_excluded)
-            bucket.drift_hours = _hours_of([*peeled[0], *peeled[1]], check.timezone)
-        else:
-            tree, diff, drilled = await drill_day(
-                sides, start, end, s_agg, r_agg, ledger_excluded, slots
-            )
-            # Why digests did not judge it comes first: that is the planner's miss.
-            missed = _no_peel(alone, tables, sides)
-            taken = Taken(
-                drilled.strategy, f"{missed}; {drilled.reason}" if missed else drilled.reason
-            )
-        bucket.strategy, bucket.strategy_reason = taken
-        bucket.tree = tree
-        bucket.missing, bucket.extra = diff.missing, diff.extra
-        bucket.mismatched, bucket.duplicates = diff.mismatched, diff.duplicates
-        bucket.ledger_excluded = dict(diff.excluded)
-        for reason, n in diff.excluded.items():
-            bucket.excluded[reason] = bucket.excluded.get(reason, 0) + n
-        bucket.samples = _sample(diff, sample_keys)
-        problem = explain.mismatch("day", s_agg, r_agg, diff.found)
-        unexplained = ([problem] if problem else []) + diff.unexplained
-        totals = explain.totals_mismatch("day", s_agg, r_agg, diff.found)
-        if totals:
-            unexplained.append(totals)
+        unexplained = await _find_differences(
+            check, sides, start, end, day, bucket, sample_keys, ledger_excluded
+        )
     else:
         unexplained = []
         bucket.strategy, bucket.strategy_reason = "aggregates", "both sides' day aggregates agree"
@@ -124,6 +88,62 @@ async def judge_day(
         bucket.status = "error"
         bucket.reasons = explain.reasons(unexplained) + bucket.reasons
     return bucket
+
+
+async def _find_differences(
+    check: Check,
+    sides: Sides,
+    start: datetime,
+    end: datetime,
+    day: DayInputs,
+    bucket: BucketResult,
+    sample_keys: int,
+    ledger_excluded: Mapping[str, str],
+) -> list[str]:
+    """Find a differing day's rows (peeled, else drilled down) into `bucket`.
+
+    Returns what the found rows do not explain of the day's aggregates.
+    """
+    slots, tables = day.slots, day.tables
+    rescan, drift, scanned, found = day.rescan, day.drift, day.scanned, day.found
+    s_agg, r_agg = bucket.source, bucket.reader
+    # Only a day where no key repeats is peeled: the copies check needs every key held
+    # twice, and a key held twice alike on both sides cancels out of the digests.
+    alone = not (s_agg.has_duplicates or r_agg.has_duplicates)
+    peeled: Rows = found if alone and tables is not None else None
+    taken = Taken("digests", _digests_reason(tables))
+    if rescan and alone and tables is None and slots is None and sides.digests():
+        tables, peeled = await _day_tables(
+            sides, start, end, s_agg, r_agg, drift or plan.StoredDrift(0), scanned
+        )
+        taken = Taken("day_digests", _rescan_reason(drift) + _width(tables))
+    if peeled is None and tables and alone:
+        peeled = await _peel_day(sides, start, end, tables, s_agg, r_agg)
+    tree: list[Node] = []
+    if peeled is not None:
+        diff = join_day(s_agg, r_agg, Fetched.of(*peeled), ledger_excluded)
+        bucket.drift_hours = _hours_of([*peeled[0], *peeled[1]], check.timezone)
+    else:
+        tree, diff, drilled = await drill_day(
+            sides, start, end, s_agg, r_agg, ledger_excluded, slots
+        )
+        # Why digests did not judge it comes first: that is the planner's miss.
+        missed = _no_peel(alone, tables, sides)
+        taken = Taken(drilled.strategy, f"{missed}; {drilled.reason}" if missed else drilled.reason)
+    bucket.strategy, bucket.strategy_reason = taken
+    bucket.tree = tree
+    bucket.missing, bucket.extra = diff.missing, diff.extra
+    bucket.mismatched, bucket.duplicates = diff.mismatched, diff.duplicates
+    bucket.ledger_excluded = dict(diff.excluded)
+    for reason, n in diff.excluded.items():
+        bucket.excluded[reason] = bucket.excluded.get(reason, 0) + n
+    bucket.samples = _sample(diff, sample_keys)
+    problem = explain.mismatch("day", s_agg, r_agg, diff.found)
+    unexplained = ([problem] if problem else []) + diff.unexplained
+    totals = explain.totals_mismatch("day", s_agg, r_agg, diff.found)
+    if totals:
+        unexplained.append(totals)
+    return unexplained
 
 
 async def _peel_day(
