@@ -159,6 +159,32 @@ def _retrying_stores(config: Config) -> list[str]:
     )
 
 
+async def _reconciling(
+    config: Config, options: RuntimeOptions
+) -> tuple[StateStore, AdapterPool, SnapshotCache, TickRunner]:
+    """Return the state store, the checks' adapters, the stored results and the tick runner."""
+    state = await StateStore.open(
+        # One pool for the state database: the runs, and the audit's ledger, canary and
+        # signals stores beside them.
+        config.state,
+        deadline=options.state_deadline,
+        pool_max=max(6, min(len(config.checks), config.state.max_concurrent_runs) + 4),
+    )
+    adapters = AdapterPool(config.checks, options.opener)
+    snapshots = SnapshotCache(state, config.checks, options.clock)
+    ticks = TickRunner(
+        config.checks,
+        state,
+        adapters,
+        sample_keys=config.api.sample_keys,
+        clock=options.clock,
+        deadline=options.run_deadline,
+        on_change=snapshots.refresh,
+        max_runs=config.state.max_concurrent_runs,
+    )
+    return state, adapters, snapshots, ticks
+
+
 def _registry(
     config: Config,
     snapshots: SnapshotCache,
@@ -225,32 +251,14 @@ async def _recover(
 async def _open_runtime(
     config: Config, tokens: TokenCheck, options: RuntimeOptions
 ) -> AsyncIterator[Runtime]:
-    start_scheduler, opener, clock = options.start_scheduler, options.opener, options.clock
-    state = await StateStore.open(
-        # One pool for the state database: the runs, and the audit's ledger, canary and
-        # signals stores beside them.
-        config.state,
-        deadline=options.state_deadline,
-        pool_max=max(6, min(len(config.checks), config.state.max_concurrent_runs) + 4),
-    )
-    adapters = AdapterPool(config.checks, opener)
-    snapshots = SnapshotCache(state, config.checks, clock)
-    ticks = TickRunner(
-        config.checks,
-        state,
-        adapters,
-        sample_keys=config.api.sample_keys,
-        clock=clock,
-        deadline=options.run_deadline,
-        on_change=snapshots.refresh,
-        max_runs=config.state.max_concurrent_runs,
-    )
+    """Open the state store, the checks' runs, the audit and the jobs; close them after."""
+    start_scheduler, clock = options.start_scheduler, options.clock
+    state, adapters, snapshots, ticks = await _reconciling(config, options)
     # A plain function is a data clock (a test's frozen time): the jobs then fire on the
     # wall clock, so the heartbeat and the reloads go on.
     jobs = JobRuntime(clock if isinstance(clock, Clock) else SystemClock(), claims=state.claims)
     retention = RetentionJob(state, config, clock=clock)
     leases = LeaseKeeper(state, config.state.lease, on_expired=snapshots.refresh)
-    ledger_reconcile = ticks.run_after
 
     async def source_of(check: Check) -> StoreAdapter:
         return (await adapters.get(check.name)).source
@@ -263,7 +271,7 @@ async def _open_runtime(
         audit = await stack.enter_async_context(
             open_audit(
                 config,
-                reconcile=ledger_reconcile,
+                reconcile=ticks.run_after,
                 source=source_of,
                 clock=clock,
                 jobs=jobs if start_scheduler else None,
