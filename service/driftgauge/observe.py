@@ -80,7 +80,7 @@ RUNS = Histogram(RUN_BUCKETS)
 
 
 @dataclass
-class Counts:
+class LabelCounts:
     """Counters by label values, added to from any thread."""
 
     values: dict[tuple[str, ...], int] = field(default_factory=dict)
@@ -97,16 +97,16 @@ class Counts:
             return dict(self.values)
 
 
-STORE_ERRORS = Counts()
+STORE_ERRORS = LabelCounts()
 """Failed store calls by (store, kind)."""
-ROWS_SCANNED = Counts()
+ROWS_SCANNED = LabelCounts()
 """Rows that store calls digested or returned, by (store, operation): the load a run puts
 on a store, so a check that grows into a load incident shows before it becomes one."""
 
 
 SLOT_WAITS = Histogram(QUERY_BUCKETS)
 """How long store calls waited for one of their store's query slots, by (store,)."""
-SLOT_WAITING = Counts()
+SLOT_WAITING = LabelCounts()
 """Store calls waiting for a query slot right now, by (store,) (goes up and down)."""
 
 

@@ -10,9 +10,9 @@ from typing import Any
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.stores.base import (
     BucketDigest,
-    FirstPass,
     Granularity,
     RowHash,
+    SlotPass,
     StoreAdapter,
     TimeRanges,
 )
@@ -36,9 +36,9 @@ class DropOneRow:
     ) -> list[BucketDigest]:
         return await self.inner.slot_digests(start, end, seconds, distinct=distinct)
 
-    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> FirstPass:
+    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> SlotPass:
         inner: Any = self.inner
-        result: FirstPass = await inner.day_and_slot_digests(start, end, seconds)
+        result: SlotPass = await inner.day_and_slot_digests(start, end, seconds)
         return result
 
     async def prefix_digests(

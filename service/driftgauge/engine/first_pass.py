@@ -10,7 +10,7 @@ from driftgauge.core.aggregate import Aggregate
 from driftgauge.encoding import iblt
 from driftgauge.engine.result import needs_drill
 from driftgauge.engine.sides import FIRST_PASS_SLOT, Sides, utc
-from driftgauge.stores.base import BucketDigest, DigestPass, FirstPass
+from driftgauge.stores.base import BucketDigest, DigestPass, SlotPass
 
 
 @dataclass(frozen=True)
@@ -100,9 +100,9 @@ def differing_days(
 
 
 def _differing_slots(
-    src: FirstPass,
+    src: SlotPass,
     src_has: bool,
-    rdr: FirstPass,
+    rdr: SlotPass,
     rdr_has: bool,
     src_by: Mapping[datetime, BucketDigest],
     rdr_by: Mapping[datetime, BucketDigest],

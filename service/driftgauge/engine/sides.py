@@ -20,10 +20,10 @@ from driftgauge.stores.base import (
     BucketDigest,
     DigestFirstPass,
     DigestPass,
-    FirstPass,
     Granularity,
     RowHash,
     SlotFirstPass,
+    SlotPass,
     StoreAdapter,
 )
 
@@ -97,7 +97,7 @@ class Counted:
 
     async def first_pass(
         self, start: datetime, end: datetime, with_slots: bool
-    ) -> tuple[FirstPass, bool]:
+    ) -> tuple[SlotPass, bool]:
         """Return the day buckets, with their slots when asked and the store can.
 
         With `parallel` above 1 the window's days are scanned as that many range queries
@@ -111,13 +111,13 @@ class Counted:
 
     async def _first_part(
         self, start: datetime, end: datetime, with_slots: bool
-    ) -> tuple[FirstPass, bool]:
+    ) -> tuple[SlotPass, bool]:
         """Return one range query's day buckets, with their slots when asked and the store can."""
         async with self._timed("digests"):
             if with_slots and isinstance(self.inner, SlotFirstPass):
                 got = await self.inner.day_and_slot_digests(start, end, FIRST_PASS_SLOT), True
             else:
-                got = FirstPass(await self.inner.bucket_digests(start, end, "day"), {}), False
+                got = SlotPass(await self.inner.bucket_digests(start, end, "day"), {}), False
         # The slots come from the same scan as the days: their rows are not read again.
         self._scan("digests", _rows_in(got[0].days))
         return got

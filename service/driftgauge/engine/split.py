@@ -9,7 +9,7 @@ from typing import TypeVar
 from zoneinfo import ZoneInfo
 
 from driftgauge.engine.plan import next_day
-from driftgauge.stores.base import DigestPass, FirstPass
+from driftgauge.stores.base import DigestPass, SlotPass
 
 V = TypeVar("V")
 
@@ -59,10 +59,10 @@ class Merged(Mapping[datetime, V]):
         return len(self._where)
 
 
-def merge_first(parts: Sequence[tuple[FirstPass, bool]]) -> tuple[FirstPass, bool]:
+def merge_first(parts: Sequence[tuple[SlotPass, bool]]) -> tuple[SlotPass, bool]:
     """Return one first pass from its parts: their days, their slots, slots only if all had."""
     days = [b for fp, _ in parts for b in fp.days]
-    return FirstPass(days, Merged([fp.slots for fp, _ in parts])), all(h for _, h in parts)
+    return SlotPass(days, Merged([fp.slots for fp, _ in parts])), all(h for _, h in parts)
 
 
 def merge_digests(parts: Sequence[DigestPass]) -> DigestPass:

@@ -50,7 +50,7 @@ def _counter(
     doc: str,
     labels: list[str],
     always: set[tuple[str, ...]],
-    counts: observe.Counts,
+    counts: observe.LabelCounts,
 ) -> CounterMetricFamily:
     """Return a counter family with a series for each of `always` from the start."""
     fam = CounterMetricFamily(name, doc, labels=labels)

@@ -53,7 +53,7 @@ class RowHash:
 
 
 @dataclass(frozen=True)
-class FirstPass:
+class SlotPass:
     """Day buckets and, from the same scan, each day's slots of expected rows."""
 
     days: list[BucketDigest]
@@ -149,7 +149,7 @@ class LazySlots(Mapping[datetime, list[BucketDigest]]):
 class SlotFirstPass(Protocol):
     """An adapter that can return day buckets and their slots from one scan."""
 
-    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> FirstPass:
+    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> SlotPass:
         """Return day buckets as bucket_digests(start, end, "day") does, and their slots.
 
         Slots are spans of `seconds` aligned on `start` (rules as in slot_digests), cut at

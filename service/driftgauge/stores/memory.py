@@ -15,9 +15,9 @@ from driftgauge.encoding.digest import epoch_micros
 from driftgauge.stores.base import (
     BucketDigest,
     DigestPass,
-    FirstPass,
     Granularity,
     RowHash,
+    SlotPass,
     check_ranges,
     check_slot,
     hour_digests,
@@ -109,7 +109,7 @@ class MemoryAdapter:
             for k in sorted(groups.keys() | excl.keys())
         ]
 
-    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> FirstPass:
+    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> SlotPass:
         """Return day buckets and each day's slots aligned on `start`."""
         days = await self.bucket_digests(start, end, "day")
         self.calls[-1] = f"days+slots:{seconds}"
@@ -120,7 +120,7 @@ class MemoryAdapter:
             day = _day(r.event_time, self.timezone)
             slot = origin + step * ((r.event_time - origin) // step)
             groups.setdefault(day, {}).setdefault(slot, []).append(r)
-        return FirstPass(
+        return SlotPass(
             days,
             {
                 day: [BucketDigest(k, aggregate(rs)) for k, rs in sorted(per.items())]

@@ -17,9 +17,9 @@ from driftgauge.core.errors import StoreQueryError
 from driftgauge.encoding.digest import unsigned64
 from driftgauge.stores.base import (
     BucketDigest,
-    FirstPass,
     Granularity,
     LazySlots,
+    SlotPass,
     check_slot,
 )
 from driftgauge.stores.mariadb import io, preflight
@@ -119,11 +119,11 @@ class MariaDBAdapter(DialectAdapter):
         origin = start.astimezone(UTC)
         return [r | {"bucket": origin + step * int(r["bucket"])} for r in rows]
 
-    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> FirstPass:
+    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> SlotPass:
         """Return day buckets and their slots (spans of `seconds` from start) from one scan."""
         step = check_slot(start, seconds)
         if start >= end:
-            return FirstPass([], {})
+            return SlotPass([], {})
         self._check_days(start, end)
         rows = await self._fetch(
             "day and slot digests",
@@ -143,7 +143,7 @@ class MariaDBAdapter(DialectAdapter):
                 day_rows.append(r | {"bucket": midnight})
             else:
                 by_day.setdefault(midnight, []).append(r)
-        return FirstPass(
+        return SlotPass(
             self._buckets(day_rows), LazySlots(by_day, lambda rs: _slots(rs, origin, step))
         )
 

@@ -21,11 +21,11 @@ from driftgauge.encoding.digest import exported_key, from_epoch_micros
 from driftgauge.stores.base import (
     BucketDigest,
     DigestPass,
-    FirstPass,
     Granularity,
     LazySlots,
     ReadAdapter,
     RowHash,
+    SlotPass,
     Spans,
     TimeRanges,
     check_slot,
@@ -172,14 +172,14 @@ class OpenSearchAdapter(ReadAdapter):
             out.extend(self._parsed(rq.parse_buckets, resp, self.view))
         return sorted(out, key=lambda b: b.start)
 
-    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> FirstPass:
+    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> SlotPass:
         """Return day buckets and their slots from one pass of scripted metrics."""
         check_slot(start, seconds)
         if start >= end:
-            return FirstPass([], {})
+            return SlotPass([], {})
         counted = await self._day_counts(start, end)
         if not counted.counts:
-            return FirstPass([], {})
+            return SlotPass([], {})
         days: list[BucketDigest] = []
         raw: dict[datetime, Any] = {}
         for chunk in rq.plan_chunks(counted, self.max_chunk_rows, rq.MAX_BUCKETS_PER_REQUEST):
@@ -194,7 +194,7 @@ class OpenSearchAdapter(ReadAdapter):
         def build(day_raw: Any) -> list[BucketDigest]:
             return self._parsed(rq.slots_from, day_raw, start, seconds)
 
-        return FirstPass(sorted(days, key=lambda b: b.start), LazySlots(raw, build))
+        return SlotPass(sorted(days, key=lambda b: b.start), LazySlots(raw, build))
 
     async def day_and_cell_digests(self, start: datetime, end: datetime, width: int) -> DigestPass:
         """Return day buckets and each day's difference digest from one pass of scripts."""

@@ -24,10 +24,10 @@ from driftgauge.encoding import digest as d
 from driftgauge.stores.backoff import DEFAULT_POLICY, RetryPolicy
 from driftgauge.stores.base import (
     BucketDigest,
-    FirstPass,
     Granularity,
     ReadAdapter,
     RowHash,
+    SlotPass,
     Spans,
     no_prefixes,
 )
@@ -190,7 +190,7 @@ class ReaderApiAdapter(ReadAdapter):
             return []
         return await (await self._window(start, end)).slot_digests(start, end, seconds)
 
-    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> FirstPass:
+    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> SlotPass:
         """Return day buckets and their slots from one fetch of the window."""
         return await (await self._window(start, end)).day_and_slot_digests(start, end, seconds)
 

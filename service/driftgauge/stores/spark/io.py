@@ -43,7 +43,7 @@ UNAVAILABLE = ("UNAVAILABLE", "failed to connect", "Connection refused", "RETRIE
 PERMISSION = ("PERMISSION_DENIED", "UNAUTHENTICATED", "INSUFFICIENT_PERMISSIONS")
 
 
-class Session:
+class ConnectSession:
     """A store's Spark Connect session and the threads its calls run in."""
 
     def __init__(self, store: SparkStore, spark: SparkSession) -> None:
@@ -131,7 +131,7 @@ def _connect(store: SparkStore) -> SparkSession:
     return spark
 
 
-async def store_pool(store: SparkStore) -> Session:
+async def store_pool(store: SparkStore) -> ConnectSession:
     """Open the store's session and check the server answers; failures are StoreErrors."""
     try:
         spark = await asyncio.wait_for(asyncio.to_thread(_quiet, _connect, store), store.timeout)
@@ -139,7 +139,7 @@ async def store_pool(store: SparkStore) -> Session:
         raise StoreQueryError(store.name, f"token: {exc}") from None
     except (*DRIVER_ERRORS, TimeoutError) as exc:
         raise store_error(store.name, f"connect to {store.url}", exc) from exc
-    return Session(store, spark)
+    return ConnectSession(store, spark)
 
 
 def _quiet(work: Callable[[SparkStore], T], store: SparkStore) -> T:
@@ -149,7 +149,7 @@ def _quiet(work: Callable[[SparkStore], T], store: SparkStore) -> T:
         return work(store)
 
 
-async def close_pool(session: Session) -> None:
+async def close_pool(session: ConnectSession) -> None:
     """Close a session opened by store_pool."""
     await session.close()
 

@@ -6,7 +6,7 @@ from driftgauge.config.runtime import View
 from driftgauge.core.fields import TimestampPrecision
 from driftgauge.stores.preflight import Expects, FieldSchema, Wanted, judge_columns, wrong_type
 from driftgauge.stores.spark.dialect import SPARK
-from driftgauge.stores.spark.io import Session
+from driftgauge.stores.spark.io import ConnectSession
 
 INTEGERS = frozenset({"tinyint", "smallint", "int", "bigint"})
 TIMES = frozenset({"timestamp", "timestamp_ntz", "date"})
@@ -32,7 +32,7 @@ def base_type(type_name: str) -> str:
     return type_name.split("(", 1)[0].strip().lower()
 
 
-async def describe(session: Session, view: View) -> list[FieldSchema]:
+async def describe(session: ConnectSession, view: View) -> list[FieldSchema]:
     """Return each wanted field's column type, from the schema of the view's relation."""
     types: dict[str, str] = {}
     for name, type_name in await session.schema(f"SELECT * FROM {SPARK.relation(view)}"):

@@ -13,10 +13,10 @@ from driftgauge.core.fields import TimestampPrecision
 from driftgauge.stores import registry
 from driftgauge.stores.base import (
     BucketDigest,
-    FirstPass,
     Granularity,
     ReadAdapter,
     RowHash,
+    SlotPass,
     Spans,
     check_slot,
 )
@@ -145,14 +145,14 @@ class DialectAdapter(SqlAdapter):
         rows = await self._fetch("slot digests", sql, start, end, *self._slot_args(start, step))
         return self._buckets(self._slot_rows(rows, start, step))
 
-    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> FirstPass:
+    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> SlotPass:
         """Return day buckets and their slots (spans of absolute time from start), one scan."""
         step = check_slot(start, seconds)
         if start >= end:
-            return FirstPass([], {})
+            return SlotPass([], {})
         args = self._day_slot_args(start, end, step)
         rows = await self._fetch("day and slot digests", self._sql_day_slot, start, end, *args)
-        return FirstPass(self._buckets([r for r in rows if r["slot"] is None]), results.slots(rows))
+        return SlotPass(self._buckets([r for r in rows if r["slot"] is None]), results.slots(rows))
 
     async def prefix_digests(
         self, start: datetime, end: datetime, depth: int, within: Sequence[str] | None = None

@@ -10,7 +10,7 @@ from typing import Any
 from driftgauge.core import buckets
 from driftgauge.core.clock import EPOCH, MICROSECOND
 from driftgauge.core.errors import StoreError
-from driftgauge.stores.base import BucketDigest, FirstPass, Granularity, LazySlots, check_slot
+from driftgauge.stores.base import BucketDigest, Granularity, LazySlots, SlotPass, check_slot
 from driftgauge.stores.preflight import FieldSchema
 from driftgauge.stores.sql.adapter import DialectAdapter
 from driftgauge.stores.sql.results import ExportedRow, numbered_slots
@@ -30,7 +30,7 @@ class TrinoAdapter(DialectAdapter):
     dialect = TRINO
     store_type = TrinoStore
     store: TrinoStore
-    _pool: io.Session
+    _pool: io.TrinoSession
     fetch_rows = 10000
 
     async def inspect_fields(self) -> list[FieldSchema]:
@@ -63,11 +63,11 @@ class TrinoAdapter(DialectAdapter):
         origin = start.astimezone(UTC)
         return [r | {"bucket": origin + step * int(r["bucket"])} for r in rows]
 
-    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> FirstPass:
+    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> SlotPass:
         """Return day buckets and their slots (spans of `seconds` from start) from one scan."""
         step = check_slot(start, seconds)
         if start >= end:
-            return FirstPass([], {})
+            return SlotPass([], {})
         args = (self.view.timezone.key, step // MICROSECOND, micros(start))
         rows = await self._fetch("day and slot digests", self._sql_day_slot, start, end, *args)
         origin = start.astimezone(UTC)
@@ -79,7 +79,7 @@ class TrinoAdapter(DialectAdapter):
                 day_rows.append(r | {"bucket": midnight})
             else:
                 by_day.setdefault(midnight, []).append(r)
-        return FirstPass(
+        return SlotPass(
             self._buckets(day_rows),
             LazySlots(by_day, lambda rs: numbered_slots(rs, origin, step)),
         )

@@ -36,7 +36,7 @@ DRIVER_ERRORS = (TrinoError, HttpError, requests.RequestException, OSError)
 PERMISSION = ("PERMISSION_DENIED", "Access Denied", "Unauthorized", "401", "403")
 
 
-class Session:
+class TrinoSession:
     """A store's connection settings and the threads its calls run in."""
 
     def __init__(self, store: TrinoStore) -> None:
@@ -129,7 +129,7 @@ class Session:
 class Stream:
     """A running query's rows, read `size` at a time in the session's threads."""
 
-    def __init__(self, session: Session, conn: Any, cursor: Any) -> None:
+    def __init__(self, session: TrinoSession, conn: Any, cursor: Any) -> None:
         self.session = session
         self.conn = conn
         self.cursor = cursor
@@ -161,9 +161,9 @@ def _cancel(cursor: Any) -> None:
         cursor.cancel()
 
 
-async def store_pool(store: TrinoStore) -> Session:
+async def store_pool(store: TrinoStore) -> TrinoSession:
     """Return the store's session after checking the server answers; failures are StoreErrors."""
-    session = Session(store)
+    session = TrinoSession(store)
     try:
         await session.fetch("SELECT 1")
     except SecretError as exc:
@@ -174,7 +174,7 @@ async def store_pool(store: TrinoStore) -> Session:
     return session
 
 
-async def close_pool(session: Session) -> None:
+async def close_pool(session: TrinoSession) -> None:
     """Close a session opened by store_pool."""
     await session.close()
 

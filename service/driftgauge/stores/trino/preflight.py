@@ -6,7 +6,7 @@ from driftgauge.config.runtime import View
 from driftgauge.core.fields import TimestampPrecision
 from driftgauge.stores.preflight import Expects, FieldSchema, Wanted, judge_columns, wrong_type
 from driftgauge.stores.trino.dialect import TRINO
-from driftgauge.stores.trino.io import Session
+from driftgauge.stores.trino.io import TrinoSession
 
 INTEGERS = frozenset({"tinyint", "smallint", "integer", "bigint"})
 TIMES = frozenset({"timestamp", "timestamp with time zone", "date"})
@@ -45,7 +45,7 @@ def fraction_digits(type_name: str) -> int | None:
     return int(name[len("timestamp(") :].partition(")")[0])
 
 
-async def describe(session: Session, view: View) -> list[FieldSchema]:
+async def describe(session: TrinoSession, view: View) -> list[FieldSchema]:
     """Return each wanted field's column type, from the schema of the view's relation."""
     types: dict[str, str] = {}
     for name, type_name in await session.schema(f"SELECT * FROM {TRINO.relation(view)}"):
