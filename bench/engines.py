@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository r
 from tools.local_stores import address, local_dir
 
 import scale
-from pg_vs_reladiff import Planted, dsn
+from pg_vs_reladiff import RELADIFF, Planted, dsn
 from scale import (
     SHAPES,
     Shape,
@@ -57,17 +57,11 @@ SCHEMA = "bench"  # the Hive schema (Trino) and database (Spark) the bench write
 EPOCH_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z, scale.BASE
 TARGETS = ("trino", "spark")
 
-RELADIFF_TRINO = """
-import json, sys, reladiff
-a = reladiff.connect_to_table(sys.argv[1], "tasks", "task_id")
-b = reladiff.connect_to_table(sys.argv[2], sys.argv[3], "task_id")
-minus, plus = set(), set()
-for sign, row in reladiff.diff_tables(a, b, extra_columns=("label", "completed_at"),
-                                      algorithm=reladiff.Algorithm.HASHDIFF):
-    (minus if sign == "-" else plus).add(row[0])
-print(json.dumps({"missing": len(minus - plus), "extra": len(plus - minus),
-                  "mismatched": len(minus & plus)}))
-"""
+# reladiff's script of pg_vs_reladiff, its reader table named by a third argument.
+RELADIFF_TRINO = RELADIFF.replace(
+    'connect_to_table(sys.argv[2], "tasks"', "connect_to_table(sys.argv[2], sys.argv[3]"
+)
+assert RELADIFF_TRINO != RELADIFF
 
 
 def table(n: int, name: str = "clean") -> str:
