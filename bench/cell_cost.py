@@ -42,7 +42,7 @@ from zoneinfo import ZoneInfo
 import asyncpg
 
 sys.path.insert(0, str(Path(__file__).parent))
-from driftgauge.config.runtime import Field, View
+from driftgauge.config.frozen import Field, View
 from driftgauge.config.secrets import Secret
 from driftgauge.encoding import iblt
 from driftgauge.stores.postgres.adapter import HASHED

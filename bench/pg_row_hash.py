@@ -30,7 +30,7 @@ import asyncpg
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for tools/
 from tools.local_stores import address
 
-from driftgauge.config.runtime import Field, View
+from driftgauge.config.frozen import Field, View
 from driftgauge.config.secrets import Secret
 from driftgauge.core.fields import RowHashName
 from driftgauge.stores.postgres.adapter import PostgresAdapter

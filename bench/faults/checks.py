@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from driftgauge.config.runtime import Config
+from driftgauge.config.frozen import Config
 from driftgauge.configfile.loader import load_text
 from faults.syncjob import JOB
 from faults.world import OS_URL, TIERS, Stores

@@ -23,7 +23,7 @@ from fastapi import FastAPI
 
 from driftgauge.canary.service import CanaryService
 from driftgauge.canary.store import CanaryStore
-from driftgauge.config.runtime import Check, Config, View
+from driftgauge.config.frozen import Check, Config, View
 from driftgauge.jobs.adapters import Adapters
 from driftgauge.jobs.runner import run_check
 from driftgauge.jobs.windows import full_window, recent_window

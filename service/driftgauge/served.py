@@ -7,7 +7,7 @@ from dataclasses import KW_ONLY, InitVar, dataclass, field
 from datetime import datetime
 from typing import ClassVar, Generic, TypeVar
 
-from driftgauge.config.runtime import Check
+from driftgauge.config.frozen import Check
 from driftgauge.core.clock import utc_now
 from driftgauge.core.errors import UnknownCheck
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from driftgauge.config.runtime import Config
+from driftgauge.config.frozen import Config
 from driftgauge.configfile.loader import load_file
 from driftgauge.core.errors import ConfigError
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import duckdb
 
-from driftgauge.config.runtime import Exclusion, View
+from driftgauge.config.frozen import Exclusion, View
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.duckdb.dialect import DUCKDB

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import aiomysql
 from tools.local_stores import address
 
-from driftgauge.config.runtime import Exclusion, View
+from driftgauge.config.frozen import Exclusion, View
 from driftgauge.config.secrets import Secret
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter

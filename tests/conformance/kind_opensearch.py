@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
-from driftgauge.config.runtime import Exclusion, View
+from driftgauge.config.frozen import Exclusion, View
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.opensearch import requests as rq

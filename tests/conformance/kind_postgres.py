@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 import asyncpg
 
-from driftgauge.config.runtime import Exclusion, View
+from driftgauge.config.frozen import Exclusion, View
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.postgres.dialect import POSTGRES as pg_sql

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from fastapi import FastAPI, HTTPException, Query, Response
 
-from driftgauge.config.runtime import View
+from driftgauge.config.frozen import View
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.reader_api.settings import ReaderApiStore

@@ -15,7 +15,7 @@ from typing import Any
 
 from tools.local_stores import address
 
-from driftgauge.config.runtime import Exclusion, View
+from driftgauge.config.frozen import Exclusion, View
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.spark import io

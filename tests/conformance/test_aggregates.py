@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from driftgauge.config.runtime import View
+from driftgauge.config.frozen import View
 from driftgauge.core.errors import StoreQueryError, StoreTimeout, StoreUnavailable
 from driftgauge.stores import open_adapter, registry
 from driftgauge.stores.base import StoreAdapter, VocabularyCounter

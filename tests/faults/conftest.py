@@ -20,7 +20,7 @@ import pytest
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
-from driftgauge.config.runtime import Config, View
+from driftgauge.config.frozen import Config, View
 from driftgauge.configfile.loader import load_text
 from driftgauge.engine.result import RunResult
 from driftgauge.jobs.adapters import AdapterPool, Adapters

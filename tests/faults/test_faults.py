@@ -12,7 +12,7 @@ import pytest
 
 from driftgauge import observe
 from driftgauge.canary.probe import run_canary
-from driftgauge.config.runtime import Canary
+from driftgauge.config.frozen import Canary
 from driftgauge.stores import retries
 from tests.faults.conftest import (
     EXTRA,

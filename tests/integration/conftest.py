@@ -15,7 +15,7 @@ import pytest
 from opensearchpy import AsyncOpenSearch
 from tools.local_stores import address
 
-from driftgauge.config.runtime import Field, KeyColumn, View, null_key_rule
+from driftgauge.config.frozen import Field, KeyColumn, View, null_key_rule
 from driftgauge.config.secrets import Secret
 from driftgauge.stores.opensearch.settings import OpenSearchStore
 from driftgauge.stores.postgres.settings import PostgresStore

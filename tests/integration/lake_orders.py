@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 import asyncpg
 import duckdb
 
-from driftgauge.config.runtime import Config
+from driftgauge.config.frozen import Config
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import RunResult
 from driftgauge.stores import open_adapter

@@ -19,7 +19,7 @@ import httpx
 from fastapi import FastAPI
 
 from driftgauge.api.app import create_app
-from driftgauge.config.runtime import Config
+from driftgauge.config.frozen import Config
 from driftgauge.configfile.loader import load_text
 
 TOKEN = "repair-token-for-tests"

@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
-from driftgauge.config.runtime import Config, View
+from driftgauge.config.frozen import Config, View
 from driftgauge.configfile.loader import load_text
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.fields import FieldType

@@ -18,7 +18,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from driftgauge.api.app import create_app
-from driftgauge.config.runtime import Config
+from driftgauge.config.frozen import Config
 from driftgauge.configfile.loader import load_text
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.stores.memory import MemoryAdapter

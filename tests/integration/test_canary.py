@@ -21,7 +21,7 @@ from driftgauge.canary.metrics import CanaryMetrics
 from driftgauge.canary.probe import read_back_query, run_canary, sentinel_document, sentinel_id
 from driftgauge.canary.service import key_picker_for
 from driftgauge.canary.store import CanaryStore
-from driftgauge.config.runtime import Api, Check, Config, State
+from driftgauge.config.frozen import Api, Check, Config, State
 from driftgauge.config.secrets import Secret
 from driftgauge.configfile.loader import load_text
 from driftgauge.stores import open_adapter

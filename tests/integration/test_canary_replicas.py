@@ -19,7 +19,7 @@ from opensearchpy import AsyncOpenSearch
 
 from driftgauge.canary.service import CanaryService
 from driftgauge.canary.store import CanaryStore
-from driftgauge.config.runtime import Check
+from driftgauge.config.frozen import Check
 from driftgauge.configfile.loader import load_text
 from driftgauge.jobs.recurring import canary_jobs
 from driftgauge.jobs.runtime import JobRuntime

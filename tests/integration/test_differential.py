@@ -34,7 +34,7 @@ from hypothesis import (
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
-from driftgauge.config.runtime import (
+from driftgauge.config.frozen import (
     Check,
     Drilldown,
     Exclusion,

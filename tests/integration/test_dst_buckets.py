@@ -14,7 +14,7 @@ import pytest
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
-from driftgauge.config.runtime import Check
+from driftgauge.config.frozen import Check
 from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import ConfigError
 from driftgauge.engine.live import drill_live

@@ -18,7 +18,7 @@ import pytest
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
-from driftgauge.config.runtime import Config
+from driftgauge.config.frozen import Config
 from driftgauge.configfile.loader import load_text
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import RunResult

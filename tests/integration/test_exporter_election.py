@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
-from driftgauge.config.runtime import Config
+from driftgauge.config.frozen import Config
 from driftgauge.core.errors import StateError
 from driftgauge.state.election import ExporterElection
 from driftgauge.state.store import StateStore

@@ -13,7 +13,7 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from driftgauge.config.runtime import Config, Lease
+from driftgauge.config.frozen import Config, Lease
 from driftgauge.core.clock import ManualClock
 from driftgauge.core.errors import StateError
 from driftgauge.jobs.heartbeat import LeaseKeeper

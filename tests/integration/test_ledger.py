@@ -18,7 +18,7 @@ from opensearchpy.helpers import async_bulk
 
 from driftgauge.api.audit import audit_router, open_audit
 from driftgauge.api.auth import TokenCheck
-from driftgauge.config.runtime import Config
+from driftgauge.config.frozen import Config
 from driftgauge.configfile.loader import load_text
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.ledger.client import LedgerClient

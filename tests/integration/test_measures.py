@@ -15,7 +15,7 @@ import pytest
 from opensearchpy import AsyncOpenSearch, helpers
 
 from driftgauge.cli.render import render_run
-from driftgauge.config.runtime import Check, Field, State, View
+from driftgauge.config.frozen import Check, Field, State, View
 from driftgauge.config.secrets import Secret
 from driftgauge.core.errors import DriftgaugeError
 from driftgauge.engine.reconcile import reconcile

@@ -15,7 +15,7 @@ import pytest
 
 from driftgauge.canary.probe import CanaryResult
 from driftgauge.canary.store import CanaryStore
-from driftgauge.config.runtime import Config
+from driftgauge.config.frozen import Config
 from driftgauge.configfile.loader import load_text
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.engine.result import BucketResult, KeyDiff, Node, RunResult

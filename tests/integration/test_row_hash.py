@@ -11,7 +11,7 @@ import pytest
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
-from driftgauge.config.runtime import Check
+from driftgauge.config.frozen import Check
 from driftgauge.configfile.loader import load_text
 from driftgauge.encoding.digest import row_hash
 from driftgauge.engine.reconcile import reconcile

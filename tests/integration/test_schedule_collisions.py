@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from driftgauge.config.runtime import Config
+from driftgauge.config.frozen import Config
 from driftgauge.configfile.loader import load_text
 from driftgauge.jobs.adapters import AdapterPool
 from driftgauge.jobs.recurring import canary_jobs, tick_jobs

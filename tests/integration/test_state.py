@@ -10,7 +10,7 @@ from datetime import timedelta
 import asyncpg
 import pytest
 
-from driftgauge.config.runtime import State
+from driftgauge.config.frozen import State
 from driftgauge.config.secrets import Secret
 from driftgauge.core.errors import StateError
 from driftgauge.core.paging import Page

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from driftgauge.config.runtime import Config, State
+from driftgauge.config.frozen import Config, State
 from driftgauge.core.errors import StoreUnavailable
 from driftgauge.jobs.adapters import AdapterPool
 from driftgauge.jobs.recurring import tick_jobs

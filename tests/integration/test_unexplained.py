@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from driftgauge.config.runtime import State
+from driftgauge.config.frozen import State
 from driftgauge.config.secrets import Secret
 from driftgauge.engine.live import drill_live
 from driftgauge.engine.reconcile import reconcile

@@ -13,7 +13,7 @@ import yaml
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
-from driftgauge.config.runtime import Check
+from driftgauge.config.frozen import Check
 from driftgauge.configfile.loader import load_text
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.signals.metrics import SignalsMetrics

@@ -13,7 +13,7 @@ import yaml
 from fastapi import FastAPI
 
 from driftgauge.api.auth import TokenCheck
-from driftgauge.config.runtime import Check
+from driftgauge.config.frozen import Check
 from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import ConfigError
 from driftgauge.signals.metrics import SignalsMetrics

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from datetime import UTC, datetime, timedelta
 
-from driftgauge.config.runtime import Check
+from driftgauge.config.frozen import Check
 from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import StateError
 from driftgauge.engine.result import BucketResult

@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from driftgauge.config.runtime import Tolerance
+from driftgauge.config.frozen import Tolerance
 from driftgauge.configfile.loader import load_text
 from driftgauge.core.aggregate import Aggregate, measures_differ
 from driftgauge.core.errors import ConfigError

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from driftgauge.config.runtime import Check, View
+from driftgauge.config.frozen import Check, View
 from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import ConfigError, SchemaError
 from driftgauge.core.fields import TimestampPrecision

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from driftgauge.cli.render import render_run
-from driftgauge.config.runtime import Check
+from driftgauge.config.frozen import Check
 from driftgauge.configfile.loader import load_text
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.errors import ConfigError

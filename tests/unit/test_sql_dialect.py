@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 from zoneinfo import ZoneInfo
 
-from driftgauge.config.runtime import Exclusion, Field, View
+from driftgauge.config.frozen import Exclusion, Field, View
 from driftgauge.config.secrets import Secret
 from driftgauge.core.fields import FieldType, RowHashName, TimestampPrecision
 from driftgauge.stores.postgres.dialect import POSTGRES as pg

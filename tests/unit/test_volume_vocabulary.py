@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from driftgauge.config.runtime import Volume
+from driftgauge.config.frozen import Volume
 from driftgauge.signals.vocabulary import VocabularyResult, unmatched
 from driftgauge.signals.volume import judge_days
 

@@ -20,11 +20,11 @@ from driftgauge.api.health import add_health
 from driftgauge.api.middleware import RequestContext
 from driftgauge.api.models import answers
 from driftgauge.api.openapi import add_schema
+from driftgauge.api.opened import Runtime
 from driftgauge.api.page import add_page
 from driftgauge.api.routes import router
-from driftgauge.api.runtime import Runtime
 from driftgauge.background import background_part, survive
-from driftgauge.config.runtime import Check, Config
+from driftgauge.config.frozen import Check, Config
 from driftgauge.core.clock import Clock, SystemClock, utc_now
 from driftgauge.core.errors import StateError
 from driftgauge.jobs.adapters import AdapterPool, Opener

@@ -27,7 +27,7 @@ from driftgauge.canary.probe import Connections
 from driftgauge.canary.router import canary_router
 from driftgauge.canary.service import CanaryService
 from driftgauge.canary.store import CanaryStore
-from driftgauge.config.runtime import Config
+from driftgauge.config.frozen import Config
 from driftgauge.core.clock import utc_now
 from driftgauge.core.errors import StateError
 from driftgauge.jobs.recurring import audit_job, canary_jobs, reconcile_job, signals_jobs

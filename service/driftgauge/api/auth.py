@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from fastapi import HTTPException, Request, status
 
-from driftgauge.config.runtime import Api
+from driftgauge.config.frozen import Api
 from driftgauge.config.secrets import Secret
 from driftgauge.core.errors import ConfigError, SecretError
 

@@ -8,7 +8,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from driftgauge.api.auth import TokenCheck
 from driftgauge.api.models import HealthOut, answers
-from driftgauge.api.runtime import runtime
+from driftgauge.api.opened import runtime
 from driftgauge.core.errors import StateError
 
 

@@ -24,8 +24,8 @@ from driftgauge.api.models import (
     TriggerOut,
     answers,
 )
-from driftgauge.api.runtime import Runtime, runtime
-from driftgauge.config.runtime import Check
+from driftgauge.api.opened import Runtime, runtime
+from driftgauge.config.frozen import Check
 from driftgauge.core import buckets
 from driftgauge.core.bounds import day_problem, iso_day
 from driftgauge.core.errors import StoreTimeout, UnknownCheck

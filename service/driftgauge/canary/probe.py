@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, get_args
 
-from driftgauge.config.runtime import Canary, Check, Store
+from driftgauge.config.frozen import Canary, Check, Store
 from driftgauge.core.errors import DriftgaugeError, StorePermissionError, StoreTimeout
 from driftgauge.stores.opensearch import client, querydsl
 from driftgauge.stores.opensearch.settings import OpenSearchStore

@@ -10,7 +10,7 @@ from datetime import datetime
 from driftgauge.canary.keys import adapter_key_picker, query_key_picker
 from driftgauge.canary.probe import CanaryResult, Connections, KeyPicker, run_canary
 from driftgauge.canary.store import CanaryStore
-from driftgauge.config.runtime import Check
+from driftgauge.config.frozen import Check
 from driftgauge.core.errors import DriftgaugeError
 from driftgauge.served import FeatureService
 from driftgauge.stores.base import KeyQuery, StoreAdapter

@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from driftgauge.cli.common import EXIT_OK, check_named, log_options, with_config
-from driftgauge.config.runtime import Check, Config
+from driftgauge.config.frozen import Check, Config
 from driftgauge.engine import cost
 
 

@@ -20,7 +20,7 @@ from driftgauge.cli.common import (
     with_config,
 )
 from driftgauge.cli.render import ProgressBar, render_run
-from driftgauge.config.runtime import Check, Config
+from driftgauge.config.frozen import Check, Config
 from driftgauge.core.errors import ConfigError
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from driftgauge.config.runtime import Check, Config
+from driftgauge.config.frozen import Check, Config
 from driftgauge.core.errors import ConfigError
 
 EXIT_OK, EXIT_DRIFT, EXIT_ERROR, EXIT_INTERNAL = 0, 1, 2, 3

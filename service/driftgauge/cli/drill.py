@@ -18,7 +18,7 @@ from driftgauge.cli.common import (
     with_config,
 )
 from driftgauge.cli.render import render_drill
-from driftgauge.config.runtime import Config
+from driftgauge.config.frozen import Config
 
 
 def add_commands(sub: Any) -> None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from driftgauge.config.runtime import Config
+from driftgauge.config.frozen import Config
 from driftgauge.repair.errors import Refused, RepairError, RepairInputError
 from driftgauge.repair.models import PlanIn, WatermarkMove
 

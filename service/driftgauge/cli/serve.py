@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from driftgauge.cli.common import EXIT_OK, log_options, with_config
-from driftgauge.config.runtime import Config
+from driftgauge.config.frozen import Config
 
 
 def add_commands(sub: Any) -> None:

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from driftgauge.cli.common import EXIT_ERROR, EXIT_OK, log_options, with_config
-from driftgauge.config.runtime import Config
+from driftgauge.config.frozen import Config
 
 
 def add_commands(sub: Any) -> None:

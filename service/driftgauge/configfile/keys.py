@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from driftgauge.config.runtime import KeyColumn
+from driftgauge.config.frozen import KeyColumn
 from driftgauge.configfile import model as m
 from driftgauge.core.fields import NULL_KEY, KeyType
 

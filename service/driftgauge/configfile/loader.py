@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import ValidationError
 
 from driftgauge.config import secrets
-from driftgauge.config.runtime import (
+from driftgauge.config.frozen import (
     Api,
     Check,
     Config,

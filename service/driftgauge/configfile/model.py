@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 from pydantic import Field, StringConstraints, model_validator
 
-from driftgauge.config.runtime import Drilldown
+from driftgauge.config.frozen import Drilldown
 from driftgauge.config.values import (
     CanaryInterval,
     CheckInterval,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from driftgauge.config.runtime import Api, State, Store
+from driftgauge.config.frozen import Api, State, Store
 from driftgauge.config.secrets import Secret, dsn_shape, is_reference
 from driftgauge.core.errors import SecretError
 from driftgauge.stores import registry

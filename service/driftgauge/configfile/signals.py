@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from driftgauge.config.runtime import (
+from driftgauge.config.frozen import (
     Canary,
     Check,
     Ledger,

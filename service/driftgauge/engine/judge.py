@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
-from driftgauge.config.runtime import Check
+from driftgauge.config.frozen import Check
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.engine import early, explain, peel, plan, resize
 from driftgauge.engine.drill import Fetched, Taken, drill_day, join_day

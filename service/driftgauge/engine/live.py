@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from datetime import date, datetime
 
-from driftgauge.config.runtime import Check
+from driftgauge.config.frozen import Check
 from driftgauge.core import buckets
 from driftgauge.core.errors import ConfigError
 from driftgauge.engine import explain

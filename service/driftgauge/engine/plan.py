@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from typing import NamedTuple
 from zoneinfo import ZoneInfo
 
-from driftgauge.config.runtime import Drilldown
+from driftgauge.config.frozen import Drilldown
 from driftgauge.core.aggregate import Aggregate
 
 # Slot lengths that divide an hour, so slots never straddle an hour boundary.

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Callable, Mapping
 from datetime import datetime
 
-from driftgauge.config.runtime import Check
+from driftgauge.config.frozen import Check
 from driftgauge.core.errors import DriftgaugeError, StoreError
 from driftgauge.engine import early, plan
 from driftgauge.engine.first_pass import Days, differing_days, first_pass

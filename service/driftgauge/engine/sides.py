@@ -11,7 +11,7 @@ from typing import TypeVar
 from zoneinfo import ZoneInfo
 
 from driftgauge import observe
-from driftgauge.config.runtime import Check, Store
+from driftgauge.config.frozen import Check, Store
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.engine.split import merge_digests, merge_first, split_days
 from driftgauge.engine.tasks import all_or_none

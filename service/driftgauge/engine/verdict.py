@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from driftgauge.config.runtime import Tolerance
+from driftgauge.config.frozen import Tolerance
 from driftgauge.core.aggregate import measures_differ
 from driftgauge.engine.result import BucketResult
 

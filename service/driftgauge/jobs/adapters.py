@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import NamedTuple
 
 from driftgauge import observe
-from driftgauge.config.runtime import Check, View
+from driftgauge.config.frozen import Check, View
 from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.pools import StorePools
 from driftgauge.stores.preflight import preflight

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
-from driftgauge.config.runtime import Check
+from driftgauge.config.frozen import Check
 from driftgauge.core.errors import DriftgaugeError
 from driftgauge.encoding import iblt, sizing
 from driftgauge.engine import cost, plan

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
-from driftgauge.config.runtime import Lease
+from driftgauge.config.frozen import Lease
 from driftgauge.core.errors import StateError
 from driftgauge.state.store import StateStore
 

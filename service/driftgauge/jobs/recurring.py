@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from functools import partial
 
 from driftgauge.canary.service import CanaryService
-from driftgauge.config.runtime import Check
+from driftgauge.config.frozen import Check
 from driftgauge.core.errors import StateError
 from driftgauge.jobs.heartbeat import LeaseKeeper
 from driftgauge.jobs.runtime import Job, Run

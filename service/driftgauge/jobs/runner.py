@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 
 from driftgauge import budget, observe
-from driftgauge.config.runtime import Check
+from driftgauge.config.frozen import Check
 from driftgauge.core.clock import utc_now
 from driftgauge.core.errors import DriftgaugeError, StateError, StoreError
 from driftgauge.encoding import digest

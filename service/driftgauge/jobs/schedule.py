@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from apscheduler.triggers.interval import IntervalTrigger
 
-from driftgauge.config.runtime import Check
+from driftgauge.config.frozen import Check
 from driftgauge.core.clock import EPOCH
 from driftgauge.cron import CronTrigger, trigger_for
 

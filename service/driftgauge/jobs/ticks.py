@@ -9,7 +9,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
 
-from driftgauge.config.runtime import Check
+from driftgauge.config.frozen import Check
 from driftgauge.core.clock import utc_now
 from driftgauge.core.errors import DriftgaugeError, StateError
 from driftgauge.engine.result import RunResult

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from driftgauge.config.runtime import Check
+from driftgauge.config.frozen import Check
 
 
 def day_window(check: Check, days: int, now: datetime) -> tuple[datetime, datetime]:

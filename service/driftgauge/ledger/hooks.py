@@ -8,7 +8,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
 
 from driftgauge.background import survive
-from driftgauge.config.runtime import Check
+from driftgauge.config.frozen import Check
 from driftgauge.core.clock import utc_now
 from driftgauge.core.errors import DriftgaugeError
 from driftgauge.engine import plan

@@ -9,7 +9,7 @@ from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from driftgauge.background import survive
-from driftgauge.config.runtime import Check, Ledger
+from driftgauge.config.frozen import Check, Ledger
 from driftgauge.core.clock import utc_now
 from driftgauge.core.errors import DriftgaugeError
 from driftgauge.ledger import rules

@@ -9,7 +9,7 @@ from datetime import date, datetime, timedelta
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from driftgauge.config.runtime import Check
+from driftgauge.config.frozen import Check
 from driftgauge.core.clock import utc_now
 from driftgauge.core.errors import StateError
 from driftgauge.engine.result import BucketResult

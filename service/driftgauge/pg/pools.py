@@ -7,7 +7,7 @@ from typing import Any
 
 import asyncpg
 
-from driftgauge.config.runtime import State
+from driftgauge.config.frozen import State
 from driftgauge.core.errors import SecretError, StateError
 from driftgauge.pg.errors import DRIVER_ERRORS, describe
 

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from driftgauge.config.runtime import Check
+from driftgauge.config.frozen import Check
 from driftgauge.core.paging import Page
 from driftgauge.pg.calls import PgCalls
 from driftgauge.repair import announce, partitions

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 
-from driftgauge.config.runtime import Check
+from driftgauge.config.frozen import Check
 from driftgauge.pg.calls import PgCalls
 from driftgauge.repair.errors import RepairInputError
 from driftgauge.stores.base import StoreAdapter

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from driftgauge.config.runtime import Check
+from driftgauge.config.frozen import Check
 from driftgauge.repair import breaches, partitions
 from driftgauge.repair.errors import Refused, RepairInputError
 from driftgauge.repair.partitions import HOUR, Snapshot

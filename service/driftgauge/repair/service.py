@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from driftgauge.config.runtime import Check
+from driftgauge.config.frozen import Check
 from driftgauge.core.errors import StateError, StoreError
 from driftgauge.pg.calls import PgCalls
 from driftgauge.repair import partitions

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import date, datetime, timedelta
 
-from driftgauge.config.runtime import Check, Config
+from driftgauge.config.frozen import Check, Config
 from driftgauge.retention.batches import Family, Tally
 from driftgauge.state.store import StateStore
 

@@ -8,7 +8,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime, timedelta
 
 from driftgauge.background import survive
-from driftgauge.config.runtime import Config
+from driftgauge.config.frozen import Config
 from driftgauge.core.errors import StateError
 from driftgauge.retention.prune import PruneReport, prune
 from driftgauge.state.store import StateStore

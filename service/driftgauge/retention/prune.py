@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from driftgauge.config.runtime import Config
+from driftgauge.config.frozen import Config
 from driftgauge.retention.batches import BATCH, Batches, Family
 from driftgauge.retention.families import audit_families, run_families
 from driftgauge.state.store import StateStore

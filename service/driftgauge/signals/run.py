@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from driftgauge.config.runtime import Check
+from driftgauge.config.frozen import Check
 from driftgauge.signals.store import SignalsStore
 from driftgauge.signals.vocabulary import VocabularyResult, measure_vocabulary
 from driftgauge.signals.volume import VolumeDay, measure_volume

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from driftgauge.config.runtime import Check, Volume
+from driftgauge.config.frozen import Check, Volume
 from driftgauge.core.errors import DriftgaugeError
 from driftgauge.served import FeatureService
 from driftgauge.signals.run import SignalsResult, evaluate_signals

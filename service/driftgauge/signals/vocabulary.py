@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from dataclasses import field as default
 from datetime import datetime
 
-from driftgauge.config.runtime import Check
+from driftgauge.config.frozen import Check
 from driftgauge.stores.base import VocabularyCounter
 
 

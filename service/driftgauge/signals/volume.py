@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Literal, get_args
 
-from driftgauge.config.runtime import Check, Volume
+from driftgauge.config.frozen import Check, Volume
 from driftgauge.engine import plan
 from driftgauge.stores.base import StoreAdapter
 

@@ -11,7 +11,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from driftgauge.config.runtime import State
+from driftgauge.config.frozen import State
 from driftgauge.core.errors import StateError
 from driftgauge.engine.result import RunResult
 from driftgauge.pg import calls, errors, pools

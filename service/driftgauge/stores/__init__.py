@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from driftgauge.config.runtime import View
+from driftgauge.config.frozen import View
 from driftgauge.stores.base import StoreAdapter
 
 

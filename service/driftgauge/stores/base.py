@@ -10,7 +10,7 @@ from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
 from zoneinfo import ZoneInfo
 
-from driftgauge.config.runtime import View
+from driftgauge.config.frozen import View
 from driftgauge.core import buckets
 from driftgauge.core.aggregate import Aggregate
 

@@ -6,7 +6,7 @@ import asyncio
 import logging
 from typing import Any
 
-from driftgauge.config.runtime import Store, View
+from driftgauge.config.frozen import Store, View
 from driftgauge.stores import registry
 from driftgauge.stores.base import StoreAdapter
 

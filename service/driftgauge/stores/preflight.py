@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, TypeVar, runtime_checkable
 
 from driftgauge import observe
-from driftgauge.config.runtime import Check, Config, View
+from driftgauge.config.frozen import Check, Config, View
 from driftgauge.core.errors import ConfigError, DriftgaugeError, SchemaError
 from driftgauge.core.fields import FieldType, TimestampPrecision
 from driftgauge.stores.base import StoreAdapter

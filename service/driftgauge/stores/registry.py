@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import Field
 
-from driftgauge.config.runtime import Store, View
+from driftgauge.config.frozen import Store, View
 from driftgauge.config.secrets import Secret
 from driftgauge.config.values import Strict
 from driftgauge.core.errors import StoreError

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from driftgauge.config.runtime import View
+from driftgauge.config.frozen import View
 from driftgauge.core.fields import RowHashName, TimestampPrecision
 from driftgauge.stores.duckdb.settings import DuckDBStore
 from driftgauge.stores.sql.dialect import SqlDialect, spelling

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from driftgauge.config.runtime import View
+from driftgauge.config.frozen import View
 from driftgauge.core.fields import TimestampPrecision
 from driftgauge.stores.duckdb.dialect import DUCKDB
 from driftgauge.stores.duckdb.io import Connection

@@ -6,7 +6,7 @@ import functools
 from dataclasses import replace
 from typing import Any
 
-from driftgauge.config.runtime import View
+from driftgauge.config.frozen import View
 from driftgauge.stores import registry
 from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.elasticsearch.settings import ElasticsearchStoreModel

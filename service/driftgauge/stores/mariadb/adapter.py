@@ -9,7 +9,7 @@ from typing import Any, Self
 
 import aiomysql
 
-from driftgauge.config.runtime import View
+from driftgauge.config.frozen import View
 from driftgauge.core import buckets
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.clock import MICROSECOND

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from driftgauge.config.runtime import View
+from driftgauge.config.frozen import View
 from driftgauge.core.fields import RowHashName, TimestampPrecision
 from driftgauge.stores.sql.dialect import SqlDialect, spelling
 

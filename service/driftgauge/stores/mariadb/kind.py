@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from driftgauge.config import secrets
-from driftgauge.config.runtime import Store
+from driftgauge.config.frozen import Store
 from driftgauge.config.secrets import Secret
 from driftgauge.core.errors import StoreError
 from driftgauge.stores import registry

@@ -6,7 +6,7 @@ from typing import Any
 
 from pymysql.constants import FIELD_TYPE as T
 
-from driftgauge.config.runtime import View
+from driftgauge.config.frozen import View
 from driftgauge.core.fields import TimestampPrecision
 from driftgauge.stores.mariadb.dialect import MARIADB
 from driftgauge.stores.preflight import Expects, FieldSchema, Wanted, judge_columns, wrong_type

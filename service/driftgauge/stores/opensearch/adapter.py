@@ -8,7 +8,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Self, TypeVar
 
-from driftgauge.config.runtime import View
+from driftgauge.config.frozen import View
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.errors import (
     IncompleteExport,

@@ -6,7 +6,7 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from driftgauge.config.runtime import Store
+from driftgauge.config.frozen import Store
 from driftgauge.config.secrets import Secret
 from driftgauge.stores import registry
 from driftgauge.stores.opensearch.settings import (

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from driftgauge.config.runtime import View
+from driftgauge.config.frozen import View
 from driftgauge.core.fields import TimestampPrecision
 from driftgauge.stores.preflight import Expects, FieldSchema, Wanted, wanted
 

@@ -11,7 +11,7 @@ from decimal import Decimal
 from importlib import resources
 from typing import Any
 
-from driftgauge.config.runtime import View
+from driftgauge.config.frozen import View
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.clock import EPOCH
 from driftgauge.encoding import iblt

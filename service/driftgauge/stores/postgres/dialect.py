@@ -7,7 +7,7 @@ first pass only PostgreSQL's grouping sets can answer in one scan.
 
 from __future__ import annotations
 
-from driftgauge.config.runtime import View
+from driftgauge.config.frozen import View
 from driftgauge.core.fields import RowHashName, TimestampPrecision
 from driftgauge.encoding import iblt
 from driftgauge.stores.sql.dialect import SqlDialect, spelling

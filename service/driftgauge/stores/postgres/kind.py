@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from driftgauge.config import secrets
-from driftgauge.config.runtime import Store
+from driftgauge.config.frozen import Store
 from driftgauge.config.secrets import Secret
 from driftgauge.stores import registry
 from driftgauge.stores.postgres.settings import PostgresStore, PostgresStoreModel

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from driftgauge.config.runtime import View
+from driftgauge.config.frozen import View
 from driftgauge.core.fields import TimestampPrecision
 from driftgauge.encoding.digest import row_hash
 from driftgauge.stores.postgres.dialect import POSTGRES

@@ -15,7 +15,7 @@ from typing import Any, Self
 
 import httpx
 
-from driftgauge.config.runtime import View
+from driftgauge.config.frozen import View
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.clock import EPOCH
 from driftgauge.core.errors import StoreQueryError

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from driftgauge.config.runtime import Store
+from driftgauge.config.frozen import Store
 from driftgauge.config.secrets import Secret
 from driftgauge.stores import registry
 from driftgauge.stores.reader_api.settings import BOUNDS, ReaderApiStore, ReaderApiStoreModel

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from driftgauge.config.runtime import View
+from driftgauge.config.frozen import View
 from driftgauge.core.fields import RowHashName, TimestampPrecision
 from driftgauge.stores.sql.dialect import SqlDialect, spelling
 

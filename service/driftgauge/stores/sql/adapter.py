@@ -7,7 +7,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, Self
 
-from driftgauge.config.runtime import Store, View
+from driftgauge.config.frozen import Store, View
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.fields import TimestampPrecision
 from driftgauge.stores import registry

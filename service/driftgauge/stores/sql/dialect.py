@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from driftgauge.config.runtime import Exclusion, View
+from driftgauge.config.frozen import Exclusion, View
 from driftgauge.core.fields import FieldType, RowHashName, TimestampPrecision
 
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from driftgauge.config.runtime import View
+from driftgauge.config.frozen import View
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.clock import MICROSECOND
 from driftgauge.encoding.digest import exported_key, unsigned64

@@ -17,7 +17,7 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any, ClassVar
 
-from driftgauge.config.runtime import Exclusion, View
+from driftgauge.config.frozen import Exclusion, View
 from driftgauge.core.fields import RowHashName, TimestampPrecision
 from driftgauge.stores.sql.dialect import SqlDialect, spelling
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from driftgauge.config.runtime import Store
+from driftgauge.config.frozen import Store
 from driftgauge.config.secrets import Secret
 from driftgauge.core.errors import StoreError
 from driftgauge.stores import registry

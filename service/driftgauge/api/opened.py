@@ -12,7 +12,7 @@ from prometheus_client.registry import CollectorRegistry
 
 from driftgauge.api.audit import Audit
 from driftgauge.api.auth import TokenCheck
-from driftgauge.config.runtime import Config
+from driftgauge.config.frozen import Config
 from driftgauge.jobs.adapters import AdapterPool
 from driftgauge.jobs.runtime import JobRuntime
 from driftgauge.jobs.ticks import TickRunner
