@@ -94,7 +94,7 @@ bench: install services ## Benchmarks; results go to bench/RESULTS.md
 bench-faults: install services ## The seed's nine faults on real stores; results go to bench/RESULTS.md
 	$(BIN)/python bench/faults/run.py
 
-bench-fleet: install services ## 500 checks on 3 real replicas for 12 minutes, one killed (long; bench/RESULTS.md "Fleet")
+bench-fleet: install services ## 500 checks on 3 real replicas for 12 minutes, the exporter killed (long; bench/RESULTS.md "Fleet")
 	$(BIN)/python bench/fleet.py --write $(FLEET_ARGS)
 
 # ENGINES_ARGS="--rows 100000000 --shapes clean hours --repeat 2" for the 100M figures.
