@@ -350,3 +350,6 @@ async def test_one_two_and_three_replicas_give_every_panel_and_alert_the_same_an
             # Without the election the replicas' stored series would add up.
             runs = 'sum(driftgauge_check_runs_total{job="driftgauge", status="drift"})'
             assert await instant_value(prom, runs) == [drift_runs]
+            # Repair's series are stored ones too: one replica exports them.
+            backfills = 'count(driftgauge_backfills{job="driftgauge", status="planned"})'
+            assert await instant_value(prom, backfills) == [1.0]

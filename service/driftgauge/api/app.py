@@ -22,6 +22,7 @@ from driftgauge.api.models import answers
 from driftgauge.api.openapi import add_schema
 from driftgauge.api.opened import Runtime
 from driftgauge.api.page import add_page
+from driftgauge.api.repairs import open_repair
 from driftgauge.api.routes import router
 from driftgauge.background import background_part, survive
 from driftgauge.config.frozen import Check, Config
@@ -54,6 +55,7 @@ from driftgauge.metrics.own import own_part
 from driftgauge.metrics.snapshot import SnapshotCache, interrupted_part, state_part
 from driftgauge.metrics.stores import store_retries_part
 from driftgauge.repair.router import repair_router
+from driftgauge.repair.service import Repair
 from driftgauge.retention.job import RetentionJob
 from driftgauge.state.election import ExporterElection
 from driftgauge.state.store import StateStore
@@ -102,6 +104,7 @@ def create_app(
         async with _open_runtime(config, tokens, options) as rt:
             app.state.runtime = rt
             app.state.audit = rt.audit
+            app.state.repair = rt.repair
             yield
 
     # The schema and docs are served below, behind the read check like the API they describe.
@@ -189,6 +192,7 @@ def _registry(
     config: Config,
     snapshots: SnapshotCache,
     audit: Audit,
+    repair: Repair,
     options: RuntimeOptions,
     election: ExporterElection,
     clock: Callable[[], datetime],
@@ -200,12 +204,13 @@ def _registry(
 
     # Each fact once: the stored series from the elected replica only, the work each
     # replica did (and its view of the state database) from every replica.
-    stored = [
+    stored: list[CollectorPart] = [
         reconciliation_part(snapshots.current),
         history_part(snapshots.current),
         interrupted_part(snapshots.current),
         schedule_part(snapshots.current, job_specs(config.checks), clock),
         *audit.parts,
+        repair.metrics,
         *options.metric_parts,
     ]
     registry = build_registry(
@@ -284,7 +289,10 @@ async def _open_runtime(
         election = state.exporter_election()
         stack.push_async_callback(election.release)
 
-        registry = _registry(config, snapshots, audit, options, election, clock)
+        repair = await stack.enter_async_context(
+            open_repair(config, state, adapters, clock, jobs if start_scheduler else None)
+        )
+        registry = _registry(config, snapshots, audit, repair, options, election, clock)
         await _recover(leases, snapshots, election)
         jobs.add(heartbeat_job(leases), refresh_job(snapshots, refresh), exporter_job(election))
         if start_scheduler:
@@ -302,6 +310,7 @@ async def _open_runtime(
             start_scheduler,
             clock,
             audit,
+            repair,
             retention,
             asyncio.Semaphore(config.api.live_concurrency),
         )

@@ -17,6 +17,7 @@ from driftgauge.jobs.adapters import AdapterPool
 from driftgauge.jobs.runtime import JobRuntime
 from driftgauge.jobs.ticks import TickRunner
 from driftgauge.metrics.snapshot import SnapshotCache
+from driftgauge.repair.service import Repair
 from driftgauge.retention.job import RetentionJob
 from driftgauge.state.store import StateStore
 
@@ -36,6 +37,7 @@ class Runtime:
     scheduler_enabled: bool
     clock: Callable[[], datetime]
     audit: Audit
+    repair: Repair
     retention: RetentionJob
     live: asyncio.Semaphore
     """Slots for live drill-downs (api.live_concurrency)."""

@@ -1,24 +1,19 @@
 """REST endpoints of safe repair: watermarks, consumers, reads, backfills, probes, breaches.
 
-The router opens the repair parts in its own lifespan, on the app's state pool and store
-adapters, so the app includes it with one line.
+The service's lifespan opens repair (api/repairs.py) and puts it on app.state; the routes
+reach it there.
 """
 
 # No `from __future__ import annotations`: FastAPI must see the dependency aliases
 # (`Service`, `BackfillId`, ...) as real objects.
-import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from functools import partial
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query
+from fastapi import APIRouter, Depends, HTTPException, Path, Query
 
-from driftgauge.core.errors import StateError
 from driftgauge.core.paging import Page
-from driftgauge.metrics.collector import PartsCollector
 from driftgauge.repair.backfill import Backfills
 from driftgauge.repair.errors import NotFound, Refused
 from driftgauge.repair.models import (
@@ -45,17 +40,9 @@ from driftgauge.repair.models import (
     WatermarkOut,
     WatermarkShown,
 )
-from driftgauge.repair.service import Repair, build_repair
+from driftgauge.repair.service import Repair
 from driftgauge.routing import Dependency, answered, app_service, paged
 
-log = logging.getLogger("driftgauge.repair")
-JUDGE_EVERY = 60.0
-JUDGE_JOB = "repair-judge"
-GUARD_EVERY = 900.0
-"""Silent changes: every signed partition is digested in its store this often."""
-GUARD_JOB = "repair-guard"
-_JUDGE_JOBS = ((JUDGE_JOB, JUDGE_EVERY, False, True), (GUARD_JOB, GUARD_EVERY, True, False))
-"""Each judge job: its id (its claim too), its period in seconds, `signed` and `rest`."""
 BackfillId = Annotated[int, Path(ge=1, le=2**63 - 1, description="backfill id")]
 PathName = Annotated[str, Path(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
 QueryName = Annotated[str | None, Query(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
@@ -73,44 +60,6 @@ REFUSED: dict[int | str, dict[str, Any]] = {
     504: {"description": "A store did not answer in time while digesting partitions."},
 }
 """The error answers of a route that a lifecycle rule or a store can refuse."""
-
-
-@asynccontextmanager
-async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """Open the repair parts on the runtime the app's own lifespan opened just before."""
-    rt = getattr(app.state, "runtime", None)
-    if rt is None:
-        yield
-        return
-
-    async def sides(check: str) -> tuple[Any, Any]:
-        both = await rt.adapters.get(check)
-        return both.source, both.reader
-
-    repair = build_repair(rt.state.calls, rt.config.checks, sides, rt.clock)
-    app.state.repair = repair
-    await repair.refresh()
-    collector = PartsCollector([repair.metrics])
-    rt.registry.register(collector)
-    if rt.scheduler_enabled:
-        # Judged once across replicas per scheduled time: the job runtime claims it.
-        for job, every, signed, rest in _JUDGE_JOBS:
-            run = partial(_judge, repair, signed=signed, rest=rest)
-            rt.jobs.add_every(job, "repair", timedelta(seconds=every), run, claim=job)
-    try:
-        yield
-    finally:
-        for job, *_ in _JUDGE_JOBS:
-            rt.jobs.remove(job)
-        rt.registry.unregister(collector)
-
-
-async def _judge(repair: Repair, _at: datetime, *, signed: bool = True, rest: bool = True) -> None:
-    """Judge the repair rules asked for at a scheduled time; a state-database outage is logged."""
-    try:
-        await repair.judge(signed=signed, rest=rest)
-    except StateError as exc:
-        log.warning("could not judge repair breaches", extra={"error": str(exc)})
 
 
 @contextmanager
@@ -136,7 +85,7 @@ class _Routes:
 
 def repair_router(require_write: Dependency, require_read: Dependency) -> APIRouter:
     """Return the repair routes; writes need `require_write` to pass."""
-    router = APIRouter(lifespan=_lifespan)
+    router = APIRouter()
     routes = _Routes(router, read=[Depends(require_read)], write=[Depends(require_write)])
     # In this order: the schema lists the paths as they were added.
     _watermark_routes(routes)
