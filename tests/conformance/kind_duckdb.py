@@ -12,7 +12,7 @@ from typing import Any
 
 import duckdb
 
-from driftgauge.config.frozen import Exclusion, View
+from driftgauge.config.frozen import View
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.duckdb.dialect import DUCKDB
@@ -25,9 +25,15 @@ from tests.conformance.spec import (
     ColumnType,
     Failures,
     Hung,
-    Rule,
     Spec,
     Table,
+)
+from tests.conformance.sql_views import (
+    cast_literal,
+    golden_view,
+    one_row_select,
+    spec_view,
+    sql_quote,
 )
 from tests.integration.conftest import make_view
 
@@ -50,16 +56,6 @@ GOLDEN_TYPES = {
 }
 
 
-def _quote(value: Any) -> str:
-    return "'" + str(value).replace("'", "''") + "'"
-
-
-def _where(rule: Rule) -> str:
-    if rule.op == "null":
-        return f"{rule.column} IS NULL"
-    return f"{rule.column} {'=' if rule.op == 'eq' else '<>'} {_quote(rule.value)}"
-
-
 def write_parquet(
     path: Path, columns: Sequence[tuple[str, str]], rows: Sequence[tuple[Any, ...]]
 ) -> None:
@@ -72,7 +68,7 @@ def write_parquet(
             lists = [list(col) for col in zip(*rows, strict=True)]
             picks = ", ".join(f"unnest(${i + 1})" for i in range(len(columns)))
             conn.execute(f"INSERT INTO t SELECT {picks}", lists)
-        conn.execute(f"COPY t TO {_quote(path)} (FORMAT parquet)")
+        conn.execute(f"COPY t TO {sql_quote(path)} (FORMAT parquet)")
     finally:
         conn.close()
 
@@ -96,23 +92,8 @@ class DuckDBSource:
     def view(self, spec: Spec, timeout: float = 30.0) -> View:
         """Return the View a check would have on the file as `spec` says."""
         store = store_on(self.path, self.table.name, timeout)
-        where: dict[str, Any] = {"table": spec.relation or self.table.name}
-        if spec.keep is not None:
-            where = {
-                "query": f"SELECT * FROM read_parquet({_quote(self.path)}) "
-                f"WHERE {_where(spec.keep)}"
-            }
-        return make_view(
-            store,  # type: ignore[arg-type]
-            key=spec.key,
-            time=spec.time,
-            fields=dict(spec.fields),
-            key_type=spec.key_type,
-            tz=spec.tz,
-            timestamp_precision=spec.precision,
-            exclusions=tuple(Exclusion(r.name, where=_where(r)) for r in spec.exclusions),
-            **where,
-        )
+        scan = f"read_parquet({sql_quote(self.path)})"
+        return spec_view(store, spec, self.table.name, scan=scan)
 
     async def open(self, spec: Spec) -> StoreAdapter:
         """Return a DuckDB adapter on the file."""
@@ -145,11 +126,7 @@ def _golden_type(type_: str, value: Any) -> str:
 
 def _literal(value: Any, type_: str) -> str:
     typ = _golden_type(type_, value)
-    if value is None:
-        return f"CAST(NULL AS {typ})"
-    if type_ == "boolean":
-        return "TRUE" if value else "FALSE"
-    return f"CAST({_quote(value)} AS {typ})"
+    return cast_literal(value, type_, typ)
 
 
 class DuckDBGolden:
@@ -164,20 +141,10 @@ class DuckDBGolden:
         vector = self.vectors[n]
         cols = [
             _literal(vector["key"], vector["key_type"]),
-            f"CAST({_quote(self.at.isoformat())} AS TIMESTAMPTZ)",
+            f"CAST({sql_quote(self.at.isoformat())} AS TIMESTAMPTZ)",
         ]
         cols += [_literal(f["value"], f["type"]) for f in vector["fields"]]
-        names = ["k", "t"] + [f"c{i}" for i in range(len(vector["fields"]))]
-        query = "SELECT " + ", ".join(f"{c} AS {n}" for c, n in zip(cols, names, strict=True))
-        return make_view(
-            DuckDBStore("duck"),  # type: ignore[arg-type]
-            key="k",
-            time="t",
-            key_type=vector["key_type"],
-            fields={f"c{i}": (f"c{i}", f["type"]) for i, f in enumerate(vector["fields"])},
-            query=query,
-            timestamp_precision=vector.get("precision", "us"),
-        )
+        return golden_view(DuckDBStore("duck"), vector, query=one_row_select(cols, vector))
 
     async def open(self, n: int, *, double: bool) -> StoreAdapter:
         """Return an adapter on vector n's query (DuckDB keeps decimals as DECIMAL)."""

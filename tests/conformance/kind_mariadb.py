@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import aiomysql
 from tools.local_stores import address
 
-from driftgauge.config.frozen import Exclusion, View
+from driftgauge.config.frozen import View
 from driftgauge.config.secrets import Secret
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
@@ -29,12 +29,12 @@ from tests.conformance.spec import (
     TIMEOUTS,
     ColumnType,
     Failures,
-    Rule,
     Spec,
     Table,
 )
+from tests.conformance.sql_views import golden_view, spec_view
 from tests.faults.proxy import TcpFaultProxy
-from tests.integration.conftest import TIMEOUT, make_view, unique_name
+from tests.integration.conftest import TIMEOUT, unique_name
 
 MARIADB_DSN = address("DRIFTGAUGE_TEST_MARIADB_DSN")
 KEY = "VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"
@@ -114,29 +114,14 @@ def utc_naive(value: Any) -> Any:
     return value
 
 
-def _where(rule: Rule) -> str:
-    if rule.op == "null":
-        return f"{rule.column} IS NULL"
-    value = "'" + str(rule.value).replace("\\", "\\\\").replace("'", "''") + "'"
-    return f"{rule.column} {'=' if rule.op == 'eq' else '<>'} {value}"
+def _quote(value: Any) -> str:
+    """Return a MariaDB string literal (backslashes are escapes there)."""
+    return "'" + str(value).replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 def view(dsn: str, spec: Spec, relation: str, timeout: float | None = None) -> View:
     """Return the View a check would have on `relation` of the database as `spec` says."""
-    where: dict[str, Any] = {"table": spec.relation or relation}
-    if spec.keep is not None:
-        where = {"query": f"SELECT * FROM {where['table']} WHERE {_where(spec.keep)}"}
-    return make_view(
-        store(dsn, timeout or TIMEOUT),  # type: ignore[arg-type]
-        key=spec.key,
-        time=spec.time,
-        fields=dict(spec.fields),
-        key_type=spec.key_type,
-        tz=spec.tz,
-        timestamp_precision=spec.precision,
-        exclusions=tuple(Exclusion(r.name, where=_where(r)) for r in spec.exclusions),
-        **where,
-    )
+    return spec_view(store(dsn, timeout or TIMEOUT), spec, relation, quote=_quote)
 
 
 async def insert(dsn: str, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
@@ -240,16 +225,7 @@ class MariaDBGolden:
 
     def view(self, n: int) -> View:
         """Return a view over vector n's table."""
-        vector = self.vectors[n]
-        return make_view(
-            store(self.dsn),  # type: ignore[arg-type]
-            key="k",
-            time="t",
-            key_type=vector["key_type"],
-            fields={f"c{i}": (f"c{i}", f["type"]) for i, f in enumerate(vector["fields"])},
-            table=f"g{n}",
-            timestamp_precision=vector.get("precision", "us"),
-        )
+        return golden_view(store(self.dsn), self.vectors[n], table=f"g{n}")
 
     async def open(self, n: int, *, double: bool) -> StoreAdapter:
         """Return an adapter on vector n's table (decimals are DECIMAL(65,30))."""

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 import asyncpg
 
-from driftgauge.config.frozen import Exclusion, View
+from driftgauge.config.frozen import View
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.postgres.dialect import POSTGRES as pg_sql
@@ -23,12 +23,12 @@ from tests.conformance.spec import (
     TIMEOUTS,
     ColumnType,
     Failures,
-    Rule,
     Spec,
     Table,
 )
+from tests.conformance.sql_views import golden_names, golden_view, spec_view
 from tests.faults.proxy import TcpFaultProxy
-from tests.integration.conftest import PG_DSN, TIMEOUT, dsn_for, make_view, pg_store, unique_name
+from tests.integration.conftest import PG_DSN, TIMEOUT, dsn_for, pg_store, unique_name
 
 TYPES: dict[ColumnType, str] = {
     "key": "text",
@@ -42,13 +42,6 @@ TYPES: dict[ColumnType, str] = {
 }
 """`analyzed` has no column here: PostgreSQL has no analyzed text a row could be read from."""
 GOLDEN_TYPES = {"string": "text", "integer": "bigint", "decimal": "numeric", "boolean": "boolean"}
-
-
-def _where(rule: Rule) -> str:
-    if rule.op == "null":
-        return f"{rule.column} IS NULL"
-    value = "'" + str(rule.value).replace("'", "''") + "'"
-    return f"{rule.column} {'=' if rule.op == 'eq' else '<>'} {value}"
 
 
 async def _new_database() -> str:
@@ -78,20 +71,7 @@ def view(dsn: str, spec: Spec, relation: str, timeout: float | None = None) -> V
     store = pg_store(dsn)
     if timeout is not None:
         store = replace(store, timeout=timeout)
-    where: dict[str, Any] = {"table": spec.relation or relation}
-    if spec.keep is not None:
-        where = {"query": f"SELECT * FROM {where['table']} WHERE {_where(spec.keep)}"}
-    return make_view(
-        store,
-        key=spec.key,
-        time=spec.time,
-        fields=dict(spec.fields),
-        key_type=spec.key_type,
-        tz=spec.tz,
-        timestamp_precision=spec.precision,
-        exclusions=tuple(Exclusion(r.name, where=_where(r)) for r in spec.exclusions),
-        **where,
-    )
+    return spec_view(store, spec, relation)
 
 
 class PostgresSource:
@@ -189,17 +169,9 @@ class PostgresGolden:
             f"'{self.at.isoformat()}'::timestamptz",
         ]
         cols += [_literal(f["value"], f["type"]) for f in vector["fields"]]
-        names = ["k", "t"] + [f"c{i}" for i in range(len(vector["fields"]))]
-        query = f"SELECT * FROM (VALUES ({', '.join(cols)})) AS v({', '.join(names)})"
-        return make_view(
-            pg_store(self.dsn),
-            key="k",
-            time="t",
-            key_type=vector["key_type"],
-            fields={f"c{i}": (f"c{i}", f["type"]) for i, f in enumerate(vector["fields"])},
-            query=query,
-            timestamp_precision=vector.get("precision", "us"),
-        )
+        names = ", ".join(golden_names(vector))
+        query = f"SELECT * FROM (VALUES ({', '.join(cols)})) AS v({names})"
+        return golden_view(pg_store(self.dsn), vector, query=query)
 
     async def open(self, n: int, *, double: bool) -> StoreAdapter:
         """Return an adapter on vector n's query (PostgreSQL keeps decimals as numeric)."""

@@ -16,7 +16,7 @@ from typing import Any
 
 from tools.local_stores import address
 
-from driftgauge.config.frozen import Exclusion, View
+from driftgauge.config.frozen import View
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.trino import io
@@ -32,10 +32,10 @@ from tests.conformance.spec import (
     ColumnType,
     Failures,
     Hung,
-    Rule,
     Spec,
     Table,
 )
+from tests.conformance.sql_views import cast_literal, golden_view, one_row_select, spec_view
 from tests.integration.conftest import TIMEOUT, make_view, unique_name
 
 TRINO_URL = address("DRIFTGAUGE_TEST_TRINO_URL")
@@ -90,12 +90,6 @@ async def run(sql: str) -> list[dict[str, Any]]:
         await session.close()
 
 
-def _where(rule: Rule) -> str:
-    if rule.op == "null":
-        return f"{rule.column} IS NULL"
-    return f"{rule.column} {'=' if rule.op == 'eq' else '<>'} {quote(rule.value)}"
-
-
 class TrinoSource:
     """An external Hive table over one Parquet file in a directory of its own."""
 
@@ -119,20 +113,7 @@ class TrinoSource:
 
     def view(self, spec: Spec, timeout: float = TIMEOUT) -> View:
         """Return the View a check would have on the table as `spec` says."""
-        where: dict[str, Any] = {"table": spec.relation or self.name}
-        if spec.keep is not None:
-            where = {"query": f"SELECT * FROM {where['table']} WHERE {_where(spec.keep)}"}
-        return make_view(
-            store(timeout=timeout),  # type: ignore[arg-type]
-            key=spec.key,
-            time=spec.time,
-            fields=dict(spec.fields),
-            key_type=spec.key_type,
-            tz=spec.tz,
-            timestamp_precision=spec.precision,
-            exclusions=tuple(Exclusion(r.name, where=_where(r)) for r in spec.exclusions),
-            **where,
-        )
+        return spec_view(store(timeout=timeout), spec, self.name, quote=quote)
 
     async def open(self, spec: Spec) -> StoreAdapter:
         """Return a Trino adapter on the table."""
@@ -181,11 +162,7 @@ def _literal(value: Any, type_: str) -> str:
         text, typ = _timestamp(value)
         return f"CAST({quote(text)} AS {typ})"
     typ = GOLDEN_TYPES[type_]
-    if value is None:
-        return f"CAST(NULL AS {typ})"
-    if type_ == "boolean":
-        return "TRUE" if value else "FALSE"
-    return f"CAST({quote(value)} AS {typ})"
+    return cast_literal(value, type_, typ, quote)
 
 
 class TrinoGolden:
@@ -203,17 +180,7 @@ class TrinoGolden:
             _literal(self.at.isoformat(), "timestamp"),
         ]
         cols += [_literal(f["value"], f["type"]) for f in vector["fields"]]
-        names = ["k", "t"] + [f"c{i}" for i in range(len(vector["fields"]))]
-        query = "SELECT " + ", ".join(f"{c} AS {n}" for c, n in zip(cols, names, strict=True))
-        return make_view(
-            store(),  # type: ignore[arg-type]
-            key="k",
-            time="t",
-            key_type=vector["key_type"],
-            fields={f"c{i}": (f"c{i}", f["type"]) for i, f in enumerate(vector["fields"])},
-            query=query,
-            timestamp_precision=vector.get("precision", "us"),
-        )
+        return golden_view(store(), vector, query=one_row_select(cols, vector))
 
     async def open(self, n: int, *, double: bool) -> StoreAdapter:
         """Return an adapter on vector n's query (decimals are DECIMAL(38,18))."""

@@ -2,29 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
-from datetime import UTC, date, datetime, timedelta
+from collections.abc import AsyncIterator
+from datetime import datetime
 from typing import Any
 
-from driftgauge.core import buckets
 from driftgauge.core.clock import EPOCH, MICROSECOND
 from driftgauge.core.errors import StoreError
-from driftgauge.stores.base import BucketDigest, Granularity, LazySlots, SlotPass, check_slot
 from driftgauge.stores.preflight import FieldSchema
 from driftgauge.stores.spark import io, preflight
 from driftgauge.stores.spark.dialect import SPARK
 from driftgauge.stores.spark.settings import SparkStore
-from driftgauge.stores.sql.adapter import DialectAdapter
-from driftgauge.stores.sql.results import ExportedRow, numbered_slots
+from driftgauge.stores.sql.engines import EngineAdapter
+from driftgauge.stores.sql.results import ExportedRow
 
 
-def micros(moment: datetime) -> int:
-    """Return an aware instant as epoch microseconds."""
-    return (moment - EPOCH) // MICROSECOND
-
-
-class SparkAdapter(DialectAdapter):
+class SparkAdapter(EngineAdapter):
     """Read a Spark source (with exclusions) or a Spark reader view."""
 
     dialect = SPARK
@@ -38,56 +30,11 @@ class SparkAdapter(DialectAdapter):
             await self._refresh()
             return await preflight.describe(self._pool, self.view)
 
-    async def close(self) -> None:
-        """Close the session, unless the store's other views share it."""
-        if self._owns_pool:
-            await self._pool.close()
-
     async def _refresh(self) -> None:
         # Spark caches a table's file listing per session: a table rewritten since the last
         # run would be read from files that are gone, or miss new ones.
         if self.view.query is None and self.view.table is not None:
             await self._pool.refresh(SPARK.relation(self.view).removesuffix(" AS src"))
-
-    def _midnight(self, day: Any) -> datetime:
-        local = day if isinstance(day, date) else date.fromisoformat(str(day))
-        return buckets.midnight(local, self.view.timezone)
-
-    async def _day_digests(
-        self, start: datetime, end: datetime, granularity: Granularity
-    ) -> list[BucketDigest]:
-        rows = await self._fetch(
-            "bucket digests", self._sql_bucket, start, end, self.view.timezone.key
-        )
-        return self._buckets([r | {"bucket": self._midnight(r["bucket"])} for r in rows])
-
-    def _slot_args(self, start: datetime, step: timedelta) -> tuple[Any, ...]:
-        return step // MICROSECOND, micros(start)
-
-    def _slot_rows(self, rows: list[Any], start: datetime, step: timedelta) -> list[Any]:
-        # The server numbers each slot from start: turn the number back into its instant.
-        origin = start.astimezone(UTC)
-        return [r | {"bucket": origin + step * int(r["bucket"])} for r in rows]
-
-    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> SlotPass:
-        """Return day buckets and their slots (spans of `seconds` from start) from one scan."""
-        step = check_slot(start, seconds)
-        if start >= end:
-            return SlotPass([], {})
-        args = (self.view.timezone.key, step // MICROSECOND, micros(start))
-        rows = await self._fetch("day and slot digests", self._sql_day_slot, start, end, *args)
-        origin = start.astimezone(UTC)
-        by_day: dict[datetime, list[dict[str, Any]]] = {}
-        day_rows = []
-        for r in rows:
-            midnight = self._midnight(r["bucket"])
-            if r["slot"] is None:
-                day_rows.append(r | {"bucket": midnight})
-            else:
-                by_day.setdefault(midnight, []).append(r)
-        return SlotPass(
-            self._buckets(day_rows), LazySlots(by_day, lambda rs: numbered_slots(rs, origin, step))
-        )
 
     async def _export(
         self, sql: str, args: list[Any], *, ranged: bool
@@ -117,13 +64,8 @@ class SparkAdapter(DialectAdapter):
             await self._refresh()
             return await self._pool.fetch(sql, SPARK.bind(list(args)))
 
-    @contextmanager
-    def _errors(self, what: str) -> Iterator[None]:
-        try:
-            yield
-        except StoreError:
-            raise
-        except Exception as exc:
-            if not io.driver_error(exc):
-                raise
-            raise io.store_error(self.store.name, what, exc) from exc
+    def _driver_error(self, exc: BaseException) -> bool:
+        return io.driver_error(exc)
+
+    def _store_error(self, what: str, exc: BaseException) -> StoreError:
+        return io.store_error(self.store.name, what, exc)

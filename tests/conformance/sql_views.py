@@ -1,0 +1,82 @@
+"""What the SQL kinds' fixtures share: a check's view from a Spec, and the golden vectors' views."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from driftgauge.config.frozen import Exclusion, View
+from tests.conformance.spec import Rule, Spec
+from tests.integration.conftest import make_view
+
+Quote = Callable[[Any], str]
+
+
+def sql_quote(value: Any) -> str:
+    """Return a standard SQL string literal (quotes doubled)."""
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def where_sql(rule: Rule, quote: Quote = sql_quote) -> str:
+    """Return the predicate keeping (or excluding) the rows `rule` names."""
+    if rule.op == "null":
+        return f"{rule.column} IS NULL"
+    return f"{rule.column} {'=' if rule.op == 'eq' else '<>'} {quote(rule.value)}"
+
+
+def spec_view(
+    store: Any, spec: Spec, relation: str, *, quote: Quote = sql_quote, scan: str | None = None
+) -> View:
+    """Return the View a check would have on `relation` as `spec` says.
+
+    A `keep` rule makes the view a query over `scan` (default: the relation itself).
+    """
+    where: dict[str, Any] = {"table": spec.relation or relation}
+    if spec.keep is not None:
+        where = {
+            "query": f"SELECT * FROM {scan or where['table']} WHERE {where_sql(spec.keep, quote)}"
+        }
+    return make_view(
+        store,
+        key=spec.key,
+        time=spec.time,
+        fields=dict(spec.fields),
+        key_type=spec.key_type,
+        tz=spec.tz,
+        timestamp_precision=spec.precision,
+        exclusions=tuple(Exclusion(r.name, where=where_sql(r, quote)) for r in spec.exclusions),
+        **where,
+    )
+
+
+def cast_literal(value: Any, type_: str, sql_type: str, quote: Quote = sql_quote) -> str:
+    """Return a golden value as a typed SQL literal (NULL and booleans bare)."""
+    if value is None:
+        return f"CAST(NULL AS {sql_type})"
+    if type_ == "boolean":
+        return "TRUE" if value else "FALSE"
+    return f"CAST({quote(value)} AS {sql_type})"
+
+
+def golden_names(vector: dict[str, Any]) -> list[str]:
+    """Return a golden row's column names: k, t, then c0, c1, ... for its fields."""
+    return ["k", "t"] + [f"c{i}" for i in range(len(vector["fields"]))]
+
+
+def one_row_select(cols: Sequence[str], vector: dict[str, Any]) -> str:
+    """Return `SELECT col AS name, ...` holding a golden vector's one row."""
+    pairs = zip(cols, golden_names(vector), strict=True)
+    return "SELECT " + ", ".join(f"{c} AS {n}" for c, n in pairs)
+
+
+def golden_view(store: Any, vector: dict[str, Any], **where: str) -> View:
+    """Return the view over one golden vector's row (`table=` or `query=`)."""
+    return make_view(
+        store,
+        key="k",
+        time="t",
+        key_type=vector["key_type"],
+        fields={f"c{i}": (f"c{i}", f["type"]) for i, f in enumerate(vector["fields"])},
+        timestamp_precision=vector.get("precision", "us"),
+        **where,
+    )
