@@ -11,6 +11,8 @@ SPARK_VENV="$LOCAL/spark-venv"
 SPARK_MEMORY="${DRIFTGAUGE_SPARK_MEMORY:-1g}"
 SPARK_JAVA_HOME="${DRIFTGAUGE_SPARK_JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}"
 PIDFILE="$SPARK_DIR/spark.pid"
+# Only this checkout's server names its warehouse directory on its command line.
+MARKER="spark.sql.warehouse.dir=$SPARK_DIR/warehouse"
 URL="sc://127.0.0.1:$SPARK_PORT"
 
 ensure_java() {
@@ -41,8 +43,10 @@ start() {
   if is_up; then log "spark connect already up at $URL"; return 0; fi
   mkdir -p "$SPARK_DIR/warehouse"
   # Run from SPARK_DIR so the metastore and derby.log (if any) stay there; no UI port to collide on.
+  # Every descriptor of the background job points away from the caller's (a caller reading our
+  # output would otherwise wait for the server to exit), and exec makes its pid the server's.
   (cd "$SPARK_DIR" && JAVA_HOME="$SPARK_JAVA_HOME" SPARK_HOME="$SPARK_HOME" SPARK_LOCAL_IP=127.0.0.1 \
-    setsid nohup "$SPARK_HOME/bin/spark-submit" \
+    exec setsid "$SPARK_HOME/bin/spark-submit" \
       --class org.apache.spark.sql.connect.service.SparkConnectServer \
       --name driftgauge-spark-connect --master 'local[2]' --driver-memory "$SPARK_MEMORY" \
       --conf spark.connect.grpc.binding.port="$SPARK_PORT" \
@@ -51,30 +55,18 @@ start() {
       --conf spark.driver.bindAddress=127.0.0.1 --conf spark.driver.host=127.0.0.1 \
       --conf spark.ui.enabled=false \
       --conf spark.sql.shuffle.partitions=4 \
-      </dev/null >"$SPARK_DIR/spark.log" 2>&1 &
-    echo $! >"$PIDFILE")
+  ) </dev/null >"$SPARK_DIR/spark.log" 2>&1 &
+  echo $! >"$PIDFILE"
   # About 10 s on an idle 2-core machine, longer when it is busy.
   for _ in $(seq 1 180); do
     if is_up; then log "spark connect up at $URL ($SPARK_VERSION)"; return 0; fi
-    kill -0 "$(cat "$PIDFILE")" 2>/dev/null || { tail -30 "$SPARK_DIR/spark.log"; die "spark connect exited during start"; }
+    { kill -0 "$(cat "$PIDFILE")" 2>/dev/null || marked_alive "$MARKER"; } || { tail -30 "$SPARK_DIR/spark.log"; die "spark connect exited during start"; }
     sleep 1
   done
   tail -30 "$SPARK_DIR/spark.log"; die "spark connect not listening after 180 s"
 }
 
-stop() {
-  if [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
-    # The server runs in a process group of its own (setsid): stop the launcher and the JVM.
-    local pid; pid="$(cat "$PIDFILE")"
-    kill -- "-$pid" 2>/dev/null || kill "$pid"
-    for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
-    kill -9 -- "-$pid" 2>/dev/null || true
-    rm -f "$PIDFILE"
-    log "spark connect stopped"
-  else
-    log "spark connect not running"
-  fi
-}
+stop() { stop_server "spark connect" "$PIDFILE" "$MARKER"; }
 
 status() {
   if is_up; then echo "spark: up at $URL ($SPARK_VERSION)"; else echo "spark: down"; return 3; fi

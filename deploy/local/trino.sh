@@ -17,6 +17,8 @@ TRINO_HEAP="${DRIFTGAUGE_TRINO_HEAP:-1G}"
 # (~1 GB at 10M rows: see docs/trino.md). At most 70% of the heap: Trino keeps 30% as headroom.
 TRINO_QUERY_MEMORY="${DRIFTGAUGE_TRINO_QUERY_MEMORY:-256MB}"
 PIDFILE="$TRINO_DIR/trino.pid"
+# Only this checkout's launcher and JVM name its Trino home on their command lines.
+MARKER="$TRINO_HOME/"
 URL="http://127.0.0.1:$TRINO_PORT"
 
 ensure_java() {
@@ -101,27 +103,13 @@ start() {
   # 60-120 s on a busy 2-core machine.
   for _ in $(seq 1 300); do
     if is_up; then log "trino up at $URL ($TRINO_VERSION)"; return 0; fi
-    kill -0 "$(cat "$PIDFILE")" 2>/dev/null || { tail -30 "$TRINO_DIR/trino.log"; die "trino exited during start"; }
+    { kill -0 "$(cat "$PIDFILE")" 2>/dev/null || marked_alive "$MARKER"; } || { tail -30 "$TRINO_DIR/trino.log"; die "trino exited during start"; }
     sleep 1
   done
   tail -30 "$TRINO_DIR/trino.log"; die "trino not ready after 300 s"
 }
 
-stop() {
-  if [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
-    # The launcher starts the JVM as its child, in a process group of its own (setsid):
-    # stop the whole group, or the server outlives its launcher.
-    local pid
-    pid="$(cat "$PIDFILE")"
-    kill -- "-$pid" 2>/dev/null || kill "$pid"
-    for _ in $(seq 1 30); do pgrep -g "$pid" >/dev/null || break; sleep 1; done
-    kill -9 -- "-$pid" 2>/dev/null || true
-    rm -f "$PIDFILE"
-    log "trino stopped"
-  else
-    log "trino not running"
-  fi
-}
+stop() { stop_server trino "$PIDFILE" "$MARKER"; }
 
 status() {
   if is_up; then echo "trino: up at $URL ($TRINO_VERSION)"; else echo "trino: down"; return 3; fi

@@ -109,3 +109,43 @@ def test_the_stack_refuses_an_unknown_store_by_name() -> None:
     assert "unknown store 'redis'" in proc.stderr + proc.stdout
     assert "postgres" in proc.stderr + proc.stdout  # names what it knows; started nothing
     assert "up on" not in proc.stderr + proc.stdout
+
+
+def _shell(script: str, tmp_path: Path, marker: str) -> subprocess.CompletedProcess[str]:
+    """Run `script` with the stack's shared functions, in a shell with job control (`set -m`)."""
+    # The marker travels in the environment: a command line naming it would be stopped too.
+    common = ROOT / "deploy/local/common.sh"
+    return subprocess.run(
+        ["bash", "-c", f"set -m; source {common}; {script}"],
+        env=_env(DRIFTGAUGE_LOCAL_DIR=str(tmp_path), MARKER=marker),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_stop_finds_a_server_whose_pid_file_names_a_launcher_that_exited(tmp_path: Path) -> None:
+    # With job control a background job leads its own group, so setsid forks and exits: the
+    # pid file names a dead launcher while the server runs on. Spark and Trino start this way.
+    marker = f"{tmp_path}/server-marker"
+    pidfile = tmp_path / "server.pid"
+    started = _shell(
+        f"setsid bash -c 'sleep 300; exit 0' \"$MARKER\" </dev/null >/dev/null 2>&1 &"
+        f" echo $! >{pidfile}; sleep 1",
+        tmp_path,
+        marker,
+    )
+    assert started.returncode == 0, started.stderr
+    alive = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True, check=False)
+    assert alive.returncode == 0, "the stand-in server did not start"
+    # (The exited launcher may linger as a zombie, which `kill -0` still calls alive.)
+    assert pidfile.read_text().strip() not in alive.stdout.split(), "setsid did not fork"
+    stopped = _shell(f'stop_server fake {pidfile} "$MARKER"', tmp_path, marker)
+    assert stopped.returncode == 0, stopped.stderr
+    assert "fake stopped" in stopped.stderr
+    gone = subprocess.run(["pgrep", "-f", marker], capture_output=True, check=False)
+    assert gone.returncode == 1, "the server outlived stop"
+    assert not pidfile.exists()
+    again = _shell(f'stop_server fake {pidfile} "$MARKER"', tmp_path, marker)
+    assert "fake not running" in again.stderr
