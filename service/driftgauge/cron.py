@@ -17,8 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
-from apscheduler.triggers.base import BaseTrigger
-
 _MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 _DAYS = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]
 _FIELDS: list[tuple[str, int, int, dict[str, int]]] = [
@@ -176,33 +174,3 @@ def _instant(d: date, hour: int, minute: int, tz: tzinfo) -> datetime:
         else:
             lo = mid
     return hi.replace(microsecond=0)
-
-
-class CronTrigger(BaseTrigger):  # type: ignore[misc]
-    """An APScheduler trigger firing a parsed cron expression in a time zone."""
-
-    __slots__ = ("cron", "timezone")
-
-    def __init__(self, cron: Cron, timezone: tzinfo) -> None:
-        self.cron = cron
-        self.timezone = timezone
-
-    def get_next_fire_time(
-        self, previous_fire_time: datetime | None, now: datetime
-    ) -> datetime | None:
-        """Return the next fire time after the previous one (or at or after `now`)."""
-        start = now
-        if previous_fire_time is not None:
-            start = min(now, previous_fire_time + timedelta(microseconds=1))
-            if start == previous_fire_time:
-                start += timedelta(microseconds=1)
-        fire = self.cron.next_fire(start, self.timezone)
-        return fire.astimezone(self.timezone) if fire is not None else None
-
-    def __str__(self) -> str:
-        return f"cron[{self.cron.text!r}]"
-
-
-def trigger_for(text: str, timezone: tzinfo) -> CronTrigger:
-    """Return the APScheduler trigger for a cron expression in `timezone`."""
-    return CronTrigger(parse(text), timezone)

@@ -19,7 +19,6 @@ from pydantic import BaseModel, ValidationError
 
 from driftgauge.config.frozen import Config
 from driftgauge.repair.errors import Refused, RepairError, RepairInputError
-from driftgauge.repair.models import PlanIn, WatermarkMove
 
 if TYPE_CHECKING:
     from driftgauge.repair.service import Repair
@@ -235,6 +234,9 @@ def _asked(model: type[Body], args: argparse.Namespace) -> Body:
 
 
 async def _backfill(config: Config, args: argparse.Namespace) -> int:
+    # Imported here, as in _opened: every command (check included) builds this module's parser.
+    from driftgauge.repair.models import PlanIn
+
     step = args.backfill_command
     # Checked before the state database opens: bad input costs no connection.
     asked = _asked(PlanIn, args) if step == "plan" else None
@@ -297,6 +299,8 @@ async def _probe(config: Config, args: argparse.Namespace) -> int:
 
 
 async def _watermark(config: Config, args: argparse.Namespace) -> int:
+    from driftgauge.repair.models import WatermarkMove
+
     # Checked before the state database opens: bad input costs no connection.
     move = _asked(WatermarkMove, args) if args.watermark_command == "advance" else None
     async with _opened(config) as repair:

@@ -17,7 +17,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from driftgauge.config.frozen import Check
 from driftgauge.core.clock import EPOCH
-from driftgauge.cron import CronTrigger, trigger_for
+from driftgauge.jobs.cron_trigger import CronTrigger, trigger_for
 
 JobKind = Literal["recent", "full"]
 _LOOKBACKS = [
