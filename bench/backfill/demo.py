@@ -33,7 +33,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, for tools/
 from tools.local_stores import address
 
-from driftgauge.api.app import create_app
+from driftgauge.app.service import create_app
 from driftgauge.configfile.loader import load_text
 from driftgauge.ledger.client import LedgerClient
 from driftgauge.repair.client import RepairClient

@@ -27,8 +27,8 @@ def runtime_problems(
     config: Config, *, resolve_secrets: bool = True, now: datetime | None = None
 ) -> list[str]:
     """Return what fails when serve builds its schedules and token check from `config`."""
-    from driftgauge.api.app import create_app
     from driftgauge.api.auth import TokenCheck
+    from driftgauge.app.service import create_app
     from driftgauge.core.clock import utc_now
     from driftgauge.jobs.recurring import canary_grid, signals_grid
     from driftgauge.jobs.schedule import job_specs

@@ -18,7 +18,7 @@ import asyncpg
 import httpx
 from fastapi import FastAPI
 
-from driftgauge.api.app import create_app
+from driftgauge.app.service import create_app
 from driftgauge.config.frozen import Config
 from driftgauge.configfile.loader import load_text
 

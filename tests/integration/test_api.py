@@ -12,7 +12,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from driftgauge.api.app import create_app
+from driftgauge.app.service import create_app
 from driftgauge.stores.memory import MemoryAdapter
 
 from .service_helpers import DAY0, NOW, TOKEN, make_config, memory_opener, schema_name

@@ -17,7 +17,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from driftgauge.api.app import create_app
+from driftgauge.app.service import create_app
 from driftgauge.config.frozen import Config
 from driftgauge.configfile.loader import load_text
 from driftgauge.core.aggregate import Aggregate

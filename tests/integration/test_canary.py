@@ -14,8 +14,9 @@ import yaml
 from fastapi import FastAPI
 from opensearchpy import AsyncOpenSearch
 
-from driftgauge.api.audit import audit_router, open_audit
+from driftgauge.api.audit import audit_router
 from driftgauge.api.auth import TokenCheck
+from driftgauge.app.audit import open_audit
 from driftgauge.canary.keys import adapter_key_picker
 from driftgauge.canary.metrics import CanaryMetrics
 from driftgauge.canary.probe import read_back_query, run_canary, sentinel_document, sentinel_id

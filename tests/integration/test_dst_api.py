@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from driftgauge.api.app import create_app
+from driftgauge.app.service import create_app
 from driftgauge.configfile.loader import load_text
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import MemoryAdapter

@@ -15,7 +15,7 @@ import pytest
 from fastapi import FastAPI
 from prometheus_client.parser import text_string_to_metric_families
 
-from driftgauge.api.app import create_app
+from driftgauge.app.service import create_app
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import MemoryAdapter
 

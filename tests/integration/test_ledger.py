@@ -16,8 +16,9 @@ from fastapi import FastAPI
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
-from driftgauge.api.audit import audit_router, open_audit
+from driftgauge.api.audit import audit_router
 from driftgauge.api.auth import TokenCheck
+from driftgauge.app.audit import open_audit
 from driftgauge.config.frozen import Config
 from driftgauge.configfile.loader import load_text
 from driftgauge.engine.reconcile import reconcile

@@ -19,7 +19,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from driftgauge.api.app import create_app
+from driftgauge.app.service import create_app
 from driftgauge.canary.probe import CanaryResult
 from driftgauge.configfile.loader import load_text
 from driftgauge.signals.vocabulary import VocabularyResult

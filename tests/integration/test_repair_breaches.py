@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from driftgauge.api.app import create_app
+from driftgauge.app.service import create_app
 from driftgauge.ledger.client import LedgerClient
 from driftgauge.repair.client import RepairClient
 from tests.integration.repair_support import (

@@ -13,7 +13,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from driftgauge import observe
-from driftgauge.api.app import create_app
+from driftgauge.app.service import create_app
 from driftgauge.config.frozen import Config
 from driftgauge.configfile.loader import load_text
 from driftgauge.jobs.adapters import AdapterPool

@@ -51,7 +51,7 @@ def serve(
     import uvicorn
 
     from driftgauge import logs
-    from driftgauge.api.app import create_app
+    from driftgauge.app.service import create_app
     from driftgauge.startup import load_service_config
 
     logs.configure(log_level, log_format)

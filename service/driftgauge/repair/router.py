@@ -1,6 +1,6 @@
 """REST endpoints of safe repair: watermarks, consumers, reads, backfills, probes, breaches.
 
-The service's lifespan opens repair (api/repairs.py) and puts it on app.state; the routes
+The service's lifespan opens repair (app/repair.py) and puts it on app.state; the routes
 reach it there.
 """
 

@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from prometheus_client import CollectorRegistry, ProcessCollector
 
 from driftgauge import __version__
-from driftgauge.api.audit import Audit, audit_router, open_audit
+from driftgauge.api.audit import Audit, audit_router
 from driftgauge.api.auth import TokenCheck
 from driftgauge.api.errors import add_error_handlers
 from driftgauge.api.health import add_health
@@ -22,8 +22,9 @@ from driftgauge.api.models import answers
 from driftgauge.api.openapi import add_schema
 from driftgauge.api.opened import Runtime
 from driftgauge.api.page import add_page
-from driftgauge.api.repairs import open_repair
 from driftgauge.api.routes import router
+from driftgauge.app.audit import open_audit
+from driftgauge.app.repair import open_repair
 from driftgauge.background import background_part, survive
 from driftgauge.config.frozen import Check, Config
 from driftgauge.core.clock import Clock, SystemClock, utc_now

@@ -1,0 +1,1 @@
+"""The composition root: the one place the service is assembled from its features."""
