@@ -98,6 +98,45 @@ def wrong_type(
     )
 
 
+def relation_where(view: View) -> str:
+    """Return where a view's columns come from, for messages: its table or its query."""
+    return f"table {view.table}" if view.table is not None else "the view's query"
+
+
+def first_types(pairs: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """Return each column's type from (name, type) pairs; the first of a repeated name wins."""
+    types: dict[str, str] = {}
+    for name, type_name in pairs:
+        types.setdefault(name, type_name)
+    return types
+
+
+@dataclass(frozen=True)
+class TypeRules:
+    """How a SQL kind's column types read as fields: what each field type accepts, and why not."""
+
+    accepts: Mapping[Expects, frozenset[str] | None]
+    """Base types each field type reads from (None: every scalar type)."""
+    why: Mapping[str, str]
+    """Why a base type is refused as a decimal field."""
+    base: Callable[[str], str]
+    """A type name without its parameters (decimal(12,2) is decimal)."""
+    nested: Callable[[str], bool]
+    """Whether a type holds more than one value (arrays, maps, structs)."""
+
+    def refusal(self, w: Wanted, type_name: str, holds: str) -> FieldSchema | None:
+        """Return why `w` cannot read a column of `type_name`, or None when it can."""
+        if self.nested(type_name):
+            problem = f"column {w.column} is {type_name}; a field holds one value per row"
+            return FieldSchema(w, (problem,), holds=holds)
+        accepts = self.accepts[w.expects]
+        base = self.base(type_name)
+        if accepts is not None and base not in accepts:
+            why = self.why.get(base) if w.expects == "decimal" else None
+            return wrong_type(w, type_name, accepts, why, holds)
+        return None
+
+
 def judge_columns(
     view: View, columns: Mapping[str, T], where: str, judge: Callable[[Wanted, T], FieldSchema]
 ) -> list[FieldSchema]:

@@ -6,7 +6,15 @@ from driftgauge.config.frozen import View
 from driftgauge.core.fields import TimestampPrecision
 from driftgauge.stores.duckdb.dialect import DUCKDB
 from driftgauge.stores.duckdb.io import Connection
-from driftgauge.stores.preflight import Expects, FieldSchema, Wanted, judge_columns, wrong_type
+from driftgauge.stores.preflight import (
+    Expects,
+    FieldSchema,
+    TypeRules,
+    Wanted,
+    first_types,
+    judge_columns,
+    relation_where,
+)
 
 INTEGERS = frozenset(
     {
@@ -46,35 +54,28 @@ def base_type(type_name: str) -> str:
     return type_name.split("(", 1)[0].strip()
 
 
+def _nested(type_name: str) -> bool:
+    return type_name.endswith("]") or base_type(type_name) in {"STRUCT", "MAP", "UNION"}
+
+
+RULES = TypeRules(ACCEPTS, WHY, base_type, _nested)
+
+
 async def describe(conn: Connection, view: View) -> list[FieldSchema]:
     """Return each wanted field's column type, from DESCRIBE of the view's relation."""
     rows = await conn.fetch(f"DESCRIBE SELECT * FROM {DUCKDB.relation(view)}")
-    types: dict[str, str] = {}
-    for r in rows:
-        types.setdefault(str(r["column_name"]), str(r["column_type"]))
-    where = _where(view)
+    types = first_types([(str(r["column_name"]), str(r["column_type"])) for r in rows])
+    where = relation_where(view)
     return judge_columns(view, types, where, lambda w, typ: judge(w, typ, where))
 
 
 def judge(w: Wanted, type_name: str, where: str) -> FieldSchema:
     """Return whether a column of `type_name` can be read as the field `w` expects."""
     holds = f"{type_name} in {where}"
-    if type_name.endswith("]") or base_type(type_name) in {"STRUCT", "MAP", "UNION"}:
-        return FieldSchema(
-            w, (f"column {w.column} is {type_name}; a field holds one value per row",), holds=holds
-        )
-    accepts = ACCEPTS[w.expects]
-    base = base_type(type_name)
-    if accepts is not None and base not in accepts:
-        why = WHY.get(base) if w.expects == "decimal" else None
-        return wrong_type(w, type_name, accepts, why, holds)
+    refused = RULES.refusal(w, type_name, holds)
+    if refused is not None:
+        return refused
     precision: TimestampPrecision | None = None
     if w.expects == "timestamp":
-        precision = "ms" if base in MILLIS else "us"
+        precision = "ms" if base_type(type_name) in MILLIS else "us"
     return FieldSchema(w, precision=precision, holds=holds)
-
-
-def _where(view: View) -> str:
-    if view.query is not None:
-        return "the view's query"
-    return f"table {view.table}"

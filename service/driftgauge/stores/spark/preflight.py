@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from driftgauge.config.frozen import View
 from driftgauge.core.fields import TimestampPrecision
-from driftgauge.stores.preflight import Expects, FieldSchema, Wanted, judge_columns, wrong_type
+from driftgauge.stores.preflight import (
+    Expects,
+    FieldSchema,
+    TypeRules,
+    Wanted,
+    first_types,
+    judge_columns,
+    relation_where,
+)
 from driftgauge.stores.spark.dialect import SPARK
 from driftgauge.stores.spark.io import ConnectSession
 
@@ -32,26 +40,21 @@ def base_type(type_name: str) -> str:
     return type_name.split("(", 1)[0].strip().lower()
 
 
+RULES = TypeRules(ACCEPTS, WHY, base_type, lambda t: t.startswith(NESTED))
+
+
 async def describe(session: ConnectSession, view: View) -> list[FieldSchema]:
     """Return each wanted field's column type, from the schema of the view's relation."""
-    types: dict[str, str] = {}
-    for name, type_name in await session.schema(f"SELECT * FROM {SPARK.relation(view)}"):
-        types.setdefault(name, type_name)
-    where = f"table {view.table}" if view.table is not None else "the view's query"
+    types = first_types(await session.schema(f"SELECT * FROM {SPARK.relation(view)}"))
+    where = relation_where(view)
     return judge_columns(view, types, where, lambda w, typ: judge(w, typ, where))
 
 
 def judge(w: Wanted, type_name: str, where: str) -> FieldSchema:
     """Return whether a column of `type_name` can be read as the field `w` expects."""
     holds = f"{type_name} in {where}"
-    if type_name.startswith(NESTED):
-        return FieldSchema(
-            w, (f"column {w.column} is {type_name}; a field holds one value per row",), holds=holds
-        )
-    accepts = ACCEPTS[w.expects]
-    base = base_type(type_name)
-    if accepts is not None and base not in accepts:
-        why = WHY.get(base) if w.expects == "decimal" else None
-        return wrong_type(w, type_name, accepts, why, holds)
+    refused = RULES.refusal(w, type_name, holds)
+    if refused is not None:
+        return refused
     precision: TimestampPrecision | None = "us" if w.expects == "timestamp" else None
     return FieldSchema(w, precision=precision, holds=holds)
