@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from driftgauge.config.frozen import Store
 from driftgauge.config.secrets import Secret
-from driftgauge.stores import registry
 from driftgauge.stores.duckdb.settings import DuckDBStore, DuckDBStoreModel, FileTable
-from driftgauge.stores.sql.views import DIALECT_CAPABILITIES, sql_view_check
+from driftgauge.stores.sql.views import sql_kind
 
 
 def build(name: str, sm: DuckDBStoreModel, problems: list[str]) -> DuckDBStore:
@@ -36,12 +35,10 @@ def store_secrets(store: Store) -> list[tuple[str, Secret, str]]:
     return []
 
 
-KIND = registry.StoreKind(
+KIND = sql_kind(
     __package__,
     "DuckDBAdapter",
     DuckDBStoreModel,
     build=build,
-    check_view=sql_view_check("duckdb"),
     secrets=store_secrets,
-    capabilities=DIALECT_CAPABILITIES,
 )

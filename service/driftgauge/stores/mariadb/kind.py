@@ -6,9 +6,8 @@ from driftgauge.config import secrets
 from driftgauge.config.frozen import Store
 from driftgauge.config.secrets import Secret
 from driftgauge.core.errors import StoreError
-from driftgauge.stores import registry
 from driftgauge.stores.mariadb.settings import MariaDBStore, MariaDBStoreModel, dsn_shape
-from driftgauge.stores.sql.views import DIALECT_CAPABILITIES, sql_view_check
+from driftgauge.stores.sql.views import sql_kind
 
 
 def build(name: str, sm: MariaDBStoreModel, problems: list[str]) -> MariaDBStore:
@@ -36,13 +35,11 @@ def error_map(store: str, what: str, exc: BaseException) -> StoreError | None:
     return io.translate_error(store, what, exc)
 
 
-KIND = registry.StoreKind(
+KIND = sql_kind(
     __package__,
     "MariaDBAdapter",
     MariaDBStoreModel,
     build=build,
-    check_view=sql_view_check("mariadb"),
     secrets=store_secrets,
-    capabilities=DIALECT_CAPABILITIES,
     errors=error_map,
 )

@@ -7,7 +7,7 @@ from driftgauge.config.frozen import Store
 from driftgauge.config.secrets import Secret
 from driftgauge.stores import registry
 from driftgauge.stores.postgres.settings import PostgresStore, PostgresStoreModel
-from driftgauge.stores.sql.views import DIALECT_CAPABILITIES, sql_view_check
+from driftgauge.stores.sql.views import sql_kind
 
 
 def build(name: str, sm: PostgresStoreModel, problems: list[str]) -> PostgresStore:
@@ -22,12 +22,11 @@ def store_secrets(store: Store) -> list[tuple[str, Secret, str]]:
     return [("dsn", store.dsn, "dsn")]
 
 
-KIND = registry.StoreKind(
+KIND = sql_kind(
     __package__,
     "PostgresAdapter",
     PostgresStoreModel,
     build=build,
-    check_view=sql_view_check("postgres"),
     secrets=store_secrets,
-    capabilities=DIALECT_CAPABILITIES | {registry.LOOKUP3_ROW_HASH},
+    extra=frozenset({registry.LOOKUP3_ROW_HASH}),
 )

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from driftgauge.config.frozen import Store
 from driftgauge.config.secrets import Secret
-from driftgauge.core.errors import StoreError
-from driftgauge.stores import registry
 from driftgauge.stores.spark.settings import SparkStore, SparkStoreModel, url_shape
-from driftgauge.stores.sql.views import DIALECT_CAPABILITIES, sql_view_check
+from driftgauge.stores.sql.views import lazy_error_map, sql_kind
 
 
 def build(name: str, sm: SparkStoreModel, problems: list[str]) -> SparkStore:
@@ -24,22 +22,11 @@ def store_secrets(store: Store) -> list[tuple[str, Secret, str]]:
     return [] if store.token is None else [("token", store.token, "password")]
 
 
-def error_map(store: str, what: str, exc: BaseException) -> StoreError | None:
-    """Return our exception for a Spark Connect or timeout error; None for a bug."""
-    from driftgauge.stores.spark import io
-
-    if not io.driver_error(exc) and not isinstance(exc, StoreError):
-        return None
-    return io.store_error(store, what, exc)
-
-
-KIND = registry.StoreKind(
+KIND = sql_kind(
     __package__,
     "SparkAdapter",
     SparkStoreModel,
     build=build,
-    check_view=sql_view_check("spark"),
     secrets=store_secrets,
-    capabilities=DIALECT_CAPABILITIES,
-    errors=error_map,
+    errors=lazy_error_map("driftgauge.stores.spark.io"),
 )

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from typing import Any
 
+from driftgauge.core.errors import StoreError
 from driftgauge.stores import registry
 from driftgauge.stores.registry import CheckView
 
@@ -31,3 +33,39 @@ def sql_view_check(kind: str) -> CheckView:
 
     check_view.__doc__ = f"Append what a {kind} view (and its source's exclusions) gets wrong."
     return check_view
+
+
+def sql_kind(
+    package: str,
+    adapter: str,
+    model: type[Any],
+    *,
+    build: registry.Build,
+    secrets: registry.Secrets,
+    extra: frozenset[str] = frozenset(),
+    errors: registry.ErrorMap | None = None,
+) -> registry.StoreKind:
+    """Return a SQL store kind: the shared view rules and capabilities (plus `extra`)."""
+    return registry.StoreKind(
+        package,
+        adapter,
+        model,
+        build=build,
+        check_view=sql_view_check(package.rsplit(".", 1)[-1]),
+        secrets=secrets,
+        capabilities=DIALECT_CAPABILITIES | extra,
+        errors=errors,
+    )
+
+
+def lazy_error_map(io_module: str) -> registry.ErrorMap:
+    """Return an error map that imports the kind's I/O module (and its driver) on first use."""
+
+    def error_map(store: str, what: str, exc: BaseException) -> StoreError | None:
+        io = importlib.import_module(io_module)
+        if not io.driver_error(exc) and not isinstance(exc, StoreError):
+            return None
+        mapped: StoreError = io.store_error(store, what, exc)
+        return mapped
+
+    return error_map

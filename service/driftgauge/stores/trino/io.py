@@ -26,6 +26,7 @@ from driftgauge.core.errors import (
     StoreTimeout,
     StoreUnavailable,
 )
+from driftgauge.stores.driver_errors import raising_translator
 from driftgauge.stores.trino.settings import TrinoStore
 
 T = TypeVar("T")
@@ -200,11 +201,7 @@ def store_error(store: str, what: str, exc: BaseException) -> StoreError:
     return StoreQueryError(store, f"{what}: {message}")
 
 
-def translate_error(store: str, what: str, exc: BaseException) -> StoreError:
-    """Return our exception for a driver error; anything else propagates (it is a bug)."""
-    if driver_error(exc) or isinstance(exc, StoreError):
-        return store_error(store, what, exc)
-    raise exc
+translate_error = raising_translator(driver_error, store_error)
 
 
 def _message(exc: BaseException) -> str:

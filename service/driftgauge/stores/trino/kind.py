@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from driftgauge.config.frozen import Store
 from driftgauge.config.secrets import Secret
-from driftgauge.core.errors import StoreError
-from driftgauge.stores import registry
-from driftgauge.stores.sql.views import DIALECT_CAPABILITIES, sql_view_check
+from driftgauge.stores.sql.views import lazy_error_map, sql_kind
 from driftgauge.stores.trino.settings import TrinoStore, TrinoStoreModel, url_shape
 
 
@@ -41,22 +39,11 @@ def store_secrets(store: Store) -> list[tuple[str, Secret, str]]:
     return out
 
 
-def error_map(store: str, what: str, exc: BaseException) -> StoreError | None:
-    """Return our exception for a Trino client or timeout error; None for a bug."""
-    from driftgauge.stores.trino import io
-
-    if not io.driver_error(exc) and not isinstance(exc, StoreError):
-        return None
-    return io.store_error(store, what, exc)
-
-
-KIND = registry.StoreKind(
+KIND = sql_kind(
     __package__,
     "TrinoAdapter",
     TrinoStoreModel,
     build=build,
-    check_view=sql_view_check("trino"),
     secrets=store_secrets,
-    capabilities=DIALECT_CAPABILITIES,
-    errors=error_map,
+    errors=lazy_error_map("driftgauge.stores.trino.io"),
 )
