@@ -111,6 +111,14 @@ def first_types(pairs: Sequence[tuple[str, str]]) -> dict[str, str]:
     return types
 
 
+def judge_schema(
+    view: View, pairs: Sequence[tuple[str, str]], judge: Callable[[Wanted, str, str], FieldSchema]
+) -> list[FieldSchema]:
+    """Judge each wanted field against the (column, type) pairs of the view's relation."""
+    where = relation_where(view)
+    return judge_columns(view, first_types(pairs), where, lambda w, typ: judge(w, typ, where))
+
+
 @dataclass(frozen=True)
 class TypeRules:
     """How a SQL kind's column types read as fields: what each field type accepts, and why not."""

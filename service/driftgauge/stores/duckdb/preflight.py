@@ -6,15 +6,7 @@ from driftgauge.config.frozen import View
 from driftgauge.core.fields import TimestampPrecision
 from driftgauge.stores.duckdb.dialect import DUCKDB
 from driftgauge.stores.duckdb.io import Connection
-from driftgauge.stores.preflight import (
-    Expects,
-    FieldSchema,
-    TypeRules,
-    Wanted,
-    first_types,
-    judge_columns,
-    relation_where,
-)
+from driftgauge.stores.preflight import Expects, FieldSchema, TypeRules, Wanted, judge_schema
 
 INTEGERS = frozenset(
     {
@@ -64,9 +56,7 @@ RULES = TypeRules(ACCEPTS, WHY, base_type, _nested)
 async def describe(conn: Connection, view: View) -> list[FieldSchema]:
     """Return each wanted field's column type, from DESCRIBE of the view's relation."""
     rows = await conn.fetch(f"DESCRIBE SELECT * FROM {DUCKDB.relation(view)}")
-    types = first_types([(str(r["column_name"]), str(r["column_type"])) for r in rows])
-    where = relation_where(view)
-    return judge_columns(view, types, where, lambda w, typ: judge(w, typ, where))
+    return judge_schema(view, [(str(r["column_name"]), str(r["column_type"])) for r in rows], judge)
 
 
 def judge(w: Wanted, type_name: str, where: str) -> FieldSchema:

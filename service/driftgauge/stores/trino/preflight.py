@@ -4,15 +4,7 @@ from __future__ import annotations
 
 from driftgauge.config.frozen import View
 from driftgauge.core.fields import TimestampPrecision
-from driftgauge.stores.preflight import (
-    Expects,
-    FieldSchema,
-    TypeRules,
-    Wanted,
-    first_types,
-    judge_columns,
-    relation_where,
-)
+from driftgauge.stores.preflight import Expects, FieldSchema, TypeRules, Wanted, judge_schema
 from driftgauge.stores.trino.dialect import TRINO
 from driftgauge.stores.trino.io import TrinoSession
 
@@ -58,9 +50,7 @@ RULES = TypeRules(ACCEPTS, WHY, base_type, lambda t: t.lower().startswith(NESTED
 
 async def describe(session: TrinoSession, view: View) -> list[FieldSchema]:
     """Return each wanted field's column type, from the schema of the view's relation."""
-    types = first_types(await session.schema(f"SELECT * FROM {TRINO.relation(view)}"))
-    where = relation_where(view)
-    return judge_columns(view, types, where, lambda w, typ: judge(w, typ, where))
+    return judge_schema(view, await session.schema(f"SELECT * FROM {TRINO.relation(view)}"), judge)
 
 
 def judge(w: Wanted, type_name: str, where: str) -> FieldSchema:
