@@ -27,6 +27,7 @@ from driftgauge.core.errors import (
 from driftgauge.engine.result import RunResult
 from driftgauge.stores import open_adapter, retries
 from driftgauge.stores.backoff import RetryPolicy
+from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.reader_api.adapter import ReaderApiAdapter
 from driftgauge.stores.reader_api.settings import ReaderApiStore
 from tests.integration.conftest import OS_URL
@@ -129,6 +130,18 @@ async def _run(config: Config) -> RunResult:
     return await run_check(config, "orders_api")
 
 
+async def _digest_error(
+    reader: StoreAdapter, error: type[Exception], match: str | None = None
+) -> pytest.ExceptionInfo[Exception]:
+    """Assert digesting the two Berlin days raises `error`; close the reader; return the error."""
+    try:
+        with pytest.raises(error, match=match) as caught:
+            await reader.bucket_digests(START, END, "day")
+    finally:
+        await reader.close()
+    return caught
+
+
 async def _fast_reader(setup: Setup) -> ReaderApiAdapter:
     """Open the example's reader with retries short enough for a test that fails every try."""
     reader = await open_adapter(setup.config().checks["orders_api"].reader)
@@ -179,11 +192,7 @@ async def test_a_window_longer_than_the_bound_is_refused(setup: Setup) -> None:
     config = setup.config(max_window_days=1)
     check = config.checks["orders_api"]
     reader = await open_adapter(check.reader)
-    try:
-        with pytest.raises(StoreQueryError, match="max_window_days=1"):
-            await reader.bucket_digests(START, END, "day")
-    finally:
-        await reader.close()
+    await _digest_error(reader, StoreQueryError, match="max_window_days=1")
 
 
 async def test_a_missing_field_path_is_named_by_the_preflight(setup: Setup) -> None:
@@ -191,21 +200,13 @@ async def test_a_missing_field_path_is_named_by_the_preflight(setup: Setup) -> N
     check = config.checks["orders_api"]
     view = replace(check.reader, columns=("attributes.status", "attributes.price"))
     reader = await open_adapter(view)
-    try:
-        with pytest.raises(StoreQueryError, match=r"'attributes\.price'"):
-            await reader.bucket_digests(START, END, "day")
-    finally:
-        await reader.close()
+    await _digest_error(reader, StoreQueryError, match=r"'attributes\.price'")
 
 
 async def test_a_wrong_rows_path_is_named(setup: Setup) -> None:
     config = setup.config(rows_path="data.rows")
     reader = await open_adapter(config.checks["orders_api"].reader)
-    try:
-        with pytest.raises(StoreQueryError, match=r"rows_path 'data\.rows' holds nothing"):
-            await reader.bucket_digests(START, END, "day")
-    finally:
-        await reader.close()
+    await _digest_error(reader, StoreQueryError, match=r"rows_path 'data\.rows' holds nothing")
 
 
 @pytest.mark.parametrize(
@@ -223,21 +224,13 @@ async def test_http_failures_map_to_store_errors(
     setup: Setup, change: dict[str, object], error: type[Exception], match: str
 ) -> None:
     reader = await open_adapter(setup.config(**change).checks["orders_api"].reader)
-    try:
-        with pytest.raises(error, match=match):
-            await reader.bucket_digests(START, END, "day")
-    finally:
-        await reader.close()
+    await _digest_error(reader, error, match=match)
 
 
 async def test_a_server_error_is_unavailable(setup: Setup, behaviour: Behaviour) -> None:
     behaviour.fail_status = 503
     reader = await _fast_reader(setup)
-    try:
-        with pytest.raises(StoreUnavailable, match="HTTP 503"):
-            await reader.bucket_digests(START, END, "day")
-    finally:
-        await reader.close()
+    await _digest_error(reader, StoreUnavailable, match="HTTP 503")
 
 
 async def test_a_page_that_fails_once_is_retried_and_the_run_succeeds(
@@ -259,11 +252,7 @@ async def test_a_page_that_always_fails_names_the_store_and_status(
     behaviour.flaky_page, behaviour.flaky_failures = 2, 1_000
     before = retries.retry_counts().get((STORE, "unavailable"), 0)
     reader = await _fast_reader(setup)
-    try:
-        with pytest.raises(StoreUnavailable) as caught:
-            await reader.bucket_digests(START, END, "day")
-    finally:
-        await reader.close()
+    caught = await _digest_error(reader, StoreUnavailable)
     text = str(caught.value)
     assert text.startswith(f"{STORE}: page 2 of ") and "HTTP 500" in text, text
     assert f"gave up after {FAST.attempts} attempts" in text
@@ -276,11 +265,7 @@ async def test_a_throttled_page_is_retried_and_counted_as_throttled(
     behaviour.fail_status = 429
     before = retries.retry_counts().get((STORE, "throttled"), 0)
     reader = await _fast_reader(setup)
-    try:
-        with pytest.raises(StoreUnavailable, match="HTTP 429"):
-            await reader.bucket_digests(START, END, "day")
-    finally:
-        await reader.close()
+    await _digest_error(reader, StoreUnavailable, match="HTTP 429")
     assert retries.retry_counts()[(STORE, "throttled")] == before + FAST.attempts - 1
 
 
@@ -289,11 +274,7 @@ async def test_a_row_without_its_key_is_an_error_naming_page_and_row(
 ) -> None:
     behaviour.keyless_row = PAGE + 3  # the fourth row of the second page
     reader = await open_adapter(setup.config().checks["orders_api"].reader)
-    try:
-        with pytest.raises(StoreQueryError) as caught:
-            await reader.bucket_digests(START, END, "day")
-    finally:
-        await reader.close()
+    caught = await _digest_error(reader, StoreQueryError)
     text = str(caught.value)
     assert text.startswith(f"{STORE}: page 2 of http://127.0.0.1:"), text
     assert f"(cursor={PAGE})" in text and "row 3" in text and "'id'" in text, text
@@ -304,11 +285,7 @@ async def test_an_api_that_does_not_answer_in_time_is_a_timeout(
 ) -> None:
     behaviour.delay = 1.5
     reader = await open_adapter(setup.config(timeout=0.3).checks["orders_api"].reader)
-    try:
-        with pytest.raises(StoreTimeout, match="no answer within the timeout"):
-            await reader.bucket_digests(START, END, "day")
-    finally:
-        await reader.close()
+    await _digest_error(reader, StoreTimeout, match="no answer within the timeout")
 
 
 async def test_the_rate_limit_spaces_the_requests(setup: Setup, behaviour: Behaviour) -> None:
