@@ -51,6 +51,11 @@ def _config(orders_dsn: str, lake: Path) -> str:
     return example_text(EXAMPLE, orders_dsn, ("exports/orders/*/*.parquet", f"{lake}/*/*.parquet"))
 
 
+def _lake_store(lake: Path) -> DuckDBStore:
+    """Return a DuckDB store whose table `orders` is the lake's hive-partitioned Parquet files."""
+    return DuckDBStore("lake", files=(FileTable("orders", "parquet", f"{lake}/*/*.parquet", True),))
+
+
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Return a folder of hive-partitioned Parquet files holding the planted export."""
@@ -145,14 +150,7 @@ async def test_a_database_file_and_csv_files_read_as_the_parquet_export(
     fields = {"status": ("status", "string"), "amount": ("amount", "decimal")}
     views = {
         "parquet": make_view(
-            DuckDBStore(
-                "lake",
-                files=(
-                    FileTable(  # type: ignore[arg-type]
-                        "orders", "parquet", f"{lake}/*/*.parquet", True
-                    ),
-                ),
-            ),
+            _lake_store(lake),  # type: ignore[arg-type]
             key="order_id",
             time="updated_at",
             fields=fields,
@@ -259,14 +257,7 @@ async def test_the_pipeline_can_write_the_database_file_between_queries(tmp_path
 async def test_measure_totals_are_exact_decimals(lake: Path) -> None:
     rows = export(make_orders())
     view = make_view(
-        DuckDBStore(
-            "lake",
-            files=(
-                FileTable(  # type: ignore[arg-type]
-                    "orders", "parquet", f"{lake}/*/*.parquet", True
-                ),
-            ),
-        ),
+        _lake_store(lake),  # type: ignore[arg-type]
         key="order_id",
         time="updated_at",
         fields={"amount": ("amount", "decimal")},
