@@ -7,8 +7,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from driftgauge.config.frozen import View
 from driftgauge.configfile.loader import load_text
 from driftgauge.stores.preflight import verify_all
+from tests.integration.conftest import make_view
 
 # test_trino_to_spark_checks.py imports the shared orders and findings from here.
 from tests.integration.kind_checks import (
@@ -31,6 +33,7 @@ __all__ = [
     "export",
     "export_folder",
     "found",
+    "id_view",
     "make_orders",
     "missing_column_problems",
     "run_check",
@@ -75,3 +78,8 @@ async def assert_example_finds_the_planted_rows(text: str, example: Path, check:
     config = load_text(text, source=str(example))
     assert await verify_all(config) == []
     assert_planted(await run_check(config, check))
+
+
+def id_view(store: object, **where: object) -> View:
+    """Return a view of a store's `id` keys and `ts` times with no fields (its query or table)."""
+    return make_view(store, key="id", time="ts", fields={}, **where)  # type: ignore[arg-type]

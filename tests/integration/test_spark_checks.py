@@ -17,11 +17,12 @@ from driftgauge.core.errors import StoreTimeout, StoreUnavailable
 from driftgauge.stores import open_adapter
 from driftgauge.stores.spark.settings import SparkStore
 from tests.conformance.kind_spark import SPARK_URL, quote, run
-from tests.integration.conftest import make_view, unique_name
+from tests.integration.conftest import unique_name
 from tests.integration.kind_checks import BERLIN, END, EXAMPLES, START, example_text
 from tests.integration.lake_orders import (
     assert_example_finds_the_planted_rows,
     export_folder,
+    id_view,
     missing_column_problems,
 )
 
@@ -72,9 +73,7 @@ async def test_a_query_past_the_timeout_interrupts_its_spark_job() -> None:
         "FROM range(50000000000)"
     )
     store = SparkStore("slow", SPARK_URL, None, 1.0)
-    adapter = await open_adapter(
-        make_view(store, key="id", time="ts", fields={}, query=slow)  # type: ignore[arg-type]
-    )
+    adapter = await open_adapter(id_view(store, query=slow))
     began = time.monotonic()
     try:
         with pytest.raises(StoreTimeout, match="no answer within the timeout"):
@@ -83,13 +82,7 @@ async def test_a_query_past_the_timeout_interrupts_its_spark_job() -> None:
             )
         elapsed = time.monotonic() - began
         # The session still answers at once: the job was interrupted, not left running.
-        fast = make_view(
-            store,  # type: ignore[arg-type]
-            key="id",
-            time="ts",
-            fields={},
-            query="SELECT 'a' AS id, TIMESTAMP '2024-01-01 00:00:00' AS ts",
-        )
+        fast = id_view(store, query="SELECT 'a' AS id, TIMESTAMP '2024-01-01 00:00:00' AS ts")
         quick = await open_adapter(fast)
         try:
             (bucket,) = await quick.bucket_digests(
@@ -105,15 +98,7 @@ async def test_a_query_past_the_timeout_interrupts_its_spark_job() -> None:
 
 async def test_an_unreachable_server_is_unavailable() -> None:
     with pytest.raises(StoreUnavailable, match=r"spark: connect to sc://127\.0\.0\.1:1"):
-        await open_adapter(
-            make_view(
-                SparkStore("spark", "sc://127.0.0.1:1"),  # type: ignore[arg-type]
-                key="id",
-                time="ts",
-                fields={},
-                table="t",
-            )
-        )
+        await open_adapter(id_view(SparkStore("spark", "sc://127.0.0.1:1"), table="t"))
 
 
 def test_berlin_fixture_is_the_spring_forward_day() -> None:

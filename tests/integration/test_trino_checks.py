@@ -22,7 +22,7 @@ from driftgauge.core.errors import StoreQueryError, StoreTimeout, StoreUnavailab
 from driftgauge.stores import open_adapter
 from driftgauge.stores.trino.settings import TrinoStore
 from tests.conformance.kind_trino import SCHEMA, TRINO_URL, quote, run
-from tests.integration.conftest import PG_DSN, TIMEOUT, make_view, unique_name
+from tests.integration.conftest import PG_DSN, TIMEOUT, unique_name
 from tests.integration.kind_checks import (
     BERLIN,
     END,
@@ -35,6 +35,7 @@ from tests.integration.kind_checks import (
 from tests.integration.lake_orders import (
     assert_example_finds_the_planted_rows,
     export_folder,
+    id_view,
     missing_column_problems,
 )
 
@@ -117,9 +118,7 @@ SLOW = (
 
 async def test_a_query_past_the_timeout_is_cancelled_on_the_cluster() -> None:
     store = TrinoStore("slow", TRINO_URL, timeout=2.0)
-    adapter = await open_adapter(
-        make_view(store, key="id", time="ts", fields={}, query=SLOW)  # type: ignore[arg-type]
-    )
+    adapter = await open_adapter(id_view(store, query=SLOW))
     began = time.monotonic()
     try:
         with pytest.raises(StoreTimeout, match="no answer within the timeout"):
@@ -148,27 +147,13 @@ async def test_a_query_past_the_timeout_is_cancelled_on_the_cluster() -> None:
 
 async def test_an_unreachable_server_is_unavailable() -> None:
     with pytest.raises(StoreUnavailable, match=r"trino: connect to http://127\.0\.0\.1:1"):
-        await open_adapter(
-            make_view(
-                TrinoStore("trino", "http://127.0.0.1:1"),  # type: ignore[arg-type]
-                key="id",
-                time="ts",
-                fields={},
-                table="t",
-            )
-        )
+        await open_adapter(id_view(TrinoStore("trino", "http://127.0.0.1:1"), table="t"))
 
 
 async def test_a_refused_table_names_the_store() -> None:
     # The memory catalog has no such schema: a query error, not unavailable nor a pass.
     adapter = await open_adapter(
-        make_view(
-            TrinoStore("trino", TRINO_URL),  # type: ignore[arg-type]
-            key="id",
-            time="ts",
-            fields={},
-            table="memory.no_schema.t",
-        )
+        id_view(TrinoStore("trino", TRINO_URL), table="memory.no_schema.t")
     )
     try:
         with pytest.raises(StoreQueryError, match=r"trino: bucket digests on memory\.no_schema"):
