@@ -20,6 +20,9 @@ from driftgauge.config.secrets import Secret
 from driftgauge.stores.opensearch.settings import OpenSearchStore
 from driftgauge.stores.postgres.settings import PostgresStore
 
+# The shared checks' helpers assert; rewritten, their failures show the values compared.
+pytest.register_assert_rewrite("tests.integration.kind_checks", "tests.integration.lake_orders")
+
 PG_DSN = address("DRIFTGAUGE_TEST_PG_DSN")
 OS_URL = address("DRIFTGAUGE_TEST_OS_URL")
 TIMEOUT = 30.0
@@ -93,6 +96,16 @@ async def pg_database() -> AsyncIterator[str]:
     finally:
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', timeout=TIMEOUT)
         await admin.close()
+
+
+@pytest.fixture(scope="module")
+async def orders_dsn() -> AsyncIterator[str]:
+    """Yield a PostgreSQL database holding the 120 orders of kind_checks.make_orders."""
+    # kind_checks imports this module's names, so it is imported only once both are loaded.
+    from tests.integration.kind_checks import make_orders, orders_database
+
+    async with orders_database(make_orders()) as dsn:
+        yield dsn
 
 
 @pytest.fixture(scope="module")

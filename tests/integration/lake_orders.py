@@ -1,64 +1,45 @@
-"""The lake checks' orders, their planted export, and running one check over a window.
-
-The PostgreSQL -> DuckDB, -> Trino and -> Spark checks and the Trino -> Spark one share
-them: 120 orders spread evenly over two Berlin days, and a copy with known damage.
-"""
+"""The lake checks' planted export as Parquet files (a folder a Berlin day), shared checks."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from datetime import UTC, datetime, timedelta
-from decimal import Decimal
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
-import asyncpg
 import duckdb
+import pytest
 
-from driftgauge.config.frozen import Config
-from driftgauge.engine.reconcile import reconcile
-from driftgauge.engine.result import RunResult
-from driftgauge.stores import open_adapter
-from tests.integration.conftest import PG_DSN, TIMEOUT, dsn_for, unique_name
+from driftgauge.config.frozen import View
+from driftgauge.configfile.loader import load_text
+from driftgauge.stores.preflight import verify_all
+from tests.integration.conftest import make_view
 
-BERLIN = ZoneInfo("Europe/Berlin")
-START = datetime(2026, 3, 28, tzinfo=BERLIN)
-END = datetime(2026, 3, 30, tzinfo=BERLIN)  # the 29th has 23 hours
-Order = tuple[str, str, Decimal, datetime]
+# test_trino_to_spark_checks.py imports the shared orders and findings from here.
+from tests.integration.kind_checks import (
+    BERLIN,
+    PLANTED,
+    Order,
+    assert_planted,
+    export,
+    found,
+    make_orders,
+    run_check,
+    totals,
+)
 
-PLANTED = {
-    "missing": {"o003", "o050"},
-    "extra": {"x001"},
-    "mismatched": {"o010", "o011", "o070", "o020"},
-}
-"""The keys `export` damages; a key held twice is a duplicate and, its copies differing in
-count, mismatched."""
-PLANTED_TOTALS = (2, 1, 4, 1)
-"""`export`'s (missing, extra, mismatched, duplicates)."""
-
-
-def make_orders(start: datetime = START, end: datetime = END) -> list[Order]:
-    """Return orders o000..o119 at even steps over [start, end), whole seconds."""
-    first = start.astimezone(UTC)
-    step = (end.astimezone(UTC) - first) / 120
-    return [
-        (
-            f"o{i:03d}",
-            ("paid", "shipped", "open")[i % 3],
-            Decimal(f"{i}.50"),
-            (first + step * i).replace(microsecond=0),
-        )
-        for i in range(120)
-    ]
-
-
-def export(orders: list[Order]) -> list[Order]:
-    """The copy: o003, o050 missing; x001 extra; 3 amounts changed; o020 twice."""
-    by = {o[0]: o for o in orders}
-    rows = [o for o in orders if o[0] not in ("o003", "o050")]
-    rows = [(k, s, a + 1 if k in ("o010", "o011", "o070") else a, t) for k, s, a, t in rows]
-    return [*rows, ("x001", "paid", Decimal("9.99"), by["o004"][3]), by["o020"]]
+__all__ = [
+    "BERLIN",
+    "PLANTED",
+    "Order",
+    "assert_example_finds_the_planted_rows",
+    "export",
+    "export_folder",
+    "found",
+    "id_view",
+    "make_orders",
+    "missing_column_problems",
+    "run_check",
+    "totals",
+    "write_export",
+]
 
 
 def write_export(folder: Path, rows: list[Order]) -> None:
@@ -79,59 +60,26 @@ def write_export(folder: Path, rows: list[Order]) -> None:
         conn.close()
 
 
-@asynccontextmanager
-async def orders_database(orders: list[Order]) -> AsyncIterator[str]:
-    """Yield the DSN of a fresh PostgreSQL database whose `orders` table holds the orders."""
-    name = unique_name("dg_orders")
-    admin = await asyncpg.connect(PG_DSN, timeout=TIMEOUT)
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        conn = await asyncpg.connect(dsn_for(name), timeout=TIMEOUT)
-        try:
-            await conn.execute(
-                "CREATE TABLE orders (order_id text, status text, "
-                "amount numeric(10,2), updated_at timestamptz)"
-            )
-            await conn.copy_records_to_table("orders", records=orders)
-        finally:
-            await conn.close()
-        yield dsn_for(name)
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
+def export_folder(tmp_path_factory: pytest.TempPathFactory, prefix: str) -> Path:
+    """Return a new folder `orders` holding the planted export of the 120 orders."""
+    folder = tmp_path_factory.mktemp(prefix) / "orders"
+    write_export(folder, export(make_orders()))
+    return folder
 
 
-async def run_check(
-    config: Config, name: str, start: datetime = START, end: datetime = END
-) -> RunResult:
-    """Reconcile one check of the config over [start, end), a day after it ended."""
-    check = config.checks[name]
-    source = await open_adapter(check.source)
-    try:
-        reader = await open_adapter(check.reader)
-        try:
-            return await reconcile(
-                check, source, reader, start, end, now=end + timedelta(days=1), sample_keys=50
-            )
-        finally:
-            await reader.close()
-    finally:
-        await source.close()
+async def missing_column_problems(text: str) -> list[str]:
+    """Return the preflight's problems once a field `total` neither side has joins the check."""
+    text = text.replace("amount: decimal", "amount: decimal\n      total: decimal")
+    return await verify_all(load_text(text, source="no-column.yml"))
 
 
-def found(result: RunResult) -> dict[str, set[str | None]]:
-    """Return the drilled-down keys by kind (missing, extra, mismatched)."""
-    keys: dict[str, set[str | None]] = {}
-    for bucket in result.buckets:
-        for key in bucket.samples:
-            keys.setdefault(key.kind, set()).add(key.key)
-    return keys
+async def assert_example_finds_the_planted_rows(text: str, example: Path, check: str) -> None:
+    """Assert the example passes the preflight and its check finds exactly the planted rows."""
+    config = load_text(text, source=str(example))
+    assert await verify_all(config) == []
+    assert_planted(await run_check(config, check))
 
 
-def totals(result: RunResult) -> tuple[int, int, int, int]:
-    """Return the run's (missing, extra, mismatched, duplicates) over all its buckets."""
-    m, e, x, d = (
-        sum(getattr(b, f) for b in result.buckets)
-        for f in ("missing", "extra", "mismatched", "duplicates")
-    )
-    return m, e, x, d
+def id_view(store: object, **where: object) -> View:
+    """Return a view of a store's `id` keys and `ts` times with no fields (its query or table)."""
+    return make_view(store, key="id", time="ts", fields={}, **where)  # type: ignore[arg-type]

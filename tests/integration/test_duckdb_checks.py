@@ -12,7 +12,6 @@ import asyncio
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -27,62 +26,46 @@ from driftgauge.stores import open_adapter
 from driftgauge.stores.base import SlotFirstPass
 from driftgauge.stores.duckdb.settings import DuckDBStore, FileTable
 from driftgauge.stores.preflight import verify_all
-from tests.integration.conftest import PG_DSN, make_view
-from tests.integration.lake_orders import (
+from tests.integration.conftest import make_view
+from tests.integration.kind_checks import (
     BERLIN,
     END,
-    PLANTED,
-    PLANTED_TOTALS,
+    EXAMPLES,
     START,
+    example_text,
     export,
-    found,
     make_orders,
-    orders_database,
-    run_check,
-    totals,
-    write_export,
+)
+from tests.integration.lake_orders import (
+    assert_example_finds_the_planted_rows,
+    export_folder,
+    missing_column_problems,
 )
 
 pytestmark = pytest.mark.integration
 
-EXAMPLE = Path(__file__).parents[2] / "deploy" / "examples" / "duckdb.yml"
+EXAMPLE = EXAMPLES / "duckdb.yml"
 
 
 def _config(orders_dsn: str, lake: Path) -> str:
-    text = EXAMPLE.read_text(encoding="utf-8")
-    text = text.replace("exports/orders/*/*.parquet", f"{lake}/*/*.parquet")
-    text = text.replace("env:ORDERS_DSN", orders_dsn)
-    return text.replace("env:DRIFTGAUGE_STATE_DSN", PG_DSN)
+    return example_text(EXAMPLE, orders_dsn, ("exports/orders/*/*.parquet", f"{lake}/*/*.parquet"))
 
 
-@pytest.fixture(scope="module")
-async def orders_dsn() -> AsyncIterator[str]:
-    """Yield a PostgreSQL database holding the 120 orders."""
-    async with orders_database(make_orders()) as dsn:
-        yield dsn
+def _lake_store(lake: Path) -> DuckDBStore:
+    """Return a DuckDB store whose table `orders` is the lake's hive-partitioned Parquet files."""
+    return DuckDBStore("lake", files=(FileTable("orders", "parquet", f"{lake}/*/*.parquet", True),))
 
 
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Return a folder of hive-partitioned Parquet files holding the planted export."""
-    folder = tmp_path_factory.mktemp("lake") / "orders"
-    write_export(folder, export(make_orders()))
+    folder = export_folder(tmp_path_factory, "lake")
     assert len(list(folder.glob("day=*/*.parquet"))) == 2  # one partition per local day
     return folder
 
 
 async def test_postgres_to_parquet_finds_the_planted_rows(orders_dsn: str, lake: Path) -> None:
-    config = load_text(_config(orders_dsn, lake), source=str(EXAMPLE))
-    assert await verify_all(config) == []
-    result = await run_check(config, "orders_export")
-    assert result.error is None, result.error
-    assert [b.start for b in result.buckets] == [
-        START.astimezone(UTC),
-        datetime(2026, 3, 28, 23, tzinfo=UTC),
-    ]
-    assert found(result) == PLANTED
-    assert totals(result) == PLANTED_TOTALS
-    assert {b.status for b in result.buckets} == {"drift"}
+    await assert_example_finds_the_planted_rows(_config(orders_dsn, lake), EXAMPLE, "orders_export")
 
 
 async def test_config_errors_name_their_field_before_counting(
@@ -102,11 +85,7 @@ async def test_config_errors_name_their_field_before_counting(
     assert await verify_all(no_db) == [
         f"stores.lake.database: no such file {tmp_path}/missing.duckdb"
     ]
-    no_column = load_text(
-        text.replace("amount: decimal", "amount: decimal\n      total: decimal"),
-        source="no-column.yml",
-    )
-    problems = await verify_all(no_column)
+    problems = await missing_column_problems(text)
     # Both sides lack it; the reader's names the field, the files' table and its columns.
     assert len(problems) == 2
     assert problems[1] == (
@@ -171,14 +150,7 @@ async def test_a_database_file_and_csv_files_read_as_the_parquet_export(
     fields = {"status": ("status", "string"), "amount": ("amount", "decimal")}
     views = {
         "parquet": make_view(
-            DuckDBStore(
-                "lake",
-                files=(
-                    FileTable(  # type: ignore[arg-type]
-                        "orders", "parquet", f"{lake}/*/*.parquet", True
-                    ),
-                ),
-            ),
+            _lake_store(lake),  # type: ignore[arg-type]
             key="order_id",
             time="updated_at",
             fields=fields,
@@ -285,14 +257,7 @@ async def test_the_pipeline_can_write_the_database_file_between_queries(tmp_path
 async def test_measure_totals_are_exact_decimals(lake: Path) -> None:
     rows = export(make_orders())
     view = make_view(
-        DuckDBStore(
-            "lake",
-            files=(
-                FileTable(  # type: ignore[arg-type]
-                    "orders", "parquet", f"{lake}/*/*.parquet", True
-                ),
-            ),
-        ),
+        _lake_store(lake),  # type: ignore[arg-type]
         key="order_id",
         time="updated_at",
         fields={"amount": ("amount", "decimal")},

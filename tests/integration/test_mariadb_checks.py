@@ -8,54 +8,36 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
-from pathlib import Path
-from zoneinfo import ZoneInfo
 
-import asyncpg
 import pytest
-from opensearchpy import AsyncOpenSearch
-from opensearchpy.helpers import async_bulk
 
 from driftgauge.config.frozen import Config
 from driftgauge.configfile.loader import load_text
-from driftgauge.engine.reconcile import reconcile
-from driftgauge.engine.result import RunResult
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import KeyQuery
 from tests.conformance import kind_mariadb as my
-from tests.integration.conftest import OS_URL, PG_DSN, TIMEOUT, dsn_for, unique_name
+from tests.integration.conftest import OS_URL
+from tests.integration.kind_checks import (
+    BERLIN,
+    END,
+    EXAMPLES,
+    Order,
+    assert_planted,
+    example_text,
+    export,
+    found,
+    make_orders,
+    orders_database,
+    orders_index,
+    run_check,
+    totals,
+)
 
 pytestmark = pytest.mark.integration
 
-EXAMPLE = Path(__file__).parents[2] / "deploy" / "examples" / "mariadb.yml"
-BERLIN = ZoneInfo("Europe/Berlin")
-START = datetime(2026, 3, 28, tzinfo=BERLIN)
-END = datetime(2026, 3, 30, tzinfo=BERLIN)  # the 29th has 23 hours
-Order = tuple[str, str, Decimal, datetime]
-
-
-def _orders() -> list[Order]:
-    first = START.astimezone(UTC)
-    step = (END.astimezone(UTC) - first) / 120
-    return [
-        (
-            f"o{i:03d}",
-            ("paid", "shipped", "open")[i % 3],
-            Decimal(f"{i}.50"),
-            (first + step * i).replace(microsecond=0),
-        )
-        for i in range(120)
-    ]
-
-
-def _replica(orders: list[Order]) -> list[Order]:
-    """The MariaDB copy: o003, o050 missing; x001 extra; 3 amounts changed; o020 twice."""
-    by = {o[0]: o for o in orders}
-    rows = [o for o in orders if o[0] not in ("o003", "o050")]
-    rows = [(k, s, a + 1 if k in ("o010", "o011", "o070") else a, t) for k, s, a, t in rows]
-    return [*rows, ("x001", "paid", Decimal("9.99"), by["o004"][3]), by["o020"]]
+EXAMPLE = EXAMPLES / "mariadb.yml"
 
 
 def _index(replica: list[Order]) -> list[Order]:
@@ -80,132 +62,46 @@ class Stores:
 @pytest.fixture(scope="module")
 async def stores() -> AsyncIterator[Stores]:
     """Fill a PostgreSQL database, a MariaDB database and an index; load the example."""
-    orders = _orders()
-    replica = _replica(orders)
-    pg_name = unique_name("dg_orders")
-    index = unique_name("dg_orders")
-    admin = await asyncpg.connect(PG_DSN, timeout=TIMEOUT)
-    await admin.execute(f'CREATE DATABASE "{pg_name}"')
-    my_dsn = await my.new_database()
-    client = AsyncOpenSearch(hosts=[OS_URL], timeout=TIMEOUT)
-    try:
-        conn = await asyncpg.connect(dsn_for(pg_name), timeout=TIMEOUT)
+    orders = make_orders()
+    replica = export(orders)  # the MariaDB copy holds the shared planted damage
+    async with orders_database(orders) as dsn:
+        my_dsn = await my.new_database()
         try:
-            await conn.execute(
-                "CREATE TABLE orders (order_id text, status text, "
-                "amount numeric(10,2), updated_at timestamptz)"
+            await my.execute(
+                "CREATE TABLE orders (order_id VARCHAR(20) COLLATE "
+                "utf8mb4_unicode_ci, status VARCHAR(20), amount DECIMAL(10,2), "
+                "updated_at DATETIME(6), INDEX (updated_at))",
+                dsn=my_dsn,
             )
-            await conn.copy_records_to_table("orders", records=orders)
+            await my.insert(my_dsn, "orders", replica)
+            async with orders_index(OS_URL, _index(replica)) as index:
+                text = example_text(
+                    EXAMPLE,
+                    dsn,
+                    ("index: orders", f"index: {index}"),
+                    ("env:SHOP_MARIADB_DSN", my_dsn),
+                    ("url: http://127.0.0.1:9250", f"url: {OS_URL}"),
+                )
+                yield Stores(load_text(text, source=str(EXAMPLE)))
         finally:
-            await conn.close()
-        await my.execute(
-            "CREATE TABLE orders (order_id VARCHAR(20) COLLATE "
-            "utf8mb4_unicode_ci, status VARCHAR(20), amount DECIMAL(10,2), "
-            "updated_at DATETIME(6), INDEX (updated_at))",
-            dsn=my_dsn,
-        )
-        await my.insert(my_dsn, "orders", replica)
-        await client.indices.create(
-            index=index,
-            body={
-                "settings": {"number_of_shards": 2, "number_of_replicas": 0},
-                "mappings": {
-                    "properties": {
-                        "order_id": {"type": "keyword"},
-                        "status": {"type": "keyword"},
-                        "amount": {"type": "keyword"},
-                        "updated_at": {"type": "date"},
-                    }
-                },
-            },
-        )
-        await async_bulk(
-            client,
-            (
-                {
-                    "_index": index,
-                    "_source": {
-                        "order_id": k,
-                        "status": s,
-                        "amount": str(a),
-                        "updated_at": t.isoformat(),
-                    },
-                }
-                for k, s, a, t in _index(replica)
-            ),
-            refresh=True,
-        )
-        text = EXAMPLE.read_text(encoding="utf-8").replace("index: orders", f"index: {index}")
-        text = text.replace("env:ORDERS_DSN", dsn_for(pg_name))
-        text = text.replace("env:SHOP_MARIADB_DSN", my_dsn)
-        text = text.replace("env:DRIFTGAUGE_STATE_DSN", PG_DSN)
-        text = text.replace("url: http://127.0.0.1:9250", f"url: {OS_URL}")
-        yield Stores(load_text(text, source=str(EXAMPLE)))
-    finally:
-        await client.indices.delete(index=index, ignore_unavailable=True)
-        await client.close()
-        await my.drop_database(my_dsn)
-        await admin.execute(f'DROP DATABASE IF EXISTS "{pg_name}" WITH (FORCE)')
-        await admin.close()
-
-
-async def _run(config: Config, name: str) -> RunResult:
-    check = config.checks[name]
-    source = await open_adapter(check.source)
-    try:
-        reader = await open_adapter(check.reader)
-        try:
-            return await reconcile(
-                check, source, reader, START, END, now=END + timedelta(days=1), sample_keys=50
-            )
-        finally:
-            await reader.close()
-    finally:
-        await source.close()
-
-
-def _found(result: RunResult) -> dict[str, set[str | None]]:
-    assert result.error is None, result.error
-    found: dict[str, set[str | None]] = {}
-    for bucket in result.buckets:
-        for key in bucket.samples:
-            found.setdefault(key.kind, set()).add(key.key)
-    return found
-
-
-def _totals(result: RunResult) -> tuple[int, int, int, int]:
-    return (
-        sum(b.missing for b in result.buckets),
-        sum(b.extra for b in result.buckets),
-        sum(b.mismatched for b in result.buckets),
-        sum(b.duplicates for b in result.buckets),
-    )
+            await my.drop_database(my_dsn)
 
 
 async def test_postgres_to_mariadb_finds_the_planted_rows(stores: Stores) -> None:
-    result = await _run(stores.config, "orders_replica")
-    assert [b.start for b in result.buckets] == [
-        START.astimezone(UTC),
-        datetime(2026, 3, 28, 23, tzinfo=UTC),
-    ]
-    # A key held twice is a duplicate and, its copies differing in count, mismatched.
-    assert _found(result) == {
-        "missing": {"o003", "o050"},
-        "extra": {"x001"},
-        "mismatched": {"o010", "o011", "o070", "o020"},
-    }
-    assert _totals(result) == (2, 1, 4, 1)
-    assert {b.status for b in result.buckets} == {"drift"}
+    result = await run_check(stores.config, "orders_replica")
+    # The replica is the shared planted export: its keys and counts are kind_checks.PLANTED's.
+    assert_planted(result)
 
 
 async def test_mariadb_to_opensearch_finds_the_planted_rows(stores: Stores) -> None:
-    result = await _run(stores.config, "orders_search")
-    assert _found(result) == {
+    result = await run_check(stores.config, "orders_search")
+    assert result.error is None, result.error
+    assert found(result) == {
         "missing": {"o030"},
         "extra": {"y001", "y002"},
         "mismatched": {"o040", "o060", "o020"},
     }
-    assert _totals(result) == (1, 2, 3, 2)
+    assert totals(result) == (1, 2, 3, 2)
     assert sum(b.expected for b in result.buckets) == 120 - 2 + 1 + 1
 
 
@@ -223,7 +119,7 @@ async def test_a_mariadb_source_picks_the_canary_key_with_its_query(stores: Stor
         assert (
             picked
             == max(
-                (o for o in _replica(_orders()) if day <= o[3] < day + timedelta(days=1)),
+                (o for o in export(make_orders()) if day <= o[3] < day + timedelta(days=1)),
                 key=lambda o: o[3],
             )[0]
         )

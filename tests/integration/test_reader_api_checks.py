@@ -11,15 +11,10 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from decimal import Decimal
-from pathlib import Path
-from zoneinfo import ZoneInfo
 
-import asyncpg
 import pytest
-from opensearchpy import AsyncOpenSearch
-from opensearchpy.helpers import async_bulk
 
 from driftgauge.config.frozen import Config
 from driftgauge.configfile.loader import load_text
@@ -29,40 +24,42 @@ from driftgauge.core.errors import (
     StoreTimeout,
     StoreUnavailable,
 )
-from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import RunResult
 from driftgauge.stores import open_adapter, retries
 from driftgauge.stores.backoff import RetryPolicy
+from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.reader_api.adapter import ReaderApiAdapter
 from driftgauge.stores.reader_api.settings import ReaderApiStore
-from tests.integration.conftest import OS_URL, PG_DSN, TIMEOUT, dsn_for, unique_name
+from tests.integration.conftest import OS_URL
+from tests.integration.kind_checks import (
+    BERLIN,
+    END,
+    EXAMPLES,
+    START,
+    Order,
+    assert_berlin_days,
+    example_text,
+    found,
+    make_orders,
+    orders_database,
+    orders_index,
+    run_check,
+    totals,
+)
 from tests.integration.reader_service import TOKEN, Behaviour, ReaderService, make_app
 
 pytestmark = pytest.mark.integration
 
-EXAMPLE = Path(__file__).parents[2] / "deploy" / "examples" / "reader_api.yml"
-BERLIN = ZoneInfo("Europe/Berlin")
-START = datetime(2026, 3, 28, tzinfo=BERLIN)
-END = datetime(2026, 3, 30, tzinfo=BERLIN)  # the 29th has 23 hours
+EXAMPLE = EXAMPLES / "reader_api.yml"
 PAGE = 25
-Order = tuple[str, str, Decimal, datetime]
 STORE = "storefront_api"
 FAST = RetryPolicy(attempts=3, base=0.01, cap=0.02, reserve=0.0)
 """Retries short enough for a test that fails every try."""
 
 
 def _orders() -> list[Order]:
-    first = START.astimezone(UTC)
-    step = (END.astimezone(UTC) - first) / 120
-    return [
-        (
-            f"o{i:03d}",
-            "internal" if i == 77 else ("paid", "shipped", "open")[i % 3],
-            Decimal(f"{i}.50"),
-            (first + step * i).replace(microsecond=0),
-        )
-        for i in range(120)
-    ]
+    """The shared 120 orders, o077's status one the API's own filter hides."""
+    return [(k, "internal" if k == "o077" else s, a, t) for k, s, a, t in make_orders()]
 
 
 def _index(orders: list[Order]) -> list[Order]:
@@ -100,69 +97,21 @@ def service_behaviour() -> Behaviour:
 async def setup(service_behaviour: Behaviour) -> AsyncIterator[Setup]:
     """Fill a PostgreSQL database and an index, serve the index, load the example."""
     orders = _orders()
-    pg_name = unique_name("dg_orders")
-    index = unique_name("dg_orders")
-    admin = await asyncpg.connect(PG_DSN, timeout=TIMEOUT)
-    await admin.execute(f'CREATE DATABASE "{pg_name}"')
-    client = AsyncOpenSearch(hosts=[OS_URL], timeout=TIMEOUT)
-    service = None
-    try:
-        conn = await asyncpg.connect(dsn_for(pg_name), timeout=TIMEOUT)
-        try:
-            await conn.execute(
-                "CREATE TABLE orders (order_id text, status text, "
-                "amount numeric(10,2), updated_at timestamptz)"
-            )
-            await conn.copy_records_to_table("orders", records=orders)
-        finally:
-            await conn.close()
-        await client.indices.create(
-            index=index,
-            body={
-                "settings": {"number_of_shards": 2, "number_of_replicas": 0},
-                "mappings": {
-                    "properties": {
-                        "order_id": {"type": "keyword"},
-                        "status": {"type": "keyword"},
-                        "amount": {"type": "keyword"},
-                        "updated_at": {"type": "date"},
-                    }
-                },
-            },
-        )
-        docs = _index(orders)
-        await async_bulk(
-            client,
-            (
-                {
-                    "_index": index,
-                    "_source": {
-                        "order_id": k,
-                        "status": s,
-                        "amount": str(a),
-                        "updated_at": t.isoformat(),
-                    },
-                }
-                for k, s, a, t in docs
-            ),
-            refresh=True,
-        )
+    docs = _index(orders)
+    async with orders_database(orders) as dsn, orders_index(OS_URL, docs) as index:
         service = ReaderService(make_app(OS_URL, index, service_behaviour))
         service.start()
-        text = EXAMPLE.read_text(encoding="utf-8")
-        text = text.replace("http://127.0.0.1:8080", service.url)
-        text = text.replace("env:ORDERS_DSN", dsn_for(pg_name))
-        text = text.replace("env:STOREFRONT_TOKEN", TOKEN)
-        text = text.replace("env:DRIFTGAUGE_STATE_DSN", PG_DSN)
-        served = sorted(k for k, s, _, _ in docs if s != "internal")
-        yield Setup(text, service_behaviour, served)
-    finally:
-        if service is not None:
+        try:
+            text = example_text(
+                EXAMPLE,
+                dsn,
+                ("http://127.0.0.1:8080", service.url),
+                ("env:STOREFRONT_TOKEN", TOKEN),
+            )
+            served = sorted(k for k, s, _, _ in docs if s != "internal")
+            yield Setup(text, service_behaviour, served)
+        finally:
             service.stop()
-        await client.indices.delete(index=index, ignore_unavailable=True)
-        await client.close()
-        await admin.execute(f'DROP DATABASE IF EXISTS "{pg_name}" WITH (FORCE)')
-        await admin.close()
 
 
 @pytest.fixture
@@ -177,36 +126,28 @@ def behaviour(setup: Setup) -> Iterator[Behaviour]:
 
 
 async def _run(config: Config) -> RunResult:
-    check = config.checks["orders_api"]
-    source = await open_adapter(check.source)
+    """Reconcile the example's check over the two Berlin days."""
+    return await run_check(config, "orders_api")
+
+
+async def _digest_error(
+    reader: StoreAdapter, error: type[Exception], match: str | None = None
+) -> pytest.ExceptionInfo[Exception]:
+    """Assert digesting the two Berlin days raises `error`; close the reader; return the error."""
     try:
-        reader = await open_adapter(check.reader)
-        try:
-            return await reconcile(
-                check, source, reader, START, END, now=END + timedelta(days=1), sample_keys=50
-            )
-        finally:
-            await reader.close()
+        with pytest.raises(error, match=match) as caught:
+            await reader.bucket_digests(START, END, "day")
     finally:
-        await source.close()
+        await reader.close()
+    return caught
 
 
-def _found(result: RunResult) -> dict[str, set[str | None]]:
-    assert result.error is None, result.error
-    found: dict[str, set[str | None]] = {}
-    for bucket in result.buckets:
-        for key in bucket.samples:
-            found.setdefault(key.kind, set()).add(key.key)
-    return found
-
-
-def _totals(result: RunResult) -> tuple[int, int, int, int]:
-    return (
-        sum(b.missing for b in result.buckets),
-        sum(b.extra for b in result.buckets),
-        sum(b.mismatched for b in result.buckets),
-        sum(b.duplicates for b in result.buckets),
-    )
+async def _fast_reader(setup: Setup) -> ReaderApiAdapter:
+    """Open the example's reader with retries short enough for a test that fails every try."""
+    reader = await open_adapter(setup.config().checks["orders_api"].reader)
+    assert isinstance(reader, ReaderApiAdapter)
+    reader.retry = FAST
+    return reader
 
 
 PAGINGS: dict[str, dict[str, object]] = {
@@ -220,18 +161,14 @@ PAGINGS: dict[str, dict[str, object]] = {
 @pytest.mark.parametrize("paging", list(PAGINGS))
 async def test_postgres_to_reader_api_finds_the_planted_rows(setup: Setup, paging: str) -> None:
     result = await _run(setup.config(**PAGINGS[paging]))
-    assert result.error is None, result.error
-    assert [b.start for b in result.buckets] == [
-        START.astimezone(UTC),
-        datetime(2026, 3, 28, 23, tzinfo=UTC),
-    ]
+    assert_berlin_days(result)
     # o077 is in the index but the API's own filter hides it: missing, as its reader sees.
-    assert _found(result) == {
+    assert found(result) == {
         "missing": {"o030", "o077"},
         "extra": {"y001"},
         "mismatched": {"o040", "o060"},
     }
-    assert _totals(result) == (2, 1, 2, 1)
+    assert totals(result) == (2, 1, 2, 1)
     assert sum(b.visible for b in result.buckets) == len(set(setup.served))
 
 
@@ -240,8 +177,8 @@ async def test_a_skipped_page_is_found_as_missing(setup: Setup, behaviour: Behav
     result = await _run(setup.config())
     skipped = set(setup.served[2 * PAGE : 3 * PAGE])
     assert len(skipped) == PAGE - 1 and "o060" in skipped  # both of its copies skipped
-    found = _found(result)
-    assert found["missing"] == {"o030", "o077"} | skipped
+    assert result.error is None, result.error
+    assert found(result)["missing"] == {"o030", "o077"} | skipped
     assert sum(b.missing for b in result.buckets) == 2 + len(skipped)
 
 
@@ -255,11 +192,7 @@ async def test_a_window_longer_than_the_bound_is_refused(setup: Setup) -> None:
     config = setup.config(max_window_days=1)
     check = config.checks["orders_api"]
     reader = await open_adapter(check.reader)
-    try:
-        with pytest.raises(StoreQueryError, match="max_window_days=1"):
-            await reader.bucket_digests(START, END, "day")
-    finally:
-        await reader.close()
+    await _digest_error(reader, StoreQueryError, match="max_window_days=1")
 
 
 async def test_a_missing_field_path_is_named_by_the_preflight(setup: Setup) -> None:
@@ -267,21 +200,13 @@ async def test_a_missing_field_path_is_named_by_the_preflight(setup: Setup) -> N
     check = config.checks["orders_api"]
     view = replace(check.reader, columns=("attributes.status", "attributes.price"))
     reader = await open_adapter(view)
-    try:
-        with pytest.raises(StoreQueryError, match=r"'attributes\.price'"):
-            await reader.bucket_digests(START, END, "day")
-    finally:
-        await reader.close()
+    await _digest_error(reader, StoreQueryError, match=r"'attributes\.price'")
 
 
 async def test_a_wrong_rows_path_is_named(setup: Setup) -> None:
     config = setup.config(rows_path="data.rows")
     reader = await open_adapter(config.checks["orders_api"].reader)
-    try:
-        with pytest.raises(StoreQueryError, match=r"rows_path 'data\.rows' holds nothing"):
-            await reader.bucket_digests(START, END, "day")
-    finally:
-        await reader.close()
+    await _digest_error(reader, StoreQueryError, match=r"rows_path 'data\.rows' holds nothing")
 
 
 @pytest.mark.parametrize(
@@ -299,34 +224,24 @@ async def test_http_failures_map_to_store_errors(
     setup: Setup, change: dict[str, object], error: type[Exception], match: str
 ) -> None:
     reader = await open_adapter(setup.config(**change).checks["orders_api"].reader)
-    try:
-        with pytest.raises(error, match=match):
-            await reader.bucket_digests(START, END, "day")
-    finally:
-        await reader.close()
+    await _digest_error(reader, error, match=match)
 
 
 async def test_a_server_error_is_unavailable(setup: Setup, behaviour: Behaviour) -> None:
     behaviour.fail_status = 503
-    reader = await open_adapter(setup.config().checks["orders_api"].reader)
-    assert isinstance(reader, ReaderApiAdapter)
-    reader.retry = FAST
-    try:
-        with pytest.raises(StoreUnavailable, match="HTTP 503"):
-            await reader.bucket_digests(START, END, "day")
-    finally:
-        await reader.close()
+    reader = await _fast_reader(setup)
+    await _digest_error(reader, StoreUnavailable, match="HTTP 503")
 
 
 async def test_a_page_that_fails_once_is_retried_and_the_run_succeeds(
     setup: Setup, behaviour: Behaviour
 ) -> None:
-    clean = _totals(await _run(setup.config()))
+    clean = totals(await _run(setup.config()))
     behaviour.flaky_page, behaviour.flaky_failures = 2, 1
     before = retries.retry_counts().get((STORE, "unavailable"), 0)
     result = await _run(setup.config())
     assert result.error is None, result.error
-    assert _totals(result) == clean
+    assert totals(result) == clean
     assert behaviour.flaky_failures == 0  # the planted failure was served
     assert retries.retry_counts().get((STORE, "unavailable"), 0) == before + 1
 
@@ -336,14 +251,8 @@ async def test_a_page_that_always_fails_names_the_store_and_status(
 ) -> None:
     behaviour.flaky_page, behaviour.flaky_failures = 2, 1_000
     before = retries.retry_counts().get((STORE, "unavailable"), 0)
-    reader = await open_adapter(setup.config().checks["orders_api"].reader)
-    assert isinstance(reader, ReaderApiAdapter)
-    reader.retry = FAST
-    try:
-        with pytest.raises(StoreUnavailable) as caught:
-            await reader.bucket_digests(START, END, "day")
-    finally:
-        await reader.close()
+    reader = await _fast_reader(setup)
+    caught = await _digest_error(reader, StoreUnavailable)
     text = str(caught.value)
     assert text.startswith(f"{STORE}: page 2 of ") and "HTTP 500" in text, text
     assert f"gave up after {FAST.attempts} attempts" in text
@@ -355,14 +264,8 @@ async def test_a_throttled_page_is_retried_and_counted_as_throttled(
 ) -> None:
     behaviour.fail_status = 429
     before = retries.retry_counts().get((STORE, "throttled"), 0)
-    reader = await open_adapter(setup.config().checks["orders_api"].reader)
-    assert isinstance(reader, ReaderApiAdapter)
-    reader.retry = FAST
-    try:
-        with pytest.raises(StoreUnavailable, match="HTTP 429"):
-            await reader.bucket_digests(START, END, "day")
-    finally:
-        await reader.close()
+    reader = await _fast_reader(setup)
+    await _digest_error(reader, StoreUnavailable, match="HTTP 429")
     assert retries.retry_counts()[(STORE, "throttled")] == before + FAST.attempts - 1
 
 
@@ -371,11 +274,7 @@ async def test_a_row_without_its_key_is_an_error_naming_page_and_row(
 ) -> None:
     behaviour.keyless_row = PAGE + 3  # the fourth row of the second page
     reader = await open_adapter(setup.config().checks["orders_api"].reader)
-    try:
-        with pytest.raises(StoreQueryError) as caught:
-            await reader.bucket_digests(START, END, "day")
-    finally:
-        await reader.close()
+    caught = await _digest_error(reader, StoreQueryError)
     text = str(caught.value)
     assert text.startswith(f"{STORE}: page 2 of http://127.0.0.1:"), text
     assert f"(cursor={PAGE})" in text and "row 3" in text and "'id'" in text, text
@@ -386,11 +285,7 @@ async def test_an_api_that_does_not_answer_in_time_is_a_timeout(
 ) -> None:
     behaviour.delay = 1.5
     reader = await open_adapter(setup.config(timeout=0.3).checks["orders_api"].reader)
-    try:
-        with pytest.raises(StoreTimeout, match="no answer within the timeout"):
-            await reader.bucket_digests(START, END, "day")
-    finally:
-        await reader.close()
+    await _digest_error(reader, StoreTimeout, match="no answer within the timeout")
 
 
 async def test_the_rate_limit_spaces_the_requests(setup: Setup, behaviour: Behaviour) -> None:

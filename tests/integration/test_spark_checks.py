@@ -10,57 +10,40 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
-from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import StoreTimeout, StoreUnavailable
 from driftgauge.stores import open_adapter
-from driftgauge.stores.preflight import verify_all
 from driftgauge.stores.spark.settings import SparkStore
 from tests.conformance.kind_spark import SPARK_URL, quote, run
-from tests.integration.conftest import PG_DSN, make_view, unique_name
+from tests.integration.conftest import unique_name
+from tests.integration.kind_checks import BERLIN, END, EXAMPLES, START, example_text
 from tests.integration.lake_orders import (
-    BERLIN,
-    END,
-    PLANTED,
-    PLANTED_TOTALS,
-    START,
-    export,
-    found,
-    make_orders,
-    orders_database,
-    run_check,
-    totals,
-    write_export,
+    assert_example_finds_the_planted_rows,
+    export_folder,
+    id_view,
+    missing_column_problems,
 )
 
 pytestmark = pytest.mark.integration
 
-EXAMPLE = Path(__file__).parents[2] / "deploy" / "examples" / "spark.yml"
+EXAMPLE = EXAMPLES / "spark.yml"
 
 
 def _config(orders_dsn: str, table: str) -> str:
-    text = EXAMPLE.read_text(encoding="utf-8")
-    text = text.replace("sc://127.0.0.1:55002", SPARK_URL)
-    text = text.replace("table: default.orders", f"table: default.{table}")
-    text = text.replace("env:ORDERS_DSN", orders_dsn)
-    return text.replace("env:DRIFTGAUGE_STATE_DSN", PG_DSN)
-
-
-@pytest.fixture(scope="module")
-async def orders_dsn() -> AsyncIterator[str]:
-    """Yield a PostgreSQL database holding the 120 orders."""
-    async with orders_database(make_orders()) as dsn:
-        yield dsn
+    return example_text(
+        EXAMPLE,
+        orders_dsn,
+        ("sc://127.0.0.1:55002", SPARK_URL),
+        ("table: default.orders", f"table: default.{table}"),
+    )
 
 
 @pytest.fixture(scope="module")
 async def lake(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
     """Yield a Spark table over hive-partitioned Parquet files holding the planted export."""
-    folder = tmp_path_factory.mktemp("spark_lake") / "orders"
-    write_export(folder, export(make_orders()))
+    folder = export_folder(tmp_path_factory, "spark_lake")
     table = unique_name("dg_orders")
     await run(f"CREATE TABLE {table} USING parquet LOCATION {quote(folder)}")
     # The day=... folders are partitions the catalog learns of only when asked.
@@ -72,24 +55,11 @@ async def lake(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
 
 
 async def test_postgres_to_spark_finds_the_planted_rows(orders_dsn: str, lake: str) -> None:
-    config = load_text(_config(orders_dsn, lake), source=str(EXAMPLE))
-    assert await verify_all(config) == []
-    result = await run_check(config, "orders_lake")
-    assert result.error is None, result.error
-    assert [b.start for b in result.buckets] == [
-        START.astimezone(UTC),
-        datetime(2026, 3, 28, 23, tzinfo=UTC),
-    ]
-    assert found(result) == PLANTED
-    assert totals(result) == PLANTED_TOTALS
-    assert {b.status for b in result.buckets} == {"drift"}
+    await assert_example_finds_the_planted_rows(_config(orders_dsn, lake), EXAMPLE, "orders_lake")
 
 
 async def test_a_missing_column_is_named_before_counting(orders_dsn: str, lake: str) -> None:
-    text = _config(orders_dsn, lake).replace(
-        "amount: decimal", "amount: decimal\n      total: decimal"
-    )
-    problems = await verify_all(load_text(text, source="no-column.yml"))
+    problems = await missing_column_problems(_config(orders_dsn, lake))
     assert len(problems) == 2  # both sides lack it
     assert problems[1].startswith(
         "checks.orders_lake.reader.fields.total: column total does not exist in table "
@@ -103,9 +73,7 @@ async def test_a_query_past_the_timeout_interrupts_its_spark_job() -> None:
         "FROM range(50000000000)"
     )
     store = SparkStore("slow", SPARK_URL, None, 1.0)
-    adapter = await open_adapter(
-        make_view(store, key="id", time="ts", fields={}, query=slow)  # type: ignore[arg-type]
-    )
+    adapter = await open_adapter(id_view(store, query=slow))
     began = time.monotonic()
     try:
         with pytest.raises(StoreTimeout, match="no answer within the timeout"):
@@ -114,13 +82,7 @@ async def test_a_query_past_the_timeout_interrupts_its_spark_job() -> None:
             )
         elapsed = time.monotonic() - began
         # The session still answers at once: the job was interrupted, not left running.
-        fast = make_view(
-            store,  # type: ignore[arg-type]
-            key="id",
-            time="ts",
-            fields={},
-            query="SELECT 'a' AS id, TIMESTAMP '2024-01-01 00:00:00' AS ts",
-        )
+        fast = id_view(store, query="SELECT 'a' AS id, TIMESTAMP '2024-01-01 00:00:00' AS ts")
         quick = await open_adapter(fast)
         try:
             (bucket,) = await quick.bucket_digests(
@@ -136,15 +98,7 @@ async def test_a_query_past_the_timeout_interrupts_its_spark_job() -> None:
 
 async def test_an_unreachable_server_is_unavailable() -> None:
     with pytest.raises(StoreUnavailable, match=r"spark: connect to sc://127\.0\.0\.1:1"):
-        await open_adapter(
-            make_view(
-                SparkStore("spark", "sc://127.0.0.1:1"),  # type: ignore[arg-type]
-                key="id",
-                time="ts",
-                fields={},
-                table="t",
-            )
-        )
+        await open_adapter(id_view(SparkStore("spark", "sc://127.0.0.1:1"), table="t"))
 
 
 def test_berlin_fixture_is_the_spring_forward_day() -> None:

@@ -13,7 +13,6 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import asyncpg
 import pytest
@@ -21,50 +20,43 @@ import pytest
 from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import StoreQueryError, StoreTimeout, StoreUnavailable
 from driftgauge.stores import open_adapter
-from driftgauge.stores.preflight import verify_all
 from driftgauge.stores.trino.settings import TrinoStore
 from tests.conformance.kind_trino import SCHEMA, TRINO_URL, quote, run
-from tests.integration.conftest import PG_DSN, TIMEOUT, make_view, unique_name
-from tests.integration.lake_orders import (
+from tests.integration.conftest import PG_DSN, TIMEOUT, unique_name
+from tests.integration.kind_checks import (
     BERLIN,
     END,
-    PLANTED,
-    PLANTED_TOTALS,
+    EXAMPLES,
     START,
-    export,
-    found,
+    example_text,
     make_orders,
-    orders_database,
     run_check,
-    totals,
-    write_export,
+)
+from tests.integration.lake_orders import (
+    assert_example_finds_the_planted_rows,
+    export_folder,
+    id_view,
+    missing_column_problems,
 )
 
 pytestmark = pytest.mark.integration
 
-EXAMPLE = Path(__file__).parents[2] / "deploy" / "examples" / "trino.yml"
+EXAMPLE = EXAMPLES / "trino.yml"
 
 
 def _config(orders_dsn: str, table: str) -> str:
-    text = EXAMPLE.read_text(encoding="utf-8")
-    text = text.replace("http://127.0.0.1:58080", TRINO_URL)
-    text = text.replace("table: hive.sales.orders", f"table: {SCHEMA}.{table}")
-    text = text.replace("env:ORDERS_DSN", orders_dsn)
-    return text.replace("env:DRIFTGAUGE_STATE_DSN", PG_DSN)
-
-
-@pytest.fixture(scope="module")
-async def orders_dsn() -> AsyncIterator[str]:
-    """Yield a PostgreSQL database holding the 120 orders."""
-    async with orders_database(make_orders()) as dsn:
-        yield dsn
+    return example_text(
+        EXAMPLE,
+        orders_dsn,
+        ("http://127.0.0.1:58080", TRINO_URL),
+        ("table: hive.sales.orders", f"table: {SCHEMA}.{table}"),
+    )
 
 
 @pytest.fixture(scope="module")
 async def lake(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
     """Yield an external Hive table over day-partitioned Parquet files: the planted export."""
-    folder = tmp_path_factory.mktemp("trino_lake") / "orders"
-    write_export(folder, export(make_orders()))
+    folder = export_folder(tmp_path_factory, "trino_lake")
     table = unique_name("dg_orders")
     await run(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
     await run(
@@ -82,17 +74,8 @@ async def lake(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
 
 
 async def test_postgres_to_trino_finds_the_planted_rows(orders_dsn: str, lake: str) -> None:
-    config = load_text(_config(orders_dsn, lake), source=str(EXAMPLE))
-    assert await verify_all(config) == []
-    result = await run_check(config, "orders_lakehouse")
-    assert result.error is None, result.error
-    assert [b.start for b in result.buckets] == [
-        START.astimezone(UTC),
-        datetime(2026, 3, 28, 23, tzinfo=UTC),
-    ]
-    assert found(result) == PLANTED
-    assert totals(result) == PLANTED_TOTALS
-    assert {b.status for b in result.buckets} == {"drift"}
+    text = _config(orders_dsn, lake)
+    await assert_example_finds_the_planted_rows(text, EXAMPLE, "orders_lakehouse")
 
 
 async def test_postgres_read_through_trino_agrees_with_postgres(orders_dsn: str, lake: str) -> None:
@@ -119,10 +102,7 @@ async def test_postgres_read_through_trino_agrees_with_postgres(orders_dsn: str,
 
 
 async def test_a_missing_column_is_named_before_counting(orders_dsn: str, lake: str) -> None:
-    text = _config(orders_dsn, lake).replace(
-        "amount: decimal", "amount: decimal\n      total: decimal"
-    )
-    problems = await verify_all(load_text(text, source="no-column.yml"))
+    problems = await missing_column_problems(_config(orders_dsn, lake))
     assert len(problems) == 2  # both sides lack it
     assert problems[1].startswith(
         "checks.orders_lakehouse.reader.fields.total: column total does not exist in table "
@@ -138,9 +118,7 @@ SLOW = (
 
 async def test_a_query_past_the_timeout_is_cancelled_on_the_cluster() -> None:
     store = TrinoStore("slow", TRINO_URL, timeout=2.0)
-    adapter = await open_adapter(
-        make_view(store, key="id", time="ts", fields={}, query=SLOW)  # type: ignore[arg-type]
-    )
+    adapter = await open_adapter(id_view(store, query=SLOW))
     began = time.monotonic()
     try:
         with pytest.raises(StoreTimeout, match="no answer within the timeout"):
@@ -169,27 +147,13 @@ async def test_a_query_past_the_timeout_is_cancelled_on_the_cluster() -> None:
 
 async def test_an_unreachable_server_is_unavailable() -> None:
     with pytest.raises(StoreUnavailable, match=r"trino: connect to http://127\.0\.0\.1:1"):
-        await open_adapter(
-            make_view(
-                TrinoStore("trino", "http://127.0.0.1:1"),  # type: ignore[arg-type]
-                key="id",
-                time="ts",
-                fields={},
-                table="t",
-            )
-        )
+        await open_adapter(id_view(TrinoStore("trino", "http://127.0.0.1:1"), table="t"))
 
 
 async def test_a_refused_table_names_the_store() -> None:
     # The memory catalog has no such schema: a query error, not unavailable nor a pass.
     adapter = await open_adapter(
-        make_view(
-            TrinoStore("trino", TRINO_URL),  # type: ignore[arg-type]
-            key="id",
-            time="ts",
-            fields={},
-            table="memory.no_schema.t",
-        )
+        id_view(TrinoStore("trino", TRINO_URL), table="memory.no_schema.t")
     )
     try:
         with pytest.raises(StoreQueryError, match=r"trino: bucket digests on memory\.no_schema"):
