@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -151,3 +151,24 @@ def config_text(template: str, **values: Any) -> str:
     for name, value in values.items():
         template = template.replace(f"<{name}>", str(value))
     return template
+
+
+TASK_COLUMNS = ("task_id", "label", "completed_at")
+
+
+async def load_tasks(
+    dsn: str, records: Sequence[tuple[Any, ...]], columns: Sequence[str] = TASK_COLUMNS
+) -> None:
+    """Create the source's tasks table (text columns, a timestamptz time) and copy `records` in."""
+
+    def column(name: str) -> str:
+        if name == "task_id":
+            return "task_id text PRIMARY KEY"
+        return "completed_at timestamptz NOT NULL" if name == "completed_at" else f"{name} text"
+
+    conn = await asyncpg.connect(dsn, timeout=10)
+    try:
+        await conn.execute(f"CREATE TABLE tasks ({', '.join(column(c) for c in columns)})")
+        await conn.copy_records_to_table("tasks", records=records, columns=list(columns))
+    finally:
+        await conn.close()

@@ -30,6 +30,7 @@ from tests.e2e.support import (
     ROOT,
     config_text,
     free_port,
+    load_tasks,
     sample,
     scrape,
     scratch_database,
@@ -92,17 +93,7 @@ async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Serv
     proc = None
     async with scratch_database("dg_fuzz") as dsn:
         try:
-            conn = await asyncpg.connect(dsn, timeout=10)
-            try:
-                await conn.execute(
-                    "CREATE TABLE tasks (task_id text PRIMARY KEY, label text,"
-                    " completed_at timestamptz NOT NULL)"
-                )
-                await conn.copy_records_to_table(
-                    "tasks", records=rows, columns=["task_id", "label", "completed_at"]
-                )
-            finally:
-                await conn.close()
+            await load_tasks(dsn, rows)
             await client.indices.create(
                 index=index,
                 body={

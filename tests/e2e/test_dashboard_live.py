@@ -17,7 +17,6 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import httpx
 import pytest
 import yaml
@@ -32,6 +31,7 @@ from tests.e2e.support import (
     config_text,
     dump_log,
     free_port,
+    load_tasks,
     sample,
     scrape,
     scratch_database,
@@ -172,22 +172,14 @@ async def live(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Live]:
     log = tmp / "serve.log"
     try:
         async with scratch_database("dg_e2e_dash") as dsn:
-            conn = await asyncpg.connect(dsn, timeout=10)
-            try:
-                await conn.execute(
-                    "CREATE TABLE tasks (task_id text PRIMARY KEY, label text,"
-                    " conversation_key text, completed_at timestamptz NOT NULL)"
-                )
-                await conn.copy_records_to_table(
-                    "tasks",
-                    columns=["task_id", "label", "conversation_key", "completed_at"],
-                    records=[
-                        (r["task_id"], r["review_tier"], r["conversation_key"], r["completed_at"])
-                        for r in rows
-                    ],
-                )
-            finally:
-                await conn.close()
+            await load_tasks(
+                dsn,
+                [
+                    (r["task_id"], r["review_tier"], r["conversation_key"], r["completed_at"])
+                    for r in rows
+                ],
+                ("task_id", "label", "conversation_key", "completed_at"),
+            )
             await load_reader(client, index, rows)
             config = tmp / "driftgauge.yml"
             config.write_text(

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-import asyncpg
 import httpx
 import pytest
 import yaml
@@ -33,6 +32,7 @@ from tests.e2e.support import (
     config_text,
     dump_log,
     free_port,
+    load_tasks,
     sample,
     scrape,
     scratch_database,
@@ -97,22 +97,14 @@ async def fleet(tmp: Path) -> AsyncIterator[Fleet]:
     client = AsyncOpenSearch(hosts=[OS_URL], timeout=30)
     try:
         async with scratch_database("dg_e2e_fleet") as dsn:
-            conn = await asyncpg.connect(dsn, timeout=10)
-            try:
-                await conn.execute(
-                    "CREATE TABLE tasks (task_id text PRIMARY KEY, label text,"
-                    " conversation_key text, completed_at timestamptz NOT NULL)"
-                )
-                await conn.copy_records_to_table(
-                    "tasks",
-                    columns=["task_id", "label", "conversation_key", "completed_at"],
-                    records=[
-                        (r["task_id"], r["review_tier"], r["conversation_key"], r["completed_at"])
-                        for r in rows
-                    ],
-                )
-            finally:
-                await conn.close()
+            await load_tasks(
+                dsn,
+                [
+                    (r["task_id"], r["review_tier"], r["conversation_key"], r["completed_at"])
+                    for r in rows
+                ],
+                ("task_id", "label", "conversation_key", "completed_at"),
+            )
             await dash.load_reader(client, index, rows)
             config = tmp / "driftgauge.yml"
             config.write_text(

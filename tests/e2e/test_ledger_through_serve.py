@@ -15,7 +15,6 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import httpx
 import pytest
 from opensearchpy import AsyncOpenSearch
@@ -27,6 +26,7 @@ from tests.e2e.support import (
     config_text,
     dump_log,
     free_port,
+    load_tasks,
     sample,
     scrape,
     scratch_database,
@@ -109,17 +109,7 @@ async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Serv
     log = tmp / "serve.log"
     try:
         async with scratch_database("dg_e2e_ledger") as dsn:
-            conn = await asyncpg.connect(dsn, timeout=10)
-            try:
-                await conn.execute(
-                    "CREATE TABLE tasks (task_id text PRIMARY KEY, label text,"
-                    " completed_at timestamptz NOT NULL)"
-                )
-                await conn.copy_records_to_table(
-                    "tasks", records=rows, columns=["task_id", "label", "completed_at"]
-                )
-            finally:
-                await conn.close()
+            await load_tasks(dsn, rows)
             await client.indices.create(
                 index=index,
                 body={

@@ -17,7 +17,6 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import httpx
 import pytest
 from opensearchpy import AsyncOpenSearch
@@ -29,6 +28,7 @@ from tests.e2e.support import (
     config_text,
     dump_log,
     free_port,
+    load_tasks,
     scratch_database,
     start_replica,
     stop,
@@ -90,19 +90,11 @@ async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Serv
     proc = None
     async with scratch_database("dg_page") as dsn:
         try:
-            conn = await asyncpg.connect(dsn, timeout=10)
-            try:
-                await conn.execute(
-                    "CREATE TABLE tasks (task_id text PRIMARY KEY, label text,"
-                    " completed_at timestamptz NOT NULL)"
-                )
-                await conn.copy_records_to_table(
-                    "tasks",
-                    records=[(r["task_id"], r["label"], r["completed_at"]) for r in rows],
-                    columns=["task_id", "label", "completed_at"],
-                )
-            finally:
-                await conn.close()
+            await load_tasks(
+                dsn,
+                [(r["task_id"], r["label"], r["completed_at"]) for r in rows],
+                columns=["task_id", "label", "completed_at"],
+            )
             await load_index(client, index, rows)
             planted = await plant(client, index, rows)
             config = tmp / "driftgauge.yml"

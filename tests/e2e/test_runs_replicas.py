@@ -34,6 +34,7 @@ from tests.e2e.support import (
     config_text,
     dump_log,
     free_port,
+    load_tasks,
     sample,
     scrape,
     start_replica,
@@ -103,17 +104,7 @@ async def data(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Data]:
     client = AsyncOpenSearch(hosts=[OS_URL], timeout=30)
     try:
         await admin.execute(f'CREATE DATABASE "{db}"', timeout=30)
-        conn = await asyncpg.connect(dsn, timeout=10)
-        try:
-            await conn.execute(
-                "CREATE TABLE tasks (task_id text PRIMARY KEY, label text,"
-                " completed_at timestamptz NOT NULL)"
-            )
-            await conn.copy_records_to_table(
-                "tasks", records=rows, columns=["task_id", "label", "completed_at"]
-            )
-        finally:
-            await conn.close()
+        await load_tasks(dsn, rows)
         await client.indices.create(
             index=index, body={"mappings": MAPPING, "settings": {"number_of_replicas": 0}}
         )

@@ -28,6 +28,7 @@ from tests.e2e.support import (
     OS_URL,
     PG,
     free_port,
+    load_tasks,
     scrape,
     start_replica,
     stop,
@@ -150,19 +151,11 @@ async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack
     stack = Stack(dsn, index, flaky, days, {}, [], [tmp / "a.log", tmp / "b.log"], rows=rows)
     try:
         await admin.execute(f'CREATE DATABASE "{db}"', timeout=30)
-        conn = await asyncpg.connect(dsn, timeout=10)
-        try:
-            await conn.execute(
-                "CREATE TABLE tasks (task_id text PRIMARY KEY, label text,"
-                " completed_at timestamptz NOT NULL)"
-            )
-            await conn.copy_records_to_table(
-                "tasks",
-                records=[(r["task_id"], r["label"], r["completed_at"]) for r in rows],
-                columns=["task_id", "label", "completed_at"],
-            )
-        finally:
-            await conn.close()
+        await load_tasks(
+            dsn,
+            [(r["task_id"], r["label"], r["completed_at"]) for r in rows],
+            columns=["task_id", "label", "completed_at"],
+        )
         await load_index(client, index, rows)
         await load_index(client, flaky, rows)
         stack.planted = await plant(client, index, rows)
