@@ -35,8 +35,13 @@ from tests.conformance.spec import (
     Spec,
     Table,
 )
-from tests.conformance.sql_views import cast_literal, golden_view, one_row_select, spec_view
-from tests.integration.conftest import TIMEOUT, make_view, unique_name
+from tests.conformance.sql_views import (
+    QueryGolden,
+    cast_literal,
+    spec_view,
+    unreachable_view,
+)
+from tests.integration.conftest import TIMEOUT, unique_name
 
 TRINO_URL = address("DRIFTGAUGE_TEST_TRINO_URL")
 SCHEMA = "hive.dg_conformance"
@@ -165,40 +170,6 @@ def _literal(value: Any, type_: str) -> str:
     return cast_literal(value, type_, typ, quote)
 
 
-class TrinoGolden:
-    """One-row queries holding each vector with real column types."""
-
-    def __init__(self, vectors: Sequence[dict[str, Any]], at: datetime) -> None:
-        self.vectors = vectors
-        self.at = at
-
-    def view(self, n: int) -> View:
-        """Return a view over vector n's one-row query."""
-        vector = self.vectors[n]
-        cols = [
-            _literal(vector["key"], vector["key_type"]),
-            _literal(self.at.isoformat(), "timestamp"),
-        ]
-        cols += [_literal(f["value"], f["type"]) for f in vector["fields"]]
-        return golden_view(store(), vector, query=one_row_select(cols, vector))
-
-    async def open(self, n: int, *, double: bool) -> StoreAdapter:
-        """Return an adapter on vector n's query (decimals are DECIMAL(38,18))."""
-        assert not double
-        return await open_adapter(self.view(n))
-
-    async def encoding(self, n: int) -> str:
-        """Return what the dialect's encoding SQL computes for vector n's row."""
-        view_ = self.view(n)
-        rows = await run(
-            f"SELECT {TRINO.row_encoding_sql(view_)} AS e FROM {TRINO.relation(view_)}"
-        )
-        return str(rows[0]["e"])
-
-    async def drop(self) -> None:
-        """Nothing stored outside the queries."""
-
-
 class TrinoFixtures:
     """Fixtures of the trino kind."""
 
@@ -220,18 +191,17 @@ class TrinoFixtures:
         await source.create()
         return source
 
-    async def golden(self, vectors: Sequence[dict[str, Any]], at: datetime) -> TrinoGolden:
+    async def golden(self, vectors: Sequence[dict[str, Any]], at: datetime) -> QueryGolden:
         """Return one-row queries per vector."""
-        return TrinoGolden(vectors, at)
+        return QueryGolden(
+            vectors,
+            store=store(),
+            dialect=TRINO,
+            run=run,
+            literal=_literal,
+            time_literal=_literal(at.isoformat(), "timestamp"),
+        )
 
     async def open_unreachable(self, spec: Spec) -> StoreAdapter:
         """Open an adapter on a port nothing listens at (the session checks when opened)."""
-        return await open_adapter(
-            make_view(
-                store("http://127.0.0.1:1"),  # type: ignore[arg-type]
-                key=spec.key,
-                time=spec.time,
-                fields=dict(spec.fields),
-                table="items",
-            )
-        )
+        return await open_adapter(unreachable_view(store("http://127.0.0.1:1"), spec))

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from driftgauge.config.frozen import Exclusion, View
+from driftgauge.stores import open_adapter
+from driftgauge.stores.base import StoreAdapter
 from tests.conformance.spec import Rule, Spec
 from tests.integration.conftest import make_view
 
@@ -80,3 +82,51 @@ def golden_view(store: Any, vector: dict[str, Any], **where: str) -> View:
         timestamp_precision=vector.get("precision", "us"),
         **where,
     )
+
+
+def unreachable_view(store: Any, spec: Spec) -> View:
+    """Return a view of `spec`'s fields on table items of `store` (one nothing listens for)."""
+    return make_view(store, key=spec.key, time=spec.time, fields=dict(spec.fields), table="items")
+
+
+class QueryGolden:
+    """One-row queries holding each vector with real column types (engines that read queries)."""
+
+    def __init__(
+        self,
+        vectors: Sequence[dict[str, Any]],
+        *,
+        store: Any,
+        dialect: Any,
+        run: Callable[[str], Awaitable[list[dict[str, Any]]]],
+        literal: Callable[[Any, str], str],
+        time_literal: str,
+    ) -> None:
+        self.vectors = vectors
+        self.store = store
+        self.dialect = dialect
+        self.run = run
+        self.literal = literal
+        self.time_literal = time_literal
+
+    def view(self, n: int) -> View:
+        """Return a view over vector n's one-row query."""
+        vector = self.vectors[n]
+        cols = [self.literal(vector["key"], vector["key_type"]), self.time_literal]
+        cols += [self.literal(f["value"], f["type"]) for f in vector["fields"]]
+        return golden_view(self.store, vector, query=one_row_select(cols, vector))
+
+    async def open(self, n: int, *, double: bool) -> StoreAdapter:
+        """Return an adapter on vector n's query (decimals are DECIMAL(38,18))."""
+        assert not double
+        return await open_adapter(self.view(n))
+
+    async def encoding(self, n: int) -> str:
+        """Return what the dialect's encoding SQL computes for vector n's row."""
+        view_ = self.view(n)
+        sql = self.dialect.row_encoding_sql(view_)
+        rows = await self.run(f"SELECT {sql} AS e FROM {self.dialect.relation(view_)}")
+        return str(rows[0]["e"])
+
+    async def drop(self) -> None:
+        """Nothing stored outside the queries."""
