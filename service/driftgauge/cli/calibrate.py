@@ -38,30 +38,21 @@ def run(config: Config, args: argparse.Namespace) -> int:
 
 async def _calibrate(config: Config, args: argparse.Namespace) -> int:
     from driftgauge.cli.check import window
+    from driftgauge.cli.sides import opened_sides
     from driftgauge.engine.calibrate import Calibration, calibrate
     from driftgauge.engine.plan import day_starts
-    from driftgauge.stores import open_adapter
     from driftgauge.stores.preflight import preflight
 
     check = check_named(config, args.name)
     start, end = window(check, args, datetime.now(UTC))
     days = len(day_starts(start, end, check.timezone))
     got: list[Calibration] = []
-    source = await open_adapter(check.source)
-    try:
-        reader = await open_adapter(check.reader)
-        try:
-            await preflight(check, source, reader)
-            for view, adapter in ((check.source, source), (check.reader, reader)):
-                got.append(
-                    await calibrate(
-                        view.store.name, view.kind, adapter, start, end, days, args.rounds
-                    )
-                )
-        finally:
-            await reader.close()
-    finally:
-        await source.close()
+    async with opened_sides(check) as (source, reader):
+        await preflight(check, source, reader)
+        for view, adapter in ((check.source, source), (check.reader, reader)):
+            got.append(
+                await calibrate(view.store.name, view.kind, adapter, start, end, days, args.rounds)
+            )
     if not args.no_store:
         await _keep(config, got)
     print(_render(check, got, args.json, kept=not args.no_store))

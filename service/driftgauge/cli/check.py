@@ -84,24 +84,22 @@ def window(check: Check, args: argparse.Namespace, now: datetime) -> tuple[datet
 
 
 async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> int:
+    from driftgauge.cli.sides import opened_sides
     from driftgauge.engine.reconcile import reconcile
     from driftgauge.engine.strategy import FirstPass
-    from driftgauge.jobs.adapters import Adapters
-    from driftgauge.stores import open_adapter
     from driftgauge.stores.preflight import preflight
 
     now = datetime.now(UTC)
     start, end = window(check, args, now)
     bar = ProgressBar(sys.stderr, label=check.name)
-    source = await open_adapter(check.source)
-    try:
-        reader = await open_adapter(check.reader)
+    async with opened_sides(check) as sides:
+        source, reader = sides
         try:
             slots_first = {"days": False, "slots": True}.get(args.first_pass)
 
             async def checked() -> Adapters:
                 await preflight(check, source, reader)
-                return Adapters(source, reader)
+                return sides
 
             if args.no_store:
                 await checked()
@@ -126,9 +124,6 @@ async def _run_check(config: Config, check: Check, args: argparse.Namespace) -> 
                 )
         finally:
             bar.close()
-            await reader.close()
-    finally:
-        await source.close()
     if args.json:
         from driftgauge.cli.report import run_report
 

@@ -47,21 +47,14 @@ def run(config: Config, args: argparse.Namespace) -> int:
 
 
 async def _drill(config: Config, args: argparse.Namespace) -> int:
+    from driftgauge.cli.sides import opened_sides
     from driftgauge.engine.live import drill_live
-    from driftgauge.stores import open_adapter
     from driftgauge.stores.preflight import preflight
 
     check = check_named(config, args.name)
-    source = await open_adapter(check.source)
-    try:
-        reader = await open_adapter(check.reader)
-        try:
-            await preflight(check, source, reader)
-            report = await drill_live(check, source, reader, args.day, args.hour, args.prefix)
-        finally:
-            await reader.close()
-    finally:
-        await source.close()
+    async with opened_sides(check) as (source, reader):
+        await preflight(check, source, reader)
+        report = await drill_live(check, source, reader, args.day, args.hour, args.prefix)
     if args.json:
         print(json.dumps(report.model_dump(), indent=2))
     else:
