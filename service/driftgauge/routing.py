@@ -1,10 +1,11 @@
-"""What the routers share: their running service, paging, their errors as answers."""
+"""What the routers share: their router and access, running service, paging, errors as answers."""
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import Depends, HTTPException, Query, Request, status
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.exceptions import RequestValidationError
 
 from driftgauge.core.errors import FieldError
@@ -35,6 +36,23 @@ def paged(default: int, most: int) -> Any:
         return Page(limit, offset)
 
     return Depends(page)
+
+
+@dataclass(frozen=True)
+class FeatureRoutes:
+    """A feature's router and the dependencies of its read routes and of its write routes."""
+
+    router: APIRouter
+    read: list[Any]
+    write: list[Any]
+
+    @classmethod
+    def under(
+        cls, prefix: str, require_write: Dependency, require_read: Dependency
+    ) -> "FeatureRoutes":
+        """Return an empty router at `prefix`, tagged with the prefix's name, and both lists."""
+        router = APIRouter(prefix=prefix, tags=[prefix.strip("/")])
+        return cls(router, read=[Depends(require_read)], write=[Depends(require_write)])
 
 
 def app_service(name: str, missing: str) -> Callable[[Request], Any]:

@@ -13,7 +13,7 @@ from driftgauge.canary.service import CanaryService
 from driftgauge.core.errors import UnknownCheck
 from driftgauge.core.instants import Instant
 from driftgauge.core.paging import Page
-from driftgauge.routing import Dependency, app_service, paged
+from driftgauge.routing import Dependency, FeatureRoutes, app_service, paged
 
 
 class CanaryOut(BaseModel):
@@ -47,10 +47,10 @@ def canary_router(
     get_service: Callable[[Request], CanaryService] = _app_canary,
 ) -> APIRouter:
     """Return the /canary routes; running one needs `require_write` to pass."""
-    router = APIRouter(prefix="/canary", tags=["canary"])
+    r = FeatureRoutes.under("/canary", require_write, require_read)
     Service = Annotated[CanaryService, Depends(get_service)]
 
-    @router.post("/{check}", response_model=CanaryOut, dependencies=[Depends(require_write)])
+    @r.router.post("/{check}", response_model=CanaryOut, dependencies=r.write)
     async def run(check: str, service: Service) -> CanaryOut:
         """Write and read back the check's sentinel now; return how it went."""
         try:
@@ -58,7 +58,7 @@ def canary_router(
         except UnknownCheck as exc:
             raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
 
-    @router.get("/{check}", response_model=list[CanaryOut], dependencies=[Depends(require_read)])
+    @r.router.get("/{check}", response_model=list[CanaryOut], dependencies=r.read)
     async def history(
         check: str,
         service: Service,
@@ -71,4 +71,4 @@ def canary_router(
             CanaryOut.of(r) for r in await service.store.history(check, paging.limit, paging.offset)
         ]
 
-    return router
+    return r.router

@@ -27,7 +27,7 @@ from driftgauge.ledger.models import (
 )
 from driftgauge.ledger.service import LedgerService
 from driftgauge.ledger.store import LedgerStore
-from driftgauge.routing import Dependency, answered, app_service, paged
+from driftgauge.routing import Dependency, FeatureRoutes, answered, app_service, paged
 
 # Bounds that PostgreSQL can hold, so a wild id or a NUL byte is a 422, not a 503.
 RunId = Annotated[int, Path(ge=1, le=2**63 - 1, description="ledger run id")]
@@ -49,19 +49,15 @@ def ledger_router(
 
     `get_service` finds the LedgerService (default: `request.app.state.ledger`).
     """
-    router = APIRouter(prefix="/ledger", tags=["ledger"])
-    write = [Depends(require_write)]
-    read = [Depends(require_read)]
-
-    _run_routes(router, get_service, read, write)
-    _breach_routes(router, get_service, read, write)
-    return router
+    routes = FeatureRoutes.under("/ledger", require_write, require_read)
+    _run_routes(routes, get_service)
+    _breach_routes(routes, get_service)
+    return routes.router
 
 
 def _job_listing(
-    router: APIRouter,
+    r: FeatureRoutes,
     get_service: Callable[[Request], LedgerService],
-    read: list[Any],
     path: str,
     listed: Any,
     rows: Callable[[LedgerStore, str | None, int, int], Awaitable[Sequence[BaseModel]]],
@@ -79,23 +75,18 @@ def _job_listing(
 
     list_rows.__doc__ = doc
     name = f"list_{path.strip('/')}"
-    router.get(path, response_model=listed, dependencies=read, name=name)(list_rows)
+    r.router.get(path, response_model=listed, dependencies=r.read, name=name)(list_rows)
 
 
-def _run_routes(
-    router: APIRouter,
-    get_service: Callable[[Request], LedgerService],
-    read: list[Any],
-    write: list[Any],
-) -> None:
+def _run_routes(r: FeatureRoutes, get_service: Callable[[Request], LedgerService]) -> None:
     """Add the routes that open, feed, close and list a sync job's runs."""
     Service = Annotated[LedgerService, Depends(get_service)]
 
-    @router.post(
+    @r.router.post(
         "/runs",
         response_model=RunOut,
         status_code=201,
-        dependencies=write,
+        dependencies=r.write,
         responses={200: {"model": RunOut, "description": "the run already existed"}},
     )
     async def open_run(body: RunOpen, service: Service, response: Response) -> RunOut:
@@ -106,22 +97,21 @@ def _run_routes(
             response.status_code = status.HTTP_200_OK
         return run
 
-    @router.post("/runs/{run_id}/batches", response_model=BatchOut, dependencies=write)
+    @r.router.post("/runs/{run_id}/batches", response_model=BatchOut, dependencies=r.write)
     async def add_batch(run_id: RunId, body: Batch, service: Service) -> BatchOut:
         """Record where a batch of input rows ended up; a retried batch id counts once."""
         with _translated():
             return await service.add_batch(run_id, body)
 
-    @router.post("/runs/{run_id}/close", response_model=RunOut, dependencies=write)
+    @r.router.post("/runs/{run_id}/close", response_model=RunOut, dependencies=r.write)
     async def close_run(run_id: RunId, body: Summary, service: Service) -> RunOut:
         """Close a run with the job's own summary; its window is then judged and reconciled."""
         with _translated():
             return await service.close_run(run_id, body)
 
     _job_listing(
-        router,
+        r,
         get_service,
-        read,
         "/runs",
         list[RunOut],
         LedgerStore.runs,
@@ -129,13 +119,13 @@ def _run_routes(
         "List recent ledger runs, newest first.",
     )
 
-    @router.get("/runs/{run_id}", response_model=RunOut, dependencies=read)
+    @r.router.get("/runs/{run_id}", response_model=RunOut, dependencies=r.read)
     async def get_run(run_id: RunId, service: Service) -> RunOut:
         """Return one run with its outcomes per reason."""
         with _translated():
             return await service.store.run(run_id)
 
-    @router.get("/runs/{run_id}/keys", response_model=list[LedgerKeyOut], dependencies=write)
+    @r.router.get("/runs/{run_id}/keys", response_model=list[LedgerKeyOut], dependencies=r.write)
     async def run_keys(
         run_id: RunId,
         service: Service,
@@ -150,16 +140,11 @@ def _run_routes(
             )
 
 
-def _breach_routes(
-    router: APIRouter,
-    get_service: Callable[[Request], LedgerService],
-    read: list[Any],
-    write: list[Any],
-) -> None:
+def _breach_routes(r: FeatureRoutes, get_service: Callable[[Request], LedgerService]) -> None:
     """Add the routes that list and acknowledge breaches, and list judged windows."""
     Service = Annotated[LedgerService, Depends(get_service)]
 
-    @router.get("/breaches", response_model=list[BreachOut], dependencies=read)
+    @r.router.get("/breaches", response_model=list[BreachOut], dependencies=r.read)
     async def list_breaches(
         service: Service,
         paging: Annotated[Page, paged(100, 1000)],
@@ -172,10 +157,10 @@ def _breach_routes(
                 job, active_only=active, limit=paging.limit, offset=paging.offset
             )
 
-    @router.post(
+    @r.router.post(
         "/breaches/{job}/{window_day}/{rule}/acknowledge",
         response_model=BreachOut,
-        dependencies=write,
+        dependencies=r.write,
     )
     async def acknowledge_breach(
         job: Annotated[
@@ -191,9 +176,8 @@ def _breach_routes(
             return await service.acknowledge(job, window_day, rule, body)
 
     _job_listing(
-        router,
+        r,
         get_service,
-        read,
         "/windows",
         list[WindowOut],
         LedgerStore.windows,
