@@ -16,6 +16,7 @@ from driftgauge.core.errors import StateError
 from driftgauge.core.paging import Page
 from driftgauge.engine.result import BucketResult, KeyDiff
 from driftgauge.state.migrate import migrations
+from driftgauge.state.samples import KeyFilter
 from driftgauge.state.store import StateStore
 
 from .service_helpers import DAY0, NOW, make_config, sample_result, schema_name
@@ -89,14 +90,14 @@ async def test_round_trip_of_a_run_result(store: StateStore) -> None:
     assert node is not None and node.to_dict() == want.tree[1].to_dict()
     assert await store.hour_tree(run_id, DAY0.date(), DAY0.replace(hour=9)) is None
 
-    total, page = await store.keys(run_id, DAY0.date(), kind="missing", page=Page(2, 2))
+    total, page = await store.keys(run_id, DAY0.date(), KeyFilter(kind="missing"), Page(2, 2))
     assert total == 5  # 7 sampled by the engine, capped at 5 per kind when stored
     assert [k.diff.key for k in page] == ["m002", "m003"]
     total, _ = await store.keys(run_id, DAY0.date())
     assert total == 7
     hour3 = DAY0.replace(hour=3)
     total, only = await store.keys(
-        run_id, DAY0.date(), start=hour3, end=hour3 + timedelta(minutes=2)
+        run_id, DAY0.date(), KeyFilter(start=hour3, end=hour3 + timedelta(minutes=2))
     )
     assert sorted(str(k.diff.key) for k in only) == ["dup", "m000", "m001"]
 
@@ -105,7 +106,7 @@ async def test_keys_filter_by_key_hash_prefix(store: StateStore) -> None:
     result = sample_result()
     run_id = await store.begin_run("reviews", result.window_start, result.window_end, trigger="cli")
     await store.complete_run(run_id, result, key_hash=lambda k: "ab" + k if k < "m003" else "cd")
-    total, keys = await store.keys(run_id, DAY0.date(), prefix="ab")
+    total, keys = await store.keys(run_id, DAY0.date(), KeyFilter(prefix="ab"))
     assert total == 4 and {k.key_hash for k in keys} == {"abdup", "abm000", "abm001", "abm002"}
 
 

@@ -18,6 +18,7 @@ from driftgauge.jobs.schedule import TickFn, job_specs
 from driftgauge.jobs.ticks import TickRunner
 from driftgauge.metrics.collector import build_registry, reconciliation_part
 from driftgauge.metrics.snapshot import SnapshotCache
+from driftgauge.state.samples import KeyFilter
 from driftgauge.state.store import StateStore
 from driftgauge.stores.base import BucketDigest, Granularity
 from driftgauge.stores.memory import MemoryAdapter
@@ -135,7 +136,7 @@ async def test_two_replicas_run_each_scheduled_tick_exactly_once(
     assert total == 4
     assert {k.diff.key for k in keys} <= set().union(*truth.values())
     prefix = keys[0].key_hash[:2] if keys[0].key_hash else "zz"
-    _, under = await stores[1].keys(days[0].run_id, DAY0.date(), prefix=prefix)
+    _, under = await stores[1].keys(days[0].run_id, DAY0.date(), KeyFilter(prefix=prefix))
     assert keys[0].diff.key in {k.diff.key for k in under}
 
 

@@ -38,6 +38,7 @@ from driftgauge.jobs.schedule_metrics import TriggerFacts, trigger_facts
 from driftgauge.routing import paged
 from driftgauge.state.codec import StoredBucket
 from driftgauge.state.payloads import CheckRun
+from driftgauge.state.samples import KeyFilter
 from driftgauge.stores import registry
 
 router = APIRouter()
@@ -394,15 +395,7 @@ async def get_keys(
         paging = Page(paging.limit, (page - 1) * paging.limit)
     stored = await _stored_day(rt, c, _day_ok(rt, "path", "day", day))
     start, end = _hour_range(c, day, hour, "query") if hour is not None else (None, None)
-    found = await rt.state.bucket_keys(
-        stored,
-        day,
-        kind=kind,
-        prefix=prefix,
-        start=start,
-        end=end,
-        page=paging,
-    )
+    found = await rt.state.bucket_keys(stored, day, KeyFilter(kind, prefix, start, end), paging)
     return KeysOut(
         check=c.name,
         day=day.isoformat(),

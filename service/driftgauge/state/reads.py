@@ -9,13 +9,12 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from driftgauge.core.paging import Page
-from driftgauge.engine.payloads import DriftKind
 from driftgauge.engine.result import Node
 from driftgauge.pg.calls import PgCalls
 from driftgauge.state import codec
 from driftgauge.state.codec import StoredBucket, StoredKey
 from driftgauge.state.payloads import CheckRun
-from driftgauge.state.samples import KeysPage, key_total
+from driftgauge.state.samples import EVERY_KEY, KeyFilter, KeysPage, key_total
 
 _BUCKET_SELECT = (
     "SELECT DISTINCT ON (b.day) b.*, r.finished_at FROM buckets b"
@@ -221,15 +220,7 @@ class Reads:
         return roots[0] if roots else None
 
     async def keys(
-        self,
-        run_id: int,
-        day: date,
-        *,
-        kind: str | None = None,
-        prefix: str | None = None,
-        start: datetime | None = None,
-        end: datetime | None = None,
-        page: Page = _FIRST_KEYS,
+        self, run_id: int, day: date, only: KeyFilter = EVERY_KEY, page: Page = _FIRST_KEYS
     ) -> tuple[int, list[StoredKey]]:
         """Return (total, one page) of a bucket's sampled differing keys, filtered."""
         where = (
@@ -238,7 +229,7 @@ class Reads:
             " AND ($5::timestamptz IS NULL OR event_time >= $5)"
             " AND ($6::timestamptz IS NULL OR event_time < $6)"
         )
-        args = (run_id, day, kind, prefix, start, end)
+        args = (run_id, day, only.kind, only.prefix, only.start, only.end)
         async with self.calls.conn("read sampled keys") as conn:
             total = await conn.fetchval(f"SELECT count(*) FROM key_samples WHERE {where}", *args)
             recs = await conn.fetch(
@@ -250,20 +241,10 @@ class Reads:
         return int(total), [codec.stored_key(r) for r in recs]
 
     async def bucket_keys(
-        self,
-        stored: StoredBucket,
-        day: date,
-        *,
-        kind: DriftKind | None = None,
-        prefix: str | None = None,
-        start: datetime | None = None,
-        end: datetime | None = None,
-        page: Page = _FIRST_KEYS,
+        self, stored: StoredBucket, day: date, only: KeyFilter = EVERY_KEY, page: Page = _FIRST_KEYS
     ) -> KeysPage:
         """Return one page of a stored bucket's keys, with the total of keys its run found."""
-        matched, keys = await self.keys(
-            stored.run_id, day, kind=kind, prefix=prefix, start=start, end=end, page=page
-        )
+        matched, keys = await self.keys(stored.run_id, day, only, page)
         recs = await self.calls.fetch(
             "count sampled keys",
             "SELECT kind, count(*) AS n FROM key_samples WHERE run_id = $1 AND day = $2"
@@ -271,11 +252,6 @@ class Reads:
             stored.run_id,
             day,
         )
-        total, sampled = key_total(
-            stored.bucket,
-            kind,
-            {r["kind"]: int(r["n"]) for r in recs},
-            matched,
-            filtered=prefix is not None or start is not None or end is not None,
-        )
+        kept = {r["kind"]: int(r["n"]) for r in recs}
+        total, sampled = key_total(stored.bucket, only.kind, kept, matched, filtered=only.narrows)
         return KeysPage(total, sampled, keys)

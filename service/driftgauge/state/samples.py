@@ -4,12 +4,32 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 
 from driftgauge.engine.payloads import DriftKind
 from driftgauge.engine.result import BucketResult
 from driftgauge.state.codec import StoredKey
 
 KINDS: tuple[DriftKind, ...] = ("missing", "extra", "mismatched")
+
+
+@dataclass(frozen=True)
+class KeyFilter:
+    """Which of a bucket's stored keys a read asks for: a kind, a key-hash prefix, [start, end)."""
+
+    kind: DriftKind | None = None
+    prefix: str | None = None
+    start: datetime | None = None
+    end: datetime | None = None
+
+    @property
+    def narrows(self) -> bool:
+        """Return True when a prefix or a time bound applies (a sample's total is then unknown)."""
+        return self.prefix is not None or self.start is not None or self.end is not None
+
+
+EVERY_KEY = KeyFilter()
+"""The filter of a read that asks for keys of every kind, anywhere in the bucket."""
 
 
 @dataclass(frozen=True)
