@@ -18,7 +18,8 @@ from driftgauge.cli.common import (
     with_config,
 )
 from driftgauge.cli.render import render_drill
-from driftgauge.config.frozen import Config
+from driftgauge.config.frozen import Check, Config
+from driftgauge.engine.payloads import DrillOut
 
 
 def add_commands(sub: Any) -> None:
@@ -43,18 +44,7 @@ def add_commands(sub: Any) -> None:
 
 def run(config: Config, args: argparse.Namespace) -> int:
     """Print one level of the drill-down; exit 1 when the sides differ there."""
-    return asyncio.run(_drill(config, args))
-
-
-async def _drill(config: Config, args: argparse.Namespace) -> int:
-    from driftgauge.cli.sides import opened_sides
-    from driftgauge.engine.live import drill_live
-    from driftgauge.stores.preflight import preflight
-
-    check = check_named(config, args.name)
-    async with opened_sides(check) as (source, reader):
-        await preflight(check, source, reader)
-        report = await drill_live(check, source, reader, args.day, args.hour, args.prefix)
+    report = asyncio.run(_drill(check_named(config, args.name), args))
     if args.json:
         print(json.dumps(report.model_dump(), indent=2))
     else:
@@ -63,3 +53,14 @@ async def _drill(config: Config, args: argparse.Namespace) -> int:
         print(f"error: {report.unexplained}", file=sys.stderr)
         return EXIT_ERROR
     return EXIT_DRIFT if report.differs else EXIT_OK
+
+
+async def _drill(check: Check, args: argparse.Namespace) -> DrillOut:
+    """Ask both sides of the check about the level the arguments name."""
+    from driftgauge.cli.sides import opened_sides
+    from driftgauge.engine.live import drill_live
+    from driftgauge.stores.preflight import preflight
+
+    async with opened_sides(check) as (source, reader):
+        await preflight(check, source, reader)
+        return await drill_live(check, source, reader, args.day, args.hour, args.prefix)
