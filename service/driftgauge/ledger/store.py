@@ -149,43 +149,21 @@ class LedgerStore:
             return await self._run(conn, run_id)
 
     async def _run(self, conn: Any, run_id: int) -> RunOut:
-        rec = await conn.fetchrow(f"SELECT {_RUN_COLUMNS} FROM ledger_runs WHERE id = $1", run_id)
-        if rec is None:
+        found = await _runs_where(conn, "id = $1", run_id)
+        if not found:
             raise RunNotFound(f"run_id: no ledger run {run_id}")
-        outs = await conn.fetch(
-            "SELECT outcome, reason, rows FROM ledger_outcomes WHERE run_id = $1", run_id
-        )
-        batches = await conn.fetchval(
-            "SELECT count(*) FROM ledger_batches WHERE run_id = $1", run_id
-        )
-        return _run_out(rec, outs, batches)
+        return found[0]
 
     async def runs(self, job: str | None, limit: int = 50, offset: int = 0) -> list[RunOut]:
         """Return the most recent runs, newest first, optionally of one job."""
         async with self._db.conn("list ledger runs") as conn:
-            recs = await conn.fetch(
-                f"SELECT {_RUN_COLUMNS} FROM ledger_runs WHERE $1::text IS NULL OR job = $1"
-                " ORDER BY id DESC LIMIT $2 OFFSET $3",
+            return await _runs_where(
+                conn,
+                "$1::text IS NULL OR job = $1 ORDER BY id DESC LIMIT $2 OFFSET $3",
                 job,
                 limit,
                 offset,
             )
-            ids = [r["id"] for r in recs]
-            outs = await conn.fetch(
-                "SELECT run_id, outcome, reason, rows FROM ledger_outcomes"
-                " WHERE run_id = ANY($1::bigint[])",
-                ids,
-            )
-            counts = await conn.fetch(
-                "SELECT run_id, count(*) AS n FROM ledger_batches"
-                " WHERE run_id = ANY($1::bigint[]) GROUP BY run_id",
-                ids,
-            )
-        by_run: dict[int, list[Any]] = {}
-        for o in outs:
-            by_run.setdefault(o["run_id"], []).append(o)
-        n_batches = {c["run_id"]: c["n"] for c in counts}
-        return [_run_out(r, by_run.get(r["id"], []), n_batches.get(r["id"], 0)) for r in recs]
 
     async def add_batch(self, run_id: int, batch: Batch, now: datetime) -> tuple[bool, RunOut]:
         """Record a batch once; return (True if it was a retry already counted, the run)."""
@@ -525,6 +503,29 @@ def _breach_out(rec: Any) -> BreachOut:
     )
     fields = ("job", "window_day", "rule", "detail", "first_seen", "last_seen", "active")
     return BreachOut(**{f: rec[f] for f in fields}, acknowledged=ack)
+
+
+async def _runs_where(conn: Any, where: str, *args: Any) -> list[RunOut]:
+    """Return the runs a WHERE clause (with its ORDER BY, LIMIT) picks, with outcomes, batches."""
+    recs = await conn.fetch(f"SELECT {_RUN_COLUMNS} FROM ledger_runs WHERE {where}", *args)
+    if not recs:
+        return []
+    ids = [r["id"] for r in recs]
+    outs = await conn.fetch(
+        "SELECT run_id, outcome, reason, rows FROM ledger_outcomes"
+        " WHERE run_id = ANY($1::bigint[])",
+        ids,
+    )
+    counts = await conn.fetch(
+        "SELECT run_id, count(*) AS n FROM ledger_batches"
+        " WHERE run_id = ANY($1::bigint[]) GROUP BY run_id",
+        ids,
+    )
+    by_run: dict[int, list[Any]] = {}
+    for o in outs:
+        by_run.setdefault(o["run_id"], []).append(o)
+    n_batches = {c["run_id"]: c["n"] for c in counts}
+    return [_run_out(r, by_run.get(r["id"], []), n_batches.get(r["id"], 0)) for r in recs]
 
 
 def _run_out(rec: Any, outcomes: list[Any], batches: int) -> RunOut:
