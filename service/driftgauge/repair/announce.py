@@ -36,8 +36,8 @@ def render(
         f"{parts[0][0].isoformat()} to {parts[-1][1].isoformat()} will be recomputed"
         + (f" at {runs_at.isoformat()}." if runs_at else " once this announcement is out."),
         f"Reason: {backfill.reason}",
-        f"Before (what you read): {describe(dict(before))}.",
-        f"Expected after: {describe(dict(expected))}; {direction(before, expected)}.",
+        f"Before (what you read): {describe(before)}.",
+        f"Expected after: {describe(expected)}; {direction(before, expected)}.",
         "Consumers, in replay order:",
     ]
     for c in backfill.consumers:

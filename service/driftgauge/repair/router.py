@@ -48,6 +48,8 @@ BackfillId = Annotated[int, Path(ge=1, le=2**63 - 1, description="backfill id")]
 PathName = Annotated[str, Path(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
 QueryName = Annotated[str | None, Query(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
 Service = Annotated[Repair, Depends(app_service("repair", "repair is not running"))]
+ReadsPage = Annotated[Page, paged(200, 10_000)]
+BreachesPage = Annotated[Page, paged(100, 1000)]
 REFUSED: dict[int | str, dict[str, Any]] = {
     409: {
         "model": RefusedOut,
@@ -199,10 +201,7 @@ def _read_routes(r: _Routes) -> None:
 
     @r.reads("/reads")
     async def list_reads(
-        service: Service,
-        paging: Annotated[Page, paged(200, 10_000)],
-        consumer: QueryName = None,
-        check: QueryName = None,
+        service: Service, paging: ReadsPage, consumer: QueryName = None, check: QueryName = None
     ) -> list[ReadOut]:
         """List logged reads, newest first."""
         return await service.reads.list(consumer=consumer, check=check, page=paging)
@@ -310,10 +309,7 @@ def _probe_routes(r: _Routes) -> None:
 
     @r.reads("/repair/breaches")
     async def list_breaches(
-        service: Service,
-        paging: Annotated[Page, paged(100, 1000)],
-        kind: QueryName = None,
-        active: bool = False,
+        service: Service, paging: BreachesPage, kind: QueryName = None, active: bool = False
     ) -> list[RepairBreachOut]:
         """List repair breaches, newest first."""
         return await service.breaches.list(kind=kind, active_only=active, page=paging)
