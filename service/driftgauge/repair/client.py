@@ -103,9 +103,8 @@ class RepairClient:
 
     async def consumers(self) -> list[dict[str, Any]]:
         """Return every consumer in replay order."""
-        resp = await self._http.get("/consumers")
-        out: list[dict[str, Any]] = _result_list(resp, "read consumers")
-        return out
+        answer: list[dict[str, Any]] = await self._json("GET", "/consumers", None, "read consumers")
+        return answer
 
     async def record_read(
         self,
@@ -129,25 +128,18 @@ class RepairClient:
     async def _call(
         self, method: str, path: str, body: dict[str, Any] | None, what: str
     ) -> dict[str, Any]:
+        answer: dict[str, Any] = await self._json(method, path, body, what)
+        return answer
+
+    async def _json(self, method: str, path: str, body: dict[str, Any] | None, what: str) -> Any:
+        """Return the JSON the API answers; raise RepairClientError naming `what` and why."""
         try:
             resp = await self._http.request(method, path, json=body)
         except httpx.TransportError as exc:
             raise RepairClientError(f"{what}: driftgauge cannot be reached ({exc!r})") from None
-        return _result(resp, what)
-
-
-def _result(resp: httpx.Response, what: str) -> dict[str, Any]:
-    if resp.status_code >= 400:
-        raise RepairClientError(f"{what}: HTTP {resp.status_code}: {_detail(resp)}")
-    body: dict[str, Any] = resp.json()
-    return body
-
-
-def _result_list(resp: httpx.Response, what: str) -> list[dict[str, Any]]:
-    if resp.status_code >= 400:
-        raise RepairClientError(f"{what}: HTTP {resp.status_code}: {_detail(resp)}")
-    body: list[dict[str, Any]] = resp.json()
-    return body
+        if resp.status_code >= 400:
+            raise RepairClientError(f"{what}: HTTP {resp.status_code}: {_detail(resp)}")
+        return resp.json()
 
 
 def _detail(resp: httpx.Response) -> Any:
