@@ -21,12 +21,14 @@ from driftgauge.config.frozen import Config
 from driftgauge.repair.errors import Refused, RepairError, RepairInputError
 
 if TYPE_CHECKING:
+    from driftgauge.repair.models import BackfillShown, RerunProbed, WatermarkShown
     from driftgauge.repair.service import Repair
     from driftgauge.stores.base import StoreAdapter
 
 EXIT_OK, EXIT_FINDING, EXIT_ERROR = 0, 1, 2
 STEPS = ("plan", "announce", "start", "verify", "replay", "close", "show")
 Body = TypeVar("Body", bound=BaseModel)
+Answer = TypeVar("Answer")
 
 
 def _instant(text: str) -> datetime:
@@ -197,30 +199,32 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-def _print(value: Any, as_json: bool, lines: Callable[[Any], list[str]]) -> None:
+def _print(value: Answer, as_json: bool, lines: Callable[[Answer], list[str]]) -> None:
     if as_json:
-        print(json.dumps(value, indent=2, default=_json_default))
+        # Dumped as Python values, so times keep the offset they were read with.
+        shown = value.model_dump(by_alias=True) if isinstance(value, BaseModel) else value
+        print(json.dumps(shown, indent=2, default=_json_default))
     else:
         print("\n".join(lines(value)))
 
 
-def _backfill_lines(bf: dict[str, Any]) -> list[str]:
+def _backfill_lines(bf: BackfillShown) -> list[str]:
     out = [
-        f"backfill {bf['id']} of {bf['check']}: {bf['status']} (next: {bf['next_step']})",
-        f"  {len(bf['targets'])} partition(s) from {bf['first_bad'].isoformat()}; "
-        f"watermark reset point {bf['reset_to'].isoformat()}",
+        f"backfill {bf.id} of {bf.check}: {bf.status} (next: {bf.next_step})",
+        f"  {len(bf.targets)} partition(s) from {bf.first_bad.isoformat()}; "
+        f"watermark reset point {bf.reset_to.isoformat()}",
     ]
-    for c in bf["consumers"]:
-        replay = c["replay"]["outcome"] if c["replay"] else "not replayed"
+    for c in bf.consumers:
+        replay = c.replay.outcome if c.replay else "not replayed"
         out.append(
-            f"  rank {c['rank']} {c['name']} ({c['kind']}, owner {c['owner']}"
-            + (f", signed by {c['signed_by']}" if c["signs"] else "")
+            f"  rank {c.rank} {c.name} ({c.kind}, owner {c.owner}"
+            + (f", signed by {c.signed_by}" if c.signs else "")
             + f"): {replay}"
         )
-    if bf["totals_before"]:
-        out.append(f"  before: {bf['totals_before']}")
-    if bf["totals_after"]:
-        out.append(f"  after:  {bf['totals_after']}; diff {bf['diff']}")
+    if bf.totals_before:
+        out.append(f"  before: {bf.totals_before}")
+    if bf.totals_after:
+        out.append(f"  after:  {bf.totals_after}; diff {bf.diff}")
     return out
 
 
@@ -268,6 +272,7 @@ async def _probe(config: Config, args: argparse.Namespace) -> int:
     if args.check not in config.checks:
         raise Refused("probe", "unknown_check", f"no such check {args.check!r}", status=422)
     async with _opened(config) as repair:
+        out: RerunProbed
         if args.ledger:
             out = await repair.probe.ledger(
                 args.check, window_start=args.window_start, window_end=args.window_end
@@ -282,20 +287,18 @@ async def _probe(config: Config, args: argparse.Namespace) -> int:
                 )
             out = await repair.probe.step(args.check, args.start, args.end, args.command, run_shell)
 
-    def lines(res: dict[str, Any]) -> list[str]:
-        rows = [
-            f"rerun probe of {res['check']} ({res['mode']}: {res['subject']}): {res['verdict']}"
-        ]
-        for p in res["partitions"]:
+    def lines(res: RerunProbed) -> list[str]:
+        rows = [f"rerun probe of {res.check} ({res.mode}: {res.subject}): {res.verdict}"]
+        for p in res.partitions:
             rows.append(
-                f"  {p['start'].isoformat()}: {p['verdict']}, count "
-                f"{p['run1']['count']} after run 1, {p['run2']['count']} after run 2"
-                + (f", {p['appended']} appended" if p["appended"] else "")
+                f"  {p.start.isoformat()}: {p.verdict}, count "
+                f"{p.run1['count']} after run 1, {p.run2['count']} after run 2"
+                + (f", {p.appended} appended" if p.appended else "")
             )
         return rows
 
     _print(out, args.json, lines)
-    return EXIT_OK if out["verdict"] == "converged" else EXIT_FINDING
+    return EXIT_OK if out.verdict == "converged" else EXIT_FINDING
 
 
 async def _watermark(config: Config, args: argparse.Namespace) -> int:
@@ -312,15 +315,14 @@ async def _watermark(config: Config, args: argparse.Namespace) -> int:
         else:
             out = await w.get(args.pipeline)
 
-    def lines(wm: dict[str, Any]) -> list[str]:
+    def lines(wm: WatermarkShown) -> list[str]:
         rows = [
-            f"{wm['pipeline']}: processed through {wm['processed_through'].isoformat()} "
-            f"(by {wm['updated_by']}: {wm['reason']})"
+            f"{wm.pipeline}: processed through {wm.processed_through.isoformat()} "
+            f"(by {wm.updated_by}: {wm.reason})"
         ]
         rows += [
-            f"  {m['moved_at'].isoformat()} {m['direction']} to {m['to'].isoformat()} "
-            f"by {m['by']}: {m['reason']}"
-            for m in wm["moves"][:10]
+            f"  {m.moved_at.isoformat()} {m.direction} to {m.to.isoformat()} by {m.by}: {m.reason}"
+            for m in wm.moves[:10]
         ]
         return rows
 

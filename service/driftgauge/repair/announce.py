@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import httpx
 
+from driftgauge.repair.models import BackfillOut
 from driftgauge.repair.partitions import describe
 
 WEBHOOK_TIMEOUT = 10.0
@@ -23,26 +24,25 @@ def direction(before: Mapping[str, Any], expected: Mapping[str, Any]) -> str:
 
 
 def render(
-    backfill: Mapping[str, Any],
-    consumers: Sequence[Mapping[str, Any]],
+    backfill: BackfillOut,
     before: Mapping[str, Any],
     expected: Mapping[str, Any],
     runs_at: datetime | None,
 ) -> str:
     """Return the announcement text: who is told, the old totals, the direction, the time."""
-    parts = backfill["partitions"]
+    parts = backfill.partitions
     lines = [
-        f"Backfill {backfill['id']} of {backfill['check']}: {len(parts)} partition(s) from "
+        f"Backfill {backfill.id} of {backfill.check}: {len(parts)} partition(s) from "
         f"{parts[0][0].isoformat()} to {parts[-1][1].isoformat()} will be recomputed"
         + (f" at {runs_at.isoformat()}." if runs_at else " once this announcement is out."),
-        f"Reason: {backfill['reason']}",
-        f"Before (what you read): {describe(dict(before))}.",
-        f"Expected after: {describe(dict(expected))}; {direction(before, expected)}.",
+        f"Reason: {backfill.reason}",
+        f"Before (what you read): {describe(before)}.",
+        f"Expected after: {describe(expected)}; {direction(before, expected)}.",
         "Consumers, in replay order:",
     ]
-    for c in consumers:
-        signed = f"; signed by {c['signed_by']}" if c["signs"] else ""
-        lines.append(f"  rank {c['rank']}: {c['name']} ({c['kind']}, owner {c['owner']}{signed})")
+    for c in backfill.consumers:
+        signed = f"; signed by {c.signed_by}" if c.signs else ""
+        lines.append(f"  rank {c.rank}: {c.name} ({c.kind}, owner {c.owner}{signed})")
     return "\n".join(lines)
 
 

@@ -11,9 +11,10 @@ from driftgauge.config.frozen import Check
 from driftgauge.core.paging import Page
 from driftgauge.pg.calls import PgCalls
 from driftgauge.repair import announce, partitions
-from driftgauge.repair.backfill_rows import listed, load, shown_log
+from driftgauge.repair.announce import Delivery
+from driftgauge.repair.backfill_rows import listed, load, shown
 from driftgauge.repair.errors import Refused, RepairInputError
-from driftgauge.repair.models import PlanIn
+from driftgauge.repair.models import BackfillOut, BackfillShown, PlanIn
 from driftgauge.repair.partitions import Partition, Snapshot
 from driftgauge.repair.parts import CheckParts, Sides
 from driftgauge.repair.plan import Plan, drifting_targets, readers_of
@@ -26,13 +27,13 @@ def _json(value: Any) -> str:
 
 
 async def _set_targets(
-    conn: Any, bf: Mapping[str, Any], column: str, values: Mapping[datetime, Any]
+    conn: Any, bf: BackfillOut, column: str, values: Mapping[datetime, Any]
 ) -> None:
     """Write one JSON column (before, after, verified) of each target partition."""
     await conn.executemany(
         f"UPDATE backfill_targets SET {column} = $3::jsonb WHERE backfill_id = $1"
         " AND partition_start = $2",
-        [(bf["id"], lo, _json(values[lo])) for lo, _ in bf["partitions"]],
+        [(bf.id, lo, _json(values[lo])) for lo, _ in bf.partitions],
     )
 
 
@@ -80,7 +81,7 @@ class Backfills(CheckParts):
 
     async def refuse(
         self,
-        bf: Mapping[str, Any],
+        bf: BackfillOut,
         step: str,
         rule: str,
         detail: str,
@@ -89,7 +90,7 @@ class Backfills(CheckParts):
         status: int = 409,
     ) -> Refused:
         """Log a refused step and return the error to raise."""
-        await self.event(bf["id"], bf["check"], step, "refused", rule=rule, actor=by, detail=detail)
+        await self.event(bf.id, bf.check, step, "refused", rule=rule, actor=by, detail=detail)
         await self._changed()
         return Refused(step, rule, detail, status=status)
 
@@ -99,7 +100,7 @@ class Backfills(CheckParts):
 
     # -- plan ------------------------------------------------------------------------------------
 
-    async def plan(self, asked: PlanIn) -> dict[str, Any]:
+    async def plan(self, asked: PlanIn) -> BackfillShown:
         """Plan a backfill of the check's drifting hours found by the stored runs."""
         check = self._check(asked.check)
         today = self.clock().astimezone(check.timezone).date()
@@ -166,7 +167,7 @@ class Backfills(CheckParts):
             await conn.executemany(
                 "INSERT INTO backfill_consumers (backfill_id, consumer, rank, signs)"
                 " VALUES ($1, $2, $3, $4)",
-                [(bf_id, c["name"], c["rank"], c["signs"]) for c in plan.consumers],
+                [(bf_id, c.name, c.rank, c.signs) for c in plan.consumers],
             )
             await self.event(
                 bf_id,
@@ -182,26 +183,24 @@ class Backfills(CheckParts):
 
     # -- reading ---------------------------------------------------------------------------------
 
-    async def show(self, bf_id: int) -> dict[str, Any]:
+    async def show(self, bf_id: int) -> BackfillShown:
         """Return a backfill with its targets, consumers, replays, ledger runs and events."""
         async with self.calls.conn("read a backfill") as conn:
-            bf = await load(conn, bf_id)
-            bf.update(await shown_log(conn, bf_id))
-        return bf
+            return await shown(conn, bf_id)
 
     async def all(
         self, *, check: str | None = None, open_only: bool = False, page: Page
-    ) -> list[dict[str, Any]]:
+    ) -> list[BackfillOut]:
         """Return backfills, newest first (without their events)."""
         async with self.calls.conn("list backfills") as conn:
             return await listed(conn, check=check, open_only=open_only, page=page)
 
-    def _expect(self, bf: Mapping[str, Any], step: str, allowed: tuple[str, ...]) -> str | None:
-        if bf["status"] in allowed:
+    def _expect(self, bf: BackfillOut, step: str, allowed: tuple[str, ...]) -> str | None:
+        if bf.status in allowed:
             return None
         return (
-            f"backfill {bf['id']} is {bf['status']}: {step} needs it "
-            f"{' or '.join(allowed)}; next step is {bf['next_step']}"
+            f"backfill {bf.id} is {bf.status}: {step} needs it "
+            f"{' or '.join(allowed)}; next step is {bf.next_step}"
         )
 
     async def _snapshots(
@@ -212,17 +211,13 @@ class Backfills(CheckParts):
 
     # -- announce --------------------------------------------------------------------------------
 
-    async def in_order(
-        self, bf: Mapping[str, Any], step: str, allowed: tuple[str, ...], by: str
-    ) -> None:
+    async def in_order(self, bf: BackfillOut, step: str, allowed: tuple[str, ...], by: str) -> None:
         """Refuse `step` as out of order unless the backfill stands in an `allowed` status."""
         wrong = self._expect(bf, step, allowed)
         if wrong:
             raise await self.refuse(bf, step, "out_of_order", wrong, by)
 
-    async def _ready(
-        self, bf_id: int, step: str, allowed: tuple[str, ...], by: str
-    ) -> dict[str, Any]:
+    async def _ready(self, bf_id: int, step: str, allowed: tuple[str, ...], by: str) -> BackfillOut:
         """Load a backfill and refuse `step` unless it stands in an `allowed` status."""
         async with self.calls.conn("read a backfill") as conn:
             bf = await load(conn, bf_id)
@@ -231,22 +226,20 @@ class Backfills(CheckParts):
 
     async def announce(
         self, bf_id: int, *, by: str, runs_at: datetime | None = None
-    ) -> dict[str, Any]:
+    ) -> BackfillShown:
         """Capture the before totals, render the announcement and post it to the consumers."""
         bf = await self._ready(bf_id, "announce", ("planned",), by)
-        before = await self._snapshots(bf["check"], bf["partitions"], 1)
-        expected = await self._snapshots(bf["check"], bf["partitions"], 0)
+        before = await self._snapshots(bf.check, bf.partitions, 1)
+        expected = await self._snapshots(bf.check, bf.partitions, 0)
         total_before = partitions.totals(before.values())
-        text = announce.render(
-            bf, bf["consumers"], total_before, partitions.totals(expected.values()), runs_at
-        )
+        text = announce.render(bf, total_before, partitions.totals(expected.values()), runs_at)
         body = {
             "event": "backfill_announced",
             "backfill_id": bf_id,
-            "check": bf["check"],
+            "check": bf.check,
             "announcement": text,
             "totals_before": total_before,
-            "partitions": [[lo.isoformat(), hi.isoformat()] for lo, hi in bf["partitions"]],
+            "partitions": [[lo.isoformat(), hi.isoformat()] for lo, hi in bf.partitions],
             "runs_at": runs_at.isoformat() if runs_at else None,
         }
         failed = await self._post_announcement(bf, body, by)
@@ -263,11 +256,11 @@ class Backfills(CheckParts):
         now = self.clock()
         async with self.calls.transaction("announce a backfill") as conn:
             current = await load(conn, bf_id, lock=True)
-            if current["status"] != "planned":
+            if current.status != "planned":
                 raise Refused(
                     "announce",
                     "out_of_order",
-                    f"backfill {bf_id} became {current['status']} meanwhile",
+                    f"backfill {bf_id} became {current.status} meanwhile",
                 )
             # The before totals are written with announced_at: after the recompute's
             # delete they exist nowhere else.
@@ -284,7 +277,7 @@ class Backfills(CheckParts):
             )
             await self.event(
                 bf_id,
-                bf["check"],
+                bf.check,
                 "announce",
                 "done",
                 actor=by,
@@ -295,21 +288,21 @@ class Backfills(CheckParts):
         return await self.show(bf_id)
 
     async def _post_announcement(
-        self, bf: Mapping[str, Any], body: dict[str, Any], by: str
-    ) -> list[Any]:
+        self, bf: BackfillOut, body: dict[str, Any], by: str
+    ) -> list[Delivery]:
         """Post the announcement to each consumer with a webhook; return the undelivered."""
         failed = []
-        for c in bf["consumers"]:
-            if not c["webhook_url"]:
+        for c in bf.consumers:
+            if not c.webhook_url:
                 continue
-            got = await announce.post(c["webhook_url"], {**body, "consumer": c["name"]}, c["name"])
+            got = await announce.post(c.webhook_url, {**body, "consumer": c.name}, c.name)
             await self.event(
-                bf["id"],
-                bf["check"],
+                bf.id,
+                bf.check,
                 "announce",
                 "delivered" if got.delivered else "undelivered",
                 actor=by,
-                consumer=c["name"],
+                consumer=c.name,
                 detail=got.detail,
             )
             if not got.delivered:
@@ -318,22 +311,22 @@ class Backfills(CheckParts):
 
     # -- start -----------------------------------------------------------------------------------
 
-    async def start(self, bf_id: int, *, by: str) -> dict[str, Any]:
+    async def start(self, bf_id: int, *, by: str) -> BackfillShown:
         """Allow the recompute: only announced when signed, only closed partitions."""
         bf = await self._ready(bf_id, "start", ("planned", "announced"), by)
         await self._refuse_unannounced(bf, by)
         now = self.clock()
         await self._refuse_open(bf, now, by)
         before = None
-        if bf["status"] == "planned":  # nobody signed: the before is taken now
-            before = await self._snapshots(bf["check"], bf["partitions"], 1)
+        if bf.status == "planned":  # nobody signed: the before is taken now
+            before = await self._snapshots(bf.check, bf.partitions, 1)
         async with self.calls.transaction("start a backfill") as conn:
             current = await load(conn, bf_id, lock=True)
-            if current["status"] != bf["status"]:
+            if current.status != bf.status:
                 raise Refused(
                     "start",
                     "out_of_order",
-                    f"backfill {bf_id} became {current['status']} meanwhile",
+                    f"backfill {bf_id} became {current.status} meanwhile",
                 )
             if before is not None:
                 await _set_targets(conn, bf, "before", before)
@@ -352,21 +345,21 @@ class Backfills(CheckParts):
             moved = await self._reset_watermark(conn, bf, by)
             await self.event(
                 bf_id,
-                bf["check"],
+                bf.check,
                 "start",
                 "done",
                 actor=by,
                 conn=conn,
-                detail=f"{len(bf['partitions'])} partition(s) may be recomputed" + moved,
+                detail=f"{len(bf.partitions)} partition(s) may be recomputed" + moved,
             )
         await self._changed()
         return await self.show(bf_id)
 
-    async def _refuse_unannounced(self, bf: Mapping[str, Any], by: str) -> None:
+    async def _refuse_unannounced(self, bf: BackfillOut, by: str) -> None:
         """Refuse a start that signing consumers were not told of."""
-        signing = [c for c in bf["consumers"] if c["signs"]]
-        if bf["status"] == "planned" and signing:
-            names = ", ".join(f"{c['name']} (signed by {c['signed_by']})" for c in signing)
+        signing = [c for c in bf.consumers if c.signs]
+        if bf.status == "planned" and signing:
+            names = ", ".join(f"{c.name} (signed by {c.signed_by})" for c in signing)
             raise await self.refuse(
                 bf,
                 "start",
@@ -375,11 +368,11 @@ class Backfills(CheckParts):
                 by,
             )
 
-    async def _refuse_open(self, bf: Mapping[str, Any], now: datetime, by: str) -> None:
+    async def _refuse_open(self, bf: BackfillOut, now: datetime, by: str) -> None:
         """Refuse a start over partitions younger than the check's settle window."""
-        check = self._check(bf["check"])
+        check = self._check(bf.check)
         closed_before = now - check.settle
-        young = [(lo, hi) for lo, hi in bf["partitions"] if hi > closed_before]
+        young = [(lo, hi) for lo, hi in bf.partitions if hi > closed_before]
         if young:
             raise await self.refuse(
                 bf,
@@ -391,23 +384,23 @@ class Backfills(CheckParts):
                 by,
             )
 
-    async def _reset_watermark(self, conn: Any, bf: Mapping[str, Any], by: str) -> str:
+    async def _reset_watermark(self, conn: Any, bf: BackfillOut, by: str) -> str:
         """Move the backfill's pipeline watermark back to its reset point; say so, or ""."""
         moved = ""
-        if bf["pipeline"] is not None:
+        if bf.pipeline is not None:
             mark = await conn.fetchval(
-                "SELECT processed_through FROM watermarks WHERE pipeline = $1", bf["pipeline"]
+                "SELECT processed_through FROM watermarks WHERE pipeline = $1", bf.pipeline
             )
-            if mark is not None and mark > bf["reset_to"]:
-                await self.watermarks.move_back(
-                    bf["pipeline"],
-                    bf["reset_to"],
+            if mark is not None and mark > bf.reset_to:
+                await self.watermarks.move_back_in(
+                    conn,
+                    bf.pipeline,
+                    bf.reset_to,
                     by=by,
-                    conn=conn,
-                    backfill_id=bf["id"],
-                    reason=f"backfill {bf['id']}: recompute from {bf['first_bad'].isoformat()}",
+                    backfill_id=bf.id,
+                    reason=f"backfill {bf.id}: recompute from {bf.first_bad.isoformat()}",
                 )
-                moved = f"; watermark {bf['pipeline']} moved back to {bf['reset_to'].isoformat()}"
+                moved = f"; watermark {bf.pipeline} moved back to {bf.reset_to.isoformat()}"
         return moved
 
     async def attach_run(self, bf_id: int, ledger_run_id: int, *, by: str = "") -> None:
@@ -431,7 +424,7 @@ class Backfills(CheckParts):
 
     # -- verify ----------------------------------------------------------------------------------
 
-    async def verify(self, bf_id: int, *, by: str) -> dict[str, Any]:
+    async def verify(self, bf_id: int, *, by: str) -> BackfillShown:
         """Re-reconcile every target partition: source and reader must hold the same rows."""
         async with self.calls.conn("read a backfill") as conn:
             bf = await load(conn, bf_id)
@@ -439,9 +432,9 @@ class Backfills(CheckParts):
                 "SELECT subject, detail FROM repair_breaches WHERE kind = 'rerun_appended'"
                 " AND active AND facts->>'check' = $1"
                 " AND (facts->>'start')::timestamptz < $3 AND (facts->>'end')::timestamptz > $2",
-                bf["check"],
-                bf["partitions"][0][0],
-                bf["partitions"][-1][1],
+                bf.check,
+                bf.partitions[0][0],
+                bf.partitions[-1][1],
             )
         await self.in_order(bf, "verify", ("running",), by)
         if appended:
@@ -452,15 +445,15 @@ class Backfills(CheckParts):
                 f"the step is not idempotent here: {appended[0]['detail']}",
                 by,
             )
-        source = await self._snapshots(bf["check"], bf["partitions"], 0)
-        reader = await self._snapshots(bf["check"], bf["partitions"], 1)
+        source = await self._snapshots(bf.check, bf.partitions, 0)
+        reader = await self._snapshots(bf.check, bf.partitions, 1)
         results = {
             lo: {
                 "source": source[lo],
                 "reader": reader[lo],
                 "ok": partitions.same(source[lo], reader[lo]),
             }
-            for lo, _ in bf["partitions"]
+            for lo, _ in bf.partitions
         }
         async with self.calls.conn("record a verification") as conn:
             await _set_targets(conn, bf, "verified", results)
@@ -487,14 +480,14 @@ class Backfills(CheckParts):
             )
             await self.event(
                 bf_id,
-                bf["check"],
+                bf.check,
                 "verify",
                 "done",
                 actor=by,
                 conn=conn,
                 detail=f"all {len(results)} partition(s) ok",
             )
-            if not bf["consumers"]:
+            if not bf.consumers:
                 await conn.execute(
                     "UPDATE backfills SET status = 'replayed', replayed_at = $2 WHERE id = $1",
                     bf_id,
@@ -505,12 +498,12 @@ class Backfills(CheckParts):
 
     # -- close -----------------------------------------------------------------------------------
 
-    async def close(self, bf_id: int, *, by: str) -> dict[str, Any]:
+    async def close(self, bf_id: int, *, by: str) -> BackfillShown:
         """File the backfill log row: partitions, totals before and after, the diff."""
         bf = await self._ready(bf_id, "close", ("replayed",), by)
-        after = await self._snapshots(bf["check"], bf["partitions"], 1)
+        after = await self._snapshots(bf.check, bf.partitions, 1)
         total_after = partitions.totals(after.values())
-        change = partitions.diff(bf["totals_before"], total_after)
+        change = partitions.diff(bf.totals_before, total_after)
         async with self.calls.transaction("close a backfill") as conn:
             await _set_targets(conn, bf, "after", after)
             await conn.execute(
@@ -524,12 +517,12 @@ class Backfills(CheckParts):
             )
             await self.event(
                 bf_id,
-                bf["check"],
+                bf.check,
                 "close",
                 "done",
                 actor=by,
                 conn=conn,
-                detail=f"before {partitions.describe(bf['totals_before'])}; after "
+                detail=f"before {partitions.describe(bf.totals_before)}; after "
                 f"{partitions.describe(total_after)}; diff {change}",
             )
         await self._changed()

@@ -7,6 +7,14 @@ from typing import Any
 
 from driftgauge.core.paging import Page
 from driftgauge.repair.errors import NotFound
+from driftgauge.repair.models import (
+    BackfillConsumerOut,
+    BackfillEventOut,
+    BackfillOut,
+    BackfillShown,
+    BackfillTargetOut,
+    ReplayOut,
+)
 
 ORDER = ("planned", "announced", "running", "verified", "replayed", "closed")
 NEXT_STEP = {
@@ -44,7 +52,27 @@ def _loads(value: str | None) -> Any:
     return json.loads(value) if value is not None else None
 
 
-async def load(conn: Any, bf_id: int, *, lock: bool = False) -> dict[str, Any]:
+# A backfill's consumers under the names it shows them by, with their replay's columns.
+_CONSUMERS = (
+    "SELECT b.consumer AS name, b.rank, b.signs, c.kind, c.owner, c.signed_by, c.webhook_url,"
+    " c.command, p.outcome, p.started_at, p.finished_at, p.detail FROM backfill_consumers b"
+    " LEFT JOIN consumers c ON c.name = b.consumer"
+    " LEFT JOIN backfill_replays p ON p.backfill_id = b.backfill_id"
+    "   AND p.consumer = b.consumer"
+    " WHERE b.backfill_id = $1 ORDER BY b.rank, b.consumer"
+)
+_EVENTS = (
+    'SELECT at, step, outcome, rule, actor AS "by", consumer, detail FROM backfill_events'
+    " WHERE backfill_id = $1 ORDER BY id"
+)
+
+
+def _consumer(c: Any) -> BackfillConsumerOut:
+    replay = None if c["outcome"] is None else ReplayOut.model_validate(dict(c))
+    return BackfillConsumerOut.model_validate({**dict(c), "replay": replay})
+
+
+async def load(conn: Any, bf_id: int, *, lock: bool = False) -> BackfillOut:
     """Return a backfill's row with its next step, partitions, targets and consumers."""
     rec = await conn.fetchrow(
         "SELECT * FROM backfills WHERE id = $1" + (" FOR UPDATE" if lock else ""), bf_id
@@ -54,86 +82,41 @@ async def load(conn: Any, bf_id: int, *, lock: bool = False) -> dict[str, Any]:
     targets = await conn.fetch(
         "SELECT * FROM backfill_targets WHERE backfill_id = $1 ORDER BY partition_start", bf_id
     )
-    consumers = await conn.fetch(
-        "SELECT b.consumer, b.rank, b.signs, c.kind, c.owner, c.signed_by, c.webhook_url,"
-        " c.command, p.outcome, p.started_at AS replay_started, p.finished_at AS"
-        " replay_finished, p.detail AS replay_detail FROM backfill_consumers b"
-        " LEFT JOIN consumers c ON c.name = b.consumer"
-        " LEFT JOIN backfill_replays p ON p.backfill_id = b.backfill_id"
-        "   AND p.consumer = b.consumer"
-        " WHERE b.backfill_id = $1 ORDER BY b.rank, b.consumer",
-        bf_id,
-    )
-    return {
-        "id": rec["id"],
-        "check": rec["check_name"],
+    return BackfillOut(
+        id=rec["id"],
+        check=rec["check_name"],
         **{column: rec[column] for column in _SHOWN_COLUMNS},
         **{column: _loads(rec[column]) for column in _SHOWN_JSON},
-        "next_step": NEXT_STEP[rec["status"]],
-        "partitions": [(t["partition_start"], t["partition_end"]) for t in targets],
-        "targets": [
-            {
-                "start": t["partition_start"],
-                "end": t["partition_end"],
-                "run_id": t["run_id"],
+        next_step=NEXT_STEP[rec["status"]],
+        partitions=[(t["partition_start"], t["partition_end"]) for t in targets],
+        targets=[
+            BackfillTargetOut(
+                start=t["partition_start"],
+                end=t["partition_end"],
+                run_id=t["run_id"],
                 **{column: _loads(t[column]) for column in _TARGET_JSON},
-            }
+            )
             for t in targets
         ],
-        "consumers": [
-            {
-                "name": c["consumer"],
-                "rank": c["rank"],
-                "signs": c["signs"],
-                "kind": c["kind"],
-                "owner": c["owner"],
-                "signed_by": c["signed_by"],
-                "webhook_url": c["webhook_url"],
-                "command": c["command"],
-                "replay": None
-                if c["outcome"] is None
-                else {
-                    "outcome": c["outcome"],
-                    "started_at": c["replay_started"],
-                    "finished_at": c["replay_finished"],
-                    "detail": c["replay_detail"],
-                },
-            }
-            for c in consumers
-        ],
-    }
+        consumers=[_consumer(c) for c in await conn.fetch(_CONSUMERS, bf_id)],
+    )
 
 
-async def shown_log(conn: Any, bf_id: int) -> dict[str, Any]:
-    """Return the ledger runs of a backfill's recompute and its event log, oldest first."""
-    out: dict[str, Any] = {}
-    out["ledger_runs"] = [
-        r["ledger_run_id"]
-        for r in await conn.fetch(
-            "SELECT ledger_run_id FROM backfill_runs WHERE backfill_id = $1 ORDER BY ledger_run_id",
-            bf_id,
-        )
-    ]
-    out["events"] = [
-        {
-            "at": e["at"],
-            "step": e["step"],
-            "outcome": e["outcome"],
-            "rule": e["rule"],
-            "by": e["actor"],
-            "consumer": e["consumer"],
-            "detail": e["detail"],
-        }
-        for e in await conn.fetch(
-            "SELECT * FROM backfill_events WHERE backfill_id = $1 ORDER BY id", bf_id
-        )
-    ]
-    return out
+async def shown(conn: Any, bf_id: int) -> BackfillShown:
+    """Return a backfill as loaded, with its recompute's ledger runs and events, oldest first."""
+    bf = await load(conn, bf_id)
+    runs = await conn.fetch(
+        "SELECT ledger_run_id FROM backfill_runs WHERE backfill_id = $1 ORDER BY ledger_run_id",
+        bf_id,
+    )
+    return BackfillShown(
+        **dict(bf),
+        ledger_runs=[r["ledger_run_id"] for r in runs],
+        events=[BackfillEventOut.model_validate(dict(e)) for e in await conn.fetch(_EVENTS, bf_id)],
+    )
 
 
-async def listed(
-    conn: Any, *, check: str | None, open_only: bool, page: Page
-) -> list[dict[str, Any]]:
+async def listed(conn: Any, *, check: str | None, open_only: bool, page: Page) -> list[BackfillOut]:
     """Return backfills, newest first (without their events)."""
     ids = [
         r["id"]

@@ -9,6 +9,8 @@ from typing import Any, Literal, get_args
 
 from driftgauge.core.paging import Page
 from driftgauge.pg.calls import PgCalls
+from driftgauge.repair.models import RepairBreachOut
+from driftgauge.repair.parts import fetch_page
 
 BreachKind = Literal["watermark_moved_back", "watermark_stalled", "silent_change", "rerun_appended"]
 KINDS: tuple[BreachKind, ...] = get_args(BreachKind)
@@ -67,33 +69,20 @@ class Breaches:
         self.calls = calls
 
     async def list(
-        self,
-        *,
-        kind: str | None = None,
-        active_only: bool = False,
-        page: Page,
-    ) -> list[dict[str, Any]]:
+        self, *, kind: str | None = None, active_only: bool = False, page: Page
+    ) -> list[RepairBreachOut]:
         """Return recorded breaches, newest first."""
-        recs = await self.calls.fetch(
+        recs = await fetch_page(
+            self.calls,
             "read repair breaches",
             "SELECT * FROM repair_breaches WHERE ($1::text IS NULL OR kind = $1)"
-            " AND (active OR NOT $2) ORDER BY first_seen DESC, kind, subject"
-            " LIMIT $3 OFFSET $4",
+            " AND (active OR NOT $2) ORDER BY first_seen DESC, kind, subject",
+            page,
             kind,
             active_only,
-            page.limit,
-            page.offset,
         )
         return [
-            {
-                "kind": r["kind"],
-                "subject": r["subject"],
-                "detail": r["detail"],
-                "facts": json.loads(r["facts"]),
-                "first_seen": r["first_seen"],
-                "last_seen": r["last_seen"],
-                "active": r["active"],
-            }
+            RepairBreachOut.model_validate({**dict(r), "facts": json.loads(r["facts"])})
             for r in recs
         ]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 from types import TracebackType
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import httpx
 
@@ -22,6 +22,27 @@ from driftgauge.core.errors import DriftgaugeError
 
 class RepairClientError(DriftgaugeError):
     """The repair API refused a request or could not be reached; the message says which."""
+
+
+class WatermarkOptions(TypedDict, total=False):
+    """What an advance may also set: the check over the pipeline's output, the stall limit."""
+
+    check: str | None
+    stall_after_seconds: float | None
+
+
+class ConsumerReach(TypedDict, total=False):
+    """How a consumer is re-triggered (a webhook or a command), and who signs its numbers."""
+
+    webhook_url: str | None
+    command: str | None
+    signs: bool
+    signed_by: str | None
+
+
+# What the API is sent for an option not given: the body names every field.
+_NO_OPTIONS: WatermarkOptions = {"check": None, "stall_after_seconds": None}
+_NO_REACH: ConsumerReach = {"webhook_url": None, "command": None, "signs": False, "signed_by": None}
 
 
 class RepairClient:
@@ -56,23 +77,10 @@ class RepairClient:
         return await self._call("GET", f"/watermarks/{pipeline}", None, "read the watermark")
 
     async def advance(
-        self,
-        pipeline: str,
-        to: datetime,
-        *,
-        by: str,
-        reason: str,
-        check: str | None = None,
-        stall_after_seconds: float | None = None,
+        self, pipeline: str, to: datetime, *, by: str, reason: str, **also: Unpack[WatermarkOptions]
     ) -> dict[str, Any]:
         """Move a pipeline's watermark forward (creating it on first use)."""
-        body = {
-            "to": to.isoformat(),
-            "by": by,
-            "reason": reason,
-            "check": check,
-            "stall_after_seconds": stall_after_seconds,
-        }
+        body = {"to": to.isoformat(), "by": by, "reason": reason, **_NO_OPTIONS, **also}
         return await self._call(
             "POST", f"/watermarks/{pipeline}/advance", body, "advance the watermark"
         )
@@ -87,34 +95,16 @@ class RepairClient:
         )
 
     async def put_consumer(
-        self,
-        name: str,
-        *,
-        kind: str,
-        owner: str,
-        rank: int,
-        webhook_url: str | None = None,
-        command: str | None = None,
-        signs: bool = False,
-        signed_by: str | None = None,
+        self, name: str, *, kind: str, owner: str, rank: int, **reach: Unpack[ConsumerReach]
     ) -> dict[str, Any]:
         """Create or replace a consumer."""
-        body = {
-            "kind": kind,
-            "owner": owner,
-            "rank": rank,
-            "webhook_url": webhook_url,
-            "command": command,
-            "signs": signs,
-            "signed_by": signed_by,
-        }
+        body = {"kind": kind, "owner": owner, "rank": rank, **_NO_REACH, **reach}
         return await self._call("PUT", f"/consumers/{name}", body, "write the consumer")
 
     async def consumers(self) -> list[dict[str, Any]]:
         """Return every consumer in replay order."""
-        resp = await self._http.get("/consumers")
-        out: list[dict[str, Any]] = _result_list(resp, "read consumers")
-        return out
+        answer: list[dict[str, Any]] = await self._json("GET", "/consumers", None, "read consumers")
+        return answer
 
     async def record_read(
         self,
@@ -138,25 +128,18 @@ class RepairClient:
     async def _call(
         self, method: str, path: str, body: dict[str, Any] | None, what: str
     ) -> dict[str, Any]:
+        answer: dict[str, Any] = await self._json(method, path, body, what)
+        return answer
+
+    async def _json(self, method: str, path: str, body: dict[str, Any] | None, what: str) -> Any:
+        """Return the JSON the API answers; raise RepairClientError naming `what` and why."""
         try:
             resp = await self._http.request(method, path, json=body)
         except httpx.TransportError as exc:
             raise RepairClientError(f"{what}: driftgauge cannot be reached ({exc!r})") from None
-        return _result(resp, what)
-
-
-def _result(resp: httpx.Response, what: str) -> dict[str, Any]:
-    if resp.status_code >= 400:
-        raise RepairClientError(f"{what}: HTTP {resp.status_code}: {_detail(resp)}")
-    body: dict[str, Any] = resp.json()
-    return body
-
-
-def _result_list(resp: httpx.Response, what: str) -> list[dict[str, Any]]:
-    if resp.status_code >= 400:
-        raise RepairClientError(f"{what}: HTTP {resp.status_code}: {_detail(resp)}")
-    body: list[dict[str, Any]] = resp.json()
-    return body
+        if resp.status_code >= 400:
+            raise RepairClientError(f"{what}: HTTP {resp.status_code}: {_detail(resp)}")
+        return resp.json()
 
 
 def _detail(resp: httpx.Response) -> Any:

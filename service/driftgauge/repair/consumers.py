@@ -8,12 +8,12 @@ from typing import Any
 
 from driftgauge.pg.calls import PgCalls
 from driftgauge.repair.errors import NotFound, RepairInputError
-from driftgauge.repair.models import ConsumerIn
+from driftgauge.repair.models import ConsumerIn, ConsumerOut
 
 
-def consumer_row(r: Any) -> dict[str, Any]:
+def consumer_row(r: Any) -> ConsumerOut:
     """Return a consumers row as the API shows it: every column, in the table's order."""
-    return dict(r)
+    return ConsumerOut.model_validate(dict(r))
 
 
 class Consumers:
@@ -23,7 +23,7 @@ class Consumers:
         self.calls = calls
         self.clock = clock
 
-    async def put(self, name: str, consumer: ConsumerIn) -> dict[str, Any]:
+    async def put(self, name: str, consumer: ConsumerIn) -> ConsumerOut:
         """Create or replace one consumer."""
         # Kind and rank are checked by ConsumerIn; these rules span two fields.
         if not (consumer.webhook_url or consumer.command):
@@ -57,14 +57,14 @@ class Consumers:
         )
         return consumer_row(rec)
 
-    async def list(self) -> list[dict[str, Any]]:
+    async def list(self) -> list[ConsumerOut]:
         """Return every consumer in replay order (rank, then name)."""
         recs = await self.calls.fetch(
             "read consumers", "SELECT * FROM consumers ORDER BY rank, name"
         )
         return [consumer_row(r) for r in recs]
 
-    async def get(self, name: str) -> dict[str, Any]:
+    async def get(self, name: str) -> ConsumerOut:
         """Return one consumer."""
         rec = await self.calls.fetchrow(
             "read a consumer", "SELECT * FROM consumers WHERE name = $1", name

@@ -39,8 +39,8 @@ def subject(check: str, consumer: str, start: datetime) -> str:
 class SilentChangeGuard(CheckParts):
     """Digest every signed partition again and raise `silent_change` where it moved."""
 
-    async def judge(self) -> list[dict[str, Any]]:
-        """Judge every signed partition now; return the silent changes found."""
+    async def judge(self) -> list[str]:
+        """Judge every signed partition now; return the subjects of the silent changes found."""
         now = self.clock()
         async with self.calls.conn("read signed partitions") as conn:
             reads = [
@@ -52,7 +52,7 @@ class SilentChangeGuard(CheckParts):
         by_check: dict[str, list[Any]] = {}
         for r in reads:
             by_check.setdefault(r["check_name"], []).append(r)
-        found: list[dict[str, Any]] = []
+        found: list[str] = []
         for check in sorted(self.checks):
             rows = by_check.get(check, [])
             try:
@@ -85,7 +85,6 @@ class SilentChangeGuard(CheckParts):
                         "before": seen,
                         "after": now_holds,
                     }
-                    found.append(facts)
                     await breaches.record(
                         conn,
                         "silent_change",
@@ -100,4 +99,5 @@ class SilentChangeGuard(CheckParts):
                 await breaches.resolve_others(
                     conn, "silent_change", holding, now, prefix=f"{check}/"
                 )
+            found += holding
         return found

@@ -323,12 +323,17 @@ class ProbePartitionOut(BaseModel):
     appended: int
 
 
-class ProbeOut(BaseModel):
-    """A rerun probe of two closed ledger runs of one window: converged, or rows appended."""
+class RerunProbed(BaseModel):
+    """A rerun probe of a step or of two ledger runs: converged, or rows appended."""
 
     check: str
     mode: str
     subject: str
     verdict: str
     partitions: list[ProbePartitionOut]
+
+
+class ProbeOut(RerunProbed):
+    """A rerun probe of two closed ledger runs of one window: converged, or rows appended."""
+
     ledger_runs: list[int]

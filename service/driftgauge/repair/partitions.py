@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.stores.base import StoreAdapter
@@ -15,6 +15,21 @@ Partition = tuple[datetime, datetime]
 Snapshot = dict[str, Any]
 """{"count", "distinct_keys", "digest" (decimal text: it is unsigned 64-bit), "measures",
 "row_hash" (absent: md5)}."""
+
+
+class Totals(TypedDict):
+    """The row count and each measure's exact total (decimal text) over some partitions."""
+
+    partitions: int
+    count: int
+    measures: NotRequired[dict[str, str]]
+
+
+class Change(TypedDict):
+    """After minus before: the row count and each measure's total (decimal text)."""
+
+    count: int
+    measures: NotRequired[dict[str, str]]
 
 
 def snapshot(agg: Aggregate, row_hash: str = "md5") -> Snapshot:
@@ -77,7 +92,7 @@ async def capture(adapter: StoreAdapter, parts: Sequence[Partition]) -> dict[dat
     }
 
 
-def totals(snaps: Iterable[Snapshot]) -> dict[str, Any]:
+def totals(snaps: Iterable[Snapshot]) -> Totals:
     """Return the row count and every measure's exact total over some partitions."""
     count = 0
     sums: dict[str, Decimal] = {}
@@ -87,15 +102,15 @@ def totals(snaps: Iterable[Snapshot]) -> dict[str, Any]:
         count += int(snap["count"])
         for name, value in snap.get("measures", {}).items():
             sums[name] = sums.get(name, Decimal(0)) + Decimal(value)
-    out: dict[str, Any] = {"partitions": n, "count": count}
+    out: Totals = {"partitions": n, "count": count}
     if sums:
         out["measures"] = {name: str(total) for name, total in sorted(sums.items())}
     return out
 
 
-def diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+def diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> Change:
     """Return after minus before for the count and each measure total."""
-    out: dict[str, Any] = {"count": int(after["count"]) - int(before["count"])}
+    out: Change = {"count": int(after["count"]) - int(before["count"])}
     names = set(before.get("measures", {})) | set(after.get("measures", {}))
     if names:
         out["measures"] = {
@@ -108,7 +123,7 @@ def diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def describe(snap: Snapshot) -> str:
+def describe(snap: Mapping[str, Any]) -> str:
     """Return a snapshot as a short line for people: count, then totals."""
     text = f"count {snap['count']}"
     for name, value in snap.get("measures", {}).items():

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
+from typing import Any
 
 from driftgauge.config.frozen import Check
+from driftgauge.core.paging import Page
 from driftgauge.pg.calls import PgCalls
 from driftgauge.repair.errors import RepairInputError
 from driftgauge.stores.base import StoreAdapter
@@ -33,3 +35,10 @@ class CheckParts:
         if name not in self.checks:
             raise RepairInputError("check", f"no such check {name!r}")
         return self.checks[name]
+
+
+async def fetch_page(calls: PgCalls, what: str, query: str, page: Page, *args: Any) -> list[Any]:
+    """Return one page of `query`'s records: its LIMIT and OFFSET come after `args`."""
+    n = len(args)
+    paged = f"{query} LIMIT ${n + 1} OFFSET ${n + 2}"
+    return await calls.fetch(what, paged, *args, page.limit, page.offset)

@@ -29,12 +29,21 @@ class Target:
     """True when the run stored no hour for the day: every hour of it is a target."""
 
 
+@dataclass(frozen=True)
+class Reader:
+    """A consumer that read a partition to recompute: it is replayed at its rank."""
+
+    name: str
+    rank: int
+    signs: bool
+
+
 @dataclass
 class Plan:
     """The targets in time order, the first bad partition, the reset point and the readers."""
 
     targets: list[Target]
-    consumers: list[dict[str, Any]] = field(default_factory=list)
+    consumers: list[Reader] = field(default_factory=list)
 
     @property
     def first_bad(self) -> datetime:
@@ -92,12 +101,11 @@ async def drifting_targets(
     return sorted(targets, key=lambda t: t.start)
 
 
-async def readers_of(conn: Any, check: str, parts: list[Partition]) -> list[dict[str, Any]]:
-    """Return the consumers that read any of `parts`, in rank order, with what they read."""
+async def readers_of(conn: Any, check: str, parts: list[Partition]) -> list[Reader]:
+    """Return the consumers that read any of `parts`, in rank order."""
     recs = await conn.fetch(
-        "SELECT c.name, c.kind, c.owner, c.rank, c.signs, c.signed_by, c.webhook_url,"
-        " c.command, min(r.read_at) AS first_read, count(DISTINCT r.partition_start) AS read"
-        " FROM consumer_reads r JOIN consumers c ON c.name = r.consumer"
+        "SELECT c.name, c.rank, c.signs FROM consumer_reads r"
+        " JOIN consumers c ON c.name = r.consumer"
         " JOIN unnest($2::timestamptz[], $3::timestamptz[]) AS t(lo, hi)"
         "   ON r.partition_start < t.hi AND r.partition_end > t.lo"
         " WHERE r.check_name = $1 GROUP BY c.name ORDER BY c.rank, c.name",
@@ -105,18 +113,4 @@ async def readers_of(conn: Any, check: str, parts: list[Partition]) -> list[dict
         [lo for lo, _ in parts],
         [hi for _, hi in parts],
     )
-    return [
-        {
-            "name": r["name"],
-            "kind": r["kind"],
-            "owner": r["owner"],
-            "rank": r["rank"],
-            "signs": r["signs"],
-            "signed_by": r["signed_by"],
-            "webhook_url": r["webhook_url"],
-            "command": r["command"],
-            "first_read": r["first_read"],
-            "partitions_read": r["read"],
-        }
-        for r in recs
-    ]
+    return [Reader(r["name"], r["rank"], r["signs"]) for r in recs]

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from driftgauge.config.frozen import Check
 from driftgauge.repair import breaches, partitions
 from driftgauge.repair.errors import Refused, RepairInputError
+from driftgauge.repair.models import ProbeOut, ProbePartitionOut, RerunProbed
 from driftgauge.repair.partitions import HOUR, Snapshot
 from driftgauge.repair.parts import CheckParts
 from driftgauge.repair.replay import CommandRunner
@@ -26,13 +27,19 @@ class Observed:
     end: datetime
     run1: Snapshot
     run2: Snapshot
-    second_input: int | None = None
-    """Rows run 2 wrote, when known: only growth by exactly that many is an append."""
+    # The rows run 2 wrote, when known (None for a step): only growth by exactly that many
+    # is an append.
+    second_input: int | None
 
     @property
     def appended(self) -> int:
         """Return how many rows run 2 added (0 unless the count grew)."""
         return max(0, int(self.run2["count"]) - int(self.run1["count"]))
+
+    @property
+    def out(self) -> ProbePartitionOut:
+        """Return the partition as the probe's answer shows it."""
+        return ProbePartitionOut.model_validate(self, from_attributes=True)
 
     @property
     def verdict(self) -> Verdict:
@@ -58,7 +65,7 @@ class RerunProbe(CheckParts):
 
     async def step(
         self, check_name: str, start: datetime, end: datetime, command: str, run: CommandRunner
-    ) -> dict[str, Any]:
+    ) -> RerunProbed:
         """Run `command` twice for [start, end) and compare the check's reader after each run.
 
         Point the check's reader view at the staging copy the command writes.
@@ -84,7 +91,7 @@ class RerunProbe(CheckParts):
                     status=422,
                 )
             after.append(await partitions.capture(reader, parts))
-        found = [Observed(lo, hi, after[0][lo], after[1][lo]) for lo, hi in parts]
+        found = [Observed(lo, hi, after[0][lo], after[1][lo], None) for lo, hi in parts]
         return await self._record(check.name, "step", command, found)
 
     async def ledger(
@@ -93,7 +100,7 @@ class RerunProbe(CheckParts):
         *,
         window_start: datetime | None = None,
         window_end: datetime | None = None,
-    ) -> dict[str, Any]:
+    ) -> ProbeOut:
         """Compare the reader after the last two closed ledger runs of one window."""
         check = self._check(check_name)
         if check.ledger is None:
@@ -124,7 +131,7 @@ class RerunProbe(CheckParts):
                 status=422,
             )
         day_start, day_end = one[1], one[2]
-        found = [Observed(day_start, day_end, one[0], two[0], second_input=int(written))]
+        found = [Observed(day_start, day_end, one[0], two[0], int(written))]
         result = await self._record(
             check.name,
             "ledger",
@@ -132,8 +139,7 @@ class RerunProbe(CheckParts):
             found,
             second_written=int(written),
         )
-        result["ledger_runs"] = [first["id"], second["id"]]
-        return result
+        return ProbeOut(**dict(result), ledger_runs=[first["id"], second["id"]])
 
     async def _record(
         self,
@@ -143,7 +149,7 @@ class RerunProbe(CheckParts):
         found: list[Observed],
         *,
         second_written: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> RerunProbed:
         now = self.clock()
         verdict = _worst(found)
         async with self.calls.transaction("record a rerun probe") as conn:
@@ -164,23 +170,9 @@ class RerunProbe(CheckParts):
                     now,
                 )
             await _breach_appended(conn, check, mode, what, found, second_written, now)
-        return {
-            "check": check,
-            "mode": mode,
-            "subject": what,
-            "verdict": verdict,
-            "partitions": [
-                {
-                    "start": o.start,
-                    "end": o.end,
-                    "run1": o.run1,
-                    "run2": o.run2,
-                    "verdict": o.verdict,
-                    "appended": o.appended,
-                }
-                for o in found
-            ],
-        }
+        return RerunProbed(
+            check=check, mode=mode, subject=what, verdict=verdict, partitions=[o.out for o in found]
+        )
 
     async def judge_ledger(self) -> int:
         """Probe every recent ledger window with two closed runs; return how many were judged."""

@@ -10,7 +10,9 @@ from typing import Any
 from driftgauge.core.paging import Page
 from driftgauge.pg.calls import PgCalls
 from driftgauge.repair.errors import NotFound, RepairInputError
+from driftgauge.repair.models import ReadOut
 from driftgauge.repair.partitions import Partition, Snapshot
+from driftgauge.repair.parts import fetch_page
 
 Capture = Callable[[str, Sequence[Partition]], Awaitable[dict[datetime, Snapshot] | None]]
 """Return what each partition of a check holds now, or None when it cannot be seen."""
@@ -85,29 +87,23 @@ class ReadLog:
         check: str | None = None,
         since: datetime | None = None,
         page: Page,
-    ) -> list[dict[str, Any]]:
+    ) -> list[ReadOut]:
         """Return logged reads, newest first."""
-        recs = await self.calls.fetch(
+        recs = await fetch_page(
+            self.calls,
             "read the read log",
-            "SELECT * FROM consumer_reads WHERE ($1::text IS NULL OR consumer = $1)"
-            " AND ($2::text IS NULL OR check_name = $2)"
-            " AND ($3::timestamptz IS NULL OR partition_end > $3)"
-            " ORDER BY read_at DESC, id DESC LIMIT $4 OFFSET $5",
+            'SELECT consumer, check_name AS "check", partition_start AS "start",'
+            ' partition_end AS "end", read_at, seen, backfill_id FROM consumer_reads'
+            " WHERE ($1::text IS NULL OR consumer = $1) AND ($2::text IS NULL OR check_name = $2)"
+            " AND ($3::timestamptz IS NULL OR partition_end > $3) ORDER BY read_at DESC, id DESC",
+            page,
             consumer,
             check,
             since,
-            page.limit,
-            page.offset,
         )
         return [
-            {
-                "consumer": r["consumer"],
-                "check": r["check_name"],
-                "start": r["partition_start"],
-                "end": r["partition_end"],
-                "read_at": r["read_at"],
-                "seen": json.loads(r["seen"]) if r["seen"] is not None else None,
-                "backfill_id": r["backfill_id"],
-            }
+            ReadOut.model_validate(
+                {**dict(r), "seen": json.loads(r["seen"]) if r["seen"] is not None else None}
+            )
             for r in recs
         ]

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TypeVar
 
 from driftgauge.config.frozen import Check
 from driftgauge.core.errors import StateError, StoreError
@@ -17,6 +17,7 @@ from driftgauge.repair.breaches import Breaches
 from driftgauge.repair.consumers import Consumers
 from driftgauge.repair.guard import SilentChangeGuard
 from driftgauge.repair.metrics import RepairMetrics
+from driftgauge.repair.models import JudgedOut
 from driftgauge.repair.partitions import Partition, Snapshot
 from driftgauge.repair.parts import Sides
 from driftgauge.repair.probes import RerunProbe
@@ -25,6 +26,7 @@ from driftgauge.repair.replay import CommandRunner, Replays
 from driftgauge.repair.watermarks import Watermarks
 
 log = logging.getLogger("driftgauge.repair")
+Answer = TypeVar("Answer")
 
 
 @dataclass
@@ -41,18 +43,19 @@ class Repair:
     breaches: Breaches
     metrics: RepairMetrics
 
-    async def judge(self, *, signed: bool = True, rest: bool = True) -> dict[str, Any]:
-        """Judge stalls and ledger reruns (`rest`), silent changes (`signed`); reload metrics.
+    async def judge(self, *, signed: bool = True, rest: bool = True) -> JudgedOut:
+        """Judge stalls and ledger reruns (`rest`), silent changes (`signed`); reload metrics."""
+        # Silent changes digest every signed partition in its store, so they are judged less
+        # often than the state-database-only rules; what is not judged counts nothing.
+        stalled = await self.watermarks.judge_stalls() if rest else []
+        windows = await self.probe.judge_ledger() if rest else 0
+        changes = len(await self.guard.judge()) if signed else 0
+        await self.refresh()
+        return JudgedOut(stalled=stalled, ledger_windows=windows, silent_changes=changes)
 
-        Silent changes digest every signed partition in its store, so they are judged less
-        often than the state-database-only rules.
-        """
-        out: dict[str, Any] = {}
-        if rest:
-            out["stalled"] = await self.watermarks.judge_stalls()
-            out["ledger_windows"] = await self.probe.judge_ledger()
-        if signed:
-            out["silent_changes"] = len(await self.guard.judge())
+    async def refreshed(self, change: Awaitable[Answer]) -> Answer:
+        """Return what `change` answers once it is done, with the metrics reloaded after it."""
+        out = await change
         await self.refresh()
         return out
 

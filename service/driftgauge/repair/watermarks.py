@@ -9,24 +9,32 @@ from typing import Any
 from driftgauge.pg.calls import PgCalls
 from driftgauge.repair import breaches
 from driftgauge.repair.errors import NotFound, RepairInputError
-from driftgauge.repair.models import WatermarkMove
+from driftgauge.repair.models import WatermarkMove, WatermarkMoveOut, WatermarkOut, WatermarkShown
 
 OPEN_STATUSES = ("announced", "running", "verified", "replayed")
 """A backfill in one of these may move its pipeline's watermark back without a breach."""
 
 
-def _row(r: Any) -> dict[str, Any]:
+# A move's columns under the names a watermark shows them by.
+_MOVES = (
+    'SELECT moved_at, from_ts AS "from", to_ts AS "to", direction, moved_by AS "by", reason,'
+    " backfill_id FROM watermark_moves WHERE pipeline = $1"
+    " ORDER BY moved_at DESC, id DESC LIMIT 50"
+)
+
+
+def _row(r: Any) -> WatermarkOut:
     stall = r["stall_after"]
-    return {
-        "pipeline": r["pipeline"],
-        "processed_through": r["processed_through"],
-        "check": r["check_name"],
-        "stall_after_seconds": stall.total_seconds() if stall is not None else None,
-        "advanced_at": r["advanced_at"],
-        "updated_at": r["updated_at"],
-        "updated_by": r["updated_by"],
-        "reason": r["reason"],
-    }
+    return WatermarkOut(
+        pipeline=r["pipeline"],
+        processed_through=r["processed_through"],
+        check=r["check_name"],
+        stall_after_seconds=stall.total_seconds() if stall is not None else None,
+        advanced_at=r["advanced_at"],
+        updated_at=r["updated_at"],
+        updated_by=r["updated_by"],
+        reason=r["reason"],
+    )
 
 
 class Watermarks:
@@ -36,40 +44,25 @@ class Watermarks:
         self.calls = calls
         self.clock = clock
 
-    async def all(self) -> list[dict[str, Any]]:
+    async def all(self) -> list[WatermarkOut]:
         """Return every watermark."""
         recs = await self.calls.fetch(
             "read watermarks", "SELECT * FROM watermarks ORDER BY pipeline"
         )
         return [_row(r) for r in recs]
 
-    async def get(self, pipeline: str) -> dict[str, Any]:
+    async def get(self, pipeline: str) -> WatermarkShown:
         """Return one watermark with its latest moves."""
         async with self.calls.conn("read a watermark") as conn:
             rec = await conn.fetchrow("SELECT * FROM watermarks WHERE pipeline = $1", pipeline)
             if rec is None:
                 raise NotFound(f"no watermark for pipeline {pipeline!r}")
-            moves = await conn.fetch(
-                "SELECT * FROM watermark_moves WHERE pipeline = $1"
-                " ORDER BY moved_at DESC, id DESC LIMIT 50",
-                pipeline,
-            )
-        out = _row(rec)
-        out["moves"] = [
-            {
-                "moved_at": m["moved_at"],
-                "from": m["from_ts"],
-                "to": m["to_ts"],
-                "direction": m["direction"],
-                "by": m["moved_by"],
-                "reason": m["reason"],
-                "backfill_id": m["backfill_id"],
-            }
-            for m in moves
-        ]
-        return out
+            moves = await conn.fetch(_MOVES, pipeline)
+        return WatermarkShown(
+            **dict(_row(rec)), moves=[WatermarkMoveOut.model_validate(dict(m)) for m in moves]
+        )
 
-    async def advance(self, pipeline: str, move: WatermarkMove) -> dict[str, Any]:
+    async def advance(self, pipeline: str, move: WatermarkMove) -> WatermarkShown:
         """Move a watermark forward (creating it on first use); never backwards."""
         to, by, reason, check = move.to, move.by, move.reason, move.check
         seconds = move.stall_after_seconds
@@ -128,26 +121,24 @@ class Watermarks:
         return await self.get(pipeline)
 
     async def move_back(
+        self, pipeline: str, to: datetime, *, by: str, reason: str
+    ) -> WatermarkShown:
+        """Move a watermark back; without an open backfill of the pipeline it is a breach."""
+        async with self.calls.transaction("move a watermark back") as conn:
+            await self.move_back_in(conn, pipeline, to, by=by, reason=reason)
+        return await self.get(pipeline)
+
+    async def move_back_in(
         self,
+        conn: Any,
         pipeline: str,
         to: datetime,
         *,
         by: str,
         reason: str,
         backfill_id: int | None = None,
-        conn: Any = None,
-    ) -> dict[str, Any]:
-        """Move a watermark back; without an open backfill of the pipeline it is a breach."""
-        if conn is not None:
-            await self._move_back(conn, pipeline, to, by, reason, backfill_id)
-            return {}
-        async with self.calls.transaction("move a watermark back") as c:
-            await self._move_back(c, pipeline, to, by, reason, backfill_id)
-        return await self.get(pipeline)
-
-    async def _move_back(
-        self, conn: Any, pipeline: str, to: datetime, by: str, reason: str, backfill_id: int | None
     ) -> None:
+        """Move a watermark back inside the caller's transaction `conn` (a breach likewise)."""
         now = self.clock()
         rec = await conn.fetchrow(
             "SELECT * FROM watermarks WHERE pipeline = $1 FOR UPDATE", pipeline
@@ -183,17 +174,8 @@ class Watermarks:
             by,
             reason,
         )
-        await self._log(
-            conn,
-            pipeline,
-            now,
-            before,
-            to,
-            "back",
-            by,
-            reason,
-            backfill_id if backfill_id is not None else (open_ids[0] if open_ids else None),
-        )
+        under = backfill_id if backfill_id is not None else (open_ids[0] if open_ids else None)
+        await self._log(conn, pipeline, now, before, to, "back", by, reason, under)
         if not open_ids:
             await breaches.record(
                 conn,
