@@ -12,15 +12,12 @@ from driftgauge.engine.result import BucketResult
 from driftgauge.state.codec import StoredBucket
 from driftgauge.stores.base import RowHash
 
+from .config_text import config_head
+
 BASE = datetime(2026, 3, 1, tzinfo=UTC)
 NOW = BASE + timedelta(days=30)
 
-CONFIG = """
-stores:
-  src: {kind: postgres, dsn: "postgresql://x@127.0.0.1/x"}
-  dst: {kind: opensearch, url: "http://127.0.0.1:9250"}
-state: {dsn: "postgresql://x@127.0.0.1/x"}
-checks:
+CHECK = """
   reviews:
     source: {store: src, table: tasks, key: task_id, time: completed_at}
     reader: {store: dst, index: conversations, key: task_id, time: completed_at}
@@ -34,17 +31,28 @@ checks:
 """
 
 
-def make_check(
-    tz: str = "UTC", settle: str = "2h", tolerance: str = "{}", drilldown: str = "{leaf_rows: 50}"
-) -> Check:
-    """Return a check built through the real config loader."""
-    text = (
-        CONFIG.replace("{tz}", tz)
+def check_text(
+    tz: str = "UTC",
+    settle: str = "2h",
+    tolerance: str = "{}",
+    drilldown: str = "{leaf_rows: 50}",
+    **stores: str,
+) -> str:
+    """Return the config text of the `reviews` check, over `stores` (name=kind, as config_head)."""
+    body = (
+        CHECK.replace("{tz}", tz)
         .replace("{settle}", settle)
         .replace("{tolerance}", tolerance)
         .replace("{drilldown}", drilldown)
     )
-    return load_text(text).checks["reviews"]
+    return config_head(**(stores or {"src": "postgres", "dst": "opensearch"})) + body
+
+
+def make_check(
+    tz: str = "UTC", settle: str = "2h", tolerance: str = "{}", drilldown: str = "{leaf_rows: 50}"
+) -> Check:
+    """Return a check built through the real config loader."""
+    return load_text(check_text(tz, settle, tolerance, drilldown)).checks["reviews"]
 
 
 def row(key: str, when: datetime, label: str = "ok") -> RowHash:

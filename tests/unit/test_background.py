@@ -21,13 +21,12 @@ from driftgauge.ledger.models import Counts, RunOut
 from driftgauge.retention.job import RetentionJob
 from driftgauge.signals.service import SignalsService
 
+from .config_text import config_head
+
 NOW = datetime(2026, 3, 10, 12, tzinfo=UTC)
-CONFIG = """
-stores:
-  s: {kind: postgres, dsn: "postgresql://x@h/x"}
-  r: {kind: opensearch, url: "http://h:9200"}
-state: {dsn: "postgresql://x@h/x"}
-checks:
+CONFIG = (
+    config_head(s="postgres", r="opensearch")
+    + """
   c:
     source: {store: s, table: t, key: k, time: ts}
     reader: {store: r, index: i, key: k, time: ts}
@@ -35,6 +34,7 @@ checks:
     vocabulary: {label: {accepted: [a, b]}}
     ledger: {job: sync, settle: 1m}
 """
+)
 
 
 def _value(loop: str) -> float:

@@ -24,6 +24,8 @@ from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import MemoryAdapter
 from tests.unit.engine_helpers import BASE, NOW
 
+from .config_text import config_head
+
 GOLDEN = json.loads(
     (Path(__file__).parents[1] / "golden" / "tuple_vectors.json").read_text(encoding="utf-8")
 )
@@ -104,12 +106,9 @@ def test_a_tuple_needs_two_parts_and_a_type_each() -> None:
         d.key_from_text('["a", true]', ("string", "integer"))
 
 
-CONFIG = """
-stores:
-  src: {kind: postgres, dsn: "postgresql://x@127.0.0.1/x"}
-  dst: {kind: postgres, dsn: "postgresql://x@127.0.0.1/y"}
-state: {dsn: "postgresql://x@127.0.0.1/x"}
-checks:
+CONFIG = (
+    config_head(src="postgres", dst="postgres")
+    + """
   runs:
     source: {store: src, table: tasks, key: SOURCE_KEY, time: ts}
     reader:
@@ -124,6 +123,7 @@ checks:
     drilldown: {leaf_rows: 50}
     EXTRA
 """
+)
 PARTS = "[conversation_id, run_id, task_id]"
 
 

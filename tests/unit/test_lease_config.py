@@ -9,11 +9,9 @@ import pytest
 from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import ConfigError
 
-BASE = """
-stores:
-  src: {kind: postgres, dsn: "postgresql://u@h/db"}
-state: {dsn: "postgresql://u@h/state"<LEASE>}
-checks:
+from .config_text import config_head
+
+CHECKS = """
   orders:
     source: {store: src, table: orders, key: id, time: created_at}
     reader: {store: src, table: orders_copy, key: id, time: created_at}
@@ -22,7 +20,7 @@ checks:
 
 def config(lease: str = "") -> str:
     """Return a minimal config with `lease` spliced into the state section."""
-    return BASE.replace("<LEASE>", f", lease: {lease}" if lease else "")
+    return config_head(f", lease: {lease}" if lease else "", src="postgres") + CHECKS
 
 
 def test_a_run_is_renewed_every_15s_and_expires_after_60s_by_default() -> None:

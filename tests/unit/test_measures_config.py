@@ -16,13 +16,11 @@ from driftgauge.engine.result import BucketResult
 from driftgauge.engine.verdict import judge
 from driftgauge.stores import registry
 
-CONFIG = """
-stores:
-  pg: {kind: postgres, dsn: "postgresql://u@127.0.0.1:1/db"}
-  os: {kind: opensearch, url: "http://127.0.0.1:9250"}
-  my: {kind: mariadb, dsn: "mysql://u@127.0.0.1:1/db"}
-state: {dsn: "postgresql://u@127.0.0.1:1/state"}
-checks:
+from .config_text import config_head
+
+CONFIG = (
+    config_head(pg="postgres", os="opensearch", my="mariadb")
+    + """
   c:
     source: {store: pg, table: t, key: id, time: ts, fields: {amount: amount_src}}
     reader: {store: READER, index: i, table: t, key: id, time: ts}
@@ -30,6 +28,7 @@ checks:
     measures: [amount]
     SCALE
 """
+)
 
 
 def load(reader: str, scale: str = "") -> object:

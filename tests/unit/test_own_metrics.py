@@ -27,19 +27,19 @@ from driftgauge.slots import store_slot
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import MemoryAdapter
 
+from .config_text import config_head
+
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 DAY = datetime(2026, 3, 8, tzinfo=UTC)
-CONFIG = """
-stores:
-  warehouse: {kind: postgres, dsn: "postgresql://x@h/x"}
-  search: {kind: opensearch, url: "http://h:9200"}
-state: {dsn: "postgresql://x@h/x"}
-checks:
+CONFIG = (
+    config_head(warehouse="postgres", search="opensearch")
+    + """
   c:
     source: {store: warehouse, table: t, key: k, time: ts}
     reader: {store: search, index: i, key: k, time: ts}
     settle: 0s
 """
+)
 
 
 def _rows(n: int) -> list[RowHash]:

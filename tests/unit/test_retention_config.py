@@ -9,11 +9,9 @@ import pytest
 from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import ConfigError
 
-BASE = """
-stores:
-  src: {kind: postgres, dsn: "postgresql://u@h/db"}
-state: {dsn: "postgresql://u@h/state"<RETENTION>}
-checks:
+from .config_text import config_head
+
+CHECKS = """
   orders:
     source: {store: src, table: orders, key: id, time: created_at}
     reader: {store: src, table: orders_copy, key: id, time: created_at}
@@ -22,7 +20,7 @@ checks:
 
 def config(retention: str = "") -> str:
     """Return a minimal config with `retention` spliced into the state section."""
-    return BASE.replace("<RETENTION>", f", retention: {retention}" if retention else "")
+    return config_head(f", retention: {retention}" if retention else "", src="postgres") + CHECKS
 
 
 def test_retention_defaults_to_30_days_of_runs_and_400_of_ledger() -> None:

@@ -1,0 +1,27 @@
+"""Config text for unit tests: the stores and state sections ahead of the checks under test."""
+
+from __future__ import annotations
+
+# Unit tests load config and never dial a store; port 1 refuses at once should one ever try,
+# and no address here reaches the shared local stack.
+ADDRESSES = {
+    "postgres": 'dsn: "postgresql://u@127.0.0.1:1/{name}"',
+    "mariadb": 'dsn: "mysql://u@127.0.0.1:1/{name}"',
+    "opensearch": 'url: "http://127.0.0.1:1"',
+    "duckdb": "database: /tmp/{name}.duckdb",
+}
+
+
+def store_line(name: str, spec: str) -> str:
+    """Return the `stores:` entry for `name` from "kind" or "kind, more: settings"."""
+    kind, _, more = spec.partition(",")
+    address = ADDRESSES[kind.strip()].format(name=name)
+    return f"  {name}: {{kind: {kind.strip()}, {address}{',' + more if more else ''}}}"
+
+
+def config_head(state: str = "", **stores: str) -> str:
+    """Return config text up to `checks:`, declaring `stores` (name=kind) and a state database."""
+    # `state` goes inside the state mapping after its DSN, as in ", lease: {expires: 2m}".
+    lines = ["stores:", *(store_line(name, spec) for name, spec in stores.items())]
+    lines += [f'state: {{dsn: "postgresql://u@127.0.0.1:1/state"{state}}}', "checks:"]
+    return "\n".join(lines)
