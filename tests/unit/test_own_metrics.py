@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import re
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from prometheus_client import generate_latest
@@ -28,8 +26,8 @@ from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import MemoryAdapter
 
 from .config_text import config_head
+from .metrics_doc import documented_rows, labels_and_values
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 DAY = datetime(2026, 3, 8, tzinfo=UTC)
 CONFIG = (
     config_head(warehouse="postgres", search="opensearch")
@@ -118,17 +116,11 @@ async def test_a_store_that_is_down_is_counted_and_named_on_the_result() -> None
 
 
 def _documented() -> dict[str, tuple[str, set[str], set[str]]]:
-    out: dict[str, tuple[str, set[str], set[str]]] = {}
-    current = ""
-    for line in DOCS.read_text(encoding="utf-8").splitlines():
-        if line.startswith("## "):
-            current = line[3:].strip()
-        m = re.match(r"\| `(driftgauge_\w+)` \| (\w+) \| ([^|]*) \|", line)
-        if m and current in ("Stores", "Run durations") and "retries" not in m.group(1):
-            names = set(re.findall(r"`(\w+)`", re.sub(r"\([^)]*\)", "", m.group(3))))
-            values = set(re.findall(r"`(\w+)`", " ".join(re.findall(r"\(([^)]*)\)", m.group(3)))))
-            out[m.group(1)] = (m.group(2), names, values)
-    return out
+    return {
+        name: (kind, *labels_and_values(cell))
+        for name, kind, cell in documented_rows(("Stores", "Run durations"))
+        if "retries" not in name
+    }
 
 
 def test_exposition_matches_the_documented_stores_and_run_durations_sections() -> None:
