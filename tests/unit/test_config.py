@@ -43,14 +43,28 @@ checks:
 """
 
 
+def refused(path: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """Return what `config validate` printed on refusing the file at `path` (exit 2)."""
+    assert main(["config", "validate", str(path)]) == 2
+    return capsys.readouterr().out
+
+
+def repaired(reader: str = "{store: search, index: conv, key: id, time: ts}") -> str:
+    """Return BROKEN with its store, time zone and reader problems fixed, reading `reader`."""
+    return (
+        BROKEN.replace(", colour: blue", "")
+        .replace("reader: {store: nowhere, index: conv, time: ts}", f"reader: {reader}")
+        .replace("Mars/Olympus", "UTC")
+    )
+
+
 def test_broken_config_reports_every_problem_by_location(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("DG_STATE", "postgresql://u:topsecret@h/db")
     f = tmp_path / "broken.yml"
     f.write_text(BROKEN)
-    assert main(["config", "validate", str(f)]) == 2
-    out = capsys.readouterr().out
+    out = refused(f, capsys)
     assert "stores.tasks_db.colour: unknown key" in out
     assert "checks.reviews.reader.key: field required" in out
     # Cross-reference and secret problems come in the same pass; the check whose reader
@@ -59,8 +73,7 @@ def test_broken_config_reports_every_problem_by_location(
     assert "stores.search.password: environment variable DG_MISSING_PASSWORD is not set" in out
     fixed = BROKEN.replace(", colour: blue", "").replace("index: conv,", "index: conv, key: id,")
     f.write_text(fixed)
-    assert main(["config", "validate", str(f)]) == 2
-    out = capsys.readouterr().out
+    out = refused(f, capsys)
     assert "checks.reviews.timezone: unknown time zone 'Mars/Olympus'" in out
     assert "checks.reviews.reader.store: unknown store 'nowhere'" in out
     assert "stores.tasks_db.dsn: secret file /nonexistent/secret cannot be read" in out
@@ -69,14 +82,7 @@ def test_broken_config_reports_every_problem_by_location(
 
 
 def test_view_kind_rules() -> None:
-    text = (
-        BROKEN.replace(", colour: blue", "")
-        .replace(
-            "reader: {store: nowhere, index: conv, time: ts}",
-            "reader: {store: search, table: conv, key: id, time: ts}",
-        )
-        .replace("Mars/Olympus", "UTC")
-    )
+    text = repaired("{store: search, table: conv, key: id, time: ts}")
     with pytest.raises(ConfigError) as err:
         load_text(text)
     problems = err.value.problems
@@ -85,15 +91,7 @@ def test_view_kind_rules() -> None:
 
 
 def test_bad_durations_and_cron_are_named() -> None:
-    text = (
-        BROKEN.replace(", colour: blue", "")
-        .replace(
-            "reader: {store: nowhere, index: conv, time: ts}",
-            "reader: {store: search, index: conv, key: id, time: ts}",
-        )
-        .replace("Mars/Olympus", "UTC")
-        + "    settle: soon\n    schedule: {full: {cron: '* *'}}\n"
-    )
+    text = repaired() + "    settle: soon\n    schedule: {full: {cron: '* *'}}\n"
     with pytest.raises(ConfigError) as err:
         load_text(text)
     assert any(
@@ -108,10 +106,8 @@ def test_bad_durations_and_cron_are_named() -> None:
 def test_not_yaml_and_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     f = tmp_path / "x.yml"
     f.write_text("checks: [unclosed")
-    assert main(["config", "validate", str(f)]) == 2
-    assert "not valid YAML" in capsys.readouterr().out
-    assert main(["config", "validate", str(tmp_path / "absent.yml")]) == 2
-    assert "cannot read config" in capsys.readouterr().out
+    assert "not valid YAML" in refused(f, capsys)
+    assert "cannot read config" in refused(tmp_path / "absent.yml", capsys)
 
 
 def test_secret_repr_hides_value() -> None:
@@ -123,14 +119,7 @@ def test_secret_repr_hides_value() -> None:
 
 
 def test_drilldown_limits_are_named() -> None:
-    base = (
-        BROKEN.replace(", colour: blue", "")
-        .replace(
-            "reader: {store: nowhere, index: conv, time: ts}",
-            "reader: {store: search, index: conv, key: id, time: ts}",
-        )
-        .replace("Mars/Olympus", "UTC")
-    )
+    base = repaired()
     check = load_text(
         base + "    drilldown: {slot_first_pass_days: 0}\n", resolve_secrets=False
     ).checks["reviews"]

@@ -95,6 +95,18 @@ def healthy() -> CheckSnapshot:
     )
 
 
+def failing(error: str) -> CheckSnapshot:
+    """Return a check whose latest run failed with `error` after a drift run."""
+    return CheckSnapshot(
+        "reviews",
+        3600.0,
+        run(3, "error", T_FAIL, error),
+        run(2, "drift", T_OK),
+        {"drift": 1, "error": 1},
+        buckets(),
+    )
+
+
 def old_buckets() -> tuple[BucketResult, ...]:
     """Return two days before the recent window as the full pass found them."""
     return tuple(replace(b, start=b.start - timedelta(days=20)) for b in buckets()[:2])
@@ -135,14 +147,7 @@ def test_latest_results_become_per_bucket_and_window_series() -> None:
 
 
 def test_a_failed_run_flips_up_and_keeps_the_last_rows() -> None:
-    failed = CheckSnapshot(
-        "reviews",
-        3600.0,
-        run(3, "error", T_FAIL, "StoreUnavailable"),
-        run(2, "drift", T_OK),
-        {"drift": 1, "error": 1},
-        buckets(),
-    )
+    failed = failing("StoreUnavailable")
     v = registry({"reviews": failed}).get_sample_value
     assert v("driftgauge_check_up", {"check": "reviews"}) == 0
     assert (
@@ -198,14 +203,7 @@ def test_exposition_matches_the_documented_names_types_and_labels() -> None:
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed")
 def test_promtool_accepts_the_exposition() -> None:
-    failed = CheckSnapshot(
-        "reviews",
-        3600.0,
-        run(3, "error", T_FAIL, "x"),
-        run(2, "drift", T_OK),
-        {"drift": 1, "error": 1},
-        buckets(),
-    )
+    failed = failing("x")
     text = generate_latest(registry({"reviews": failed, "orders": CheckSnapshot("orders")}))
     done = subprocess.run(
         ["promtool", "check", "metrics"], input=text, capture_output=True, timeout=30, check=False
