@@ -10,6 +10,20 @@ import yaml
 
 HIDE = {"exists": {"field": "driftgauge_canary"}}
 TIERS = {"terms": {"review_tier": ["first_tier", "second_tier"]}}
+
+
+def tier_reader(time: str) -> dict[str, Any]:
+    """Return an OpenSearch reader of review tiers by task_id that leaves out canary documents."""
+    return {
+        "store": "os",
+        "index": "conv",
+        "key": "task_id",
+        "time": time,
+        "fields": {"label": "review_tier"},
+        "filter": {"bool": {"filter": [TIERS], "must_not": [HIDE]}},
+    }
+
+
 ENV = {
     "DG_FUZZ_TOKEN": "t0ken",
     "DG_FUZZ_PASSWORD": "pw",
@@ -133,14 +147,7 @@ def base() -> dict[str, Any]:
                         "time": "completed_at",
                         "fields": {"label": "label"},
                     },
-                    "reader": {
-                        "store": "os",
-                        "index": "conv",
-                        "key": "task_id",
-                        "time": "completed_at",
-                        "fields": {"label": "review_tier"},
-                        "filter": {"bool": {"filter": [TIERS], "must_not": [HIDE]}},
-                    },
+                    "reader": tier_reader("completed_at"),
                     "key_type": "string",
                     "fields": {"label": "string"},
                     "timezone": "Europe/Berlin",
