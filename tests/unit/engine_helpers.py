@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from driftgauge.config.frozen import Check
 from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import StateError
-from driftgauge.engine.result import BucketResult
+from driftgauge.engine.reconcile import reconcile
+from driftgauge.engine.result import BucketResult, RunResult
 from driftgauge.state.codec import StoredBucket
-from driftgauge.stores.base import RowHash
+from driftgauge.stores.base import RowHash, StoreAdapter
 
 from .config_text import config_head
 
@@ -53,6 +55,19 @@ def make_check(
 ) -> Check:
     """Return a check built through the real config loader."""
     return load_text(check_text(tz, settle, tolerance, drilldown)).checks["reviews"]
+
+
+async def between(
+    check: Check,
+    source: StoreAdapter,
+    reader: StoreAdapter,
+    days: int = 1,
+    *,
+    now: datetime = NOW,
+    **kw: Any,
+) -> RunResult:
+    """Reconcile `days` whole days from BASE between two adapters, as of `now`."""
+    return await reconcile(check, source, reader, BASE, BASE + timedelta(days=days), now=now, **kw)
 
 
 def row(key: str, when: datetime, label: str = "ok") -> RowHash:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime, timedelta
+from datetime import timedelta
 
-from driftgauge.config.frozen import Check
 from driftgauge.core.errors import StoreUnavailable
 from driftgauge.encoding import digest
 from driftgauge.engine.reconcile import reconcile
@@ -14,7 +13,7 @@ from driftgauge.engine.strategy import FirstPass
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import MemoryAdapter
 
-from .engine_helpers import BASE, NOW, day_rows, key_of, make_check, row
+from .engine_helpers import BASE, NOW, between, day_rows, key_of, make_check, row
 
 
 class DaysOnly(MemoryAdapter):
@@ -26,19 +25,6 @@ class DaysOnly(MemoryAdapter):
 def relabel(r: RowHash, label: str) -> RowHash:
     """Return the same key and time with different content."""
     return row(key_of(r), r.event_time, label)
-
-
-async def between(
-    check: Check,
-    source: MemoryAdapter,
-    reader: MemoryAdapter,
-    days: int = 1,
-    now: datetime = NOW,
-    **kw: object,
-) -> RunResult:
-    """Reconcile `days` whole days from BASE between two adapters, as of `now`."""
-    end = BASE + timedelta(days=days)
-    return await reconcile(check, source, reader, BASE, end, now=now, **kw)  # type: ignore[arg-type]
 
 
 async def run(

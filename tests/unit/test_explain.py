@@ -8,13 +8,12 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import RunResult
 from driftgauge.stores.base import BucketDigest, Granularity, RowHash
 from driftgauge.stores.memory import MemoryAdapter
 
 from .corrupting import DropOneRow
-from .engine_helpers import BASE, NOW, day_rows, key_of, make_check, row
+from .engine_helpers import BASE, between, day_rows, key_of, make_check, row
 
 
 def relabel(r: RowHash, label: str = "changed") -> RowHash:
@@ -78,7 +77,7 @@ async def _run(
             source = wrapper = DropOneRow(source, drop)
         else:
             reader = wrapper = DropOneRow(reader, drop)
-    result = await reconcile(check, source, reader, BASE, BASE + timedelta(days=1), now=NOW)
+    result = await between(check, source, reader)
     return result, wrapper
 
 
@@ -115,14 +114,8 @@ async def test_ledger_excused_rows_are_accounted_for() -> None:
     src = day_rows(0, 100)
     check = make_check()
     ledger = {key_of(r): "no_document" for r in src[:2]}
-    result = await reconcile(
-        check,
-        MemoryAdapter(src),
-        MemoryAdapter(src[3:]),
-        BASE,
-        BASE + timedelta(days=1),
-        now=NOW,
-        ledger_excluded=ledger,
+    result = await between(
+        check, MemoryAdapter(src), MemoryAdapter(src[3:]), ledger_excluded=ledger
     )
     b = result.buckets[0]
     assert b.excluded == {"no_document": 2} and b.missing == 1
@@ -145,9 +138,7 @@ async def test_copies_the_rows_do_not_hold_are_unexplained() -> None:
     # The day says some key is held twice; no prefix or row says so: never `ok`.
     src = day_rows(0, 300)
     check = make_check(drilldown="{leaf_rows: 50, max_depth: 4}")
-    result = await reconcile(
-        check, HidesACopy(src), MemoryAdapter(list(src)), BASE, BASE + timedelta(days=1), now=NOW
-    )
+    result = await between(check, HidesACopy(src), MemoryAdapter(list(src)))
     (b,) = result.buckets
     assert b.status == "error", (b.status, b.reasons)
     assert any(

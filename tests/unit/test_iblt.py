@@ -15,7 +15,7 @@ from driftgauge.jobs.first_pass import first_pass_plan
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import DigestMemoryAdapter, MemoryAdapter
 
-from .engine_helpers import BASE, NOW, Costs, History, day_rows, key_of, make_check, row
+from .engine_helpers import BASE, NOW, Costs, History, between, day_rows, key_of, make_check, row
 
 MOD = 1 << 64
 
@@ -211,15 +211,7 @@ async def test_a_wrong_row_at_the_named_time_makes_the_day_fall_back() -> None:
 
     check = make_check(drilldown="{leaf_rows: 20}")
     s_ad = Lying(src)
-    result = await reconcile(
-        check,
-        s_ad,
-        DigestMemoryAdapter(rdr),
-        BASE,
-        BASE + timedelta(days=1),
-        now=NOW,
-        first=FirstPass(width=16),
-    )
+    result = await between(check, s_ad, DigestMemoryAdapter(rdr), first=FirstPass(width=16))
     (b,) = result.buckets
     # The peel's fetch did not match; the drill-down that followed could not agree either.
     assert b.status != "ok"

@@ -10,6 +10,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from driftgauge import observe
+from driftgauge.config.frozen import Check
 from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import (
     IncompleteExport,
@@ -19,6 +20,7 @@ from driftgauge.core.errors import (
     StoreUnavailable,
 )
 from driftgauge.engine.reconcile import reconcile
+from driftgauge.engine.result import RunResult
 from driftgauge.metrics.collector import build_registry
 from driftgauge.metrics.own import own_part
 from driftgauge.slots import store_slot
@@ -42,6 +44,13 @@ CONFIG = (
 
 def _rows(n: int) -> list[RowHash]:
     return [RowHash(f"k{i}", f"{i:016x}", i + 1, DAY + timedelta(minutes=i)) for i in range(n)]
+
+
+async def _one_day(check: Check, source: MemoryAdapter, reader: MemoryAdapter) -> RunResult:
+    """Reconcile DAY, settled a day since, between the two adapters."""
+    return await reconcile(
+        check, source, reader, DAY, DAY + timedelta(days=1), now=DAY + timedelta(days=2)
+    )
 
 
 def test_error_kinds_follow_the_exception_tree() -> None:
@@ -75,14 +84,7 @@ async def test_a_run_times_each_call_under_the_configured_store_names() -> None:
     check = load_text(CONFIG).checks["c"]
     before = observe.STORE_QUERIES.snapshot()
     reader = MemoryAdapter(_rows(99))  # one row missing: a drill-down
-    result = await reconcile(
-        check,
-        MemoryAdapter(_rows(100)),
-        reader,
-        DAY,
-        DAY + timedelta(days=1),
-        now=DAY + timedelta(days=2),
-    )
+    result = await _one_day(check, MemoryAdapter(_rows(100)), reader)
     assert result.status == "drift"
     after = observe.STORE_QUERIES.snapshot()
 
@@ -103,14 +105,7 @@ async def test_a_store_that_is_down_is_counted_and_named_on_the_result() -> None
     check = load_text(CONFIG).checks["c"]
     before = observe.error_counts().get(("search", "unavailable"), 0)
     reader = MemoryAdapter([], fail_with=StoreUnavailable("search", "connection refused"))
-    result = await reconcile(
-        check,
-        MemoryAdapter(_rows(3)),
-        reader,
-        DAY,
-        DAY + timedelta(days=1),
-        now=DAY + timedelta(days=2),
-    )
+    result = await _one_day(check, MemoryAdapter(_rows(3)), reader)
     assert result.status == "error" and result.failed_store == "search"
     assert observe.error_counts()[("search", "unavailable")] == before + 1
 
