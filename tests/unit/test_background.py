@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TypeVar
@@ -64,6 +64,15 @@ def test_cancellation_is_never_swallowed() -> None:
         raise asyncio.CancelledError
 
 
+def raising(error: Exception) -> Callable[..., Awaitable[object]]:
+    """Return a stand-in for a source or reconcile call that raises `error` whatever it is given."""
+
+    async def call(*_: object) -> object:
+        raise error
+
+    return call
+
+
 def unstored(service: Callable[..., S], checks: Mapping[str, Check], source: object) -> S:
     """Return a signals or canary service reading `source`, with no state store to reach."""
     return service(checks, store=None, source=source, clock=lambda: NOW)
@@ -80,11 +89,7 @@ async def errors_firing(loop: str, job_id: str, jobs: list[Job]) -> int:
 
 async def test_a_signals_measurement_that_raises_is_counted() -> None:
     cfg = load_text(CONFIG)
-
-    async def broken(check: object) -> object:
-        raise ValueError("malformed row")
-
-    service = unstored(SignalsService, cfg.checks, broken)
+    service = unstored(SignalsService, cfg.checks, raising(ValueError("malformed row")))
     assert await errors_firing("signals", "c:signals", signals_jobs(cfg.checks, service)) == 1
 
 
@@ -136,11 +141,9 @@ CANARY = CONFIG.replace(
 
 async def test_a_canary_whose_key_picker_raises_is_counted() -> None:
     cfg = load_text(CANARY)
-
-    async def broken(check: object) -> object:
-        raise RuntimeError("bug in the source adapter")
-
-    service = unstored(CanaryService, cfg.checks, broken)
+    service = unstored(
+        CanaryService, cfg.checks, raising(RuntimeError("bug in the source adapter"))
+    )
     assert await errors_firing("canary", "c:canary", canary_jobs(cfg.checks, service)) == 1
 
 

@@ -60,6 +60,13 @@ class ReplicaClaims:
             self.shared.locked.discard(job)
 
 
+class Fired(list[datetime]):
+    """A job's run that notes each scheduled time it is run for, in order."""
+
+    async def __call__(self, at: datetime) -> None:
+        self.append(at)
+
+
 async def settle() -> None:
     """Let the loop and the runs it started go as far as they can."""
     for _ in range(20):
@@ -75,13 +82,10 @@ async def until(cond: Callable[[], bool]) -> None:
 
 async def test_a_job_fires_at_each_scheduled_time_of_the_clock() -> None:
     clock = ManualClock(T0 + timedelta(seconds=10))
-    fired: list[datetime] = []
-
-    async def run(at: datetime) -> None:
-        fired.append(at)
+    fired = Fired()
 
     jobs = JobRuntime(clock)
-    jobs.add(Job("every-5m", "audit", run, every(5 * MINUTE)))
+    jobs.add(Job("every-5m", "audit", fired, every(5 * MINUTE)))
     jobs.start()
     try:
         await settle()
@@ -104,15 +108,12 @@ async def test_a_job_fires_at_each_scheduled_time_of_the_clock() -> None:
 
 async def test_a_one_off_job_runs_once_at_its_time() -> None:
     clock = ManualClock(T0)
-    fired: list[datetime] = []
-
-    async def run(at: datetime) -> None:
-        fired.append(at)
+    fired = Fired()
 
     jobs = JobRuntime(clock)
     jobs.start()
     try:
-        jobs.add(Job("once", "ledger_reconcile", run, at=T0 + 2 * MINUTE))
+        jobs.add(Job("once", "ledger_reconcile", fired, at=T0 + 2 * MINUTE))
         await clock.set(T0 + MINUTE)
         await settle()
         assert fired == []
@@ -160,13 +161,10 @@ async def test_a_claimed_time_runs_once_across_two_runtimes_sharing_the_claims()
 
 async def test_an_exclusive_job_is_skipped_while_another_replica_holds_its_lock() -> None:
     shared = SharedClaims()
-    ran: list[datetime] = []
-
-    async def run(at: datetime) -> None:
-        ran.append(at)
+    ran = Fired()
 
     rt = JobRuntime(lambda: T0 + timedelta(seconds=5), claims=shared.replica("replica-0"))  # type: ignore[arg-type]
-    rt.add(Job("c:canary", "canary", run, every(MINUTE), claim="canary:c", exclusive=True))
+    rt.add(Job("c:canary", "canary", ran, every(MINUTE), claim="canary:c", exclusive=True))
     shared.locked.add("canary:c")
     assert await rt.fire("c:canary") == "busy"
     assert ran == [] and shared.taken == {}
@@ -178,16 +176,13 @@ async def test_an_exclusive_job_is_skipped_while_another_replica_holds_its_lock(
 async def test_a_claim_the_state_database_refuses_skips_the_time_uncounted() -> None:
     shared = SharedClaims()
     shared.down = True
-    ran: list[datetime] = []
-
-    async def run(at: datetime) -> None:
-        ran.append(at)
+    ran = Fired()
 
     rt = JobRuntime(lambda: T0, claims=shared.replica("replica-0"))  # type: ignore[arg-type]
     rt.add(
-        Job("retention", "retention", run, every(timedelta(days=1)), claim="retention"),
+        Job("retention", "retention", ran, every(timedelta(days=1)), claim="retention"),
         Job(
-            "audit", "audit", run, every(MINUTE), claim="ledger-deadlines", run_if_claim_fails=True
+            "audit", "audit", ran, every(MINUTE), claim="ledger-deadlines", run_if_claim_fails=True
         ),
     )
     before = background.errors("retention")
@@ -250,17 +245,14 @@ async def test_a_job_never_overlaps_itself() -> None:
 
 async def test_first_after_runs_the_current_time_once_that_long_after_the_start() -> None:
     clock = ManualClock(T0 + timedelta(hours=5))
-    fired: list[datetime] = []
-
-    async def prune(at: datetime) -> None:
-        fired.append(at)
+    fired = Fired()
 
     jobs = JobRuntime(clock)
     jobs.add(
         Job(
             "retention",
             "retention",
-            prune,
+            fired,
             every(timedelta(days=1)),
             first_after=timedelta(minutes=10),
         )
@@ -306,17 +298,14 @@ async def test_stop_cancels_the_runs_under_way_and_waits_for_them_to_record() ->
 
 async def test_drain_keeps_the_named_jobs_running() -> None:
     clock = ManualClock(T0)
-    beats: list[datetime] = []
-
-    async def beat(at: datetime) -> None:
-        beats.append(at)
+    beats = Fired()
 
     async def tick(at: datetime) -> None:
         raise AssertionError("drained jobs must not fire")
 
     jobs = JobRuntime(clock)
     jobs.add(
-        Job("heartbeat", "heartbeat", beat, every(MINUTE)),
+        Job("heartbeat", "heartbeat", beats, every(MINUTE)),
         Job("tick", "ticks", tick, every(MINUTE)),
     )
     jobs.start()
