@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
+from driftgauge.configfile.loader import load_text
+from driftgauge.core.errors import ConfigError
+
 # Unit tests load config and never dial a store; port 1 refuses at once should one ever try,
 # and no address here reaches the shared local stack.
 ADDRESSES = {
@@ -25,3 +30,10 @@ def config_head(state: str = "", **stores: str) -> str:
     lines = ["stores:", *(store_line(name, spec) for name, spec in stores.items())]
     lines += [f'state: {{dsn: "postgresql://u@127.0.0.1:1/state"{state}}}', "checks:"]
     return "\n".join(lines)
+
+
+def config_problems(text: str) -> list[str]:
+    """Return the problems, each led by its location, of a config text the loader refuses."""
+    with pytest.raises(ConfigError) as err:
+        load_text(text)
+    return err.value.problems
