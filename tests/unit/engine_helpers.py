@@ -83,6 +83,19 @@ def key_of(r: RowHash) -> str:
     return r.key
 
 
+def relabel(r: RowHash, label: str = "changed") -> RowHash:
+    """Return the same key and time with different content."""
+    return row(key_of(r), r.event_time, label)
+
+
+def changed(rows: list[RowHash], *at: int, label: str = "changed") -> list[RowHash]:
+    """Return a copy of `rows` whose rows at the indexes `at` have other content."""
+    out = list(rows)
+    for i in at:
+        out[i] = relabel(out[i], label)
+    return out
+
+
 def day_rows(day: int, n: int, prefix: str = "t") -> list[RowHash]:
     """Return n rows spread over the hours of day `day` after BASE."""
     start = BASE + timedelta(days=day)

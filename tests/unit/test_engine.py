@@ -13,18 +13,13 @@ from driftgauge.engine.strategy import FirstPass
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import MemoryAdapter
 
-from .engine_helpers import BASE, NOW, between, day_rows, key_of, make_check, row
+from .engine_helpers import BASE, NOW, between, changed, day_rows, key_of, make_check, relabel, row
 
 
 class DaysOnly(MemoryAdapter):
     """A memory adapter that cannot return slots in its first pass (a store without it)."""
 
     day_and_slot_digests = None  # type: ignore[assignment]
-
-
-def relabel(r: RowHash, label: str) -> RowHash:
-    """Return the same key and time with different content."""
-    return row(key_of(r), r.event_time, label)
 
 
 async def run(
@@ -123,8 +118,7 @@ async def test_duplicates_on_both_sides_are_seen_through_distinct_keys() -> None
 
 async def test_sparse_drift_is_found_by_time_slot_and_fetches_few_rows() -> None:
     src = day_rows(0, 2400)
-    rdr = list(src)
-    rdr[100] = relabel(rdr[100], "changed")
+    rdr = changed(src, 100)
     src_ad, rdr_ad = MemoryAdapter(src), MemoryAdapter(rdr)
     check = make_check(drilldown="{leaf_rows: 50, max_depth: 4}")
     result = await between(check, src_ad, rdr_ad)
@@ -146,9 +140,7 @@ async def test_sparse_drift_is_found_by_time_slot_and_fetches_few_rows() -> None
 
 async def test_slots_come_from_a_second_query_where_the_first_pass_had_none() -> None:
     src = day_rows(0, 2400)
-    rdr = list(src)
-    rdr[100] = relabel(rdr[100], "changed")
-    rdr[2000] = relabel(rdr[2000], "changed")
+    rdr = changed(src, 100, 2000)
     # (source, reader, first pass with slots allowed, is the source asked for slots?)
     cases = (
         (MemoryAdapter(src), DaysOnly(rdr), True, False),
@@ -173,8 +165,7 @@ async def test_slots_come_from_a_second_query_where_the_first_pass_had_none() ->
 async def test_rows_sharing_one_timestamp_fall_back_to_key_prefixes() -> None:
     when = BASE + timedelta(hours=2)
     src = [row(f"batch-{i}", when) for i in range(600)]  # one bulk load, one timestamp
-    rdr = list(src)
-    rdr[123] = relabel(rdr[123], "changed")
+    rdr = changed(src, 123)
     src_ad, rdr_ad = MemoryAdapter(src), MemoryAdapter(rdr)
     check = make_check(drilldown="{leaf_rows: 50, max_depth: 4}")
     result = await between(check, src_ad, rdr_ad)
@@ -241,9 +232,7 @@ async def test_dense_drift_goes_straight_to_rows() -> None:
 
 async def test_drift_in_many_hours_is_found_exactly() -> None:
     src = day_rows(0, 4800)
-    rdr = list(src)
-    for i in range(0, 4800, 97):  # ~50 changes spread over every hour
-        rdr[i] = relabel(rdr[i], "x")
+    rdr = changed(src, *range(0, 4800, 97), label="x")  # ~50 changes spread over every hour
     del rdr[4799]
     result = await run(src, rdr, days=1, check_kw={"drilldown": "{leaf_rows: 100}"})
     b = result.buckets[0]

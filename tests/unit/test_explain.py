@@ -13,11 +13,7 @@ from driftgauge.stores.base import BucketDigest, Granularity, RowHash
 from driftgauge.stores.memory import MemoryAdapter
 
 from .corrupting import DropOneRow
-from .engine_helpers import BASE, between, day_rows, key_of, make_check, row
-
-
-def relabel(r: RowHash, label: str = "changed") -> RowHash:
-    return row(key_of(r), r.event_time, label)
+from .engine_helpers import BASE, between, changed, day_rows, key_of, make_check, row
 
 
 def _small() -> tuple[list[RowHash], list[RowHash], str]:
@@ -27,9 +23,7 @@ def _small() -> tuple[list[RowHash], list[RowHash], str]:
 
 def _slots() -> tuple[list[RowHash], list[RowHash], str]:
     src = day_rows(0, 2400)
-    rdr = list(src)
-    rdr[100] = relabel(rdr[100])
-    return src, rdr, key_of(src[100])  # one differing slot
+    return src, changed(src, 100), key_of(src[100])  # one differing slot
 
 
 def _hours() -> tuple[list[RowHash], list[RowHash], str]:
@@ -39,9 +33,7 @@ def _hours() -> tuple[list[RowHash], list[RowHash], str]:
 
 def _one_timestamp() -> tuple[list[RowHash], list[RowHash], str]:
     src = [row(f"batch-{i}", BASE + timedelta(hours=2)) for i in range(600)]
-    rdr = list(src)
-    rdr[123] = relabel(rdr[123])
-    return src, rdr, "batch-123"  # slot too big: prefixes
+    return src, changed(src, 123), "batch-123"  # slot too big: prefixes
 
 
 def _dense() -> tuple[list[RowHash], list[RowHash], str]:

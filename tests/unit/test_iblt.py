@@ -15,7 +15,18 @@ from driftgauge.jobs.first_pass import first_pass_plan
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import DigestMemoryAdapter, MemoryAdapter
 
-from .engine_helpers import BASE, NOW, Costs, History, between, day_rows, key_of, make_check, row
+from .engine_helpers import (
+    BASE,
+    NOW,
+    Costs,
+    History,
+    between,
+    changed,
+    day_rows,
+    key_of,
+    make_check,
+    row,
+)
 
 MOD = 1 << 64
 
@@ -178,8 +189,7 @@ async def test_digests_find_what_the_drill_down_finds_on_random_drift() -> None:
 
 async def test_a_peeled_day_costs_one_ranged_fetch_per_side() -> None:
     src = day_rows(0, 2400)
-    rdr = list(src)
-    rdr[100] = row(key_of(rdr[100]), rdr[100].event_time, "changed")
+    rdr = changed(src, 100)
     del rdr[7]
     rdr.append(row("new", BASE + timedelta(hours=3, seconds=1)))
     _, peeled, s_ad = await _both(src, rdr, 1, 16)

@@ -6,7 +6,7 @@ from driftgauge import observe
 from driftgauge.engine.strategy import FirstPass
 from driftgauge.stores.memory import DigestMemoryAdapter, MemoryAdapter
 
-from .engine_helpers import between, day_rows, key_of, make_check, row
+from .engine_helpers import between, changed, day_rows, make_check
 
 
 def scanned(store: str) -> dict[str, int]:
@@ -35,8 +35,7 @@ async def test_a_healthy_run_scans_each_row_once_per_side_whether_slots_come_or_
 
 async def test_drift_adds_the_rows_of_each_drill_query_and_the_exported_rows() -> None:
     src = day_rows(0, 2400)
-    rdr = list(src)
-    rdr[100] = row(key_of(rdr[100]), rdr[100].event_time, "changed")
+    rdr = changed(src, 100)
     before = scanned("dst")
     check = make_check(drilldown="{leaf_rows: 50, max_depth: 4}")
     result = await between(check, MemoryAdapter(src), MemoryAdapter(rdr))
