@@ -73,6 +73,18 @@ async def settle() -> None:
         await asyncio.sleep(0)
 
 
+async def move_to(clock: ManualClock, when: datetime) -> None:
+    """Set the clock to `when` and let whatever that makes due run as far as it can."""
+    await clock.set(when)
+    await settle()
+
+
+async def move_by(clock: ManualClock, step: timedelta) -> None:
+    """Move the clock on by `step` and let whatever that makes due run as far as it can."""
+    await clock.advance(step)
+    await settle()
+
+
 async def until(cond: Callable[[], bool]) -> None:
     """Wait (at most 5 s) until `cond()` holds, yielding to the loop."""
     async with asyncio.timeout(5):
@@ -83,20 +95,17 @@ async def until(cond: Callable[[], bool]) -> None:
 async def test_a_job_fires_at_each_scheduled_time_of_the_clock() -> None:
     clock = ManualClock(T0 + timedelta(seconds=10))
     fired = Fired()
-
     jobs = JobRuntime(clock)
     jobs.add(Job("every-5m", "audit", fired, every(5 * MINUTE)))
     jobs.start()
     try:
         await settle()
         assert fired == []  # the time before the start is not run
-        await clock.set(T0 + 4 * MINUTE)
-        await settle()
+        await move_to(clock, T0 + 4 * MINUTE)
         assert fired == []
         await clock.set(T0 + 5 * MINUTE)
         await until(lambda: len(fired) == 1)
-        await clock.set(T0 + 7 * MINUTE)
-        await settle()
+        await move_to(clock, T0 + 7 * MINUTE)
         # Three periods pass at once: the missed times coalesce into the latest one.
         await clock.set(T0 + 20 * MINUTE + timedelta(seconds=1))
         await until(lambda: len(fired) == 2)
@@ -109,18 +118,15 @@ async def test_a_job_fires_at_each_scheduled_time_of_the_clock() -> None:
 async def test_a_one_off_job_runs_once_at_its_time() -> None:
     clock = ManualClock(T0)
     fired = Fired()
-
     jobs = JobRuntime(clock)
     jobs.start()
     try:
         jobs.add(Job("once", "ledger_reconcile", fired, at=T0 + 2 * MINUTE))
-        await clock.set(T0 + MINUTE)
-        await settle()
+        await move_to(clock, T0 + MINUTE)
         assert fired == []
         await clock.set(T0 + 3 * MINUTE)
         await until(lambda: len(fired) == 1)
-        await clock.set(T0 + 10 * MINUTE)
-        await settle()
+        await move_to(clock, T0 + 10 * MINUTE)
     finally:
         await jobs.stop()
     assert fired == [T0 + 2 * MINUTE]
@@ -246,7 +252,6 @@ async def test_a_job_never_overlaps_itself() -> None:
 async def test_first_after_runs_the_current_time_once_that_long_after_the_start() -> None:
     clock = ManualClock(T0 + timedelta(hours=5))
     fired = Fired()
-
     jobs = JobRuntime(clock)
     jobs.add(
         Job(
@@ -259,14 +264,12 @@ async def test_first_after_runs_the_current_time_once_that_long_after_the_start(
     )
     jobs.start()
     try:
-        await clock.advance(timedelta(minutes=9))
-        await settle()
+        await move_by(clock, timedelta(minutes=9))
         assert fired == []
         # Hours past the day's time, yet it runs: the first run catches up.
         await clock.advance(timedelta(minutes=1))
         await until(lambda: len(fired) == 1)
-        await clock.advance(timedelta(hours=1))
-        await settle()
+        await move_by(clock, timedelta(hours=1))
     finally:
         await jobs.stop()
     assert fired == [datetime(2026, 3, 10, tzinfo=UTC)]
