@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from driftgauge.config.frozen import State
 from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import ConfigError
 
@@ -37,3 +38,21 @@ def config_problems(text: str) -> list[str]:
     with pytest.raises(ConfigError) as err:
         load_text(text)
     return err.value.problems
+
+
+ONE_CHECK = """
+  orders:
+    source: {store: src, table: orders, key: id, time: created_at}
+    reader: {store: src, table: orders_copy, key: id, time: created_at}
+"""
+"""The body of one check comparing a table with its copy in the store `src`."""
+
+
+def state_config(key: str, value: str = "") -> str:
+    """Return a minimal one-check config with `key: value` in its state section, if a value."""
+    return config_head(f", {key}: {value}" if value else "", src="postgres") + ONE_CHECK
+
+
+def loaded_state(key: str, value: str = "") -> State:
+    """Return the state settings loaded from state_config(key, value)."""
+    return load_text(state_config(key, value)).state
