@@ -1,4 +1,4 @@
-"""Config text for unit tests: the stores and state sections ahead of the checks under test."""
+"""Config text for unit tests: stores and state ahead of the checks, and what a refusal says."""
 
 from __future__ import annotations
 
