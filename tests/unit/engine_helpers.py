@@ -4,23 +4,22 @@ from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from driftgauge.config.frozen import Check
 from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import StateError
-from driftgauge.engine.result import BucketResult
+from driftgauge.engine.reconcile import reconcile
+from driftgauge.engine.result import BucketResult, RunResult
 from driftgauge.state.codec import StoredBucket
-from driftgauge.stores.base import RowHash
+from driftgauge.stores.base import RowHash, StoreAdapter
+
+from .config_text import config_head
 
 BASE = datetime(2026, 3, 1, tzinfo=UTC)
 NOW = BASE + timedelta(days=30)
 
-CONFIG = """
-stores:
-  src: {kind: postgres, dsn: "postgresql://x@127.0.0.1/x"}
-  dst: {kind: opensearch, url: "http://127.0.0.1:9250"}
-state: {dsn: "postgresql://x@127.0.0.1/x"}
-checks:
+CHECK = """
   reviews:
     source: {store: src, table: tasks, key: task_id, time: completed_at}
     reader: {store: dst, index: conversations, key: task_id, time: completed_at}
@@ -34,17 +33,41 @@ checks:
 """
 
 
-def make_check(
-    tz: str = "UTC", settle: str = "2h", tolerance: str = "{}", drilldown: str = "{leaf_rows: 50}"
-) -> Check:
-    """Return a check built through the real config loader."""
-    text = (
-        CONFIG.replace("{tz}", tz)
+def check_text(
+    tz: str = "UTC",
+    settle: str = "2h",
+    tolerance: str = "{}",
+    drilldown: str = "{leaf_rows: 50}",
+    **stores: str,
+) -> str:
+    """Return the config text of the `reviews` check, over `stores` (name=kind, as config_head)."""
+    body = (
+        CHECK.replace("{tz}", tz)
         .replace("{settle}", settle)
         .replace("{tolerance}", tolerance)
         .replace("{drilldown}", drilldown)
     )
-    return load_text(text).checks["reviews"]
+    return config_head(**(stores or {"src": "postgres", "dst": "opensearch"})) + body
+
+
+def make_check(
+    tz: str = "UTC", settle: str = "2h", tolerance: str = "{}", drilldown: str = "{leaf_rows: 50}"
+) -> Check:
+    """Return a check built through the real config loader."""
+    return load_text(check_text(tz, settle, tolerance, drilldown)).checks["reviews"]
+
+
+async def between(
+    check: Check,
+    source: StoreAdapter,
+    reader: StoreAdapter,
+    days: int = 1,
+    *,
+    now: datetime = NOW,
+    **kw: Any,
+) -> RunResult:
+    """Reconcile `days` whole days from BASE between two adapters, as of `now`."""
+    return await reconcile(check, source, reader, BASE, BASE + timedelta(days=days), now=now, **kw)
 
 
 def row(key: str, when: datetime, label: str = "ok") -> RowHash:
@@ -58,6 +81,19 @@ def key_of(r: RowHash) -> str:
     """Return the key of a row built here; these builders never make a NULL key."""
     assert r.key is not None
     return r.key
+
+
+def relabel(r: RowHash, label: str = "changed") -> RowHash:
+    """Return the same key and time with different content."""
+    return row(key_of(r), r.event_time, label)
+
+
+def changed(rows: list[RowHash], *at: int, label: str = "changed") -> list[RowHash]:
+    """Return a copy of `rows` whose rows at the indexes `at` have other content."""
+    out = list(rows)
+    for i in at:
+        out[i] = relabel(out[i], label)
+    return out
 
 
 def day_rows(day: int, n: int, prefix: str = "t") -> list[RowHash]:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from prometheus_client.core import Metric
@@ -13,21 +15,22 @@ from prometheus_client.core import Metric
 from driftgauge import background
 from driftgauge.api.audit import Audit
 from driftgauge.canary.service import CanaryService
+from driftgauge.config.frozen import Check
 from driftgauge.configfile.loader import load_text
 from driftgauge.jobs.recurring import canary_jobs, refresh_job, signals_jobs
-from driftgauge.jobs.runtime import JobRuntime
+from driftgauge.jobs.runtime import Job, JobRuntime
 from driftgauge.ledger.hooks import ReconcileOnClose
 from driftgauge.ledger.models import Counts, RunOut
 from driftgauge.retention.job import RetentionJob
 from driftgauge.signals.service import SignalsService
 
+from .config_text import config_head
+
 NOW = datetime(2026, 3, 10, 12, tzinfo=UTC)
-CONFIG = """
-stores:
-  s: {kind: postgres, dsn: "postgresql://x@h/x"}
-  r: {kind: opensearch, url: "http://h:9200"}
-state: {dsn: "postgresql://x@h/x"}
-checks:
+S = TypeVar("S")
+CONFIG = (
+    config_head(s="postgres", r="opensearch")
+    + """
   c:
     source: {store: s, table: t, key: k, time: ts}
     reader: {store: r, index: i, key: k, time: ts}
@@ -35,6 +38,7 @@ checks:
     vocabulary: {label: {accepted: [a, b]}}
     ledger: {job: sync, settle: 1m}
 """
+)
 
 
 def _value(loop: str) -> float:
@@ -60,23 +64,33 @@ def test_cancellation_is_never_swallowed() -> None:
         raise asyncio.CancelledError
 
 
+def raising(error: Exception) -> Callable[..., Awaitable[object]]:
+    """Return a stand-in for a source or reconcile call that raises `error` whatever it is given."""
+
+    async def call(*_: object) -> object:
+        raise error
+
+    return call
+
+
+def unstored(service: Callable[..., S], checks: Mapping[str, Check], source: object) -> S:
+    """Return a signals or canary service reading `source`, with no state store to reach."""
+    return service(checks, store=None, source=source, clock=lambda: NOW)
+
+
+async def errors_firing(loop: str, job_id: str, jobs: list[Job]) -> int:
+    """Return how many more errors `loop` counts after the job `job_id` of `jobs` fires once."""
+    runtime = JobRuntime(lambda: NOW)
+    runtime.add(*jobs)
+    before = background.errors(loop)
+    await runtime.fire(job_id)
+    return background.errors(loop) - before
+
+
 async def test_a_signals_measurement_that_raises_is_counted() -> None:
     cfg = load_text(CONFIG)
-
-    async def broken(check: object) -> object:
-        raise ValueError("malformed row")
-
-    service = SignalsService(
-        cfg.checks,
-        store=None,  # type: ignore[arg-type]
-        source=broken,  # type: ignore[arg-type]
-        clock=lambda: NOW,
-    )
-    jobs = JobRuntime(lambda: NOW)
-    jobs.add(*signals_jobs(cfg.checks, service))
-    before = background.errors("signals")
-    await jobs.fire("c:signals")
-    assert background.errors("signals") == before + 1
+    service = unstored(SignalsService, cfg.checks, raising(ValueError("malformed row")))
+    assert await errors_firing("signals", "c:signals", signals_jobs(cfg.checks, service)) == 1
 
 
 async def test_a_ledger_reconcile_that_raises_is_counted() -> None:
@@ -127,21 +141,10 @@ CANARY = CONFIG.replace(
 
 async def test_a_canary_whose_key_picker_raises_is_counted() -> None:
     cfg = load_text(CANARY)
-
-    async def broken(check: object) -> object:
-        raise RuntimeError("bug in the source adapter")
-
-    service = CanaryService(
-        cfg.checks,
-        store=None,  # type: ignore[arg-type]
-        source=broken,  # type: ignore[arg-type]
-        clock=lambda: NOW,
+    service = unstored(
+        CanaryService, cfg.checks, raising(RuntimeError("bug in the source adapter"))
     )
-    jobs = JobRuntime(lambda: NOW)
-    jobs.add(*canary_jobs(cfg.checks, service))
-    before = background.errors("canary")
-    await jobs.fire("c:canary")
-    assert background.errors("canary") == before + 1
+    assert await errors_firing("canary", "c:canary", canary_jobs(cfg.checks, service)) == 1
 
 
 async def test_a_prune_that_raises_is_counted_and_reported_as_none() -> None:

@@ -15,14 +15,15 @@ from driftgauge.configfile.loader import load_file, load_text
 from driftgauge.core.errors import ConfigError
 from driftgauge.core.fields import NULL_KEY, KeyType
 from driftgauge.encoding import digest as d
-from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import KeyDiff
 from driftgauge.jobs.runner import canonical_keys, key_hasher
 from driftgauge.state.codec import StoredKey
 from driftgauge.stores import registry
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import MemoryAdapter
-from tests.unit.engine_helpers import BASE, NOW
+from tests.unit.engine_helpers import BASE, between
+
+from .config_text import config_head
 
 GOLDEN = json.loads(
     (Path(__file__).parents[1] / "golden" / "tuple_vectors.json").read_text(encoding="utf-8")
@@ -104,12 +105,9 @@ def test_a_tuple_needs_two_parts_and_a_type_each() -> None:
         d.key_from_text('["a", true]', ("string", "integer"))
 
 
-CONFIG = """
-stores:
-  src: {kind: postgres, dsn: "postgresql://x@127.0.0.1/x"}
-  dst: {kind: postgres, dsn: "postgresql://x@127.0.0.1/y"}
-state: {dsn: "postgresql://x@127.0.0.1/x"}
-checks:
+CONFIG = (
+    config_head(src="postgres", dst="postgres")
+    + """
   runs:
     source: {store: src, table: tasks, key: SOURCE_KEY, time: ts}
     reader:
@@ -124,6 +122,7 @@ checks:
     drilldown: {leaf_rows: 50}
     EXTRA
 """
+)
 PARTS = "[conversation_id, run_id, task_id]"
 
 
@@ -263,7 +262,7 @@ async def test_planted_differences_under_a_composite_key_are_found_exactly() -> 
     ]
     src = MemoryAdapter([_row(k, v, i) for i, (k, v) in enumerate(source)])
     rdr = MemoryAdapter([_row(k, v, i) for i, (k, v) in enumerate(reader)])
-    result = await reconcile(check, src, rdr, BASE, BASE + timedelta(days=1), now=NOW)
+    result = await between(check, src, rdr)
     (day,) = result.buckets
     assert (day.missing, day.extra, day.mismatched, day.duplicates) == (2, 2, 2, 1)
     found = {(k.kind, k.key) for k in day.samples}

@@ -16,6 +16,8 @@ from driftgauge.jobs.cron_trigger import trigger_for
 from driftgauge.jobs.recurring import canary_grid
 from driftgauge.jobs.schedule import JobSpec
 
+from .config_text import config_head
+
 MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 DAYS = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]
 
@@ -168,12 +170,9 @@ def test_the_full_pass_and_the_canary_run_on_the_day_named() -> None:
     weekly = JobSpec("c", "full", cron="0 3 * * 0", timezone=ZoneInfo("Europe/Berlin"))
     fire = weekly.latest_fire(datetime(2026, 3, 11, 12, tzinfo=UTC))  # a Wednesday
     assert fire == datetime(2026, 3, 8, 2, tzinfo=UTC)  # Sunday 03:00 CET
-    config = load_text("""
-stores:
-  src: {kind: postgres, dsn: "postgresql://x@127.0.0.1/x"}
-  dst: {kind: opensearch, url: "http://127.0.0.1:9250"}
-state: {dsn: "postgresql://x@127.0.0.1/x"}
-checks:
+    config = load_text(
+        config_head(src="postgres", dst="opensearch")
+        + """
   reviews:
     source: {store: src, table: t, key: k, time: ts}
     reader:
@@ -183,7 +182,8 @@ checks:
       time: ts
       filter: {bool: {must_not: [{exists: {field: driftgauge_canary}}]}}
     canary: {store: dst, cron: "0 12 * * 1-5"}
-""")
+"""
+    )
     trig: BaseTrigger = canary_grid(config.checks["reviews"]).trigger()
     t = trig.get_next_fire_time(None, datetime(2026, 3, 7, tzinfo=UTC))  # a Saturday
     days = []

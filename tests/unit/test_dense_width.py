@@ -6,7 +6,6 @@ import random
 from datetime import timedelta
 
 from driftgauge.encoding import iblt, sizing
-from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import BucketResult
 from driftgauge.engine.strategy import FirstPass
 from driftgauge.jobs.first_pass import digest_width
@@ -14,7 +13,7 @@ from driftgauge.stores.memory import DigestMemoryAdapter
 from driftgauge.stores.opensearch.adapter import OpenSearchAdapter
 from driftgauge.stores.postgres.adapter import PostgresAdapter
 
-from .engine_helpers import BASE, NOW, History, day_rows, make_check
+from .engine_helpers import BASE, History, between, day_rows, make_check
 
 
 def _pairs(rng: random.Random, n: int) -> list[tuple[int, int]]:
@@ -78,13 +77,11 @@ async def test_a_dense_day_sized_out_of_the_pass_peels_on_its_second_scan() -> N
     src = day_rows(0, 3000) + day_rows(1, 3000)
     rdr = src[:2000] + src[3000:]  # day 0: 1,000 missing, more than a 256-cell table holds
     s_ad, r_ad = DigestMemoryAdapter(src), DigestMemoryAdapter(rdr)
-    result = await reconcile(
+    result = await between(
         make_check(drilldown="{leaf_rows: 20}"),
         s_ad,
         r_ad,
-        BASE,
-        BASE + timedelta(days=2),
-        now=NOW,
+        2,
         first=FirstPass(width=sizing.ESTIMATE_WIDTH),
     )
     assert [b.missing for b in result.buckets] == [1000, 0]

@@ -13,18 +13,13 @@ from driftgauge.engine.strategy import FirstPass
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import MemoryAdapter
 
-from .engine_helpers import BASE, NOW, day_rows, key_of, make_check, row
+from .engine_helpers import BASE, NOW, between, changed, day_rows, key_of, make_check, relabel, row
 
 
 class DaysOnly(MemoryAdapter):
     """A memory adapter that cannot return slots in its first pass (a store without it)."""
 
     day_and_slot_digests = None  # type: ignore[assignment]
-
-
-def relabel(r: RowHash, label: str) -> RowHash:
-    """Return the same key and time with different content."""
-    return row(key_of(r), r.event_time, label)
 
 
 async def run(
@@ -35,29 +30,19 @@ async def run(
     **kw: object,
 ) -> RunResult:
     check = make_check(**(check_kw or {}))
-    return await reconcile(
-        check,
-        MemoryAdapter(source),
-        MemoryAdapter(reader),
-        BASE,
-        BASE + timedelta(days=days),
-        now=NOW,
-        **kw,  # type: ignore[arg-type]
-    )
+    return await between(check, MemoryAdapter(source), MemoryAdapter(reader), days, **kw)  # type: ignore[arg-type]
 
 
 async def test_identical_sides_are_ok_and_cost_one_query_per_side() -> None:
     rows = day_rows(0, 300) + day_rows(1, 300) + day_rows(2, 300)
     src, rdr = MemoryAdapter(list(rows)), MemoryAdapter(list(rows))
-    result = await reconcile(make_check(), src, rdr, BASE, BASE + timedelta(days=3), now=NOW)
+    result = await between(make_check(), src, rdr, 3)
     assert [b.status for b in result.buckets] == ["ok", "ok", "ok"]
     assert [b.expected for b in result.buckets] == [300, 300, 300]
     assert [b.visible for b in result.buckets] == [300, 300, 300]
     assert src.calls == ["buckets:day"] and rdr.calls == ["buckets:day"]
     assert result.queries == 2
-    again = await reconcile(
-        make_check(), src, rdr, BASE, BASE + timedelta(days=3), now=NOW, first=FirstPass(slots=True)
-    )
+    again = await between(make_check(), src, rdr, 3, first=FirstPass(slots=True))
     assert [b.to_dict() for b in again.buckets] == [b.to_dict() for b in result.buckets]
     assert src.calls[1:] == ["days+slots:60"] and rdr.calls[1:] == ["days+slots:60"]
     assert again.queries == 2
@@ -67,14 +52,10 @@ async def test_long_windows_and_stores_without_slots_take_days_only() -> None:
     rows = day_rows(0, 300) + day_rows(1, 300) + day_rows(2, 300)
     check = make_check(drilldown="{slot_first_pass_days: 2}")
     src, rdr = MemoryAdapter(list(rows)), DaysOnly(list(rows))
-    result = await reconcile(
-        check, src, rdr, BASE, BASE + timedelta(days=3), now=NOW, first=FirstPass(slots=True)
-    )
+    result = await between(check, src, rdr, 3, first=FirstPass(slots=True))
     assert [b.status for b in result.buckets] == ["ok", "ok", "ok"]
     assert src.calls == ["buckets:day"] and rdr.calls == ["buckets:day"]
-    result = await reconcile(
-        make_check(), src, rdr, BASE, BASE + timedelta(days=1), now=NOW, first=FirstPass(slots=True)
-    )
+    result = await between(make_check(), src, rdr, first=FirstPass(slots=True))
     assert src.calls[-1] == "days+slots:60" and rdr.calls[-1] == "buckets:day"
     # A window starting off the minute cannot share slots with the days' own: days only.
     odd = BASE + timedelta(seconds=7, microseconds=1)
@@ -137,11 +118,10 @@ async def test_duplicates_on_both_sides_are_seen_through_distinct_keys() -> None
 
 async def test_sparse_drift_is_found_by_time_slot_and_fetches_few_rows() -> None:
     src = day_rows(0, 2400)
-    rdr = list(src)
-    rdr[100] = relabel(rdr[100], "changed")
+    rdr = changed(src, 100)
     src_ad, rdr_ad = MemoryAdapter(src), MemoryAdapter(rdr)
     check = make_check(drilldown="{leaf_rows: 50, max_depth: 4}")
-    result = await reconcile(check, src_ad, rdr_ad, BASE, BASE + timedelta(days=1), now=NOW)
+    result = await between(check, src_ad, rdr_ad)
     b = result.buckets[0]
     assert b.mismatched == 1
     assert result.rows_fetched < 2 * 10  # one short slot per side, not the day
@@ -152,9 +132,7 @@ async def test_sparse_drift_is_found_by_time_slot_and_fetches_few_rows() -> None
     assert len(bad_hours) == 1 and bad_hours[0].fetched
     # With slots from the first scan: the same answer and no second hashing pass.
     src_ad.calls.clear()
-    again = await reconcile(
-        check, src_ad, rdr_ad, BASE, BASE + timedelta(days=1), now=NOW, first=FirstPass(slots=True)
-    )
+    again = await between(check, src_ad, rdr_ad, first=FirstPass(slots=True))
     assert src_ad.calls == ["days+slots:60", "rows"]
     assert again.buckets[0].mismatched == 1 and again.rows_fetched < 2 * 10
     assert [h.label for h in again.buckets[0].tree if h.differs] == [bad_hours[0].label]
@@ -162,9 +140,7 @@ async def test_sparse_drift_is_found_by_time_slot_and_fetches_few_rows() -> None
 
 async def test_slots_come_from_a_second_query_where_the_first_pass_had_none() -> None:
     src = day_rows(0, 2400)
-    rdr = list(src)
-    rdr[100] = relabel(rdr[100], "changed")
-    rdr[2000] = relabel(rdr[2000], "changed")
+    rdr = changed(src, 100, 2000)
     # (source, reader, first pass with slots allowed, is the source asked for slots?)
     cases = (
         (MemoryAdapter(src), DaysOnly(rdr), True, False),
@@ -174,15 +150,7 @@ async def test_slots_come_from_a_second_query_where_the_first_pass_had_none() ->
     for src_ad, rdr_ad, allowed, src_asked in cases:
         days = 62 if allowed else 0
         check = make_check(drilldown=f"{{leaf_rows: 50, slot_first_pass_days: {days}}}")
-        result = await reconcile(
-            check,
-            src_ad,
-            rdr_ad,
-            BASE,
-            BASE + timedelta(days=1),
-            now=NOW,
-            first=FirstPass(slots=True),
-        )
+        result = await between(check, src_ad, rdr_ad, first=FirstPass(slots=True))
         b = result.buckets[0]
         assert (b.missing, b.extra, b.mismatched) == (0, 0, 2)
         assert sorted(str(k.key) for k in b.samples) == sorted(
@@ -197,11 +165,10 @@ async def test_slots_come_from_a_second_query_where_the_first_pass_had_none() ->
 async def test_rows_sharing_one_timestamp_fall_back_to_key_prefixes() -> None:
     when = BASE + timedelta(hours=2)
     src = [row(f"batch-{i}", when) for i in range(600)]  # one bulk load, one timestamp
-    rdr = list(src)
-    rdr[123] = relabel(rdr[123], "changed")
+    rdr = changed(src, 123)
     src_ad, rdr_ad = MemoryAdapter(src), MemoryAdapter(rdr)
     check = make_check(drilldown="{leaf_rows: 50, max_depth: 4}")
-    result = await reconcile(check, src_ad, rdr_ad, BASE, BASE + timedelta(days=1), now=NOW)
+    result = await between(check, src_ad, rdr_ad)
     b = result.buckets[0]
     assert b.mismatched == 1 and b.samples[0].key == "batch-123"
     assert any(c.startswith("prefixes:") for c in src_ad.calls)
@@ -215,7 +182,7 @@ async def test_keys_held_twice_are_drilled_by_prefixes_of_the_whole_day() -> Non
     rdr = [*src, src[100]]  # an appending retry: one key twice
     src_ad, rdr_ad = MemoryAdapter(src), MemoryAdapter(rdr)
     check = make_check(drilldown="{leaf_rows: 50, max_depth: 4}")
-    result = await reconcile(check, src_ad, rdr_ad, BASE, BASE + timedelta(days=1), now=NOW)
+    result = await between(check, src_ad, rdr_ad)
     b = result.buckets[0]
     assert (b.mismatched, b.duplicates) == (1, 1)
     assert "buckets:hour" in src_ad.calls and not any(c.startswith("slots:") for c in src_ad.calls)
@@ -257,7 +224,7 @@ async def test_dense_drift_goes_straight_to_rows() -> None:
     src = day_rows(0, 1000)
     rdr = src[:500]  # half the day never arrived
     src_ad, rdr_ad = MemoryAdapter(src), MemoryAdapter(rdr)
-    result = await reconcile(make_check(), src_ad, rdr_ad, BASE, BASE + timedelta(days=1), now=NOW)
+    result = await between(make_check(), src_ad, rdr_ad)
     assert result.buckets[0].missing == 500
     assert src_ad.calls == ["buckets:day", "rows"]
     assert any(n.level == "hour" and n.differs for n in result.buckets[0].tree)
@@ -265,9 +232,7 @@ async def test_dense_drift_goes_straight_to_rows() -> None:
 
 async def test_drift_in_many_hours_is_found_exactly() -> None:
     src = day_rows(0, 4800)
-    rdr = list(src)
-    for i in range(0, 4800, 97):  # ~50 changes spread over every hour
-        rdr[i] = relabel(rdr[i], "x")
+    rdr = changed(src, *range(0, 4800, 97), label="x")  # ~50 changes spread over every hour
     del rdr[4799]
     result = await run(src, rdr, days=1, check_kw={"drilldown": "{leaf_rows: 100}"})
     b = result.buckets[0]
@@ -281,14 +246,7 @@ async def test_rule_exclusions_are_counted_not_missing() -> None:
     when = BASE + timedelta(hours=5)
     excluded = [(when, "no_join_key")] * 40
     check = make_check()
-    result = await reconcile(
-        check,
-        MemoryAdapter(src, excluded=excluded),
-        MemoryAdapter(src),
-        BASE,
-        BASE + timedelta(days=1),
-        now=NOW,
-    )
+    result = await between(check, MemoryAdapter(src, excluded=excluded), MemoryAdapter(src))
     b = result.buckets[0]
     assert (b.expected, b.visible, b.excluded, b.missing) == (140, 100, {"no_join_key": 40}, 0)
     assert b.expected == b.visible + b.excluded_total
@@ -299,14 +257,7 @@ async def test_exclusion_rate_over_its_limit_is_drift() -> None:
     src = day_rows(0, 100)
     excluded = [(BASE + timedelta(hours=1), "no_join_key")] * 200  # 2/3 of expected
     check = make_check(tolerance="{exclusion_rate: {no_join_key: 0.5}}")
-    result = await reconcile(
-        check,
-        MemoryAdapter(src, excluded=excluded),
-        MemoryAdapter(src),
-        BASE,
-        BASE + timedelta(days=1),
-        now=NOW,
-    )
+    result = await between(check, MemoryAdapter(src, excluded=excluded), MemoryAdapter(src))
     b = result.buckets[0]
     assert b.status == "drift" and "excluded[no_join_key]" in b.reasons[0]
 
@@ -325,18 +276,11 @@ async def test_settling_bucket_never_drifts() -> None:
     src = day_rows(0, 100)
     check = make_check(settle="2h")
     now = BASE + timedelta(days=1, hours=1)  # day 0 ended one hour ago
-    result = await reconcile(
-        check, MemoryAdapter(src), MemoryAdapter([]), BASE, BASE + timedelta(days=1), now=now
-    )
+    result = await between(check, MemoryAdapter(src), MemoryAdapter([]), now=now)
     assert result.buckets[0].status == "settling"
     assert result.buckets[0].missing == 0
-    later = await reconcile(
-        check,
-        MemoryAdapter(src),
-        MemoryAdapter([]),
-        BASE,
-        BASE + timedelta(days=1),
-        now=now + timedelta(hours=2),
+    later = await between(
+        check, MemoryAdapter(src), MemoryAdapter([]), now=now + timedelta(hours=2)
     )
     assert later.buckets[0].status == "drift" and later.buckets[0].missing == 100
 
@@ -367,14 +311,7 @@ async def test_empty_days_are_reported_as_ok_zero() -> None:
 
 async def test_store_failure_is_an_error_run_with_no_buckets() -> None:
     reader = MemoryAdapter([], fail_with=StoreUnavailable("search", "connection refused"))
-    result = await reconcile(
-        make_check(),
-        MemoryAdapter(day_rows(0, 10)),
-        reader,
-        BASE,
-        BASE + timedelta(days=1),
-        now=NOW,
-    )
+    result = await between(make_check(), MemoryAdapter(day_rows(0, 10)), reader)
     assert result.status == "error" and result.buckets == []
     assert result.error is not None and "connection refused" in result.error
 
@@ -383,13 +320,11 @@ async def test_day_buckets_follow_the_check_time_zone() -> None:
     tz_check = make_check(tz="America/New_York")
     # 03:00 UTC on Mar 2 is 22:00 on Mar 1 in New York.
     r = row("late", BASE + timedelta(days=1, hours=3))
-    result = await reconcile(
+    result = await between(
         tz_check,
         MemoryAdapter([r], timezone=tz_check.timezone),
         MemoryAdapter([], timezone=tz_check.timezone),
-        BASE,
-        BASE + timedelta(days=2),
-        now=NOW,
+        2,
     )
     with_rows = [b for b in result.buckets if b.expected]
     assert len(with_rows) == 1

@@ -8,17 +8,12 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import RunResult
 from driftgauge.stores.base import BucketDigest, Granularity, RowHash
 from driftgauge.stores.memory import MemoryAdapter
 
 from .corrupting import DropOneRow
-from .engine_helpers import BASE, NOW, day_rows, key_of, make_check, row
-
-
-def relabel(r: RowHash, label: str = "changed") -> RowHash:
-    return row(key_of(r), r.event_time, label)
+from .engine_helpers import BASE, between, changed, day_rows, key_of, make_check, row
 
 
 def _small() -> tuple[list[RowHash], list[RowHash], str]:
@@ -28,9 +23,7 @@ def _small() -> tuple[list[RowHash], list[RowHash], str]:
 
 def _slots() -> tuple[list[RowHash], list[RowHash], str]:
     src = day_rows(0, 2400)
-    rdr = list(src)
-    rdr[100] = relabel(rdr[100])
-    return src, rdr, key_of(src[100])  # one differing slot
+    return src, changed(src, 100), key_of(src[100])  # one differing slot
 
 
 def _hours() -> tuple[list[RowHash], list[RowHash], str]:
@@ -40,9 +33,7 @@ def _hours() -> tuple[list[RowHash], list[RowHash], str]:
 
 def _one_timestamp() -> tuple[list[RowHash], list[RowHash], str]:
     src = [row(f"batch-{i}", BASE + timedelta(hours=2)) for i in range(600)]
-    rdr = list(src)
-    rdr[123] = relabel(rdr[123])
-    return src, rdr, "batch-123"  # slot too big: prefixes
+    return src, changed(src, 123), "batch-123"  # slot too big: prefixes
 
 
 def _dense() -> tuple[list[RowHash], list[RowHash], str]:
@@ -78,7 +69,7 @@ async def _run(
             source = wrapper = DropOneRow(source, drop)
         else:
             reader = wrapper = DropOneRow(reader, drop)
-    result = await reconcile(check, source, reader, BASE, BASE + timedelta(days=1), now=NOW)
+    result = await between(check, source, reader)
     return result, wrapper
 
 
@@ -115,14 +106,8 @@ async def test_ledger_excused_rows_are_accounted_for() -> None:
     src = day_rows(0, 100)
     check = make_check()
     ledger = {key_of(r): "no_document" for r in src[:2]}
-    result = await reconcile(
-        check,
-        MemoryAdapter(src),
-        MemoryAdapter(src[3:]),
-        BASE,
-        BASE + timedelta(days=1),
-        now=NOW,
-        ledger_excluded=ledger,
+    result = await between(
+        check, MemoryAdapter(src), MemoryAdapter(src[3:]), ledger_excluded=ledger
     )
     b = result.buckets[0]
     assert b.excluded == {"no_document": 2} and b.missing == 1
@@ -145,9 +130,7 @@ async def test_copies_the_rows_do_not_hold_are_unexplained() -> None:
     # The day says some key is held twice; no prefix or row says so: never `ok`.
     src = day_rows(0, 300)
     check = make_check(drilldown="{leaf_rows: 50, max_depth: 4}")
-    result = await reconcile(
-        check, HidesACopy(src), MemoryAdapter(list(src)), BASE, BASE + timedelta(days=1), now=NOW
-    )
+    result = await between(check, HidesACopy(src), MemoryAdapter(list(src)))
     (b,) = result.buckets
     assert b.status == "error", (b.status, b.reasons)
     assert any(

@@ -13,7 +13,7 @@ from driftgauge.jobs.first_pass import first_pass_plan
 from driftgauge.stores.base import DigestPass, RowHash
 from driftgauge.stores.memory import DigestMemoryAdapter, MemoryAdapter
 
-from .engine_helpers import BASE, NOW, History, day_rows, key_of, make_check, row
+from .engine_helpers import BASE, NOW, History, between, day_rows, key_of, make_check, row
 
 DAYS = 3
 PER_DAY = 60
@@ -104,14 +104,8 @@ async def test_a_day_beyond_the_widest_digest_is_not_scanned_again() -> None:
     rdr = src[:10000]  # 20,000 missing: no table of at most 4,096 cells a sub-table peels
     s_ad = _Capped(src)
     check = make_check(drilldown="{leaf_rows: 20}")
-    result = await reconcile(
-        check,
-        s_ad,
-        DigestMemoryAdapter(rdr),
-        BASE,
-        BASE + timedelta(days=1),
-        now=NOW,
-        first=FirstPass(width=iblt.DEFAULT_WIDTH),
+    result = await between(
+        check, s_ad, DigestMemoryAdapter(rdr), first=FirstPass(width=iblt.DEFAULT_WIDTH)
     )
     assert result.buckets[0].missing == 20000
     assert [c for c in s_ad.calls if c.startswith("days+cells")] == ["days+cells:32"]

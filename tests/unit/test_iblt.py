@@ -15,7 +15,18 @@ from driftgauge.jobs.first_pass import first_pass_plan
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import DigestMemoryAdapter, MemoryAdapter
 
-from .engine_helpers import BASE, NOW, Costs, History, day_rows, key_of, make_check, row
+from .engine_helpers import (
+    BASE,
+    NOW,
+    Costs,
+    History,
+    between,
+    changed,
+    day_rows,
+    key_of,
+    make_check,
+    row,
+)
 
 MOD = 1 << 64
 
@@ -178,8 +189,7 @@ async def test_digests_find_what_the_drill_down_finds_on_random_drift() -> None:
 
 async def test_a_peeled_day_costs_one_ranged_fetch_per_side() -> None:
     src = day_rows(0, 2400)
-    rdr = list(src)
-    rdr[100] = row(key_of(rdr[100]), rdr[100].event_time, "changed")
+    rdr = changed(src, 100)
     del rdr[7]
     rdr.append(row("new", BASE + timedelta(hours=3, seconds=1)))
     _, peeled, s_ad = await _both(src, rdr, 1, 16)
@@ -211,15 +221,7 @@ async def test_a_wrong_row_at_the_named_time_makes_the_day_fall_back() -> None:
 
     check = make_check(drilldown="{leaf_rows: 20}")
     s_ad = Lying(src)
-    result = await reconcile(
-        check,
-        s_ad,
-        DigestMemoryAdapter(rdr),
-        BASE,
-        BASE + timedelta(days=1),
-        now=NOW,
-        first=FirstPass(width=16),
-    )
+    result = await between(check, s_ad, DigestMemoryAdapter(rdr), first=FirstPass(width=16))
     (b,) = result.buckets
     # The peel's fetch did not match; the drill-down that followed could not agree either.
     assert b.status != "ok"

@@ -12,12 +12,12 @@ from driftgauge.jobs.runtime import JobRuntime
 from driftgauge.retention.job import RetentionJob
 from driftgauge.signals.service import SignalsService
 
+from .config_text import config_head
+
 NOW = datetime(2026, 3, 10, 12, 0, 7, tzinfo=UTC)
-CONFIG = """
-stores:
-  src: {kind: postgres, dsn: "postgresql://u@h/db"}
-state: {dsn: "postgresql://u@h/state"}
-checks:
+CONFIG = (
+    config_head(src="postgres")
+    + """
   orders:
     source: {store: src, table: orders, key: id, time: created_at}
     reader: {store: src, table: orders_copy, key: id, time: created_at}
@@ -25,6 +25,7 @@ checks:
     schedule: {recent: {every: 15m}}
     volume: {trailing: 7}
 """
+)
 
 
 class Claims:

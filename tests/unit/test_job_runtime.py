@@ -60,10 +60,29 @@ class ReplicaClaims:
             self.shared.locked.discard(job)
 
 
+class Fired(list[datetime]):
+    """A job's run that notes each scheduled time it is run for, in order."""
+
+    async def __call__(self, at: datetime) -> None:
+        self.append(at)
+
+
 async def settle() -> None:
     """Let the loop and the runs it started go as far as they can."""
     for _ in range(20):
         await asyncio.sleep(0)
+
+
+async def move_to(clock: ManualClock, when: datetime) -> None:
+    """Set the clock to `when` and let whatever that makes due run as far as it can."""
+    await clock.set(when)
+    await settle()
+
+
+async def move_by(clock: ManualClock, step: timedelta) -> None:
+    """Move the clock on by `step` and let whatever that makes due run as far as it can."""
+    await clock.advance(step)
+    await settle()
 
 
 async def until(cond: Callable[[], bool]) -> None:
@@ -75,24 +94,18 @@ async def until(cond: Callable[[], bool]) -> None:
 
 async def test_a_job_fires_at_each_scheduled_time_of_the_clock() -> None:
     clock = ManualClock(T0 + timedelta(seconds=10))
-    fired: list[datetime] = []
-
-    async def run(at: datetime) -> None:
-        fired.append(at)
-
+    fired = Fired()
     jobs = JobRuntime(clock)
-    jobs.add(Job("every-5m", "audit", run, every(5 * MINUTE)))
+    jobs.add(Job("every-5m", "audit", fired, every(5 * MINUTE)))
     jobs.start()
     try:
         await settle()
         assert fired == []  # the time before the start is not run
-        await clock.set(T0 + 4 * MINUTE)
-        await settle()
+        await move_to(clock, T0 + 4 * MINUTE)
         assert fired == []
         await clock.set(T0 + 5 * MINUTE)
         await until(lambda: len(fired) == 1)
-        await clock.set(T0 + 7 * MINUTE)
-        await settle()
+        await move_to(clock, T0 + 7 * MINUTE)
         # Three periods pass at once: the missed times coalesce into the latest one.
         await clock.set(T0 + 20 * MINUTE + timedelta(seconds=1))
         await until(lambda: len(fired) == 2)
@@ -104,22 +117,16 @@ async def test_a_job_fires_at_each_scheduled_time_of_the_clock() -> None:
 
 async def test_a_one_off_job_runs_once_at_its_time() -> None:
     clock = ManualClock(T0)
-    fired: list[datetime] = []
-
-    async def run(at: datetime) -> None:
-        fired.append(at)
-
+    fired = Fired()
     jobs = JobRuntime(clock)
     jobs.start()
     try:
-        jobs.add(Job("once", "ledger_reconcile", run, at=T0 + 2 * MINUTE))
-        await clock.set(T0 + MINUTE)
-        await settle()
+        jobs.add(Job("once", "ledger_reconcile", fired, at=T0 + 2 * MINUTE))
+        await move_to(clock, T0 + MINUTE)
         assert fired == []
         await clock.set(T0 + 3 * MINUTE)
         await until(lambda: len(fired) == 1)
-        await clock.set(T0 + 10 * MINUTE)
-        await settle()
+        await move_to(clock, T0 + 10 * MINUTE)
     finally:
         await jobs.stop()
     assert fired == [T0 + 2 * MINUTE]
@@ -160,13 +167,10 @@ async def test_a_claimed_time_runs_once_across_two_runtimes_sharing_the_claims()
 
 async def test_an_exclusive_job_is_skipped_while_another_replica_holds_its_lock() -> None:
     shared = SharedClaims()
-    ran: list[datetime] = []
-
-    async def run(at: datetime) -> None:
-        ran.append(at)
+    ran = Fired()
 
     rt = JobRuntime(lambda: T0 + timedelta(seconds=5), claims=shared.replica("replica-0"))  # type: ignore[arg-type]
-    rt.add(Job("c:canary", "canary", run, every(MINUTE), claim="canary:c", exclusive=True))
+    rt.add(Job("c:canary", "canary", ran, every(MINUTE), claim="canary:c", exclusive=True))
     shared.locked.add("canary:c")
     assert await rt.fire("c:canary") == "busy"
     assert ran == [] and shared.taken == {}
@@ -178,16 +182,13 @@ async def test_an_exclusive_job_is_skipped_while_another_replica_holds_its_lock(
 async def test_a_claim_the_state_database_refuses_skips_the_time_uncounted() -> None:
     shared = SharedClaims()
     shared.down = True
-    ran: list[datetime] = []
-
-    async def run(at: datetime) -> None:
-        ran.append(at)
+    ran = Fired()
 
     rt = JobRuntime(lambda: T0, claims=shared.replica("replica-0"))  # type: ignore[arg-type]
     rt.add(
-        Job("retention", "retention", run, every(timedelta(days=1)), claim="retention"),
+        Job("retention", "retention", ran, every(timedelta(days=1)), claim="retention"),
         Job(
-            "audit", "audit", run, every(MINUTE), claim="ledger-deadlines", run_if_claim_fails=True
+            "audit", "audit", ran, every(MINUTE), claim="ledger-deadlines", run_if_claim_fails=True
         ),
     )
     before = background.errors("retention")
@@ -250,31 +251,25 @@ async def test_a_job_never_overlaps_itself() -> None:
 
 async def test_first_after_runs_the_current_time_once_that_long_after_the_start() -> None:
     clock = ManualClock(T0 + timedelta(hours=5))
-    fired: list[datetime] = []
-
-    async def prune(at: datetime) -> None:
-        fired.append(at)
-
+    fired = Fired()
     jobs = JobRuntime(clock)
     jobs.add(
         Job(
             "retention",
             "retention",
-            prune,
+            fired,
             every(timedelta(days=1)),
             first_after=timedelta(minutes=10),
         )
     )
     jobs.start()
     try:
-        await clock.advance(timedelta(minutes=9))
-        await settle()
+        await move_by(clock, timedelta(minutes=9))
         assert fired == []
         # Hours past the day's time, yet it runs: the first run catches up.
         await clock.advance(timedelta(minutes=1))
         await until(lambda: len(fired) == 1)
-        await clock.advance(timedelta(hours=1))
-        await settle()
+        await move_by(clock, timedelta(hours=1))
     finally:
         await jobs.stop()
     assert fired == [datetime(2026, 3, 10, tzinfo=UTC)]
@@ -306,17 +301,14 @@ async def test_stop_cancels_the_runs_under_way_and_waits_for_them_to_record() ->
 
 async def test_drain_keeps_the_named_jobs_running() -> None:
     clock = ManualClock(T0)
-    beats: list[datetime] = []
-
-    async def beat(at: datetime) -> None:
-        beats.append(at)
+    beats = Fired()
 
     async def tick(at: datetime) -> None:
         raise AssertionError("drained jobs must not fire")
 
     jobs = JobRuntime(clock)
     jobs.add(
-        Job("heartbeat", "heartbeat", beat, every(MINUTE)),
+        Job("heartbeat", "heartbeat", beats, every(MINUTE)),
         Job("tick", "ticks", tick, every(MINUTE)),
     )
     jobs.start()

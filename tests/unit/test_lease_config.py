@@ -6,34 +6,18 @@ from datetime import timedelta
 
 import pytest
 
-from driftgauge.configfile.loader import load_text
-from driftgauge.core.errors import ConfigError
-
-BASE = """
-stores:
-  src: {kind: postgres, dsn: "postgresql://u@h/db"}
-state: {dsn: "postgresql://u@h/state"<LEASE>}
-checks:
-  orders:
-    source: {store: src, table: orders, key: id, time: created_at}
-    reader: {store: src, table: orders_copy, key: id, time: created_at}
-"""
-
-
-def config(lease: str = "") -> str:
-    """Return a minimal config with `lease` spliced into the state section."""
-    return BASE.replace("<LEASE>", f", lease: {lease}" if lease else "")
+from .config_text import config_problems, loaded_state, state_config
 
 
 def test_a_run_is_renewed_every_15s_and_expires_after_60s_by_default() -> None:
-    lease = load_text(config()).state.lease
+    lease = loaded_state("lease").lease
     assert (lease.heartbeat, lease.expires) == (timedelta(seconds=15), timedelta(seconds=60))
 
 
 def test_the_lease_takes_durations() -> None:
-    lease = load_text(config("{heartbeat: 1s, expires: 4s}")).state.lease
+    lease = loaded_state("lease", "{heartbeat: 1s, expires: 4s}").lease
     assert (lease.heartbeat, lease.expires) == (timedelta(seconds=1), timedelta(seconds=4))
-    assert load_text(config("{expires: 2m}")).state.lease.heartbeat == timedelta(seconds=15)
+    assert loaded_state("lease", "{expires: 2m}").lease.heartbeat == timedelta(seconds=15)
 
 
 @pytest.mark.parametrize(
@@ -47,6 +31,5 @@ def test_the_lease_takes_durations() -> None:
     ],
 )
 def test_a_bad_lease_names_its_location(lease: str, problem: str) -> None:
-    with pytest.raises(ConfigError) as err:
-        load_text(config(lease))
-    assert any(p.startswith(problem) for p in err.value.problems), err.value.problems
+    problems = config_problems(state_config("lease", lease))
+    assert any(p.startswith(problem) for p in problems), problems

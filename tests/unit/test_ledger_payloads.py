@@ -14,6 +14,8 @@ from driftgauge.ledger.client import LedgerClientError, SyncLedgerClient, _Outbo
 from driftgauge.ledger.hooks import ReconcileOnClose
 from driftgauge.ledger.models import Batch, Counts, RunOpen, RunOut
 
+from .config_text import config_head
+
 T0 = datetime(2024, 5, 6, tzinfo=UTC)
 
 
@@ -109,12 +111,9 @@ def test_outbox_numbers_batches_and_tallies_outcomes() -> None:
     assert second["keys"][-1] == {"key": "d", "outcome": "no_match", "reason": "no_document"}
 
 
-CONFIG = """
-stores:
-  db: {kind: postgres, dsn: "postgresql://x@h/db"}
-  os: {kind: opensearch, url: "http://h:9200"}
-state: {dsn: "postgresql://x@h/state"}
-checks:
+CONFIG = (
+    config_head(db="postgres", os="opensearch")
+    + """
   reviews:
     source: {store: db, table: tasks, key: task_id, time: ts}
     reader: {store: os, index: conv, key: task_id, time: ts}
@@ -124,6 +123,7 @@ checks:
     source: {store: db, table: tasks, key: task_id, time: ts}
     reader: {store: os, index: conv, key: task_id, time: ts}
 """
+)
 
 
 async def test_a_closed_run_schedules_one_reconcile_of_its_days_after_the_settle() -> None:

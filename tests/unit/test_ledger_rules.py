@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from driftgauge.ledger.models import RULES, Counts
+from driftgauge.ledger.models import RULES, Counts, Rule, RunStatus
 from driftgauge.ledger.rules import (
     RunFacts,
     WindowFacts,
@@ -30,6 +30,15 @@ def healthy_run(
 
 def window(*runs: RunFacts, due: bool = True) -> WindowFacts:
     return WindowFacts("review-sync", DAY, due, runs)
+
+
+def closed_run(
+    handed: int, out: Counts, status: RunStatus = "success", claimed: Counts | None = None
+) -> dict[Rule, str]:
+    """Return the breaches of a due window of one closed run; it claims `out` unless told."""
+    return evaluate(
+        window(RunFacts(1, handed, out, status, out if claimed is None else claimed)), 0.05
+    )
 
 
 def test_healthy_window_breaches_nothing() -> None:
@@ -63,14 +72,14 @@ def test_three_summaries_in_one_window_are_duplicates() -> None:
 
 def test_failed_writes() -> None:
     out = Counts(written=600, failed=35)
-    found = evaluate(window(RunFacts(1, 635, out, "partial_failure", out)), 0.05)
+    found = closed_run(635, out, "partial_failure")
     assert set(found) == {"failed_writes"}
 
 
 def test_nothing_written_and_status_mismatch_on_the_key_rename_night() -> None:
     # status=success, updated=0, no_docs_matched=452: the story's first night.
     out = Counts(no_match=452, skipped=183)
-    found = evaluate(window(RunFacts(1, 635, out, "success", out)), 0.05)
+    found = closed_run(635, out)
     assert set(found) == {"nothing_written", "no_match_rate", "status_mismatch"}
     # Skipped rows were never looked up: the rate is over the 452 lookups, not the 635 rows.
     assert "452 of 452" in found["no_match_rate"]
@@ -89,7 +98,7 @@ def test_no_match_rate_is_over_lookups_not_rows_skipped_without_a_key() -> None:
 def test_a_run_that_wrote_more_than_it_was_handed_breaches_written_exceeds_handed() -> None:
     # A double append: 1,628 written for 1,028 handed.
     out = Counts(written=1628)
-    found = evaluate(window(RunFacts(1, 1028, out, "success", out)), 0.05)
+    found = closed_run(1028, out)
     assert set(found) == {"written_exceeds_handed", "outcomes_mismatch"}
     assert "1628" in found["written_exceeds_handed"]
     assert "1028" in found["written_exceeds_handed"]
@@ -109,7 +118,7 @@ def test_no_match_rate_is_judged_against_the_threshold() -> None:
 
 def test_outcomes_that_do_not_add_up_to_the_input() -> None:
     out = Counts(written=600)
-    found = evaluate(window(RunFacts(1, 635, out, "success", out)), 0.05)
+    found = closed_run(635, out)
     assert set(found) == {"outcomes_mismatch"}
     assert "600" in found["outcomes_mismatch"] and "635" in found["outcomes_mismatch"]
 
@@ -117,13 +126,13 @@ def test_outcomes_that_do_not_add_up_to_the_input() -> None:
 def test_a_summary_whose_counts_disagree_with_the_reported_outcomes() -> None:
     out = Counts(written=635)
     claimed = Counts(written=630, skipped=5)
-    found = evaluate(window(RunFacts(1, 635, out, "success", claimed)), 0.05)
+    found = closed_run(635, out, claimed=claimed)
     assert set(found) == {"outcomes_mismatch"}
 
 
 def test_status_mismatch_when_failures_are_reported_as_success() -> None:
     out = Counts(written=630, failed=5)
-    found = evaluate(window(RunFacts(1, 635, out, "success", out)), 0.05)
+    found = closed_run(635, out)
     assert set(found) == {"failed_writes", "status_mismatch"}
     assert "partial_failure" in found["status_mismatch"]
 

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import platform
-import re
 import shutil
 import subprocess
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 from prometheus_client import REGISTRY, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import CollectorRegistry
 
 from driftgauge.core.aggregate import Aggregate
@@ -25,7 +22,8 @@ from driftgauge.metrics.leader import exporter_part, stored_parts
 from driftgauge.metrics.snapshot import CheckSnapshot
 from driftgauge.state.payloads import CheckRun, RunStatus
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
+from .metrics_doc import documented_rows, exposed, ticked
+
 DAY = datetime(2026, 3, 8, tzinfo=UTC)
 T_OK = datetime(2026, 3, 10, 10, 0, tzinfo=UTC)
 T_FAIL = T_OK + timedelta(hours=1)
@@ -97,6 +95,18 @@ def healthy() -> CheckSnapshot:
     )
 
 
+def failing(error: str) -> CheckSnapshot:
+    """Return a check whose latest run failed with `error` after a drift run."""
+    return CheckSnapshot(
+        "reviews",
+        3600.0,
+        run(3, "error", T_FAIL, error),
+        run(2, "drift", T_OK),
+        {"drift": 1, "error": 1},
+        buckets(),
+    )
+
+
 def old_buckets() -> tuple[BucketResult, ...]:
     """Return two days before the recent window as the full pass found them."""
     return tuple(replace(b, start=b.start - timedelta(days=20)) for b in buckets()[:2])
@@ -137,14 +147,7 @@ def test_latest_results_become_per_bucket_and_window_series() -> None:
 
 
 def test_a_failed_run_flips_up_and_keeps_the_last_rows() -> None:
-    failed = CheckSnapshot(
-        "reviews",
-        3600.0,
-        run(3, "error", T_FAIL, "StoreUnavailable"),
-        run(2, "drift", T_OK),
-        {"drift": 1, "error": 1},
-        buckets(),
-    )
+    failed = failing("StoreUnavailable")
     v = registry({"reviews": failed}).get_sample_value
     assert v("driftgauge_check_up", {"check": "reviews"}) == 0
     assert (
@@ -186,44 +189,21 @@ def test_the_registry_is_private_and_parts_compose() -> None:
 
 
 def _documented(sections: tuple[str, ...]) -> dict[str, tuple[str, set[str]]]:
-    out: dict[str, tuple[str, set[str]]] = {}
-    current = ""
-    for line in DOCS.read_text(encoding="utf-8").splitlines():
-        if line.startswith("## "):
-            current = line[3:].strip()
-        m = re.match(r"\| `(driftgauge_\w+)` \| (\w+) \|([^|]*)\|", line)
-        if m and current in sections:
-            labels = set(re.findall(r"`(\w+)`", m.group(3).split("(")[0]))
-            labels |= {
-                lab
-                for lab in re.findall(r"`(\w+)`", m.group(3))
-                if lab
-                in {"check", "day", "kind", "status", "reason", "direction", "version", "python"}
-            }
-            out[m.group(1)] = (m.group(2), labels)
-    return out
+    keep = {"check", "day", "kind", "status", "reason", "direction", "version", "python"}
+    return {
+        name: (kind, set(ticked(cell.split("(")[0])) | {lab for lab in ticked(cell) if lab in keep})
+        for name, kind, cell in documented_rows(sections)
+    }
 
 
 def test_exposition_matches_the_documented_names_types_and_labels() -> None:
     text = generate_latest(registry({"reviews": healthy()})).decode()
-    seen: dict[str, tuple[str, set[str]]] = {}
-    for fam in text_string_to_metric_families(text):
-        name = fam.name + "_total" if fam.type == "counter" else fam.name
-        labels = set().union(*(set(s.labels) for s in fam.samples)) if fam.samples else set()
-        seen[name] = (fam.type, labels)
-    assert seen == _documented(("Reconciliation", "Full history", "Process"))
+    assert exposed(text) == _documented(("Reconciliation", "Full history", "Process"))
 
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed")
 def test_promtool_accepts_the_exposition() -> None:
-    failed = CheckSnapshot(
-        "reviews",
-        3600.0,
-        run(3, "error", T_FAIL, "x"),
-        run(2, "drift", T_OK),
-        {"drift": 1, "error": 1},
-        buckets(),
-    )
+    failed = failing("x")
     text = generate_latest(registry({"reviews": failed, "orders": CheckSnapshot("orders")}))
     done = subprocess.run(
         ["promtool", "check", "metrics"], input=text, capture_output=True, timeout=30, check=False
@@ -254,11 +234,7 @@ def test_only_the_exporter_serves_the_stored_series() -> None:
 
 def test_the_exporter_gauge_matches_its_documented_section() -> None:
     text = generate_latest(build_registry([exporter_part(lambda: False)])).decode()
-    seen = {
-        fam.name: (fam.type, set().union(*(set(s.labels) for s in fam.samples)))
-        for fam in text_string_to_metric_families(text)
-    }
-    assert seen == _documented(("Replicas",))
+    assert exposed(text) == _documented(("Replicas",))
 
 
 def test_buckets_are_counted_by_the_strategy_that_judged_them() -> None:

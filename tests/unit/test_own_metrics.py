@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import re
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from driftgauge import observe
+from driftgauge.config.frozen import Check
 from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import (
     IncompleteExport,
@@ -21,29 +20,37 @@ from driftgauge.core.errors import (
     StoreUnavailable,
 )
 from driftgauge.engine.reconcile import reconcile
+from driftgauge.engine.result import RunResult
 from driftgauge.metrics.collector import build_registry
 from driftgauge.metrics.own import own_part
 from driftgauge.slots import store_slot
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import MemoryAdapter
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
+from .config_text import config_head
+from .metrics_doc import documented_rows, labels_and_values
+
 DAY = datetime(2026, 3, 8, tzinfo=UTC)
-CONFIG = """
-stores:
-  warehouse: {kind: postgres, dsn: "postgresql://x@h/x"}
-  search: {kind: opensearch, url: "http://h:9200"}
-state: {dsn: "postgresql://x@h/x"}
-checks:
+CONFIG = (
+    config_head(warehouse="postgres", search="opensearch")
+    + """
   c:
     source: {store: warehouse, table: t, key: k, time: ts}
     reader: {store: search, index: i, key: k, time: ts}
     settle: 0s
 """
+)
 
 
 def _rows(n: int) -> list[RowHash]:
     return [RowHash(f"k{i}", f"{i:016x}", i + 1, DAY + timedelta(minutes=i)) for i in range(n)]
+
+
+async def _one_day(check: Check, source: MemoryAdapter, reader: MemoryAdapter) -> RunResult:
+    """Reconcile DAY, settled a day since, between the two adapters."""
+    return await reconcile(
+        check, source, reader, DAY, DAY + timedelta(days=1), now=DAY + timedelta(days=2)
+    )
 
 
 def test_error_kinds_follow_the_exception_tree() -> None:
@@ -77,14 +84,7 @@ async def test_a_run_times_each_call_under_the_configured_store_names() -> None:
     check = load_text(CONFIG).checks["c"]
     before = observe.STORE_QUERIES.snapshot()
     reader = MemoryAdapter(_rows(99))  # one row missing: a drill-down
-    result = await reconcile(
-        check,
-        MemoryAdapter(_rows(100)),
-        reader,
-        DAY,
-        DAY + timedelta(days=1),
-        now=DAY + timedelta(days=2),
-    )
+    result = await _one_day(check, MemoryAdapter(_rows(100)), reader)
     assert result.status == "drift"
     after = observe.STORE_QUERIES.snapshot()
 
@@ -105,30 +105,17 @@ async def test_a_store_that_is_down_is_counted_and_named_on_the_result() -> None
     check = load_text(CONFIG).checks["c"]
     before = observe.error_counts().get(("search", "unavailable"), 0)
     reader = MemoryAdapter([], fail_with=StoreUnavailable("search", "connection refused"))
-    result = await reconcile(
-        check,
-        MemoryAdapter(_rows(3)),
-        reader,
-        DAY,
-        DAY + timedelta(days=1),
-        now=DAY + timedelta(days=2),
-    )
+    result = await _one_day(check, MemoryAdapter(_rows(3)), reader)
     assert result.status == "error" and result.failed_store == "search"
     assert observe.error_counts()[("search", "unavailable")] == before + 1
 
 
 def _documented() -> dict[str, tuple[str, set[str], set[str]]]:
-    out: dict[str, tuple[str, set[str], set[str]]] = {}
-    current = ""
-    for line in DOCS.read_text(encoding="utf-8").splitlines():
-        if line.startswith("## "):
-            current = line[3:].strip()
-        m = re.match(r"\| `(driftgauge_\w+)` \| (\w+) \| ([^|]*) \|", line)
-        if m and current in ("Stores", "Run durations") and "retries" not in m.group(1):
-            names = set(re.findall(r"`(\w+)`", re.sub(r"\([^)]*\)", "", m.group(3))))
-            values = set(re.findall(r"`(\w+)`", " ".join(re.findall(r"\(([^)]*)\)", m.group(3)))))
-            out[m.group(1)] = (m.group(2), names, values)
-    return out
+    return {
+        name: (kind, *labels_and_values(cell))
+        for name, kind, cell in documented_rows(("Stores", "Run durations"))
+        if "retries" not in name
+    }
 
 
 def test_exposition_matches_the_documented_stores_and_run_durations_sections() -> None:

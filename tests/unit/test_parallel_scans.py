@@ -20,31 +20,17 @@ from driftgauge.engine.strategy import DAYS_ONLY, FirstPass
 from driftgauge.stores.base import BucketDigest, Granularity, RowHash
 from driftgauge.stores.memory import MemoryAdapter
 
-from .engine_helpers import BASE, CONFIG, NOW, day_rows, key_of, make_check, row
+from .engine_helpers import BASE, NOW, check_text, day_rows, key_of, make_check, row
 
 BERLIN = ZoneInfo("Europe/Berlin")
 DAYS = 10
 
 
-def _parallel(check_text: str, parts: int) -> Any:
+def _parallel(parts: int, tz: str = "UTC") -> Any:
     """Return the check with both stores splitting their first pass into `parts`."""
-    text = check_text.replace(
-        'dsn: "postgresql://x@127.0.0.1/x"}',
-        f'dsn: "postgresql://x@127.0.0.1/x", parallel_scans: {parts}}}',
-        1,
-    ).replace(
-        'url: "http://127.0.0.1:9250"}', f'url: "http://127.0.0.1:9250", parallel_scans: {parts}}}'
-    )
+    split = f", parallel_scans: {parts}"
+    text = check_text(tz, src="postgres" + split, dst="opensearch" + split)
     return load_text(text).checks["reviews"]
-
-
-def _check_text(tz: str = "UTC") -> str:
-    return (
-        CONFIG.replace("{tz}", tz)
-        .replace("{settle}", "2h")
-        .replace("{tolerance}", "{}")
-        .replace("{drilldown}", "{leaf_rows: 50}")
-    )
 
 
 def test_a_window_is_cut_at_midnights_into_parts_of_near_equal_days() -> None:
@@ -124,7 +110,7 @@ async def test_split_first_passes_give_the_same_verdicts(first: FirstPass, seed:
         make_check(), MemoryAdapter(source), MemoryAdapter(reader), BASE, end, now=NOW, first=first
     )
     src, rdr = MemoryAdapter(source), MemoryAdapter(reader)
-    three = await reconcile(_parallel(_check_text(), 3), src, rdr, BASE, end, now=NOW, first=first)
+    three = await reconcile(_parallel(3), src, rdr, BASE, end, now=NOW, first=first)
     assert one.error is None and three.error is None
     assert _verdicts(three) == _verdicts(one)
     assert any(v[1] == "drift" for v in _verdicts(one))
@@ -163,7 +149,7 @@ async def test_the_parts_of_a_side_run_at_once() -> None:
     rows = [r for d in range(6) for r in day_rows(d, 30)]
     src, rdr = Gate(list(rows)), Gate(list(rows))
     result = await reconcile(
-        _parallel(_check_text("Europe/Berlin"), 3),
+        _parallel(3, "Europe/Berlin"),
         src,
         rdr,
         datetime(2026, 3, 1, tzinfo=BERLIN),
@@ -177,13 +163,10 @@ async def test_the_parts_of_a_side_run_at_once() -> None:
 
 def test_parallel_scans_is_validated_and_refused_where_one_query_runs_at_a_time() -> None:
     with pytest.raises(ConfigError, match=r"stores\.src\.parallel_scans"):
-        _parallel(_check_text(), 0)
+        _parallel(0)
     with pytest.raises(ConfigError, match=r"stores\.src\.parallel_scans"):
-        _parallel(_check_text(), 33)
-    duck = _check_text().replace(
-        'src: {kind: postgres, dsn: "postgresql://x@127.0.0.1/x"}',
-        "src: {kind: duckdb, database: /tmp/x.duckdb, parallel_scans: 2}",
-    )
+        _parallel(33)
+    duck = check_text(src="duckdb, parallel_scans: 2", dst="opensearch")
     with pytest.raises(ConfigError, match=r"stores\.src\.parallel_scans: a duckdb store runs one"):
         load_text(duck)
     assert make_check().source.store.parallel_scans == 1

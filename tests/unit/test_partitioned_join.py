@@ -10,12 +10,11 @@ import pytest
 
 from driftgauge.engine import join
 from driftgauge.engine.join import LeafDiff, Partitioned, join_partitioned, join_rows
-from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.strategy import FirstPass
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import MemoryAdapter
 
-from .engine_helpers import BASE, NOW, make_check, row
+from .engine_helpers import BASE, between, make_check, row
 
 
 def _sides(rng: random.Random, n: int) -> tuple[list[RowHash], list[RowHash], dict[str, str]]:
@@ -154,13 +153,11 @@ async def test_a_day_drilled_through_spilled_partitions_is_judged_alike(
     source, reader = _scenario(random.Random(seed))
 
     async def judged(leaf_rows: int) -> list[tuple[str, int, int, int, int, object, object]]:
-        got = await reconcile(
+        got = await between(
             make_check(drilldown=f"{{leaf_rows: {leaf_rows}}}"),
             MemoryAdapter(source),
             MemoryAdapter(reader),
-            BASE,
-            BASE + timedelta(days=3),
-            now=NOW,
+            3,
             first=FirstPass(slots=True),
         )
         assert got.error is None

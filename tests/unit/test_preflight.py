@@ -16,21 +16,19 @@ from driftgauge.stores.postgres import preflight as preflight_pg
 from driftgauge.stores.postgres.dialect import POSTGRES as pg_sql
 from driftgauge.stores.preflight import FieldSchema, Wanted, preflight, wanted
 
-CONFIG = """
-stores:
-  pg: {{kind: postgres, dsn: "postgresql://x/y"}}
-  os: {{kind: opensearch, url: "http://x"}}
-state: {{dsn: "postgresql://x/y"}}
-checks:
+from .config_text import config_head
+
+CHECK = """
   c:
-    source: {{store: pg, table: t, key: id, time: ts}}
-    reader: {{store: os, index: i, key: id, time: ts, fields: {{at: at_ms}}}}
-    fields: {{at: timestamp, label: string}}
-{extra}"""
+    source: {store: pg, table: t, key: id, time: ts}
+    reader: {store: os, index: i, key: id, time: ts, fields: {at: at_ms}}
+    fields: {at: timestamp, label: string}
+"""
 
 
 def _check(extra: str = "") -> Check:
-    return load_text(CONFIG.format(extra=extra)).checks["c"]
+    text = config_head(pg="postgres", os="opensearch") + CHECK + extra
+    return load_text(text).checks["c"]
 
 
 @dataclass

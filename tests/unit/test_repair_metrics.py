@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import re
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
@@ -13,7 +11,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from driftgauge.metrics.collector import build_registry
 from driftgauge.repair.metrics import RepairMetrics, RepairSnapshot
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
+from .metrics_doc import documented_rows, exposed, ticked
+
 T = datetime(2026, 3, 16, 12, tzinfo=UTC)
 LABELS = {
     "pipeline",
@@ -31,16 +30,10 @@ LABELS = {
 
 
 def _documented() -> dict[str, tuple[str, set[str]]]:
-    out: dict[str, tuple[str, set[str]]] = {}
-    current = ""
-    for line in DOCS.read_text(encoding="utf-8").splitlines():
-        if line.startswith("## "):
-            current = line[3:].strip()
-        m = re.match(r"\| `(driftgauge_\w+)` \| (\w+) \| ([^|]*) \|", line)
-        if m and current == "Repair":
-            labels = {lab for lab in re.findall(r"`(\w+)`", m.group(3)) if lab in LABELS}
-            out[m.group(1)] = (m.group(2), labels)
-    return out
+    return {
+        name: (kind, {lab for lab in ticked(cell) if lab in LABELS})
+        for name, kind, cell in documented_rows(("Repair",))
+    }
 
 
 def _part() -> RepairMetrics:
@@ -77,11 +70,7 @@ def _part() -> RepairMetrics:
 
 def test_exposition_matches_the_documented_repair_section() -> None:
     text = generate_latest(build_registry([_part()])).decode()
-    seen: dict[str, tuple[str, set[str]]] = {}
-    for fam in text_string_to_metric_families(text):
-        name = fam.name + "_total" if fam.type == "counter" else fam.name
-        seen[name] = (fam.type, set().union(*(set(s.labels) for s in fam.samples)))
-    assert seen == _documented()
+    assert exposed(text) == _documented()
 
 
 def test_ages_and_the_silent_change_read_from_the_snapshot() -> None:

@@ -4,9 +4,10 @@ differs is scanned alone for its difference digests and peeled, not drilled down
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from driftgauge.core.aggregate import Aggregate, minus
 from driftgauge.core.errors import StoreError
@@ -15,13 +16,14 @@ from driftgauge.engine.plan import RESCAN_SHARE, StoredDrift, cover
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import BucketResult, RunResult
 from driftgauge.engine.strategy import FirstPass
-from driftgauge.stores.base import Granularity
+from driftgauge.stores.base import Granularity, RowHash
 from driftgauge.stores.memory import DigestMemoryAdapter, MemoryAdapter
 
 from .engine_helpers import BASE, NOW, day_rows, key_of, make_check, row
 from .test_first_run import DAYS, PER_DAY, _drifted
 
 DRILLS = ("slots", "prefixes", "hours")
+A = TypeVar("A", bound=MemoryAdapter)
 
 
 WINDOW = DAYS * RESCAN_SHARE
@@ -40,6 +42,15 @@ async def _run(
     return await reconcile(
         check, source, reader, BASE, end, now=NOW, first=FirstPass(rescan=rescan, day_drift=drift)
     )
+
+
+async def _run_drifted(
+    source: Callable[[list[RowHash]], A], rescan: bool, **kw: Any
+) -> tuple[RunResult, A]:
+    """Run _drifted's rows, the source's through `source`, the reader's with digests."""
+    src, rdr = _drifted()
+    s_ad = source(src)
+    return await _run(s_ad, DigestMemoryAdapter(rdr), rescan, **kw), s_ad
 
 
 def _counts(b: BucketResult) -> tuple[object, ...]:
@@ -66,11 +77,9 @@ async def test_a_differing_day_is_scanned_alone_and_peeled() -> None:
 
 
 async def test_the_rows_a_day_differed_by_size_its_scan() -> None:
-    src, rdr = _drifted()
-    s_ad = DigestMemoryAdapter(src)
     # 4 x PER_DAY rows differ a day (a mismatch is two): sized for them, one scan peels.
     drift = {BASE + timedelta(days=d): StoredDrift(4 * PER_DAY) for d in range(DAYS)}
-    result = await _run(s_ad, DigestMemoryAdapter(rdr), rescan=True, drift=drift)
+    result, s_ad = await _run_drifted(DigestMemoryAdapter, rescan=True, drift=drift)
     assert [_counts(b) for b in result.buckets[:DAYS]] == DRIFT
     sized = f"days+cells:{iblt.width_for(4 * PER_DAY)}"
     assert [c for c in s_ad.calls if c.startswith("days+cells")] == [sized] * DAYS
@@ -78,19 +87,15 @@ async def test_the_rows_a_day_differed_by_size_its_scan() -> None:
 
 
 async def test_without_rescan_the_same_days_are_drilled_down_to_the_same_counts() -> None:
-    src, rdr = _drifted()
-    s_ad = DigestMemoryAdapter(src)
-    result = await _run(s_ad, DigestMemoryAdapter(rdr), rescan=False)
+    result, s_ad = await _run_drifted(DigestMemoryAdapter, rescan=False)
     assert [_counts(b) for b in result.buckets[:DAYS]] == DRIFT
     assert any(c.startswith(DRILLS) for c in s_ad.calls)
     assert not any(c.startswith("days+cells") for c in s_ad.calls)
 
 
 async def test_drift_on_more_days_than_a_few_takes_one_second_pass_not_a_scan_a_day() -> None:
-    src, rdr = _drifted()
-    s_ad = DigestMemoryAdapter(src)
     # Every day of the window differs: drift spread since the verdict that planned rescans.
-    result = await _run(s_ad, DigestMemoryAdapter(rdr), rescan=True, days=DAYS)
+    result, s_ad = await _run_drifted(DigestMemoryAdapter, rescan=True, days=DAYS)
     assert [_counts(b) for b in result.buckets] == DRIFT
     assert not any(c.startswith(DRILLS) for c in s_ad.calls)
     # The days are consecutive: one scan of them all, then one fetch of their rows.
@@ -140,9 +145,7 @@ async def test_a_day_that_changed_before_the_second_pass_is_drilled_down_never_o
 
 
 async def test_a_side_without_digests_is_drilled_down() -> None:
-    src, rdr = _drifted()
-    s_ad = MemoryAdapter(src)
-    result = await _run(s_ad, DigestMemoryAdapter(rdr), rescan=True)
+    result, s_ad = await _run_drifted(MemoryAdapter, rescan=True)
     assert [_counts(b) for b in result.buckets[:DAYS]] == DRIFT
     assert any(c.startswith(DRILLS) for c in s_ad.calls)
 
@@ -275,10 +278,8 @@ def _stored_days() -> dict[datetime, StoredDrift]:
 
 
 async def test_the_drifted_days_are_scanned_beside_the_first_pass_not_after_it() -> None:
-    src, rdr = _drifted()
-    s_ad = _Beside(src)
     # Scanned after the pass, the pass would wait for a scan that never begins: a timeout.
-    result = await _run(s_ad, DigestMemoryAdapter(rdr), rescan=True, drift=_stored_days())
+    result, s_ad = await _run_drifted(_Beside, rescan=True, drift=_stored_days())
     assert result.error is None
     assert [_counts(b) for b in result.buckets[:DAYS]] == DRIFT
     assert all(b.status == "ok" for b in result.buckets[DAYS:])

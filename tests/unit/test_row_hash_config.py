@@ -14,21 +14,20 @@ from driftgauge.core.errors import ConfigError
 from driftgauge.engine.result import RunResult
 from driftgauge.repair import partitions
 
+from .config_text import config_head
+
 T = datetime(2026, 1, 1, tzinfo=UTC)
 
-CONFIG = """
-stores:
-  pg: {kind: postgres, dsn: "postgresql://u@127.0.0.1:1/db"}
-  pg2: {kind: postgres, dsn: "postgresql://u@127.0.0.1:1/db2"}
-  my: {kind: mariadb, dsn: "mysql://u@127.0.0.1:1/db"}
-state: {dsn: "postgresql://u@127.0.0.1:1/state"}
-checks:
+CONFIG = (
+    config_head(pg="postgres", pg2="postgres", my="mariadb")
+    + """
   c:
     source: {store: pg, table: t, key: id, time: ts}
     reader: {store: READER, table: t, key: id, time: ts}
     fields: {label: string}
     SETTING
 """
+)
 
 
 def load(reader: str, setting: str = "") -> Check:

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from driftgauge import observe
-from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.strategy import FirstPass
 from driftgauge.stores.memory import DigestMemoryAdapter, MemoryAdapter
 
-from .engine_helpers import BASE, NOW, day_rows, key_of, make_check, row
+from .engine_helpers import between, changed, day_rows, make_check
 
 
 def scanned(store: str) -> dict[str, int]:
@@ -21,13 +18,11 @@ async def test_a_healthy_run_scans_each_row_once_per_side_whether_slots_come_or_
     rows = day_rows(0, 300) + day_rows(1, 200)
     before_src, before_dst = scanned("src"), scanned("dst")
     for slots_first in (False, True):
-        result = await reconcile(
+        result = await between(
             make_check(),
             MemoryAdapter(list(rows)),
             MemoryAdapter(list(rows)),
-            BASE,
-            BASE + timedelta(days=2),
-            now=NOW,
+            2,
             first=FirstPass(slots=slots_first),
         )
         assert result.status == "ok"
@@ -40,13 +35,10 @@ async def test_a_healthy_run_scans_each_row_once_per_side_whether_slots_come_or_
 
 async def test_drift_adds_the_rows_of_each_drill_query_and_the_exported_rows() -> None:
     src = day_rows(0, 2400)
-    rdr = list(src)
-    rdr[100] = row(key_of(rdr[100]), rdr[100].event_time, "changed")
+    rdr = changed(src, 100)
     before = scanned("dst")
     check = make_check(drilldown="{leaf_rows: 50, max_depth: 4}")
-    result = await reconcile(
-        check, MemoryAdapter(src), MemoryAdapter(rdr), BASE, BASE + timedelta(days=1), now=NOW
-    )
+    result = await between(check, MemoryAdapter(src), MemoryAdapter(rdr))
     assert result.buckets[0].mismatched == 1
     after = scanned("dst")
     grew = {op: after.get(op, 0) - before.get(op, 0) for op in observe.SCANS}
@@ -61,22 +53,18 @@ async def test_excluded_source_rows_count_as_scanned() -> None:
     rows = day_rows(0, 100)
     dropped = [(r.event_time, "no_join_key") for r in rows[:7]]
     src = MemoryAdapter(list(rows), excluded=dropped)
-    result = await reconcile(
-        make_check(), src, MemoryAdapter(list(rows)), BASE, BASE + timedelta(days=1), now=NOW
-    )
+    result = await between(make_check(), src, MemoryAdapter(list(rows)))
     assert result.rows_scanned == 100 + 7 + 100
 
 
 async def test_a_difference_digest_first_pass_counts_its_rows() -> None:
     rows = day_rows(0, 300) + day_rows(1, 200)
     before = scanned("dst")
-    result = await reconcile(
+    result = await between(
         make_check(),
         DigestMemoryAdapter(list(rows)),
         DigestMemoryAdapter(list(rows)),
-        BASE,
-        BASE + timedelta(days=2),
-        now=NOW,
+        2,
         first=FirstPass(width=32),
     )
     assert result.status == "ok" and result.queries == 2

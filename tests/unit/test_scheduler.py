@@ -14,12 +14,11 @@ from driftgauge.jobs.recurring import signals_grid, tick_jobs
 from driftgauge.jobs.runtime import JobRuntime
 from driftgauge.jobs.schedule import JobSpec, TickFn, collisions, job_specs
 
-CONFIG = """
-stores:
-  src: {kind: postgres, dsn: "postgresql://x@127.0.0.1/x"}
-  dst: {kind: opensearch, url: "http://127.0.0.1:9250"}
-state: {dsn: "postgresql://x@127.0.0.1/x"}
-checks:
+from .config_text import config_head
+
+CONFIG = (
+    config_head(src="postgres", dst="opensearch")
+    + """
   reviews:
     source: {store: src, table: t, key: k, time: ts}
     reader: {store: dst, index: i, key: k, time: ts}
@@ -30,6 +29,7 @@ checks:
     reader: {store: dst, index: o, key: k, time: ts}
     schedule: {recent: {every: 15m}, full: {every: 1d}}
 """
+)
 T0 = datetime(2026, 3, 10, 10, 0, tzinfo=UTC)
 
 
@@ -72,12 +72,9 @@ def test_interval_ticks_sit_on_a_grid_every_replica_shares() -> None:
     assert every2s.latest_fire(T0 + timedelta(seconds=5.5)) == T0 + timedelta(seconds=4)
 
 
-DAILY = """
-stores:
-  src: {kind: postgres, dsn: "postgresql://x@127.0.0.1/x"}
-  dst: {kind: opensearch, url: "http://127.0.0.1:9250"}
-state: {dsn: "postgresql://x@127.0.0.1/x"}
-checks:
+DAILY = (
+    config_head(src="postgres", dst="opensearch")
+    + """
   c:
     source: {store: src, table: t, key: k, time: ts}
     reader: {store: dst, index: i, key: k, time: ts}
@@ -85,6 +82,7 @@ checks:
     settle: <SETTLE>
     schedule: {recent: {every: <EVERY>}, full: {every: 7d}}
 """
+)
 
 
 @pytest.mark.parametrize(

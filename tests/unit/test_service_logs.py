@@ -15,6 +15,8 @@ from driftgauge.configfile.loader import load_text
 from driftgauge.jobs.windows import full_window, recent_window
 from driftgauge.logs import JsonFormatter, configure, log_context
 
+from .config_text import config_head
+
 
 def _format(record: logging.LogRecord) -> dict[str, object]:
     out: dict[str, object] = json.loads(JsonFormatter().format(record))
@@ -49,18 +51,16 @@ def test_bound_context_and_extras_land_in_each_line() -> None:
 
 
 def test_windows_are_whole_local_days_up_to_now() -> None:
-    cfg = load_text("""
-stores:
-  s: {kind: postgres, dsn: "postgresql://x@h/x"}
-  r: {kind: opensearch, url: "http://h:9200"}
-state: {dsn: "postgresql://x@h/x"}
-checks:
+    cfg = load_text(
+        config_head(s="postgres", r="opensearch")
+        + """
   c:
     source: {store: s, table: t, key: k, time: ts}
     reader: {store: r, index: i, key: k, time: ts}
     timezone: America/New_York
     schedule: {recent: {every: 1h, days: 3}, full: {every: 1d, days: 30}}
-""")
+"""
+    )
     check = cfg.checks["c"]
     now = datetime(2026, 3, 10, 3, 0, tzinfo=UTC)  # still March 9 in New York
     start, end = recent_window(check, now)

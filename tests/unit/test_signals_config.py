@@ -12,9 +12,7 @@ from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import ConfigError
 from driftgauge.stores.opensearch import querydsl
 from driftgauge.stores.opensearch.settings import OpenSearchStore
-
-HIDE = {"exists": {"field": "driftgauge_canary"}}
-TIERS = {"terms": {"review_tier": ["first_tier", "second_tier"]}}
+from tests.config_fuzz import HIDE, TIERS, tier_reader
 
 
 def config(**check: Any) -> str:
@@ -28,14 +26,7 @@ def config(**check: Any) -> str:
         "checks": {
             "reviews": {
                 "source": {"store": "db", "table": "tasks", "key": "task_id", "time": "ts"},
-                "reader": {
-                    "store": "os",
-                    "index": "conv",
-                    "key": "task_id",
-                    "time": "ts",
-                    "fields": {"label": "review_tier"},
-                    "filter": {"bool": {"filter": [TIERS], "must_not": [HIDE]}},
-                },
+                "reader": tier_reader("ts"),
                 "fields": {"label": "string"},
                 **check,
             }

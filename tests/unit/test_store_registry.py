@@ -14,16 +14,16 @@ from driftgauge.stores.mariadb.adapter import MariaDBAdapter
 from driftgauge.stores.opensearch.adapter import OpenSearchAdapter
 from driftgauge.stores.postgres.adapter import PostgresAdapter
 
-CONFIG = """
-stores:
-  pg: {kind: postgres, dsn: "postgresql://u@127.0.0.1:1/db"}
-  os: {kind: opensearch, url: "http://127.0.0.1:9250"}
-state: {dsn: "postgresql://u@127.0.0.1:1/state"}
-checks:
+from .config_text import config_head
+
+CONFIG = (
+    config_head(pg="postgres", os="opensearch")
+    + """
   c:
     source: {store: pg, table: t, key: id, time: ts}
     reader: {store: os, index: i, key: id, time: ts}
 """
+)
 ADAPTERS = {"postgres": PostgresAdapter, "opensearch": OpenSearchAdapter, "mariadb": MariaDBAdapter}
 PROTOCOLS = {
     registry.SLOT_FIRST_PASS: SlotFirstPass,

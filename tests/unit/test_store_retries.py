@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import re
-from pathlib import Path
 from typing import Any
 
 import opensearchpy as osp
@@ -21,7 +19,8 @@ from driftgauge.stores import retries
 from driftgauge.stores.opensearch import retry as os_retry
 from driftgauge.stores.opensearch.client import translate_error
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
+from .metrics_doc import documented_rows, labels_and_values
+
 FAST = os_retry.RetryPolicy(attempts=4, base=0.001, cap=0.004, reserve=0.0)
 
 
@@ -147,17 +146,9 @@ def test_a_hang_is_a_timeout_not_a_retry() -> None:
 
 
 def _documented() -> dict[str, tuple[str, set[str], set[str]]]:
-    out: dict[str, tuple[str, set[str], set[str]]] = {}
-    current = ""
-    for line in DOCS.read_text(encoding="utf-8").splitlines():
-        if line.startswith("## "):
-            current = line[3:].strip()
-        m = re.match(r"\| `(driftgauge_\w+)` \| (\w+) \| ([^|]*) \|", line)
-        if m and current == "Stores":
-            names = set(re.findall(r"`(\w+)`", re.sub(r"\([^)]*\)", "", m.group(3))))
-            values = set(re.findall(r"`(\w+)`", " ".join(re.findall(r"\(([^)]*)\)", m.group(3)))))
-            out[m.group(1)] = (m.group(2), names, values)
-    return out
+    return {
+        name: (kind, *labels_and_values(cell)) for name, kind, cell in documented_rows(("Stores",))
+    }
 
 
 def test_exposition_matches_the_documented_stores_section() -> None:
