@@ -195,8 +195,15 @@ def base() -> dict[str, Any]:
     )
 
 
-DROP = object()
-"""As a case's value: remove the key instead of setting it."""
+class _Drop:
+    """As a case's value: remove the key instead of setting it."""
+
+    def __repr__(self) -> str:
+        # A stable repr keeps the case ids the same from run to run.
+        return "<drop>"
+
+
+DROP = _Drop()
 
 
 @dataclass(frozen=True)
