@@ -27,7 +27,7 @@ from driftgauge.retention.job import RetentionJob
 from driftgauge.retention.prune import TABLES, prune
 from driftgauge.state.store import StateStore
 
-from .service_helpers import schema_name
+from .service_helpers import REVIEWS_SOURCE, STORES, filled, schema_name
 
 pytestmark = pytest.mark.integration
 
@@ -36,15 +36,13 @@ pytestmark = pytest.mark.integration
 NOW = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
 TODAY = NOW.date()
 
-CONFIG = """
-stores:
-  src: {kind: postgres, dsn: "postgresql://unused@127.0.0.1:1/unused"}
-  dst: {kind: opensearch, url: "http://127.0.0.1:1"}
-state: {dsn: "<DSN>", schema: <SCHEMA>, retention: {runs: 30d, ledger: 60d}}
+CONFIG = (
+    STORES
+    + """state: {dsn: "<DSN>", schema: <SCHEMA>, retention: {runs: 30d, ledger: 60d}}
 checks:
-  reviews:
-    source: {store: src, table: reviews, key: task_id, time: completed_at}
-    reader:
+"""
+    + REVIEWS_SOURCE
+    + """    reader:
       store: dst
       index: reviews
       key: task_id
@@ -62,6 +60,7 @@ checks:
     schedule: {recent: {every: 1h, days: 3}, full: {every: 1d, days: 5}}
     ledger: {job: quiet-sync}
 """
+)
 
 # What the seeded world loses to one prune; everything else in it must stay.
 EXPECTED = {
@@ -93,7 +92,7 @@ def day(days: int) -> date:
 
 def config_text(dsn: str, schema: str) -> str:
     """Return the retention test config with its state in `schema` of `dsn`."""
-    return CONFIG.replace("<DSN>", dsn).replace("<SCHEMA>", schema)
+    return filled(CONFIG, dsn, schema)
 
 
 def bucket(d: date, status: str = "drift") -> BucketResult:

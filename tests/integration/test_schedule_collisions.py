@@ -22,25 +22,22 @@ from driftgauge.state.store import StateStore
 from driftgauge.stores.base import BucketDigest, Granularity
 from driftgauge.stores.memory import MemoryAdapter
 
-from .service_helpers import day_rows, memory_opener, schema_name
+from .service_helpers import REVIEWS, STORES, day_rows, filled, memory_opener, schema_name
 from .test_ticks import Clock
 
 pytestmark = pytest.mark.integration
 # The shipped example's shape: an hourly recent tick, a nightly full pass at 03:00, so
 # every night both fall due at the same instant.
-CONFIG = """
-stores:
-  src: {kind: postgres, dsn: "postgresql://unused@127.0.0.1:1/unused"}
-  dst: {kind: opensearch, url: "http://127.0.0.1:1"}
-state: {dsn: "<DSN>", schema: <SCHEMA>}
+CONFIG = (
+    STORES
+    + """state: {dsn: "<DSN>", schema: <SCHEMA>}
 checks:
-  reviews:
-    source: {store: src, table: reviews, key: task_id, time: completed_at}
-    reader: {store: dst, index: reviews, key: task_id, time: completed_at}
-    fields: {label: string}
-    settle: 2h
+"""
+    + REVIEWS
+    + """    settle: 2h
     schedule: {recent: {every: 1h, days: 7}, full: {cron: "0 3 * * *", days: 30}}
 """
+)
 START = datetime(2026, 3, 1, 0, 0, tzinfo=UTC)
 
 
@@ -61,7 +58,7 @@ class Gated(MemoryAdapter):
 
 @pytest.fixture
 def config(pg_database: str) -> Config:
-    return load_text(CONFIG.replace("<DSN>", pg_database).replace("<SCHEMA>", schema_name()))
+    return load_text(filled(CONFIG, pg_database, schema_name()))
 
 
 @pytest.fixture
