@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import asyncpg
 import pytest
 import yaml
 from opensearchpy import AsyncOpenSearch
@@ -25,55 +24,31 @@ from driftgauge.jobs.recurring import canary_jobs
 from driftgauge.jobs.runtime import JobRuntime
 from driftgauge.state.store import StateStore
 from driftgauge.stores import open_adapter
-from tests.integration.conftest import OS_URL, TIMEOUT, unique_name
+from tests.integration.conftest import unique_name
+from tests.integration.signals_support import (
+    NOT_CANARY,
+    SYNC_STORE,
+    create_canary_index,
+    insert_tasks,
+    reviews_raw,
+)
 
 pytestmark = pytest.mark.integration
 
 T0 = datetime(2024, 5, 7, 12, 0, tzinfo=UTC)
 TIMES = 8
-MAPPING = {
-    "properties": {
-        "task_id": {"type": "keyword"},
-        "label": {"type": "keyword"},
-        "completed_at": {"type": "date"},
-        "driftgauge_canary": {"type": "keyword"},
-    }
-}
 
 
 def config_text(dsn: str, index: str, schema: str) -> str:
-    raw = {
-        "stores": {
-            "db": {"kind": "postgres", "dsn": dsn, "timeout_seconds": TIMEOUT},
-            "search": {"kind": "opensearch", "url": OS_URL, "timeout_seconds": TIMEOUT},
-            "sync": {"kind": "opensearch", "url": OS_URL, "timeout_seconds": 10},
-        },
-        "state": {"dsn": dsn, "schema": schema},
-        "checks": {
-            "reviews": {
-                "source": {
-                    "store": "db",
-                    "table": "tasks",
-                    "key": "task_id",
-                    "time": "completed_at",
-                },
-                "reader": {
-                    "store": "search",
-                    "index": index,
-                    "key": "task_id",
-                    "time": "completed_at",
-                    "filter": {"bool": {"must_not": [{"exists": {"field": "driftgauge_canary"}}]}},
-                },
-                "fields": {"label": "string"},
-                "canary": {
-                    "store": "sync",
-                    "document": {"label": "ok"},
-                    "every": "1m",
-                    "timeout_seconds": 20,
-                },
-            }
-        },
-    }
+    raw = reviews_raw(
+        dsn,
+        index,
+        db="db",
+        stores={"sync": SYNC_STORE},
+        state={"dsn": dsn, "schema": schema},
+        reader={"filter": NOT_CANARY},
+        canary={"store": "sync", "document": {"label": "ok"}, "every": "1m", "timeout_seconds": 20},
+    )
     return yaml.safe_dump(raw)
 
 
@@ -91,22 +66,11 @@ class Clock:
 async def replicas(
     pg_database: str, os_client: AsyncOpenSearch, os_index: Callable[[str], str]
 ) -> AsyncIterator[list[Any]]:
-    conn = await asyncpg.connect(pg_database, timeout=TIMEOUT)
-    try:
-        await conn.execute(
-            "CREATE TABLE IF NOT EXISTS tasks (task_id text, label text, completed_at timestamptz)"
-        )
-        await conn.executemany(
-            "INSERT INTO tasks VALUES ($1, 'ok', $2)",
-            [(f"task-{i}", T0 - timedelta(hours=20 - i)) for i in range(5)],
-        )
-    finally:
-        await conn.close()
-    index = os_index("dg_canary_pair")
-    await os_client.indices.create(
-        index=index,
-        body={"settings": {"number_of_shards": 1, "number_of_replicas": 0}, "mappings": MAPPING},
+    await insert_tasks(
+        pg_database, "ok", [(f"task-{i}", T0 - timedelta(hours=20 - i)) for i in range(5)]
     )
+    index = os_index("dg_canary_pair")
+    await create_canary_index(os_client, index, "label")
     config = load_text(config_text(pg_database, index, unique_name("dg_state")))
     check = config.checks["reviews"]
     clock = Clock()
