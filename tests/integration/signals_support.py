@@ -131,17 +131,11 @@ async def insert_tasks(dsn: str, label: str, rows: Iterable[tuple[str, datetime]
 
 async def create_canary_index(client: AsyncOpenSearch, index: str, label: str) -> None:
     """Create a one-shard reader index of tasks: keywords for the key, `label` and the sentinel."""
+    properties: dict[str, Any] = {
+        name: {"type": "keyword"} for name in ("task_id", label, "driftgauge_canary")
+    }
+    properties["completed_at"] = {"type": "date"}
+    settings = {"number_of_shards": 1, "number_of_replicas": 0}
     await client.indices.create(
-        index=index,
-        body={
-            "settings": {"number_of_shards": 1, "number_of_replicas": 0},
-            "mappings": {
-                "properties": {
-                    "task_id": {"type": "keyword"},
-                    label: {"type": "keyword"},
-                    "completed_at": {"type": "date"},
-                    "driftgauge_canary": {"type": "keyword"},
-                }
-            },
-        },
+        index=index, body={"settings": settings, "mappings": {"properties": properties}}
     )

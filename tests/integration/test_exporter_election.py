@@ -13,6 +13,7 @@ from driftgauge.state.election import ExporterElection
 from driftgauge.state.store import StateStore
 
 from .service_helpers import make_config, schema_name
+from .state_helpers import replica_stores
 
 pytestmark = pytest.mark.integration
 
@@ -24,12 +25,8 @@ async def config(pg_database: str) -> Config:
 
 @pytest.fixture
 async def stores(config: Config) -> AsyncIterator[list[StateStore]]:
-    opened = [await StateStore.open(config.state, replica=f"replica-{i}") for i in range(3)]
-    try:
+    async with replica_stores(config.state, 3) as opened:
         yield opened
-    finally:
-        for s in opened:
-            await s.close()
 
 
 async def test_one_of_three_leads_and_another_takes_over_when_it_shuts_down(

@@ -26,6 +26,7 @@ from driftgauge.state.reads import Reads
 from driftgauge.state.store import StateStore
 
 from .service_helpers import NOW, make_config, schema_name
+from .state_helpers import replica_stores
 
 pytestmark = pytest.mark.integration
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
@@ -39,12 +40,8 @@ async def config(pg_database: str) -> Config:
 
 @pytest.fixture
 async def stores(config: Config) -> AsyncIterator[list[StateStore]]:
-    opened = [await StateStore.open(config.state, replica=f"replica-{i}") for i in range(2)]
-    try:
+    async with replica_stores(config.state, 2) as opened:
         yield opened
-    finally:
-        for s in opened:
-            await s.close()
 
 
 async def begin(store: StateStore) -> int:

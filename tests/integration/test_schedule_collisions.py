@@ -10,7 +10,6 @@ import pytest
 
 from driftgauge.config.frozen import Config
 from driftgauge.configfile.loader import load_text
-from driftgauge.jobs.adapters import AdapterPool
 from driftgauge.jobs.recurring import canary_jobs, tick_jobs
 from driftgauge.jobs.runtime import Job, JobRuntime
 from driftgauge.jobs.schedule import job_specs
@@ -22,7 +21,8 @@ from driftgauge.state.store import StateStore
 from driftgauge.stores.base import BucketDigest, Granularity
 from driftgauge.stores.memory import MemoryAdapter
 
-from .service_helpers import REVIEWS, STORES, day_rows, filled, memory_opener, schema_name
+from .service_helpers import REVIEWS, STORES, day_rows, filled, schema_name
+from .state_helpers import memory_runner, replica_stores
 from .test_ticks import Clock
 
 pytestmark = pytest.mark.integration
@@ -63,12 +63,8 @@ def config(pg_database: str) -> Config:
 
 @pytest.fixture
 async def stores(config: Config) -> AsyncIterator[list[StateStore]]:
-    opened = [await StateStore.open(config.state, replica=f"replica-{i}") for i in range(2)]
-    try:
+    async with replica_stores(config.state, 2) as opened:
         yield opened
-    finally:
-        for s in opened:
-            await s.close()
 
 
 def _sides(reader: MemoryAdapter | None = None) -> dict[tuple[str, str], MemoryAdapter]:
@@ -80,11 +76,7 @@ def _sides(reader: MemoryAdapter | None = None) -> dict[tuple[str, str], MemoryA
 
 
 def _runner(config: Config, store: StateStore, clock: Clock, sides: dict) -> TickRunner:  # type: ignore[type-arg]
-    runner = TickRunner(
-        config.checks, store, AdapterPool(config.checks, memory_opener(sides)), clock=clock
-    )
-    runner.busy_poll = 0.02
-    return runner
+    return memory_runner(config, store, sides, clock, busy_poll=0.02)
 
 
 def _replica(config: Config, store: StateStore, clock: Clock, sides: dict) -> JobRuntime:  # type: ignore[type-arg]
@@ -321,13 +313,7 @@ async def test_runs_at_once_are_bounded_and_every_tick_still_runs(
     for limit, expect in ((2, 2), (6, 6)):
         InFlight.most = 0
         clock = Clock(START + timedelta(hours=5 + limit))
-        runner = TickRunner(
-            fleet.checks,
-            stores[0],
-            AdapterPool(fleet.checks, memory_opener(sides)),
-            clock=clock,
-            max_runs=limit,
-        )
+        runner = memory_runner(fleet, stores[0], sides, clock, max_runs=limit)
         runtime = JobRuntime(clock)
         runtime.add(*tick_jobs(job_specs(fleet.checks), runner.tick))
         async with asyncio.timeout(60):

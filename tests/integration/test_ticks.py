@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 
 import pytest
 
-from driftgauge.config.frozen import Config, State
+from driftgauge.config.frozen import Config
 from driftgauge.core.errors import StoreUnavailable
 from driftgauge.jobs.adapters import AdapterPool
 from driftgauge.jobs.recurring import tick_jobs
@@ -32,6 +32,7 @@ from .service_helpers import (
     planted,
     schema_name,
 )
+from .state_helpers import memory_runner, replica_stores
 
 pytestmark = pytest.mark.integration
 T0 = NOW.replace(minute=0) + timedelta(minutes=1)
@@ -85,22 +86,10 @@ def scheduler(config: Config, tick: TickFn, clock: Clock) -> JobRuntime:
     return runtime
 
 
-async def _open(state: State, n: int) -> list[StateStore]:
-    return [await StateStore.open(state, replica=f"replica-{i}") for i in range(n)]
-
-
-async def _close(stores: Sequence[StateStore]) -> None:
-    for s in stores:
-        await s.close()
-
-
 @pytest.fixture
 async def stores(config: Config) -> AsyncIterator[list[StateStore]]:
-    opened = await _open(config.state, 2)
-    try:
+    async with replica_stores(config.state, 2) as opened:
         yield opened
-    finally:
-        await _close(opened)
 
 
 async def test_two_replicas_run_each_scheduled_tick_exactly_once(
@@ -143,13 +132,7 @@ async def test_a_hung_store_misses_its_deadline_without_holding_up_other_checks(
     config: Config, stores: list[StateStore]
 ) -> None:
     adapters, _ = sides(reviews_reader=Stuck([]))
-    runner = TickRunner(
-        config.checks,
-        stores[0],
-        AdapterPool(config.checks, memory_opener(adapters)),
-        deadline=0.5,
-        clock=Clock(T0),
-    )
+    runner = memory_runner(config, stores[0], adapters, Clock(T0), deadline=0.5)
     sched = scheduler(config, runner.tick, Clock(T0))
     async with asyncio.timeout(30):
         out = await sched.run_due(T0 + timedelta(hours=1))
@@ -163,12 +146,7 @@ async def test_shutdown_cancels_a_running_check_and_it_never_looks_complete(
     config: Config, stores: list[StateStore]
 ) -> None:
     adapters, _ = sides(reviews_reader=Stuck([]))
-    runner = TickRunner(
-        config.checks,
-        stores[0],
-        AdapterPool(config.checks, memory_opener(adapters)),
-        clock=Clock(T0),
-    )
+    runner = memory_runner(config, stores[0], adapters, Clock(T0))
     run_id = await runner.trigger("reviews")
     assert runner.busy("reviews")
     running = await stores[0].run("reviews", run_id)
