@@ -28,6 +28,7 @@ from driftgauge.ledger.models import RULES
 from driftgauge.ledger.service import LedgerService, ledger_exclusions
 from driftgauge.ledger.store import LedgerStore
 from driftgauge.stores import open_adapter
+from tests.integration.service_helpers import REVIEWS_SOURCE, STORES
 from tests.integration.signals_support import (
     TIERS_NOT_CANARY,
     TOKEN,
@@ -42,17 +43,17 @@ pytestmark = pytest.mark.integration
 JOB = {"sync_job": "review-sync"}
 
 DAY = datetime(2024, 5, 6, tzinfo=UTC)
-CONFIG = """
-stores:
-  db: {kind: postgres, dsn: "postgresql://unused@127.0.0.1:1/x"}
-  os: {kind: opensearch, url: "http://127.0.0.1:1"}
-state: {dsn: "postgresql://unused@127.0.0.1:1/x"}
+# The ledger never reads the check's stores: the unused ones of the service tests do.
+CONFIG = (
+    STORES
+    + """state: {dsn: "postgresql://unused@127.0.0.1:1/x"}
 checks:
-  reviews:
-    source: {store: db, table: tasks, key: task_id, time: completed_at}
-    reader: {store: os, index: conv, key: task_id, time: completed_at}
+"""
+    + REVIEWS_SOURCE
+    + """    reader: {store: dst, index: conv, key: task_id, time: completed_at}
     ledger: {job: review-sync, summary_deadline: 6h, no_match_rate: 0.05}
 """
+)
 
 
 class Clock:
