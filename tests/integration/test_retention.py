@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -28,6 +26,7 @@ from driftgauge.retention.prune import TABLES, prune
 from driftgauge.state.store import StateStore
 
 from .service_helpers import REVIEWS_SOURCE, STORES, filled, schema_name
+from .test_cli import cli
 
 pytestmark = pytest.mark.integration
 
@@ -463,17 +462,6 @@ async def test_the_daily_job_prunes_in_the_background_and_stops(world: World) ->
         await jobs.stop()
     assert not jobs.running
     assert job.last is not None and job.last.deleted == EXPECTED
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run the CLI the way a user would."""
-    return subprocess.run(
-        [sys.executable, "-m", "driftgauge.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 async def test_cli_state_prune_dry_run_prints_per_table_and_deletes_nothing(
