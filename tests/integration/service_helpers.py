@@ -68,6 +68,16 @@ def filled(template: str, dsn: str, schema: str, **values: str) -> str:
     return text
 
 
+class Clock:
+    """A clock the test moves by hand: set `now`, and everything reading it follows."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
 def schema_name() -> str:
     """Return a fresh schema name for one test."""
     return f"dg_{uuid.uuid4().hex[:10]}"

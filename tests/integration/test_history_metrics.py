@@ -17,6 +17,7 @@ from driftgauge.stores.memory import MemoryAdapter
 
 from .app_helpers import Samples, finished_run, memory_app, samples, serving
 from .service_helpers import (
+    Clock,
     day_rows,
     hashed,
     key_of,
@@ -31,16 +32,6 @@ FIRST = datetime(2026, 2, 20, tzinfo=UTC)
 TTL_DAYS = 11
 """The source dropped its first 11 days (a TTL); the reader still shows them."""
 LOST_UPDATE = datetime(2026, 3, 5, tzinfo=UTC)
-
-
-class Clock:
-    """A clock the test moves by hand."""
-
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 def _days(n: int) -> list[RowHash]:

@@ -28,7 +28,7 @@ from driftgauge.ledger.models import RULES
 from driftgauge.ledger.service import LedgerService, ledger_exclusions
 from driftgauge.ledger.store import LedgerStore
 from driftgauge.stores import open_adapter
-from tests.integration.service_helpers import REVIEWS_SOURCE, STORES
+from tests.integration.service_helpers import REVIEWS_SOURCE, STORES, Clock
 from tests.integration.signals_support import (
     TIERS_NOT_CANARY,
     TOKEN,
@@ -54,16 +54,6 @@ checks:
     ledger: {job: review-sync, summary_deadline: 6h, no_match_rate: 0.05}
 """
 )
-
-
-class Clock:
-    """A clock the test moves by hand."""
-
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 @dataclass

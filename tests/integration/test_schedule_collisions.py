@@ -21,9 +21,8 @@ from driftgauge.state.store import StateStore
 from driftgauge.stores.base import BucketDigest, Granularity
 from driftgauge.stores.memory import MemoryAdapter
 
-from .service_helpers import REVIEWS, STORES, day_rows, filled, schema_name
+from .service_helpers import REVIEWS, STORES, Clock, day_rows, filled, schema_name
 from .state_helpers import memory_runner, replica_stores
-from .test_ticks import Clock
 
 pytestmark = pytest.mark.integration
 # The shipped example's shape: an hourly recent tick, a nightly full pass at 03:00, so

@@ -23,7 +23,7 @@ import pytest
 from driftgauge.config.frozen import Config
 from driftgauge.state.store import StateStore
 from tests.integration import test_ticks as ticks
-from tests.integration.service_helpers import make_config, schema_name
+from tests.integration.service_helpers import Clock, make_config, schema_name
 from tests.integration.state_helpers import memory_runner
 
 pytestmark = pytest.mark.integration
@@ -102,7 +102,7 @@ async def test_a_scheduled_tick_only_descends(pg_database: str) -> None:
     store = await StateStore.open(config.state, replica="trace")
     try:
         adapters, _ = ticks.sides()
-        clock = ticks.Clock(ticks.T0)
+        clock = Clock(ticks.T0)
         runner = memory_runner(config, store, adapters, clock)
         runtime = ticks.scheduler(config, runner.tick, clock)
         clock.now = ticks.T0 + timedelta(hours=1)

@@ -25,6 +25,7 @@ from driftgauge.stores.memory import MemoryAdapter
 from .service_helpers import (
     DAY0,
     NOW,
+    Clock,
     day_rows,
     hashed,
     make_config,
@@ -36,16 +37,6 @@ from .state_helpers import memory_runner, replica_stores
 
 pytestmark = pytest.mark.integration
 T0 = NOW.replace(minute=0) + timedelta(minutes=1)
-
-
-class Clock:
-    """A clock the test moves by hand."""
-
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 class Stuck(MemoryAdapter):
