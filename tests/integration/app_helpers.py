@@ -68,6 +68,13 @@ async def finished_run(client: httpx.AsyncClient, window: str) -> dict[str, Any]
     raise AssertionError("run did not finish")
 
 
+async def posted(client: httpx.AsyncClient, path: str, body: Any, status: int = 200) -> Any:
+    """POST `body` to `path` with the token, assert the answer's status and return its JSON."""
+    resp = await client.post(path, headers=AUTH, json=body)
+    assert resp.status_code == status, resp.text
+    return resp.json()
+
+
 def samples(exposition: str) -> Samples:
     """Return every sample of a /metrics text by (name, sorted labels)."""
     return {

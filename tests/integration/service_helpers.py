@@ -29,12 +29,17 @@ REVIEWS_SOURCE = """  reviews:
     source: {store: src, table: reviews, key: task_id, time: completed_at}
 """
 """The `reviews` check's first lines: its source is the (src, reviews) adapter."""
-REVIEWS = (
+REVIEWS_SIDES = (
     REVIEWS_SOURCE
-    + """    reader: {store: dst, index: reviews, key: task_id, time: completed_at}
-    fields: {label: string}
+    + """    reader:
+      store: dst
+      index: reviews
+      key: task_id
+      time: completed_at
 """
 )
+"""The `reviews` check's source and its reader, the (dst, reviews) adapter; options may follow."""
+REVIEWS = REVIEWS_SIDES + "    fields: {label: string}\n"
 """The `reviews` check over the (src, reviews) and (dst, reviews) adapters, without options."""
 ORDERS = """  orders:
     source: {store: src, table: orders, key: id, time: created_at}

@@ -21,7 +21,7 @@ from driftgauge.configfile.loader import load_text
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.stores.memory import MemoryAdapter
 
-from .app_helpers import AUTH, memory_app, samples, serving
+from .app_helpers import AUTH, memory_app, posted, samples, serving
 from .service_helpers import NOW, ORDERS, REVIEWS, STORES, filled, schema_name
 from .test_ticks import sides
 
@@ -81,13 +81,8 @@ def locs(resp: httpx.Response) -> list[list[Any]]:
 
 
 async def open_run(http: httpx.AsyncClient, **kw: Any) -> int:
-    resp = await http.post(
-        "/api/v1/ledger/runs",
-        headers=AUTH,
-        json=window("2026-03-09T00:00:00+00:00", "2026-03-10T00:00:00+00:00", **kw),
-    )
-    assert resp.status_code == 201, resp.text
-    run_id: int = resp.json()["id"]
+    body = window("2026-03-09T00:00:00+00:00", "2026-03-10T00:00:00+00:00", **kw)
+    run_id: int = (await posted(http, "/api/v1/ledger/runs", body, 201))["id"]
     return run_id
 
 

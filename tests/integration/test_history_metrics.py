@@ -16,14 +16,7 @@ from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import MemoryAdapter
 
 from .app_helpers import Samples, finished_run, memory_app, samples, serving
-from .service_helpers import (
-    Clock,
-    day_rows,
-    hashed,
-    key_of,
-    make_config,
-    schema_name,
-)
+from .service_helpers import Clock, day_rows, hashed, key_of, make_config, schema_name
 
 pytestmark = pytest.mark.integration
 NOW = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)

@@ -24,8 +24,8 @@ from driftgauge.signals.vocabulary import VocabularyResult
 from driftgauge.signals.volume import VolumeDay
 from driftgauge.stores.memory import MemoryAdapter
 
-from .app_helpers import AUTH, finished_run, memory_app, serving
-from .service_helpers import REVIEWS_SOURCE, STORES, day_rows, filled, hashed, key_of, schema_name
+from .app_helpers import finished_run, memory_app, posted, serving
+from .service_helpers import REVIEWS_SIDES, STORES, day_rows, filled, hashed, key_of, schema_name
 
 pytestmark = pytest.mark.integration
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
@@ -39,13 +39,8 @@ CONFIG = (
 api: {tokens: ["<TOKEN>"], public_read: true, sample_keys: 20}
 checks:
 """
-    + REVIEWS_SOURCE
-    + """    reader:
-      store: dst
-      index: reviews
-      key: task_id
-      time: completed_at
-      filter:
+    + REVIEWS_SIDES
+    + """      filter:
         bool:
           filter: [{terms: {label: [ok]}}]
           must_not: [{exists: {field: driftgauge_canary}}]
@@ -118,34 +113,21 @@ def _sides() -> dict[tuple[str, str], MemoryAdapter]:
 
 async def _report_ledger_run(client: httpx.AsyncClient) -> None:
     start = datetime(2026, 3, 9, tzinfo=UTC)
-    opened = await client.post(
-        "/api/v1/ledger/runs",
-        headers=AUTH,
-        json={
-            "job": JOB,
-            "window_start": start.isoformat(),
-            "window_end": (start + timedelta(days=1)).isoformat(),
-            "input_rows": 20,
-        },
+    window = {
+        "job": JOB,
+        "window_start": start.isoformat(),
+        "window_end": (start + timedelta(days=1)).isoformat(),
+        "input_rows": 20,
+    }
+    run_id = (await posted(client, "/api/v1/ledger/runs", window, 201))["id"]
+    counts = [
+        {"outcome": "written", "count": 15},
+        {"outcome": "no_match", "reason": "no_document", "count": 5},
+    ]
+    await posted(
+        client, f"/api/v1/ledger/runs/{run_id}/batches", {"batch_id": "all", "counts": counts}
     )
-    assert opened.status_code == 201, opened.text
-    run_id = opened.json()["id"]
-    batch = await client.post(
-        f"/api/v1/ledger/runs/{run_id}/batches",
-        headers=AUTH,
-        json={
-            "batch_id": "all",
-            "counts": [
-                {"outcome": "written", "count": 15},
-                {"outcome": "no_match", "reason": "no_document", "count": 5},
-            ],
-        },
-    )
-    assert batch.status_code == 200, batch.text
-    closed = await client.post(
-        f"/api/v1/ledger/runs/{run_id}/close", headers=AUTH, json={"status": "success"}
-    )
-    assert closed.status_code == 200, closed.text
+    await posted(client, f"/api/v1/ledger/runs/{run_id}/close", {"status": "success"})
 
 
 async def _record_audit_results(audit: Any) -> None:

@@ -25,7 +25,7 @@ from driftgauge.retention.job import RetentionJob
 from driftgauge.retention.prune import TABLES, prune
 from driftgauge.state.store import StateStore
 
-from .service_helpers import REVIEWS_SOURCE, STORES, filled, schema_name
+from .service_helpers import REVIEWS_SIDES, STORES, filled, schema_name
 from .test_cli import cli
 
 pytestmark = pytest.mark.integration
@@ -40,13 +40,8 @@ CONFIG = (
     + """state: {dsn: "<DSN>", schema: <SCHEMA>, retention: {runs: 30d, ledger: 60d}}
 checks:
 """
-    + REVIEWS_SOURCE
-    + """    reader:
-      store: dst
-      index: reviews
-      key: task_id
-      time: completed_at
-      filter: {bool: {must_not: [{exists: {field: driftgauge_canary}}]}}
+    + REVIEWS_SIDES
+    + """      filter: {bool: {must_not: [{exists: {field: driftgauge_canary}}]}}
     fields: {label: string}
     schedule: {recent: {every: 1h, days: 3}, full: {every: 1d, days: 90}}
     ledger: {job: review-sync}
