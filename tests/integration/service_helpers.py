@@ -39,7 +39,13 @@ REVIEWS_SIDES = (
 """
 )
 """The `reviews` check's source and its reader, the (dst, reviews) adapter; options may follow."""
-REVIEWS = REVIEWS_SIDES + "    fields: {label: string}\n"
+# Flow style, as tests that edit the text expect: "time: completed_at}" ends the reader.
+REVIEWS = (
+    REVIEWS_SOURCE
+    + """    reader: {store: dst, index: reviews, key: task_id, time: completed_at}
+    fields: {label: string}
+"""
+)
 """The `reviews` check over the (src, reviews) and (dst, reviews) adapters, without options."""
 ORDERS = """  orders:
     source: {store: src, table: orders, key: id, time: created_at}

@@ -295,9 +295,7 @@ class InFlight(MemoryAdapter):
 async def test_runs_at_once_are_bounded_and_every_tick_still_runs(
     config: Config, stores: list[StateStore]
 ) -> None:
-    raw = CONFIG.replace("<DSN>", "postgresql://unused@127.0.0.1:1/x").replace(
-        "<SCHEMA>", config.state.schema
-    )
+    raw = filled(CONFIG, "postgresql://unused@127.0.0.1:1/x", config.state.schema)
     check = raw[raw.index("  reviews:") :]
     many = raw[: raw.index("  reviews:")] + "".join(
         check.replace("reviews", f"c{i}") for i in range(6)
