@@ -59,13 +59,21 @@ async def finished_run(client: httpx.AsyncClient, window: str) -> dict[str, Any]
             break
         await asyncio.sleep(0.05)
     assert resp.status_code == 202, resp.text
-    for _ in range(400):
-        run: dict[str, Any] = (await client.get(resp.json()["run"])).json()
+    run = await ended(client, resp.json()["run"])
+    assert run["complete"], run
+    return run
+
+
+async def ended(
+    client: httpx.AsyncClient, url: str, polls: int = 400, headers: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Read the run at `url` every 50 ms until it is no longer running, and return it."""
+    for _ in range(polls):
+        run: dict[str, Any] = (await client.get(url, headers=headers)).json()
         if run["status"] != "running":
-            assert run["complete"], run
             return run
         await asyncio.sleep(0.05)
-    raise AssertionError("run did not finish")
+    raise AssertionError(f"run {url} did not finish")
 
 
 async def posted(client: httpx.AsyncClient, path: str, body: Any, status: int = 200) -> Any:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,7 +13,7 @@ import pytest
 from driftgauge.stores.memory import MemoryAdapter
 
 from .app_helpers import AUTH as AUTH  # test_peeled_day imports it from here
-from .app_helpers import memory_app, samples, serving
+from .app_helpers import ended, memory_app, samples, serving
 from .service_helpers import DAY0, NOW, make_config, schema_name
 from .test_ticks import Stuck, sides
 
@@ -43,13 +42,7 @@ async def _serve(
 async def _run(client: httpx.AsyncClient, check: str) -> dict[str, Any]:
     resp = await client.post(f"/api/v1/checks/{check}/runs", headers=AUTH)
     assert resp.status_code == 202, resp.text
-    url = resp.json()["run"]
-    for _ in range(200):
-        run: dict[str, Any] = (await client.get(url)).json()
-        if run["status"] != "running":
-            return run
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"run {url} did not finish")
+    return await ended(client, resp.json()["run"], polls=200)
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -19,7 +18,7 @@ from driftgauge.jobs.adapters import AdapterPool
 from driftgauge.jobs.runner import run_check
 from driftgauge.state.store import StateStore
 
-from .app_helpers import serving
+from .app_helpers import ended, serving
 from .conftest import OS_URL
 from .service_helpers import schema_name
 
@@ -124,11 +123,7 @@ async def test_readyz_stays_ready_while_the_reader_is_down_and_metrics_say_so(
     async with serving(app, "http://dg") as http:
         started = await http.post("/api/v1/checks/reviews/runs", headers=AUTH)
         assert started.status_code == 202, started.text
-        for _ in range(200):
-            run = (await http.get(started.json()["run"], headers=AUTH)).json()
-            if run["status"] != "running":
-                break
-            await asyncio.sleep(0.05)
+        run = await ended(http, started.json()["run"], polls=200, headers=AUTH)
         assert run["status"] == "error" and "search" in run["error"]
         await app.state.runtime.snapshots.refresh()
         # A monitored store being down is what driftgauge reports, not a reason to leave.
