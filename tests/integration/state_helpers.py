@@ -7,6 +7,8 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
+import pytest
+
 from driftgauge.config.frozen import Config, State
 from driftgauge.jobs.adapters import AdapterPool
 from driftgauge.jobs.ticks import TickRunner
@@ -25,6 +27,17 @@ async def replica_stores(state: State, n: int) -> AsyncIterator[list[StateStore]
     finally:
         for s in opened:
             await s.close()
+
+
+def stores_fixture(n: int) -> Any:
+    """Return a `stores` fixture: the state stores of n replicas on the test's `config`."""
+
+    @pytest.fixture
+    async def stores(config: Config) -> AsyncIterator[list[StateStore]]:
+        async with replica_stores(config.state, n) as opened:
+            yield opened
+
+    return stores
 
 
 def memory_runner(

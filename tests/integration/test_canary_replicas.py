@@ -22,9 +22,9 @@ from driftgauge.config.frozen import Check
 from driftgauge.configfile.loader import load_text
 from driftgauge.jobs.recurring import canary_jobs
 from driftgauge.jobs.runtime import JobRuntime
-from driftgauge.state.store import StateStore
 from driftgauge.stores import open_adapter
 from tests.integration.conftest import unique_name
+from tests.integration.service_helpers import Clock
 from tests.integration.signals_support import (
     NOT_CANARY,
     SYNC_STORE,
@@ -32,6 +32,7 @@ from tests.integration.signals_support import (
     insert_tasks,
     reviews_raw,
 )
+from tests.integration.state_helpers import replica_stores
 
 pytestmark = pytest.mark.integration
 
@@ -52,16 +53,6 @@ def config_text(dsn: str, index: str, schema: str) -> str:
     return yaml.safe_dump(raw)
 
 
-class Clock:
-    """The replicas' shared clock, moved by the test to each scheduled time."""
-
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 @pytest.fixture
 async def replicas(
     pg_database: str, os_client: AsyncOpenSearch, os_index: Callable[[str], str]
@@ -73,8 +64,7 @@ async def replicas(
     await create_canary_index(os_client, index, "label")
     config = load_text(config_text(pg_database, index, unique_name("dg_state")))
     check = config.checks["reviews"]
-    clock = Clock()
-    stores = [await StateStore.open(config.state, replica=f"replica-{i}") for i in range(2)]
+    clock = Clock(T0)  # the replicas' shared clock, moved by the test to each scheduled time
     opened: list[Any] = []
 
     async def source(c: Check) -> Any:
@@ -82,20 +72,20 @@ async def replicas(
         opened.append(adapter)
         return adapter
 
-    services = [
-        CanaryService(config.checks, CanaryStore(s.calls.pool), source, clock=clock) for s in stores
-    ]
-    # One job runtime per replica, each claiming through its own state store.
-    runtimes = [JobRuntime(clock, claims=s.claims) for s in stores]
-    for rt, service in zip(runtimes, services, strict=True):
-        rt.add(*canary_jobs(config.checks, service))
-    try:
-        yield [services, stores, clock, check, runtimes]
-    finally:
-        for a in opened:
-            await a.close()
-        for s in stores:
-            await s.close()
+    async with replica_stores(config.state, 2) as stores:
+        services = [
+            CanaryService(config.checks, CanaryStore(s.calls.pool), source, clock=clock)
+            for s in stores
+        ]
+        # One job runtime per replica, each claiming through its own state store.
+        runtimes = [JobRuntime(clock, claims=s.claims) for s in stores]
+        for rt, service in zip(runtimes, services, strict=True):
+            rt.add(*canary_jobs(config.checks, service))
+        try:
+            yield [services, stores, clock, check, runtimes]
+        finally:
+            for a in opened:
+                await a.close()
 
 
 async def test_every_scheduled_canary_is_claimed_once_with_no_false_alarm(

@@ -26,7 +26,7 @@ from driftgauge.state.reads import Reads
 from driftgauge.state.store import StateStore
 
 from .service_helpers import NOW, make_config, schema_name
-from .state_helpers import replica_stores
+from .state_helpers import stores_fixture
 
 pytestmark = pytest.mark.integration
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
@@ -38,10 +38,7 @@ async def config(pg_database: str) -> Config:
     return make_config(pg_database, schema_name())
 
 
-@pytest.fixture
-async def stores(config: Config) -> AsyncIterator[list[StateStore]]:
-    async with replica_stores(config.state, 2) as opened:
-        yield opened
+stores = stores_fixture(2)
 
 
 async def begin(store: StateStore) -> int:

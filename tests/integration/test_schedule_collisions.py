@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -22,7 +21,7 @@ from driftgauge.stores.base import BucketDigest, Granularity
 from driftgauge.stores.memory import MemoryAdapter
 
 from .service_helpers import REVIEWS, STORES, Clock, day_rows, filled, schema_name
-from .state_helpers import memory_runner, replica_stores
+from .state_helpers import memory_runner, stores_fixture
 
 pytestmark = pytest.mark.integration
 # The shipped example's shape: an hourly recent tick, a nightly full pass at 03:00, so
@@ -60,10 +59,7 @@ def config(pg_database: str) -> Config:
     return load_text(filled(CONFIG, pg_database, schema_name()))
 
 
-@pytest.fixture
-async def stores(config: Config) -> AsyncIterator[list[StateStore]]:
-    async with replica_stores(config.state, 2) as opened:
-        yield opened
+stores = stores_fixture(2)
 
 
 def _sides(reader: MemoryAdapter | None = None) -> dict[tuple[str, str], MemoryAdapter]:

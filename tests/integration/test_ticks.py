@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 
 import pytest
@@ -33,7 +32,7 @@ from .service_helpers import (
     planted,
     schema_name,
 )
-from .state_helpers import memory_runner, replica_stores
+from .state_helpers import memory_runner, stores_fixture
 
 pytestmark = pytest.mark.integration
 T0 = NOW.replace(minute=0) + timedelta(minutes=1)
@@ -77,10 +76,7 @@ def scheduler(config: Config, tick: TickFn, clock: Clock) -> JobRuntime:
     return runtime
 
 
-@pytest.fixture
-async def stores(config: Config) -> AsyncIterator[list[StateStore]]:
-    async with replica_stores(config.state, 2) as opened:
-        yield opened
+stores = stores_fixture(2)
 
 
 async def test_two_replicas_run_each_scheduled_tick_exactly_once(
