@@ -19,27 +19,74 @@ NOW = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
 DAY0 = datetime(2026, 3, 8, tzinfo=UTC)
 TOKEN = "s3cret-token-for-tests"
 
-CONFIG = """
+STORES = """
 stores:
   src: {kind: postgres, dsn: "postgresql://unused@127.0.0.1:1/unused"}
   dst: {kind: opensearch, url: "http://127.0.0.1:1"}
-state: {dsn: "<DSN>", schema: <SCHEMA>}
-api: {tokens: ["<TOKEN>"], public_read: <PUBLIC>, sample_keys: 50}
-checks:
-  reviews:
+"""
+"""The stores the templates name: never dialled, tests open in-memory adapters in their place."""
+REVIEWS_SOURCE = """  reviews:
     source: {store: src, table: reviews, key: task_id, time: completed_at}
-    reader: {store: dst, index: reviews, key: task_id, time: completed_at}
+"""
+"""The `reviews` check's first lines: its source is the (src, reviews) adapter."""
+REVIEWS_SIDES = (
+    REVIEWS_SOURCE
+    + """    reader:
+      store: dst
+      index: reviews
+      key: task_id
+      time: completed_at
+"""
+)
+"""The `reviews` check's source and its reader, the (dst, reviews) adapter; options may follow."""
+# Flow style, as tests that edit the text expect: "time: completed_at}" ends the reader.
+REVIEWS = (
+    REVIEWS_SOURCE
+    + """    reader: {store: dst, index: reviews, key: task_id, time: completed_at}
     fields: {label: string}
-    settle: 2h
-    drilldown: {leaf_rows: 20, max_depth: 4}
-    schedule: {recent: {every: 1h, days: 3}, full: {every: 1d, days: 30}}
-  orders:
+"""
+)
+"""The `reviews` check over the (src, reviews) and (dst, reviews) adapters, without options."""
+ORDERS = """  orders:
     source: {store: src, table: orders, key: id, time: created_at}
     reader: {store: dst, index: orders, key: id, time: created_at}
     key_type: integer
     fields: {total: decimal}
     schedule: {recent: {every: 1h, days: 3}}
 """
+"""The `orders` check over the (src, orders) and (dst, orders) adapters: integer keys."""
+
+CONFIG = (
+    STORES
+    + """state: {dsn: "<DSN>", schema: <SCHEMA>}
+api: {tokens: ["<TOKEN>"], public_read: <PUBLIC>, sample_keys: 50}
+checks:
+"""
+    + REVIEWS
+    + """    settle: 2h
+    drilldown: {leaf_rows: 20, max_depth: 4}
+    schedule: {recent: {every: 1h, days: 3}, full: {every: 1d, days: 30}}
+"""
+    + ORDERS
+)
+
+
+def filled(template: str, dsn: str, schema: str, **values: str) -> str:
+    """Return `template` with <DSN>, <SCHEMA>, <TOKEN> and each <NAME> of `values` filled in."""
+    text = template.replace("<DSN>", dsn).replace("<SCHEMA>", schema).replace("<TOKEN>", TOKEN)
+    for name, value in values.items():
+        text = text.replace(f"<{name.upper()}>", value)
+    return text
+
+
+class Clock:
+    """A clock the test moves by hand: set `now`, and everything reading it follows."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
 
 
 def schema_name() -> str:
@@ -49,13 +96,7 @@ def schema_name() -> str:
 
 def make_config(dsn: str, schema: str, *, public_read: bool = True) -> Config:
     """Return the two-check config with its state in `schema` of `dsn`."""
-    text = (
-        CONFIG.replace("<DSN>", dsn)
-        .replace("<SCHEMA>", schema)
-        .replace("<TOKEN>", TOKEN)
-        .replace("<PUBLIC>", str(public_read).lower())
-    )
-    return load_text(text)
+    return load_text(filled(CONFIG, dsn, schema, public=str(public_read).lower()))
 
 
 def hashed(key: str, label: str, when: datetime, key_type: str = "string") -> RowHash:

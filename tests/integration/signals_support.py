@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Any
 
 import asyncpg
 from fastapi import FastAPI
+from opensearchpy import AsyncOpenSearch
 from prometheus_client.registry import CollectorRegistry
 
 from driftgauge.api.auth import TokenCheck
@@ -15,9 +17,20 @@ from driftgauge.ledger.router import ledger_router
 from driftgauge.ledger.service import LedgerService
 from driftgauge.metrics.collector import CollectorPart, build_registry
 from driftgauge.state import migrate
-from tests.integration.conftest import TIMEOUT, unique_name
+from tests.integration.conftest import OS_URL, TIMEOUT, unique_name
 
 TOKEN = "ledger-test-token"
+SYNC_STORE = {"kind": "opensearch", "url": OS_URL, "timeout_seconds": 10}
+"""The sync job's own client of the reader's cluster, which the canary writes through."""
+NOT_CANARY = {"bool": {"must_not": [{"exists": {"field": "driftgauge_canary"}}]}}
+"""A reader filter that hides the canary's sentinel documents."""
+TIERS_NOT_CANARY = {
+    "bool": {
+        "filter": [{"terms": {"review_tier": ["first_tier", "second_tier"]}}],
+        "must_not": [{"exists": {"field": "driftgauge_canary"}}],
+    }
+}
+"""A reader filter that shows the first two review tiers and hides canary sentinels."""
 
 
 @asynccontextmanager
@@ -63,3 +76,66 @@ def ledger_app(service: LedgerService) -> FastAPI:
 def registry_of(*parts: CollectorPart) -> CollectorRegistry:
     """Return a private registry holding the given collector parts."""
     return build_registry(list(parts))
+
+
+def reviews_raw(
+    dsn: str,
+    index: str,
+    *,
+    table: str = "tasks",
+    db: str = "tasks_db",
+    timeout: float = TIMEOUT,
+    reader: dict[str, Any] | None = None,
+    stores: dict[str, Any] | None = None,
+    state: dict[str, Any] | None = None,
+    **check: Any,
+) -> dict[str, Any]:
+    """Return the raw config of a `reviews` check: PostgreSQL `table` synced to `index`."""
+    return {
+        "stores": {
+            db: {"kind": "postgres", "dsn": dsn, "timeout_seconds": timeout},
+            "search": {"kind": "opensearch", "url": OS_URL, "timeout_seconds": timeout},
+            **(stores or {}),
+        },
+        "state": state or {"dsn": dsn},
+        "checks": {
+            "reviews": {
+                "source": {"store": db, "table": table, "key": "task_id", "time": "completed_at"},
+                "reader": {
+                    "store": "search",
+                    "index": index,
+                    "key": "task_id",
+                    "time": "completed_at",
+                    **(reader or {}),
+                },
+                "fields": {"label": "string"},
+                **check,
+            }
+        },
+    }
+
+
+async def insert_tasks(dsn: str, label: str, rows: Iterable[tuple[str, datetime]]) -> None:
+    """Create the `tasks` table if it is missing and add (task_id, completed_at) rows."""
+    conn = await asyncpg.connect(dsn, timeout=TIMEOUT)
+    try:
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS tasks (task_id text, label text, completed_at timestamptz)"
+        )
+        await conn.executemany(
+            "INSERT INTO tasks VALUES ($1, $2, $3)", [(k, label, t) for k, t in rows]
+        )
+    finally:
+        await conn.close()
+
+
+async def create_canary_index(client: AsyncOpenSearch, index: str, label: str) -> None:
+    """Create a one-shard reader index of tasks: keywords for the key, `label` and the sentinel."""
+    properties: dict[str, Any] = {
+        name: {"type": "keyword"} for name in ("task_id", label, "driftgauge_canary")
+    }
+    properties["completed_at"] = {"type": "date"}
+    settings = {"number_of_shards": 1, "number_of_replicas": 0}
+    await client.indices.create(
+        index=index, body={"settings": settings, "mappings": {"properties": properties}}
+    )

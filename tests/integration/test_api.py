@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -10,16 +9,15 @@ from typing import Any
 
 import httpx
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
-from driftgauge.app.service import create_app
 from driftgauge.stores.memory import MemoryAdapter
 
-from .service_helpers import DAY0, NOW, TOKEN, make_config, memory_opener, schema_name
+from .app_helpers import AUTH as AUTH  # test_peeled_day imports it from here
+from .app_helpers import ended, memory_app, samples, serving
+from .service_helpers import DAY0, NOW, make_config, schema_name
 from .test_ticks import Stuck, sides
 
 pytestmark = pytest.mark.integration
-AUTH = {"Authorization": f"Bearer {TOKEN}"}
 DAY = DAY0.date().isoformat()
 
 
@@ -37,32 +35,14 @@ async def _serve(
     dsn: str, adapters: dict[tuple[str, str], MemoryAdapter], *, public_read: bool = True
 ) -> AsyncIterator[httpx.AsyncClient]:
     config = make_config(dsn, schema_name(), public_read=public_read)
-    app = create_app(
-        config,
-        start_scheduler=False,
-        opener=memory_opener(adapters),
-        clock=_clock,
-        refresh_every=3600,
-    )
-    async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://driftgauge", timeout=30
-        ) as client,
-    ):
+    async with serving(memory_app(config, adapters, _clock, refresh_every=3600)) as client:
         yield client
 
 
 async def _run(client: httpx.AsyncClient, check: str) -> dict[str, Any]:
     resp = await client.post(f"/api/v1/checks/{check}/runs", headers=AUTH)
     assert resp.status_code == 202, resp.text
-    url = resp.json()["run"]
-    for _ in range(200):
-        run: dict[str, Any] = (await client.get(url)).json()
-        if run["status"] != "running":
-            return run
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"run {url} did not finish")
+    return await ended(client, resp.json()["run"], polls=200)
 
 
 @pytest.fixture(scope="module")
@@ -238,15 +218,11 @@ async def test_bad_requests_name_the_parameter(
 
 async def test_metrics_show_the_stored_run(api: Api) -> None:
     text = (await api.client.get("/metrics")).text
-    samples = {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for fam in text_string_to_metric_families(text)
-        for s in fam.samples
-    }
+    got = samples(text)
     key = (("check", "reviews"), ("day", DAY), ("kind", "missing"))
-    assert samples[("driftgauge_bucket_rows", key)] == 2
-    assert samples[("driftgauge_check_up", (("check", "reviews"),))] == 1
-    assert ("driftgauge_check_up", (("check", "orders"),)) not in samples
+    assert got[("driftgauge_bucket_rows", key)] == 2
+    assert got[("driftgauge_check_up", (("check", "reviews"),))] == 1
+    assert ("driftgauge_check_up", (("check", "orders"),)) not in got
 
 
 async def test_private_reads_need_a_token(pg_database: str) -> None:
@@ -275,21 +251,10 @@ async def test_an_interrupted_run_is_recorded_as_failed(pg_database: str) -> Non
     adapters, _ = sides()
     adapters[("dst", "orders")] = Stuck([])
     config = make_config(pg_database, schema_name())
-    app = create_app(config, start_scheduler=False, opener=memory_opener(adapters), clock=_clock)
-    async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://d", timeout=30
-        ) as client,
-    ):
+    async with serving(memory_app(config, adapters, _clock), "http://d") as client:
         run_id = (await client.post("/api/v1/checks/orders/runs", headers=AUTH)).json()["run_id"]
-    app2 = create_app(config, start_scheduler=False, opener=memory_opener(adapters), clock=_clock)
-    async with (
-        app2.router.lifespan_context(app2),
-        httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app2), base_url="http://d", timeout=30
-        ) as client,
-    ):
+    # A second app on the same state schema: the service restarted.
+    async with serving(memory_app(config, adapters, _clock), "http://d") as client:
         run = (await client.get(f"/api/v1/checks/orders/runs/{run_id}")).json()
     assert run["status"] == "error" and not run["complete"]
     assert run["error"] == "interrupted: the service shut down mid-run"

@@ -15,56 +15,40 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
-from driftgauge.app.service import create_app
 from driftgauge.config.frozen import Config
 from driftgauge.configfile.loader import load_text
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.stores.memory import MemoryAdapter
 
-from .service_helpers import NOW, TOKEN, memory_opener, schema_name
+from .app_helpers import AUTH, memory_app, posted, samples, serving
+from .service_helpers import NOW, ORDERS, REVIEWS, STORES, filled, schema_name
 from .test_ticks import sides
 
 pytestmark = pytest.mark.integration
-AUTH = {"Authorization": f"Bearer {TOKEN}"}
 SCRAPE = "scrape-only-token"
 JSON = {"Content-Type": "application/json"}
 
-CONFIG = """
-stores:
-  src: {kind: postgres, dsn: "postgresql://unused@127.0.0.1:1/unused"}
-  dst: {kind: opensearch, url: "http://127.0.0.1:1"}
-state: {dsn: "<DSN>", schema: <SCHEMA>}
+CONFIG = (
+    STORES
+    + """state: {dsn: "<DSN>", schema: <SCHEMA>}
 api:
   tokens: ["<TOKEN>"]
   public_read: <PUBLIC>
   <EXTRA>
 checks:
-  reviews:
-    source: {store: src, table: reviews, key: task_id, time: completed_at}
-    reader: {store: dst, index: reviews, key: task_id, time: completed_at}
-    fields: {label: string}
-    settle: 2h
+"""
+    + REVIEWS
+    + """    settle: 2h
     schedule: {recent: {every: 1h, days: 3}}
     ledger: {job: review-sync, summary_deadline: 6h}
-  orders:
-    source: {store: src, table: orders, key: id, time: created_at}
-    reader: {store: dst, index: orders, key: id, time: created_at}
-    key_type: integer
-    fields: {total: decimal}
-    schedule: {recent: {every: 1h, days: 3}}
 """
+    + ORDERS
+)
 
 
 def config(dsn: str, schema: str, *, public_read: bool = True, extra: str = "") -> Config:
-    return load_text(
-        CONFIG.replace("<DSN>", dsn)
-        .replace("<SCHEMA>", schema)
-        .replace("<TOKEN>", TOKEN)
-        .replace("<PUBLIC>", str(public_read).lower())
-        .replace("<EXTRA>", extra)
-    )
+    return load_text(filled(CONFIG, dsn, schema, public=str(public_read).lower(), extra=extra))
 
 
 def _clock() -> datetime:
@@ -75,19 +59,9 @@ def _clock() -> datetime:
 async def serve(
     cfg: Config, adapters: dict[tuple[str, str], MemoryAdapter] | None = None
 ) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(
-        cfg,
-        start_scheduler=False,
-        opener=memory_opener(adapters or sides()[0]),
-        clock=_clock,
-        refresh_every=3600,
-    )
-    async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://driftgauge", timeout=30
-        ) as client,
-    ):
+    async with serving(
+        memory_app(cfg, adapters or sides()[0], _clock, refresh_every=3600)
+    ) as client:
         yield client
 
 
@@ -107,13 +81,8 @@ def locs(resp: httpx.Response) -> list[list[Any]]:
 
 
 async def open_run(http: httpx.AsyncClient, **kw: Any) -> int:
-    resp = await http.post(
-        "/api/v1/ledger/runs",
-        headers=AUTH,
-        json=window("2026-03-09T00:00:00+00:00", "2026-03-10T00:00:00+00:00", **kw),
-    )
-    assert resp.status_code == 201, resp.text
-    run_id: int = resp.json()["id"]
+    body = window("2026-03-09T00:00:00+00:00", "2026-03-10T00:00:00+00:00", **kw)
+    run_id: int = (await posted(http, "/api/v1/ledger/runs", body, 201))["id"]
     return run_id
 
 
@@ -138,11 +107,7 @@ async def test_ledger_windows_out_of_range_are_refused_naming_the_field(
 async def _scrape(http: httpx.AsyncClient, **headers: str) -> dict[Any, float]:
     resp = await http.get("/metrics", headers=headers)
     assert resp.status_code == 200, resp.text
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for fam in text_string_to_metric_families(resp.text)
-        for s in fam.samples
-    }
+    return samples(resp.text)
 
 
 # Finding 1: a bad row written around the API made every later start-up exit 3.

@@ -11,8 +11,9 @@ import pytest
 
 from driftgauge.stores.memory import MemoryAdapter
 
+from .app_helpers import AUTH
 from .service_helpers import DAY0, day_rows, planted
-from .test_api import AUTH, _run, _serve
+from .test_api import _run, _serve
 from .test_ticks import sides
 
 pytestmark = pytest.mark.integration

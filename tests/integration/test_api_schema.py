@@ -16,8 +16,9 @@ import pytest
 from driftgauge.api.openapi import OPERATION_IDS
 from driftgauge.api.page import STATIC
 
+from .app_helpers import AUTH
 from .service_helpers import schema_name
-from .test_api_hardening import AUTH, config, serve, window
+from .test_api_hardening import config, serve, window
 
 pytestmark = pytest.mark.integration
 KEY_LISTS = {"listDayKeys", "listLedgerRunKeys"}  # reads that reveal row keys

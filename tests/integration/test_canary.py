@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import asyncpg
 import httpx
 import pytest
 import yaml
@@ -27,31 +26,25 @@ from driftgauge.config.secrets import Secret
 from driftgauge.configfile.loader import load_text
 from driftgauge.stores import open_adapter
 from driftgauge.stores.pools import StorePools
-from tests.integration.conftest import OS_URL, TIMEOUT
-from tests.integration.signals_support import migrated_schema, registry_of, state_pool
+from tests.integration.signals_support import (
+    SYNC_STORE,
+    TIERS_NOT_CANARY,
+    create_canary_index,
+    insert_tasks,
+    migrated_schema,
+    registry_of,
+    reviews_raw,
+    state_pool,
+)
 
 pytestmark = pytest.mark.integration
 
 NOW = datetime(2024, 5, 7, 12, 0, tzinfo=UTC)
 YESTERDAY = datetime(2024, 5, 6, tzinfo=UTC)
 KEYS = [f"task-{i:03d}" for i in range(20)]
-MAPPING = {
-    "properties": {
-        "task_id": {"type": "keyword"},
-        "review_tier": {"type": "keyword"},
-        "completed_at": {"type": "date"},
-        "driftgauge_canary": {"type": "keyword"},
-    }
-}
 
 
 def check_config(dsn: str, index: str, **canary: Any) -> Check:
-    reader_filter = {
-        "bool": {
-            "filter": [{"terms": {"review_tier": ["first_tier", "second_tier"]}}],
-            "must_not": [{"exists": {"field": "driftgauge_canary"}}],
-        }
-    }
     settings: dict[str, Any] = {
         "store": "search_sync",
         "document": {"review_tier": "first_tier"},
@@ -60,34 +53,13 @@ def check_config(dsn: str, index: str, **canary: Any) -> Check:
         "timeout_seconds": 20,
     }
     settings.update(canary)
-    raw = {
-        "stores": {
-            "tasks_db": {"kind": "postgres", "dsn": dsn, "timeout_seconds": TIMEOUT},
-            "search": {"kind": "opensearch", "url": OS_URL, "timeout_seconds": TIMEOUT},
-            "search_sync": {"kind": "opensearch", "url": OS_URL, "timeout_seconds": 10},
-        },
-        "state": {"dsn": dsn},
-        "checks": {
-            "reviews": {
-                "source": {
-                    "store": "tasks_db",
-                    "table": "tasks",
-                    "key": "task_id",
-                    "time": "completed_at",
-                },
-                "reader": {
-                    "store": "search",
-                    "index": index,
-                    "key": "task_id",
-                    "time": "completed_at",
-                    "fields": {"label": "review_tier"},
-                    "filter": reader_filter,
-                },
-                "fields": {"label": "string"},
-                "canary": settings,
-            }
-        },
-    }
+    raw = reviews_raw(
+        dsn,
+        index,
+        stores={"search_sync": SYNC_STORE},
+        reader={"fields": {"label": "review_tier"}, "filter": TIERS_NOT_CANARY},
+        canary=settings,
+    )
     return load_text(yaml.safe_dump(raw)).checks["reviews"]
 
 
@@ -102,22 +74,11 @@ class Setup:
 async def setup(
     pg_database: str, os_client: AsyncOpenSearch, os_index: Callable[[str], str]
 ) -> AsyncIterator[Setup]:
-    conn = await asyncpg.connect(pg_database, timeout=TIMEOUT)
-    try:
-        await conn.execute(
-            "CREATE TABLE tasks (task_id text, label text, completed_at timestamptz)"
-        )
-        await conn.executemany(
-            "INSERT INTO tasks VALUES ($1, 'first_tier', $2)",
-            [(k, YESTERDAY + timedelta(hours=i)) for i, k in enumerate(KEYS)],
-        )
-    finally:
-        await conn.close()
-    index = os_index("dg_canary")
-    await os_client.indices.create(
-        index=index,
-        body={"settings": {"number_of_shards": 1, "number_of_replicas": 0}, "mappings": MAPPING},
+    await insert_tasks(
+        pg_database, "first_tier", [(k, YESTERDAY + timedelta(hours=i)) for i, k in enumerate(KEYS)]
     )
+    index = os_index("dg_canary")
+    await create_canary_index(os_client, index, "review_tier")
     yield Setup(pg_database, index, os_client)
 
 

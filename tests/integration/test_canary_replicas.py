@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import asyncpg
 import pytest
 import yaml
 from opensearchpy import AsyncOpenSearch
@@ -23,94 +22,49 @@ from driftgauge.config.frozen import Check
 from driftgauge.configfile.loader import load_text
 from driftgauge.jobs.recurring import canary_jobs
 from driftgauge.jobs.runtime import JobRuntime
-from driftgauge.state.store import StateStore
 from driftgauge.stores import open_adapter
-from tests.integration.conftest import OS_URL, TIMEOUT, unique_name
+from tests.integration.conftest import unique_name
+from tests.integration.service_helpers import Clock
+from tests.integration.signals_support import (
+    NOT_CANARY,
+    SYNC_STORE,
+    create_canary_index,
+    insert_tasks,
+    reviews_raw,
+)
+from tests.integration.state_helpers import replica_stores
 
 pytestmark = pytest.mark.integration
 
 T0 = datetime(2024, 5, 7, 12, 0, tzinfo=UTC)
 TIMES = 8
-MAPPING = {
-    "properties": {
-        "task_id": {"type": "keyword"},
-        "label": {"type": "keyword"},
-        "completed_at": {"type": "date"},
-        "driftgauge_canary": {"type": "keyword"},
-    }
-}
 
 
 def config_text(dsn: str, index: str, schema: str) -> str:
-    raw = {
-        "stores": {
-            "db": {"kind": "postgres", "dsn": dsn, "timeout_seconds": TIMEOUT},
-            "search": {"kind": "opensearch", "url": OS_URL, "timeout_seconds": TIMEOUT},
-            "sync": {"kind": "opensearch", "url": OS_URL, "timeout_seconds": 10},
-        },
-        "state": {"dsn": dsn, "schema": schema},
-        "checks": {
-            "reviews": {
-                "source": {
-                    "store": "db",
-                    "table": "tasks",
-                    "key": "task_id",
-                    "time": "completed_at",
-                },
-                "reader": {
-                    "store": "search",
-                    "index": index,
-                    "key": "task_id",
-                    "time": "completed_at",
-                    "filter": {"bool": {"must_not": [{"exists": {"field": "driftgauge_canary"}}]}},
-                },
-                "fields": {"label": "string"},
-                "canary": {
-                    "store": "sync",
-                    "document": {"label": "ok"},
-                    "every": "1m",
-                    "timeout_seconds": 20,
-                },
-            }
-        },
-    }
+    raw = reviews_raw(
+        dsn,
+        index,
+        db="db",
+        stores={"sync": SYNC_STORE},
+        state={"dsn": dsn, "schema": schema},
+        reader={"filter": NOT_CANARY},
+        canary={"store": "sync", "document": {"label": "ok"}, "every": "1m", "timeout_seconds": 20},
+    )
     return yaml.safe_dump(raw)
-
-
-class Clock:
-    """The replicas' shared clock, moved by the test to each scheduled time."""
-
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 @pytest.fixture
 async def replicas(
     pg_database: str, os_client: AsyncOpenSearch, os_index: Callable[[str], str]
 ) -> AsyncIterator[list[Any]]:
-    conn = await asyncpg.connect(pg_database, timeout=TIMEOUT)
-    try:
-        await conn.execute(
-            "CREATE TABLE IF NOT EXISTS tasks (task_id text, label text, completed_at timestamptz)"
-        )
-        await conn.executemany(
-            "INSERT INTO tasks VALUES ($1, 'ok', $2)",
-            [(f"task-{i}", T0 - timedelta(hours=20 - i)) for i in range(5)],
-        )
-    finally:
-        await conn.close()
-    index = os_index("dg_canary_pair")
-    await os_client.indices.create(
-        index=index,
-        body={"settings": {"number_of_shards": 1, "number_of_replicas": 0}, "mappings": MAPPING},
+    await insert_tasks(
+        pg_database, "ok", [(f"task-{i}", T0 - timedelta(hours=20 - i)) for i in range(5)]
     )
+    index = os_index("dg_canary_pair")
+    await create_canary_index(os_client, index, "label")
     config = load_text(config_text(pg_database, index, unique_name("dg_state")))
     check = config.checks["reviews"]
-    clock = Clock()
-    stores = [await StateStore.open(config.state, replica=f"replica-{i}") for i in range(2)]
+    clock = Clock(T0)  # the replicas' shared clock, moved by the test to each scheduled time
     opened: list[Any] = []
 
     async def source(c: Check) -> Any:
@@ -118,20 +72,20 @@ async def replicas(
         opened.append(adapter)
         return adapter
 
-    services = [
-        CanaryService(config.checks, CanaryStore(s.calls.pool), source, clock=clock) for s in stores
-    ]
-    # One job runtime per replica, each claiming through its own state store.
-    runtimes = [JobRuntime(clock, claims=s.claims) for s in stores]
-    for rt, service in zip(runtimes, services, strict=True):
-        rt.add(*canary_jobs(config.checks, service))
-    try:
-        yield [services, stores, clock, check, runtimes]
-    finally:
-        for a in opened:
-            await a.close()
-        for s in stores:
-            await s.close()
+    async with replica_stores(config.state, 2) as stores:
+        services = [
+            CanaryService(config.checks, CanaryStore(s.calls.pool), source, clock=clock)
+            for s in stores
+        ]
+        # One job runtime per replica, each claiming through its own state store.
+        runtimes = [JobRuntime(clock, claims=s.claims) for s in stores]
+        for rt, service in zip(runtimes, services, strict=True):
+            rt.add(*canary_jobs(config.checks, service))
+        try:
+            yield [services, stores, clock, check, runtimes]
+        finally:
+            for a in opened:
+                await a.close()
 
 
 async def test_every_scheduled_canary_is_claimed_once_with_no_false_alarm(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import asyncpg
 import pytest
 
@@ -13,6 +11,7 @@ from driftgauge.state.election import ExporterElection
 from driftgauge.state.store import StateStore
 
 from .service_helpers import make_config, schema_name
+from .state_helpers import stores_fixture
 
 pytestmark = pytest.mark.integration
 
@@ -22,14 +21,7 @@ async def config(pg_database: str) -> Config:
     return make_config(pg_database, schema_name())
 
 
-@pytest.fixture
-async def stores(config: Config) -> AsyncIterator[list[StateStore]]:
-    opened = [await StateStore.open(config.state, replica=f"replica-{i}") for i in range(3)]
-    try:
-        yield opened
-    finally:
-        for s in opened:
-            await s.close()
+stores = stores_fixture(3)
 
 
 async def test_one_of_three_leads_and_another_takes_over_when_it_shuts_down(

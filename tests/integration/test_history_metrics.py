@@ -5,48 +5,26 @@ Real state database and the app's real /metrics exposition; the stores are in me
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
 
 import httpx
 import pytest
 from fastapi import FastAPI
-from prometheus_client.parser import text_string_to_metric_families
 
-from driftgauge.app.service import create_app
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import MemoryAdapter
 
-from .service_helpers import (
-    TOKEN,
-    day_rows,
-    hashed,
-    key_of,
-    make_config,
-    memory_opener,
-    schema_name,
-)
+from .app_helpers import Samples, finished_run, memory_app, samples, serving
+from .service_helpers import Clock, day_rows, hashed, key_of, make_config, schema_name
 
 pytestmark = pytest.mark.integration
-AUTH = {"Authorization": f"Bearer {TOKEN}"}
 NOW = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
 """Recent window (3 days): 03-08 .. 03-10; full-history window (30 days): 02-09 .. 03-10."""
 FIRST = datetime(2026, 2, 20, tzinfo=UTC)
 TTL_DAYS = 11
 """The source dropped its first 11 days (a TTL); the reader still shows them."""
 LOST_UPDATE = datetime(2026, 3, 5, tzinfo=UTC)
-
-
-class Clock:
-    """A clock the test moves by hand."""
-
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 def _days(n: int) -> list[RowHash]:
@@ -65,58 +43,19 @@ def _sides(source: list[RowHash], reader: list[RowHash]) -> dict[tuple[str, str]
 async def _serve(
     dsn: str, sides: dict[tuple[str, str], MemoryAdapter], clock: Clock
 ) -> AsyncIterator[tuple[httpx.AsyncClient, FastAPI]]:
-    app = create_app(
-        make_config(dsn, schema_name()),
-        start_scheduler=False,
-        opener=memory_opener(sides),
-        clock=clock,
-        refresh_every=3600,
-    )
-    async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://driftgauge", timeout=30
-        ) as client,
-    ):
+    app = memory_app(make_config(dsn, schema_name()), sides, clock, refresh_every=3600)
+    async with serving(app) as client:
         yield client, app
 
 
-async def _run(client: httpx.AsyncClient, window: str) -> dict[str, Any]:
-    for _ in range(100):
-        # The previous run's tick may still be refreshing the snapshot: 409 until it ends.
-        resp = await client.post(
-            "/api/v1/checks/reviews/runs", params={"window": window}, headers=AUTH
-        )
-        if resp.status_code != 409:
-            break
-        await asyncio.sleep(0.05)
-    assert resp.status_code == 202, resp.text
-    for _ in range(400):
-        run: dict[str, Any] = (await client.get(resp.json()["run"])).json()
-        if run["status"] != "running":
-            assert run["complete"], run
-            return run
-        await asyncio.sleep(0.05)
-    raise AssertionError("run did not finish")
-
-
-async def _scrape(
-    client: httpx.AsyncClient, app: FastAPI
-) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+async def _scrape(client: httpx.AsyncClient, app: FastAPI) -> Samples:
     # A run reads "finished" a moment before its tick reloads the snapshot: reload it now.
     await app.state.runtime.snapshots.refresh()
-    text = (await client.get("/metrics")).text
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for fam in text_string_to_metric_families(text)
-        for s in fam.samples
-    }
+    return samples((await client.get("/metrics")).text)
 
 
-def _v(
-    samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str, **labels: str
-) -> float | None:
-    return samples.get((name, tuple(sorted({"check": "reviews", **labels}.items()))))
+def _v(got: Samples, name: str, **labels: str) -> float | None:
+    return got.get((name, tuple(sorted({"check": "reviews", **labels}.items()))))
 
 
 def _midnight(day: date) -> float:
@@ -133,9 +72,9 @@ async def test_a_source_ttl_and_a_lost_update_found_by_the_full_pass_stay_until_
     reader = [hashed(key_of(r), "old", r.event_time) if r.key == stale.key else r for r in full]
     sides = _sides(source, reader)
     async for client, app in _serve(pg_database, sides, Clock(NOW)):
-        assert (await _run(client, "full"))["status"] == "drift"
+        assert (await finished_run(client, "full"))["status"] == "drift"
         # A later recent run leaves the old days as the full pass judged them.
-        assert (await _run(client, "recent"))["status"] == "ok"
+        assert (await finished_run(client, "recent"))["status"] == "ok"
         s = await _scrape(client, app)
         assert _v(s, "driftgauge_history_buckets_in_drift", direction="extra") == TTL_DAYS
         assert _v(s, "driftgauge_history_buckets_in_drift", direction="mismatched") == 1
@@ -160,7 +99,7 @@ async def test_a_source_ttl_and_a_lost_update_found_by_the_full_pass_stay_until_
 
         # Repair: the reader drops what the source expired and takes the lost update.
         sides[("dst", "reviews")].rows = list(source)
-        assert (await _run(client, "full"))["status"] == "ok"
+        assert (await finished_run(client, "full"))["status"] == "ok"
         s = await _scrape(client, app)
         for direction in ("missing", "extra", "mismatched"):
             assert _v(s, "driftgauge_history_buckets_in_drift", direction=direction) == 0
@@ -179,13 +118,13 @@ async def test_a_drifting_day_that_ages_out_of_the_recent_window_stays_exported(
     sides = _sides(full, [r for r in full if r.key != gone.key])
     clock = Clock(NOW)
     async for client, app in _serve(pg_database, sides, clock):
-        assert (await _run(client, "recent"))["status"] == "drift"
+        assert (await finished_run(client, "recent"))["status"] == "drift"
         s = await _scrape(client, app)
         assert _v(s, "driftgauge_bucket_rows", day="2026-03-08", kind="missing") == 1
         # No day before the recent window was judged yet: nothing, not zeros.
         assert _v(s, "driftgauge_history_buckets_in_drift", direction="missing") is None
         clock.now = NOW + timedelta(days=1)
-        assert (await _run(client, "recent"))["status"] == "ok"
+        assert (await finished_run(client, "recent"))["status"] == "ok"
         s = await _scrape(client, app)
         assert _v(s, "driftgauge_bucket_rows", day="2026-03-08", kind="missing") is None
         assert _v(s, "driftgauge_history_buckets_in_drift", direction="missing") == 1

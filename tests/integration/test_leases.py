@@ -26,6 +26,7 @@ from driftgauge.state.reads import Reads
 from driftgauge.state.store import StateStore
 
 from .service_helpers import NOW, make_config, schema_name
+from .state_helpers import stores_fixture
 
 pytestmark = pytest.mark.integration
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
@@ -37,14 +38,7 @@ async def config(pg_database: str) -> Config:
     return make_config(pg_database, schema_name())
 
 
-@pytest.fixture
-async def stores(config: Config) -> AsyncIterator[list[StateStore]]:
-    opened = [await StateStore.open(config.state, replica=f"replica-{i}") for i in range(2)]
-    try:
-        yield opened
-    finally:
-        for s in opened:
-            await s.close()
+stores = stores_fixture(2)
 
 
 async def begin(store: StateStore) -> int:

@@ -28,12 +28,14 @@ from driftgauge.ledger.models import RULES
 from driftgauge.ledger.service import LedgerService, ledger_exclusions
 from driftgauge.ledger.store import LedgerStore
 from driftgauge.stores import open_adapter
-from tests.integration.conftest import OS_URL
+from tests.integration.service_helpers import REVIEWS_SOURCE, STORES, Clock
 from tests.integration.signals_support import (
+    TIERS_NOT_CANARY,
     TOKEN,
     ledger_app,
     migrated_schema,
     registry_of,
+    reviews_raw,
     state_pool,
 )
 
@@ -41,27 +43,17 @@ pytestmark = pytest.mark.integration
 JOB = {"sync_job": "review-sync"}
 
 DAY = datetime(2024, 5, 6, tzinfo=UTC)
-CONFIG = """
-stores:
-  db: {kind: postgres, dsn: "postgresql://unused@127.0.0.1:1/x"}
-  os: {kind: opensearch, url: "http://127.0.0.1:1"}
-state: {dsn: "postgresql://unused@127.0.0.1:1/x"}
+# The ledger never reads the check's stores: the unused ones of the service tests do.
+CONFIG = (
+    STORES
+    + """state: {dsn: "postgresql://unused@127.0.0.1:1/x"}
 checks:
-  reviews:
-    source: {store: db, table: tasks, key: task_id, time: completed_at}
-    reader: {store: os, index: conv, key: task_id, time: completed_at}
+"""
+    + REVIEWS_SOURCE
+    + """    reader: {store: dst, index: conv, key: task_id, time: completed_at}
     ledger: {job: review-sync, summary_deadline: 6h, no_match_rate: 0.05}
 """
-
-
-class Clock:
-    """A clock the test moves by hand."""
-
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
+)
 
 
 @dataclass
@@ -478,48 +470,24 @@ def pipeline_tasks() -> list[Task]:
 
 
 def pipeline_check(dsn: str, index: str) -> Config:
-    raw = {
-        "stores": {
-            "tasks_db": {"kind": "postgres", "dsn": dsn, "timeout_seconds": 30},
-            "search": {"kind": "opensearch", "url": OS_URL, "timeout_seconds": 30},
+    raw = reviews_raw(
+        dsn,
+        index,
+        table="pipe_tasks",
+        timeout=30,
+        reader={"fields": {"label": "review_tier"}, "filter": TIERS_NOT_CANARY},
+        exclusions=[{"reason": "no_join_key", "where": "conversation_key IS NULL"}],
+        settle="2h",
+        # Zero tolerance: every missing row must be excused by a reason. The ledger's
+        # no_document share is alarmed on its own.
+        tolerance={
+            "missing_ratio": 0,
+            "extra": 0,
+            "mismatched": 0,
+            "exclusion_rate": {"no_document": 0.02},
         },
-        "state": {"dsn": dsn},
-        "checks": {
-            "reviews": {
-                "source": {
-                    "store": "tasks_db",
-                    "table": "pipe_tasks",
-                    "key": "task_id",
-                    "time": "completed_at",
-                },
-                "reader": {
-                    "store": "search",
-                    "index": index,
-                    "key": "task_id",
-                    "time": "completed_at",
-                    "fields": {"label": "review_tier"},
-                    "filter": {
-                        "bool": {
-                            "filter": [{"terms": {"review_tier": ["first_tier", "second_tier"]}}],
-                            "must_not": [{"exists": {"field": "driftgauge_canary"}}],
-                        }
-                    },
-                },
-                "fields": {"label": "string"},
-                "exclusions": [{"reason": "no_join_key", "where": "conversation_key IS NULL"}],
-                "settle": "2h",
-                # Zero tolerance: every missing row must be excused by a reason. The ledger's
-                # no_document share is alarmed on its own.
-                "tolerance": {
-                    "missing_ratio": 0,
-                    "extra": 0,
-                    "mismatched": 0,
-                    "exclusion_rate": {"no_document": 0.02},
-                },
-                "ledger": {"job": "review-sync"},
-            }
-        },
-    }
+        ledger={"job": "review-sync"},
+    )
     return load_text(yaml.safe_dump(raw))
 
 

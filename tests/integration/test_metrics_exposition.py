@@ -7,7 +7,6 @@ promtool's linter refuses fails here, before a Prometheus operator finds it.
 
 from __future__ import annotations
 
-import asyncio
 import re
 import shutil
 import subprocess
@@ -19,37 +18,29 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from driftgauge.app.service import create_app
 from driftgauge.canary.probe import CanaryResult
 from driftgauge.configfile.loader import load_text
 from driftgauge.signals.vocabulary import VocabularyResult
 from driftgauge.signals.volume import VolumeDay
 from driftgauge.stores.memory import MemoryAdapter
 
-from .service_helpers import TOKEN, day_rows, hashed, key_of, memory_opener, schema_name
+from .app_helpers import finished_run, memory_app, posted, serving
+from .service_helpers import REVIEWS_SIDES, STORES, day_rows, filled, hashed, key_of, schema_name
 
 pytestmark = pytest.mark.integration
-AUTH = {"Authorization": f"Bearer {TOKEN}"}
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 NOW = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
 FIRST = datetime(2026, 2, 20, tzinfo=UTC)
 JOB = "review-sync"
 
-CONFIG = """
-stores:
-  src: {kind: postgres, dsn: "postgresql://unused@127.0.0.1:1/unused"}
-  dst: {kind: opensearch, url: "http://127.0.0.1:1"}
-state: {dsn: "<DSN>", schema: <SCHEMA>}
+CONFIG = (
+    STORES
+    + """state: {dsn: "<DSN>", schema: <SCHEMA>}
 api: {tokens: ["<TOKEN>"], public_read: true, sample_keys: 20}
 checks:
-  reviews:
-    source: {store: src, table: reviews, key: task_id, time: completed_at}
-    reader:
-      store: dst
-      index: reviews
-      key: task_id
-      time: completed_at
-      filter:
+"""
+    + REVIEWS_SIDES
+    + """      filter:
         bool:
           filter: [{terms: {label: [ok]}}]
           must_not: [{exists: {field: driftgauge_canary}}]
@@ -62,6 +53,7 @@ checks:
     vocabulary: {label: {}}
     volume: {trailing: 7}
 """
+)
 
 # Every part and every kind of series it serves, each with at least one sample here.
 POPULATED = (
@@ -119,54 +111,23 @@ def _sides() -> dict[tuple[str, str], MemoryAdapter]:
     }
 
 
-async def _run(client: httpx.AsyncClient, window: str) -> None:
-    for _ in range(100):
-        resp = await client.post(
-            "/api/v1/checks/reviews/runs", params={"window": window}, headers=AUTH
-        )
-        if resp.status_code != 409:
-            break
-        await asyncio.sleep(0.05)
-    assert resp.status_code == 202, resp.text
-    for _ in range(400):
-        run: dict[str, Any] = (await client.get(resp.json()["run"])).json()
-        if run["status"] != "running":
-            assert run["complete"], run
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("run did not finish")
-
-
 async def _report_ledger_run(client: httpx.AsyncClient) -> None:
     start = datetime(2026, 3, 9, tzinfo=UTC)
-    opened = await client.post(
-        "/api/v1/ledger/runs",
-        headers=AUTH,
-        json={
-            "job": JOB,
-            "window_start": start.isoformat(),
-            "window_end": (start + timedelta(days=1)).isoformat(),
-            "input_rows": 20,
-        },
+    window = {
+        "job": JOB,
+        "window_start": start.isoformat(),
+        "window_end": (start + timedelta(days=1)).isoformat(),
+        "input_rows": 20,
+    }
+    run_id = (await posted(client, "/api/v1/ledger/runs", window, 201))["id"]
+    counts = [
+        {"outcome": "written", "count": 15},
+        {"outcome": "no_match", "reason": "no_document", "count": 5},
+    ]
+    await posted(
+        client, f"/api/v1/ledger/runs/{run_id}/batches", {"batch_id": "all", "counts": counts}
     )
-    assert opened.status_code == 201, opened.text
-    run_id = opened.json()["id"]
-    batch = await client.post(
-        f"/api/v1/ledger/runs/{run_id}/batches",
-        headers=AUTH,
-        json={
-            "batch_id": "all",
-            "counts": [
-                {"outcome": "written", "count": 15},
-                {"outcome": "no_match", "reason": "no_document", "count": 5},
-            ],
-        },
-    )
-    assert batch.status_code == 200, batch.text
-    closed = await client.post(
-        f"/api/v1/ledger/runs/{run_id}/close", headers=AUTH, json={"status": "success"}
-    )
-    assert closed.status_code == 200, closed.text
+    await posted(client, f"/api/v1/ledger/runs/{run_id}/close", {"status": "success"})
 
 
 async def _record_audit_results(audit: Any) -> None:
@@ -192,27 +153,11 @@ async def _record_audit_results(audit: Any) -> None:
 
 
 async def _full_exposition(dsn: str) -> str:
-    text = (
-        CONFIG.replace("<DSN>", dsn)
-        .replace("<SCHEMA>", schema_name())
-        .replace("<TOKEN>", TOKEN)
-        .replace("<JOB>", JOB)
-    )
-    app = create_app(
-        load_text(text),
-        start_scheduler=False,
-        opener=memory_opener(_sides()),
-        clock=lambda: NOW,
-        refresh_every=3600,
-    )
-    async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://driftgauge", timeout=30
-        ) as client,
-    ):
-        await _run(client, "full")
-        await _run(client, "recent")
+    config = load_text(filled(CONFIG, dsn, schema_name(), job=JOB))
+    app = memory_app(config, _sides(), lambda: NOW, refresh_every=3600)
+    async with serving(app) as client:
+        await finished_run(client, "full")
+        await finished_run(client, "recent")
         await _report_ledger_run(client)
         await _record_audit_results(app.state.audit)
         # A run reads "finished" a moment before its tick reloads the snapshot: reload it now.

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -27,7 +25,8 @@ from driftgauge.retention.job import RetentionJob
 from driftgauge.retention.prune import TABLES, prune
 from driftgauge.state.store import StateStore
 
-from .service_helpers import schema_name
+from .service_helpers import REVIEWS_SIDES, STORES, filled, schema_name
+from .test_cli import cli
 
 pytestmark = pytest.mark.integration
 
@@ -36,20 +35,13 @@ pytestmark = pytest.mark.integration
 NOW = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
 TODAY = NOW.date()
 
-CONFIG = """
-stores:
-  src: {kind: postgres, dsn: "postgresql://unused@127.0.0.1:1/unused"}
-  dst: {kind: opensearch, url: "http://127.0.0.1:1"}
-state: {dsn: "<DSN>", schema: <SCHEMA>, retention: {runs: 30d, ledger: 60d}}
+CONFIG = (
+    STORES
+    + """state: {dsn: "<DSN>", schema: <SCHEMA>, retention: {runs: 30d, ledger: 60d}}
 checks:
-  reviews:
-    source: {store: src, table: reviews, key: task_id, time: completed_at}
-    reader:
-      store: dst
-      index: reviews
-      key: task_id
-      time: completed_at
-      filter: {bool: {must_not: [{exists: {field: driftgauge_canary}}]}}
+"""
+    + REVIEWS_SIDES
+    + """      filter: {bool: {must_not: [{exists: {field: driftgauge_canary}}]}}
     fields: {label: string}
     schedule: {recent: {every: 1h, days: 3}, full: {every: 1d, days: 90}}
     ledger: {job: review-sync}
@@ -62,6 +54,7 @@ checks:
     schedule: {recent: {every: 1h, days: 3}, full: {every: 1d, days: 5}}
     ledger: {job: quiet-sync}
 """
+)
 
 # What the seeded world loses to one prune; everything else in it must stay.
 EXPECTED = {
@@ -93,7 +86,7 @@ def day(days: int) -> date:
 
 def config_text(dsn: str, schema: str) -> str:
     """Return the retention test config with its state in `schema` of `dsn`."""
-    return CONFIG.replace("<DSN>", dsn).replace("<SCHEMA>", schema)
+    return filled(CONFIG, dsn, schema)
 
 
 def bucket(d: date, status: str = "drift") -> BucketResult:
@@ -464,17 +457,6 @@ async def test_the_daily_job_prunes_in_the_background_and_stops(world: World) ->
         await jobs.stop()
     assert not jobs.running
     assert job.last is not None and job.last.deleted == EXPECTED
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run the CLI the way a user would."""
-    return subprocess.run(
-        [sys.executable, "-m", "driftgauge.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 async def test_cli_state_prune_dry_run_prints_per_table_and_deletes_nothing(

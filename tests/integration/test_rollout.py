@@ -10,21 +10,20 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
 from driftgauge.config.frozen import Config
 from driftgauge.configfile.loader import load_text
-from driftgauge.jobs.adapters import AdapterPool
 from driftgauge.jobs.recurring import tick_jobs
 from driftgauge.jobs.runtime import JobRuntime
 from driftgauge.jobs.schedule import job_specs
-from driftgauge.jobs.ticks import TickRunner
 from driftgauge.state.store import StateStore
 from driftgauge.stores.memory import MemoryAdapter
 
-from .service_helpers import CONFIG, DAY0, NOW, TOKEN, day_rows, hashed, memory_opener, schema_name
+from .service_helpers import CONFIG, DAY0, NOW, Clock, day_rows, filled, hashed, schema_name
+from .state_helpers import memory_runner
 
 pytestmark = pytest.mark.integration
 HOUR = NOW.replace(minute=0)
@@ -32,24 +31,9 @@ OLD_ORDERS = "schedule: {recent: {every: 1h, days: 3}}\n"
 NEW_ORDERS = "schedule: {recent: {every: 30m, days: 3}}\n"
 
 
-class Clock:
-    """A clock the test moves by hand."""
-
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 def config_text(dsn: str, schema: str, orders_schedule: str) -> Config:
     """Return the two-check config with `orders` on the given schedule line."""
-    text = (
-        CONFIG.replace("<DSN>", dsn)
-        .replace("<SCHEMA>", schema)
-        .replace("<TOKEN>", TOKEN)
-        .replace("<PUBLIC>", "true")
-    )
+    text = filled(CONFIG, dsn, schema, public="true")
     assert text.endswith(OLD_ORDERS)
     return load_text(text[: -len(OLD_ORDERS)] + orders_schedule)
 
@@ -77,8 +61,7 @@ class Replica:
 async def start(config: Config, name: str, clock: Clock) -> Replica:
     """Start a replica of `config` named `name`, as a new process would."""
     state = await StateStore.open(config.state, replica=name)
-    pool = AdapterPool(config.checks, memory_opener(adapters()))
-    runner = TickRunner(config.checks, state, pool, clock=clock)
+    runner = memory_runner(config, state, adapters(), clock)
     runtime = JobRuntime(clock)
     runtime.add(*tick_jobs(job_specs(config.checks), runner.tick))
     return Replica(state, runtime)

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from driftgauge.config.frozen import Config
 from driftgauge.configfile.loader import load_text
-from driftgauge.jobs.adapters import AdapterPool
 from driftgauge.jobs.recurring import canary_jobs, tick_jobs
 from driftgauge.jobs.runtime import Job, JobRuntime
 from driftgauge.jobs.schedule import job_specs
@@ -22,25 +20,22 @@ from driftgauge.state.store import StateStore
 from driftgauge.stores.base import BucketDigest, Granularity
 from driftgauge.stores.memory import MemoryAdapter
 
-from .service_helpers import day_rows, memory_opener, schema_name
-from .test_ticks import Clock
+from .service_helpers import REVIEWS, STORES, Clock, day_rows, filled, schema_name
+from .state_helpers import memory_runner, stores_fixture
 
 pytestmark = pytest.mark.integration
 # The shipped example's shape: an hourly recent tick, a nightly full pass at 03:00, so
 # every night both fall due at the same instant.
-CONFIG = """
-stores:
-  src: {kind: postgres, dsn: "postgresql://unused@127.0.0.1:1/unused"}
-  dst: {kind: opensearch, url: "http://127.0.0.1:1"}
-state: {dsn: "<DSN>", schema: <SCHEMA>}
+CONFIG = (
+    STORES
+    + """state: {dsn: "<DSN>", schema: <SCHEMA>}
 checks:
-  reviews:
-    source: {store: src, table: reviews, key: task_id, time: completed_at}
-    reader: {store: dst, index: reviews, key: task_id, time: completed_at}
-    fields: {label: string}
-    settle: 2h
+"""
+    + REVIEWS
+    + """    settle: 2h
     schedule: {recent: {every: 1h, days: 7}, full: {cron: "0 3 * * *", days: 30}}
 """
+)
 START = datetime(2026, 3, 1, 0, 0, tzinfo=UTC)
 
 
@@ -61,17 +56,10 @@ class Gated(MemoryAdapter):
 
 @pytest.fixture
 def config(pg_database: str) -> Config:
-    return load_text(CONFIG.replace("<DSN>", pg_database).replace("<SCHEMA>", schema_name()))
+    return load_text(filled(CONFIG, pg_database, schema_name()))
 
 
-@pytest.fixture
-async def stores(config: Config) -> AsyncIterator[list[StateStore]]:
-    opened = [await StateStore.open(config.state, replica=f"replica-{i}") for i in range(2)]
-    try:
-        yield opened
-    finally:
-        for s in opened:
-            await s.close()
+stores = stores_fixture(2)
 
 
 def _sides(reader: MemoryAdapter | None = None) -> dict[tuple[str, str], MemoryAdapter]:
@@ -83,11 +71,7 @@ def _sides(reader: MemoryAdapter | None = None) -> dict[tuple[str, str], MemoryA
 
 
 def _runner(config: Config, store: StateStore, clock: Clock, sides: dict) -> TickRunner:  # type: ignore[type-arg]
-    runner = TickRunner(
-        config.checks, store, AdapterPool(config.checks, memory_opener(sides)), clock=clock
-    )
-    runner.busy_poll = 0.02
-    return runner
+    return memory_runner(config, store, sides, clock, busy_poll=0.02)
 
 
 def _replica(config: Config, store: StateStore, clock: Clock, sides: dict) -> JobRuntime:  # type: ignore[type-arg]
@@ -307,9 +291,7 @@ class InFlight(MemoryAdapter):
 async def test_runs_at_once_are_bounded_and_every_tick_still_runs(
     config: Config, stores: list[StateStore]
 ) -> None:
-    raw = CONFIG.replace("<DSN>", "postgresql://unused@127.0.0.1:1/x").replace(
-        "<SCHEMA>", config.state.schema
-    )
+    raw = filled(CONFIG, "postgresql://unused@127.0.0.1:1/x", config.state.schema)
     check = raw[raw.index("  reviews:") :]
     many = raw[: raw.index("  reviews:")] + "".join(
         check.replace("reviews", f"c{i}") for i in range(6)
@@ -324,13 +306,7 @@ async def test_runs_at_once_are_bounded_and_every_tick_still_runs(
     for limit, expect in ((2, 2), (6, 6)):
         InFlight.most = 0
         clock = Clock(START + timedelta(hours=5 + limit))
-        runner = TickRunner(
-            fleet.checks,
-            stores[0],
-            AdapterPool(fleet.checks, memory_opener(sides)),
-            clock=clock,
-            max_runs=limit,
-        )
+        runner = memory_runner(fleet, stores[0], sides, clock, max_runs=limit)
         runtime = JobRuntime(clock)
         runtime.add(*tick_jobs(job_specs(fleet.checks), runner.tick))
         async with asyncio.timeout(60):

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
-import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -20,6 +18,7 @@ from driftgauge.jobs.adapters import AdapterPool
 from driftgauge.jobs.runner import run_check
 from driftgauge.state.store import StateStore
 
+from .app_helpers import ended, serving
 from .conftest import OS_URL
 from .service_helpers import schema_name
 
@@ -121,19 +120,10 @@ async def test_readyz_stays_ready_while_the_reader_is_down_and_metrics_say_so(
 ) -> None:
     config = _config(source_dsn, source_dsn, "http://127.0.0.1:9")
     app = create_app(config, start_scheduler=False, clock=lambda: NOW, refresh_every=3600)
-    async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://dg", timeout=30
-        ) as http,
-    ):
+    async with serving(app, "http://dg") as http:
         started = await http.post("/api/v1/checks/reviews/runs", headers=AUTH)
         assert started.status_code == 202, started.text
-        for _ in range(200):
-            run = (await http.get(started.json()["run"], headers=AUTH)).json()
-            if run["status"] != "running":
-                break
-            await asyncio.sleep(0.05)
+        run = await ended(http, started.json()["run"], polls=200, headers=AUTH)
         assert run["status"] == "error" and "search" in run["error"]
         await app.state.runtime.snapshots.refresh()
         # A monitored store being down is what driftgauge reports, not a reason to leave.

@@ -21,11 +21,10 @@ from typing import Any
 import pytest
 
 from driftgauge.config.frozen import Config
-from driftgauge.jobs.adapters import AdapterPool
-from driftgauge.jobs.ticks import TickRunner
 from driftgauge.state.store import StateStore
 from tests.integration import test_ticks as ticks
-from tests.integration.service_helpers import make_config, memory_opener, schema_name
+from tests.integration.service_helpers import Clock, make_config, schema_name
+from tests.integration.state_helpers import memory_runner
 
 pytestmark = pytest.mark.integration
 CONTRACT = Path(__file__).parents[2] / ".importlinter"
@@ -103,10 +102,8 @@ async def test_a_scheduled_tick_only_descends(pg_database: str) -> None:
     store = await StateStore.open(config.state, replica="trace")
     try:
         adapters, _ = ticks.sides()
-        clock = ticks.Clock(ticks.T0)
-        runner = TickRunner(
-            config.checks, store, AdapterPool(config.checks, memory_opener(adapters)), clock=clock
-        )
+        clock = Clock(ticks.T0)
+        runner = memory_runner(config, store, adapters, clock)
         runtime = ticks.scheduler(config, runner.tick, clock)
         clock.now = ticks.T0 + timedelta(hours=1)
         with traced() as trace:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
 from datetime import datetime, timedelta
 
 import pytest
 
-from driftgauge.config.frozen import Config, State
+from driftgauge.config.frozen import Config
 from driftgauge.core.errors import StoreUnavailable
 from driftgauge.jobs.adapters import AdapterPool
 from driftgauge.jobs.recurring import tick_jobs
@@ -26,6 +25,7 @@ from driftgauge.stores.memory import MemoryAdapter
 from .service_helpers import (
     DAY0,
     NOW,
+    Clock,
     day_rows,
     hashed,
     make_config,
@@ -33,19 +33,10 @@ from .service_helpers import (
     planted,
     schema_name,
 )
+from .state_helpers import memory_runner, stores_fixture
 
 pytestmark = pytest.mark.integration
 T0 = NOW.replace(minute=0) + timedelta(minutes=1)
-
-
-class Clock:
-    """A clock the test moves by hand."""
-
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 class Stuck(MemoryAdapter):
@@ -86,22 +77,7 @@ def scheduler(config: Config, tick: TickFn, clock: Clock) -> JobRuntime:
     return runtime
 
 
-async def _open(state: State, n: int) -> list[StateStore]:
-    return [await StateStore.open(state, replica=f"replica-{i}") for i in range(n)]
-
-
-async def _close(stores: Sequence[StateStore]) -> None:
-    for s in stores:
-        await s.close()
-
-
-@pytest.fixture
-async def stores(config: Config) -> AsyncIterator[list[StateStore]]:
-    opened = await _open(config.state, 2)
-    try:
-        yield opened
-    finally:
-        await _close(opened)
+stores = stores_fixture(2)
 
 
 async def test_two_replicas_run_each_scheduled_tick_exactly_once(
@@ -144,13 +120,7 @@ async def test_a_hung_store_misses_its_deadline_without_holding_up_other_checks(
     config: Config, stores: list[StateStore]
 ) -> None:
     adapters, _ = sides(reviews_reader=Stuck([]))
-    runner = TickRunner(
-        config.checks,
-        stores[0],
-        AdapterPool(config.checks, memory_opener(adapters)),
-        deadline=0.5,
-        clock=Clock(T0),
-    )
+    runner = memory_runner(config, stores[0], adapters, Clock(T0), deadline=0.5)
     sched = scheduler(config, runner.tick, Clock(T0))
     async with asyncio.timeout(30):
         out = await sched.run_due(T0 + timedelta(hours=1))
@@ -164,12 +134,7 @@ async def test_shutdown_cancels_a_running_check_and_it_never_looks_complete(
     config: Config, stores: list[StateStore]
 ) -> None:
     adapters, _ = sides(reviews_reader=Stuck([]))
-    runner = TickRunner(
-        config.checks,
-        stores[0],
-        AdapterPool(config.checks, memory_opener(adapters)),
-        clock=Clock(T0),
-    )
+    runner = memory_runner(config, stores[0], adapters, Clock(T0))
     run_id = await runner.trigger("reviews")
     assert runner.busy("reviews")
     running = await stores[0].run("reviews", run_id)
