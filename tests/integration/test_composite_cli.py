@@ -11,10 +11,10 @@ from pathlib import Path
 import asyncpg
 import pytest
 from opensearchpy import AsyncOpenSearch
-from opensearchpy.helpers import async_bulk
 
 from tests.integration.conftest import OS_URL, PG_DSN, dsn_for
 from tests.integration.test_cli import cli
+from tests.store_fixtures import load_index, pg_table
 
 pytestmark = pytest.mark.integration
 
@@ -61,42 +61,28 @@ async def config(tmp_path: Path) -> AsyncIterator[Path]:
     reader += [("c11", 2, 3, "ok", BASE + timedelta(hours=5))]  # extra
     reader += [("c3", 1, 1, "ok", BASE + timedelta(minutes=190))]  # a second copy
     try:
-        conn = await asyncpg.connect(dsn)
-        await conn.execute(
-            "CREATE TABLE results (conversation_id text, run_id bigint, task_id bigint, "
-            "label text, ts timestamptz)"
+        await pg_table(
+            dsn,
+            "results",
+            "conversation_id text, run_id bigint, task_id bigint, label text, ts timestamptz",
+            source,
         )
-        await conn.copy_records_to_table("results", records=source)
-        await conn.close()
-        await client.indices.create(
-            index=name,
-            body={
-                "settings": {"number_of_shards": 2},
-                "mappings": {
-                    "properties": {
-                        "conversation": {"type": "keyword"},
-                        "run_id": {"type": "long"},
-                        "task_id": {"type": "long"},
-                        "label": {"type": "keyword"},
-                        "ts": {"type": "date"},
-                    }
-                },
-            },
-        )
-        docs = [
+        await load_index(
+            client,
+            name,
             {
-                "_index": name,
-                "_source": {
-                    "conversation": c,
-                    "run_id": r,
-                    "task_id": t,
-                    "label": v,
-                    "ts": w.isoformat(),
-                },
-            }
-            for c, r, t, v, w in reader
-        ]
-        await async_bulk(client, docs, refresh=True)
+                "conversation": "keyword",
+                "run_id": "long",
+                "task_id": "long",
+                "label": "keyword",
+                "ts": "date",
+            },
+            (
+                {"conversation": c, "run_id": r, "task_id": t, "label": v, "ts": w.isoformat()}
+                for c, r, t, v, w in reader
+            ),
+            shards=2,
+        )
         path = tmp_path / "dg.yml"
         path.write_text(CONFIG.format(dsn=dsn, os=OS_URL, index=name))
         yield path

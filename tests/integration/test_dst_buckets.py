@@ -9,10 +9,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-import asyncpg
 import pytest
 from opensearchpy import AsyncOpenSearch
-from opensearchpy.helpers import async_bulk
 
 from driftgauge.config.frozen import Check
 from driftgauge.configfile.loader import load_text
@@ -20,8 +18,9 @@ from driftgauge.core.errors import ConfigError
 from driftgauge.engine.live import drill_live
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.stores import open_adapter
-from tests.integration.conftest import OS_URL, TIMEOUT
+from tests.integration.conftest import OS_URL
 from tests.integration.dst_data import CASES, Case, Row, damage, make_rows
+from tests.store_fixtures import load_index, pg_table
 
 pytestmark = pytest.mark.integration
 
@@ -67,45 +66,29 @@ async def loaded(
     rows = make_rows()
     reader = damage(rows)
     dup = reader + [r for r in reader if r.id.endswith("-h7")]
-    conn = await asyncpg.connect(pg_database, timeout=TIMEOUT)
-    try:
-        for table, data in (("src", rows), ("rdr", reader), ("rdr_dup", dup)):
-            await conn.execute(f"CREATE TABLE {table} (id text, ts timestamptz, label text)")
-            await conn.copy_records_to_table(table, records=[(r.id, r.ts, r.label) for r in data])
-    finally:
-        await conn.close()
+    for table, data in (("src", rows), ("rdr", reader), ("rdr_dup", dup)):
+        records = [(r.id, r.ts, r.label) for r in data]
+        await pg_table(pg_database, table, "id text, ts timestamptz, label text", records)
     indexes = []
     for data in (reader, dup):
         index = os_index("dg_dst")
         indexes.append(index)
-        await os_client.indices.create(
-            index=index,
-            body={
-                "settings": {"number_of_shards": 2, "number_of_replicas": 0},
-                "mappings": {
-                    "properties": {
-                        "id": {"type": "keyword"},
-                        "ts": {"type": "date"},
-                        "label": {"type": "keyword"},
-                    }
-                },
-            },
-        )
-        await async_bulk(
+        await load_index(
             os_client,
+            index,
+            {"id": "keyword", "ts": "date", "label": "keyword"},
             (
+                # Numbered, not keyed by id: the duplicate copy holds one id twice.
                 {
-                    "_index": index,
                     "_id": str(i),
-                    "_source": {
-                        "id": r.id,
-                        "ts": r.ts.isoformat(timespec="milliseconds"),
-                        "label": r.label,
-                    },
+                    "id": r.id,
+                    "ts": r.ts.isoformat(timespec="milliseconds"),
+                    "label": r.label,
                 }
                 for i, r in enumerate(data)
             ),
-            refresh=True,
+            shards=2,
+            replicas=0,
             chunk_size=2000,
         )
     yield Loaded(pg_database, indexes[0], indexes[1], rows)

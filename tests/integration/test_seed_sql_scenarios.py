@@ -12,12 +12,12 @@ from typing import Any
 import asyncpg
 import pytest
 from opensearchpy import AsyncOpenSearch
-from opensearchpy.helpers import async_bulk
 from tools.local_stores import address
 
 from driftgauge.configfile.loader import load_text
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.stores import open_adapter
+from tests.store_fixtures import load_index, pg_fetch, pg_table
 
 pytestmark = pytest.mark.integration
 
@@ -173,46 +173,19 @@ async def test_matches_seed_sql(scenario: Scenario, stores: tuple[str, str]) -> 
         if r["conversation_key"]
     ]
     scenario.damage(src, sink)
-    conn = await asyncpg.connect(dsn)
+    await pg_table(
+        dsn,
+        "source_tasks",
+        "task_id text, label text, conversation_key text, completed_at timestamptz",
+        [(r["task_id"], r["label"], r["conversation_key"], r["completed_at"]) for r in src],
+    )
     client = AsyncOpenSearch(OS_URL)
     try:
-        await conn.execute(
-            "CREATE TABLE source_tasks (task_id text, label text, "
-            "conversation_key text, completed_at timestamptz)"
-        )
-        await conn.copy_records_to_table(
-            "source_tasks",
-            records=[
-                (r["task_id"], r["label"], r["conversation_key"], r["completed_at"]) for r in src
-            ],
-        )
-        await client.indices.create(
-            index=index,
-            body={
-                "mappings": {
-                    "properties": {
-                        "task_id": {"type": "keyword"},
-                        "review_tier": {"type": "keyword"},
-                        "completed_at": {"type": "date"},
-                    }
-                }
-            },
-        )
-        await async_bulk(
+        await load_index(
             client,
-            [
-                {
-                    "_index": index,
-                    "_id": d["_id"],
-                    "_source": {
-                        "task_id": d["task_id"],
-                        "review_tier": d["review_tier"],
-                        "completed_at": d["completed_at"].isoformat(),
-                    },
-                }
-                for d in sink
-            ],
-            refresh=True,
+            index,
+            {"task_id": "keyword", "review_tier": "keyword", "completed_at": "date"},
+            ({**d, "completed_at": d["completed_at"].isoformat()} for d in sink),
         )
         # The reader's export: what its filtered query returns, loaded beside the source.
         hits = await client.search(
@@ -222,22 +195,22 @@ async def test_matches_seed_sql(scenario: Scenario, stores: tuple[str, str]) -> 
                 "query": {"terms": {"review_tier": ["first_tier", "second_tier"]}},
             },
         )
-        await conn.execute("CREATE TABLE sink_export (task_id text, label text, day date)")
-        await conn.copy_records_to_table(
-            "sink_export",
-            records=[
-                (
-                    h["_source"]["task_id"],
-                    h["_source"]["review_tier"],
-                    datetime.fromisoformat(h["_source"]["completed_at"]).date(),
-                )
-                for h in hits["hits"]["hits"]
-            ],
-        )
-        seed = {r["day"]: r for r in await conn.fetch(SEED_SQL)}
     finally:
-        await conn.close()
         await client.close()
+    await pg_table(
+        dsn,
+        "sink_export",
+        "task_id text, label text, day date",
+        [
+            (
+                h["_source"]["task_id"],
+                h["_source"]["review_tier"],
+                datetime.fromisoformat(h["_source"]["completed_at"]).date(),
+            )
+            for h in hits["hits"]["hits"]
+        ],
+    )
+    seed = {r["day"]: r for r in await pg_fetch(dsn, SEED_SQL)}
 
     check = load_text(CONFIG.format(dsn=dsn, os=OS_URL, index=index)).checks["reviews"]
     source, reader = await open_adapter(check.source), await open_adapter(check.reader)

@@ -7,11 +7,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import asyncpg
 import pytest
 import yaml
 from opensearchpy import AsyncOpenSearch
-from opensearchpy.helpers import async_bulk
 
 from driftgauge.config.frozen import Check
 from driftgauge.configfile.loader import load_text
@@ -22,6 +20,7 @@ from driftgauge.signals.store import SignalsStore
 from driftgauge.stores import open_adapter
 from tests.integration.conftest import OS_URL, TIMEOUT
 from tests.integration.signals_support import registry_of, state_pool
+from tests.store_fixtures import load_index, pg_table
 
 pytestmark = pytest.mark.integration
 
@@ -118,42 +117,21 @@ async def loaded(
 ) -> AsyncIterator[Loaded]:
     rows = tasks()
     copies = [r for r in rows for _ in range(3 if r.task_id.startswith(f"t{TRIPLED}") else 1)]
-    conn = await asyncpg.connect(pg_database, timeout=TIMEOUT)
-    try:
-        await conn.execute(
-            "CREATE TABLE vv_tasks (task_id text, label text,"
-            " conversation_key text, completed_at timestamptz)"
-        )
-        await conn.copy_records_to_table(
-            "vv_tasks",
-            records=[(r.task_id, r.label, r.conversation_key, r.completed_at) for r in copies],
-            timeout=TIMEOUT,
-        )
-    finally:
-        await conn.close()
-    index = os_index("dg_vv")
-    await os_client.indices.create(
-        index=index,
-        body={
-            "settings": {"number_of_shards": 1, "number_of_replicas": 0},
-            "mappings": {
-                "properties": {
-                    "task_id": {"type": "keyword"},
-                    "review_tier": {"type": "keyword"},
-                    "completed_at": {"type": "date"},
-                }
-            },
-        },
+    await pg_table(
+        pg_database,
+        "vv_tasks",
+        "task_id text, label text, conversation_key text, completed_at timestamptz",
+        [(r.task_id, r.label, r.conversation_key, r.completed_at) for r in copies],
     )
-    # The reader holds exactly what the sync job writes: rows with a join key.
-    await async_bulk(
+    index = os_index("dg_vv")
+    await load_index(
         os_client,
-        (
-            {"_index": index, "_id": r.task_id, "_source": r.doc()}
-            for r in rows
-            if r.conversation_key is not None
-        ),
-        refresh=True,
+        index,
+        {"task_id": "keyword", "review_tier": "keyword", "completed_at": "date"},
+        # The reader holds exactly what the sync job writes: rows with a join key.
+        ({"_id": r.task_id, **r.doc()} for r in rows if r.conversation_key is not None),
+        shards=1,
+        replicas=0,
     )
     yield Loaded(check_config(pg_database, index), pg_database)
 
