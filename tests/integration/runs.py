@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
-from driftgauge.config.frozen import Check
+from driftgauge.config.frozen import Check, View
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import RunResult
 from driftgauge.stores import open_adapter
@@ -16,17 +16,20 @@ from driftgauge.stores.preflight import preflight
 
 
 @asynccontextmanager
+async def opened(view: View) -> AsyncIterator[StoreAdapter]:
+    """Yield an open adapter for the view; close it after."""
+    adapter = await open_adapter(view)
+    try:
+        yield adapter
+    finally:
+        await adapter.close()
+
+
+@asynccontextmanager
 async def adapters(check: Check) -> AsyncIterator[tuple[StoreAdapter, StoreAdapter]]:
     """Yield the check's open source and reader adapters; close both after."""
-    source = await open_adapter(check.source)
-    try:
-        reader = await open_adapter(check.reader)
-        try:
-            yield source, reader
-        finally:
-            await reader.close()
-    finally:
-        await source.close()
+    async with opened(check.source) as source, opened(check.reader) as reader:
+        yield source, reader
 
 
 async def reconcile_window(

@@ -17,7 +17,7 @@ from driftgauge.configfile.loader import load_text
 from driftgauge.engine.result import RunResult
 from driftgauge.engine.strategy import FirstPass
 from driftgauge.stores import open_adapter
-from tests.store_fixtures import bulk_load, create_index, load_index, pg_table
+from tests.store_fixtures import PG_OS_STORES, bulk_load, create_index, load_index, pg_table
 
 from .conftest import OS_URL
 from .runs import reconcile_window
@@ -27,12 +27,9 @@ pytestmark = pytest.mark.integration
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 DAYS = 3
 ROWS = 1800
-CONFIG = """
-stores:
-  pg: {{kind: postgres, dsn: "{dsn}"}}
-  os: {{kind: opensearch, url: "{os}"}}
-state: {{dsn: "{dsn}"}}
-checks:
+CONFIG = (
+    PG_OS_STORES
+    + """\
   c:
     source: {{store: pg, table: {table}, key: id, time: at}}
     reader: {{store: os, index: {index}, key: id, time: at}}
@@ -41,6 +38,7 @@ checks:
     settle: 0s
     drilldown: {{leaf_rows: 40}}
 """
+)
 MISSING = [7, 300, 610, 650, 1210, 1500, 1790]
 CHANGED = [8, 9, 611, 1211, 1212]
 EXTRA = [(5001, 100), (5002, 700), (5003, 1300)]

@@ -21,7 +21,7 @@ from driftgauge.configfile.loader import load_text
 from driftgauge.engine.plan import StoredDrift
 from driftgauge.engine.result import RunResult
 from driftgauge.engine.strategy import FirstPass
-from tests.store_fixtures import load_index, pg_table
+from tests.store_fixtures import PG_OS_STORES, load_index, pg_table
 
 from .conftest import OS_URL
 from .runs import reconcile_window
@@ -34,12 +34,9 @@ DAYS = 12
 PER_DAY = 1000
 STEP = timedelta(seconds=86400 / PER_DAY)
 DENSE_DAY, SPARSE_DAY = 3, 8
-CONFIG = """
-stores:
-  pg: {{kind: postgres, dsn: "{dsn}"}}
-  os: {{kind: opensearch, url: "{os}"}}
-state: {{dsn: "{dsn}"}}
-checks:
+CONFIG = (
+    PG_OS_STORES
+    + """\
   c:
     source: {{store: pg, table: src, key: id, time: at}}
     reader: {{store: {reader}, {where}, key: id, time: at}}
@@ -48,6 +45,7 @@ checks:
     settle: 0s
     drilldown: {{leaf_rows: 40}}
 """
+)
 
 
 def _ids(day: int) -> range:

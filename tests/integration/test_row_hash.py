@@ -16,7 +16,7 @@ from driftgauge.encoding.digest import row_hash
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.strategy import FirstPass
 from driftgauge.stores.postgres import preflight as pg_preflight
-from tests.store_fixtures import load_index, pg_fetch
+from tests.store_fixtures import PG_OS_STORES, load_index, pg_fetch
 
 from .conftest import OS_URL
 from .runs import adapters, reconcile_window
@@ -113,12 +113,9 @@ async def test_the_preflight_probes_the_servers_lookup3(
     assert "differs from lookup3" in problem and "row_hash: md5" in problem
 
 
-OS_CONFIG = """
-stores:
-  pg: {{kind: postgres, dsn: "{dsn}"}}
-  os: {{kind: opensearch, url: "{os}"}}
-state: {{dsn: "{dsn}"}}
-checks:
+OS_CONFIG = (
+    PG_OS_STORES
+    + """\
   c:
     source: {{store: pg, table: src, key: id, time: at, fields: {{label: label, amount: amount}}}}
     reader: {{store: os, index: {index}, key: id, time: at}}
@@ -126,6 +123,7 @@ checks:
     settle: 0s
     {extra}
 """
+)
 
 
 @pytest.mark.parametrize("width", [None, 64], ids=["days", "difference-digests"])
