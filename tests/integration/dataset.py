@@ -65,19 +65,18 @@ PG_DDL = (
     "CREATE TABLE items (id text, ts timestamptz, label text, amount numeric(12,2), "
     "qty bigint, flag boolean, updated_at timestamp(3) without time zone, tier text)"
 )
-OS_MAPPING = {
-    "properties": {
-        "id": {"type": "keyword"},
-        "ts": {"type": "date_nanos"},
-        "label": {"type": "keyword"},
-        "amount": {"type": "double"},
-        "qty": {"type": "long"},
-        "flag": {"type": "boolean"},
-        "updated_at": {"type": "date"},
-        "tier": {"type": "keyword"},
-        "label_text": {"type": "text"},
-    }
+OS_TYPES = {
+    "id": "keyword",
+    "ts": "date_nanos",
+    "label": "keyword",
+    "amount": "double",
+    "qty": "long",
+    "flag": "boolean",
+    "updated_at": "date",
+    "tier": "keyword",
+    "label_text": "text",
 }
+"""The type of each field of the data set's OpenSearch index."""
 
 
 @dataclass(frozen=True)

@@ -13,22 +13,25 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import pytest
 
+from driftgauge.config.frozen import Check
 from driftgauge.configfile.loader import load_text
 from driftgauge.core import buckets
 from driftgauge.core.fields import RowHashName
 from driftgauge.encoding import iblt
 from driftgauge.encoding.digest import epoch_micros
 from driftgauge.engine.reconcile import reconcile
-from driftgauge.engine.result import BucketResult
+from driftgauge.engine.result import BucketResult, RunResult
 from driftgauge.engine.strategy import FirstPass
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import DigestFirstPass
 from driftgauge.stores.postgres.adapter import PostgresAdapter
 from tests.conformance import kind_postgres
-from tests.conformance.items import ITEMS, RULES, SPEC
+from tests.conformance.items import RULES, SPEC
 from tests.conformance.kind_postgres import PostgresSource
 from tests.integration import dataset as ds
 from tests.integration.conftest import TIMEOUT
+from tests.integration.pg_items import items_table
+from tests.integration.runs import adapters
 
 pytestmark = pytest.mark.integration
 
@@ -36,11 +39,8 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 async def stores() -> AsyncIterator[PostgresSource]:
     """Yield the items in a PG table with a time index."""
-    source = await kind_postgres.PostgresFixtures().load(ITEMS)
-    try:
+    async with items_table() as source:
         yield source
-    finally:
-        await source.drop()
 
 
 @pytest.mark.parametrize(("width", "row_hash"), [(16, "md5"), (101, "lookup3"), (16384, "lookup3")])
@@ -100,6 +100,19 @@ def _verdict(b: BucketResult) -> tuple[object, ...]:
     return (b.start, b.status, b.missing, b.extra, b.mismatched, b.duplicates, b.reasons, keys)
 
 
+async def _plain_and_peeled(check: Check, end: datetime) -> tuple[RunResult, RunResult]:
+    """Reconcile [T0, end) plainly, then peeling 32-cell digests; assert the same verdicts."""
+    async with adapters(check) as (source, reader):
+        now = end + timedelta(days=1)
+        plain = await reconcile(check, source, reader, T0, end, now=now, sample_keys=10**6)
+        peeled = await reconcile(
+            check, source, reader, T0, end, now=now, sample_keys=10**6, first=FirstPass(width=32)
+        )
+    assert plain.error is None and peeled.error is None
+    assert [_verdict(b) for b in peeled.buckets] == [_verdict(b) for b in plain.buckets]
+    return plain, peeled
+
+
 async def test_peeled_days_say_what_the_drill_down_says(stores: PostgresSource) -> None:
     rng = random.Random(15)
     conn = await asyncpg.connect(stores.dsn, timeout=TIMEOUT)
@@ -136,19 +149,7 @@ async def test_peeled_days_say_what_the_drill_down_says(stores: PostgresSource) 
     finally:
         await conn.close()
     check = load_text(CONFIG.format(dsn=stores.dsn)).checks["tasks"]
-    source, reader = await open_adapter(check.source), await open_adapter(check.reader)
-    try:
-        end = T0 + timedelta(days=5)
-        now = end + timedelta(days=1)
-        plain = await reconcile(check, source, reader, T0, end, now=now, sample_keys=10**6)
-        peeled = await reconcile(
-            check, source, reader, T0, end, now=now, sample_keys=10**6, first=FirstPass(width=32)
-        )
-    finally:
-        await source.close()
-        await reader.close()
-    assert plain.error is None and peeled.error is None
-    assert [_verdict(b) for b in peeled.buckets] == [_verdict(b) for b in plain.buckets]
+    plain, peeled = await _plain_and_peeled(check, T0 + timedelta(days=5))
     assert sum(b.missing for b in peeled.buckets) > 350
     # The crowded day and the day with a key held twice were drilled down (they have a
     # tree); the others were peeled and fetched only their differing rows.
@@ -182,19 +183,7 @@ async def test_a_day_too_crowded_for_its_digests_peels_after_one_more_scan(
         await conn.close()
     text = CONFIG.format(dsn=stores.dsn).replace("table: tasks", "table: crowd")
     check = load_text(text.replace("table: copy", "table: crowd_copy")).checks["tasks"]
-    source, reader = await open_adapter(check.source), await open_adapter(check.reader)
-    try:
-        end = T0 + timedelta(days=3)
-        now = end + timedelta(days=1)
-        plain = await reconcile(check, source, reader, T0, end, now=now, sample_keys=10**6)
-        peeled = await reconcile(
-            check, source, reader, T0, end, now=now, sample_keys=10**6, first=FirstPass(width=32)
-        )
-    finally:
-        await source.close()
-        await reader.close()
-    assert plain.error is None and peeled.error is None
-    assert [_verdict(b) for b in peeled.buckets] == [_verdict(b) for b in plain.buckets]
+    _, peeled = await _plain_and_peeled(check, T0 + timedelta(days=3))
     assert [(b.missing, b.mismatched) for b in peeled.buckets] == [(3, 0), (201, 100), (0, 0)]
     assert not any(b.tree for b in peeled.buckets)  # no day drilled down
     # Each side's first pass, the source's fetch of day 0 (the reader holds none of its
