@@ -15,10 +15,7 @@ import pytest
 
 from driftgauge.config.frozen import Check
 from driftgauge.configfile.loader import load_text
-from driftgauge.core import buckets
 from driftgauge.core.fields import RowHashName
-from driftgauge.encoding import iblt
-from driftgauge.encoding.digest import epoch_micros
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import BucketResult, RunResult
 from driftgauge.engine.strategy import FirstPass
@@ -58,11 +55,7 @@ async def test_the_sql_builds_the_tables_python_builds(
     finally:
         await adapter.close()
     assert got.days == days
-    by_day: dict[datetime, list[tuple[int, int]]] = {}
-    for r in rows:
-        day = buckets.day_start(r.event_time, view.timezone).astimezone(UTC)
-        by_day.setdefault(day, []).append((r.row_hash, epoch_micros(r.event_time)))
-    want = {day: iblt.build(pairs, width) for day, pairs in by_day.items()}
+    want = ds.python_tables(rows, width, view.timezone)
     assert {d.astimezone(UTC): dict(t) for d, t in got.tables.items()} == want
     assert len(want) >= 5  # the DST day among them
 
