@@ -19,7 +19,6 @@ from driftgauge.core.fields import RowHashName
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import BucketResult, RunResult
 from driftgauge.engine.strategy import FirstPass
-from driftgauge.stores import open_adapter
 from driftgauge.stores.base import DigestFirstPass
 from driftgauge.stores.postgres.adapter import PostgresAdapter
 from tests.conformance import kind_postgres
@@ -28,7 +27,7 @@ from tests.conformance.kind_postgres import PostgresSource
 from tests.integration import dataset as ds
 from tests.integration.conftest import TIMEOUT
 from tests.integration.pg_items import items_table
-from tests.integration.runs import adapters
+from tests.integration.runs import adapters, opened
 
 pytestmark = pytest.mark.integration
 
@@ -46,14 +45,11 @@ async def test_the_sql_builds_the_tables_python_builds(
 ) -> None:
     view = kind_postgres.view(stores.dsn, replace(SPEC, exclusions=RULES), "items")
     view = replace(view, row_hash=row_hash)
-    adapter = await open_adapter(view)
-    try:
+    async with opened(view) as adapter:
         assert isinstance(adapter, DigestFirstPass)
         got = await adapter.day_and_cell_digests(ds.START, ds.END, width)
         days = await adapter.bucket_digests(ds.START, ds.END, "day")
         rows = [r async for r in adapter.iter_rows(ds.START, ds.END)]
-    finally:
-        await adapter.close()
     assert got.days == days
     want = ds.python_tables(rows, width, view.timezone)
     assert {d.astimezone(UTC): dict(t) for d, t in got.tables.items()} == want
@@ -61,15 +57,12 @@ async def test_the_sql_builds_the_tables_python_builds(
 
 
 async def test_an_empty_window_and_a_bad_width(stores: PostgresSource) -> None:
-    adapter = await open_adapter(kind_postgres.view(stores.dsn, SPEC, "items"))
-    try:
+    async with opened(kind_postgres.view(stores.dsn, SPEC, "items")) as adapter:
         assert isinstance(adapter, PostgresAdapter)
         empty = await adapter.day_and_cell_digests(ds.END, ds.END, 16)
         assert (empty.days, dict(empty.tables)) == ([], {})
         with pytest.raises(ValueError, match="width"):
             await adapter.day_and_cell_digests(ds.START, ds.END, 0)
-    finally:
-        await adapter.close()
 
 
 CONFIG = """

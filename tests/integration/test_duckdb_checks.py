@@ -247,13 +247,10 @@ async def test_measure_totals_are_exact_decimals(lake: Path) -> None:
         table="orders",
         measures=("amount",),
     )
-    adapter = await open_adapter(view)
-    try:
+    async with opened(view) as adapter:
         got = {b.start: b.agg.measures for b in await adapter.bucket_digests(START, END, "day")}
         assert isinstance(adapter, SlotFirstPass)
         first = await adapter.day_and_slot_digests(START.astimezone(UTC), END, 600)
-    finally:
-        await adapter.close()
     want: dict[datetime, dict[str, Decimal]] = {}
     for _, _, amount, at in rows:
         day = datetime.combine(

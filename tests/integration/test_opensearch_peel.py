@@ -16,11 +16,10 @@ from opensearchpy import AsyncOpenSearch
 from driftgauge.configfile.loader import load_text
 from driftgauge.engine.result import RunResult
 from driftgauge.engine.strategy import FirstPass
-from driftgauge.stores import open_adapter
 from tests.store_fixtures import PG_OS_STORES, bulk_load, create_index, load_index, pg_table
 
 from .conftest import OS_URL
-from .runs import reconcile_window
+from .runs import opened, reconcile_window
 
 pytestmark = pytest.mark.integration
 
@@ -149,9 +148,6 @@ async def test_a_dense_day_is_scanned_again_wider_than_a_pass_and_peels(dense: s
 
 async def test_a_table_wider_than_a_pass_is_refused_over_several_days(pair: str) -> None:
     check = load_text(pair).checks["c"]
-    reader = await open_adapter(check.reader)
-    try:
+    async with opened(check.reader) as reader:
         with pytest.raises(ValueError, match="built for one day at a time, not for 3 days"):
             await reader.day_and_cell_digests(T0, T0 + timedelta(days=DAYS), 8192)  # type: ignore[attr-defined]
-    finally:
-        await reader.close()

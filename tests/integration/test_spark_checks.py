@@ -20,6 +20,7 @@ from tests.conformance.kind_spark import SPARK_URL, quote, run
 from tests.integration import lake_orders as lakes
 from tests.integration.conftest import unique_name
 from tests.integration.kind_checks import BERLIN, END, EXAMPLES, START, example_text
+from tests.integration.runs import opened
 
 pytestmark = pytest.mark.integration
 
@@ -74,11 +75,8 @@ async def test_a_query_past_the_timeout_interrupts_its_spark_job() -> None:
         elapsed = time.monotonic() - began
         # The session still answers at once: the job was interrupted, not left running.
         fast = lakes.id_view(store, query="SELECT 'a' AS id, TIMESTAMP '2024-01-01 00:00:00' AS ts")
-        quick = await open_adapter(fast)
-        try:
+        async with opened(fast) as quick:
             (bucket,) = await quick.bucket_digests(*lakes.QUIET_DAY, "day")
-        finally:
-            await quick.close()
     finally:
         await adapter.close()
     assert elapsed < 8

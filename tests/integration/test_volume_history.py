@@ -20,7 +20,7 @@ from driftgauge.signals.router import signals_router
 from driftgauge.signals.run import evaluate_signals
 from driftgauge.signals.service import SignalsService
 from driftgauge.signals.store import SignalsStore
-from driftgauge.stores import open_adapter
+from tests.integration.runs import opened
 from tests.integration.signals_support import registry_of, state_pool
 from tests.store_fixtures import pg_table, task_sides, tasks_and_search
 
@@ -65,35 +65,31 @@ async def source(pg_database: str) -> AsyncIterator[str]:
 
 
 async def _judge(check: Check, dsn: str) -> tuple[list[Any], Any, list[Any], httpx.Response]:
-    adapter = await open_adapter(check.source)
-    try:
-        async with state_pool(dsn) as pool:
-            store = SignalsStore(pool)
-            found = await evaluate_signals(check, adapter, store, BORN, NOW, now=NOW)
-            part = SignalsMetrics(store, ["reviews"])
-            await part.refresh()
-            service = SignalsService(
-                {"reviews": check},
-                store,
-                lambda c: None,  # type: ignore[arg-type,return-value]
-                clock=lambda: NOW,
-            )
-            app = FastAPI()
-            app.include_router(
-                signals_router(
-                    TokenCheck([], public_read=True).require_read, get_service=lambda: service
-                ),
-                prefix="/api/v1",
-            )
-            async with httpx.AsyncClient(
-                transport=httpx.ASGITransport(app=app), base_url="http://dg"
-            ) as client:
-                resp = await client.get("/api/v1/checks/reviews/volume")
-                missing = await client.get("/api/v1/checks/nope/volume")
-            assert missing.status_code == 404 and "nope" in missing.json()["detail"]
-            stored = await store.volume("reviews")
-    finally:
-        await adapter.close()
+    async with opened(check.source) as adapter, state_pool(dsn) as pool:
+        store = SignalsStore(pool)
+        found = await evaluate_signals(check, adapter, store, BORN, NOW, now=NOW)
+        part = SignalsMetrics(store, ["reviews"])
+        await part.refresh()
+        service = SignalsService(
+            {"reviews": check},
+            store,
+            lambda c: None,  # type: ignore[arg-type,return-value]
+            clock=lambda: NOW,
+        )
+        app = FastAPI()
+        app.include_router(
+            signals_router(
+                TokenCheck([], public_read=True).require_read, get_service=lambda: service
+            ),
+            prefix="/api/v1",
+        )
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://dg"
+        ) as client:
+            resp = await client.get("/api/v1/checks/reviews/volume")
+            missing = await client.get("/api/v1/checks/nope/volume")
+        assert missing.status_code == 404 and "nope" in missing.json()["detail"]
+        stored = await store.volume("reviews")
     return found.volume, registry_of(part).get_sample_value, stored, resp
 
 
