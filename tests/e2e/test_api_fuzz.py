@@ -23,7 +23,6 @@ import asyncpg
 import httpx
 import pytest
 from opensearchpy import AsyncOpenSearch
-from opensearchpy.helpers import async_bulk
 
 from tests.e2e.support import (
     OS_URL,
@@ -38,6 +37,7 @@ from tests.e2e.support import (
     stop,
     wait_ready,
 )
+from tests.store_fixtures import load_index
 
 pytestmark = pytest.mark.e2e
 
@@ -94,30 +94,20 @@ async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Serv
     async with scratch_database("dg_fuzz") as dsn:
         try:
             await load_tasks(dsn, rows)
-            await client.indices.create(
-                index=index,
-                body={
-                    "settings": {"number_of_replicas": 0},
-                    "mappings": {
-                        "properties": {
-                            "task_id": {"type": "keyword"},
-                            "label": {"type": "keyword"},
-                            "completed_at": {"type": "date"},
-                            "driftgauge_canary": {"type": "keyword"},
-                        }
-                    },
-                },
-            )
-            await async_bulk(
+            await load_index(
                 client,
+                index,
+                {
+                    "task_id": "keyword",
+                    "label": "keyword",
+                    "completed_at": "date",
+                    "driftgauge_canary": "keyword",
+                },
                 (
-                    {
-                        "_index": index,
-                        "_id": k,
-                        "_source": {"task_id": k, "label": lab, "completed_at": t.isoformat()},
-                    }
+                    {"_id": k, "task_id": k, "label": lab, "completed_at": t.isoformat()}
                     for k, lab, t in rows[:-2]
                 ),
+                replicas=0,
                 refresh="wait_for",
             )
             config = tmp / "driftgauge.yml"

@@ -18,7 +18,6 @@ from typing import Any
 import httpx
 import pytest
 from opensearchpy import AsyncOpenSearch
-from opensearchpy.helpers import async_bulk
 
 from tests.e2e.support import (
     OS_URL,
@@ -35,6 +34,7 @@ from tests.e2e.support import (
     until,
     wait_ready,
 )
+from tests.store_fixtures import load_index
 
 pytestmark = pytest.mark.e2e
 
@@ -110,30 +110,17 @@ async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Serv
     try:
         async with scratch_database("dg_e2e_ledger") as dsn:
             await load_tasks(dsn, rows)
-            await client.indices.create(
-                index=index,
-                body={
-                    "settings": {"number_of_shards": 1, "number_of_replicas": 0},
-                    "mappings": {
-                        "properties": {
-                            "task_id": {"type": "keyword"},
-                            "label": {"type": "keyword"},
-                            "completed_at": {"type": "date"},
-                        }
-                    },
-                },
-            )
-            await async_bulk(
+            await load_index(
                 client,
+                index,
+                {"task_id": "keyword", "label": "keyword", "completed_at": "date"},
                 (
-                    {
-                        "_index": index,
-                        "_id": k,
-                        "_source": {"task_id": k, "label": label, "completed_at": t.isoformat()},
-                    }
+                    {"_id": k, "task_id": k, "label": label, "completed_at": t.isoformat()}
                     for i, (k, label, t) in enumerate(rows)
                     if i not in NO_DOCUMENT
                 ),
+                shards=1,
+                replicas=0,
                 refresh="wait_for",
             )
             config = tmp / "driftgauge.yml"

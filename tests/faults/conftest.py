@@ -18,7 +18,6 @@ from urllib.parse import urlsplit
 import asyncpg
 import pytest
 from opensearchpy import AsyncOpenSearch
-from opensearchpy.helpers import async_bulk
 
 from driftgauge.config.frozen import Config, View
 from driftgauge.configfile.loader import load_text
@@ -39,6 +38,7 @@ from tests.integration.conftest import (  # noqa: F401  (fixtures)
     pg_database,
     unique_name,
 )
+from tests.store_fixtures import load_index
 
 DAY0 = datetime(2024, 5, 6, tzinfo=UTC)
 DAYS = 3
@@ -177,26 +177,13 @@ async def _load(pg_dsn: str, client: AsyncOpenSearch, index: str) -> None:
         await conn.copy_records_to_table("items", records=rows(), timeout=TIMEOUT)
     finally:
         await conn.close()
-    await client.indices.create(
-        index=index,
-        body={
-            "settings": {"number_of_shards": 3, "number_of_replicas": 0},
-            "mappings": {
-                "properties": {
-                    "id": {"type": "keyword"},
-                    "ts": {"type": "date_nanos"},
-                    "label": {"type": "keyword"},
-                }
-            },
-        },
-    )
-    await async_bulk(
+    await load_index(
         client,
-        (
-            {"_index": index, "_id": k, "_source": {"id": k, "ts": t.isoformat(), "label": label}}
-            for k, t, label in reader_rows()
-        ),
-        refresh=True,
+        index,
+        {"id": "keyword", "ts": "date_nanos", "label": "keyword"},
+        ({"_id": k, "id": k, "ts": t.isoformat(), "label": label} for k, t, label in reader_rows()),
+        shards=3,
+        replicas=0,
     )
 
 

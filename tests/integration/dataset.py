@@ -12,10 +12,12 @@ from decimal import Decimal
 from typing import Any, cast
 from zoneinfo import ZoneInfo
 
+from driftgauge.core import buckets
 from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.fields import FieldType
 from driftgauge.encoding import digest as d
-from driftgauge.stores.base import BucketDigest
+from driftgauge.encoding import iblt
+from driftgauge.stores.base import BucketDigest, RowHash
 
 TZ = ZoneInfo("America/New_York")  # non-UTC, and 2024-03-10 has 23 hours
 START = datetime(2024, 3, 8, tzinfo=TZ)
@@ -65,19 +67,18 @@ PG_DDL = (
     "CREATE TABLE items (id text, ts timestamptz, label text, amount numeric(12,2), "
     "qty bigint, flag boolean, updated_at timestamp(3) without time zone, tier text)"
 )
-OS_MAPPING = {
-    "properties": {
-        "id": {"type": "keyword"},
-        "ts": {"type": "date_nanos"},
-        "label": {"type": "keyword"},
-        "amount": {"type": "double"},
-        "qty": {"type": "long"},
-        "flag": {"type": "boolean"},
-        "updated_at": {"type": "date"},
-        "tier": {"type": "keyword"},
-        "label_text": {"type": "text"},
-    }
+OS_TYPES = {
+    "id": "keyword",
+    "ts": "date_nanos",
+    "label": "keyword",
+    "amount": "double",
+    "qty": "long",
+    "flag": "boolean",
+    "updated_at": "date",
+    "tier": "keyword",
+    "label_text": "text",
 }
+"""The type of each field of the data set's OpenSearch index."""
 
 
 @dataclass(frozen=True)
@@ -263,3 +264,14 @@ def python_rows_in(
     """Return python_rows restricted to rows inside one of the sub-ranges."""
     inside = [r for r in rows if any(lo <= r.ts < hi for lo, hi in ranges)]
     return python_rows(inside, prefixes)
+
+
+def python_tables(
+    rows: Iterable[RowHash], width: int, tz: ZoneInfo
+) -> dict[datetime, dict[int, iblt.Cell]]:
+    """Return each local day's (UTC start's) difference-digest table, as encoding.iblt builds."""
+    by_day: dict[datetime, list[tuple[int, int]]] = {}
+    for r in rows:
+        day = buckets.day_start(r.event_time, tz).astimezone(UTC)
+        by_day.setdefault(day, []).append((r.row_hash, d.epoch_micros(r.event_time)))
+    return {day: iblt.build(pairs, width) for day, pairs in by_day.items()}

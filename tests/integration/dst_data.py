@@ -43,46 +43,22 @@ class Case:
         return start, datetime(nxt.year, nxt.month, nxt.day, tzinfo=self.zone)
 
 
+def _case(tz: str, day: str, hours: int, damage_at: str, damaged_label: str) -> Case:
+    """Return a Case from its ISO dates and instants (damage_at in UTC)."""
+    at = datetime.fromisoformat(damage_at).replace(tzinfo=UTC)
+    return Case(tz, date.fromisoformat(day), hours, at, damaged_label)
+
+
 CASES = [
     # Fall back: 02:00-03:00 happens twice; the drift is in the second (winter) one.
-    Case(
-        "Europe/Berlin",
-        date(2026, 10, 25),
-        25,
-        datetime(2026, 10, 25, 1, 20, tzinfo=UTC),
-        "2026-10-25T02:00:00+01:00",
-    ),
+    _case("Europe/Berlin", "2026-10-25", 25, "2026-10-25T01:20", "2026-10-25T02:00:00+01:00"),
     # Spring forward: 02:00-03:00 does not happen.
-    Case(
-        "Europe/Berlin",
-        date(2026, 3, 29),
-        23,
-        datetime(2026, 3, 29, 1, 20, tzinfo=UTC),
-        "2026-03-29T03:00:00+02:00",
-    ),
-    Case(
-        "Asia/Kathmandu",
-        date(2026, 6, 10),
-        24,
-        datetime(2026, 6, 9, 20, 30, tzinfo=UTC),
-        "2026-06-10T02:00:00+05:45",
-    ),
+    _case("Europe/Berlin", "2026-03-29", 23, "2026-03-29T01:20", "2026-03-29T03:00:00+02:00"),
+    _case("Asia/Kathmandu", "2026-06-10", 24, "2026-06-09T20:30", "2026-06-10T02:00:00+05:45"),
     # Half-hour fall back at 02:00+11:00 to 01:30+10:30: a 24.5-hour day.
-    Case(
-        "Australia/Lord_Howe",
-        date(2026, 4, 5),
-        25,
-        datetime(2026, 4, 4, 15, 10, tzinfo=UTC),
-        "2026-04-05T01:30:00+10:30",
-    ),
+    _case("Australia/Lord_Howe", "2026-04-05", 25, "2026-04-04T15:10", "2026-04-05T01:30:00+10:30"),
     # Half-hour spring forward at 02:00+10:30 to 02:30+11:00: a 23.5-hour day.
-    Case(
-        "Australia/Lord_Howe",
-        date(2026, 10, 4),
-        24,
-        datetime(2026, 10, 3, 16, 10, tzinfo=UTC),
-        "2026-10-04T02:30:00+11:00",
-    ),
+    _case("Australia/Lord_Howe", "2026-10-04", 24, "2026-10-03T16:10", "2026-10-04T02:30:00+11:00"),
 ]
 
 

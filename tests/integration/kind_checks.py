@@ -4,20 +4,19 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import asyncpg
 from opensearchpy import AsyncOpenSearch
-from opensearchpy.helpers import async_bulk
 
 from driftgauge.config.frozen import Config
-from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import RunResult
-from driftgauge.stores import open_adapter
 from tests.integration.conftest import PG_DSN, TIMEOUT, dsn_for, unique_name
+from tests.integration.runs import reconcile_window
+from tests.store_fixtures import load_index, pg_table
 
 EXAMPLES = Path(__file__).parents[2] / "deploy" / "examples"
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -26,6 +25,9 @@ END = datetime(2026, 3, 30, tzinfo=BERLIN)  # the 29th has 23 hours
 BERLIN_DAYS = [START.astimezone(UTC), datetime(2026, 3, 28, 23, tzinfo=UTC)]
 """The starts of the two Berlin days in [START, END), the second springing forward."""
 Order = tuple[str, str, Decimal, datetime]
+
+ORDERS_COLUMNS = "order_id text, status text, amount numeric(10,2), updated_at timestamptz"
+"""The PostgreSQL columns an Order fills."""
 
 PLANTED = {
     "missing": {"o003", "o050"},
@@ -68,15 +70,12 @@ async def orders_database(orders: list[Order]) -> AsyncIterator[str]:
     admin = await asyncpg.connect(PG_DSN, timeout=TIMEOUT)
     await admin.execute(f'CREATE DATABASE "{name}"')
     try:
-        conn = await asyncpg.connect(dsn_for(name), timeout=TIMEOUT)
-        try:
-            await conn.execute(
-                "CREATE TABLE orders (order_id text, status text, "
-                "amount numeric(10,2), updated_at timestamptz)"
-            )
-            await conn.copy_records_to_table("orders", records=orders)
-        finally:
-            await conn.close()
+        await pg_table(
+            dsn_for(name),
+            "orders",
+            ORDERS_COLUMNS,
+            orders,
+        )
         yield dsn_for(name)
     finally:
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -89,35 +88,16 @@ async def orders_index(url: str, orders: list[Order]) -> AsyncIterator[str]:
     index = unique_name("dg_orders")
     client = AsyncOpenSearch(hosts=[url], timeout=TIMEOUT)
     try:
-        await client.indices.create(
-            index=index,
-            body={
-                "settings": {"number_of_shards": 2, "number_of_replicas": 0},
-                "mappings": {
-                    "properties": {
-                        "order_id": {"type": "keyword"},
-                        "status": {"type": "keyword"},
-                        "amount": {"type": "keyword"},
-                        "updated_at": {"type": "date"},
-                    }
-                },
-            },
-        )
-        await async_bulk(
+        await load_index(
             client,
+            index,
+            {"order_id": "keyword", "status": "keyword", "amount": "keyword", "updated_at": "date"},
             (
-                {
-                    "_index": index,
-                    "_source": {
-                        "order_id": k,
-                        "status": s,
-                        "amount": str(a),
-                        "updated_at": t.isoformat(),
-                    },
-                }
+                {"order_id": k, "status": s, "amount": str(a), "updated_at": t.isoformat()}
                 for k, s, a, t in orders
             ),
-            refresh=True,
+            shards=2,
+            replicas=0,
         )
         yield index
     finally:
@@ -138,18 +118,7 @@ async def run_check(
     config: Config, name: str, start: datetime = START, end: datetime = END
 ) -> RunResult:
     """Reconcile one check of the config over [start, end), a day after it ended."""
-    check = config.checks[name]
-    source = await open_adapter(check.source)
-    try:
-        reader = await open_adapter(check.reader)
-        try:
-            return await reconcile(
-                check, source, reader, start, end, now=end + timedelta(days=1), sample_keys=50
-            )
-        finally:
-            await reader.close()
-    finally:
-        await source.close()
+    return await reconcile_window(config.checks[name], start, end, sample_keys=50)
 
 
 def found(result: RunResult) -> dict[str, set[str | None]]:

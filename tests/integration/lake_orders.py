@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -28,8 +29,10 @@ from tests.integration.kind_checks import (
 __all__ = [
     "BERLIN",
     "PLANTED",
+    "QUIET_DAY",
     "Order",
     "assert_example_finds_the_planted_rows",
+    "assert_the_missing_column_is_named",
     "export",
     "export_folder",
     "found",
@@ -40,6 +43,9 @@ __all__ = [
     "totals",
     "write_export",
 ]
+
+QUIET_DAY = (datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 1, 2, tzinfo=UTC))
+"""A UTC day the timeout tests ask their slow and quick queries about."""
 
 
 def write_export(folder: Path, rows: list[Order]) -> None:
@@ -71,6 +77,15 @@ async def missing_column_problems(text: str) -> list[str]:
     """Return the preflight's problems once a field `total` neither side has joins the check."""
     text = text.replace("amount: decimal", "amount: decimal\n      total: decimal")
     return await verify_all(load_text(text, source="no-column.yml"))
+
+
+async def assert_the_missing_column_is_named(text: str, check: str, table: str) -> None:
+    """Assert a field `total` neither side has is refused on both, the reader's naming `table`."""
+    problems = await missing_column_problems(text)
+    assert len(problems) == 2  # both sides lack it
+    assert problems[1].startswith(
+        f"checks.{check}.reader.fields.total: column total does not exist in table {table}"
+    )
 
 
 async def assert_example_finds_the_planted_rows(text: str, example: Path, check: str) -> None:

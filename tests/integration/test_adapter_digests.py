@@ -13,22 +13,21 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import pytest
 
+from driftgauge.config.frozen import Check
 from driftgauge.configfile.loader import load_text
-from driftgauge.core import buckets
 from driftgauge.core.fields import RowHashName
-from driftgauge.encoding import iblt
-from driftgauge.encoding.digest import epoch_micros
 from driftgauge.engine.reconcile import reconcile
-from driftgauge.engine.result import BucketResult
+from driftgauge.engine.result import BucketResult, RunResult
 from driftgauge.engine.strategy import FirstPass
-from driftgauge.stores import open_adapter
 from driftgauge.stores.base import DigestFirstPass
 from driftgauge.stores.postgres.adapter import PostgresAdapter
 from tests.conformance import kind_postgres
-from tests.conformance.items import ITEMS, RULES, SPEC
+from tests.conformance.items import RULES, SPEC
 from tests.conformance.kind_postgres import PostgresSource
 from tests.integration import dataset as ds
 from tests.integration.conftest import TIMEOUT
+from tests.integration.pg_items import items_table
+from tests.integration.runs import adapters, opened
 
 pytestmark = pytest.mark.integration
 
@@ -36,11 +35,8 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 async def stores() -> AsyncIterator[PostgresSource]:
     """Yield the items in a PG table with a time index."""
-    source = await kind_postgres.PostgresFixtures().load(ITEMS)
-    try:
+    async with items_table() as source:
         yield source
-    finally:
-        await source.drop()
 
 
 @pytest.mark.parametrize(("width", "row_hash"), [(16, "md5"), (101, "lookup3"), (16384, "lookup3")])
@@ -49,34 +45,24 @@ async def test_the_sql_builds_the_tables_python_builds(
 ) -> None:
     view = kind_postgres.view(stores.dsn, replace(SPEC, exclusions=RULES), "items")
     view = replace(view, row_hash=row_hash)
-    adapter = await open_adapter(view)
-    try:
+    async with opened(view) as adapter:
         assert isinstance(adapter, DigestFirstPass)
         got = await adapter.day_and_cell_digests(ds.START, ds.END, width)
         days = await adapter.bucket_digests(ds.START, ds.END, "day")
         rows = [r async for r in adapter.iter_rows(ds.START, ds.END)]
-    finally:
-        await adapter.close()
     assert got.days == days
-    by_day: dict[datetime, list[tuple[int, int]]] = {}
-    for r in rows:
-        day = buckets.day_start(r.event_time, view.timezone).astimezone(UTC)
-        by_day.setdefault(day, []).append((r.row_hash, epoch_micros(r.event_time)))
-    want = {day: iblt.build(pairs, width) for day, pairs in by_day.items()}
+    want = ds.python_tables(rows, width, view.timezone)
     assert {d.astimezone(UTC): dict(t) for d, t in got.tables.items()} == want
     assert len(want) >= 5  # the DST day among them
 
 
 async def test_an_empty_window_and_a_bad_width(stores: PostgresSource) -> None:
-    adapter = await open_adapter(kind_postgres.view(stores.dsn, SPEC, "items"))
-    try:
+    async with opened(kind_postgres.view(stores.dsn, SPEC, "items")) as adapter:
         assert isinstance(adapter, PostgresAdapter)
         empty = await adapter.day_and_cell_digests(ds.END, ds.END, 16)
         assert (empty.days, dict(empty.tables)) == ([], {})
         with pytest.raises(ValueError, match="width"):
             await adapter.day_and_cell_digests(ds.START, ds.END, 0)
-    finally:
-        await adapter.close()
 
 
 CONFIG = """
@@ -98,6 +84,19 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 def _verdict(b: BucketResult) -> tuple[object, ...]:
     keys = sorted((k.key or "", k.kind, k.source_copies, k.reader_copies) for k in b.samples)
     return (b.start, b.status, b.missing, b.extra, b.mismatched, b.duplicates, b.reasons, keys)
+
+
+async def _plain_and_peeled(check: Check, end: datetime) -> tuple[RunResult, RunResult]:
+    """Reconcile [T0, end) plainly, then peeling 32-cell digests; assert the same verdicts."""
+    async with adapters(check) as (source, reader):
+        now = end + timedelta(days=1)
+        plain = await reconcile(check, source, reader, T0, end, now=now, sample_keys=10**6)
+        peeled = await reconcile(
+            check, source, reader, T0, end, now=now, sample_keys=10**6, first=FirstPass(width=32)
+        )
+    assert plain.error is None and peeled.error is None
+    assert [_verdict(b) for b in peeled.buckets] == [_verdict(b) for b in plain.buckets]
+    return plain, peeled
 
 
 async def test_peeled_days_say_what_the_drill_down_says(stores: PostgresSource) -> None:
@@ -136,19 +135,7 @@ async def test_peeled_days_say_what_the_drill_down_says(stores: PostgresSource) 
     finally:
         await conn.close()
     check = load_text(CONFIG.format(dsn=stores.dsn)).checks["tasks"]
-    source, reader = await open_adapter(check.source), await open_adapter(check.reader)
-    try:
-        end = T0 + timedelta(days=5)
-        now = end + timedelta(days=1)
-        plain = await reconcile(check, source, reader, T0, end, now=now, sample_keys=10**6)
-        peeled = await reconcile(
-            check, source, reader, T0, end, now=now, sample_keys=10**6, first=FirstPass(width=32)
-        )
-    finally:
-        await source.close()
-        await reader.close()
-    assert plain.error is None and peeled.error is None
-    assert [_verdict(b) for b in peeled.buckets] == [_verdict(b) for b in plain.buckets]
+    plain, peeled = await _plain_and_peeled(check, T0 + timedelta(days=5))
     assert sum(b.missing for b in peeled.buckets) > 350
     # The crowded day and the day with a key held twice were drilled down (they have a
     # tree); the others were peeled and fetched only their differing rows.
@@ -182,19 +169,7 @@ async def test_a_day_too_crowded_for_its_digests_peels_after_one_more_scan(
         await conn.close()
     text = CONFIG.format(dsn=stores.dsn).replace("table: tasks", "table: crowd")
     check = load_text(text.replace("table: copy", "table: crowd_copy")).checks["tasks"]
-    source, reader = await open_adapter(check.source), await open_adapter(check.reader)
-    try:
-        end = T0 + timedelta(days=3)
-        now = end + timedelta(days=1)
-        plain = await reconcile(check, source, reader, T0, end, now=now, sample_keys=10**6)
-        peeled = await reconcile(
-            check, source, reader, T0, end, now=now, sample_keys=10**6, first=FirstPass(width=32)
-        )
-    finally:
-        await source.close()
-        await reader.close()
-    assert plain.error is None and peeled.error is None
-    assert [_verdict(b) for b in peeled.buckets] == [_verdict(b) for b in plain.buckets]
+    _, peeled = await _plain_and_peeled(check, T0 + timedelta(days=3))
     assert [(b.missing, b.mismatched) for b in peeled.buckets] == [(3, 0), (201, 100), (0, 0)]
     assert not any(b.tree for b in peeled.buckets)  # no day drilled down
     # Each side's first pass, the source's fetch of day 0 (the reader holds none of its

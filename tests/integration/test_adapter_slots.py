@@ -14,11 +14,12 @@ import pytest
 from driftgauge.stores.postgres.dialect import POSTGRES as pg_sql
 from driftgauge.stores.sql.results import POINTS_PER_SPAN, instants, rows_query
 from tests.conformance import kind_postgres
-from tests.conformance.items import ITEMS, SPEC
+from tests.conformance.items import SPEC
 from tests.conformance.kind_postgres import PostgresSource
 from tests.integration import dataset as ds
 from tests.integration.conftest import TIMEOUT
 from tests.integration.dataset import RANGES
+from tests.integration.pg_items import items_table
 
 pytestmark = pytest.mark.integration
 
@@ -28,11 +29,8 @@ WINDOW = (ds.START, ds.END)
 @pytest.fixture(scope="module")
 async def stores() -> AsyncIterator[PostgresSource]:
     """Yield the items in a PG table with a time index."""
-    source = await kind_postgres.PostgresFixtures().load(ITEMS)
-    try:
+    async with items_table() as source:
         yield source
-    finally:
-        await source.drop()
 
 
 async def test_ranged_rows_use_the_time_index(stores: PostgresSource) -> None:

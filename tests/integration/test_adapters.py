@@ -13,7 +13,6 @@ from typing import Any
 import asyncpg
 import pytest
 from opensearchpy import AsyncOpenSearch
-from opensearchpy.helpers import async_bulk
 
 from driftgauge.core.errors import StoreQueryError
 from driftgauge.stores import open_adapter
@@ -33,6 +32,7 @@ from tests.integration.conftest import (
     unique_name,
 )
 from tests.integration.dataset import ODD, python_slots
+from tests.store_fixtures import load_index
 
 pytestmark = pytest.mark.integration
 
@@ -90,16 +90,10 @@ async def test_opensearch_pages_never_split_a_duplicated_key(
     os_client: AsyncOpenSearch, os_index: Callable[[str], str]
 ) -> None:
     index = os_index("dg_pages")
-    await os_client.indices.create(
-        index=index,
-        body={
-            "settings": {"number_of_shards": 3, "number_of_replicas": 0},
-            "mappings": ds.OS_MAPPING,
-        },
-    )
     # Key i has i + 1 copies; pages of 4 must grow to hold the 12 copies of k11.
     rows = [replace(ROWS[i], id=f"k{i:02d}") for i in range(12) for _ in range(i + 1)]
-    await async_bulk(os_client, ({"_index": index, "_source": r.doc()} for r in rows), refresh=True)
+    docs = (r.doc() for r in rows)
+    await load_index(os_client, index, ds.OS_TYPES, docs, shards=3, replicas=0)
     view = make_view(os_store(), key="id", time="ts", fields=ds.FIELDS, tz=ds.TZ.key, index=index)
     adapter = await OpenSearchAdapter.open(view)
     adapter.page_size = 4

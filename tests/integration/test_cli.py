@@ -5,92 +5,64 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import asyncpg
 import pytest
-from opensearchpy import AsyncOpenSearch
-from opensearchpy.helpers import async_bulk
-from tools.local_stores import address
+
+from tests.store_fixtures import OS_URL, PG_OS_STORES, load_index, pg_table, scratch_stores
 
 pytestmark = pytest.mark.integration
 
-PG = address("DRIFTGAUGE_TEST_PG_DSN")
-OS_URL = address("DRIFTGAUGE_TEST_OS_URL")
 BASE = datetime(2026, 4, 1, tzinfo=UTC)
 
-CONFIG = """
-stores:
-  pg: {{kind: postgres, dsn: "{dsn}"}}
-  os: {{kind: opensearch, url: "{os}"}}
-state: {{dsn: "{dsn}"}}
-checks:
+CONFIG = (
+    PG_OS_STORES
+    + """\
   reviews:
     source: {{store: pg, table: tasks, key: task_id, time: completed_at}}
     reader: {{store: os, index: {index}, key: task_id, time: completed_at}}
     fields: {{label: string}}
     settle: 0s
 """
+)
 
 
 @pytest.fixture
 async def config(tmp_path: Path) -> AsyncIterator[Path]:
     """Write a config over a source table and a reader index with planted drift."""
-    name = f"dg_cli_{uuid.uuid4().hex[:8]}"
-    admin = await asyncpg.connect(PG)
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    dsn = PG.rsplit("/", 1)[0] + "/" + name
-    client = AsyncOpenSearch(OS_URL)
     rows = [
         (f"t{i:04d}", "a" if i % 3 else "b", BASE + timedelta(minutes=7 * i)) for i in range(600)
     ]  # a bit over two days
-    try:
-        conn = await asyncpg.connect(dsn)
-        await conn.execute(
-            "CREATE TABLE tasks (task_id text, label text, completed_at timestamptz)"
+    async with scratch_stores("dg_cli") as stores:
+        await pg_table(
+            stores.dsn, "tasks", "task_id text, label text, completed_at timestamptz", rows
         )
-        await conn.copy_records_to_table("tasks", records=rows)
-        await conn.close()
-        await client.indices.create(
-            index=name,
-            body={
-                "mappings": {
-                    "properties": {
-                        "task_id": {"type": "keyword"},
-                        "label": {"type": "keyword"},
-                        "completed_at": {"type": "date"},
-                    }
-                }
-            },
-        )
-        docs = [
-            {
-                "_index": name,
-                "_id": k,
-                "_source": {
+        await load_index(
+            stores.client,
+            stores.index,
+            {"task_id": "keyword", "label": "keyword", "completed_at": "date"},
+            (
+                {
+                    "_id": k,
                     "task_id": k,
                     "label": "z" if k == "t0100" else label,  # mismatched
                     "completed_at": when.isoformat(),
-                },
-            }
-            for k, label, when in rows
-            if k != "t0050"
-        ]  # missing
-        await async_bulk(client, docs, refresh=True)
+                }
+                for k, label, when in rows
+                if k != "t0050"  # missing
+            ),
+        )
         path = tmp_path / "dg.yml"
-        path.write_text(CONFIG.format(dsn=dsn, os=OS_URL, index=name))
+        path.write_text(CONFIG.format(dsn=stores.dsn, os=OS_URL, index=stores.index))
         yield path
-    finally:
-        await client.indices.delete(index=name, ignore_unavailable=True)
-        await client.close()
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
+Completed = subprocess.CompletedProcess[str]
+
+
+def cli(*args: str) -> Completed:
     """Run the installed CLI the way a user would."""
     return subprocess.run(
         [sys.executable, "-m", "driftgauge.cli", *args],
@@ -101,50 +73,28 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_check_reports_drift_and_exits_1(config: Path) -> None:
-    done = cli(
-        "check",
-        "reviews",
-        "--config",
-        str(config),
-        "--since",
-        "2026-04-01",
-        "--until",
-        "2026-04-03",
-        "--json",
+def check_reviews(config: Path, since: str, until: str, *flags: str) -> Completed:
+    """Run `driftgauge check reviews` over the days since..until, with these flags."""
+    return cli(
+        "check", "reviews", "--config", str(config), "--since", since, "--until", until, *flags
     )
+
+
+def test_check_reports_drift_and_exits_1(config: Path) -> None:
+    done = check_reviews(config, "2026-04-01", "2026-04-03", "--json")
     assert done.returncode == 1, done.stderr
     out = json.loads(done.stdout)
     day1 = out["buckets"][0]
     assert (day1["missing"], day1["mismatched"], day1["extra"]) == (1, 1, 0)
     assert sum(b["expected"] for b in out["buckets"]) == 600
     assert out["buckets"][2]["status"] == "ok"
-    table = cli(
-        "check",
-        "reviews",
-        "--config",
-        str(config),
-        "--since",
-        "2026-04-01",
-        "--until",
-        "2026-04-03",
-    )
+    table = check_reviews(config, "2026-04-01", "2026-04-03")
     assert "2026-04-01" in table.stdout and "drift" in table.stdout
     assert "missing    t0050" in table.stdout
 
 
 def test_check_on_clean_days_exits_0(config: Path) -> None:
-    done = cli(
-        "check",
-        "reviews",
-        "--config",
-        str(config),
-        "--since",
-        "2026-04-03",
-        "--until",
-        "2026-04-03",
-        "--no-store",
-    )
+    done = check_reviews(config, "2026-04-03", "2026-04-03", "--no-store")
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -178,19 +128,8 @@ def test_first_pass_with_slots_finds_the_same_keys(config: Path) -> None:
     config.write_text(config.read_text() + "    drilldown: {leaf_rows: 50}\n")
     found = {}
     for mode in ("days", "slots"):
-        done = cli(
-            "check",
-            "reviews",
-            "--config",
-            str(config),
-            "--since",
-            "2026-04-01",
-            "--until",
-            "2026-04-03",
-            "--json",
-            "--no-store",
-            "--first-pass",
-            mode,
+        done = check_reviews(
+            config, "2026-04-01", "2026-04-03", "--json", "--no-store", "--first-pass", mode
         )
         assert done.returncode == 1, done.stderr
         out = json.loads(done.stdout)

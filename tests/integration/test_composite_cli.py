@@ -3,28 +3,21 @@
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import asyncpg
 import pytest
-from opensearchpy import AsyncOpenSearch
-from opensearchpy.helpers import async_bulk
 
-from tests.integration.conftest import OS_URL, PG_DSN, dsn_for
 from tests.integration.test_cli import cli
+from tests.store_fixtures import OS_URL, PG_OS_STORES, load_index, pg_table, scratch_stores
 
 pytestmark = pytest.mark.integration
 
 BASE = datetime(2026, 4, 1, tzinfo=UTC)
-CONFIG = """
-stores:
-  pg: {{kind: postgres, dsn: "{dsn}"}}
-  os: {{kind: opensearch, url: "{os}"}}
-state: {{dsn: "{dsn}"}}
-checks:
+CONFIG = (
+    PG_OS_STORES
+    + """\
   runs:
     source: {{store: pg, table: results, key: [conversation_id, run_id, task_id], time: ts}}
     reader:
@@ -38,6 +31,7 @@ checks:
     settle: 0s
     drilldown: {{leaf_rows: 20}}
 """
+)
 ROWS = [
     (f"c{c}", r, t, "ok", BASE + timedelta(minutes=60 * c + 9 * r + t))
     for c in range(4)
@@ -49,62 +43,38 @@ ROWS = [
 @pytest.fixture
 async def config(tmp_path: Path) -> AsyncIterator[Path]:
     """Write a config over a source table and a reader index with planted drift."""
-    name = f"dg_composite_{uuid.uuid4().hex[:8]}"
-    admin = await asyncpg.connect(PG_DSN)
-    await admin.execute(f"CREATE DATABASE \"{name}\" ENCODING 'UTF8' TEMPLATE template0")
-    dsn = dsn_for(name)
-    client = AsyncOpenSearch(OS_URL)
     source: list[tuple[str, int | None, int, str, datetime]] = [*ROWS]
     source.append(("c9", 9, 9, "ok", BASE + timedelta(hours=9)))  # missing
     source.append(("c8", None, 1, "ok", BASE + timedelta(hours=8)))  # excluded: null_key
     reader = [(c, r, t, "z" if (c, r, t) == ("c2", 2, 2) else v, w) for c, r, t, v, w in ROWS]
     reader += [("c11", 2, 3, "ok", BASE + timedelta(hours=5))]  # extra
     reader += [("c3", 1, 1, "ok", BASE + timedelta(minutes=190))]  # a second copy
-    try:
-        conn = await asyncpg.connect(dsn)
-        await conn.execute(
-            "CREATE TABLE results (conversation_id text, run_id bigint, task_id bigint, "
-            "label text, ts timestamptz)"
+    async with scratch_stores("dg_composite", utf8=True) as stores:
+        await pg_table(
+            stores.dsn,
+            "results",
+            "conversation_id text, run_id bigint, task_id bigint, label text, ts timestamptz",
+            source,
         )
-        await conn.copy_records_to_table("results", records=source)
-        await conn.close()
-        await client.indices.create(
-            index=name,
-            body={
-                "settings": {"number_of_shards": 2},
-                "mappings": {
-                    "properties": {
-                        "conversation": {"type": "keyword"},
-                        "run_id": {"type": "long"},
-                        "task_id": {"type": "long"},
-                        "label": {"type": "keyword"},
-                        "ts": {"type": "date"},
-                    }
-                },
-            },
-        )
-        docs = [
+        await load_index(
+            stores.client,
+            stores.index,
             {
-                "_index": name,
-                "_source": {
-                    "conversation": c,
-                    "run_id": r,
-                    "task_id": t,
-                    "label": v,
-                    "ts": w.isoformat(),
-                },
-            }
-            for c, r, t, v, w in reader
-        ]
-        await async_bulk(client, docs, refresh=True)
+                "conversation": "keyword",
+                "run_id": "long",
+                "task_id": "long",
+                "label": "keyword",
+                "ts": "date",
+            },
+            (
+                {"conversation": c, "run_id": r, "task_id": t, "label": v, "ts": w.isoformat()}
+                for c, r, t, v, w in reader
+            ),
+            shards=2,
+        )
         path = tmp_path / "dg.yml"
-        path.write_text(CONFIG.format(dsn=dsn, os=OS_URL, index=name))
+        path.write_text(CONFIG.format(dsn=stores.dsn, os=OS_URL, index=stores.index))
         yield path
-    finally:
-        await client.indices.delete(index=name, ignore_unavailable=True)
-        await client.close()
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
 
 
 def test_check_finds_planted_drift_and_shows_composite_keys_as_arrays(config: Path) -> None:

@@ -247,32 +247,23 @@ async def run_driftgauge(
         src = Traced(await open_adapter(check.source), paths)
         rdr = Traced(await open_adapter(check.reader), paths)
         start, end = case.window()
+
+        async def run(first: FirstPass) -> RunResult:
+            return await reconcile(check, src, rdr, start, end, now=case.now(), first=first)
+
         try:
             # As the runner does: refuse unreadable fields, settle the timestamp precision.
             await preflight(check, src.inner, rdr.inner)
-            result = await reconcile(
-                check,
-                src,
-                rdr,
-                start,
-                end,
-                now=case.now(),
-                first=FirstPass(
-                    slots=case.settings.slots_first,
-                    width=case.settings.digest_width,
-                    rescan=case.settings.days_first,
-                ),
-            )
-            if case.settings.rescan and result.error is None:
-                result = await reconcile(
-                    check,
-                    src,
-                    rdr,
-                    start,
-                    end,
-                    now=case.now(),
-                    first=FirstPass(rescan=True, day_drift=stored_drift(result)),
+            settings = case.settings
+            result = await run(
+                FirstPass(
+                    slots=settings.slots_first,
+                    width=settings.digest_width,
+                    rescan=settings.days_first,
                 )
+            )
+            if settings.rescan and result.error is None:
+                result = await run(FirstPass(rescan=True, day_drift=stored_drift(result)))
         finally:
             await src.close()
             await rdr.close()

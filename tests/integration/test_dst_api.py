@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
@@ -14,6 +13,7 @@ from driftgauge.configfile.loader import load_text
 from driftgauge.stores.base import RowHash
 from driftgauge.stores.memory import MemoryAdapter
 
+from .app_client import app_client, finished_run
 from .service_helpers import CONFIG, TOKEN, hashed, key_of, memory_opener, schema_name
 
 pytestmark = pytest.mark.integration
@@ -66,19 +66,8 @@ async def client(pg_database: str) -> AsyncIterator[httpx.AsyncClient]:
         clock=lambda: NOW,
         refresh_every=3600,
     )
-    async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://driftgauge", timeout=30
-        ) as c,
-    ):
-        resp = await c.post("/api/v1/checks/reviews/runs", headers=AUTH)
-        assert resp.status_code == 202, resp.text
-        for _ in range(200):
-            run = (await c.get(resp.json()["run"])).json()
-            if run["status"] != "running":
-                break
-            await asyncio.sleep(0.05)
+    async with app_client(app) as c:
+        run = await finished_run(c, "reviews", AUTH)
         assert run["status"] == "drift", run
         yield c
 

@@ -7,21 +7,18 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from datetime import timedelta
 
-import asyncpg
 import pytest
 from opensearchpy import AsyncOpenSearch
-from opensearchpy.helpers import async_bulk
 
 from driftgauge.config.frozen import Check
 from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import ConfigError
 from driftgauge.engine.live import drill_live
-from driftgauge.engine.reconcile import reconcile
-from driftgauge.stores import open_adapter
-from tests.integration.conftest import OS_URL, TIMEOUT
+from tests.integration.conftest import OS_URL
 from tests.integration.dst_data import CASES, Case, Row, damage, make_rows
+from tests.integration.runs import adapters, reconcile_window
+from tests.store_fixtures import PG_OS_STORES, load_index, pg_table
 
 pytestmark = pytest.mark.integration
 
@@ -43,12 +40,9 @@ class Loaded:
             if reader.startswith("pg")
             else f"{{store: os, index: {index}, key: id, time: ts}}"
         )
-        text = f"""
-stores:
-  pg: {{kind: postgres, dsn: "{self.dsn}"}}
-  os: {{kind: opensearch, url: "{OS_URL}"}}
-state: {{dsn: "{self.dsn}"}}
-checks:
+        text = (
+            PG_OS_STORES.format(dsn=self.dsn, os=OS_URL)
+            + f"""\
   dst:
     source: {{store: pg, table: src, key: id, time: ts}}
     reader: {reader_view}
@@ -57,6 +51,7 @@ checks:
     settle: 0s
     drilldown: {{leaf_rows: {leaf_rows}}}
 """
+        )
         return load_text(text).checks["dst"]
 
 
@@ -67,45 +62,29 @@ async def loaded(
     rows = make_rows()
     reader = damage(rows)
     dup = reader + [r for r in reader if r.id.endswith("-h7")]
-    conn = await asyncpg.connect(pg_database, timeout=TIMEOUT)
-    try:
-        for table, data in (("src", rows), ("rdr", reader), ("rdr_dup", dup)):
-            await conn.execute(f"CREATE TABLE {table} (id text, ts timestamptz, label text)")
-            await conn.copy_records_to_table(table, records=[(r.id, r.ts, r.label) for r in data])
-    finally:
-        await conn.close()
+    for table, data in (("src", rows), ("rdr", reader), ("rdr_dup", dup)):
+        records = [(r.id, r.ts, r.label) for r in data]
+        await pg_table(pg_database, table, "id text, ts timestamptz, label text", records)
     indexes = []
     for data in (reader, dup):
         index = os_index("dg_dst")
         indexes.append(index)
-        await os_client.indices.create(
-            index=index,
-            body={
-                "settings": {"number_of_shards": 2, "number_of_replicas": 0},
-                "mappings": {
-                    "properties": {
-                        "id": {"type": "keyword"},
-                        "ts": {"type": "date"},
-                        "label": {"type": "keyword"},
-                    }
-                },
-            },
-        )
-        await async_bulk(
+        await load_index(
             os_client,
+            index,
+            {"id": "keyword", "ts": "date", "label": "keyword"},
             (
+                # Numbered, not keyed by id: the duplicate copy holds one id twice.
                 {
-                    "_index": index,
                     "_id": str(i),
-                    "_source": {
-                        "id": r.id,
-                        "ts": r.ts.isoformat(timespec="milliseconds"),
-                        "label": r.label,
-                    },
+                    "id": r.id,
+                    "ts": r.ts.isoformat(timespec="milliseconds"),
+                    "label": r.label,
                 }
                 for i, r in enumerate(data)
             ),
-            refresh=True,
+            shards=2,
+            replicas=0,
             chunk_size=2000,
         )
     yield Loaded(pg_database, indexes[0], indexes[1], rows)
@@ -118,13 +97,7 @@ async def test_drift_in_any_hour_is_found(
     loaded: Loaded, case: Case, reader: str, leaf_rows: int
 ) -> None:
     check = loaded.config(case, reader, leaf_rows)
-    source, rdr = await open_adapter(check.source), await open_adapter(check.reader)
-    try:
-        start, end = case.span()
-        result = await reconcile(check, source, rdr, start, end, now=end + timedelta(days=1))
-    finally:
-        await source.close()
-        await rdr.close()
+    result = await reconcile_window(check, *case.span())
     assert result.error is None
     (bucket,) = result.buckets
     assert (bucket.status, bucket.missing, bucket.extra, bucket.mismatched) == ("drift", 2, 1, 3), (
@@ -138,13 +111,7 @@ async def test_drift_in_any_hour_is_found(
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 async def test_a_key_held_twice_is_found_by_hour(loaded: Loaded, case: Case, reader: str) -> None:
     check = loaded.config(case, reader, 100)
-    source, rdr = await open_adapter(check.source), await open_adapter(check.reader)
-    try:
-        start, end = case.span()
-        result = await reconcile(check, source, rdr, start, end, now=end + timedelta(days=1))
-    finally:
-        await source.close()
-        await rdr.close()
+    result = await reconcile_window(check, *case.span())
     (bucket,) = result.buckets
     assert (bucket.status, bucket.missing, bucket.extra, bucket.mismatched, bucket.duplicates) == (
         "drift",
@@ -162,8 +129,7 @@ async def test_a_key_held_twice_is_found_by_hour(loaded: Loaded, case: Case, rea
 async def test_drill_addresses_both_repeated_hours(loaded: Loaded, reader: str) -> None:
     case = CASES[0]
     check = loaded.config(case, reader, 5000)
-    source, rdr = await open_adapter(check.source), await open_adapter(check.reader)
-    try:
+    async with adapters(check) as (source, rdr):
         day = await drill_live(check, source, rdr, case.day)
         labels = [n.label for n in day.nodes]
         assert len(labels) == 25 and len(set(labels)) == 25
@@ -173,9 +139,6 @@ async def test_drill_addresses_both_repeated_hours(loaded: Loaded, reader: str) 
         with pytest.raises(ConfigError, match=r"02:00\+02:00.*02:00\+01:00"):
             await drill_live(check, source, rdr, case.day, "2")
         three = await drill_live(check, source, rdr, case.day, "3")
-    finally:
-        await source.close()
-        await rdr.close()
     assert not summer.differs and winter.differs
     assert winter.start == "2026-10-25T02:00:00+01:00" == by_utc.start
     assert {k.key for k in winter.keys} == {f"{case.id}-h{i}" for i in range(5)} | {

@@ -20,12 +20,14 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from driftgauge.config.frozen import View
 from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import StoreTimeout
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import SlotFirstPass
 from driftgauge.stores.duckdb.settings import DuckDBStore, FileTable
 from driftgauge.stores.preflight import verify_all
+from tests.integration import lake_orders as lakes
 from tests.integration.conftest import make_view
 from tests.integration.kind_checks import (
     BERLIN,
@@ -36,11 +38,7 @@ from tests.integration.kind_checks import (
     export,
     make_orders,
 )
-from tests.integration.lake_orders import (
-    assert_example_finds_the_planted_rows,
-    export_folder,
-    missing_column_problems,
-)
+from tests.integration.runs import opened
 
 pytestmark = pytest.mark.integration
 
@@ -59,13 +57,15 @@ def _lake_store(lake: Path) -> DuckDBStore:
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Return a folder of hive-partitioned Parquet files holding the planted export."""
-    folder = export_folder(tmp_path_factory, "lake")
+    folder = lakes.export_folder(tmp_path_factory, "lake")
     assert len(list(folder.glob("day=*/*.parquet"))) == 2  # one partition per local day
     return folder
 
 
 async def test_postgres_to_parquet_finds_the_planted_rows(orders_dsn: str, lake: Path) -> None:
-    await assert_example_finds_the_planted_rows(_config(orders_dsn, lake), EXAMPLE, "orders_export")
+    await lakes.assert_example_finds_the_planted_rows(
+        _config(orders_dsn, lake), EXAMPLE, "orders_export"
+    )
 
 
 async def test_config_errors_name_their_field_before_counting(
@@ -85,7 +85,7 @@ async def test_config_errors_name_their_field_before_counting(
     assert await verify_all(no_db) == [
         f"stores.lake.database: no such file {tmp_path}/missing.duckdb"
     ]
-    problems = await missing_column_problems(text)
+    problems = await lakes.missing_column_problems(text)
     # Both sides lack it; the reader's names the field, the files' table and its columns.
     assert len(problems) == 2
     assert problems[1] == (
@@ -122,9 +122,7 @@ async def test_a_query_past_the_timeout_is_interrupted_off_the_event_loop() -> N
     began = time.monotonic()
     try:
         with pytest.raises(StoreTimeout, match="no answer within the timeout"):
-            await adapter.bucket_digests(
-                datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 1, 2, tzinfo=UTC), "day"
-            )
+            await adapter.bucket_digests(*lakes.QUIET_DAY, "day")
         elapsed = time.monotonic() - began
     finally:
         ticker.cancel()
@@ -148,48 +146,32 @@ async def test_a_database_file_and_csv_files_read_as_the_parquet_export(
     finally:
         conn.close()
     fields = {"status": ("status", "string"), "amount": ("amount", "decimal")}
+
+    def orders(store: DuckDBStore, **where: str) -> View:
+        """Return the view of the orders in `store` (its table or query), in Berlin days."""
+        return make_view(
+            store,  # type: ignore[arg-type]
+            key="order_id",
+            time="updated_at",
+            fields=fields,
+            tz=BERLIN.key,
+            **where,
+        )
+
     views = {
-        "parquet": make_view(
-            _lake_store(lake),  # type: ignore[arg-type]
-            key="order_id",
-            time="updated_at",
-            fields=fields,
-            tz=BERLIN.key,
-            table="orders",
-        ),
-        "database": make_view(
-            DuckDBStore("wh", str(db)),  # type: ignore[arg-type]
-            key="order_id",
-            time="updated_at",
-            fields=fields,
-            tz=BERLIN.key,
-            table="sales.orders",
-        ),
+        "parquet": orders(_lake_store(lake), table="orders"),
+        "database": orders(DuckDBStore("wh", str(db)), table="sales.orders"),
         # A CSV's amount is sniffed as DOUBLE: the query casts it, as docs/duckdb.md says.
-        "csv": make_view(
-            DuckDBStore(
-                "csv",
-                files=(
-                    FileTable(  # type: ignore[arg-type]
-                        "raw", "csv", str(csv)
-                    ),
-                ),
-            ),
-            key="order_id",
-            time="updated_at",
-            fields=fields,
-            tz=BERLIN.key,
+        "csv": orders(
+            DuckDBStore("csv", files=(FileTable("raw", "csv", str(csv)),)),
             query="SELECT order_id, status, updated_at, CAST(amount AS "
             f"DECIMAL(10,2)) AS amount FROM read_csv('{csv}')",
         ),
     }
     got = {}
     for name, view in views.items():
-        adapter = await open_adapter(view)
-        try:
+        async with opened(view) as adapter:
             got[name] = await adapter.bucket_digests(START, END, "day")
-        finally:
-            await adapter.close()
     assert sum(b.agg.count for b in got["parquet"]) == len(rows)
     assert got["database"] == got["parquet"]
     assert got["csv"] == got["parquet"]
@@ -265,13 +247,10 @@ async def test_measure_totals_are_exact_decimals(lake: Path) -> None:
         table="orders",
         measures=("amount",),
     )
-    adapter = await open_adapter(view)
-    try:
+    async with opened(view) as adapter:
         got = {b.start: b.agg.measures for b in await adapter.bucket_digests(START, END, "day")}
         assert isinstance(adapter, SlotFirstPass)
         first = await adapter.day_and_slot_digests(START.astimezone(UTC), END, 600)
-    finally:
-        await adapter.close()
     want: dict[datetime, dict[str, Decimal]] = {}
     for _, _, amount, at in rows:
         day = datetime.combine(

@@ -38,6 +38,7 @@ from tests.integration.signals_support import (
     reviews_raw,
     state_pool,
 )
+from tests.store_fixtures import create_index
 
 pytestmark = pytest.mark.integration
 JOB = {"sync_job": "review-sync"}
@@ -544,18 +545,12 @@ async def test_a_healthy_pipeline_is_exact_and_a_key_rename_pages_on_its_first_r
     finally:
         await conn.close()
     index = os_index("dg_pipeline")
-    await os_client.indices.create(
-        index=index,
-        body={
-            "settings": {"number_of_shards": 1, "number_of_replicas": 0},
-            "mappings": {
-                "properties": {
-                    "task_id": {"type": "keyword"},
-                    "review_tier": {"type": "keyword"},
-                    "completed_at": {"type": "date"},
-                }
-            },
-        },
+    await create_index(
+        os_client,
+        index,
+        {"task_id": "keyword", "review_tier": "keyword", "completed_at": "date"},
+        shards=1,
+        replicas=0,
     )
     # The conversations that exist in the index, under the old key format.
     known = {

@@ -15,7 +15,6 @@ import pytest
 
 from driftgauge.config.frozen import Config
 from driftgauge.configfile.loader import load_text
-from driftgauge.stores import open_adapter
 from driftgauge.stores.base import KeyQuery
 from tests.conformance import kind_mariadb as my
 from tests.integration.conftest import OS_URL
@@ -34,6 +33,7 @@ from tests.integration.kind_checks import (
     run_check,
     totals,
 )
+from tests.integration.runs import opened
 
 pytestmark = pytest.mark.integration
 
@@ -107,8 +107,7 @@ async def test_mariadb_to_opensearch_finds_the_planted_rows(stores: Stores) -> N
 
 async def test_a_mariadb_source_picks_the_canary_key_with_its_query(stores: Stores) -> None:
     # %(start)s and %(end)s are the day's bounds; a literal % is doubled, as the driver needs.
-    adapter = await open_adapter(stores.config.checks["orders_search"].source)
-    try:
+    async with opened(stores.config.checks["orders_search"].source) as adapter:
         assert isinstance(adapter, KeyQuery)
         query = (
             "SELECT order_id FROM orders WHERE updated_at >= %(start)s AND updated_at < %(end)s "
@@ -124,5 +123,3 @@ async def test_a_mariadb_source_picks_the_canary_key_with_its_query(stores: Stor
             )[0]
         )
         assert await adapter.query_key(query, END, END + timedelta(days=1)) is None
-    finally:
-        await adapter.close()

@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from driftgauge.stores import open_adapter
 from driftgauge.stores.preflight import FieldSchema, Inspectable
 from tests.conformance import kind_mariadb as my
 from tests.integration.conftest import make_view
+from tests.integration.runs import opened
 
 pytestmark = pytest.mark.integration
 
@@ -38,12 +38,9 @@ async def _describe(dsn: str, fields: dict[str, tuple[str, str]]) -> dict[str, F
         fields=fields,
         table="t",
     )
-    adapter = await open_adapter(view)
-    try:
+    async with opened(view) as adapter:
         assert isinstance(adapter, Inspectable)
         return {fs.wanted.role: fs for fs in await adapter.inspect_fields()}
-    finally:
-        await adapter.close()
 
 
 async def test_readable_columns_pass_with_their_timestamp_precision(dsn: str) -> None:

@@ -12,22 +12,22 @@ from zoneinfo import ZoneInfo
 
 import asyncpg
 import pytest
-from opensearchpy import AsyncOpenSearch, helpers
+from opensearchpy import AsyncOpenSearch
 
 from driftgauge.cli.render import render_run
 from driftgauge.config.frozen import Check, Field, State, View
 from driftgauge.config.secrets import Secret
 from driftgauge.core.errors import DriftgaugeError
-from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import RunResult
 from driftgauge.engine.strategy import FirstPass
 from driftgauge.metrics.collector import build_registry, reconciliation_part
 from driftgauge.metrics.snapshot import CheckSnapshot
 from driftgauge.state.store import StateStore
-from driftgauge.stores import open_adapter
 from driftgauge.stores.preflight import preflight
+from tests.store_fixtures import load_index, pg_table
 
 from .conftest import TIMEOUT, make_view, os_store, pg_store
+from .runs import adapters, opened, reconcile_window
 from .service_helpers import schema_name
 
 pytestmark = pytest.mark.integration
@@ -80,52 +80,28 @@ def oracle(orders: list[Order], hours: bool = False) -> dict[datetime, dict[str,
 
 async def load_pg(dsn: str, table: str, orders: list[Order]) -> None:
     """Create `table` and insert the orders."""
-    conn = await asyncpg.connect(dsn, timeout=TIMEOUT)
-    try:
-        await conn.execute(
-            f'CREATE TABLE "{table}" (id text, created_at timestamptz, '
-            "amount_base numeric(14, 2), qty int)"
-        )
-        await conn.copy_records_to_table(
-            table, records=[(o.id, o.at, o.amount, o.qty) for o in orders]
-        )
-    finally:
-        await conn.close()
+    columns = "id text, created_at timestamptz, amount_base numeric(14, 2), qty int"
+    await pg_table(dsn, table, columns, [(o.id, o.at, o.amount, o.qty) for o in orders])
 
 
 async def load_os(
     client: AsyncOpenSearch, index: str, orders: list[Order], amount_type: dict[str, object]
 ) -> None:
     """Create `index` with `amount_type` for amount_base and index the orders."""
-    await client.indices.create(
-        index=index,
-        body={
-            "mappings": {
-                "properties": {
-                    "id": {"type": "keyword"},
-                    "created_at": {"type": "date_nanos"},
-                    "amount_base": amount_type,
-                    "qty": {"type": "long"},
-                }
-            }
-        },
-    )
-    await helpers.async_bulk(
+    await load_index(
         client,
+        index,
+        {"id": "keyword", "created_at": "date_nanos", "amount_base": amount_type, "qty": "long"},
         (
             {
-                "_index": index,
                 "_id": o.id,
-                "_source": {
-                    "id": o.id,
-                    "created_at": o.at.isoformat(),
-                    "amount_base": str(o.amount),
-                    "qty": o.qty,
-                },
+                "id": o.id,
+                "created_at": o.at.isoformat(),
+                "amount_base": str(o.amount),
+                "qty": o.qty,
             }
             for o in orders
         ),
-        refresh=True,
     )
 
 
@@ -183,11 +159,8 @@ async def test_totals_equal_a_decimal_oracle(
         "os_keyword": lambda: os_view(str(stores["kw"])),
         "os_scaled_float": lambda: os_view(str(stores["scaled"])),
     }[side]()
-    adapter = await open_adapter(view)
-    try:
+    async with opened(view) as adapter:
         got = await adapter.bucket_digests(DAY0, DAY0 + timedelta(days=2), granularity)  # type: ignore[arg-type]
-    finally:
-        await adapter.close()
     want = oracle(stores["orders"], hours=granularity == "hour")  # type: ignore[arg-type]
     assert {b.start: dict(b.agg.measures or {}) for b in got} == want
     assert len(want) == (2 if granularity == "day" else 48)
@@ -213,14 +186,9 @@ async def test_a_doubled_day_doubles_its_total(stores: dict[str, object]) -> Non
     source = pg_view(dsn, "orders_m")
     for reader_table in ("orders_doubled", "orders_changed"):
         check = check_of(source, replace(source, table=reader_table))
-        src, rdr = await open_adapter(check.source), await open_adapter(check.reader)
-        try:
-            result = await reconcile(
-                check, src, rdr, DAY0, DAY0 + timedelta(days=2), now=DAY0 + timedelta(days=3)
-            )
-        finally:
-            await src.close()
-            await rdr.close()
+        result = await reconcile_window(
+            check, DAY0, DAY0 + timedelta(days=2), now=DAY0 + timedelta(days=3)
+        )
         by_day = {b.start: b for b in result.buckets}
         if reader_table == "orders_doubled":
             await stored_shown_and_scraped(dsn, check, result, want[DAY0])
@@ -285,21 +253,14 @@ async def stored_shown_and_scraped(
 async def test_pg_and_os_totals_agree_and_a_bucket_is_ok(stores: dict[str, object]) -> None:
     # Keyword amounts: the row digest reads a scaled_float's double (…370000005) as is.
     check = check_of(pg_view(str(stores["dsn"]), str(stores["table"])), os_view(str(stores["kw"])))
-    src, rdr = await open_adapter(check.source), await open_adapter(check.reader)
-    try:
-        await preflight(check, src, rdr)
-        result = await reconcile(
-            check,
-            src,
-            rdr,
-            DAY0,
-            DAY0 + timedelta(days=2),
-            now=DAY0 + timedelta(days=3),
-            first=FirstPass(slots=True),
-        )
-    finally:
-        await src.close()
-        await rdr.close()
+    result = await reconcile_window(
+        check,
+        DAY0,
+        DAY0 + timedelta(days=2),
+        checked=True,
+        now=DAY0 + timedelta(days=3),
+        first=FirstPass(slots=True),
+    )
     assert [b.status for b in result.buckets] == ["ok", "ok"], [b.reasons for b in result.buckets]
     assert [b.reader.measures for b in result.buckets] == list(oracle(stores["orders"]).values())  # type: ignore[arg-type]
 
@@ -307,12 +268,9 @@ async def test_pg_and_os_totals_agree_and_a_bucket_is_ok(stores: dict[str, objec
 async def test_a_value_finer_than_the_scale_is_refused_naming_the_field(
     stores: dict[str, object],
 ) -> None:
-    adapter = await open_adapter(os_view(str(stores["kw"]), scale=1))
-    try:
+    async with opened(os_view(str(stores["kw"]), scale=1)) as adapter:
         with pytest.raises(DriftgaugeError) as exc:
             await adapter.bucket_digests(DAY0, DAY0 + timedelta(days=2), "day")
-    finally:
-        await adapter.close()
     assert "amount_base" in str(exc.value)
     assert "measure_scale 1" in str(exc.value)
 
@@ -327,13 +285,9 @@ async def test_a_double_or_coarse_mapping_is_refused_by_the_preflight(
     src_view = pg_view(str(stores["dsn"]), str(stores["table"]))
     for index, why in ((dbl, "double"), (coarse, "scaling_factor 1000")):
         check = check_of(src_view, os_view(index))
-        src, rdr = await open_adapter(check.source), await open_adapter(check.reader)
-        try:
+        async with adapters(check) as (src, rdr):
             with pytest.raises(DriftgaugeError) as exc:
                 await preflight(check, src, rdr)
-        finally:
-            await src.close()
-            await rdr.close()
         text = str(exc.value)
         assert "checks.orders.reader.fields.amount" in text, text
         assert why in text and "measure" in text, text
@@ -351,13 +305,9 @@ async def test_a_float_column_is_refused_as_a_measure(stores: dict[str, object])
         await conn.close()
     src_view = pg_view(dsn, "orders_m")
     check = check_of(src_view, replace(src_view, table="orders_float"))
-    src, rdr = await open_adapter(check.source), await open_adapter(check.reader)
-    try:
+    async with adapters(check) as (src, rdr):
         with pytest.raises(DriftgaugeError) as exc:
             await preflight(check, src, rdr)
-    finally:
-        await src.close()
-        await rdr.close()
     assert "checks.orders.reader.fields.amount: column amount_base is float8" in str(exc.value)
 
 
@@ -396,10 +346,7 @@ async def test_duckdb_totals_equal_a_decimal_oracle(tmp_path: Path, granularity:
             table="orders",
         )
     )
-    adapter = await open_adapter(view)
-    try:
+    async with opened(view) as adapter:
         got = await adapter.bucket_digests(DAY0, DAY0 + timedelta(days=2), granularity)  # type: ignore[arg-type]
-    finally:
-        await adapter.close()
     want = oracle(orders, hours=granularity == "hour")
     assert {b.start: dict(b.agg.measures or {}) for b in got} == want

@@ -13,7 +13,7 @@ from driftgauge.metrics.collector import build_registry, reconciliation_part
 from driftgauge.metrics.snapshot import load_check
 from driftgauge.state.store import StateStore
 
-from .test_cli import cli, config
+from .test_cli import check_reviews, config
 
 pytestmark = pytest.mark.integration
 __all__ = ["config"]
@@ -27,31 +27,12 @@ def _value(registry: object, name: str, labels: dict[str, str]) -> float | None:
 
 
 async def test_a_future_window_is_nothing_judged(config: Path) -> None:
-    done = cli(
-        "check",
-        "reviews",
-        "--config",
-        str(config),
-        "--since",
-        "2030-01-01",
-        "--until",
-        "2030-01-02",
-        "--json",
-    )
+    done = check_reviews(config, "2030-01-01", "2030-01-02", "--json")
     assert done.returncode == 4, done.stdout + done.stderr
     out = json.loads(done.stdout)
     assert out["status"] == "nothing_judged"
     assert all(b["status"] == "settling" for b in out["buckets"])
-    table = cli(
-        "check",
-        "reviews",
-        "--config",
-        str(config),
-        "--since",
-        "2030-01-01",
-        "--until",
-        "2030-01-02",
-    )
+    table = check_reviews(config, "2030-01-01", "2030-01-02")
     assert table.returncode == 4
     assert "nothing_judged" in table.stdout and "not a pass" in table.stdout
 
@@ -88,18 +69,7 @@ async def test_a_future_window_is_nothing_judged(config: Path) -> None:
 
 def test_a_window_that_is_all_settling_is_nothing_judged(config: Path) -> None:
     today = datetime.now(UTC).date().isoformat()
-    done = cli(
-        "check",
-        "reviews",
-        "--config",
-        str(config),
-        "--since",
-        today,
-        "--until",
-        today,
-        "--no-store",
-        "--json",
-    )
+    done = check_reviews(config, today, today, "--no-store", "--json")
     assert done.returncode == 4, done.stdout + done.stderr
     out = json.loads(done.stdout)
     assert out["status"] == "nothing_judged"
@@ -108,19 +78,8 @@ def test_a_window_that_is_all_settling_is_nothing_judged(config: Path) -> None:
 
 def test_a_judged_day_beside_settling_ones_is_still_judged(config: Path) -> None:
     today = datetime.now(UTC).date().isoformat()
-    done = cli(
-        "check",
-        "reviews",
-        "--config",
-        str(config),
-        "--since",
-        "2026-04-03",
-        "--until",
-        today,
-        "--no-store",
-        "--first-pass",
-        "days",
-        "--json",
+    done = check_reviews(
+        config, "2026-04-03", today, "--no-store", "--first-pass", "days", "--json"
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert json.loads(done.stdout)["status"] == "ok"

@@ -10,30 +10,25 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 
-import asyncpg
 import pytest
 from opensearchpy import AsyncOpenSearch
-from opensearchpy.helpers import async_bulk
 
 from driftgauge.configfile.loader import load_text
-from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import RunResult
 from driftgauge.engine.strategy import FirstPass
-from driftgauge.stores import open_adapter
+from tests.store_fixtures import PG_OS_STORES, bulk_load, create_index, load_index, pg_table
 
 from .conftest import OS_URL
+from .runs import opened, reconcile_window
 
 pytestmark = pytest.mark.integration
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 DAYS = 3
 ROWS = 1800
-CONFIG = """
-stores:
-  pg: {{kind: postgres, dsn: "{dsn}"}}
-  os: {{kind: opensearch, url: "{os}"}}
-state: {{dsn: "{dsn}"}}
-checks:
+CONFIG = (
+    PG_OS_STORES
+    + """\
   c:
     source: {{store: pg, table: {table}, key: id, time: at}}
     reader: {{store: os, index: {index}, key: id, time: at}}
@@ -42,6 +37,7 @@ checks:
     settle: 0s
     drilldown: {{leaf_rows: 40}}
 """
+)
 MISSING = [7, 300, 610, 650, 1210, 1500, 1790]
 CHANGED = [8, 9, 611, 1211, 1212]
 EXTRA = [(5001, 100), (5002, 700), (5003, 1300)]
@@ -66,55 +62,23 @@ async def pair(
     micros = kind == "date_nanos"
     table = f"src_{kind}"
     rows = [(i, f"l{i % 5}", at(i, micros)) for i in range(1, ROWS + 1)]
-    conn = await asyncpg.connect(pg_database)
-    try:
-        await conn.execute(f"CREATE TABLE {table} (id bigint, label text, at timestamptz)")
-        await conn.copy_records_to_table(table, records=rows)
-    finally:
-        await conn.close()
+    await pg_table(pg_database, table, "id bigint, label text, at timestamptz", rows)
     index = os_index("dg_ospeel")
-    await os_client.indices.create(
-        index=index,
-        body={
-            "settings": {"number_of_shards": 2},
-            "mappings": {
-                "properties": {
-                    "id": {"type": "long"},
-                    "label": {"type": "keyword"},
-                    "at": {"type": kind},
-                }
-            },
-        },
-    )
+    await create_index(os_client, index, {"id": "long", "label": "keyword", "at": kind}, shards=2)
     docs = [
         (i, "changed" if i in CHANGED else label, t) for i, label, t in rows if i not in MISSING
     ]
     docs += [(i, "ghost", at(j, micros)) for i, j in EXTRA]
-    actions = [
-        {"_index": index, "_source": {"id": i, "label": lab, "at": t.isoformat()}}
-        for i, lab, t in docs
-    ]
-    await async_bulk(os_client, actions, refresh=True)
+    await bulk_load(
+        os_client, index, ({"id": i, "label": lab, "at": t.isoformat()} for i, lab, t in docs)
+    )
     yield CONFIG.format(dsn=pg_database, os=OS_URL, index=index, table=table)
 
 
 async def _run(config: str, width: int) -> RunResult:
     check = load_text(config).checks["c"]
-    source, reader = await open_adapter(check.source), await open_adapter(check.reader)
-    try:
-        end = T0 + timedelta(days=DAYS + 1)
-        return await reconcile(
-            check,
-            source,
-            reader,
-            T0,
-            end,
-            now=end + timedelta(days=1),
-            first=FirstPass(width=width),
-        )
-    finally:
-        await source.close()
-        await reader.close()
+    end = T0 + timedelta(days=DAYS + 1)
+    return await reconcile_window(check, T0, end, first=FirstPass(width=width))
 
 
 def _found(result: RunResult) -> list[int]:
@@ -159,31 +123,15 @@ async def dense(
 ) -> AsyncIterator[str]:
     """Yield a config of one day whose index lacks most of its rows."""
     rows = [(i, f"l{i % 5}", T0 + timedelta(seconds=4 * i)) for i in range(1, DENSE + 1)]
-    conn = await asyncpg.connect(pg_database)
-    try:
-        await conn.execute("CREATE TABLE src_dense (id bigint, label text, at timestamptz)")
-        await conn.copy_records_to_table("src_dense", records=rows)
-    finally:
-        await conn.close()
+    await pg_table(pg_database, "src_dense", "id bigint, label text, at timestamptz", rows)
     index = os_index("dg_osdense")
-    await os_client.indices.create(
-        index=index,
-        body={
-            "settings": {"number_of_shards": 2},
-            "mappings": {
-                "properties": {
-                    "id": {"type": "long"},
-                    "label": {"type": "keyword"},
-                    "at": {"type": "date_nanos"},
-                }
-            },
-        },
+    await load_index(
+        os_client,
+        index,
+        {"id": "long", "label": "keyword", "at": "date_nanos"},
+        ({"id": i, "label": lab, "at": t.isoformat()} for i, lab, t in rows[:KEPT]),
+        shards=2,
     )
-    actions = [
-        {"_index": index, "_source": {"id": i, "label": lab, "at": t.isoformat()}}
-        for i, lab, t in rows[:KEPT]
-    ]
-    await async_bulk(os_client, actions, refresh=True)
     yield CONFIG.format(dsn=pg_database, os=OS_URL, index=index, table="src_dense")
 
 
@@ -200,9 +148,6 @@ async def test_a_dense_day_is_scanned_again_wider_than_a_pass_and_peels(dense: s
 
 async def test_a_table_wider_than_a_pass_is_refused_over_several_days(pair: str) -> None:
     check = load_text(pair).checks["c"]
-    reader = await open_adapter(check.reader)
-    try:
+    async with opened(check.reader) as reader:
         with pytest.raises(ValueError, match="built for one day at a time, not for 3 days"):
             await reader.day_and_cell_digests(T0, T0 + timedelta(days=DAYS), 8192)  # type: ignore[attr-defined]
-    finally:
-        await reader.close()

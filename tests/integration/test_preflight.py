@@ -11,11 +11,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import pytest
 from opensearchpy import AsyncOpenSearch
-from opensearchpy.helpers import async_bulk
-from tools.local_stores import address
 
 from driftgauge.configfile.loader import load_text
 from driftgauge.core.errors import ConfigError
@@ -23,28 +20,32 @@ from driftgauge.jobs.adapters import AdapterPool
 from driftgauge.jobs.runner import run_check
 from driftgauge.state.store import StateStore
 from driftgauge.stores.preflight import verify_all
+from tests.store_fixtures import (
+    OS_URL,
+    PG_OS_STORES,
+    bulk_load,
+    create_index,
+    pg_table,
+    scratch_stores,
+)
 
 pytestmark = pytest.mark.integration
 
-PG = address("DRIFTGAUGE_TEST_PG_DSN")
-OS_URL = address("DRIFTGAUGE_TEST_OS_URL")
 BASE = datetime(2026, 4, 1, tzinfo=UTC)
 ROWS = 300
 LONG_EVERY = 3
 """Every third key is 30 characters long: past an `ignore_above: 20`."""
 
-CONFIG = """
-stores:
-  pg: {{kind: postgres, dsn: "{dsn}"}}
-  os: {{kind: opensearch, url: "{os}"}}
-state: {{dsn: "{dsn}"}}
-checks:
+CONFIG = (
+    PG_OS_STORES
+    + """\
   c:
     source: {{store: pg, table: reviews, key: review_id, time: done_at, fields: {source_fields}}}
     reader: {{store: os, index: {index}, key: {key}, time: {time}, fields: {reader_fields}}}
     fields: {fields}
     settle: 0s
 {extra}"""
+)
 
 MAPPING: dict[str, Any] = {
     "review_id": {"type": "keyword"},
@@ -86,29 +87,20 @@ class Stores:
         """Create an index with `mapping` holding the rows (unless `docs` is False)."""
         name = f"dg_preflight_{uuid.uuid4().hex[:10]}"
         self.indexes.append(name)
-        await self.client.indices.create(
-            index=name,
-            body={
-                "settings": {"number_of_shards": 1, "number_of_replicas": 0},
-                "mappings": {"properties": mapping},
-            },
-        )
+        await create_index(self.client, name, mapping, shards=1, replicas=0)
         if docs:
-            await async_bulk(
+            await bulk_load(
                 self.client,
+                name,
                 (
                     {
-                        "_index": name,
-                        "_source": {
-                            "review_id": k,
-                            "review_tier": tier,
-                            "done_at": done.isoformat(),
-                            "updated_at": upd.isoformat(),
-                        },
+                        "review_id": k,
+                        "review_tier": tier,
+                        "done_at": done.isoformat(),
+                        "updated_at": upd.isoformat(),
                     }
                     for k, tier, done, upd in _rows(all_long)
                 ),
-                refresh=True,
             )
         return name
 
@@ -151,29 +143,16 @@ class Stores:
 @pytest.fixture(scope="module")
 async def stores(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stores]:
     """Yield the source table (long keys every third row) and an index factory."""
-    name = f"dg_preflight_{uuid.uuid4().hex[:8]}"
-    admin = await asyncpg.connect(PG)
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    dsn = PG.rsplit("/", 1)[0] + "/" + name
-    client = AsyncOpenSearch(OS_URL)
-    out = Stores(dsn, client, tmp_path_factory.mktemp("preflight"))
-    try:
-        conn = await asyncpg.connect(dsn)
-        await conn.execute(
-            "CREATE TABLE reviews (review_id text, tier text, "
-            "done_at timestamptz, updated_at timestamptz)"
-        )
-        await conn.copy_records_to_table("reviews", records=_rows(False))
-        await conn.execute("CREATE TABLE reviews_long AS SELECT * FROM reviews WHERE false")
-        await conn.copy_records_to_table("reviews_long", records=_rows(True))
-        await conn.close()
-        yield out
-    finally:
-        for index in out.indexes:
-            await client.indices.delete(index=index, ignore_unavailable=True)
-        await client.close()
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
+    async with scratch_stores("dg_preflight") as scratch:
+        out = Stores(scratch.dsn, scratch.client, tmp_path_factory.mktemp("preflight"))
+        columns = "review_id text, tier text, done_at timestamptz, updated_at timestamptz"
+        await pg_table(scratch.dsn, "reviews", columns, _rows(False))
+        await pg_table(scratch.dsn, "reviews_long", columns, _rows(True))
+        try:
+            yield out
+        finally:
+            for index in out.indexes:
+                await scratch.client.indices.delete(index=index, ignore_unavailable=True)
 
 
 def cli(config: Path, *args: str, store: bool = False) -> subprocess.CompletedProcess[str]:

@@ -47,6 +47,7 @@ from tests.integration.kind_checks import (
     totals,
 )
 from tests.integration.reader_service import TOKEN, Behaviour, ReaderService, make_app
+from tests.integration.runs import opened
 
 pytestmark = pytest.mark.integration
 
@@ -304,11 +305,8 @@ async def test_the_rate_limit_spaces_the_requests(setup: Setup, behaviour: Behav
 async def test_measure_totals_are_the_served_rows_exact_sums(setup: Setup) -> None:
     check = setup.config().checks["orders_api"]
     view = replace(check.reader, measures=("amount",))
-    reader = await open_adapter(view)
-    try:
+    async with opened(view) as reader:
         days = await reader.bucket_digests(START, END, "day")
-    finally:
-        await reader.close()
     want: dict[datetime, Decimal] = {}
     for _, s, a, t in _index(_orders()):
         if s != "internal":

@@ -14,19 +14,17 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import asyncpg
 import pytest
 from opensearchpy import AsyncOpenSearch
-from opensearchpy.helpers import async_bulk
 
 from driftgauge.configfile.loader import load_text
 from driftgauge.engine.plan import StoredDrift
-from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.result import RunResult
 from driftgauge.engine.strategy import FirstPass
-from driftgauge.stores import open_adapter
+from tests.store_fixtures import PG_OS_STORES, load_index, pg_table
 
 from .conftest import OS_URL
+from .runs import reconcile_window
 from .test_cli import cli
 
 pytestmark = pytest.mark.integration
@@ -36,12 +34,9 @@ DAYS = 12
 PER_DAY = 1000
 STEP = timedelta(seconds=86400 / PER_DAY)
 DENSE_DAY, SPARSE_DAY = 3, 8
-CONFIG = """
-stores:
-  pg: {{kind: postgres, dsn: "{dsn}"}}
-  os: {{kind: opensearch, url: "{os}"}}
-state: {{dsn: "{dsn}"}}
-checks:
+CONFIG = (
+    PG_OS_STORES
+    + """\
   c:
     source: {{store: pg, table: src, key: id, time: at}}
     reader: {{store: {reader}, {where}, key: id, time: at}}
@@ -50,6 +45,7 @@ checks:
     settle: 0s
     drilldown: {{leaf_rows: 40}}
 """
+)
 
 
 def _ids(day: int) -> range:
@@ -84,55 +80,27 @@ async def config(
 ) -> AsyncIterator[str]:
     """Yield a config over the source table and a reader of the planted drift."""
     rows = [(i, f"l{i % 7}", at(i)) for i in range(DAYS * PER_DAY)]
-    conn = await asyncpg.connect(pg_database)
-    try:
-        for table, content in (("src", rows), ("dst", _reader_rows())):
-            await conn.execute(f"DROP TABLE IF EXISTS {table}")
-            await conn.execute(f"CREATE TABLE {table} (id bigint, label text, at timestamptz)")
-            await conn.copy_records_to_table(table, records=content)
-    finally:
-        await conn.close()
+    for table, content in (("src", rows), ("dst", _reader_rows())):
+        columns = "id bigint, label text, at timestamptz"
+        await pg_table(pg_database, table, columns, content, replace=True)
     if request.param == "postgres":
         yield CONFIG.format(dsn=pg_database, os=OS_URL, reader="pg", where="table: dst")
         return
     index = os_index("dg_rescan")
-    await os_client.indices.create(
-        index=index,
-        body={
-            "mappings": {
-                "properties": {
-                    "id": {"type": "long"},
-                    "label": {"type": "keyword"},
-                    "at": {"type": "date"},
-                }
-            }
-        },
+    await load_index(
+        os_client,
+        index,
+        {"id": "long", "label": "keyword", "at": "date"},
+        ({"id": i, "label": lab, "at": t.isoformat()} for i, lab, t in _reader_rows()),
     )
-    actions = [
-        {"_index": index, "_source": {"id": i, "label": lab, "at": t.isoformat()}}
-        for i, lab, t in _reader_rows()
-    ]
-    await async_bulk(os_client, actions, refresh=True)
     yield CONFIG.format(dsn=pg_database, os=OS_URL, reader="os", where=f"index: {index}")
 
 
 async def _run(config: str, *, rescan: bool) -> RunResult:
     check = load_text(config).checks["c"]
-    source, reader = await open_adapter(check.source), await open_adapter(check.reader)
-    try:
-        end = T0 + timedelta(days=DAYS)
-        return await reconcile(
-            check,
-            source,
-            reader,
-            T0,
-            end,
-            now=end + timedelta(days=1),
-            first=FirstPass(rescan=rescan),
-        )
-    finally:
-        await source.close()
-        await reader.close()
+    return await reconcile_window(
+        check, T0, T0 + timedelta(days=DAYS), first=FirstPass(rescan=rescan)
+    )
 
 
 def _counts(result: RunResult) -> dict[int, tuple[int, int, int]]:
@@ -187,26 +155,13 @@ def test_a_stored_run_plans_the_next_as_days_and_a_scan_of_each_drifted_day(
 
 async def test_hours_the_drift_left_have_the_whole_day_scanned(config: str) -> None:
     check = load_text(config).checks["c"]
-    source, reader = await open_adapter(check.source), await open_adapter(check.reader)
     day = T0 + timedelta(days=SPARSE_DAY)
     # A stored verdict that put the sparse day's drift at 20:00, where none of it is:
     # the scan of that hour sees the rest of the day differ, so the day is scanned whole.
     dense = T0 + timedelta(days=DENSE_DAY)
     stale = {day: StoredDrift(3, (day + timedelta(hours=20),)), dense: StoredDrift(1000)}
-    try:
-        end = T0 + timedelta(days=DAYS)
-        result = await reconcile(
-            check,
-            source,
-            reader,
-            T0,
-            end,
-            now=end + timedelta(days=1),
-            first=FirstPass(rescan=True, day_drift=stale),
-        )
-    finally:
-        await source.close()
-        await reader.close()
+    first = FirstPass(rescan=True, day_drift=stale)
+    result = await reconcile_window(check, T0, T0 + timedelta(days=DAYS), first=first)
     assert result.error is None
     assert _counts(result) == {DENSE_DAY: (250, 250, 250), SPARSE_DAY: (1, 1, 1)}
     assert all(b.tree == [] for b in result.buckets), "a drifted day was drilled down"

@@ -9,18 +9,17 @@ from decimal import Decimal
 import asyncpg
 import pytest
 from opensearchpy import AsyncOpenSearch
-from opensearchpy.helpers import async_bulk
 
 from driftgauge.config.frozen import Check
 from driftgauge.configfile.loader import load_text
 from driftgauge.encoding.digest import row_hash
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.engine.strategy import FirstPass
-from driftgauge.stores import open_adapter
 from driftgauge.stores.postgres import preflight as pg_preflight
-from driftgauge.stores.preflight import preflight
+from tests.store_fixtures import PG_OS_STORES, load_index, pg_fetch
 
 from .conftest import OS_URL
+from .runs import adapters, reconcile_window
 
 pytestmark = pytest.mark.integration
 
@@ -89,22 +88,9 @@ async def test_a_run_finds_the_planted_drift_exactly_with_either_hash(
     check = _check(tables, extra, f", parallel_scans: {parts}" if parts > 1 else "")
     assert check.source.store.parallel_scans == parts
     assert check.row_hash == ("md5" if extra else "lookup3")
-    source, reader = await open_adapter(check.source), await open_adapter(check.reader)
-    try:
-        await preflight(check, source, reader)
-        end = T0 + timedelta(days=DAYS + 1)
-        result = await reconcile(
-            check,
-            source,
-            reader,
-            T0,
-            end,
-            now=end + timedelta(days=1),
-            first=FirstPass(slots=slots_first, width=width),
-        )
-    finally:
-        await source.close()
-        await reader.close()
+    end = T0 + timedelta(days=DAYS + 1)
+    first = FirstPass(slots=slots_first, width=width)
+    result = await reconcile_window(check, T0, end, checked=True, first=first)
     assert result.error is None
     assert result.to_dict()["row_hash"] == check.row_hash
     found = [sum(getattr(b, k) for b in result.buckets) for k in ("missing", "extra", "mismatched")]
@@ -127,12 +113,9 @@ async def test_the_preflight_probes_the_servers_lookup3(
     assert "differs from lookup3" in problem and "row_hash: md5" in problem
 
 
-OS_CONFIG = """
-stores:
-  pg: {{kind: postgres, dsn: "{dsn}"}}
-  os: {{kind: opensearch, url: "{os}"}}
-state: {{dsn: "{dsn}"}}
-checks:
+OS_CONFIG = (
+    PG_OS_STORES
+    + """\
   c:
     source: {{store: pg, table: src, key: id, time: at, fields: {{label: label, amount: amount}}}}
     reader: {{store: os, index: {index}, key: id, time: at}}
@@ -140,6 +123,7 @@ checks:
     settle: 0s
     {extra}
 """
+)
 
 
 @pytest.mark.parametrize("width", [None, 64], ids=["days", "difference-digests"])
@@ -151,59 +135,29 @@ async def test_postgres_to_opensearch_finds_the_planted_drift_exactly_with_eithe
     extra: str,
     width: int | None,
 ) -> None:
-    conn = await asyncpg.connect(tables)
-    try:
-        rows = await conn.fetch("SELECT id, label, amount, at FROM dst")
-    finally:
-        await conn.close()
+    rows = await pg_fetch(tables, "SELECT id, label, amount, at FROM dst")
     index = os_index("dg_rowhash")
-    await os_client.indices.create(
-        index=index,
-        body={
-            "settings": {"number_of_shards": 2},
-            "mappings": {
-                "properties": {
-                    "id": {"type": "keyword"},
-                    "label": {"type": "keyword"},
-                    "amount": {"type": "keyword"},
-                    "at": {"type": "date_nanos"},
-                }
-            },
-        },
-    )
-    docs = [
-        {
-            "_index": index,
-            "_id": r["id"],
-            "_source": {
+    await load_index(
+        os_client,
+        index,
+        {"id": "keyword", "label": "keyword", "amount": "keyword", "at": "date_nanos"},
+        (
+            {
+                "_id": r["id"],
                 "id": r["id"],
                 "label": r["label"],
                 "amount": str(Decimal(r["amount"]).normalize()),
                 "at": r["at"].isoformat(),
-            },
-        }
-        for r in rows
-    ]
-    await async_bulk(os_client, docs, refresh=True)
+            }
+            for r in rows
+        ),
+        shards=2,
+    )
     text = OS_CONFIG.format(dsn=tables, os=OS_URL, index=index, extra=extra)
     check = load_text(text).checks["c"]
     assert check.row_hash == ("md5" if extra else "lookup3")
-    source, reader = await open_adapter(check.source), await open_adapter(check.reader)
-    try:
-        await preflight(check, source, reader)
-        end = T0 + timedelta(days=DAYS + 1)
-        result = await reconcile(
-            check,
-            source,
-            reader,
-            T0,
-            end,
-            now=end + timedelta(days=1),
-            first=FirstPass(width=width),
-        )
-    finally:
-        await source.close()
-        await reader.close()
+    end = T0 + timedelta(days=DAYS + 1)
+    result = await reconcile_window(check, T0, end, checked=True, first=FirstPass(width=width))
     assert result.error is None
     assert [b.status for b in result.buckets if b.status == "error"] == []
     found = [sum(getattr(b, k) for b in result.buckets) for k in ("missing", "extra", "mismatched")]
@@ -235,14 +189,10 @@ async def test_a_nondeterministic_collation_does_not_fold_the_lookup3_hash(table
     text = CONFIG.format(dsn=tables, extra="", store="").replace("table: src", "table: ci_src")
     text = text.replace("table: dst", "table: ci_dst").replace(", amount: amount", "")
     check = load_text(text.replace("amount: decimal", "")).checks["c"]
-    source, reader = await open_adapter(check.source), await open_adapter(check.reader)
-    try:
-        end = T0 + timedelta(days=1)
+    end = T0 + timedelta(days=1)
+    async with adapters(check) as (source, reader):
         rows = [r async for r in source.iter_rows(T0, end)]
         result = await reconcile(check, source, reader, T0, end, now=end + timedelta(days=1))
-    finally:
-        await source.close()
-        await reader.close()
     assert check.row_hash == "lookup3"
     assert [r.row_hash for r in rows] == [row_hash("S2:k1S5:Label", "lookup3")]
     assert [b.mismatched for b in result.buckets] == [1]

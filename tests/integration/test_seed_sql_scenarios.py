@@ -3,26 +3,28 @@
 from __future__ import annotations
 
 import random
-import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import asyncpg
 import pytest
-from opensearchpy import AsyncOpenSearch
-from opensearchpy.helpers import async_bulk
-from tools.local_stores import address
 
 from driftgauge.configfile.loader import load_text
 from driftgauge.engine.reconcile import reconcile
 from driftgauge.stores import open_adapter
+from tests.store_fixtures import (
+    OS_URL,
+    PG_OS_STORES,
+    Scratch,
+    load_index,
+    pg_fetch,
+    pg_table,
+    scratch_stores,
+)
 
 pytestmark = pytest.mark.integration
 
-PG = address("DRIFTGAUGE_TEST_PG_DSN")
-OS_URL = address("DRIFTGAUGE_TEST_OS_URL")
 BASE = datetime(2026, 2, 1, tzinfo=UTC)
 DAYS = 3
 
@@ -120,28 +122,15 @@ def _rows(seed: int) -> list[Row]:
 
 
 @pytest.fixture
-async def stores() -> AsyncIterator[tuple[str, str]]:
-    """Yield a fresh PG database DSN and OS index name; drop them after."""
-    name = f"dg_seed_{uuid.uuid4().hex[:8]}"
-    admin = await asyncpg.connect(PG)
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    dsn = PG.rsplit("/", 1)[0] + "/" + name
-    try:
-        yield dsn, name
-    finally:
-        client = AsyncOpenSearch(OS_URL)
-        await client.indices.delete(index=name, ignore_unavailable=True)
-        await client.close()
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
+async def stores() -> AsyncIterator[Scratch]:
+    """Yield a fresh PG database and OS index; drop them after."""
+    async with scratch_stores("dg_seed") as scratch:
+        yield scratch
 
 
-CONFIG = """
-stores:
-  pg: {{kind: postgres, dsn: "{dsn}"}}
-  os: {{kind: opensearch, url: "{os}"}}
-state: {{dsn: "{dsn}"}}
-checks:
+CONFIG = (
+    PG_OS_STORES
+    + """\
   reviews:
     source: {{store: pg, table: source_tasks, key: task_id, time: completed_at}}
     reader:
@@ -156,11 +145,12 @@ checks:
     settle: 0s
     drilldown: {{leaf_rows: 40}}
 """
+)
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
-async def test_matches_seed_sql(scenario: Scenario, stores: tuple[str, str]) -> None:
-    dsn, index = stores
+async def test_matches_seed_sql(scenario: Scenario, stores: Scratch) -> None:
+    dsn, index = stores.dsn, stores.index
     src = _rows(7)
     sink = [
         {
@@ -173,71 +163,40 @@ async def test_matches_seed_sql(scenario: Scenario, stores: tuple[str, str]) -> 
         if r["conversation_key"]
     ]
     scenario.damage(src, sink)
-    conn = await asyncpg.connect(dsn)
-    client = AsyncOpenSearch(OS_URL)
-    try:
-        await conn.execute(
-            "CREATE TABLE source_tasks (task_id text, label text, "
-            "conversation_key text, completed_at timestamptz)"
-        )
-        await conn.copy_records_to_table(
-            "source_tasks",
-            records=[
-                (r["task_id"], r["label"], r["conversation_key"], r["completed_at"]) for r in src
-            ],
-        )
-        await client.indices.create(
-            index=index,
-            body={
-                "mappings": {
-                    "properties": {
-                        "task_id": {"type": "keyword"},
-                        "review_tier": {"type": "keyword"},
-                        "completed_at": {"type": "date"},
-                    }
-                }
-            },
-        )
-        await async_bulk(
-            client,
-            [
-                {
-                    "_index": index,
-                    "_id": d["_id"],
-                    "_source": {
-                        "task_id": d["task_id"],
-                        "review_tier": d["review_tier"],
-                        "completed_at": d["completed_at"].isoformat(),
-                    },
-                }
-                for d in sink
-            ],
-            refresh=True,
-        )
-        # The reader's export: what its filtered query returns, loaded beside the source.
-        hits = await client.search(
-            index=index,
-            body={
-                "size": 10000,
-                "query": {"terms": {"review_tier": ["first_tier", "second_tier"]}},
-            },
-        )
-        await conn.execute("CREATE TABLE sink_export (task_id text, label text, day date)")
-        await conn.copy_records_to_table(
-            "sink_export",
-            records=[
-                (
-                    h["_source"]["task_id"],
-                    h["_source"]["review_tier"],
-                    datetime.fromisoformat(h["_source"]["completed_at"]).date(),
-                )
-                for h in hits["hits"]["hits"]
-            ],
-        )
-        seed = {r["day"]: r for r in await conn.fetch(SEED_SQL)}
-    finally:
-        await conn.close()
-        await client.close()
+    await pg_table(
+        dsn,
+        "source_tasks",
+        "task_id text, label text, conversation_key text, completed_at timestamptz",
+        [(r["task_id"], r["label"], r["conversation_key"], r["completed_at"]) for r in src],
+    )
+    await load_index(
+        stores.client,
+        index,
+        {"task_id": "keyword", "review_tier": "keyword", "completed_at": "date"},
+        ({**d, "completed_at": d["completed_at"].isoformat()} for d in sink),
+    )
+    # The reader's export: what its filtered query returns, loaded beside the source.
+    hits = await stores.client.search(
+        index=index,
+        body={
+            "size": 10000,
+            "query": {"terms": {"review_tier": ["first_tier", "second_tier"]}},
+        },
+    )
+    await pg_table(
+        dsn,
+        "sink_export",
+        "task_id text, label text, day date",
+        [
+            (
+                h["_source"]["task_id"],
+                h["_source"]["review_tier"],
+                datetime.fromisoformat(h["_source"]["completed_at"]).date(),
+            )
+            for h in hits["hits"]["hits"]
+        ],
+    )
+    seed = {r["day"]: r for r in await pg_fetch(dsn, SEED_SQL)}
 
     check = load_text(CONFIG.format(dsn=dsn, os=OS_URL, index=index)).checks["reviews"]
     source, reader = await open_adapter(check.source), await open_adapter(check.reader)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, timedelta
 
 import pytest
 
@@ -17,14 +17,10 @@ from driftgauge.core.errors import StoreTimeout, StoreUnavailable
 from driftgauge.stores import open_adapter
 from driftgauge.stores.spark.settings import SparkStore
 from tests.conformance.kind_spark import SPARK_URL, quote, run
+from tests.integration import lake_orders as lakes
 from tests.integration.conftest import unique_name
 from tests.integration.kind_checks import BERLIN, END, EXAMPLES, START, example_text
-from tests.integration.lake_orders import (
-    assert_example_finds_the_planted_rows,
-    export_folder,
-    id_view,
-    missing_column_problems,
-)
+from tests.integration.runs import opened
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +39,7 @@ def _config(orders_dsn: str, table: str) -> str:
 @pytest.fixture(scope="module")
 async def lake(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
     """Yield a Spark table over hive-partitioned Parquet files holding the planted export."""
-    folder = export_folder(tmp_path_factory, "spark_lake")
+    folder = lakes.export_folder(tmp_path_factory, "spark_lake")
     table = unique_name("dg_orders")
     await run(f"CREATE TABLE {table} USING parquet LOCATION {quote(folder)}")
     # The day=... folders are partitions the catalog learns of only when asked.
@@ -55,16 +51,14 @@ async def lake(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
 
 
 async def test_postgres_to_spark_finds_the_planted_rows(orders_dsn: str, lake: str) -> None:
-    await assert_example_finds_the_planted_rows(_config(orders_dsn, lake), EXAMPLE, "orders_lake")
+    await lakes.assert_example_finds_the_planted_rows(
+        _config(orders_dsn, lake), EXAMPLE, "orders_lake"
+    )
 
 
 async def test_a_missing_column_is_named_before_counting(orders_dsn: str, lake: str) -> None:
-    problems = await missing_column_problems(_config(orders_dsn, lake))
-    assert len(problems) == 2  # both sides lack it
-    assert problems[1].startswith(
-        "checks.orders_lake.reader.fields.total: column total does not exist in table "
-        f"default.{lake}"
-    )
+    text = _config(orders_dsn, lake)
+    await lakes.assert_the_missing_column_is_named(text, "orders_lake", f"default.{lake}")
 
 
 async def test_a_query_past_the_timeout_interrupts_its_spark_job() -> None:
@@ -73,23 +67,16 @@ async def test_a_query_past_the_timeout_interrupts_its_spark_job() -> None:
         "FROM range(50000000000)"
     )
     store = SparkStore("slow", SPARK_URL, None, 1.0)
-    adapter = await open_adapter(id_view(store, query=slow))
+    adapter = await open_adapter(lakes.id_view(store, query=slow))
     began = time.monotonic()
     try:
         with pytest.raises(StoreTimeout, match="no answer within the timeout"):
-            await adapter.bucket_digests(
-                datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 1, 2, tzinfo=UTC), "day"
-            )
+            await adapter.bucket_digests(*lakes.QUIET_DAY, "day")
         elapsed = time.monotonic() - began
         # The session still answers at once: the job was interrupted, not left running.
-        fast = id_view(store, query="SELECT 'a' AS id, TIMESTAMP '2024-01-01 00:00:00' AS ts")
-        quick = await open_adapter(fast)
-        try:
-            (bucket,) = await quick.bucket_digests(
-                datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 1, 2, tzinfo=UTC), "day"
-            )
-        finally:
-            await quick.close()
+        fast = lakes.id_view(store, query="SELECT 'a' AS id, TIMESTAMP '2024-01-01 00:00:00' AS ts")
+        async with opened(fast) as quick:
+            (bucket,) = await quick.bucket_digests(*lakes.QUIET_DAY, "day")
     finally:
         await adapter.close()
     assert elapsed < 8
@@ -98,7 +85,7 @@ async def test_a_query_past_the_timeout_interrupts_its_spark_job() -> None:
 
 async def test_an_unreachable_server_is_unavailable() -> None:
     with pytest.raises(StoreUnavailable, match=r"spark: connect to sc://127\.0\.0\.1:1"):
-        await open_adapter(id_view(SparkStore("spark", "sc://127.0.0.1:1"), table="t"))
+        await open_adapter(lakes.id_view(SparkStore("spark", "sc://127.0.0.1:1"), table="t"))
 
 
 def test_berlin_fixture_is_the_spring_forward_day() -> None:

@@ -12,9 +12,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, timedelta
 
-import asyncpg
 import pytest
 
 from driftgauge.configfile.loader import load_text
@@ -22,22 +21,19 @@ from driftgauge.core.errors import StoreQueryError, StoreTimeout, StoreUnavailab
 from driftgauge.stores import open_adapter
 from driftgauge.stores.trino.settings import TrinoStore
 from tests.conformance.kind_trino import SCHEMA, TRINO_URL, quote, run
-from tests.integration.conftest import PG_DSN, TIMEOUT, unique_name
+from tests.integration import lake_orders as lakes
+from tests.integration.conftest import PG_DSN, unique_name
 from tests.integration.kind_checks import (
     BERLIN,
     END,
     EXAMPLES,
+    ORDERS_COLUMNS,
     START,
     example_text,
     make_orders,
     run_check,
 )
-from tests.integration.lake_orders import (
-    assert_example_finds_the_planted_rows,
-    export_folder,
-    id_view,
-    missing_column_problems,
-)
+from tests.store_fixtures import pg_execute, pg_table
 
 pytestmark = pytest.mark.integration
 
@@ -56,7 +52,7 @@ def _config(orders_dsn: str, table: str) -> str:
 @pytest.fixture(scope="module")
 async def lake(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
     """Yield an external Hive table over day-partitioned Parquet files: the planted export."""
-    folder = export_folder(tmp_path_factory, "trino_lake")
+    folder = lakes.export_folder(tmp_path_factory, "trino_lake")
     table = unique_name("dg_orders")
     await run(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
     await run(
@@ -75,39 +71,29 @@ async def lake(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
 
 async def test_postgres_to_trino_finds_the_planted_rows(orders_dsn: str, lake: str) -> None:
     text = _config(orders_dsn, lake)
-    await assert_example_finds_the_planted_rows(text, EXAMPLE, "orders_lakehouse")
+    await lakes.assert_example_finds_the_planted_rows(text, EXAMPLE, "orders_lakehouse")
 
 
 async def test_postgres_read_through_trino_agrees_with_postgres(orders_dsn: str, lake: str) -> None:
     # The source read by Trino's postgresql catalog (JDBC, the local server's `postgres`
     # database holds no orders: a view of the test database is made there).
     table = unique_name("dg_pg_orders")
-    admin = await asyncpg.connect(PG_DSN, timeout=TIMEOUT)
+    await pg_table(PG_DSN, table, ORDERS_COLUMNS, make_orders(), schema="public")
     try:
-        await admin.execute(
-            f"CREATE TABLE public.{table} (order_id text, status text, "
-            "amount numeric(10,2), updated_at timestamptz)"
-        )
-        await admin.copy_records_to_table(table, records=make_orders(), schema_name="public")
         text = _config(orders_dsn, lake).replace(
             f"table: {SCHEMA}.{lake}", f"table: postgresql.public.{table}"
         )
         result = await run_check(load_text(text, source="pg-through-trino.yml"), "orders_lakehouse")
     finally:
-        await admin.execute(f"DROP TABLE IF EXISTS public.{table}")
-        await admin.close()
+        await pg_execute(PG_DSN, f"DROP TABLE IF EXISTS public.{table}")
     assert result.error is None, result.error
     assert {b.status for b in result.buckets} == {"ok"}, [b.status for b in result.buckets]
     assert sum(b.expected for b in result.buckets) == len(make_orders())
 
 
 async def test_a_missing_column_is_named_before_counting(orders_dsn: str, lake: str) -> None:
-    problems = await missing_column_problems(_config(orders_dsn, lake))
-    assert len(problems) == 2  # both sides lack it
-    assert problems[1].startswith(
-        "checks.orders_lakehouse.reader.fields.total: column total does not exist in table "
-        f"{SCHEMA}.{lake}"
-    )
+    text = _config(orders_dsn, lake)
+    await lakes.assert_the_missing_column_is_named(text, "orders_lakehouse", f"{SCHEMA}.{lake}")
 
 
 SLOW = (
@@ -118,13 +104,11 @@ SLOW = (
 
 async def test_a_query_past_the_timeout_is_cancelled_on_the_cluster() -> None:
     store = TrinoStore("slow", TRINO_URL, timeout=2.0)
-    adapter = await open_adapter(id_view(store, query=SLOW))
+    adapter = await open_adapter(lakes.id_view(store, query=SLOW))
     began = time.monotonic()
     try:
         with pytest.raises(StoreTimeout, match="no answer within the timeout"):
-            await adapter.bucket_digests(
-                datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 1, 2, tzinfo=UTC), "day"
-            )
+            await adapter.bucket_digests(*lakes.QUIET_DAY, "day")
     finally:
         await adapter.close()
     assert time.monotonic() - began < 10
@@ -147,13 +131,13 @@ async def test_a_query_past_the_timeout_is_cancelled_on_the_cluster() -> None:
 
 async def test_an_unreachable_server_is_unavailable() -> None:
     with pytest.raises(StoreUnavailable, match=r"trino: connect to http://127\.0\.0\.1:1"):
-        await open_adapter(id_view(TrinoStore("trino", "http://127.0.0.1:1"), table="t"))
+        await open_adapter(lakes.id_view(TrinoStore("trino", "http://127.0.0.1:1"), table="t"))
 
 
 async def test_a_refused_table_names_the_store() -> None:
     # The memory catalog has no such schema: a query error, not unavailable nor a pass.
     adapter = await open_adapter(
-        id_view(TrinoStore("trino", TRINO_URL), table="memory.no_schema.t")
+        lakes.id_view(TrinoStore("trino", TRINO_URL), table="memory.no_schema.t")
     )
     try:
         with pytest.raises(StoreQueryError, match=r"trino: bucket digests on memory\.no_schema"):

@@ -14,11 +14,11 @@ from driftgauge.engine.reconcile import reconcile
 from driftgauge.metrics.collector import build_registry, reconciliation_part
 from driftgauge.metrics.snapshot import CheckSnapshot
 from driftgauge.state.store import StateStore
-from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
 from tests.unit.corrupting import DropOneRow
 
 from .dst_data import CASES
+from .runs import adapters
 from .service_helpers import schema_name
 from .test_dst_buckets import Loaded, loaded
 
@@ -35,17 +35,13 @@ async def test_a_dropped_row_is_an_unexplained_difference(
 ) -> None:
     case = CASES[0]
     check = loaded.config(case, reader, leaf_rows)
-    source, rdr = await open_adapter(check.source), await open_adapter(check.reader)
-    victim = DropOneRow(source if side == "source" else rdr, f"{case.id}-{key}")
-    sides: tuple[StoreAdapter, StoreAdapter] = (
-        (victim, rdr) if side == "source" else (source, victim)
-    )
-    try:
+    async with adapters(check) as (source, rdr):
+        victim = DropOneRow(source if side == "source" else rdr, f"{case.id}-{key}")
+        sides: tuple[StoreAdapter, StoreAdapter] = (
+            (victim, rdr) if side == "source" else (source, victim)
+        )
         start, end = case.span()
         result = await reconcile(check, *sides, start, end, now=end + timedelta(days=1))
-    finally:
-        await source.close()
-        await rdr.close()
     assert victim.dropped == 1
     (bucket,) = result.buckets
     assert bucket.status == "error", bucket.reasons
@@ -56,16 +52,12 @@ async def test_a_dropped_row_is_an_unexplained_difference(
 async def test_an_unexplained_bucket_is_stored_served_and_alarmed(loaded: Loaded) -> None:
     case = CASES[0]
     check = loaded.config(case, "pg", 100)
-    source, rdr = await open_adapter(check.source), await open_adapter(check.reader)
-    try:
-        start, end = case.span()
-        now = end + timedelta(days=1)
+    start, end = case.span()
+    now = end + timedelta(days=1)
+    async with adapters(check) as (source, rdr):
         result = await reconcile(
             check, source, DropOneRow(rdr, f"{case.id}-h6"), start, end, now=now
         )
-    finally:
-        await source.close()
-        await rdr.close()
     result.finished_at = now
     state = await StateStore.open(State(Secret(loaded.dsn), schema_name()), deadline=10)
     try:
@@ -88,14 +80,10 @@ async def test_an_unexplained_bucket_is_stored_served_and_alarmed(loaded: Loaded
 async def test_a_live_drill_whose_keys_do_not_add_up_says_so(loaded: Loaded, reader: str) -> None:
     case = CASES[0]
     check = loaded.config(case, reader, 5000)
-    source, rdr = await open_adapter(check.source), await open_adapter(check.reader)
-    try:
+    async with adapters(check) as (source, rdr):
         honest = await drill_live(check, source, rdr, case.day, "02:00+01:00")
         broken = await drill_live(
             check, source, DropOneRow(rdr, f"{case.id}-h6"), case.day, "02:00+01:00"
         )
-    finally:
-        await source.close()
-        await rdr.close()
     assert honest.keys and honest.unexplained is None
     assert str(broken.unexplained).startswith("unexplained_difference: ")

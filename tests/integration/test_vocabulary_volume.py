@@ -7,21 +7,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import asyncpg
 import pytest
 import yaml
 from opensearchpy import AsyncOpenSearch
-from opensearchpy.helpers import async_bulk
 
 from driftgauge.config.frozen import Check
 from driftgauge.configfile.loader import load_text
-from driftgauge.engine.reconcile import reconcile
 from driftgauge.signals.metrics import SignalsMetrics
 from driftgauge.signals.run import evaluate_signals
 from driftgauge.signals.store import SignalsStore
-from driftgauge.stores import open_adapter
-from tests.integration.conftest import OS_URL, TIMEOUT
+from tests.integration.runs import opened, reconcile_window
 from tests.integration.signals_support import registry_of, state_pool
+from tests.store_fixtures import load_index, pg_table, task_sides, tasks_and_search
 
 pytestmark = pytest.mark.integration
 
@@ -73,27 +70,15 @@ def tasks() -> list[Task]:
 
 def check_config(dsn: str, index: str) -> Check:
     raw = {
-        "stores": {
-            "tasks_db": {"kind": "postgres", "dsn": dsn, "timeout_seconds": TIMEOUT},
-            "search": {"kind": "opensearch", "url": OS_URL, "timeout_seconds": TIMEOUT},
-        },
-        "state": {"dsn": dsn},
+        **tasks_and_search(dsn),
         "checks": {
             "reviews": {
-                "source": {
-                    "store": "tasks_db",
-                    "table": "vv_tasks",
-                    "key": "task_id",
-                    "time": "completed_at",
-                },
-                "reader": {
-                    "store": "search",
-                    "index": index,
-                    "key": "task_id",
-                    "time": "completed_at",
-                    "fields": {"label": "review_tier"},
-                    "filter": {"terms": {"review_tier": ["first_tier", "second_tier"]}},
-                },
+                **task_sides(
+                    "vv_tasks",
+                    index,
+                    fields={"label": "review_tier"},
+                    filter={"terms": {"review_tier": ["first_tier", "second_tier"]}},
+                ),
                 "fields": {"label": "string"},
                 "exclusions": [{"reason": "no_join_key", "where": "conversation_key IS NULL"}],
                 "settle": "2h",
@@ -118,69 +103,44 @@ async def loaded(
 ) -> AsyncIterator[Loaded]:
     rows = tasks()
     copies = [r for r in rows for _ in range(3 if r.task_id.startswith(f"t{TRIPLED}") else 1)]
-    conn = await asyncpg.connect(pg_database, timeout=TIMEOUT)
-    try:
-        await conn.execute(
-            "CREATE TABLE vv_tasks (task_id text, label text,"
-            " conversation_key text, completed_at timestamptz)"
-        )
-        await conn.copy_records_to_table(
-            "vv_tasks",
-            records=[(r.task_id, r.label, r.conversation_key, r.completed_at) for r in copies],
-            timeout=TIMEOUT,
-        )
-    finally:
-        await conn.close()
-    index = os_index("dg_vv")
-    await os_client.indices.create(
-        index=index,
-        body={
-            "settings": {"number_of_shards": 1, "number_of_replicas": 0},
-            "mappings": {
-                "properties": {
-                    "task_id": {"type": "keyword"},
-                    "review_tier": {"type": "keyword"},
-                    "completed_at": {"type": "date"},
-                }
-            },
-        },
+    await pg_table(
+        pg_database,
+        "vv_tasks",
+        "task_id text, label text, conversation_key text, completed_at timestamptz",
+        [(r.task_id, r.label, r.conversation_key, r.completed_at) for r in copies],
     )
-    # The reader holds exactly what the sync job writes: rows with a join key.
-    await async_bulk(
+    index = os_index("dg_vv")
+    await load_index(
         os_client,
-        (
-            {"_index": index, "_id": r.task_id, "_source": r.doc()}
-            for r in rows
-            if r.conversation_key is not None
-        ),
-        refresh=True,
+        index,
+        {"task_id": "keyword", "review_tier": "keyword", "completed_at": "date"},
+        # The reader holds exactly what the sync job writes: rows with a join key.
+        ({"_id": r.task_id, **r.doc()} for r in rows if r.conversation_key is not None),
+        shards=1,
+        replicas=0,
     )
     yield Loaded(check_config(pg_database, index), pg_database)
 
 
+async def _judged(loaded: Loaded) -> tuple[Any, Callable[..., float | None], list[Any], list[Any]]:
+    """Judge the signals of the last six days; return them, the metrics' getter, and what the
+    state holds of volume and vocabulary."""
+    start = DAY0 + timedelta(days=DAYS - 6)
+    async with opened(loaded.check.source) as source, state_pool(loaded.dsn) as pool:
+        store = SignalsStore(pool)
+        found = await evaluate_signals(loaded.check, source, store, start, NOW, now=NOW)
+        part = SignalsMetrics(store, ["reviews"])
+        await part.refresh()
+        volume, vocabulary = await store.volume("reviews"), await store.vocabulary("reviews")
+    return found, registry_of(part).get_sample_value, volume, vocabulary
+
+
 async def test_an_empty_source_day_reconciles_ok_but_breaks_the_volume_band(loaded: Loaded) -> None:
     check = loaded.check
-    source, reader = await open_adapter(check.source), await open_adapter(check.reader)
-    start = DAY0 + timedelta(days=DAYS - 6)
-    try:
-        run = await reconcile(
-            check,
-            source,
-            reader,
-            DAY0 + timedelta(days=EMPTY),
-            DAY0 + timedelta(days=EMPTY + 1),
-            now=NOW,
-        )
-        async with state_pool(loaded.dsn) as pool:
-            store = SignalsStore(pool)
-            found = await evaluate_signals(check, source, store, start, NOW, now=NOW)
-            part = SignalsMetrics(store, ["reviews"])
-            await part.refresh()
-            v = registry_of(part).get_sample_value
-            stored = await store.volume("reviews")
-    finally:
-        await source.close()
-        await reader.close()
+    run = await reconcile_window(
+        check, DAY0 + timedelta(days=EMPTY), DAY0 + timedelta(days=EMPTY + 1), now=NOW
+    )
+    found, v, stored, _ = await _judged(loaded)
     (bucket,) = run.buckets
     assert (bucket.status, bucket.expected, bucket.visible, bucket.drift) == ("ok", 0, 0, 0)
     by_day = {d.day.isoformat(): d for d in found.volume}
@@ -200,18 +160,7 @@ async def test_an_empty_source_day_reconciles_ok_but_breaks_the_volume_band(load
 
 async def test_values_the_reader_filter_cannot_match_are_counted(loaded: Loaded) -> None:
     check = loaded.check
-    source = await open_adapter(check.source)
-    start = DAY0 + timedelta(days=DAYS - 6)
-    try:
-        async with state_pool(loaded.dsn) as pool:
-            store = SignalsStore(pool)
-            found = await evaluate_signals(check, source, store, start, NOW, now=NOW)
-            part = SignalsMetrics(store, ["reviews"])
-            await part.refresh()
-            v = registry_of(part).get_sample_value
-            (stored,) = await store.vocabulary("reviews")
-    finally:
-        await source.close()
+    found, v, _, (stored,) = await _judged(loaded)
     (result,) = found.vocabulary
     # third_tier on three rows and a NULL label; excluded rows' labels never count.
     assert result.unmatched == {"third_tier": 3, None: 1}
@@ -220,12 +169,8 @@ async def test_values_the_reader_filter_cannot_match_are_counted(loaded: Loaded)
     assert v("driftgauge_vocabulary_unmatched_rows", labels) == 4
     assert stored["sample"] == [["third_tier", 3], [None, 1]]
     # Outside the days that carry the new tier nothing is unmatched.
-    source = await open_adapter(check.source)
-    try:
-        async with state_pool(loaded.dsn) as pool:
-            clean = await evaluate_signals(
-                check, source, SignalsStore(pool), DAY0, DAY0 + timedelta(days=NEW_TIER), now=NOW
-            )
-    finally:
-        await source.close()
+    async with opened(check.source) as source, state_pool(loaded.dsn) as pool:
+        clean = await evaluate_signals(
+            check, source, SignalsStore(pool), DAY0, DAY0 + timedelta(days=NEW_TIER), now=NOW
+        )
     assert clean.vocabulary[0].unmatched == {}

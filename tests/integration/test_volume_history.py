@@ -6,7 +6,6 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import asyncpg
 import httpx
 import pytest
 import yaml
@@ -21,9 +20,9 @@ from driftgauge.signals.router import signals_router
 from driftgauge.signals.run import evaluate_signals
 from driftgauge.signals.service import SignalsService
 from driftgauge.signals.store import SignalsStore
-from driftgauge.stores import open_adapter
-from tests.integration.conftest import OS_URL, TIMEOUT
+from tests.integration.runs import opened
 from tests.integration.signals_support import registry_of, state_pool
+from tests.store_fixtures import pg_table, task_sides, tasks_and_search
 
 pytestmark = pytest.mark.integration
 
@@ -37,25 +36,10 @@ NOW = BORN + timedelta(days=DAYS, hours=3)
 
 def raw_config(dsn: str, volume: dict[str, Any]) -> dict[str, Any]:
     return {
-        "stores": {
-            "tasks_db": {"kind": "postgres", "dsn": dsn, "timeout_seconds": TIMEOUT},
-            "search": {"kind": "opensearch", "url": OS_URL, "timeout_seconds": TIMEOUT},
-        },
-        "state": {"dsn": dsn},
+        **tasks_and_search(dsn),
         "checks": {
             "reviews": {
-                "source": {
-                    "store": "tasks_db",
-                    "table": "vh_tasks",
-                    "key": "task_id",
-                    "time": "completed_at",
-                },
-                "reader": {
-                    "store": "search",
-                    "index": "vh_unused",
-                    "key": "task_id",
-                    "time": "completed_at",
-                },
+                **task_sides("vh_tasks", "vh_unused"),
                 "settle": "2h",
                 "schedule": {"recent": {"every": "1h", "days": 7}},
                 "volume": volume,
@@ -70,51 +54,42 @@ def check_config(dsn: str, **volume: Any) -> Check:
 
 @pytest.fixture(scope="module")
 async def source(pg_database: str) -> AsyncIterator[str]:
-    conn = await asyncpg.connect(pg_database, timeout=TIMEOUT)
-    try:
-        await conn.execute("CREATE TABLE vh_tasks (task_id text, completed_at timestamptz)")
-        rows = [
-            (f"t{d:02d}-{i:03d}", BORN + timedelta(days=d, minutes=13 * i))
-            for d in range(DAYS)
-            if d != LOST
-            for i in range(40 + (d * 7) % 21)
-        ]
-        await conn.copy_records_to_table("vh_tasks", records=rows, timeout=TIMEOUT)
-    finally:
-        await conn.close()
+    rows = [
+        (f"t{d:02d}-{i:03d}", BORN + timedelta(days=d, minutes=13 * i))
+        for d in range(DAYS)
+        if d != LOST
+        for i in range(40 + (d * 7) % 21)
+    ]
+    await pg_table(pg_database, "vh_tasks", "task_id text, completed_at timestamptz", rows)
     yield pg_database
 
 
 async def _judge(check: Check, dsn: str) -> tuple[list[Any], Any, list[Any], httpx.Response]:
-    adapter = await open_adapter(check.source)
-    try:
-        async with state_pool(dsn) as pool:
-            store = SignalsStore(pool)
-            found = await evaluate_signals(check, adapter, store, BORN, NOW, now=NOW)
-            part = SignalsMetrics(store, ["reviews"])
-            await part.refresh()
-            service = SignalsService(
-                {"reviews": check},
-                store,
-                lambda c: None,  # type: ignore[arg-type,return-value]
-                clock=lambda: NOW,
-            )
-            app = FastAPI()
-            app.include_router(
-                signals_router(
-                    TokenCheck([], public_read=True).require_read, get_service=lambda: service
-                ),
-                prefix="/api/v1",
-            )
-            async with httpx.AsyncClient(
-                transport=httpx.ASGITransport(app=app), base_url="http://dg"
-            ) as client:
-                resp = await client.get("/api/v1/checks/reviews/volume")
-                missing = await client.get("/api/v1/checks/nope/volume")
-            assert missing.status_code == 404 and "nope" in missing.json()["detail"]
-            stored = await store.volume("reviews")
-    finally:
-        await adapter.close()
+    async with opened(check.source) as adapter, state_pool(dsn) as pool:
+        store = SignalsStore(pool)
+        found = await evaluate_signals(check, adapter, store, BORN, NOW, now=NOW)
+        part = SignalsMetrics(store, ["reviews"])
+        await part.refresh()
+        service = SignalsService(
+            {"reviews": check},
+            store,
+            lambda c: None,  # type: ignore[arg-type,return-value]
+            clock=lambda: NOW,
+        )
+        app = FastAPI()
+        app.include_router(
+            signals_router(
+                TokenCheck([], public_read=True).require_read, get_service=lambda: service
+            ),
+            prefix="/api/v1",
+        )
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://dg"
+        ) as client:
+            resp = await client.get("/api/v1/checks/reviews/volume")
+            missing = await client.get("/api/v1/checks/nope/volume")
+        assert missing.status_code == 404 and "nope" in missing.json()["detail"]
+        stored = await store.volume("reviews")
     return found.volume, registry_of(part).get_sample_value, stored, resp
 
 
