@@ -34,6 +34,7 @@ from tests.e2e.support import (
     sample,
     scrape,
     scratch_database,
+    serving,
     start_replica,
     stop,
     wait_ready,
@@ -90,7 +91,6 @@ async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Serv
     rows = [
         (f"t{i:03d}", "ok", day - timedelta(days=1) + timedelta(minutes=7 * i)) for i in range(50)
     ]
-    proc = None
     async with scratch_database("dg_fuzz") as dsn:
         try:
             await load_tasks(dsn, rows)
@@ -124,15 +124,10 @@ async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Serv
             config.write_text(
                 config_text(CONFIG, DSN=dsn, OS=OS_URL, TOKEN=TOKEN, INDEX=index), encoding="utf-8"
             )
-            port, log = free_port(), tmp / "serve.log"
-            proc = start_replica(config, port, log)
-            url = f"http://127.0.0.1:{port}"
-            async with httpx.AsyncClient(timeout=10) as http:
-                await wait_ready(http, url, proc, log)
-            yield Served(url, log, dsn, config)
+            log = tmp / "serve.log"
+            async with serving(config, log) as replica:
+                yield Served(replica.url, log, dsn, config)
         finally:
-            if proc is not None:
-                stop(proc)
             await client.indices.delete(index=index, ignore_unavailable=True)
             await client.close()
 
