@@ -29,15 +29,11 @@ from tests.e2e.support import (
     OS_URL,
     ROOT,
     config_text,
-    free_port,
     load_tasks,
     sample,
     scrape,
     scratch_database,
     serving,
-    start_replica,
-    stop,
-    wait_ready,
 )
 
 pytestmark = pytest.mark.e2e
@@ -264,32 +260,23 @@ async def test_serve_starts_over_a_ledger_row_no_api_call_could_write(
         )
     finally:
         await conn.close()
-    port, log = free_port(), tmp_path / "second.log"
+    log = tmp_path / "second.log"
     started = datetime.now(UTC).replace(microsecond=0)
-    proc = start_replica(served.config, port, log)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        async with httpx.AsyncClient(timeout=10) as http:
-            await wait_ready(http, url, proc, log)
-            s = await scrape(http, url)
-            assert (
-                sample(s, "driftgauge_background_errors_total", loop="ledger_deadlines") or 0
-            ) >= 1
-            # The job's latest due window (yesterday, no summary) is still judged after the
-            # bad row; it ended before the ledger began to watch the job, so it is no breach.
-            windows = (
-                await http.get(
-                    f"{url}/api/v1/ledger/windows", params={"job": "review-sync", "limit": 1000}
-                )
-            ).json()
-            judged = [
-                w
-                for w in windows
-                if w["due"] and datetime.fromisoformat(w["evaluated_at"]) >= started
-            ]
-            assert judged, windows
-            assert all("missing_summary" not in w["breaches"] for w in judged), judged
-            assert "9999-12-31" not in {w["window_day"] for w in windows}
-    finally:
-        stop(proc)
+    async with serving(served.config, log) as replica, httpx.AsyncClient(timeout=10) as http:
+        url = replica.url
+        s = await scrape(http, url)
+        assert (sample(s, "driftgauge_background_errors_total", loop="ledger_deadlines") or 0) >= 1
+        # The job's latest due window (yesterday, no summary) is still judged after the
+        # bad row; it ended before the ledger began to watch the job, so it is no breach.
+        windows = (
+            await http.get(
+                f"{url}/api/v1/ledger/windows", params={"job": "review-sync", "limit": 1000}
+            )
+        ).json()
+        judged = [
+            w for w in windows if w["due"] and datetime.fromisoformat(w["evaluated_at"]) >= started
+        ]
+        assert judged, windows
+        assert all("missing_summary" not in w["breaches"] for w in judged), judged
+        assert "9999-12-31" not in {w["window_day"] for w in windows}
     assert "background item failed" in log.read_text(encoding="utf-8")
