@@ -234,9 +234,7 @@ class MariaDBFixtures:
     )
     failures: Failures | None = Failures(
         unreachable_match="my: connect",
-        missing_relation="no_such_table",
         missing_match=("no_such_table", "1146"),
-        unusable_field="label_text",
     )
 
     async def load(self, table: Table) -> MariaDBSource:

@@ -242,7 +242,6 @@ class OpenSearchFixtures:
         unreachable_match="cannot connect",
         missing_relation=unique_name("dg_missing"),
         missing_match=("index_not_found", "index_not_found"),
-        unusable_field="label_text",
     )
 
     async def load(self, table: Table) -> OpenSearchSource:

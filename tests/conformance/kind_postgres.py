@@ -167,9 +167,7 @@ class PostgresFixtures:
     )
     failures: Failures | None = Failures(
         unreachable_match="pg: connect",
-        missing_relation="no_such_table",
         missing_match=("no_such_table", "42P01"),
-        unusable_field="label_text",
     )
 
     async def load(self, table: Table) -> PostgresSource:

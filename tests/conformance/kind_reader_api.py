@@ -177,9 +177,7 @@ class ReaderApiFixtures:
     capabilities = frozenset({STORE_ERRORS, FIELD_ERRORS, READER_ONLY})
     failures: Failures | None = Failures(
         unreachable_match="cannot reach the API",
-        missing_relation="no_such_table",
         missing_match=("HTTP 404", "HTTP 404"),
-        unusable_field="label_text",
     )
 
     async def load(self, table: Table) -> ReaderApiSource:

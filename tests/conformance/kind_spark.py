@@ -87,9 +87,7 @@ class SparkFixtures:
     )
     failures: Failures | None = Failures(
         unreachable_match="connect to sc://127.0.0.1:1",
-        missing_relation="no_such_table",
         missing_match=("no_such_table", "no_such_table"),
-        unusable_field="label_text",
     )
 
     async def load(self, table: Table) -> SparkSource:

@@ -132,7 +132,6 @@ class TrinoFixtures:
         unreachable_match="connect to http://127.0.0.1:1",
         missing_relation=f"{SCHEMA}.no_such_table",
         missing_match=("no_such_table", "no_such_table"),
-        unusable_field="label_text",
     )
 
     async def load(self, table: Table) -> TrinoSource:

@@ -186,11 +186,12 @@ class Failures:
 
     unreachable_match: str
     """What the error of `Fixtures.open_unreachable` (or its first query) matches."""
-    missing_relation: str
     missing_match: tuple[str, str]
     """Patterns the aggregate error and the row-export error each match."""
-    unusable_field: str = ""
-    """A declared column a query must refuse, named in the error."""
+    missing_relation: str = "no_such_table"
+    """A relation the store does not hold, read through `Spec.relation`."""
+    unusable_field: str = "label_text"
+    """A declared column a query must refuse, named in the error (the items' analyzed text)."""
     timeout_match: str = "no answer within the timeout"
 
 
