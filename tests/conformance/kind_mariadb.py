@@ -20,6 +20,7 @@ from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.mariadb.dialect import MARIADB
 from driftgauge.stores.mariadb.settings import MariaDBStore
+from tests.conformance.proxied import ProxiedHung, open_proxied
 from tests.conformance.spec import (
     DESCRIBES_FIELDS,
     ENGINE_ENCODING,
@@ -33,7 +34,6 @@ from tests.conformance.spec import (
     Table,
 )
 from tests.conformance.sql_views import golden_view, spec_view
-from tests.faults.proxy import TcpFaultProxy
 from tests.integration.conftest import TIMEOUT, unique_name
 
 MARIADB_DSN = address("DRIFTGAUGE_TEST_MARIADB_DSN")
@@ -157,42 +157,17 @@ class MariaDBSource:
         )
         await insert(self.dsn, self.table.name, rows)
 
-    async def open_hung(self, spec: Spec, store_timeout: float) -> MariaDBHung:
+    async def open_hung(self, spec: Spec, store_timeout: float) -> ProxiedHung:
         """Return an adapter reaching the database through a TCP fault proxy."""
-        parts = urlsplit(self.dsn)
-        proxy = TcpFaultProxy((parts.hostname or "127.0.0.1", parts.port or 3306))
-        await proxy.start()
-        proxied = parts._replace(netloc=f"{parts.username}@127.0.0.1:{proxy.port}").geturl()
-        try:
-            return MariaDBHung(
-                await open_adapter(view(proxied, spec, self.table.name, store_timeout)), proxy
-            )
-        except BaseException:
-            await proxy.stop()
-            raise
+
+        async def opener(dsn: str) -> StoreAdapter:
+            return await open_adapter(view(dsn, spec, self.table.name, store_timeout))
+
+        return await open_proxied(self.dsn, 3306, opener)
 
     async def drop(self) -> None:
         """Drop the database."""
         await drop_database(self.dsn)
-
-
-class MariaDBHung:
-    """An adapter behind a TCP proxy that can hold every byte the server sends."""
-
-    def __init__(self, adapter: StoreAdapter, proxy: TcpFaultProxy) -> None:
-        self.adapter = adapter
-        self.proxy = proxy
-
-    def hang(self) -> None:
-        """Hold the server's bytes from now on."""
-        self.proxy.set_mode("hang")
-
-    async def close(self) -> None:
-        """Reset the proxied connections, then close the adapter."""
-        try:
-            await self.proxy.stop()
-        finally:
-            await self.adapter.close()
 
 
 def _golden_value(value: Any, type_: str) -> Any:
@@ -259,9 +234,7 @@ class MariaDBFixtures:
     )
     failures: Failures | None = Failures(
         unreachable_match="my: connect",
-        missing_relation="no_such_table",
         missing_match=("no_such_table", "1146"),
-        unusable_field="label_text",
     )
 
     async def load(self, table: Table) -> MariaDBSource:

@@ -147,13 +147,7 @@ class MemoryGolden:
         row = {"k": vector["key"], "t": self.at} | {
             f"c{i}": f["value"] for i, f in enumerate(vector["fields"])
         }
-        spec = Spec(
-            key="k",
-            time="t",
-            key_type=vector["key_type"],
-            fields={f"c{i}": (f"c{i}", f["type"]) for i, f in enumerate(vector["fields"])},
-            precision=vector.get("precision", "us"),
-        )
+        spec = Spec.of_golden(vector)
         return adapter([row], spec)
 
     async def encoding(self, n: int) -> str:

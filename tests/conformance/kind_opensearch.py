@@ -6,7 +6,7 @@ The elasticsearch kind uses them too, on another cluster URL (kind_elasticsearch
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,6 +19,7 @@ from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.opensearch import requests as rq
 from driftgauge.stores.opensearch.settings import OpenSearchStore
+from tests.conformance.proxied import ProxiedHung, open_behind
 from tests.conformance.spec import (
     DESCRIBES_FIELDS,
     DOUBLE_DECIMALS,
@@ -95,28 +96,21 @@ def view(
         where["filter"] = query(spec.keep)
     return make_view(
         store,
-        key=spec.key,
-        time=spec.time,
-        fields=dict(spec.fields),
-        key_type=spec.key_type,
-        tz=spec.tz,
-        timestamp_precision=spec.precision,
+        **spec.view_args(),
         exclusions=tuple(Exclusion(r.name, query=query(r)) for r in spec.exclusions),
         **where,
     )
 
 
+@dataclass
 class OpenSearchSource:
     """A table as an index of its own."""
 
-    def __init__(
-        self, table: Table, index: str, client: AsyncOpenSearch, url: str, kind: str
-    ) -> None:
-        self.table = table
-        self.index = index
-        self.client = client
-        self.url = url
-        self.kind = kind
+    table: Table
+    index: str
+    client: AsyncOpenSearch
+    url: str
+    kind: str
 
     async def open(self, spec: Spec) -> StoreAdapter:
         """Return an OpenSearch adapter on the index."""
@@ -137,43 +131,28 @@ class OpenSearchSource:
                 params={"refresh": "true"},
             )
 
-    async def open_hung(self, spec: Spec, store_timeout: float) -> OpenSearchHung:
+    async def open_hung(self, spec: Spec, store_timeout: float) -> ProxiedHung:
         """Return an adapter reaching the cluster through an HTTP fault proxy."""
         parts = urlsplit(self.url)
         proxy = HttpFaultProxy((parts.hostname or "127.0.0.1", parts.port or 9200))
-        await proxy.start()
-        try:
-            hung = view(self.index, spec, proxy.url, store_timeout, self.kind)
-            return OpenSearchHung(await open_adapter(hung), proxy)
-        except BaseException:
-            await proxy.stop()
-            raise
+
+        async def opener(started: HttpFaultProxy) -> StoreAdapter:
+            return await open_adapter(view(self.index, spec, started.url, store_timeout, self.kind))
+
+        # Hanging, the proxy answers no request.
+        return await open_behind(proxy, opener, lambda started: started.arm(Fault("hang")))
 
     async def drop(self) -> None:
         """Delete the index."""
-        try:
-            await self.client.indices.delete(index=self.index, ignore_unavailable=True)
-        finally:
-            await self.client.close()
+        await _delete(self.client, self.index)
 
 
-class OpenSearchHung:
-    """An adapter behind an HTTP proxy that can stop answering requests."""
-
-    def __init__(self, adapter: StoreAdapter, proxy: HttpFaultProxy) -> None:
-        self.adapter = adapter
-        self.proxy = proxy
-
-    def hang(self) -> None:
-        """Answer no request from now on."""
-        self.proxy.arm(Fault("hang"))
-
-    async def close(self) -> None:
-        """Drop the proxied connections, then close the adapter."""
-        try:
-            await self.proxy.stop()
-        finally:
-            await self.adapter.close()
+async def _delete(client: AsyncOpenSearch, index: str) -> None:
+    """Delete `index`, then close the client."""
+    try:
+        await client.indices.delete(index=index, ignore_unavailable=True)
+    finally:
+        await client.close()
 
 
 async def _create(
@@ -197,22 +176,15 @@ def _golden_column(i: int, field: dict[str, Any], *, double: bool) -> str:
     return f"f{i}_{field['type']}"
 
 
+@dataclass
 class OpenSearchGolden:
     """An index with one document per golden vector, typed by dynamic templates."""
 
-    def __init__(
-        self,
-        index: str,
-        client: AsyncOpenSearch,
-        vectors: Sequence[dict[str, Any]],
-        at: datetime,
-        store: OpenSearchStore,
-    ) -> None:
-        self.index = index
-        self.client = client
-        self.vectors = vectors
-        self.at = at
-        self.store = store
+    index: str
+    client: AsyncOpenSearch
+    vectors: Sequence[dict[str, Any]]
+    at: datetime
+    store: OpenSearchStore
 
     def view(self, n: int, *, double: bool) -> View:
         """Return a view on vector n's document."""
@@ -245,10 +217,7 @@ class OpenSearchGolden:
 
     async def drop(self) -> None:
         """Delete the index."""
-        try:
-            await self.client.indices.delete(index=self.index, ignore_unavailable=True)
-        finally:
-            await self.client.close()
+        await _delete(self.client, self.index)
 
 
 class OpenSearchFixtures:
@@ -273,7 +242,6 @@ class OpenSearchFixtures:
         unreachable_match="cannot connect",
         missing_relation=unique_name("dg_missing"),
         missing_match=("index_not_found", "index_not_found"),
-        unusable_field="label_text",
     )
 
     async def load(self, table: Table) -> OpenSearchSource:

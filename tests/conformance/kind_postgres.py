@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 import asyncpg
 
@@ -14,6 +13,7 @@ from driftgauge.config.frozen import View
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.postgres.dialect import POSTGRES as pg_sql
+from tests.conformance.proxied import ProxiedHung, open_proxied
 from tests.conformance.spec import (
     DESCRIBES_FIELDS,
     ENGINE_ENCODING,
@@ -26,8 +26,7 @@ from tests.conformance.spec import (
     Spec,
     Table,
 )
-from tests.conformance.sql_views import golden_names, golden_view, spec_view
-from tests.faults.proxy import TcpFaultProxy
+from tests.conformance.sql_views import golden_names, golden_type, golden_view, spec_view
 from tests.integration.conftest import PG_DSN, TIMEOUT, dsn_for, pg_store, unique_name
 
 TYPES: dict[ColumnType, str] = {
@@ -44,26 +43,23 @@ TYPES: dict[ColumnType, str] = {
 GOLDEN_TYPES = {"string": "text", "integer": "bigint", "decimal": "numeric", "boolean": "boolean"}
 
 
-async def _new_database() -> str:
-    name = unique_name("dg_conf")
+async def _admin(sql: str) -> None:
+    """Run one statement on the server's admin database."""
     admin = await asyncpg.connect(PG_DSN, timeout=TIMEOUT)
     try:
-        await admin.execute(
-            f"CREATE DATABASE \"{name}\" ENCODING 'UTF8' TEMPLATE template0", timeout=TIMEOUT
-        )
+        await admin.execute(sql, timeout=TIMEOUT)
     finally:
         await admin.close()
+
+
+async def _new_database() -> str:
+    name = unique_name("dg_conf")
+    await _admin(f"CREATE DATABASE \"{name}\" ENCODING 'UTF8' TEMPLATE template0")
     return dsn_for(name)
 
 
 async def _drop_database(dsn: str) -> None:
-    admin = await asyncpg.connect(PG_DSN, timeout=TIMEOUT)
-    try:
-        await admin.execute(
-            f'DROP DATABASE IF EXISTS "{dsn.rsplit("/", 1)[1]}" WITH (FORCE)', timeout=TIMEOUT
-        )
-    finally:
-        await admin.close()
+    await _admin(f'DROP DATABASE IF EXISTS "{dsn.rsplit("/", 1)[1]}" WITH (FORCE)')
 
 
 def view(dsn: str, spec: Spec, relation: str, timeout: float | None = None) -> View:
@@ -98,54 +94,21 @@ class PostgresSource:
         finally:
             await conn.close()
 
-    async def open_hung(self, spec: Spec, store_timeout: float) -> PostgresHung:
+    async def open_hung(self, spec: Spec, store_timeout: float) -> ProxiedHung:
         """Return an adapter reaching the database through a TCP fault proxy."""
-        parts = urlsplit(self.dsn)
-        proxy = TcpFaultProxy((parts.hostname or "127.0.0.1", parts.port or 5432))
-        await proxy.start()
-        proxied = parts._replace(netloc=f"{parts.username}@127.0.0.1:{proxy.port}").geturl()
-        try:
-            return PostgresHung(
-                await open_adapter(view(proxied, spec, self.table.name, store_timeout)), proxy
-            )
-        except BaseException:
-            await proxy.stop()
-            raise
+
+        async def opener(dsn: str) -> StoreAdapter:
+            return await open_adapter(view(dsn, spec, self.table.name, store_timeout))
+
+        return await open_proxied(self.dsn, 5432, opener)
 
     async def drop(self) -> None:
         """Drop the database."""
         await _drop_database(self.dsn)
 
 
-class PostgresHung:
-    """An adapter behind a TCP proxy that can hold every byte the server sends."""
-
-    def __init__(self, adapter: StoreAdapter, proxy: TcpFaultProxy) -> None:
-        self.adapter = adapter
-        self.proxy = proxy
-
-    def hang(self) -> None:
-        """Hold the server's bytes from now on."""
-        self.proxy.set_mode("hang")
-
-    async def close(self) -> None:
-        """Reset the proxied connections, then close the adapter."""
-        try:
-            await self.proxy.stop()
-        finally:
-            await self.adapter.close()
-
-
-def _golden_type(type_: str, value: Any) -> str:
-    if type_ != "timestamp":
-        return GOLDEN_TYPES[type_]
-    if value is not None and datetime.fromisoformat(value).tzinfo is None:
-        return "timestamp"  # without time zone: must read as UTC
-    return "timestamptz"
-
-
 def _literal(value: Any, type_: str) -> str:
-    pg_type = _golden_type(type_, value)
+    pg_type = golden_type(GOLDEN_TYPES, type_, value, "timestamp", "timestamptz")
     if value is None:
         return f"NULL::{pg_type}"
     if type_ == "boolean":
@@ -204,9 +167,7 @@ class PostgresFixtures:
     )
     failures: Failures | None = Failures(
         unreachable_match="pg: connect",
-        missing_relation="no_such_table",
         missing_match=("no_such_table", "42P01"),
-        unusable_field="label_text",
     )
 
     async def load(self, table: Table) -> PostgresSource:

@@ -114,12 +114,7 @@ def view(table: str, spec: Spec, base: str | None = None) -> View:
         pytest.skip(NO_EXCLUSIONS)
     return make_view(
         store(spec.relation or table, spec, base),  # type: ignore[arg-type]
-        key=spec.key,
-        time=spec.time,
-        fields=dict(spec.fields),
-        key_type=spec.key_type,
-        tz=spec.tz,
-        timestamp_precision=spec.precision,
+        **spec.view_args(),
     )
 
 
@@ -163,13 +158,7 @@ class ReaderApiGolden:
         """Return an adapter on vector n's table (decimals as their exact text)."""
         assert not double
         vector = self.vectors[n]
-        spec = Spec(
-            key="k",
-            time="t",
-            key_type=vector["key_type"],
-            fields={f"c{i}": (f"c{i}", f["type"]) for i, f in enumerate(vector["fields"])},
-            precision=vector.get("precision", "us"),
-        )
+        spec = Spec.of_golden(vector)
         return await open_adapter(view(self.names[n], spec))
 
     async def encoding(self, n: int) -> str:
@@ -188,9 +177,7 @@ class ReaderApiFixtures:
     capabilities = frozenset({STORE_ERRORS, FIELD_ERRORS, READER_ONLY})
     failures: Failures | None = Failures(
         unreachable_match="cannot reach the API",
-        missing_relation="no_such_table",
         missing_match=("HTTP 404", "HTTP 404"),
-        unusable_field="label_text",
     )
 
     async def load(self, table: Table) -> ReaderApiSource:

@@ -6,29 +6,24 @@ DRIFTGAUGE_TEST_SPARK_URL or the address stack.sh derives.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from tools.local_stores import address
 
-from driftgauge.config.frozen import View
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.spark import io
 from driftgauge.stores.spark.dialect import SPARK
 from driftgauge.stores.spark.settings import SparkStore
-from tests.conformance.kind_duckdb import write_parquet
+from tests.conformance.parquet import Engine, EngineTable
 from tests.conformance.spec import (
     DESCRIBES_FIELDS,
     ENGINE_ENCODING,
     FIELD_ERRORS,
     ROW_CHANGES,
     STORE_ERRORS,
-    ColumnType,
     Failures,
     Hung,
     Spec,
@@ -37,23 +32,12 @@ from tests.conformance.spec import (
 from tests.conformance.sql_views import (
     QueryGolden,
     cast_literal,
-    spec_view,
+    golden_type,
     unreachable_view,
 )
-from tests.integration.conftest import TIMEOUT, unique_name
+from tests.integration.conftest import TIMEOUT
 
 SPARK_URL = address("DRIFTGAUGE_TEST_SPARK_URL")
-TYPES: dict[ColumnType, str] = {
-    "key": "VARCHAR",
-    "text": "VARCHAR",
-    "instant": "TIMESTAMPTZ",
-    "instant_ms": "TIMESTAMPTZ",
-    "naive_ms": "TIMESTAMP_MS",
-    "decimal": "DECIMAL(12,2)",
-    "integer": "BIGINT",
-    "boolean": "BOOLEAN",
-}
-"""DuckDB's types of the Parquet files; `analyzed` has no column (no analyzed text here)."""
 GOLDEN_TYPES = {
     "string": "STRING",
     "integer": "BIGINT",
@@ -72,70 +56,26 @@ def quote(value: Any) -> str:
     return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-async def run(sql: str) -> list[dict[str, Any]]:
-    """Run one statement on a session of its own."""
-    session = await io.store_pool(store())
-    try:
-        return await session.fetch(sql)
-    finally:
-        await session.close()
+ENGINE = Engine(store, quote, io.store_pool)
+run = ENGINE.run
 
 
-class SparkSource:
+class SparkSource(EngineTable):
     """A table over one Parquet file in a directory of its own."""
 
-    def __init__(self, table: Table, folder: Path, name: str) -> None:
-        self.table = table
-        self.folder = folder
-        self.name = name
-        self.path = folder / "data" / "part-0.parquet"
-        self.columns = [(n, TYPES[type_]) for n, type_ in table.columns]
-        self.rows = list(table.rows)
+    engine = ENGINE
 
-    async def create(self) -> None:
-        """Write the file and create the Spark table over its folder."""
-        self.path.parent.mkdir(parents=True)
-        write_parquet(self.path, self.columns, self.rows)
-        await run(f"CREATE TABLE {self.name} USING parquet LOCATION {quote(self.path.parent)}")
-
-    def view(self, spec: Spec, timeout: float = TIMEOUT) -> View:
-        """Return the View a check would have on the table as `spec` says."""
-        return spec_view(store(timeout=timeout), spec, self.name, quote=quote)
-
-    async def open(self, spec: Spec) -> StoreAdapter:
-        """Return a Spark adapter on the table."""
-        return await open_adapter(self.view(spec))
-
-    async def replace_rows(self, row_id: str, rows: Sequence[tuple[Any, ...]]) -> None:
-        """Rewrite the file without the rows of that id and with `rows` (a new export)."""
-        at = [n for n, _ in self.table.columns].index(str(self.table.id_column))
-        self.rows = [r for r in self.rows if r[at] != row_id] + list(rows)
-        fresh = self.folder / "part-0.parquet.new"
-        write_parquet(fresh, self.columns, self.rows)
-        fresh.replace(self.path)
+    def create_sql(self) -> str:
+        """Return the statement creating the Spark table over the file's folder."""
+        return f"CREATE TABLE {self.name} USING parquet LOCATION {quote(self.path.parent)}"
 
     async def open_hung(self, spec: Spec, store_timeout: float) -> Hung:
         """No fault proxy speaks gRPC here (TIMEOUTS is not claimed)."""
         raise NotImplementedError
 
-    async def drop(self) -> None:
-        """Drop the table and remove the directory."""
-        try:
-            await run(f"DROP TABLE IF EXISTS {self.name}")
-        finally:
-            shutil.rmtree(self.folder, ignore_errors=True)
-
-
-def _golden_type(type_: str, value: Any) -> str:
-    if type_ != "timestamp":
-        return GOLDEN_TYPES[type_]
-    if value is not None and datetime.fromisoformat(value).tzinfo is None:
-        return "TIMESTAMP_NTZ"  # without time zone: must read as UTC
-    return "TIMESTAMP"
-
 
 def _literal(value: Any, type_: str) -> str:
-    typ = _golden_type(type_, value)
+    typ = golden_type(GOLDEN_TYPES, type_, value, "TIMESTAMP_NTZ", "TIMESTAMP")
     return cast_literal(value, type_, typ, quote)
 
 
@@ -147,17 +87,12 @@ class SparkFixtures:
     )
     failures: Failures | None = Failures(
         unreachable_match="connect to sc://127.0.0.1:1",
-        missing_relation="no_such_table",
         missing_match=("no_such_table", "no_such_table"),
-        unusable_field="label_text",
     )
 
     async def load(self, table: Table) -> SparkSource:
         """Write the table to Parquet and create a Spark table over it."""
-        folder = Path(tempfile.mkdtemp(prefix="dg_spark_"))
-        source = SparkSource(table, folder, unique_name(f"dg_{table.name}"))
-        await source.create()
-        return source
+        return await SparkSource.load(table, "dg_spark_")
 
     async def golden(self, vectors: Sequence[dict[str, Any]], at: datetime) -> QueryGolden:
         """Return one-row queries per vector."""

@@ -7,8 +7,6 @@ file metastore and reads the files from the local file system.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -16,13 +14,12 @@ from typing import Any
 
 from tools.local_stores import address
 
-from driftgauge.config.frozen import View
 from driftgauge.stores import open_adapter
 from driftgauge.stores.base import StoreAdapter
 from driftgauge.stores.trino import io
 from driftgauge.stores.trino.dialect import TRINO
 from driftgauge.stores.trino.settings import TrinoStore
-from tests.conformance.kind_duckdb import write_parquet
+from tests.conformance.parquet import Engine, EngineTable
 from tests.conformance.spec import (
     DESCRIBES_FIELDS,
     ENGINE_ENCODING,
@@ -38,24 +35,12 @@ from tests.conformance.spec import (
 from tests.conformance.sql_views import (
     QueryGolden,
     cast_literal,
-    spec_view,
     unreachable_view,
 )
-from tests.integration.conftest import TIMEOUT, unique_name
+from tests.integration.conftest import TIMEOUT
 
 TRINO_URL = address("DRIFTGAUGE_TEST_TRINO_URL")
 SCHEMA = "hive.dg_conformance"
-PARQUET: dict[ColumnType, str] = {
-    "key": "VARCHAR",
-    "text": "VARCHAR",
-    "instant": "TIMESTAMPTZ",
-    "instant_ms": "TIMESTAMPTZ",
-    "naive_ms": "TIMESTAMP_MS",
-    "decimal": "DECIMAL(12,2)",
-    "integer": "BIGINT",
-    "boolean": "BOOLEAN",
-}
-"""DuckDB's types of the Parquet files; `analyzed` has no column (no analyzed text here)."""
 COLUMNS: dict[ColumnType, str] = {
     "key": "varchar",
     "text": "varchar",
@@ -66,7 +51,7 @@ COLUMNS: dict[ColumnType, str] = {
     "integer": "bigint",
     "boolean": "boolean",
 }
-"""The Hive table's column types over those files: Hive timestamps have no zone (UTC) and
+"""The Hive table's column types over the Parquet files: Hive timestamps have no zone (UTC) and
 the catalog's one precision (microseconds)."""
 GOLDEN_TYPES = {
     "string": "VARCHAR",
@@ -86,62 +71,29 @@ def quote(value: Any) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
-async def run(sql: str) -> list[dict[str, Any]]:
-    """Run one statement on a session of its own."""
-    session = await io.store_pool(store())
-    try:
-        return await session.fetch(sql)
-    finally:
-        await session.close()
+ENGINE = Engine(store, quote, io.store_pool)
+run = ENGINE.run
 
 
-class TrinoSource:
+class TrinoSource(EngineTable):
     """An external Hive table over one Parquet file in a directory of its own."""
 
-    def __init__(self, table: Table, folder: Path, name: str) -> None:
-        self.table = table
-        self.folder = folder
-        self.name = f"{SCHEMA}.{name}"
-        self.path = folder / "data" / "part-0.parquet"
-        self.columns = [(n, PARQUET[type_]) for n, type_ in table.columns]
-        self.rows = list(table.rows)
+    engine = ENGINE
 
-    async def create(self) -> None:
-        """Write the file and create the external table over its folder."""
-        self.path.parent.mkdir(parents=True)
-        write_parquet(self.path, self.columns, self.rows)
+    def __init__(self, table: Table, folder: Path, name: str) -> None:
+        super().__init__(table, folder, f"{SCHEMA}.{name}")
+
+    def create_sql(self) -> str:
+        """Return the statement creating the external table over the file's folder."""
         columns = ", ".join(f'"{n}" {COLUMNS[type_]}' for n, type_ in self.table.columns)
-        await run(
+        return (
             f"CREATE TABLE {self.name} ({columns}) WITH (format = 'PARQUET', "
             f"external_location = {quote('local://' + str(self.path.parent))})"
         )
 
-    def view(self, spec: Spec, timeout: float = TIMEOUT) -> View:
-        """Return the View a check would have on the table as `spec` says."""
-        return spec_view(store(timeout=timeout), spec, self.name, quote=quote)
-
-    async def open(self, spec: Spec) -> StoreAdapter:
-        """Return a Trino adapter on the table."""
-        return await open_adapter(self.view(spec))
-
-    async def replace_rows(self, row_id: str, rows: Sequence[tuple[Any, ...]]) -> None:
-        """Rewrite the file without the rows of that id and with `rows` (a new export)."""
-        at = [n for n, _ in self.table.columns].index(str(self.table.id_column))
-        self.rows = [r for r in self.rows if r[at] != row_id] + list(rows)
-        fresh = self.folder / "part-0.parquet.new"
-        write_parquet(fresh, self.columns, self.rows)
-        fresh.replace(self.path)
-
     async def open_hung(self, spec: Spec, store_timeout: float) -> Hung:
         """Not claimed (TIMEOUTS): the timeout test cancels a slow query on the server."""
         raise NotImplementedError
-
-    async def drop(self) -> None:
-        """Drop the table (its files are external) and remove the directory."""
-        try:
-            await run(f"DROP TABLE IF EXISTS {self.name}")
-        finally:
-            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def _timestamp(value: str) -> tuple[str, str]:
@@ -180,16 +132,12 @@ class TrinoFixtures:
         unreachable_match="connect to http://127.0.0.1:1",
         missing_relation=f"{SCHEMA}.no_such_table",
         missing_match=("no_such_table", "no_such_table"),
-        unusable_field="label_text",
     )
 
     async def load(self, table: Table) -> TrinoSource:
         """Write the table to Parquet and create an external Hive table over it."""
         await run(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
-        folder = Path(tempfile.mkdtemp(prefix="dg_trino_"))
-        source = TrinoSource(table, folder, unique_name(f"dg_{table.name}"))
-        await source.create()
-        return source
+        return await TrinoSource.load(table, "dg_trino_")
 
     async def golden(self, vectors: Sequence[dict[str, Any]], at: datetime) -> QueryGolden:
         """Return one-row queries per vector."""

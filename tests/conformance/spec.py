@@ -105,6 +105,28 @@ class Spec:
     relation: str | None = None
     """Read another relation of the store than the loaded one (for errors)."""
 
+    def view_args(self) -> dict[str, Any]:
+        """Return make_view's arguments for the key, time and fields (what every kind reads)."""
+        return {
+            "key": self.key,
+            "time": self.time,
+            "fields": dict(self.fields),
+            "key_type": self.key_type,
+            "tz": self.tz,
+            "timestamp_precision": self.precision,
+        }
+
+    @classmethod
+    def of_golden(cls, vector: Mapping[str, Any]) -> Spec:
+        """Return the Spec of a golden vector's one row: key k, time t, fields c0, c1, ..."""
+        return cls(
+            key="k",
+            time="t",
+            key_type=vector["key_type"],
+            fields={f"c{i}": (f"c{i}", f["type"]) for i, f in enumerate(vector["fields"])},
+            precision=vector.get("precision", "us"),
+        )
+
 
 class Source(Protocol):
     """A table as stored by one kind."""
@@ -164,11 +186,12 @@ class Failures:
 
     unreachable_match: str
     """What the error of `Fixtures.open_unreachable` (or its first query) matches."""
-    missing_relation: str
     missing_match: tuple[str, str]
     """Patterns the aggregate error and the row-export error each match."""
-    unusable_field: str = ""
-    """A declared column a query must refuse, named in the error."""
+    missing_relation: str = "no_such_table"
+    """A relation the store does not hold, read through `Spec.relation`."""
+    unusable_field: str = "label_text"
+    """A declared column a query must refuse, named in the error (the items' analyzed text)."""
     timeout_match: str = "no answer within the timeout"
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass
+from datetime import datetime
 from typing import Any
 
 from driftgauge.config.frozen import Exclusion, View
@@ -40,15 +42,20 @@ def spec_view(
         }
     return make_view(
         store,
-        key=spec.key,
-        time=spec.time,
-        fields=dict(spec.fields),
-        key_type=spec.key_type,
-        tz=spec.tz,
-        timestamp_precision=spec.precision,
+        **spec.view_args(),
         exclusions=tuple(Exclusion(r.name, where=where_sql(r, quote)) for r in spec.exclusions),
         **where,
     )
+
+
+def golden_type(types: Mapping[str, str], type_: str, value: Any, naive: str, aware: str) -> str:
+    """Return a golden value's SQL type: from `types`, or for a timestamp `naive` (no zone,
+    which must read as UTC) or `aware`."""
+    if type_ != "timestamp":
+        return types[type_]
+    if value is not None and datetime.fromisoformat(value).tzinfo is None:
+        return naive
+    return aware
 
 
 def cast_literal(value: Any, type_: str, sql_type: str, quote: Quote = sql_quote) -> str:
@@ -73,15 +80,8 @@ def one_row_select(cols: Sequence[str], vector: dict[str, Any]) -> str:
 
 def golden_view(store: Any, vector: dict[str, Any], **where: str) -> View:
     """Return the view over one golden vector's row (`table=` or `query=`)."""
-    return make_view(
-        store,
-        key="k",
-        time="t",
-        key_type=vector["key_type"],
-        fields={f"c{i}": (f"c{i}", f["type"]) for i, f in enumerate(vector["fields"])},
-        timestamp_precision=vector.get("precision", "us"),
-        **where,
-    )
+    args: dict[str, Any] = {**Spec.of_golden(vector).view_args(), **where}
+    return make_view(store, **args)
 
 
 def unreachable_view(store: Any, spec: Spec) -> View:
@@ -89,25 +89,17 @@ def unreachable_view(store: Any, spec: Spec) -> View:
     return make_view(store, key=spec.key, time=spec.time, fields=dict(spec.fields), table="items")
 
 
+@dataclass
 class QueryGolden:
     """One-row queries holding each vector with real column types (engines that read queries)."""
 
-    def __init__(
-        self,
-        vectors: Sequence[dict[str, Any]],
-        *,
-        store: Any,
-        dialect: Any,
-        run: Callable[[str], Awaitable[list[dict[str, Any]]]],
-        literal: Callable[[Any, str], str],
-        time_literal: str,
-    ) -> None:
-        self.vectors = vectors
-        self.store = store
-        self.dialect = dialect
-        self.run = run
-        self.literal = literal
-        self.time_literal = time_literal
+    vectors: Sequence[dict[str, Any]]
+    _: KW_ONLY
+    store: Any
+    dialect: Any
+    run: Callable[[str], Awaitable[list[dict[str, Any]]]]
+    literal: Callable[[Any, str], str]
+    time_literal: str
 
     def view(self, n: int) -> View:
         """Return a view over vector n's one-row query."""

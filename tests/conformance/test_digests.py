@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import Protocol
 
 import pytest
 
@@ -12,13 +14,46 @@ from driftgauge.core.fields import RowHashName
 from driftgauge.encoding import iblt
 from driftgauge.encoding.digest import epoch_micros
 from driftgauge.stores import open_adapter
-from driftgauge.stores.base import DigestFirstPass
+from driftgauge.stores.base import (
+    BucketDigest,
+    DigestFirstPass,
+    DigestPass,
+    RowHash,
+    StoreAdapter,
+)
 from driftgauge.stores.registry import LOOKUP3_ROW_HASH
 from tests.conformance.items import ITEMS, RULES, SPEC
 from tests.conformance.spec import Kind, Store
 from tests.integration import dataset as ds
 
 pytestmark = pytest.mark.integration
+
+
+def python_tables(rows: Sequence[RowHash], width: int) -> dict[datetime, dict[int, iblt.Cell]]:
+    """Return the tables encoding.iblt builds from `rows`, by their day's UTC start."""
+    by_day: dict[datetime, list[tuple[int, int]]] = {}
+    for r in rows:
+        day = buckets.day_start(r.event_time, ds.TZ).astimezone(UTC)
+        by_day.setdefault(day, []).append((r.row_hash, epoch_micros(r.event_time)))
+    return {day: iblt.build(pairs, width) for day, pairs in by_day.items()}
+
+
+class DigestAdapter(StoreAdapter, DigestFirstPass, Protocol):
+    """An adapter with difference digests."""
+
+
+async def window_scans(
+    adapter: DigestAdapter, width: int
+) -> tuple[DigestPass, list[BucketDigest], list[RowHash]]:
+    """Return the data set window's day tables, its day buckets and its rows."""
+    got = await adapter.day_and_cell_digests(ds.START, ds.END, width)
+    days = await adapter.bucket_digests(ds.START, ds.END, "day")
+    return got, days, [r async for r in adapter.iter_rows(ds.START, ds.END)]
+
+
+def utc_tables(got: DigestPass) -> dict[datetime, dict[int, iblt.Cell]]:
+    """Return an adapter's tables keyed by their day's UTC start."""
+    return {d.astimezone(UTC): dict(t) for d, t in got.tables.items()}
 
 
 @pytest.mark.parametrize("rules", [(), RULES], ids=["all_rows", "excluding"])
@@ -38,18 +73,12 @@ async def test_day_tables_agree_with_python(
     try:
         if not isinstance(adapter, DigestFirstPass):
             pytest.skip(f"{kind.name} has no difference digests")
-        got = await adapter.day_and_cell_digests(ds.START, ds.END, width)
-        days = await adapter.bucket_digests(ds.START, ds.END, "day")
-        rows = [r async for r in adapter.iter_rows(ds.START, ds.END)]
+        got, days, rows = await window_scans(adapter, width)
     finally:
         await adapter.close()
     assert got.days == days
-    by_day: dict[datetime, list[tuple[int, int]]] = {}
-    for r in rows:
-        day = buckets.day_start(r.event_time, ds.TZ).astimezone(UTC)
-        by_day.setdefault(day, []).append((r.row_hash, epoch_micros(r.event_time)))
-    want = {day: iblt.build(pairs, width) for day, pairs in by_day.items()}
-    assert {d.astimezone(UTC): dict(t) for d, t in got.tables.items()} == want
+    want = python_tables(rows, width)
+    assert utc_tables(got) == want
     assert len(want) >= 5  # the DST day among them
 
 
@@ -73,6 +102,4 @@ async def test_one_day_scanned_again_wider_agrees_with_the_window_scan(
     assert day.days == [b for b in window.days if b.start.astimezone(UTC) == at]
     assert day.days and day.days[0].agg.count == len(rows) > 0
     pairs = [(r.row_hash, epoch_micros(r.event_time)) for r in rows]
-    assert {d.astimezone(UTC): dict(t) for d, t in day.tables.items()} == {
-        at: iblt.build(pairs, widths[1])
-    }
+    assert utc_tables(day) == {at: iblt.build(pairs, widths[1])}

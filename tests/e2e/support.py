@@ -10,12 +10,14 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
 import asyncpg
 import httpx
+from opensearchpy import AsyncOpenSearch
 from prometheus_client.parser import text_string_to_metric_families
 from tools.local_stores import address
 
@@ -39,6 +41,38 @@ def midnight_wait(now: datetime) -> float:
     if tomorrow - now < MODULE_ROOM:
         return (tomorrow + AFTER_MIDNIGHT - now).total_seconds()
     return 0.0
+
+
+def past_days(n: int) -> list[date]:
+    """Return the `n` days before today (UTC), oldest first."""
+    today = datetime.now(UTC).date()
+    return [today - timedelta(days=d) for d in range(n, 0, -1)]
+
+
+def midnight(day: date) -> datetime:
+    """Return the start of `day` in UTC."""
+    return datetime(day.year, day.month, day.day, tzinfo=UTC)
+
+
+def day_window(day: date) -> dict[str, str]:
+    """Return the run window of one day bucket, as the ledger API takes it."""
+    start = midnight(day)
+    return {
+        "window_start": start.isoformat(),
+        "window_end": (start + timedelta(days=1)).isoformat(),
+    }
+
+
+def per_day(
+    days: Sequence[date], n: int, row: Callable[[date, datetime, int], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Return `row(day, its midnight, i)` for the first `n` i on each of `days`."""
+    return [row(day, midnight(day), i) for day in days for i in range(n)]
+
+
+def as_doc(row: dict[str, Any]) -> dict[str, Any]:
+    """Return a source row as the reader's document: its time as ISO text."""
+    return {**row, "completed_at": row["completed_at"].isoformat()}
 
 
 async def until(what: str, probe: Callable[[], Awaitable[T | None]], limit: float = 90.0) -> T:
@@ -151,6 +185,85 @@ def config_text(template: str, **values: Any) -> str:
     for name, value in values.items():
         template = template.replace(f"<{name}>", str(value))
     return template
+
+
+def serve_config(schema: str, checks: str, stores: Sequence[str] = ()) -> str:
+    """Return a serve config template: the source and reader stores (and `stores`), state in
+    the source database under `schema`, one token with public reads, then the `checks:` lines."""
+    return "\n".join(
+        [
+            "",
+            "stores:",
+            '  pg: {kind: postgres, dsn: "<DSN>", timeout_seconds: 10, pool_max: 2}',
+            '  os: {kind: opensearch, url: "<OS>", timeout_seconds: 10}',
+            *(f"  {line}" for line in stores),
+            f'state: {{dsn: "<DSN>", schema: {schema}}}',
+            'api: {tokens: ["<TOKEN>"], public_read: true, sample_keys: 20}',
+            "checks:",
+            checks,
+        ]
+    )
+
+
+def task_check(name: str, *more: str, index: str = "<INDEX>") -> str:
+    """Return check `name`'s lines: the tasks table against reader `index` on the label field,
+    settled after a minute, then the `more` lines (schedule, tolerance...)."""
+    lines = [
+        "source: {store: pg, table: tasks, key: task_id, time: completed_at}",
+        f"reader: {{store: os, index: {index}, key: task_id, time: completed_at}}",
+        "fields: {label: string}",
+        "settle: 1m",
+        *more,
+    ]
+    return "".join([f"  {name}:\n", *(f"    {line}\n" for line in lines)])
+
+
+def task_mapping(*keywords: str) -> dict[str, Any]:
+    """Return a reader index mapping: the `keywords` fields as keywords, completed_at a date."""
+    properties: dict[str, Any] = {k: {"type": "keyword"} for k in keywords}
+    return {"properties": {**properties, "completed_at": {"type": "date"}}}
+
+
+def write_config(tmp: Path, template: str, **values: Any) -> Path:
+    """Write `template`, placeholders filled, to `tmp`/driftgauge.yml and return its path."""
+    config = tmp / "driftgauge.yml"
+    config.write_text(config_text(template, **values), encoding="utf-8")
+    return config
+
+
+@dataclass
+class Serving:
+    """One running `driftgauge serve` child, ready: where it listens and its process."""
+
+    url: str
+    port: int
+    proc: subprocess.Popen[bytes]
+
+
+@asynccontextmanager
+async def serving(config: Path, log: Path) -> AsyncIterator[Serving]:
+    """Start `driftgauge serve` on a free port, yield it once ready, stop it afterwards."""
+    port = free_port()
+    proc = start_replica(config, port, log)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        async with httpx.AsyncClient(timeout=10) as http:
+            await wait_ready(http, url, proc, log)
+        yield Serving(url, port, proc)
+    finally:
+        stop(proc)
+
+
+@asynccontextmanager
+async def scratch_index(prefix: str) -> AsyncIterator[tuple[AsyncOpenSearch, str]]:
+    """Yield an OpenSearch client and a unique index name; delete the index, close the client."""
+    index = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    client = AsyncOpenSearch(hosts=[OS_URL], timeout=30)
+    try:
+        yield client, index
+    finally:
+        await client.indices.delete(index=index, ignore_unavailable=True)
+        await client.close()
 
 
 TASK_COLUMNS = ("task_id", "label", "completed_at")

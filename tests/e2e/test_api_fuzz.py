@@ -28,14 +28,11 @@ from tests.e2e.support import (
     OS_URL,
     ROOT,
     config_text,
-    free_port,
     load_tasks,
     sample,
     scrape,
     scratch_database,
-    start_replica,
-    stop,
-    wait_ready,
+    serving,
 )
 from tests.store_fixtures import load_index
 
@@ -90,7 +87,6 @@ async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Serv
     rows = [
         (f"t{i:03d}", "ok", day - timedelta(days=1) + timedelta(minutes=7 * i)) for i in range(50)
     ]
-    proc = None
     async with scratch_database("dg_fuzz") as dsn:
         try:
             await load_tasks(dsn, rows)
@@ -114,15 +110,10 @@ async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Serv
             config.write_text(
                 config_text(CONFIG, DSN=dsn, OS=OS_URL, TOKEN=TOKEN, INDEX=index), encoding="utf-8"
             )
-            port, log = free_port(), tmp / "serve.log"
-            proc = start_replica(config, port, log)
-            url = f"http://127.0.0.1:{port}"
-            async with httpx.AsyncClient(timeout=10) as http:
-                await wait_ready(http, url, proc, log)
-            yield Served(url, log, dsn, config)
+            log = tmp / "serve.log"
+            async with serving(config, log) as replica:
+                yield Served(replica.url, log, dsn, config)
         finally:
-            if proc is not None:
-                stop(proc)
             await client.indices.delete(index=index, ignore_unavailable=True)
             await client.close()
 
@@ -259,32 +250,23 @@ async def test_serve_starts_over_a_ledger_row_no_api_call_could_write(
         )
     finally:
         await conn.close()
-    port, log = free_port(), tmp_path / "second.log"
+    log = tmp_path / "second.log"
     started = datetime.now(UTC).replace(microsecond=0)
-    proc = start_replica(served.config, port, log)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        async with httpx.AsyncClient(timeout=10) as http:
-            await wait_ready(http, url, proc, log)
-            s = await scrape(http, url)
-            assert (
-                sample(s, "driftgauge_background_errors_total", loop="ledger_deadlines") or 0
-            ) >= 1
-            # The job's latest due window (yesterday, no summary) is still judged after the
-            # bad row; it ended before the ledger began to watch the job, so it is no breach.
-            windows = (
-                await http.get(
-                    f"{url}/api/v1/ledger/windows", params={"job": "review-sync", "limit": 1000}
-                )
-            ).json()
-            judged = [
-                w
-                for w in windows
-                if w["due"] and datetime.fromisoformat(w["evaluated_at"]) >= started
-            ]
-            assert judged, windows
-            assert all("missing_summary" not in w["breaches"] for w in judged), judged
-            assert "9999-12-31" not in {w["window_day"] for w in windows}
-    finally:
-        stop(proc)
+    async with serving(served.config, log) as replica, httpx.AsyncClient(timeout=10) as http:
+        url = replica.url
+        s = await scrape(http, url)
+        assert (sample(s, "driftgauge_background_errors_total", loop="ledger_deadlines") or 0) >= 1
+        # The job's latest due window (yesterday, no summary) is still judged after the
+        # bad row; it ended before the ledger began to watch the job, so it is no breach.
+        windows = (
+            await http.get(
+                f"{url}/api/v1/ledger/windows", params={"job": "review-sync", "limit": 1000}
+            )
+        ).json()
+        judged = [
+            w for w in windows if w["due"] and datetime.fromisoformat(w["evaluated_at"]) >= started
+        ]
+        assert judged, windows
+        assert all("missing_summary" not in w["breaches"] for w in judged), judged
+        assert "9999-12-31" not in {w["window_day"] for w in windows}
     assert "background item failed" in log.read_text(encoding="utf-8")

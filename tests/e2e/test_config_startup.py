@@ -25,15 +25,10 @@ pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run the CLI as a user would, with the fuzz secrets in its environment."""
-    env = {**os.environ, **ENV}
-    env.pop("DG_FUZZ_UNSET", None)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT / "service"), *filter(None, [os.environ.get("PYTHONPATH")])]
-    )
+def python_module(module: str, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run `python -m module args` in the checkout with `env`, capturing its output as text."""
     return subprocess.run(
-        [sys.executable, "-m", "driftgauge.cli", *args],
+        [sys.executable, "-m", module, *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -41,6 +36,16 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
         env=env,
         cwd=ROOT,
     )
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run the CLI as a user would, with the fuzz secrets in its environment."""
+    env = {**os.environ, **ENV}
+    env.pop("DG_FUZZ_UNSET", None)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT / "service"), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
+    return python_module("driftgauge.cli", *args, env=env)
 
 
 def both(text: str, tmp_path: Path, name: str) -> tuple[Any, Any]:
@@ -93,13 +98,5 @@ def test_an_unreadable_config_is_an_error_not_drift(tmp_path: Path) -> None:
         assert done.returncode == 2, done.stderr
         assert "cannot read config" in done.stdout + done.stderr
     env = {**os.environ, "PYTHONPATH": str(ROOT / "service")}
-    server = subprocess.run(
-        [sys.executable, "-m", "driftgauge.server", "--config", str(tmp_path / "absent.yml")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env=env,
-        cwd=ROOT,
-    )
+    server = python_module("driftgauge.server", "--config", str(tmp_path / "absent.yml"), env=env)
     assert server.returncode == 2 and "cannot read config" in server.stderr, server.stderr

@@ -13,41 +13,41 @@ import subprocess
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import yaml
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
 # tests/deploy is no package; mypy reads it under its own names (see pyproject.toml).
 from tests.deploy.dashboard_queries import panel_queries  # type: ignore[import-not-found, import-untyped, unused-ignore]
+from tests.e2e.prometheus import needs_prometheus, start_prometheus, write_scrape_config
 from tests.e2e.support import (
     OS_URL,
     Samples,
-    config_text,
+    as_doc,
+    day_window,
     dump_log,
     free_port,
     load_tasks,
+    past_days,
+    per_day,
     sample,
     scrape,
     scratch_database,
-    start_replica,
+    scratch_index,
+    serve_config,
+    serving,
     stop,
+    task_mapping,
     until,
-    wait_ready,
+    write_config,
 )
 
-PROMETHEUS = Path("/usr/bin/prometheus")
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(
-        not PROMETHEUS.exists(), reason=f"{PROMETHEUS} is absent (`make tools` installs it)"
-    ),
-]
+pytestmark = [pytest.mark.e2e, needs_prometheus]
 
 TOKEN = "e2e-dash-" + uuid.uuid4().hex
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -57,25 +57,11 @@ DAYS = 3
 ROWS_PER_DAY = 30
 SCRAPES = 5
 """Scrapes Prometheus must hold before the panels are queried (rate windows need two)."""
-MAPPING = {
-    "properties": {
-        "task_id": {"type": "keyword"},
-        "review_tier": {"type": "keyword"},
-        "conversation_key": {"type": "keyword"},
-        "completed_at": {"type": "date"},
-        "driftgauge_canary": {"type": "keyword"},
-    }
-}
+MAPPING = task_mapping("task_id", "review_tier", "conversation_key", "driftgauge_canary")
 
-CONFIG = """
-stores:
-  pg: {kind: postgres, dsn: "<DSN>", timeout_seconds: 10, pool_max: 2}
-  os: {kind: opensearch, url: "<OS>", timeout_seconds: 10}
-  os_sync: {kind: opensearch, url: "<OS>", timeout_seconds: 10}
-state: {dsn: "<DSN>", schema: driftgauge_dashboard_e2e}
-api: {tokens: ["<TOKEN>"], public_read: true, sample_keys: 20}
-checks:
-  reviews:
+CONFIG = serve_config(
+    "driftgauge_dashboard_e2e",
+    """  reviews:
     source: {store: pg, table: tasks, key: task_id, time: completed_at}
     reader:
       store: os
@@ -103,7 +89,9 @@ checks:
     vocabulary: {label: {}}
     # Three days of rows: two before yesterday are history enough for the volume panel.
     volume: {trailing: 7, sigmas: 3, min_history: 2}
-"""
+""",
+    stores=['os_sync: {kind: opensearch, url: "<OS>", timeout_seconds: 10}'],
+)
 
 
 @dataclass
@@ -118,23 +106,16 @@ class Live:
 
 def make_rows(days: list[date]) -> list[dict[str, Any]]:
     """Return the source rows: every tenth row (from the 8th) has no join key."""
-    rows = []
-    for day in days:
-        start = datetime(day.year, day.month, day.day, tzinfo=UTC)
-        for i in range(ROWS_PER_DAY):
-            rows.append(
-                {
-                    "task_id": f"d{day:%m%d}-{i:03d}",
-                    "review_tier": "first_tier",
-                    "conversation_key": None if i % 10 == 7 else f"conv-{day:%m%d}-{i}",
-                    "completed_at": start + timedelta(minutes=40 * i, seconds=11),
-                }
-            )
-    return rows
 
+    def row(day: date, start: datetime, i: int) -> dict[str, Any]:
+        return {
+            "task_id": f"d{day:%m%d}-{i:03d}",
+            "review_tier": "first_tier",
+            "conversation_key": None if i % 10 == 7 else f"conv-{day:%m%d}-{i}",
+            "completed_at": start + timedelta(minutes=40 * i, seconds=11),
+        }
 
-def _doc(row: dict[str, Any]) -> dict[str, Any]:
-    return {**row, "completed_at": row["completed_at"].isoformat()}
+    return per_day(days, ROWS_PER_DAY, row)
 
 
 async def load_reader(client: AsyncOpenSearch, index: str, rows: list[dict[str, Any]]) -> None:
@@ -152,51 +133,41 @@ async def load_reader(client: AsyncOpenSearch, index: str, rows: list[dict[str, 
         for n, r in enumerate(rs):
             if n == 3:
                 continue  # missing
-            doc = _doc(r)
+            doc = as_doc(r)
             if n == 9:
                 doc["review_tier"] = "second_tier"  # mismatched, still passes the filter
             docs.append({"_index": index, "_id": r["task_id"], "_source": doc})
-        extra = {**_doc(rs[0]), "task_id": f"x{day:%m%d}"}
+        extra = {**as_doc(rs[0]), "task_id": f"x{day:%m%d}"}
         docs.append({"_index": index, "_id": extra["task_id"], "_source": extra})
     await async_bulk(client, docs, refresh="wait_for")
+
+
+async def load_both(
+    client: AsyncOpenSearch, index: str, dsn: str, rows: list[dict[str, Any]]
+) -> None:
+    """Fill the source table from `rows` and the reader index with the planted drift."""
+    await load_tasks(
+        dsn,
+        [(r["task_id"], r["review_tier"], r["conversation_key"], r["completed_at"]) for r in rows],
+        ("task_id", "label", "conversation_key", "completed_at"),
+    )
+    await load_reader(client, index, rows)
 
 
 @pytest.fixture(scope="module")
 async def live(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Live]:
     tmp = tmp_path_factory.mktemp("dashboard_live")
-    today = datetime.now(UTC).date()
-    days = [today - timedelta(days=d) for d in range(DAYS, 0, -1)]
+    days = past_days(DAYS)
     rows = make_rows(days)
-    index = f"dg_e2e_dash_{uuid.uuid4().hex[:10]}"
-    client = AsyncOpenSearch(hosts=[OS_URL], timeout=30)
     log = tmp / "serve.log"
-    try:
-        async with scratch_database("dg_e2e_dash") as dsn:
-            await load_tasks(
-                dsn,
-                [
-                    (r["task_id"], r["review_tier"], r["conversation_key"], r["completed_at"])
-                    for r in rows
-                ],
-                ("task_id", "label", "conversation_key", "completed_at"),
-            )
-            await load_reader(client, index, rows)
-            config = tmp / "driftgauge.yml"
-            config.write_text(
-                config_text(CONFIG, DSN=dsn, OS=OS_URL, TOKEN=TOKEN, INDEX=index), encoding="utf-8"
-            )
-            port = free_port()
-            proc = start_replica(config, port, log)
-            try:
-                url = f"http://127.0.0.1:{port}"
-                async with httpx.AsyncClient(timeout=10) as http:
-                    await wait_ready(http, url, proc, log)
-                yield Live(url, port, log, days)
-            finally:
-                stop(proc)
-    finally:
-        await client.indices.delete(index=index, ignore_unavailable=True)
-        await client.close()
+    async with (
+        scratch_index("dg_e2e_dash") as (client, index),
+        scratch_database("dg_e2e_dash") as dsn,
+    ):
+        await load_both(client, index, dsn, rows)
+        config = write_config(tmp, CONFIG, DSN=dsn, OS=OS_URL, TOKEN=TOKEN, INDEX=index)
+        async with serving(config, log) as served:
+            yield Live(served.url, served.port, log, days)
 
 
 async def run_the_full_pass(http: httpx.AsyncClient) -> None:
@@ -219,17 +190,10 @@ async def feed_the_audit(http: httpx.AsyncClient, live: Live) -> None:
     assert canary.status_code == 200, canary.text
     assert canary.json()["result"] == "ok", canary.json()["detail"]
 
-    day = live.days[-1]
-    start = datetime(day.year, day.month, day.day, tzinfo=UTC)
     opened = await http.post(
         "/api/v1/ledger/runs",
         headers=AUTH,
-        json={
-            "job": JOB,
-            "window_start": start.isoformat(),
-            "window_end": (start + timedelta(days=1)).isoformat(),
-            "input_rows": ROWS_PER_DAY,
-        },
+        json={"job": JOB, **day_window(live.days[-1]), "input_rows": ROWS_PER_DAY},
     )
     assert opened.status_code == 201, opened.text
     run_id = opened.json()["id"]
@@ -277,43 +241,15 @@ def audit_series_present(s: Samples, live: Live) -> bool:
     )
 
 
-def start_prometheus(tmp: Path, target_port: int, port: int) -> subprocess.Popen[bytes]:
+def start_scraping(tmp: Path, target_port: int, port: int) -> subprocess.Popen[bytes]:
     """Start Prometheus scraping the service every second into a scratch TSDB."""
-    config = tmp / "prometheus.yml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "global": {
-                    "scrape_interval": "1s",
-                    "scrape_timeout": "1s",
-                    "evaluation_interval": "1s",
-                },
-                "scrape_configs": [
-                    {
-                        "job_name": "driftgauge",
-                        "scrape_interval": "1s",
-                        "scrape_timeout": "1s",
-                        "static_configs": [{"targets": [f"127.0.0.1:{target_port}"]}],
-                    }
-                ],
-            }
-        ),
-        encoding="utf-8",
-    )
-    with (tmp / "prometheus.log").open("wb") as out:
-        return subprocess.Popen(
-            [
-                str(PROMETHEUS),
-                f"--config.file={config}",
-                f"--storage.tsdb.path={tmp / 'tsdb'}",
-                f"--web.listen-address=127.0.0.1:{port}",
-                "--storage.tsdb.retention.time=1h",
-                "--log.level=warn",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=tmp,
-        )
+    job = {
+        "job_name": "driftgauge",
+        "scrape_interval": "1s",
+        "scrape_timeout": "1s",
+        "static_configs": [{"targets": [f"127.0.0.1:{target_port}"]}],
+    }
+    return start_prometheus(tmp, write_scrape_config(tmp, job), port)
 
 
 async def instant(http: httpx.AsyncClient, expr: str) -> dict[str, Any]:
@@ -356,7 +292,7 @@ async def test_every_dashboard_panel_has_data(live: Live, tmp_path: Path) -> Non
     )
 
     port = free_port()
-    prometheus = start_prometheus(tmp_path, live.port, port)
+    prometheus = start_scraping(tmp_path, live.port, port)
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as prom:
 

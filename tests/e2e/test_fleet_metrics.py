@@ -11,45 +11,39 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import httpx
 import pytest
 import yaml
-from opensearchpy import AsyncOpenSearch
 
 # tests/deploy is no package; mypy reads it under its own names (see pyproject.toml).
 from tests.deploy.dashboard_queries import panel_queries  # type: ignore[import-not-found]
 from tests.e2e import test_dashboard_live as dash
+from tests.e2e.prometheus import needs_prometheus, start_prometheus, write_scrape_config
 from tests.e2e.support import (
     OS_URL,
     Samples,
-    config_text,
     dump_log,
     free_port,
-    load_tasks,
+    past_days,
     sample,
     scrape,
     scratch_database,
+    scratch_index,
     start_replica,
     stop,
     until,
     wait_ready,
+    write_config,
 )
 
-PROMETHEUS = Path("/usr/bin/prometheus")
 RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "driftgauge-rules.yml"
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(
-        not PROMETHEUS.exists(), reason=f"{PROMETHEUS} is absent (`make tools` installs it)"
-    ),
-]
+pytestmark = [pytest.mark.e2e, needs_prometheus]
 REPLICAS = 3
 SCRAPES = 5
 """Scrapes of the newest replica Prometheus must hold before the queries run."""
@@ -90,36 +84,20 @@ class Fleet:
 @asynccontextmanager
 async def fleet(tmp: Path) -> AsyncIterator[Fleet]:
     """Yield the source table, the drifting reader index and room for the replicas."""
-    today = datetime.now(UTC).date()
-    days = [today - timedelta(days=d) for d in range(dash.DAYS, 0, -1)]
+    days = past_days(dash.DAYS)
     rows = dash.make_rows(days)
-    index = f"dg_e2e_fleet_{uuid.uuid4().hex[:10]}"
-    client = AsyncOpenSearch(hosts=[OS_URL], timeout=30)
-    try:
-        async with scratch_database("dg_e2e_fleet") as dsn:
-            await load_tasks(
-                dsn,
-                [
-                    (r["task_id"], r["review_tier"], r["conversation_key"], r["completed_at"])
-                    for r in rows
-                ],
-                ("task_id", "label", "conversation_key", "completed_at"),
-            )
-            await dash.load_reader(client, index, rows)
-            config = tmp / "driftgauge.yml"
-            config.write_text(
-                config_text(CONFIG, DSN=dsn, OS=OS_URL, TOKEN=dash.TOKEN, INDEX=index),
-                encoding="utf-8",
-            )
-            found = Fleet(config, [free_port() for _ in range(REPLICAS)], tmp, days, [])
-            try:
-                yield found
-            finally:
-                for proc in found.procs:
-                    stop(proc)
-    finally:
-        await client.indices.delete(index=index, ignore_unavailable=True)
-        await client.close()
+    async with (
+        scratch_index("dg_e2e_fleet") as (client, index),
+        scratch_database("dg_e2e_fleet") as dsn,
+    ):
+        await dash.load_both(client, index, dsn, rows)
+        config = write_config(tmp, CONFIG, DSN=dsn, OS=OS_URL, TOKEN=dash.TOKEN, INDEX=index)
+        found = Fleet(config, [free_port() for _ in range(REPLICAS)], tmp, days, [])
+        try:
+            yield found
+        finally:
+            for proc in found.procs:
+                stop(proc)
 
 
 async def run_recent(http: httpx.AsyncClient) -> None:
@@ -135,45 +113,16 @@ async def run_recent(http: httpx.AsyncClient) -> None:
 
 def write_prometheus_config(tmp: Path, ports: list[int]) -> Path:
     """Write the scrape config of the replicas on `ports`, scraped every second."""
-    config = tmp / "prometheus.yml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "global": {
-                    "scrape_interval": "1s",
-                    "scrape_timeout": "1s",
-                    "evaluation_interval": "1s",
-                },
-                "scrape_configs": [
-                    {
-                        "job_name": "driftgauge",
-                        "static_configs": [{"targets": [f"127.0.0.1:{p}" for p in ports]}],
-                    }
-                ],
-            }
-        ),
-        encoding="utf-8",
-    )
-    return config
+    job = {
+        "job_name": "driftgauge",
+        "static_configs": [{"targets": [f"127.0.0.1:{p}" for p in ports]}],
+    }
+    return write_scrape_config(tmp, job)
 
 
-def start_prometheus(tmp: Path, ports: list[int], port: int) -> subprocess.Popen[bytes]:
+def start_scraping(tmp: Path, ports: list[int], port: int) -> subprocess.Popen[bytes]:
     """Start Prometheus on `port` scraping `ports` into a scratch TSDB."""
-    config = write_prometheus_config(tmp, ports)
-    with (tmp / "prometheus.log").open("wb") as out:
-        return subprocess.Popen(
-            [
-                str(PROMETHEUS),
-                f"--config.file={config}",
-                f"--storage.tsdb.path={tmp / 'tsdb'}",
-                f"--web.listen-address=127.0.0.1:{port}",
-                "--storage.tsdb.retention.time=1h",
-                "--log.level=warn",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=tmp,
-        )
+    return start_prometheus(tmp, write_prometheus_config(tmp, ports), port)
 
 
 def alert_exprs() -> dict[str, str]:
@@ -310,7 +259,7 @@ async def test_one_two_and_three_replicas_give_every_panel_and_alert_the_same_an
         )
 
         port = free_port()
-        prometheus = start_prometheus(tmp_path, f.ports[:1], port)
+        prometheus = start_scraping(tmp_path, f.ports[:1], port)
         stack.callback(stop, prometheus)
         prom = await stack.enter_async_context(
             httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10)

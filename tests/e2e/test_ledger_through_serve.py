@@ -23,16 +23,16 @@ from tests.e2e.support import (
     OS_URL,
     Samples,
     config_text,
+    day_window,
     dump_log,
-    free_port,
     load_tasks,
     sample,
     scrape,
     scratch_database,
-    start_replica,
-    stop,
+    serve_config,
+    serving,
+    task_check,
     until,
-    wait_ready,
 )
 from tests.store_fixtures import load_index
 
@@ -49,23 +49,16 @@ SETTLE = timedelta(seconds=2)
 # No recent schedule fires during the test (it runs daily at 00:01 UTC: midnight plus settle),
 # so every run of the check is one this test asked for: a manual one, then the one the ledger
 # schedules.
-CONFIG = """
-stores:
-  pg: {kind: postgres, dsn: "<DSN>", timeout_seconds: 10, pool_max: 2}
-  os: {kind: opensearch, url: "<OS>", timeout_seconds: 10}
-state: {dsn: "<DSN>", schema: driftgauge_ledger_e2e}
-api: {tokens: ["<TOKEN>"], public_read: true, sample_keys: 20}
-checks:
-  reviews:
-    source: {store: pg, table: tasks, key: task_id, time: completed_at}
-    reader: {store: os, index: <INDEX>, key: task_id, time: completed_at}
-    fields: {label: string}
-    settle: 1m
-    tolerance: {missing_ratio: 0.0, extra: 0, mismatched: 0,
-                exclusion_rate: {no_document: 0.2}}
-    schedule: {recent: {every: 1d, days: 3}}
-    ledger: {job: review-sync, summary_deadline: 1s, no_match_rate: 0.5, settle: 2s}
-"""
+CONFIG = serve_config(
+    "driftgauge_ledger_e2e",
+    task_check(
+        "reviews",
+        "tolerance: {missing_ratio: 0.0, extra: 0, mismatched: 0,"
+        " exclusion_rate: {no_document: 0.2}}",
+        "schedule: {recent: {every: 1d, days: 3}}",
+        "ledger: {job: review-sync, summary_deadline: 1s, no_match_rate: 0.5, settle: 2s}",
+    ),
+)
 
 
 @dataclass
@@ -90,11 +83,7 @@ class Served:
 
     def window(self) -> dict[str, str]:
         """Return the run window of the day bucket, as the ledger API takes it."""
-        start = datetime(self.day.year, self.day.month, self.day.day, tzinfo=UTC)
-        return {
-            "window_start": start.isoformat(),
-            "window_end": (start + timedelta(days=1)).isoformat(),
-        }
+        return day_window(self.day)
 
 
 @pytest.fixture(scope="module")
@@ -127,15 +116,8 @@ async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Serv
             config.write_text(
                 config_text(CONFIG, DSN=dsn, OS=OS_URL, TOKEN=TOKEN, INDEX=index), encoding="utf-8"
             )
-            port = free_port()
-            proc = start_replica(config, port, log)
-            try:
-                url = f"http://127.0.0.1:{port}"
-                async with httpx.AsyncClient(timeout=10) as http:
-                    await wait_ready(http, url, proc, log)
-                yield Served(url, log, index, day, keys)
-            finally:
-                stop(proc)
+            async with serving(config, log) as replica:
+                yield Served(replica.url, log, index, day, keys)
     finally:
         await client.indices.delete(index=index, ignore_unavailable=True)
         await client.close()

@@ -19,23 +19,22 @@ from typing import Any
 
 import httpx
 import pytest
-from opensearchpy import AsyncOpenSearch
 from PIL import Image
 from playwright.async_api import async_playwright
 
 from tests.e2e.support import (
     OS_URL,
-    config_text,
     dump_log,
-    free_port,
-    load_tasks,
+    past_days,
     scratch_database,
-    start_replica,
-    stop,
+    scratch_index,
+    serve_config,
+    serving,
+    task_check,
     until,
-    wait_ready,
+    write_config,
 )
-from tests.e2e.test_serve import load_index, make_rows, plant
+from tests.e2e.test_serve import load_planted, make_rows
 
 pytestmark = pytest.mark.e2e
 
@@ -45,28 +44,16 @@ TOKEN = "page-" + uuid.uuid4().hex
 DAYS = 3
 RED = (0xD3, 0x2F, 0x2F)  # --drift in page.css
 GREY = (0xD9, 0xD9, 0xD9)  # --none: a day no run judged
-CONFIG = """
-stores:
-  pg: {kind: postgres, dsn: "<DSN>", timeout_seconds: 10, pool_max: 2}
-  os: {kind: opensearch, url: "<OS>", timeout_seconds: 10}
-state: {dsn: "<DSN>", schema: driftgauge_page}
-api: {tokens: ["<TOKEN>"], public_read: true, sample_keys: 20}
-checks:
-  reviews:
-    source: {store: pg, table: tasks, key: task_id, time: completed_at}
-    reader: {store: os, index: <INDEX>, key: task_id, time: completed_at}
-    fields: {label: string}
-    settle: 1m
-    drilldown: {leaf_rows: 20}
-    schedule: {recent: {every: 1h, days: 4}}
-  broken:
-    description: reads an index that is not there
-    source: {store: pg, table: tasks, key: task_id, time: completed_at}
-    reader: {store: os, index: <INDEX>_gone, key: task_id, time: completed_at}
-    fields: {label: string}
-    settle: 1m
-    schedule: {recent: {every: 1h, days: 4}}
-"""
+CONFIG = serve_config(
+    "driftgauge_page",
+    task_check("reviews", "drilldown: {leaf_rows: 20}", "schedule: {recent: {every: 1h, days: 4}}")
+    + task_check(
+        "broken",
+        "description: reads an index that is not there",
+        "schedule: {recent: {every: 1h, days: 4}}",
+        index="<INDEX>_gone",
+    ),
+)
 
 
 @dataclass
@@ -82,30 +69,14 @@ class Served:
 @pytest.fixture(scope="module")
 async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Served]:
     tmp = tmp_path_factory.mktemp("page")
-    index = f"dg_page_{uuid.uuid4().hex[:10]}"
-    today = datetime.now(UTC).date()
-    days = [today - timedelta(days=d) for d in range(DAYS, 0, -1)]
+    days = past_days(DAYS)
     rows = make_rows(days)
-    client = AsyncOpenSearch(hosts=[OS_URL], timeout=30)
-    proc = None
-    async with scratch_database("dg_page") as dsn:
-        try:
-            await load_tasks(
-                dsn,
-                [(r["task_id"], r["label"], r["completed_at"]) for r in rows],
-                columns=["task_id", "label", "completed_at"],
-            )
-            await load_index(client, index, rows)
-            planted = await plant(client, index, rows)
-            config = tmp / "driftgauge.yml"
-            config.write_text(
-                config_text(CONFIG, DSN=dsn, OS=OS_URL, TOKEN=TOKEN, INDEX=index), encoding="utf-8"
-            )
-            port, log = free_port(), tmp / "serve.log"
-            proc = start_replica(config, port, log)
-            url = f"http://127.0.0.1:{port}"
-            async with httpx.AsyncClient(base_url=url, timeout=10) as http:
-                await wait_ready(http, url, proc, log)
+    log = tmp / "serve.log"
+    async with scratch_database("dg_page") as dsn, scratch_index("dg_page") as (client, index):
+        planted = await load_planted(client, index, dsn, rows)
+        config = write_config(tmp, CONFIG, DSN=dsn, OS=OS_URL, TOKEN=TOKEN, INDEX=index)
+        async with serving(config, log) as replica:
+            async with httpx.AsyncClient(base_url=replica.url, timeout=10) as http:
                 # Hourly schedules: the one run of each check is this one, so the stored
                 # results stay put while the browser walks them.
                 for check in ("reviews", "broken"):
@@ -119,12 +90,7 @@ async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Serv
                     return all(c["status"] is not None for c in checks)
 
                 await until("a first run of both checks", judged, limit=30)
-            yield Served(url, log, days, planted)
-        finally:
-            if proc is not None:
-                stop(proc)
-            await client.indices.delete(index=index, ignore_unavailable=True)
-            await client.close()
+            yield Served(replica.url, log, days, planted)
 
 
 @pytest.fixture

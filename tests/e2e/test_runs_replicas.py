@@ -24,7 +24,6 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
-from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
 from tests.e2e.cut_proxy import CutProxy
@@ -37,8 +36,11 @@ from tests.e2e.support import (
     load_tasks,
     sample,
     scrape,
+    scratch_database,
+    scratch_index,
     start_replica,
     stop,
+    task_mapping,
     until,
     wait_ready,
 )
@@ -49,14 +51,7 @@ TOKEN = "e2e-" + uuid.uuid4().hex
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 HEARTBEAT, EXPIRES = 1.0, 4.0
 ROWS = 40
-MAPPING = {
-    "properties": {
-        "task_id": {"type": "keyword"},
-        "label": {"type": "keyword"},
-        "completed_at": {"type": "date"},
-        "driftgauge_canary": {"type": "keyword"},
-    }
-}
+MAPPING = task_mapping("task_id", "label", "driftgauge_canary")
 CONFIG = """
 stores:
   pg: {kind: postgres, dsn: "<DSN>", timeout_seconds: 60, pool_max: 2}
@@ -92,18 +87,12 @@ class Data:
 
 @pytest.fixture(scope="module")
 async def data(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Data]:
-    suffix = uuid.uuid4().hex[:10]
-    db, index = f"dg_runs_{suffix}", f"dg_runs_{suffix}"
-    dsn = PG.rsplit("/", 1)[0] + "/" + db
     start = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     rows = [
         (f"t{i:03d}", "ok", start - timedelta(days=1) + timedelta(minutes=30 * i))
         for i in range(ROWS)
     ]
-    admin = await asyncpg.connect(PG, timeout=10)
-    client = AsyncOpenSearch(hosts=[OS_URL], timeout=30)
-    try:
-        await admin.execute(f'CREATE DATABASE "{db}"', timeout=30)
+    async with scratch_database("dg_runs") as dsn, scratch_index("dg_runs") as (client, index):
         await load_tasks(dsn, rows)
         await client.indices.create(
             index=index, body={"mappings": MAPPING, "settings": {"number_of_replicas": 0}}
@@ -121,11 +110,6 @@ async def data(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Data]:
             refresh="wait_for",
         )
         yield Data(dsn, index, tmp_path_factory.mktemp("runs"))
-    finally:
-        await client.indices.delete(index=index, ignore_unavailable=True)
-        await client.close()
-        await admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)', timeout=30)
-        await admin.close()
 
 
 def write_config(

@@ -14,7 +14,7 @@ import subprocess
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +26,22 @@ from opensearchpy.helpers import async_bulk
 
 from tests.e2e.support import (
     OS_URL,
-    PG,
+    as_doc,
     free_port,
     load_tasks,
+    past_days,
+    per_day,
     scrape,
+    scratch_database,
+    scratch_index,
+    serve_config,
     start_replica,
     stop,
+    task_check,
+    task_mapping,
     until,
+    wait_ready,
+    write_config,
 )
 
 pytestmark = pytest.mark.e2e
@@ -41,35 +50,12 @@ TOKEN = "e2e-" + uuid.uuid4().hex
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 ROWS_PER_DAY = 60
 DAYS = 3
-MAPPING = {
-    "properties": {
-        "task_id": {"type": "keyword"},
-        "label": {"type": "keyword"},
-        "completed_at": {"type": "date"},
-    }
-}
-
-CONFIG = """
-stores:
-  pg: {kind: postgres, dsn: "<DSN>", timeout_seconds: 10, pool_max: 2}
-  os: {kind: opensearch, url: "<OS>", timeout_seconds: 10}
-state: {dsn: "<DSN>", schema: driftgauge_e2e}
-api: {tokens: ["<TOKEN>"], public_read: true, sample_keys: 20}
-checks:
-  reviews:
-    source: {store: pg, table: tasks, key: task_id, time: completed_at}
-    reader: {store: os, index: <INDEX>, key: task_id, time: completed_at}
-    fields: {label: string}
-    settle: 1m
-    drilldown: {leaf_rows: 20}
-    schedule: {recent: {every: 2s, days: 4}}
-  flaky:
-    source: {store: pg, table: tasks, key: task_id, time: completed_at}
-    reader: {store: os, index: <FLAKY>, key: task_id, time: completed_at}
-    fields: {label: string}
-    settle: 1m
-    schedule: {recent: {every: 2s, days: 4}}
-"""
+MAPPING = task_mapping("task_id", "label")
+CONFIG = serve_config(
+    "driftgauge_e2e",
+    task_check("reviews", "drilldown: {leaf_rows: 20}", "schedule: {recent: {every: 2s, days: 4}}")
+    + task_check("flaky", "schedule: {recent: {every: 2s, days: 4}}", index="<FLAKY>"),
+)
 
 
 @dataclass
@@ -88,22 +74,16 @@ class Stack:
 
 
 def make_rows(days: list[date]) -> list[dict[str, Any]]:
-    rows = []
-    for day in days:
-        start = datetime(day.year, day.month, day.day, tzinfo=UTC)
-        for i in range(ROWS_PER_DAY):
-            rows.append(
-                {
-                    "task_id": f"t{day:%m%d}-{i:03d}",
-                    "label": "ok",
-                    "completed_at": start + timedelta(seconds=30 + i * 86000 // ROWS_PER_DAY),
-                }
-            )
-    return rows
+    """Return ROWS_PER_DAY rows on each day, spread over it."""
 
+    def row(day: date, start: datetime, i: int) -> dict[str, Any]:
+        return {
+            "task_id": f"t{day:%m%d}-{i:03d}",
+            "label": "ok",
+            "completed_at": start + timedelta(seconds=30 + i * 86000 // ROWS_PER_DAY),
+        }
 
-def _doc(row: dict[str, Any]) -> dict[str, Any]:
-    return {**row, "completed_at": row["completed_at"].isoformat()}
+    return per_day(days, ROWS_PER_DAY, row)
 
 
 async def load_index(client: AsyncOpenSearch, index: str, rows: list[dict[str, Any]]) -> None:
@@ -112,7 +92,7 @@ async def load_index(client: AsyncOpenSearch, index: str, rows: list[dict[str, A
     )
     await async_bulk(
         client,
-        ({"_index": index, "_id": r["task_id"], "_source": _doc(r)} for r in rows),
+        ({"_index": index, "_id": r["task_id"], "_source": as_doc(r)} for r in rows),
         refresh="wait_for",
     )
 
@@ -131,69 +111,48 @@ async def plant(
         for key in gone:
             await client.delete(index=index, id=key)
         await client.update(index=index, id=changed, body={"doc": {"label": "wrong"}})
-        await client.index(index=index, id=extra["task_id"], body=_doc(extra))
+        await client.index(index=index, id=extra["task_id"], body=as_doc(extra))
         truth[day] = {"missing": set(gone), "mismatched": {changed}, "extra": {extra["task_id"]}}
     await client.indices.refresh(index=index)
     return truth
 
 
+async def load_planted(
+    client: AsyncOpenSearch, index: str, dsn: str, rows: list[dict[str, Any]]
+) -> dict[str, dict[str, set[str]]]:
+    """Fill the source table and the reader index from `rows`, plant drift, return the truth."""
+    await load_tasks(dsn, [(r["task_id"], r["label"], r["completed_at"]) for r in rows])
+    await load_index(client, index, rows)
+    return await plant(client, index, rows)
+
+
 @pytest.fixture(scope="module")
 async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack]:
-    suffix = uuid.uuid4().hex[:10]
-    db, index, flaky = f"dg_e2e_{suffix}", f"dg_e2e_{suffix}", f"dg_e2e_{suffix}_flaky"
-    dsn = PG.rsplit("/", 1)[0] + "/" + db
-    today = datetime.now(UTC).date()
-    days = [today - timedelta(days=d) for d in range(DAYS, 0, -1)]
+    days = past_days(DAYS)
     rows = make_rows(days)
     tmp = tmp_path_factory.mktemp("serve")
-    admin = await asyncpg.connect(PG, timeout=10)
-    client = AsyncOpenSearch(hosts=[OS_URL], timeout=30)
-    stack = Stack(dsn, index, flaky, days, {}, [], [tmp / "a.log", tmp / "b.log"], rows=rows)
-    try:
-        await admin.execute(f'CREATE DATABASE "{db}"', timeout=30)
-        await load_tasks(
-            dsn,
-            [(r["task_id"], r["label"], r["completed_at"]) for r in rows],
-            columns=["task_id", "label", "completed_at"],
-        )
-        await load_index(client, index, rows)
-        await load_index(client, flaky, rows)
-        stack.planted = await plant(client, index, rows)
-        config = tmp / "driftgauge.yml"
-        config.write_text(
-            CONFIG.replace("<DSN>", dsn)
-            .replace("<OS>", OS_URL)
-            .replace("<TOKEN>", TOKEN)
-            .replace("<INDEX>", index)
-            .replace("<FLAKY>", flaky),
-            encoding="utf-8",
-        )
-        for log in stack.logs:
-            port = free_port()
-            stack.procs.append(start_replica(config, port, log))
-            stack.urls.append(f"http://127.0.0.1:{port}")
-        async with httpx.AsyncClient(timeout=10) as http:
-            for url, proc, log in zip(stack.urls, stack.procs, stack.logs, strict=True):
-
-                async def ready(
-                    url: str = url, proc: subprocess.Popen[bytes] = proc, log: Path = log
-                ) -> bool:
-                    if proc.poll() is not None:
-                        raise AssertionError(f"serve exited, see {log}")
-                    try:
-                        return (await http.get(f"{url}/readyz")).status_code == 200
-                    except httpx.TransportError:
-                        return False
-
-                await until(f"{url}/readyz", ready, limit=60)
-        yield stack
-    finally:
-        for proc in stack.procs:
-            stop(proc)
-        await client.indices.delete(index=f"{index},{flaky}", ignore_unavailable=True)
-        await client.close()
-        await admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)', timeout=30)
-        await admin.close()
+    async with scratch_database("dg_e2e") as dsn, scratch_index("dg_e2e") as (client, index):
+        flaky = f"{index}_flaky"
+        stack = Stack(dsn, index, flaky, days, {}, [], [tmp / "a.log", tmp / "b.log"], rows=rows)
+        try:
+            stack.planted = await load_planted(client, index, dsn, rows)
+            await load_index(client, flaky, rows)
+            config = write_config(
+                tmp, CONFIG, DSN=dsn, OS=OS_URL, TOKEN=TOKEN, INDEX=index, FLAKY=flaky
+            )
+            for log in stack.logs:
+                port = free_port()
+                stack.procs.append(start_replica(config, port, log))
+                stack.urls.append(f"http://127.0.0.1:{port}")
+            # Both replicas start at once; then each must answer /readyz.
+            async with httpx.AsyncClient(timeout=10) as http:
+                for url, proc, log in zip(stack.urls, stack.procs, stack.logs, strict=True):
+                    await wait_ready(http, url, proc, log)
+            yield stack
+        finally:
+            for proc in stack.procs:
+                stop(proc)
+            await client.indices.delete(index=flaky, ignore_unavailable=True)
 
 
 def rows_of(s: dict[Any, float], check: str, day: str, kind: str) -> float | None:

@@ -16,6 +16,7 @@ import re
 import socket
 import struct
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -70,8 +71,34 @@ class Seen:
     fault: str | None
 
 
+Serve = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+class _Listening:
+    """Both proxies' listening socket and the connections open through it."""
+
+    port: int
+    _server: asyncio.Server | None
+    _open: set[asyncio.StreamWriter]
+
+    async def _listen(
+        self, serve: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+    ) -> None:
+        """Listen on `port` (a free one while it is 0), handing each connection to `serve`."""
+        self._server = await asyncio.start_server(serve, "127.0.0.1", self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def refuse(self) -> None:
+        """Stop listening and reset every open connection: new connections are refused."""
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        for w in list(self._open):
+            _rst(w)
+
+
 @dataclass
-class HttpFaultProxy:
+class HttpFaultProxy(_Listening):
     """An HTTP proxy in front of `upstream` that injects the armed faults."""
 
     upstream: tuple[str, int]
@@ -80,7 +107,7 @@ class HttpFaultProxy:
     seen: list[Seen] = field(default_factory=list)
     port: int = 0
     _server: asyncio.Server | None = None
-    _clients: set[asyncio.StreamWriter] = field(default_factory=set)
+    _open: set[asyncio.StreamWriter] = field(default_factory=set)
     _rng: random.Random = field(default_factory=random.Random)
 
     @property
@@ -90,16 +117,7 @@ class HttpFaultProxy:
 
     async def start(self) -> None:
         """Listen (again on the same port once it is known)."""
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    async def refuse(self) -> None:
-        """Stop listening and drop open connections: new connections are refused."""
-        if self._server is not None:
-            self._server.close()
-            self._server = None
-        for w in list(self._clients):
-            _rst(w)
+        await self._listen(self._serve)
 
     async def stop(self) -> None:
         """Stop listening and drop every connection."""
@@ -133,7 +151,7 @@ class HttpFaultProxy:
         return None
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._clients.add(writer)
+        self._open.add(writer)
         try:
             while True:
                 request = await _read_request(reader)
@@ -151,7 +169,7 @@ class HttpFaultProxy:
         except (ConnectionError, asyncio.IncompleteReadError):
             return
         finally:
-            self._clients.discard(writer)
+            self._open.discard(writer)
             writer.close()
 
     async def _answer(
@@ -321,21 +339,20 @@ TcpMode = Literal["pass", "hang", "reset"]
 
 
 @dataclass
-class TcpFaultProxy:
+class TcpFaultProxy(_Listening):
     """A byte pipe to `upstream` that can refuse, hang or reset its connections."""
 
     upstream: tuple[str, int]
     mode: TcpMode = "pass"
     port: int = 0
     _server: asyncio.Server | None = None
-    _pipes: set[asyncio.StreamWriter] = field(default_factory=set)
+    _open: set[asyncio.StreamWriter] = field(default_factory=set)
     _resume: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def start(self) -> None:
         """Listen (again on the same port once it is known) and pass bytes through."""
         self.set_mode("pass")
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
+        await self._listen(self._serve)
 
     def set_mode(self, mode: TcpMode) -> None:
         """Pass bytes, hold them (hang) or reset at the next server bytes (reset)."""
@@ -344,14 +361,6 @@ class TcpFaultProxy:
             self._resume.clear()
         else:
             self._resume.set()
-
-    async def refuse(self) -> None:
-        """Stop listening and reset every open connection."""
-        if self._server is not None:
-            self._server.close()
-            self._server = None
-        for w in list(self._pipes):
-            _rst(w)
 
     async def stop(self) -> None:
         """Stop listening and drop every connection."""
@@ -364,7 +373,7 @@ class TcpFaultProxy:
         except OSError:
             _rst(writer)
             return
-        self._pipes |= {writer, up_writer}
+        self._open |= {writer, up_writer}
         try:
             await asyncio.gather(
                 self._pump(reader, up_writer, to_client=None),
@@ -373,7 +382,7 @@ class TcpFaultProxy:
         except (ConnectionError, OSError):
             pass
         finally:
-            self._pipes -= {writer, up_writer}
+            self._open -= {writer, up_writer}
             for w in (writer, up_writer):
                 w.close()
 

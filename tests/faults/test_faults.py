@@ -284,13 +284,17 @@ async def test_a_refused_source_ends_in_error(world: World) -> None:
         await world.pg.start()
 
 
-@pytest.mark.parametrize(
+SOURCE_FAULTS = pytest.mark.parametrize(
     ("mode", "error", "part"),
     [
         ("hang", "StoreTimeout: src: ", "no answer within the timeout"),
         ("reset", "StoreUnavailable: src: ", "cannot use the connection"),
     ],
 )
+"""The source proxy's faults and the error each ends the run in."""
+
+
+@SOURCE_FAULTS
 async def test_a_source_failing_at_connect_ends_in_error(
     world: World, mode: str, error: str, part: str
 ) -> None:
@@ -299,13 +303,7 @@ async def test_a_source_failing_at_connect_ends_in_error(
     await _fails(world, error, part, within=STORE_TIMEOUT + 2)
 
 
-@pytest.mark.parametrize(
-    ("mode", "error", "part"),
-    [
-        ("hang", "StoreTimeout: src: ", "no answer within the timeout"),
-        ("reset", "StoreUnavailable: src: ", "cannot use the connection"),
-    ],
-)
+@SOURCE_FAULTS
 async def test_a_source_failing_mid_query_ends_in_error(
     world: World, mode: str, error: str, part: str
 ) -> None:
