@@ -92,11 +92,6 @@ class DuckDBDialect(SqlDialect):
         )
         return f" AND ({branches})"
 
-    def measure(self, expr: str) -> str:
-        """Return a measure column as it is: DuckDB sums a DECIMAL exactly at its own scale
-        (NUMERIC alone would be DECIMAL(18, 3) and round)."""
-        return f"({expr})"
-
     def bucket_sql(self, view: View) -> str:
         """Return the per-day query; $3 holds the UTC starts of the window's local days.
 

@@ -56,9 +56,6 @@ class MariaDBDialect(SqlDialect):
         "Return `expr` as utf8mb4 text, whatever the column's character set.",
     )
     bigint = spelling("CAST(({0}) AS SIGNED)", "Return `expr` as a signed 64-bit integer.")
-    measure = spelling(
-        "({0})", "Return a measure as it is: SUM of a DECIMAL or an integer is an exact DECIMAL."
-    )
     boolean = spelling("(({0}) <> 0)", "Return `expr` as a condition (BOOLEAN is TINYINT here).")
     # Binary, not utf8mb4_bin: the _bin collations are PAD SPACE, so 'b' and 'b ' would
     # count as one key; and never the column's collation, which may fold case or accents.

@@ -49,9 +49,6 @@ class SparkDialect(EngineDialect):
     instant = spelling("CAST(({0}) AS TIMESTAMP)", "Return `expr` as TIMESTAMP (session: UTC).")
     micros = spelling("unix_micros({0})", "Return epoch microseconds of a TIMESTAMP.")
     pmod = spelling("pmod({0}, {1})", "Return the first modulo the second, never negative.")
-    measure = spelling(
-        "({0})", "Return a measure as it is: the sum of a DECIMAL keeps its scale, exact."
-    )
     bytewise = spelling(
         "(CAST(({0}) AS STRING) COLLATE UTF8_BINARY)",
         "Return text compared byte by byte, whatever collation the column has.",

@@ -87,8 +87,12 @@ class SqlDialect:
         raise NotImplementedError
 
     def measure(self, expr: str) -> str:
-        """Return a measure column as an exact decimal whose sum cannot overflow."""
-        return f"CAST(({expr}) AS NUMERIC)"
+        """Return a measure column as it is: an engine sums a DECIMAL (or an integer) exactly.
+
+        Not cast to NUMERIC: that type's default scale differs by engine (DuckDB's is
+        DECIMAL(18, 3), which rounds); PostgreSQL's numeric is exact and casts.
+        """
+        return f"({expr})"
 
     def boolean(self, expr: str) -> str:
         """Return `expr` as a boolean condition."""

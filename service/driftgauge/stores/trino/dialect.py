@@ -52,7 +52,6 @@ class TrinoDialect(EngineDialect):
         "CAST(({0}) AS TIMESTAMP(6) WITH TIME ZONE)",
         "Return `expr` as an instant (a timestamp without zone reads as UTC: the session's).",
     )
-    measure = spelling("({0})", "Return a measure as it is: the sum of a DECIMAL is exact.")
     head = spelling("substr({0}, 1, {1})", "Return the first `n` characters (Trino has no left()).")
     trim_trailing = spelling("rtrim({0}, {1})", "Return a text without that character at its end.")
     has_point = spelling("strpos({0}, '.') > 0", "Return whether a text holds a point.")
