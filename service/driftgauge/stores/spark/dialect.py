@@ -27,6 +27,7 @@ class SparkDialect(EngineDialect):
     reserved = frozenset({"keys"})
     quote = "`"
     division = "DIV"
+    any_match = "exists"
     # md5's first 8 bytes, big-endian, as an unsigned integer in a DECIMAL(20,0).
     row_hashes: ClassVar[Mapping[RowHashName, str]] = {
         "md5": "CAST(conv(substr({0}, 1, 16), 16, 10) AS DECIMAL(20,0))"
@@ -55,10 +56,6 @@ class SparkDialect(EngineDialect):
     )
     text_key = bytewise
     has_point = spelling("instr({0}, '.') > 0", "Return whether a text holds a point.")
-    prefix_in = spelling(
-        "exists({1}, p -> {0} LIKE p)",
-        "Return whether a key hash matches one of the LIKE patterns of an array parameter.",
-    )
     bucket = spelling(
         "to_date(from_utc_timestamp({0}, :a3))", "Return the local date of `t` in the zone :a3."
     )

@@ -18,6 +18,8 @@ class EngineDialect(SqlDialect):
 
     division = "/"
     """The operator dividing one BIGINT by another into a whole number."""
+    any_match = "any_match"
+    """The function telling whether a lambda holds for any element of an array."""
     pmod = spelling("(({0} % {1}) + {1}) % {1}", "Return the first modulo the second, >= 0.")
     trim_trailing = spelling(
         "TRIM(TRAILING {1} FROM {0})",
@@ -31,6 +33,10 @@ class EngineDialect(SqlDialect):
     def has_point(self, expr: str) -> str:
         """Return whether a text holds a decimal point."""
         raise NotImplementedError
+
+    def prefix_in(self, khash: str, param: str) -> str:
+        """Return whether `khash` matches one of the LIKE patterns of an array parameter."""
+        return f"{self.any_match}({param}, p -> {khash} LIKE p)"
 
     def decimal_text(self, expr: str) -> str:
         """Return a DECIMAL's or integer's plain text with trailing fractional zeros trimmed."""

@@ -55,10 +55,6 @@ class TrinoDialect(EngineDialect):
     head = spelling("substr({0}, 1, {1})", "Return the first `n` characters (Trino has no left()).")
     trim_trailing = spelling("rtrim({0}, {1})", "Return a text without that character at its end.")
     has_point = spelling("strpos({0}, '.') > 0", "Return whether a text holds a point.")
-    prefix_in = spelling(
-        "any_match({1}, p -> {0} LIKE p)",
-        "Return whether a key hash matches one of the LIKE patterns of an array parameter.",
-    )
 
     def rule_sql(self, ex: Exclusion) -> str:
         """Return an exclusion's condition; a NULL predicate excludes nothing (no IS TRUE)."""
