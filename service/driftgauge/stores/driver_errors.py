@@ -4,9 +4,25 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from driftgauge.core.errors import StoreError
+from driftgauge.core.errors import (
+    StoreError,
+    StorePermissionError,
+    StoreQueryError,
+    StoreTimeout,
+    StoreUnavailable,
+)
 
 StoreErrorOf = Callable[[str, str, BaseException], StoreError]
+
+
+def of_types(types: tuple[type[BaseException], ...]) -> Callable[[BaseException], bool]:
+    """Return a kind's driver_error: True when an exception is one of its driver's `types`."""
+
+    def driver_error(exc: BaseException) -> bool:
+        """Return True for the driver's doing (mapped), False for a bug."""
+        return isinstance(exc, types)
+
+    return driver_error
 
 
 def raising_translator(
@@ -21,3 +37,30 @@ def raising_translator(
         raise exc
 
     return translate_error
+
+
+def server_error(
+    store: str,
+    what: str,
+    exc: BaseException,
+    message: str,
+    *,
+    cancelled: bool,
+    denied: bool,
+    unreachable: bool,
+) -> StoreError:
+    """Return our exception for a query server's error, its `message` as the kind reads it.
+
+    Ours is returned as it is; then a timeout (or the server's word that it `cancelled`
+    the query), a refusal the server `denied`, a server the client found `unreachable`,
+    and any other failure is the query's.
+    """
+    if isinstance(exc, StoreError):
+        return exc
+    if isinstance(exc, TimeoutError) or cancelled:
+        return StoreTimeout(store, f"{what}: no answer within the timeout")
+    if denied:
+        return StorePermissionError(store, f"{what}: {message}")
+    if unreachable:
+        return StoreUnavailable(store, f"{what}: cannot reach the server ({message})")
+    return StoreQueryError(store, f"{what}: {message}")

@@ -111,14 +111,6 @@ def first_types(pairs: Sequence[tuple[str, str]]) -> dict[str, str]:
     return types
 
 
-def judge_schema(
-    view: View, pairs: Sequence[tuple[str, str]], judge: Callable[[Wanted, str, str], FieldSchema]
-) -> list[FieldSchema]:
-    """Judge each wanted field against the (column, type) pairs of the view's relation."""
-    where = relation_where(view)
-    return judge_columns(view, first_types(pairs), where, lambda w, typ: judge(w, typ, where))
-
-
 @dataclass(frozen=True)
 class TypeRules:
     """How a SQL kind's column types read as fields: what each field type accepts, and why not."""
@@ -131,6 +123,10 @@ class TypeRules:
     """A type name without its parameters (decimal(12,2) is decimal)."""
     nested: Callable[[str], bool]
     """Whether a type holds more than one value (arrays, maps, structs)."""
+    precision: Callable[[str], TimestampPrecision] = lambda type_name: "us"
+    """The finest precision a timestamp column of a type holds."""
+    limit: Callable[[Wanted, str], str | None] = lambda w, type_name: None
+    """Why a column of a type its field accepts still cannot be read (None: it can)."""
 
     def refusal(self, w: Wanted, type_name: str, holds: str) -> FieldSchema | None:
         """Return why `w` cannot read a column of `type_name`, or None when it can."""
@@ -142,7 +138,58 @@ class TypeRules:
         if accepts is not None and base not in accepts:
             why = self.why.get(base) if w.expects == "decimal" else None
             return wrong_type(w, type_name, accepts, why, holds)
-        return None
+        limited = self.limit(w, type_name)
+        return None if limited is None else FieldSchema(w, (limited,), holds=holds)
+
+    @classmethod
+    def of_scalars(
+        cls,
+        integers: frozenset[str],
+        times: frozenset[str],
+        text: tuple[str, ...],
+        floats: tuple[str, ...],
+        *,
+        base: Callable[[str], str],
+        nested: Callable[[str], bool],
+        decimal: str = "decimal",
+        boolean: str = "boolean",
+        precision: Callable[[str], TimestampPrecision] = lambda type_name: "us",
+        limit: Callable[[Wanted, str], str | None] = lambda w, type_name: None,
+    ) -> TypeRules:
+        """Return the rules of an engine whose every scalar type has a text form.
+
+        An integer field reads an integer or `text` (the first is the engine's text type), a
+        decimal field an integer or `decimal`, a boolean field `boolean` or the text type;
+        a decimal field refuses `floats` and text saying why. An integer wider than 64 bits
+        fails loudly.
+        """
+        accepts: dict[Expects, frozenset[str] | None] = {
+            "string": None,
+            "integer": integers | set(text),
+            "decimal": integers | {decimal},
+            "boolean": frozenset({boolean, text[0]}),
+            "timestamp": times,
+            "time": times,
+        }
+        inexact = "text is not the same on every store; cast it to DECIMAL"
+        why = {f: f"a {f.lower()}'s {inexact}" for f in floats}
+        why[text[0]] = "text is not checked for a plain decimal form; cast it to DECIMAL"
+        return cls(accepts, why, base, nested, precision, limit)
+
+    def judge(self, w: Wanted, type_name: str, where: str) -> FieldSchema:
+        """Return whether a column of `type_name` in `where` reads as the field `w` expects."""
+        holds = f"{type_name} in {where}"
+        refused = self.refusal(w, type_name, holds)
+        if refused is not None:
+            return refused
+        precision = self.precision(type_name) if w.expects == "timestamp" else None
+        return FieldSchema(w, precision=precision, holds=holds)
+
+    def judge_schema(self, view: View, pairs: Sequence[tuple[str, str]]) -> list[FieldSchema]:
+        """Judge each wanted field against the (column, type) pairs of the view's relation."""
+        where = relation_where(view)
+        types = first_types(pairs)
+        return judge_columns(view, types, where, lambda w, typ: self.judge(w, typ, where))
 
 
 def judge_columns(

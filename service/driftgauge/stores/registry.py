@@ -73,6 +73,16 @@ class StoreModel(Strict):
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class StoreLimits:
+    """The runtime half of StoreModel's shared fields: the load a store may take from us."""
+
+    max_concurrent_queries: int | None = None
+    """At most this many queries at once in one replica (stores.NAME.max_concurrent_queries)."""
+    parallel_scans: int = 1
+    """Range queries a first pass over many days is split into (stores.NAME.parallel_scans)."""
+
+
 Build = Callable[[str, Any, list[str]], Store]
 """(store name, validated config model, problems) → the runtime store; problems appended."""
 CheckView = Callable[[str, Any, Sequence[Any], list[str]], None]

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from driftgauge.core import buckets as days
 from driftgauge.core.clock import EPOCH, MICROSECOND
-from driftgauge.core.errors import StoreError
 from driftgauge.stores.duckdb import io, preflight
 from driftgauge.stores.duckdb.dialect import DUCKDB
 from driftgauge.stores.duckdb.settings import DuckDBStore
@@ -30,11 +28,6 @@ class DuckDBAdapter(DialectAdapter):
         """Return the type of each configured column (the preflight's view of this side)."""
         with self._errors("check the columns"):
             return await preflight.describe(self._pool, self.view)
-
-    async def close(self) -> None:
-        """Close the connection, unless the store's other views share it."""
-        if self._owns_pool:
-            await self._pool.close()
 
     def _day_starts(self, start: datetime, end: datetime) -> list[datetime]:
         # From zoneinfo, as core.buckets defines a day: the engine's own tz data may differ.
@@ -83,14 +76,3 @@ class DuckDBAdapter(DialectAdapter):
     async def _fetch(self, what: str, sql: str, *args: Any) -> list[dict[str, Any]]:
         with self._errors(self._where(what)):
             return await self._pool.fetch(sql, args)
-
-    @contextmanager
-    def _errors(self, what: str) -> Iterator[None]:
-        try:
-            yield
-        except StoreError:
-            raise
-        except Exception as exc:
-            if not io.driver_error(exc):
-                raise
-            raise io.store_error(self.store.name, what, exc) from exc

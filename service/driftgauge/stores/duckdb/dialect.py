@@ -68,20 +68,14 @@ class DuckDBDialect(SqlDialect):
         """
         return f"{func}({'DISTINCT ' if distinct else ''}{arg}) FILTER (WHERE {where})"
 
-    def key_distinct(self, view: View) -> str:
-        """Return the key as BIGINT, or as VARCHAR (DuckDB compares strings bytewise)."""
-        col = self.quote_ident(view.key_column)
-        if view.key_type == "integer":
-            return f"({self.bigint(col)})"
-        return f"({self.text(col)})"
-
-    def prefix_in(self, khash: str, param: str) -> str:
-        """Return whether `khash` matches one of the LIKE patterns of a list parameter."""
-        return f"(len(list_filter({param}, lambda p: {khash} LIKE p)) > 0)"
-
-    def slot(self, t: str) -> str:
-        """Return the slot start in epoch microseconds: $3 the step, $4 the origin (both µs)."""
-        return f"make_timestamptz($4 + (epoch_us({t}) - $4) // $3 * $3)"
+    prefix_in = spelling(
+        "(len(list_filter({1}, lambda p: {0} LIKE p)) > 0)",
+        "Return whether a key hash matches one of the LIKE patterns of a list parameter.",
+    )
+    slot = spelling(
+        "make_timestamptz($4 + (epoch_us({0}) - $4) // $3 * $3)",
+        "Return the slot start in epoch microseconds: $3 the step, $4 the origin (both µs).",
+    )
 
     def bucket(self, t: str) -> str:
         """Return the day start of the ASOF-joined day table (see bucket_sql)."""
@@ -97,11 +91,6 @@ class DuckDBDialect(SqlDialect):
             f"({t} >= {lo}[{i}] AND {t} < {hi}[{i}])" for i in range(1, count + 1)
         )
         return f" AND ({branches})"
-
-    def measure(self, expr: str) -> str:
-        """Return a measure column as it is: DuckDB sums a DECIMAL exactly at its own scale
-        (NUMERIC alone would be DECIMAL(18, 3) and round)."""
-        return f"({expr})"
 
     def bucket_sql(self, view: View) -> str:
         """Return the per-day query; $3 holds the UTC starts of the window's local days.
@@ -127,17 +116,13 @@ class DuckDBDialect(SqlDialect):
         and rule); the others are the (day, slot) aggregates of rows no rule excludes, so
         a slot that straddles midnight is cut in two, as on PostgreSQL.
         """
-        measures = "".join(f", b.m{i}" for i in range(len(view.measures)))
-        day_sums = "".join(
-            f", CASE WHEN GROUPING(r.s) = 1 THEN {self.kept(view, 'sum', f'r.m{i}')} END AS m{i}"
-            for i in range(len(view.measures))
-        )
+        day_sums = self.measure_sums_sql(view, only="GROUPING(r.s) = 1")
         return (
             "SELECT r.d AS bucket, r.s AS slot, r.x AS rule, count(*) AS n, "
             f"{self.distinct_keys_sql('r.x IS NULL')} AS keys, "
             f"{self.kept(view, 'sum', 'r.h')} AS digest{day_sums} "
             "FROM (SELECT d.lo AS d, make_timestamptz($5 + (epoch_us(b.t) - $5) // $4 * $4) "
-            f"AS s, b.x, b.kd, {self.row_hash(view, 'b.renc')} AS h{measures} "
+            f"AS s, b.x, b.kd, {self.row_hash(view, 'b.renc')} AS h{self.carried(view, 'b')} "
             f"FROM ({self.base_sql(view)}) AS b "
             f"ASOF JOIN (SELECT unnest({self.param(3, 'TIMESTAMPTZ[]')}) AS lo) AS d "
             "ON b.t >= d.lo) AS r "

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,12 +22,12 @@ from driftgauge.core.errors import (
     StoreTimeout,
     StoreUnavailable,
 )
-from driftgauge.stores.driver_errors import raising_translator
+from driftgauge.stores.driver_errors import of_types, raising_translator
 from driftgauge.stores.duckdb.settings import DuckDBStore
+from driftgauge.stores.threads import close_pool as close_pool  # the kind's (registry.StoreKind)
+from driftgauge.stores.threads import in_thread, store_threads
 
 T = TypeVar("T")
-WORKERS = 4
-"""Queries of one store running at once; more wait for a thread (within their timeout)."""
 DRIVER_ERRORS = (duckdb.Error, OSError)
 """What a DuckDB call may raise that is the engine's or the files' doing."""
 
@@ -45,7 +44,7 @@ class Connection:
     def __init__(self, store: DuckDBStore, conn: duckdb.DuckDBPyConnection | None) -> None:
         self.store = store
         self._conn = conn
-        self._pool = ThreadPoolExecutor(WORKERS, thread_name_prefix=f"duckdb-{store.name}")
+        self._pool = store_threads("duckdb", store.name)
 
     async def cursor(self) -> duckdb.DuckDBPyConnection:
         """Return a new cursor: its own connection to the engine, or to the database file."""
@@ -58,17 +57,8 @@ class Connection:
 
     async def call(self, cursor: duckdb.DuckDBPyConnection | None, work: Callable[[], T]) -> T:
         """Run `work` (which uses `cursor`) in a thread; interrupt it past the timeout."""
-        future = asyncio.get_running_loop().run_in_executor(self._pool, work)
-        try:
-            return await asyncio.wait_for(asyncio.shield(future), self.store.timeout)
-        except BaseException:
-            if not future.done() and cursor is not None:
-                cursor.interrupt()
-                # The interrupted query ends promptly; wait so no thread outlives the call.
-                await asyncio.wait([future], timeout=5)
-            if future.done() and not future.cancelled():
-                future.exception()  # retrieved: the interrupt is the error we raise
-            raise
+        stop = None if cursor is None else cursor.interrupt
+        return await in_thread(self._pool, work, self.store.timeout, stop)
 
     async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         """Return every row of a query as column → value mappings."""
@@ -147,14 +137,7 @@ async def store_pool(store: DuckDBStore) -> Connection:
     return Connection(store, conn)
 
 
-async def close_pool(conn: Connection) -> None:
-    """Close a connection opened by store_pool."""
-    await conn.close()
-
-
-def driver_error(exc: BaseException) -> bool:
-    """Return True when `exc` is the engine's or the files' doing (mapped), False for a bug."""
-    return isinstance(exc, DRIVER_ERRORS)  # TimeoutError is an OSError
+driver_error = of_types(DRIVER_ERRORS)  # TimeoutError is an OSError
 
 
 def store_error(store: str, what: str, exc: BaseException) -> StoreError:

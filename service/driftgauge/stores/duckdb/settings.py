@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from driftgauge.config.values import NonEmpty, Seconds, Strict
-from driftgauge.stores.registry import StoreModel
+from driftgauge.stores.registry import StoreLimits, StoreModel
 
 FileFormat = Literal["parquet", "csv"]
 
@@ -38,7 +38,7 @@ class FileTable:
 
 
 @dataclass(frozen=True)
-class DuckDBStore:
+class DuckDBStore(StoreLimits):
     """An embedded DuckDB: a database file opened read-only, and tables over files."""
 
     name: str
@@ -47,10 +47,6 @@ class DuckDBStore:
     timeout: float = 30.0
     threads: int = 2
     kind: str = "duckdb"
-    max_concurrent_queries: int | None = None
-    """At most this many queries at once in one replica (stores.NAME.max_concurrent_queries)."""
-    parallel_scans: int = 1
-    """Range queries a first pass over many days is split into (stores.NAME.parallel_scans)."""
 
     def file_table(self, name: str | None) -> FileTable | None:
         """Return the file table called `name`, if the store has one."""

@@ -10,30 +10,20 @@ from typing import Any, Self
 import aiomysql
 
 from driftgauge.config.frozen import View
-from driftgauge.core import buckets
-from driftgauge.core.aggregate import Aggregate
 from driftgauge.core.clock import MICROSECOND
 from driftgauge.core.errors import StoreQueryError
-from driftgauge.encoding.digest import unsigned64
-from driftgauge.stores.base import (
-    BucketDigest,
-    Granularity,
-    LazySlots,
-    SlotPass,
-    check_slot,
-)
 from driftgauge.stores.mariadb import io, preflight
 from driftgauge.stores.mariadb.dialect import MARIADB, naive_utc
 from driftgauge.stores.mariadb.settings import MariaDBStore
 from driftgauge.stores.preflight import FieldSchema
-from driftgauge.stores.sql.adapter import DialectAdapter
+from driftgauge.stores.sql.engines import EngineAdapter
 from driftgauge.stores.sql.results import ExportedRow
 
 ZONE_RANGE = (datetime(1970, 1, 2, tzinfo=UTC), datetime(2038, 1, 18, tzinfo=UTC))
 """CONVERT_TZ leaves a time outside TIMESTAMP's range unconverted: days there are refused."""
 
 
-class MariaDBAdapter(DialectAdapter):
+class MariaDBAdapter(EngineAdapter):
     """Read a MariaDB source (with exclusions) or a MariaDB reader view."""
 
     dialect = MARIADB
@@ -97,55 +87,16 @@ class MariaDBAdapter(DialectAdapter):
                 ),
             )
 
-    def _midnight(self, day: Any) -> datetime:
-        """Return the UTC start of a local date the server computed (23- or 25-hour days too)."""
-        local = day if isinstance(day, date) else date.fromisoformat(str(day))
-        return buckets.midnight(local, self.view.timezone)
-
-    async def _day_digests(
-        self, start: datetime, end: datetime, granularity: Granularity
-    ) -> list[BucketDigest]:
+    def _day_args(self, start: datetime, end: datetime) -> tuple[Any, ...]:
         self._check_days(start, end)
-        rows = await self._fetch(
-            "bucket digests", self._sql_bucket, start, end, granularity, self.view.timezone.key
-        )
-        return self._buckets([r | {"bucket": self._midnight(r["bucket"])} for r in rows])
+        return "day", self.view.timezone.key  # the zone is parameter 4 (see bucket)
 
     def _slot_args(self, start: datetime, step: timedelta) -> tuple[Any, ...]:
         return step // MICROSECOND, start
 
-    def _slot_rows(self, rows: list[Any], start: datetime, step: timedelta) -> list[Any]:
-        # The server numbers each slot from start: turn the number back into its instant.
-        origin = start.astimezone(UTC)
-        return [r | {"bucket": origin + step * int(r["bucket"])} for r in rows]
-
-    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> SlotPass:
-        """Return day buckets and their slots (spans of `seconds` from start) from one scan."""
-        step = check_slot(start, seconds)
-        if start >= end:
-            return SlotPass([], {})
+    def _day_slot_args(self, start: datetime, end: datetime, step: timedelta) -> tuple[Any, ...]:
         self._check_days(start, end)
-        rows = await self._fetch(
-            "day and slot digests",
-            self._sql_day_slot,
-            start,
-            end,
-            step // MICROSECOND,
-            self.view.timezone.key,
-            start,
-        )
-        origin = start.astimezone(UTC)
-        by_day: dict[datetime, list[dict[str, Any]]] = {}
-        day_rows = []
-        for r in rows:
-            midnight = self._midnight(r["bucket"])
-            if r["slot"] is None:
-                day_rows.append(r | {"bucket": midnight})
-            else:
-                by_day.setdefault(midnight, []).append(r)
-        return SlotPass(
-            self._buckets(day_rows), LazySlots(by_day, lambda rs: _slots(rs, origin, step))
-        )
+        return step // MICROSECOND, self.view.timezone.key, start
 
     async def _export(
         self, sql: str, args: list[Any], *, ranged: bool
@@ -197,16 +148,3 @@ def _utc(value: Any) -> datetime:
     if isinstance(value, date):  # a DATE time column: its midnight, read as UTC
         return datetime(value.year, value.month, value.day, tzinfo=UTC)
     raise TypeError(f"the time column holds {type(value).__name__}, not a date or time")
-
-
-def _aggregate(r: dict[str, Any]) -> Aggregate:
-    return Aggregate(
-        count=int(r["n"]), distinct_keys=int(r["keys"]), digest=unsigned64(int(r["digest"] or 0))
-    )
-
-
-def _slots(rows: list[dict[str, Any]], origin: datetime, step: timedelta) -> list[BucketDigest]:
-    return sorted(
-        (BucketDigest(start=origin + step * int(r["slot"]), agg=_aggregate(r)) for r in rows),
-        key=lambda b: b.start,
-    )

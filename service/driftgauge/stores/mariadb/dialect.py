@@ -36,17 +36,12 @@ class MariaDBDialect(SqlDialect):
     name = "mariadb"
     no_rule = "CAST(NULL AS SIGNED)"
     reserved = frozenset({"keys"})
+    quote = "`"
     escapes = (("%", "%%"),)  # the driver's parameter style reads a lone % as a marker
     # md5's first 8 bytes, big-endian, as BIGINT UNSIGNED (sums: exact DECIMAL(65)).
     row_hashes: ClassVar[Mapping[RowHashName, str]] = {
         "md5": "CAST(CONV(LEFT(MD5({0}), 16), 16, 10) AS UNSIGNED)"
     }
-
-    def quote_ident(self, name: str) -> str:
-        """Return an identifier quoted with backticks so any name is taken literally."""
-        if not name or "\x00" in name:
-            raise ValueError(f"invalid identifier {name!r}")
-        return "`" + name.replace("`", "``") + "`"
 
     def param(self, n: int, type_: str | None = None) -> str:
         """Return the named parameter `%(aN)s` (bind turns values into what it expects)."""
@@ -61,13 +56,11 @@ class MariaDBDialect(SqlDialect):
         "Return `expr` as utf8mb4 text, whatever the column's character set.",
     )
     bigint = spelling("CAST(({0}) AS SIGNED)", "Return `expr` as a signed 64-bit integer.")
-    measure = spelling(
-        "({0})", "Return a measure as it is: SUM of a DECIMAL or an integer is an exact DECIMAL."
-    )
     boolean = spelling("(({0}) <> 0)", "Return `expr` as a condition (BOOLEAN is TINYINT here).")
+    # Binary, not utf8mb4_bin: the _bin collations are PAD SPACE, so 'b' and 'b ' would
+    # count as one key; and never the column's collation, which may fold case or accents.
     bytewise = spelling(
-        "CAST(({0}) AS BINARY)",
-        "Return text as bytes: every collation here folds or pads (see key_distinct).",
+        "CAST(({0}) AS BINARY)", "Return text as bytes: every collation here folds or pads."
     )
     instant = spelling("({0})", "Return the time column as it is: sessions run in UTC.")
 
@@ -84,28 +77,15 @@ class MariaDBDialect(SqlDialect):
         # FLOOR rounds down before 1970 too, as Python's // does; DIV would round toward zero.
         return micros if precision == "us" else f"CAST(FLOOR({micros} / 1000) * 1000 AS SIGNED)"
 
-    def key_distinct(self, view: View) -> str:
-        """Return the key as a value whose equality is the key encoding's.
-
-        Binary, not utf8mb4_bin: the _bin collations are PAD SPACE, so 'b' and 'b ' would
-        count as one key; and never the column's collation, which may fold case or accents.
-        """
-        col = self.quote_ident(view.key_column)
-        as_text = f"CONVERT({col} USING utf8mb4)"
-        return (
-            f"CAST({col} AS SIGNED)" if view.key_type == "integer" else f"CAST({as_text} AS BINARY)"
-        )
-
     def bucket(self, t: str) -> str:
         """Return the local date of `t` in the zone named by parameter 4 (zone tables)."""
         return f"DATE(CONVERT_TZ({t}, '+00:00', {self.param(4)}))"
 
-    def prefix_in(self, khash: str, param: str) -> str:
-        """Return whether `khash` matches one of the LIKE patterns of a JSON array parameter."""
-        return (
-            f"EXISTS (SELECT 1 FROM JSON_TABLE({param}, '$[*]' COLUMNS "
-            f"(p VARCHAR(40) PATH '$')) AS lp WHERE {khash} LIKE lp.p)"
-        )
+    prefix_in = spelling(
+        "EXISTS (SELECT 1 FROM JSON_TABLE({1}, '$[*]' COLUMNS "
+        "(p VARCHAR(40) PATH '$')) AS lp WHERE {0} LIKE lp.p)",
+        "Return whether a key hash matches one of the LIKE patterns of a JSON array parameter.",
+    )
 
     def slot(self, t: str) -> str:
         """Return the slot number of `t`: parameter 3 is the step in µs, 4 the origin."""
@@ -134,14 +114,14 @@ class MariaDBDialect(SqlDialect):
             f", IF(r.s IS NULL, {self.filtered('sum', f'r.m{i}', 'r.x = 0')}, NULL) AS m{i}"
             for i in range(len(view.measures))
         )
-        measures = "".join(f", b.m{i}" for i in range(len(view.measures)))
         return (
             "SELECT r.d AS bucket, r.s AS slot, NULLIF(r.x, 0) AS rule, count(*) AS n, "
             f"{self.distinct_keys_sql('r.x = 0')} AS {self.alias('keys')}, "
             f"{self.filtered('sum', 'r.h', 'r.x = 0')} AS digest{sums} "
             f"FROM (SELECT {self.bucket('b.t')} AS d, "
             f"TIMESTAMPDIFF(MICROSECOND, {self.param(5)}, b.t) DIV {self.param(3)} AS s, "
-            f"COALESCE(b.x, 0) AS x, b.kd, {self.row_hash(view, 'b.renc')} AS h{measures} "
+            f"COALESCE(b.x, 0) AS x, b.kd, {self.row_hash(view, 'b.renc')} AS h"
+            f"{self.carried(view, 'b')} "
             f"FROM ({self.base_sql(view)}) AS b) AS r "
             "GROUP BY r.d, r.x, r.s WITH ROLLUP "
             "HAVING r.d IS NOT NULL AND r.x IS NOT NULL AND (r.s IS NULL OR r.x = 0)"

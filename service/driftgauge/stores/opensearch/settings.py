@@ -9,11 +9,11 @@ from pydantic import Field
 
 from driftgauge.config.secrets import Secret
 from driftgauge.config.values import NonEmpty, Seconds, SecretRef, Url
-from driftgauge.stores.registry import StoreModel
+from driftgauge.stores.registry import StoreLimits, StoreModel
 
 
 @dataclass(frozen=True)
-class OpenSearchStore:
+class OpenSearchStore(StoreLimits):
     """An OpenSearch cluster reached over HTTP."""
 
     name: str
@@ -23,10 +23,6 @@ class OpenSearchStore:
     timeout: float = 30.0
     verify_certs: bool = True
     kind: str = "opensearch"
-    max_concurrent_queries: int | None = None
-    """At most this many queries at once in one replica (stores.NAME.max_concurrent_queries)."""
-    parallel_scans: int = 1
-    """Range queries a first pass over many days is split into (stores.NAME.parallel_scans)."""
 
 
 class ClusterModel(StoreModel):

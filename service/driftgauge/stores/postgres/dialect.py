@@ -99,32 +99,20 @@ class PostgresDialect(SqlDialect):
         """Return the aggregate with a FILTER clause."""
         return f"{func}({'DISTINCT ' if distinct else ''}{arg}) FILTER (WHERE {where})"
 
-    def key_distinct(self, view: View) -> str:
-        """Return the key as bigint, or as text under the bytewise "C" collation.
-
-        Counting distinct raw keys gives the same number as distinct encodings without
-        building and sorting the encodings.
-        """
-        col = self.quote_ident(view.key_column)
-        if view.key_type == "integer":
-            return f"({self.bigint(col)})"
-        return f'(({col})::text COLLATE "C")'
-
-    def bytewise(self, expr: str) -> str:
-        """Return the text under the "C" collation: compared as bytes, cheap to sort."""
-        return f'(({expr}) COLLATE "C")'
-
-    def prefix_in(self, khash: str, param: str) -> str:
-        """Return `khash LIKE ANY(patterns)`."""
-        return f"{khash} LIKE ANY({param})"
-
-    def bucket(self, t: str) -> str:
-        """Return date_trunc($3, t, $4): the local day or hour of the zone named by $4."""
-        return f"date_trunc({self.param(3)}, {t}, {self.param(4)})"
-
-    def slot(self, t: str) -> str:
-        """Return date_bin($3, t, $4): it works on the absolute instant, across DST too."""
-        return f"date_bin({self.param(3, 'interval')}, {t}, {self.param(4, 'timestamptz')})"
+    text_key = spelling(
+        '(({0})::text COLLATE "C")', 'Return a key column as text under the bytewise "C" collation.'
+    )
+    bytewise = spelling(
+        '(({0}) COLLATE "C")', 'Return the text under the "C" collation: compared as bytes.'
+    )
+    prefix_in = spelling("{0} LIKE ANY({1})", "Return `khash LIKE ANY(patterns)`.")
+    bucket = spelling(
+        "date_trunc($3, {0}, $4)", "Return the local day or hour of `t` in the zone named by $4."
+    )
+    slot = spelling(
+        "date_bin($3::interval, {0}, $4::timestamptz)",
+        "Return date_bin($3, t, $4): it works on the absolute instant, across DST too.",
+    )
 
     def ranges_sql(self, t: str, first: int, count: int) -> str:
         """Return one OR branch per sub-range, the bounds from two timestamptz[] parameters.
@@ -168,7 +156,7 @@ class PostgresDialect(SqlDialect):
             "FROM (SELECT date_trunc('day', b.t, $4) AS d, "
             "date_bin($3::interval, b.t, $5::timestamptz) AS s, b.x, b.kd, "
             f"{self.row_hash(view, 'b.renc')} AS h"
-            f"{''.join(f', b.m{i}' for i in range(len(view.measures)))} "
+            f"{self.carried(view, 'b')} "
             f"FROM ({self.base_sql(view)}) AS b OFFSET 0) AS r "
             "GROUP BY GROUPING SETS ((1, 3), (1, 3, 2)) "
             "HAVING r.x IS NULL OR GROUPING(r.s) = 1"
@@ -200,8 +188,6 @@ class PostgresDialect(SqlDialect):
         )
         named = ", ".join(f"c{j}" for j in range(iblt.K))
         sets = ", ".join(f"(b.d, c{j})" for j in range(iblt.K))
-        n_measures = len(view.measures)
-        carried = "".join(f", r.m{i}" for i in range(n_measures))
         return (
             f"SELECT b.d AS bucket, b.x AS rule, coalesce({named}) AS cell, count(*) AS n, "
             f"{SIGNED64.format('sum(b.h)')} AS digest, {SIGNED64.format('sum(b.c)')} AS checks, "
@@ -209,7 +195,7 @@ class PostgresDialect(SqlDialect):
             f"FROM (SELECT b.*, {check} AS c{cells} "
             "FROM (SELECT date_trunc('day', r.t, $4) AS d, r.x, "
             f"{h} AS h, "
-            f"{self.epoch_micros('r.t', 'us')} AS us{carried} "
+            f"{self.epoch_micros('r.t', 'us')} AS us{self.carried(view, 'r')} "
             f"FROM ({self.base_sql(view)}) AS r OFFSET 0) AS b) AS b "
             f"GROUP BY GROUPING SETS ((b.d, b.x), {sets}) "
             f"HAVING GROUPING(b.x) = 0 OR coalesce({named}) IS NOT NULL"

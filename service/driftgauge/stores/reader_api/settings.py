@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 
 from driftgauge.config.secrets import Secret
 from driftgauge.config.values import NonEmpty, Seconds, SecretRef, Strict
-from driftgauge.stores.registry import StoreModel
+from driftgauge.stores.registry import StoreLimits, StoreModel
 
 Paging = Literal["cursor", "page", "offset", "none"]
 BOUNDS = ("{start}", "{end}")
@@ -102,7 +102,7 @@ class ReaderApiStoreModel(StoreModel):
 
 
 @dataclass(frozen=True)
-class ReaderApiStore:
+class ReaderApiStore(StoreLimits):
     """An application's HTTP endpoint, read as its readers read it."""
 
     name: str
@@ -126,10 +126,6 @@ class ReaderApiStore:
     timeout: float = 30.0
     verify_certs: bool = True
     kind: str = field(default="reader_api")
-    max_concurrent_queries: int | None = None
-    """At most this many queries at once in one replica (stores.NAME.max_concurrent_queries)."""
-    parallel_scans: int = 1
-    """Range queries a first pass over many days is split into (stores.NAME.parallel_scans)."""
 
     @property
     def mode(self) -> str:

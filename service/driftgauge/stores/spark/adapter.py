@@ -7,7 +7,6 @@ from datetime import datetime
 from typing import Any
 
 from driftgauge.core.clock import EPOCH, MICROSECOND
-from driftgauge.core.errors import StoreError
 from driftgauge.stores.preflight import FieldSchema
 from driftgauge.stores.spark import io, preflight
 from driftgauge.stores.spark.dialect import SPARK
@@ -63,9 +62,3 @@ class SparkAdapter(EngineAdapter):
         with self._errors(self._where(what)):
             await self._refresh()
             return await self._pool.fetch(sql, SPARK.bind(list(args)))
-
-    def _driver_error(self, exc: BaseException) -> bool:
-        return io.driver_error(exc)
-
-    def _store_error(self, what: str, exc: BaseException) -> StoreError:
-        return io.store_error(self.store.name, what, exc)

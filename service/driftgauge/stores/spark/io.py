@@ -13,19 +13,13 @@ import itertools
 import uuid
 import warnings
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from driftgauge.core.errors import (
-    SecretError,
-    StoreError,
-    StorePermissionError,
-    StoreQueryError,
-    StoreTimeout,
-    StoreUnavailable,
-)
-from driftgauge.stores.driver_errors import raising_translator
+from driftgauge.core.errors import SecretError, StoreError, StoreQueryError
+from driftgauge.stores.driver_errors import of_types, raising_translator, server_error
 from driftgauge.stores.spark.settings import SparkStore
+from driftgauge.stores.threads import close_pool as close_pool  # the kind's (registry.StoreKind)
+from driftgauge.stores.threads import in_thread, store_threads
 
 with warnings.catch_warnings():
     # The client warns at import about pandas releases it has not been tested with.
@@ -36,8 +30,6 @@ with warnings.catch_warnings():
     from pyspark.sql.connect.session import SparkSession
 
 T = TypeVar("T")
-WORKERS = 4
-"""Calls of one store running at once; more wait for a thread (within their timeout)."""
 DRIVER_ERRORS = (PySparkException, OSError)
 """What a Spark Connect call may raise that is the server's or the network's doing."""
 UNAVAILABLE = ("UNAVAILABLE", "failed to connect", "Connection refused", "RETRIES_EXCEEDED")
@@ -50,7 +42,7 @@ class ConnectSession:
     def __init__(self, store: SparkStore, spark: SparkSession) -> None:
         self.store = store
         self.spark = spark
-        self._pool = ThreadPoolExecutor(WORKERS, thread_name_prefix=f"spark-{store.name}")
+        self._pool = store_threads("spark", store.name)
 
     async def call(self, work: Callable[[], T]) -> T:
         """Run `work` in a thread under a tag of its own; interrupt its jobs past the timeout."""
@@ -64,18 +56,7 @@ class ConnectSession:
             finally:
                 self.spark.removeTag(tag)
 
-        future = asyncio.get_running_loop().run_in_executor(self._pool, tagged)
-        try:
-            return await asyncio.wait_for(asyncio.shield(future), self.store.timeout)
-        except BaseException:
-            if not future.done():
-                stop = asyncio.ensure_future(asyncio.to_thread(self._interrupt, tag))
-                await asyncio.wait([stop], timeout=5)
-                # The interrupted job ends promptly; wait so no thread outlives the call.
-                await asyncio.wait([future], timeout=5)
-            if future.done() and not future.cancelled():
-                future.exception()  # retrieved: the interrupt is the error we raise
-            raise
+        return await in_thread(self._pool, tagged, self.store.timeout, lambda: self._interrupt(tag))
 
     def _interrupt(self, tag: str) -> None:
         # The server is gone or the job ended: nothing left to stop.
@@ -150,30 +131,23 @@ def _quiet(work: Callable[[SparkStore], T], store: SparkStore) -> T:
         return work(store)
 
 
-async def close_pool(session: ConnectSession) -> None:
-    """Close a session opened by store_pool."""
-    await session.close()
-
-
-def driver_error(exc: BaseException) -> bool:
-    """Return True when `exc` is the server's or the network's doing (mapped), False for a bug."""
-    return isinstance(exc, DRIVER_ERRORS)  # TimeoutError is an OSError
+driver_error = of_types(DRIVER_ERRORS)  # TimeoutError is an OSError
 
 
 def store_error(store: str, what: str, exc: BaseException) -> StoreError:
     """Return our exception for a Spark Connect, network or timeout error."""
-    if isinstance(exc, StoreError):
-        return exc
     message = _message(exc)
-    if isinstance(exc, TimeoutError) or "OPERATION_CANCELED" in message:
-        return StoreTimeout(store, f"{what}: no answer within the timeout")
-    if any(word in message for word in PERMISSION):
-        return StorePermissionError(store, f"{what}: {message}")
-    if isinstance(exc, OSError) or (
-        isinstance(exc, SparkConnectGrpcException) and any(w in message for w in UNAVAILABLE)
-    ):
-        return StoreUnavailable(store, f"{what}: cannot reach the server ({message})")
-    return StoreQueryError(store, f"{what}: {message}")
+    # The client reports a server it cannot reach as a gRPC error whose text says so.
+    gone = isinstance(exc, SparkConnectGrpcException) and any(w in message for w in UNAVAILABLE)
+    return server_error(
+        store,
+        what,
+        exc,
+        message,
+        cancelled="OPERATION_CANCELED" in message,
+        denied=any(word in message for word in PERMISSION),
+        unreachable=isinstance(exc, OSError) or gone,
+    )
 
 
 translate_error = raising_translator(driver_error, store_error)

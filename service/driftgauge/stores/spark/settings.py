@@ -10,11 +10,11 @@ from pydantic import Field
 
 from driftgauge.config.secrets import Secret
 from driftgauge.config.values import NonEmpty, Seconds, SecretRef
-from driftgauge.stores.registry import StoreModel
+from driftgauge.stores.registry import StoreLimits, StoreModel
 
 
 @dataclass(frozen=True)
-class SparkStore:
+class SparkStore(StoreLimits):
     """A Spark Connect server: its sc:// URL, an optional bearer token and a call timeout."""
 
     name: str
@@ -22,10 +22,6 @@ class SparkStore:
     token: Secret | None = None
     timeout: float = 30.0
     kind: str = "spark"
-    max_concurrent_queries: int | None = None
-    """At most this many queries at once in one replica (stores.NAME.max_concurrent_queries)."""
-    parallel_scans: int = 1
-    """Range queries a first pass over many days is split into (stores.NAME.parallel_scans)."""
 
 
 class SparkStoreModel(StoreModel):

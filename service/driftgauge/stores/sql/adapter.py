@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, Self
 
 from driftgauge.config.frozen import Store, View
 from driftgauge.core.aggregate import Aggregate
+from driftgauge.core.errors import StoreError
 from driftgauge.core.fields import TimestampPrecision
 from driftgauge.stores import registry
 from driftgauge.stores.base import (
@@ -83,6 +85,24 @@ class DialectAdapter(SqlAdapter):
             return cls(view, pool, owns_pool=False)
         return cls(view, await registry.kind_of(cls.dialect.name).connect(store))
 
+    async def close(self) -> None:
+        """Close the pool (or session), unless the store's other views share it."""
+        if self._owns_pool:
+            await self._pool.close()
+
+    @contextmanager
+    def _errors(self, what: str) -> Iterator[None]:
+        """Raise the driver's errors inside as ours, by the kind's error map; bugs as they are."""
+        try:
+            yield
+        except StoreError:
+            raise
+        except Exception as exc:
+            mapped = registry.kind_of(self.dialect.name).error_map(self.store.name, what, exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
+
     def _compile(self) -> None:
         view = self.view
         self._sql_bucket = self.dialect.bucket_sql(view)
@@ -152,6 +172,10 @@ class DialectAdapter(SqlAdapter):
             return SlotPass([], {})
         args = self._day_slot_args(start, end, step)
         rows = await self._fetch("day and slot digests", self._sql_day_slot, start, end, *args)
+        return self._slot_pass(rows, start, step)
+
+    def _slot_pass(self, rows: list[Any], start: datetime, step: timedelta) -> SlotPass:
+        """Return the one-scan query's rows as day buckets (slot NULL) and their slots."""
         return SlotPass(self._buckets([r for r in rows if r["slot"] is None]), results.slots(rows))
 
     async def prefix_digests(

@@ -18,13 +18,13 @@ from driftgauge.core.fields import FieldType, RowHashName, TimestampPrecision
 
 
 def spelling(template: str, doc: str) -> Any:
-    """Return a dialect hook that writes its one SQL expression into `template` at {0}.
+    """Return a dialect hook that writes its SQL expressions into `template` at {0}, {1}, ...
 
-    Typed Any: the class binds it as a method, whatever the hook's parameter is called.
+    Typed Any: the class binds it as a method, whatever the hook's parameters are called.
     """
 
-    def hook(self: Any, expr: str) -> str:
-        return template.format(expr)
+    def hook(self: Any, *exprs: str) -> str:
+        return template.format(*exprs)
 
     hook.__doc__ = doc
     return hook
@@ -45,6 +45,8 @@ class SqlDialect:
     """Column aliases of the queries that are reserved words in this engine (quoted)."""
     escapes: tuple[tuple[str, str], ...] = ()
     """Replacements that operator SQL needs to reach the engine unchanged through the driver."""
+    quote = '"'
+    """The character quoting an identifier (doubled inside it)."""
 
     # ---- spellings ---------------------------------------------------------------------
 
@@ -52,7 +54,7 @@ class SqlDialect:
         """Return an identifier quoted so any name (case, spaces, quotes) is taken literally."""
         if not name or "\x00" in name:
             raise ValueError(f"invalid identifier {name!r}")
-        return '"' + name.replace('"', '""') + '"'
+        return self.quote + name.replace(self.quote, self.quote * 2) + self.quote
 
     def alias(self, name: str) -> str:
         """Return a column alias as the engine takes it (quoted where the name is reserved)."""
@@ -85,8 +87,12 @@ class SqlDialect:
         raise NotImplementedError
 
     def measure(self, expr: str) -> str:
-        """Return a measure column as an exact decimal whose sum cannot overflow."""
-        return f"CAST(({expr}) AS NUMERIC)"
+        """Return a measure column as it is: an engine sums a DECIMAL (or an integer) exactly.
+
+        Not cast to NUMERIC: that type's default scale differs by engine (DuckDB's is
+        DECIMAL(18, 3), which rounds); PostgreSQL's numeric is exact and casts.
+        """
+        return f"({expr})"
 
     def boolean(self, expr: str) -> str:
         """Return `expr` as a boolean condition."""
@@ -135,8 +141,19 @@ class SqlDialect:
         return f"{alias}.x IS NULL" if view.sql_rules else None
 
     def key_distinct(self, view: View) -> str:
-        """Return the key as a value whose equality is the key encoding's, cheap to sort."""
-        raise NotImplementedError
+        """Return the key as a value whose equality is the key encoding's, cheap to sort.
+
+        Counting distinct raw keys gives the same number as distinct encodings without
+        building and sorting the encodings: a BIGINT, or the text_key of a text key.
+        """
+        col = self.quote_ident(view.key_column)
+        if view.key_type == "integer":
+            return f"({self.bigint(col)})"
+        return self.text_key(col)
+
+    def text_key(self, col: str) -> str:
+        """Return a key column as text compared byte by byte (no collation folds two apart)."""
+        return self.bytewise(self.text(col))
 
     def head(self, expr: str, n: str) -> str:
         """Return the first `n` characters of a text."""
@@ -283,6 +300,10 @@ class SqlDialect:
             f", {self.measure(self.quote_ident(col))} AS m{i}"
             for i, col in enumerate(view.measure_columns)
         )
+
+    def carried(self, view: View, alias: str) -> str:
+        """Return `, <alias>.m0, ...`: the view's measures carried out of a subquery."""
+        return "".join(f", {alias}.m{i}" for i in range(len(view.measures)))
 
     def measure_sums_sql(self, view: View, alias: str = "r", *, only: str | None = None) -> str:
         """Return `, sum(m0) AS m0, ...` over the rows no rule excludes (NULL unless `only`)."""

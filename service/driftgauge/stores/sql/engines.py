@@ -1,17 +1,14 @@
-"""The half the distributed engines' adapters share (Trino, Spark): local days come back as
-dates, slots as numbers counted from the window's start, driver errors mapped per kind."""
+"""The half the adapters of engines that bucket by local date share (MariaDB, Trino, Spark):
+local days come back as dates, slots as numbers counted from the window's start."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from driftgauge.core import buckets
 from driftgauge.core.clock import EPOCH, MICROSECOND
-from driftgauge.core.errors import StoreError
-from driftgauge.stores.base import BucketDigest, Granularity, LazySlots, SlotPass, check_slot
+from driftgauge.stores.base import BucketDigest, Granularity, LazySlots, SlotPass
 from driftgauge.stores.sql.adapter import DialectAdapter
 from driftgauge.stores.sql.results import numbered_slots
 
@@ -24,21 +21,19 @@ def micros(moment: datetime) -> int:
 class EngineAdapter(DialectAdapter):
     """A dialect adapter whose engine buckets by local date and numbers slots from start."""
 
-    async def close(self) -> None:
-        """Close the session, unless the store's other views share it."""
-        if self._owns_pool:
-            await self._pool.close()
-
     def _midnight(self, day: Any) -> datetime:
+        """Return the UTC start of a local date the server computed (23- or 25-hour days too)."""
         local = day if isinstance(day, date) else date.fromisoformat(str(day))
         return buckets.midnight(local, self.view.timezone)
+
+    def _day_args(self, start: datetime, end: datetime) -> tuple[Any, ...]:
+        return (self.view.timezone.key,)
 
     async def _day_digests(
         self, start: datetime, end: datetime, granularity: Granularity
     ) -> list[BucketDigest]:
-        rows = await self._fetch(
-            "bucket digests", self._sql_bucket, start, end, self.view.timezone.key
-        )
+        args = self._day_args(start, end)
+        rows = await self._fetch("bucket digests", self._sql_bucket, start, end, *args)
         return self._buckets([r | {"bucket": self._midnight(r["bucket"])} for r in rows])
 
     def _slot_args(self, start: datetime, step: timedelta) -> tuple[Any, ...]:
@@ -49,13 +44,11 @@ class EngineAdapter(DialectAdapter):
         origin = start.astimezone(UTC)
         return [r | {"bucket": origin + step * int(r["bucket"])} for r in rows]
 
-    async def day_and_slot_digests(self, start: datetime, end: datetime, seconds: int) -> SlotPass:
-        """Return day buckets and their slots (spans of `seconds` from start) from one scan."""
-        step = check_slot(start, seconds)
-        if start >= end:
-            return SlotPass([], {})
-        args = (self.view.timezone.key, step // MICROSECOND, micros(start))
-        rows = await self._fetch("day and slot digests", self._sql_day_slot, start, end, *args)
+    def _day_slot_args(self, start: datetime, end: datetime, step: timedelta) -> tuple[Any, ...]:
+        return self.view.timezone.key, step // MICROSECOND, micros(start)
+
+    def _slot_pass(self, rows: list[Any], start: datetime, step: timedelta) -> SlotPass:
+        """Return the rows as day buckets (local dates) and slots (numbered from start)."""
         origin = start.astimezone(UTC)
         by_day: dict[datetime, list[dict[str, Any]]] = {}
         day_rows = []
@@ -68,22 +61,3 @@ class EngineAdapter(DialectAdapter):
         return SlotPass(
             self._buckets(day_rows), LazySlots(by_day, lambda rs: numbered_slots(rs, origin, step))
         )
-
-    @contextmanager
-    def _errors(self, what: str) -> Iterator[None]:
-        try:
-            yield
-        except StoreError:
-            raise
-        except Exception as exc:
-            if not self._driver_error(exc):
-                raise
-            raise self._store_error(what, exc) from exc
-
-    def _driver_error(self, exc: BaseException) -> bool:
-        """Return whether `exc` is the engine's driver failing (mapped by _store_error)."""
-        raise NotImplementedError
-
-    def _store_error(self, what: str, exc: BaseException) -> StoreError:
-        """Return the StoreError naming the store and the step for a driver failure."""
-        raise NotImplementedError

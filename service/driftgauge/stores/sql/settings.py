@@ -8,11 +8,11 @@ from pydantic import Field
 
 from driftgauge.config.secrets import Secret
 from driftgauge.config.values import Seconds, SecretRef
-from driftgauge.stores.registry import StoreModel
+from driftgauge.stores.registry import StoreLimits, StoreModel
 
 
 @dataclass(frozen=True)
-class PooledStore:
+class PooledStore(StoreLimits):
     """A SQL store reached through a driver's connection pool; a kind names itself."""
 
     name: str
@@ -20,10 +20,6 @@ class PooledStore:
     timeout: float = 30.0
     pool_max: int = 4
     kind: str = "sql"
-    max_concurrent_queries: int | None = None
-    """At most this many queries at once in one replica (stores.NAME.max_concurrent_queries)."""
-    parallel_scans: int = 1
-    """Range queries a first pass over many days is split into (stores.NAME.parallel_scans)."""
 
 
 class PooledStoreModel(StoreModel):

@@ -7,7 +7,6 @@ from datetime import datetime
 from typing import Any
 
 from driftgauge.core.clock import EPOCH, MICROSECOND
-from driftgauge.core.errors import StoreError
 from driftgauge.stores.preflight import FieldSchema
 from driftgauge.stores.sql.engines import EngineAdapter
 from driftgauge.stores.sql.results import ExportedRow
@@ -59,9 +58,3 @@ class TrinoAdapter(EngineAdapter):
     async def _fetch(self, what: str, sql: str, *args: Any) -> list[dict[str, Any]]:
         with self._errors(self._where(what)):
             return await self._pool.fetch(TRINO.render(sql, list(args)))
-
-    def _driver_error(self, exc: BaseException) -> bool:
-        return io.driver_error(exc)
-
-    def _store_error(self, what: str, exc: BaseException) -> StoreError:
-        return io.store_error(self.store.name, what, exc)

@@ -3,8 +3,9 @@
 The queries are stores.sql.dialect's; this module gives Trino's spellings: md5 over the
 UTF-8 bytes (varbinary), the row hash's first 64 bits as a DECIMAL(20,0) (sums are
 DECIMAL(38,0), exact; reduced mod 2^64 in Python), local days by at_timezone and slots as
-numbers of steps from the origin. Epoch microseconds are computed exactly (whole seconds
-plus the six digits of the fraction), never through to_unixtime's double. Parameters are
+numbers of steps from the origin (stores.sql.engine_dialect). Epoch microseconds are
+computed exactly (whole seconds plus the six digits of the fraction), never through
+to_unixtime's double. Parameters are
 markers the adapter replaces by literals (render): the client sends one statement, no
 prepare round trip, and operator SQL is never scanned for placeholders.
 """
@@ -17,16 +18,17 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any, ClassVar
 
-from driftgauge.config.frozen import Exclusion, View
-from driftgauge.core.fields import RowHashName, TimestampPrecision
-from driftgauge.stores.sql.dialect import SqlDialect, spelling
+from driftgauge.config.frozen import Exclusion
+from driftgauge.core.fields import RowHashName
+from driftgauge.stores.sql.dialect import spelling
+from driftgauge.stores.sql.engine_dialect import EngineDialect
 
 MARK = "\x00"
 """Delimits a parameter marker: no identifier or operator SQL holds a NUL character."""
 _MARKER = re.compile(MARK + r"a(\d+)" + MARK)
 
 
-class TrinoDialect(SqlDialect):
+class TrinoDialect(EngineDialect):
     """Trino's spellings of the shared queries."""
 
     name = "trino"
@@ -50,24 +52,15 @@ class TrinoDialect(SqlDialect):
         "CAST(({0}) AS TIMESTAMP(6) WITH TIME ZONE)",
         "Return `expr` as an instant (a timestamp without zone reads as UTC: the session's).",
     )
-    measure = spelling("({0})", "Return a measure as it is: the sum of a DECIMAL is exact.")
-
-    def head(self, expr: str, n: str) -> str:
-        """Return the first `n` characters of a text (Trino has no left())."""
-        return f"substr({expr}, 1, {n})"
+    head = spelling("substr({0}, 1, {1})", "Return the first `n` characters (Trino has no left()).")
+    trim_trailing = spelling("rtrim({0}, {1})", "Return a text without that character at its end.")
+    has_point = spelling("strpos({0}, '.') > 0", "Return whether a text holds a point.")
 
     def rule_sql(self, ex: Exclusion) -> str:
         """Return an exclusion's condition; a NULL predicate excludes nothing (no IS TRUE)."""
         if ex.where is not None:
             return f"coalesce(({self.verbatim(ex.where)}), false)"
         return super().rule_sql(ex)
-
-    def decimal_text(self, expr: str) -> str:
-        """Return a DECIMAL's or integer's plain text with trailing fractional zeros trimmed."""
-        raw = self.text(expr)
-        trimmed = f"rtrim(rtrim({raw}, '0'), '.')"
-        text = f"(CASE WHEN strpos({raw}, '.') > 0 THEN {trimmed} ELSE {raw} END)"
-        return f"(CASE WHEN {text} = '-0' THEN '0' ELSE {text} END)"
 
     def micros(self, instant: str) -> str:
         """Return exact epoch microseconds of a TIMESTAMP(6) WITH TIME ZONE expression."""
@@ -76,29 +69,9 @@ class TrinoDialect(SqlDialect):
         fraction = f"CAST(substr(CAST({instant} AS VARCHAR), 21, 6) AS BIGINT)"
         return f"({seconds} * 1000000 + {fraction})"
 
-    def epoch_micros(self, col: str, precision: TimestampPrecision) -> str:
-        """Return epoch microseconds of the column, floored to `precision` (before 1970 too)."""
-        micros = self.micros(self.instant(col))
-        return micros if precision == "us" else f"({micros} - (({micros} % 1000) + 1000) % 1000)"
-
-    def key_distinct(self, view: View) -> str:
-        """Return the key as BIGINT, or as VARCHAR (Trino compares text byte by byte)."""
-        col = self.quote_ident(view.key_column)
-        if view.key_type == "integer":
-            return f"({self.bigint(col)})"
-        return str(self.text(col))
-
-    def prefix_in(self, khash: str, param: str) -> str:
-        """Return whether `khash` matches one of the LIKE patterns of an array parameter."""
-        return f"any_match({param}, p -> {khash} LIKE p)"
-
     def bucket(self, t: str) -> str:
         """Return the local date of `t` in the zone named by parameter 3."""
         return f"date(at_timezone({t}, {self.param(3)}))"
-
-    def slot(self, t: str) -> str:
-        """Return the slot number of `t`: parameter 3 the step in µs, 4 the origin in µs."""
-        return f"(({self.micros(t)} - {self.param(4)}) / {self.param(3)})"
 
     def ranges_sql(self, t: str, first: int, count: int) -> str:
         """Return a clause keeping rows in one of the sub-ranges of two array parameters.
@@ -112,37 +85,6 @@ class TrinoDialect(SqlDialect):
         return (
             f" AND any_match(sequence(1, {count}), "
             f"i -> {t} >= element_at({lo}, i) AND {t} < element_at({hi}, i))"
-        )
-
-    def rows_sql(
-        self, view: View, *, within: bool, ranges: int | None = None, points: bool = False
-    ) -> str:
-        """Return the shared export query with its time as epoch microseconds."""
-        inner = super().rows_sql(view, within=within, ranges=ranges, points=points)
-        return f"SELECT e.ktext, e.khash, e.rhash, {self.micros('e.t')} AS t FROM ({inner}) AS e"
-
-    def day_slot_sql(self, view: View) -> str:
-        """Return day buckets by rule plus per-slot expected aggregates from one scan.
-
-        $3 names the zone (as in bucket_sql), $4 is the slot step and $5 the origin (µs).
-        Rows with a NULL slot are the day set (one per day and rule); the others are the
-        (day, slot) aggregates of rows no rule excludes, slots numbered from the origin.
-        """
-        measures = "".join(f", b.m{i}" for i in range(len(view.measures)))
-        day_sums = "".join(
-            f", CASE WHEN grouping(r.s) = 1 THEN {self.kept(view, 'sum', f'r.m{i}')} END AS m{i}"
-            for i in range(len(view.measures))
-        )
-        return (
-            "SELECT * FROM (SELECT r.d AS bucket, r.s AS slot, r.x AS rule, count(*) AS n, "
-            f"{self.distinct_keys_sql('r.x IS NULL')} AS {self.alias('keys')}, "
-            f"{self.kept(view, 'sum', 'r.h')} AS digest{day_sums}, grouping(r.s) AS day_set "
-            f"FROM (SELECT {self.bucket('b.t')} AS d, "
-            f"({self.micros('b.t')} - {self.param(5)}) / {self.param(4)} AS s, b.x, b.kd, "
-            f"{self.row_hash(view, 'b.renc')} AS h{measures} "
-            f"FROM ({self.base_sql(view)}) AS b) AS r "
-            "GROUP BY GROUPING SETS ((r.d, r.x), (r.d, r.x, r.s))) AS g "
-            "WHERE g.rule IS NULL OR g.day_set = 1"
         )
 
     def render(self, sql: str, args: Sequence[Any]) -> str:

@@ -6,10 +6,8 @@ store timeout (or whose task is cancelled) has its query cancelled and is a time
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import requests
@@ -18,20 +16,13 @@ from trino.auth import BasicAuthentication, JWTAuthentication
 from trino.exceptions import Error as TrinoError
 from trino.exceptions import HttpError, TrinoAuthError, TrinoConnectionError
 
-from driftgauge.core.errors import (
-    SecretError,
-    StoreError,
-    StorePermissionError,
-    StoreQueryError,
-    StoreTimeout,
-    StoreUnavailable,
-)
-from driftgauge.stores.driver_errors import raising_translator
+from driftgauge.core.errors import SecretError, StoreError, StoreQueryError
+from driftgauge.stores.driver_errors import of_types, raising_translator, server_error
+from driftgauge.stores.threads import close_pool as close_pool  # the kind's (registry.StoreKind)
+from driftgauge.stores.threads import in_thread, store_threads
 from driftgauge.stores.trino.settings import TrinoStore
 
 T = TypeVar("T")
-WORKERS = 4
-"""Calls of one store running at once; more wait for a thread (within their timeout)."""
 DRIVER_ERRORS = (TrinoError, HttpError, requests.RequestException, OSError)
 """What a Trino call may raise that is the server's or the network's doing."""
 PERMISSION = ("PERMISSION_DENIED", "Access Denied", "Unauthorized", "401", "403")
@@ -42,7 +33,7 @@ class TrinoSession:
 
     def __init__(self, store: TrinoStore) -> None:
         self.store = store
-        self._pool = ThreadPoolExecutor(WORKERS, thread_name_prefix=f"trino-{store.name}")
+        self._pool = store_threads("trino", store.name)
 
     def connect(self) -> Any:
         """Return a new DB-API connection (sessions run in UTC)."""
@@ -110,17 +101,7 @@ class TrinoSession:
 
     async def _in_thread(self, cursor: Any, work: Callable[[], T]) -> T:
         """Run `work` in a thread; past the timeout (or cancelled), cancel the cursor's query."""
-        future = asyncio.get_running_loop().run_in_executor(self._pool, work)
-        try:
-            return await asyncio.wait_for(asyncio.shield(future), self.store.timeout)
-        except BaseException:
-            if not future.done():
-                stop = asyncio.ensure_future(asyncio.to_thread(_cancel, cursor))
-                await asyncio.wait([stop], timeout=5)
-                await asyncio.wait([future], timeout=5)
-            if future.done() and not future.cancelled():
-                future.exception()  # retrieved: the cancel is the error we raise
-            raise
+        return await in_thread(self._pool, work, self.store.timeout, lambda: _cancel(cursor))
 
     async def close(self) -> None:
         """Let the threads finish."""
@@ -175,30 +156,23 @@ async def store_pool(store: TrinoStore) -> TrinoSession:
     return session
 
 
-async def close_pool(session: TrinoSession) -> None:
-    """Close a session opened by store_pool."""
-    await session.close()
-
-
-def driver_error(exc: BaseException) -> bool:
-    """Return True when `exc` is the server's or the network's doing (mapped), False for a bug."""
-    return isinstance(exc, DRIVER_ERRORS)
+driver_error = of_types(DRIVER_ERRORS)
 
 
 def store_error(store: str, what: str, exc: BaseException) -> StoreError:
     """Return our exception for a Trino, network or timeout error."""
-    if isinstance(exc, StoreError):
-        return exc
     message = _message(exc)
-    if isinstance(exc, TimeoutError) or "USER_CANCELED" in message:
-        return StoreTimeout(store, f"{what}: no answer within the timeout")
-    if any(word in message for word in PERMISSION):
-        return StorePermissionError(store, f"{what}: {message}")
-    if isinstance(exc, TrinoAuthError):
-        return StorePermissionError(store, f"{what}: {message}")
-    if isinstance(exc, OSError | requests.ConnectionError | TrinoConnectionError | HttpError):
-        return StoreUnavailable(store, f"{what}: cannot reach the server ({message})")
-    return StoreQueryError(store, f"{what}: {message}")
+    return server_error(
+        store,
+        what,
+        exc,
+        message,
+        cancelled="USER_CANCELED" in message,
+        denied=isinstance(exc, TrinoAuthError) or any(word in message for word in PERMISSION),
+        unreachable=isinstance(
+            exc, OSError | requests.ConnectionError | TrinoConnectionError | HttpError
+        ),
+    )
 
 
 translate_error = raising_translator(driver_error, store_error)

@@ -4,26 +4,12 @@ from __future__ import annotations
 
 from driftgauge.config.frozen import View
 from driftgauge.core.fields import TimestampPrecision
-from driftgauge.stores.preflight import Expects, FieldSchema, TypeRules, Wanted, judge_schema
+from driftgauge.stores.preflight import FieldSchema, TypeRules, Wanted
 from driftgauge.stores.trino.dialect import TRINO
 from driftgauge.stores.trino.io import TrinoSession
 
 INTEGERS = frozenset({"tinyint", "smallint", "integer", "bigint"})
 TIMES = frozenset({"timestamp", "timestamp with time zone", "date"})
-ACCEPTS: dict[Expects, frozenset[str] | None] = {
-    "string": None,  # every scalar type has a text form
-    "integer": INTEGERS | {"varchar", "char"},
-    "decimal": INTEGERS | {"decimal"},
-    "boolean": frozenset({"boolean", "varchar"}),
-    "timestamp": TIMES,
-    "time": TIMES,
-}
-"""Column types each field type reads from; an integer beyond 64 bits fails loudly."""
-WHY: dict[str, str] = {
-    "double": "a double's text is not the same on every store; cast it to DECIMAL",
-    "real": "a real's text is not the same on every store; cast it to DECIMAL",
-    "varchar": "text is not checked for a plain decimal form; cast it to DECIMAL",
-}
 NESTED = ("array(", "map(", "row(")
 
 
@@ -45,26 +31,33 @@ def fraction_digits(type_name: str) -> int | None:
     return int(name[len("timestamp(") :].partition(")")[0])
 
 
-RULES = TypeRules(ACCEPTS, WHY, base_type, lambda t: t.lower().startswith(NESTED))
+def precision(type_name: str) -> TimestampPrecision:
+    """Return the finest precision a timestamp type holds: ms up to three fractional digits."""
+    digits = fraction_digits(type_name)
+    return "ms" if digits is not None and digits <= 3 else "us"
+
+
+def limit(w: Wanted, type_name: str) -> str | None:
+    """Return why a time field cannot read a timestamp finer than microseconds, or None."""
+    digits = fraction_digits(type_name)
+    if w.expects in ("timestamp", "time") and digits is not None and digits > 6:
+        # Casting to microseconds rounds in Trino where every other kind floors.
+        return f"column {w.column} is {type_name}; cast it to timestamp(6) (microseconds)"
+    return None
+
+
+RULES = TypeRules.of_scalars(
+    INTEGERS,
+    TIMES,
+    ("varchar", "char"),
+    ("double", "real"),
+    base=base_type,
+    nested=lambda t: t.lower().startswith(NESTED),
+    precision=precision,
+    limit=limit,
+)
 
 
 async def describe(session: TrinoSession, view: View) -> list[FieldSchema]:
     """Return each wanted field's column type, from the schema of the view's relation."""
-    return judge_schema(view, await session.schema(f"SELECT * FROM {TRINO.relation(view)}"), judge)
-
-
-def judge(w: Wanted, type_name: str, where: str) -> FieldSchema:
-    """Return whether a column of `type_name` can be read as the field `w` expects."""
-    holds = f"{type_name} in {where}"
-    refused = RULES.refusal(w, type_name, holds)
-    if refused is not None:
-        return refused
-    digits = fraction_digits(type_name)
-    if w.expects in ("timestamp", "time") and digits is not None and digits > 6:
-        # Casting to microseconds rounds in Trino where every other kind floors.
-        problem = f"column {w.column} is {type_name}; cast it to timestamp(6) (microseconds)"
-        return FieldSchema(w, (problem,), holds=holds)
-    precision: TimestampPrecision | None = None
-    if w.expects == "timestamp":
-        precision = "ms" if digits is not None and digits <= 3 else "us"
-    return FieldSchema(w, precision=precision, holds=holds)
+    return RULES.judge_schema(view, await session.schema(f"SELECT * FROM {TRINO.relation(view)}"))

@@ -10,11 +10,11 @@ from pydantic import Field, model_validator
 
 from driftgauge.config.secrets import Secret
 from driftgauge.config.values import NonEmpty, Seconds, SecretRef
-from driftgauge.stores.registry import StoreModel
+from driftgauge.stores.registry import StoreLimits, StoreModel
 
 
 @dataclass(frozen=True)
-class TrinoStore:
+class TrinoStore(StoreLimits):
     """A Trino coordinator: URL, default catalog and schema, user, credentials, TLS, timeout."""
 
     name: str
@@ -27,10 +27,6 @@ class TrinoStore:
     verify: bool | str = True
     timeout: float = 30.0
     kind: str = "trino"
-    max_concurrent_queries: int | None = None
-    """At most this many queries at once in one replica (stores.NAME.max_concurrent_queries)."""
-    parallel_scans: int = 1
-    """Range queries a first pass over many days is split into (stores.NAME.parallel_scans)."""
 
 
 class TrinoStoreModel(StoreModel):
